@@ -1,0 +1,4 @@
+"""``python -m privspec``."""
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,139 @@
+"""Diagnostics and the exception hierarchy.
+
+Every problem privspec reports is a :class:`Diagnostic` with a stable code, a span
+(or data rows and columns), a message and a hint.  They render like a compiler's::
+
+    specs/urn.privspec:12:7: error[E402]: conditional design does not sum to 1 for category 'red' (sum = 5/6)
+       12 | mechanism m = subset(color, conditional { {black, red}: 1/2 })
+          |       ^^^^^^
+    hint: every category must lie in subsets whose weights sum to 1 (Definition 2)
+
+Codes are listed in ``docs/errors.md``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from .source import Source, Span
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem found in a spec or in data.
+
+    Parameters
+    ----------
+    code : str
+        Stable code such as ``"E201"`` (errors) or ``"W101"`` (warnings).
+    message : str
+        What is wrong, in one line.
+    span : Span or None
+        Where in the spec; None for data problems or whole-file problems.
+    hint : str
+        What to do instead ("" when nothing useful can be said).
+    severity : str
+        ``"error"`` or ``"warning"``.
+    rows, columns : tuple
+        For data errors: the offending rows (0-based data rows) and columns.
+    """
+
+    code: str
+    message: str
+    span: Span | None = None
+    hint: str = ""
+    severity: str = ERROR
+    rows: tuple[int, ...] = ()
+    columns: tuple[str, ...] = ()
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == ERROR
+
+    def render(self, source: Source | None) -> str:
+        """Render as ``FILE:LINE:COL: error[CODE]: message``, the line, a caret and a hint."""
+        name = source.name if source is not None else "<input>"
+        head = f"{self.severity}[{self.code}]: {self.message}"
+        out: list[str] = []
+        if self.span is not None and source is not None:
+            line, col = source.line_col(self.span.start)
+            out.append(f"{name}:{line}:{col}: {head}")
+            text = source.line_text(line)
+            end_line, end_col = source.line_col(max(self.span.start, self.span.end - 1))
+            # a span running past its first line is underlined to that line's end
+            last = end_col if end_line == line else len(text)
+            width = max(1, last - col + 1)
+            gutter = " " * len(str(line))
+            out.append(f"  {line} | {text}")
+            out.append(f"  {gutter} | {' ' * (col - 1)}{'^' * width}")
+        else:
+            where = name
+            if self.rows:
+                shown = ", ".join(str(r) for r in self.rows[:10])
+                more = f" and {len(self.rows) - 10} more" if len(self.rows) > 10 else ""
+                where += f": rows {shown}{more}"
+            if self.columns:
+                where += f" (column{'s' if len(self.columns) > 1 else ''} {', '.join(self.columns)})"
+            out.append(f"{where}: {head}")
+        if self.hint:
+            out.append(f"hint: {self.hint}")
+        return "\n".join(out)
+
+    def to_dict(self, source: Source | None = None) -> dict:
+        """The JSON form: code, severity, message, hint, and line/column or rows."""
+        d: dict = {"code": self.code, "severity": self.severity, "message": self.message,
+                   "hint": self.hint}
+        if self.span is not None and source is not None:
+            line, col = source.line_col(self.span.start)
+            end_line, end_col = source.line_col(self.span.end)
+            d.update(file=source.name, line=line, column=col, end_line=end_line, end_column=end_col)
+        if self.rows:
+            d["rows"] = list(self.rows)
+        if self.columns:
+            d["columns"] = list(self.columns)
+        return d
+
+
+class PrivspecError(Exception):
+    """Root of every error privspec raises on purpose.
+
+    Carries one or more diagnostics and the source they point into.
+    """
+
+    def __init__(self, diagnostics: Diagnostic | Sequence[Diagnostic], source: Source | None = None):
+        if isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics: list[Diagnostic] = list(diagnostics)
+        self.source = source
+        super().__init__(self.render())
+
+    @property
+    def code(self) -> str:
+        return self.diagnostics[0].code if self.diagnostics else ""
+
+    def render(self) -> str:
+        return "\n".join(d.render(self.source) for d in self.diagnostics)
+
+
+class SpecSyntaxError(PrivspecError):
+    """The spec text does not follow the grammar."""
+
+
+class SpecError(PrivspecError):
+    """The spec parses but does not make sense (names, domains, probabilities, ...)."""
+
+
+class DataError(PrivspecError):
+    """A data file does not fit the spec; diagnostics name rows and columns."""
+
+
+class BackendError(PrivspecError):
+    """A back end cannot answer a query (not supported yet, or failed to converge)."""
+
+
+def errors_of(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Only the errors, warnings left out."""
+    return [d for d in diagnostics if d.is_error]

@@ -1,0 +1,565 @@
+"""Text -> AST: split a spec into declarations, parse each with Lark (LALR), fold exact
+arithmetic into sympy numbers, and turn every syntax error into a :class:`Diagnostic`.
+
+A declaration ends at the end of a line unless inside (), [] or {} (LANGUAGE.md).  The
+splitter finds those ends, so each declaration is parsed on its own: one syntax error
+does not hide the errors of later declarations, and an unclosed bracket is reported
+where it was opened instead of at the end of the file.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterator
+
+import sympy
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from . import ast
+from .errors import Diagnostic
+from .source import Source, Span
+
+#: words that start a declaration
+DECLARATION_KEYWORDS = ("spec", "variable", "parameter", "population", "mechanism", "release",
+                        "query", "compare")
+#: names that the arithmetic reads as constants
+CONSTANTS = {"pi": sympy.pi, "inf": sympy.oo, "oo": sympy.oo}
+#: functions folded into exact numbers
+MATH_FUNCTIONS = {"log": sympy.log, "exp": sympy.exp, "sqrt": sympy.sqrt}
+
+# Numbers larger than this (in bits) are refused: exact arithmetic on them would hang.
+_MAX_BITS = 20_000
+
+
+def _cache_path() -> str | bool:
+    """Lark's grammar cache lives in the user's cache folder, never in the package."""
+    base = os.environ.get("PRIVSPEC_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") \
+        or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "privspec"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(folder, os.W_OK):
+        return False
+    return str(folder / f"grammar-py{sys.version_info[0]}{sys.version_info[1]}.lark-cache")
+
+
+@functools.lru_cache(maxsize=1)
+def get_parser() -> Lark:
+    """The LALR parser for ``privspec.lark`` (start symbols ``statement`` and ``file``).
+
+    Examples
+    --------
+    >>> tree = get_parser().parse("variable x: continuous", start="statement")
+    >>> tree.data
+    'continuous_decl'
+    """
+    return Lark.open_from_package(
+        "privspec.grammar", "privspec.lark", ("",),
+        parser="lalr", start=["statement", "file"], propagate_positions=True,
+        maybe_placeholders=False, cache=_cache_path(),
+    )
+
+
+# ---------------------------------------------------------------------------------
+# splitting into declarations
+_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*|[()\[\]{}]|\n')
+_DECL_START = re.compile(
+    r"[ \t]*(?:(?:variable|parameter|mechanism|release|query|compare)[ \t]+[A-Za-z_]\w*[ \t]*[=:<>~]"
+    r"|population[ \t]+(?:\(|[A-Za-z_]\w*[ \t]*~)|spec[ \t]+\")")
+_OPEN = "([{"
+_CLOSE = ")]}"
+
+
+def split_declarations(text: str) -> list[tuple[int, int]]:
+    """Offsets ``(start, end)`` of each declaration's text.
+
+    A newline ends a declaration unless a bracket is open; a line that clearly starts a
+    new declaration also ends the previous one, so that an unclosed bracket does not
+    swallow the rest of the file.
+
+    Examples
+    --------
+    >>> t = "variable x: categorical {a,\\n b}  # two lines\\nvariable y: continuous\\n"
+    >>> [t[s:e] for s, e in split_declarations(t)]
+    ['variable x: categorical {a,\\n b}  # two lines', 'variable y: continuous']
+    """
+    out: list[tuple[int, int]] = []
+    depth = 0
+    start = None  # offset of the first non-blank character of the current declaration
+
+    def close(end: int) -> None:
+        nonlocal start
+        if start is not None:
+            out.append((start, end))
+        start = None
+
+    pos = 0
+    n = len(text)
+    for m in _SCAN.finditer(text):
+        s = m.start()
+        if start is None and text[pos:s].strip():
+            start = pos + (len(text[pos:s]) - len(text[pos:s].lstrip()))
+        tok = m.group()
+        if tok == "\n":
+            if depth == 0:
+                close(s)
+            elif _DECL_START.match(text, s + 1):
+                depth = 0
+                close(s)
+        elif tok[0] == "#":
+            pass
+        else:
+            if start is None:
+                start = s
+            if tok in _OPEN:
+                depth += 1
+            elif tok in _CLOSE:
+                depth = max(0, depth - 1)
+        pos = m.end()
+    if start is None and text[pos:n].strip():
+        start = pos + (len(text[pos:n]) - len(text[pos:n].lstrip()))
+    close(n)
+    # trailing whitespace and comments are not part of a declaration
+    return [(s, _rstrip_comment(text, s, e)) for s, e in out]
+
+
+def _rstrip_comment(text: str, s: int, e: int) -> int:
+    chunk = text[s:e].rstrip()
+    return s + len(chunk)
+
+
+# ---------------------------------------------------------------------------------
+# Lark tree -> AST
+class _Fold(Exception):
+    """Raised inside the transformer; becomes a diagnostic."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        self.diagnostic = diagnostic
+
+
+def parse_number(text: str, span: Span) -> sympy.Rational:
+    """An exact rational from a numeric literal (``0.25`` -> 1/4, ``2e-3`` -> 1/500)."""
+    mantissa, _, exponent = text.lower().partition("e")
+    if exponent and abs(int(exponent)) > 4000:
+        raise _Fold(Diagnostic("E104", f"number {text} is out of range", span,
+                               "exponents beyond 4000 are not supported"))
+    f = Fraction(mantissa) * (Fraction(10) ** int(exponent or 0))
+    return sympy.Rational(f.numerator, f.denominator)
+
+
+def _bits(x: sympy.Expr) -> float:
+    if isinstance(x, sympy.Rational):
+        return max(abs(x.p), 1).bit_length() + max(abs(x.q), 1).bit_length()
+    return 64.0
+
+
+def _checked(value: sympy.Expr, span: Span) -> sympy.Expr:
+    if value is sympy.nan:
+        raise _Fold(Diagnostic("E104", "this arithmetic is undefined", span,
+                               "check for inf - inf or 0 * inf"))
+    if value is sympy.zoo or value.has(sympy.zoo):
+        raise _Fold(Diagnostic("E104", "division by zero", span, ""))
+    if value.is_extended_real is False:
+        raise _Fold(Diagnostic("E104", "this is not a real number", span,
+                               "square roots and logarithms need a non-negative argument"))
+    return value
+
+
+def _span(meta, offset: int) -> Span:
+    return Span(meta.start_pos + offset, meta.end_pos + offset)
+
+
+def _tspan(tok: Token, offset: int) -> Span:
+    return Span(tok.start_pos + offset, tok.end_pos + offset)
+
+
+@v_args(meta=True)
+class ToAst(Transformer):
+    """Build :mod:`privspec.ast` nodes; spans are made absolute with ``offset``."""
+
+    def __init__(self) -> None:
+        super().__init__(visit_tokens=False)
+        self.offset = 0
+
+    # -- helpers ---------------------------------------------------------------
+    def _ref(self, tok: Token) -> ast.Ref:
+        return ast.Ref(str(tok), _tspan(tok, self.offset))
+
+    def _s(self, meta) -> Span:
+        return _span(meta, self.offset)
+
+    # -- declarations ----------------------------------------------------------
+    def spec_decl(self, meta, c):
+        return ast.SpecTitle(_unquote(c[0]), self._s(meta))
+
+    def categorical_decl(self, meta, c):
+        return ast.CategoricalDecl(self._ref(c[0]), c[1], self._s(meta))
+
+    def label_set(self, meta, c):
+        return tuple(c)
+
+    def continuous_decl(self, meta, c):
+        return ast.ContinuousDecl(self._ref(c[0]), c[1] if len(c) > 1 else None, self._s(meta))
+
+    def bounds(self, meta, c):
+        return (c[0], c[1])
+
+    def combined_decl(self, meta, c):
+        return ast.CombinedDecl(self._ref(c[0]), c[1], self._s(meta))
+
+    def parameter_decl(self, meta, c):
+        constraints = tuple(x for x in c[1:] if isinstance(x, tuple))
+        value = [x for x in c[1:] if not isinstance(x, tuple)]
+        return ast.ParameterDecl(self._ref(c[0]), constraints, value[0] if value else None, self._s(meta))
+
+    def constraint(self, meta, c):
+        return (str(c[0]), c[1])
+
+    def population_decl(self, meta, c):
+        return ast.PopulationDecl(c[0], c[1], self._s(meta))
+
+    def pop_single(self, meta, c):
+        return (self._ref(c[0]),)
+
+    def pop_joint(self, meta, c):
+        return tuple(self._ref(t) for t in c)
+
+    def mechanism_decl(self, meta, c):
+        return ast.MechanismDecl(self._ref(c[0]), c[1], self._s(meta))
+
+    def release_decl(self, meta, c):
+        noise = tuple(v for k, v in c[2:] if k == "with")
+        protect = tuple(v for k, v in c[2:] if k == "protect")
+        totals = tuple(v for k, v in c[2:] if k == "totals")
+        return ast.ReleaseDecl(self._ref(c[0]), c[1], noise, protect, totals, self._s(meta))
+
+    def with_clause(self, meta, c):
+        return ("with", c[0])
+
+    def protect_clause(self, meta, c):
+        v = c[0]
+        return ("protect", self._ref(v) if isinstance(v, Token) else v)
+
+    def totals_clause(self, meta, c):
+        return ("totals", tuple(self._ref(t) for t in c))
+
+    def query_decl(self, meta, c):
+        verb, body, quals = c[1]
+        pick = lambda k: tuple(v for kk, v in quals if kk == k)  # noqa: E731
+        return ast.QueryDecl(self._ref(c[0]), verb, body, pick("from"), pick("by"), pick("calibrate"),
+                             self._s(meta))
+
+    def estimate_query(self, meta, c):
+        return ("estimate", c[0], c[1:])
+
+    def test_query(self, meta, c):
+        return ("test", c[0], c[1:])
+
+    def plain_query(self, meta, c):
+        return (None, c[0], c[1:])
+
+    def from_clause(self, meta, c):
+        return ("from", self._ref(c[0]))
+
+    def by_clause(self, meta, c):
+        return ("by", c[0])
+
+    def calibrate_clause(self, meta, c):
+        return ("calibrate", c[0])
+
+    def compare_decl(self, meta, c):
+        name, estimand, rest = self._ref(c[0]), c[1], c[2:]
+        settings: tuple = ()
+        criteria: tuple = ()
+        entries = []
+        for x in rest:
+            if isinstance(x, tuple) and x and x[0] == "at":
+                settings = x[1]
+            elif isinstance(x, tuple) and x and x[0] == "criteria":
+                criteria = x[1]
+            else:
+                entries.append(x)
+        return ast.CompareDecl(name, estimand, settings, tuple(entries), criteria, self._s(meta))
+
+    def at_clause(self, meta, c):
+        return ("at", tuple(c))
+
+    def setting(self, meta, c):
+        return (self._ref(c[0]), c[1])
+
+    def compare_entry(self, meta, c):
+        return (self._ref(c[0]), c[1])
+
+    def criteria(self, meta, c):
+        return ("criteria", tuple(c))
+
+    # -- values ------------------------------------------------------------------
+    def tagged(self, meta, c):
+        return ast.Tagged(self._ref(c[0]), c[1], self._s(meta))
+
+    def list(self, meta, c):
+        return ast.ListLit(tuple(c), self._s(meta))
+
+    def braced(self, meta, c):
+        return ast.Braced(tuple(c), self._s(meta))
+
+    def entry(self, meta, c):
+        return ast.Entry(c[0], c[1], self._s(meta))
+
+    def label(self, meta, c):
+        tok = c[0]
+        if tok.type == "STRING":
+            return ast.Str(_unquote(tok), self._s(meta))
+        return self._ref(tok)
+
+    def dotted(self, meta, c):
+        return ast.Dotted(tuple(str(t) for t in c), self._s(meta))
+
+    def argkey(self, meta, c):
+        if len(c) > 1:
+            return ast.Dotted(tuple(str(t) for t in c), self._s(meta))
+        tok = c[0]
+        return ast.Str(_unquote(tok), self._s(meta)) if tok.type == "STRING" else self._ref(tok)
+
+    def kwarg(self, meta, c):
+        return ast.KwArg(c[0], c[1], self._s(meta))
+
+    def formula(self, meta, c):
+        return ast.Formula(c[0], c[1], self._s(meta))
+
+    def qualified(self, meta, c):
+        quals = c[1:]
+        first = lambda k: next((v for kk, v in quals if kk == k), None)  # noqa: E731
+        return ast.Qualified(c[0], first("from"), first("by"), first("calibrate"), self._s(meta))
+
+    def phrase(self, meta, c):
+        return ast.Phrase((self._ref(c[0]), c[1]), self._s(meta))
+
+    def word(self, meta, c):
+        return self._ref(c[0])
+
+    def call(self, meta, c):
+        func = self._ref(c[0])
+        args = tuple(c[1:])
+        span = self._s(meta)
+        fn = MATH_FUNCTIONS.get(func.name)
+        if fn is not None and len(args) == 1 and isinstance(args[0], ast.Num):
+            return ast.Num(_checked(fn(args[0].value), span), span)
+        return ast.Call(func, args, span)
+
+    # -- arithmetic ----------------------------------------------------------------
+    def number(self, meta, c):
+        span = self._s(meta)
+        return ast.Num(parse_number(str(c[0]), span), span)
+
+    def ref(self, meta, c):
+        name = str(c[0])
+        if name in CONSTANTS:
+            return ast.Num(CONSTANTS[name], self._s(meta))
+        return self._ref(c[0])
+
+    def _binary(self, op: str, meta, c):
+        a, b = c
+        span = self._s(meta)
+        if isinstance(a, ast.Num) and isinstance(b, ast.Num):
+            x, y = a.value, b.value
+            if op == "^":
+                if isinstance(y, sympy.Integer) and abs(int(y)) > 1 and _bits(x) * abs(int(y)) > _MAX_BITS \
+                        and x not in (0, 1, -1):
+                    raise _Fold(Diagnostic("E104", "this power is too large to compute exactly", span, ""))
+                if not isinstance(y, sympy.Rational) and not y.is_infinite and abs(float(y)) > 10_000:
+                    raise _Fold(Diagnostic("E104", "this power is too large to compute exactly", span, ""))
+            if op in "*/" and _bits(x) + _bits(y) > _MAX_BITS:
+                raise _Fold(Diagnostic("E104", "this number is too large to compute exactly", span, ""))
+            value = {"+": sympy.Add, "-": lambda p, q: p - q, "*": sympy.Mul,
+                     "/": lambda p, q: p / q, "^": sympy.Pow}[op](x, y)
+            return ast.Num(_checked(value, span), span)
+        return ast.BinOp(op, a, b, span)
+
+    def add(self, meta, c):
+        return self._binary("+", meta, c)
+
+    def sub(self, meta, c):
+        return self._binary("-", meta, c)
+
+    def mul(self, meta, c):
+        return self._binary("*", meta, c)
+
+    def div(self, meta, c):
+        return self._binary("/", meta, c)
+
+    def pow(self, meta, c):
+        return self._binary("^", meta, c)
+
+    def neg(self, meta, c):
+        x = c[0]
+        if isinstance(x, ast.Num):
+            return ast.Num(-x.value, self._s(meta))
+        return ast.Neg(x, self._s(meta))
+
+    def pos(self, meta, c):
+        return c[0]
+
+
+def _unquote(tok: Token) -> str:
+    s = str(tok)[1:-1]
+    return re.sub(r"\\(.)", r"\1", s)
+
+
+# ---------------------------------------------------------------------------------
+# syntax errors
+_TERMINAL_WORDS = {
+    "NAME": "a name", "NUMBER": "a number", "STRING": 'a quoted label ("...")',
+    "COMPARE": "a comparison (> 0)", "$END": "the end of the declaration",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _terminal_text() -> dict[str, str]:
+    out = dict(_TERMINAL_WORDS)
+    for t in get_parser().terminals:
+        if t.name not in out and t.pattern.type == "str":
+            out[t.name] = f"'{t.pattern.value}'"
+    return out
+
+
+def describe_expected(names) -> str:
+    """Human words for a set of Lark terminal names, keywords first."""
+    text = _terminal_text()
+    words = sorted({text.get(n, n) for n in names if not n.startswith("__")},
+                   key=lambda w: (not w.startswith("'"), w))
+    if len(words) > 8:
+        words = words[:8] + ["..."]
+    return ", ".join(words)
+
+
+def _open_bracket(text: str) -> int | None:
+    """Offset (in ``text``) of the innermost bracket left open at the end, if any."""
+    stack: list[int] = []
+    for m in _SCAN.finditer(text):
+        tok = m.group()
+        if tok in _OPEN:
+            stack.append(m.start())
+        elif tok in _CLOSE and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def syntax_diagnostic(err: UnexpectedInput, chunk: str, offset: int) -> Diagnostic:
+    """Turn a Lark error on one declaration into a positioned, hinted diagnostic."""
+    if isinstance(err, UnexpectedCharacters):
+        pos = err.pos_in_stream
+        ch = chunk[pos]
+        span = Span(offset + pos, offset + pos + 1)
+        hint = ""
+        if ch == "'":
+            hint = 'labels and titles are quoted with double quotes: "..."'
+        elif ch == '"':
+            hint = "close the quoted label on the same line"
+        elif ch in "=!" and chunk[pos:pos + 2] in ("==", "!="):
+            hint = "comparisons are written > 0, >= 0, < 1 or <= 1 (parameters only)"
+        elif ch == "*" or ch == ".":
+            hint = "powers are written with ^ (2^3)" if chunk[pos:pos + 2] == "**" else ""
+        return Diagnostic("E102", f"unexpected character {ch!r}", span,
+                          hint or f"expected {describe_expected(err.allowed)}")
+    if isinstance(err, UnexpectedEOF) or (isinstance(err, UnexpectedToken) and err.token.type == "$END"):
+        expected = err.expected if isinstance(err, UnexpectedEOF) else err.accepts or err.expected
+        opened = _open_bracket(chunk)
+        if opened is not None:
+            closer = _CLOSE[_OPEN.index(chunk[opened])]
+            return Diagnostic("E103", f"'{chunk[opened]}' is never closed",
+                              Span(offset + opened, offset + opened + 1),
+                              f"add '{closer}' to close it (a declaration ends at the end of its line "
+                              "unless a bracket is open)")
+        end = offset + len(chunk)
+        return Diagnostic("E103", "unexpected end of declaration", Span(end - 1, end) if chunk else Span(end, end),
+                          f"expected {describe_expected(expected)}")
+    assert isinstance(err, UnexpectedToken)
+    tok = err.token
+    span = Span(offset + tok.start_pos, offset + (tok.end_pos or tok.start_pos + len(str(tok))))
+    expected = err.accepts or err.expected
+    hint = f"expected {describe_expected(expected)}"
+    if tok.start_pos == 0:
+        hint = "a declaration starts with " + ", ".join(DECLARATION_KEYWORDS)
+        if str(tok) in ("let", "var", "def", "import", "from"):
+            hint += " (this is not Python)"
+        return Diagnostic("E101", f"unexpected {_describe_token(tok)} at the start of a declaration", span, hint)
+    if tok.type == "NUMBER" and "STRING" in expected and "NUMBER" not in expected:
+        hint = f'labels are names or quoted strings: write "{tok}"'
+    elif tok.type == "RPAR" and chunk[tok.start_pos - 1:tok.start_pos] == ",":
+        hint = "remove the trailing comma or add the missing argument"
+    if tok.type in ("NAME", "STRING", "NUMBER", "LPAR") and expected & {"RPAR", "COMMA", "RSQB", "RBRACE"} \
+            and tok.type not in expected:
+        hint += "; is a comma missing before it?"
+    return Diagnostic("E101", f"unexpected {_describe_token(tok)}", span, hint)
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type in ("NAME", "NUMBER", "STRING"):
+        kind = {"NAME": "name", "NUMBER": "number", "STRING": "label"}[tok.type]
+        return f"{kind} {str(tok)!r}" if tok.type != "STRING" else f"label {tok}"
+    return f"'{tok}'"
+
+
+# ---------------------------------------------------------------------------------
+def parse_declarations(source: Source) -> tuple[list[ast.Declaration], list[Diagnostic], list[tuple[int, int]]]:
+    """Parse every declaration of ``source``.
+
+    Returns
+    -------
+    declarations : list
+        AST of each declaration that parsed.
+    diagnostics : list of Diagnostic
+        One syntax error per declaration that did not parse.
+    failed : list of (start, end)
+        Offsets of the declarations that did not parse (their names are recovered by
+        the resolver, so that later uses do not cascade into "unknown name" errors).
+
+    Examples
+    --------
+    >>> decls, diags, _ = parse_declarations(Source("variable x: continuous\\nvariable y: oops"))
+    >>> type(decls[0]).__name__, diags[0].code
+    ('ContinuousDecl', 'E101')
+    """
+    parser = get_parser()
+    builder = ToAst()
+    decls: list[ast.Declaration] = []
+    diags: list[Diagnostic] = []
+    failed: list[tuple[int, int]] = []
+    text = source.text
+    for start, end in split_declarations(text):
+        chunk = text[start:end]
+        try:
+            tree = parser.parse(chunk, start="statement")
+        except UnexpectedInput as err:
+            diags.append(syntax_diagnostic(err, chunk, start))
+            failed.append((start, end))
+            continue
+        builder.offset = start
+        try:
+            decls.append(builder.transform(tree))
+        except VisitError as err:  # unwrap to the original problem
+            orig = err.orig_exc
+            if isinstance(orig, _Fold):
+                diags.append(orig.diagnostic)
+            elif isinstance(orig, RecursionError):
+                diags.append(Diagnostic("E104", "expression nested too deeply", Span(start, end)))
+            else:
+                raise
+            failed.append((start, end))
+        except RecursionError:
+            diags.append(Diagnostic("E104", "expression nested too deeply", Span(start, end)))
+            failed.append((start, end))
+    return decls, diags, failed
+
+
+def iter_tokens(text: str) -> Iterator[Token]:
+    """Lex ``text`` (for tools that want tokens, e.g. syntax highlighting)."""
+    return get_parser().lex(text)

@@ -1,0 +1,1 @@
+"""The privspec grammar (``privspec.lark``), shipped as package data."""
