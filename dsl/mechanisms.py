@@ -1,0 +1,529 @@
+"""Mechanism declarations -> model mechanisms, with the design checks of the papers.
+
+Subset designs follow Definitions 2-4 and Appendices II-III of the subset-privacy
+paper; randomized response the multidimensional-RR paper; interval mechanisms the
+interval-privacy paper (Definitions 1, 4, 5; Examples 3, 4).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import sympy
+
+from . import ast
+from .model import (CONTINUOUS_FAMILIES, IntervalMechanism, Law, Mechanism, ProductMechanism,
+                    ProgressiveMechanism, RandomizedResponse, SelectiveMechanism, SubsetDesign,
+                    SubsetMechanism, Variable)
+from .scope import Context, compare, describe, did_you_mean, fmt, sign
+from .source import Span
+
+SUBSET_DESIGNS = ("uniform", "conditional", "independent", "sizes")
+INTERVAL_SCHEMES = ("case1", "case2", "canonical", "ring")
+
+
+# ---- shared numeric checks ---------------------------------------------------------------
+def check_probability(ctx: Context, value: sympy.Expr, span: Span, what: str = "probability") -> bool:
+    """Error E301 unless 0 <= value <= 1 (symbolic values pass)."""
+    lo, hi = compare(value, sympy.Integer(0)), compare(value, sympy.Integer(1))
+    if (lo is not None and lo < 0) or (hi is not None and hi > 0):
+        ctx.error("E301", f"{what} {fmt(value)} is outside [0, 1]", span,
+                  "probabilities and design weights lie between 0 and 1")
+        return False
+    return True
+
+
+def sums_to_one(values: list[sympy.Expr]) -> tuple[bool | None, sympy.Expr]:
+    """Whether exact values sum to 1 (None when symbolic and undecidable), and the sum."""
+    total = sympy.Add(*values)
+    if isinstance(total, sympy.Rational):
+        return total == 1, total
+    if total.is_number:
+        return abs(sympy.N(total - 1, 40)) < 1e-30, total
+    diff = sympy.simplify(total - 1)
+    return (True if diff == 0 else None), total
+
+
+def check_positive(ctx: Context, value: sympy.Expr, node: ast.Node, what: str) -> bool:
+    """Positive, or a parameter declared positive (E304 for epsilon, E309 otherwise)."""
+    s = sign(value)
+    code = "E304" if what == "epsilon" else "E309"
+    if s is None:
+        ctx.error(code, f"{what} must be > 0, but {value} may not be", node.span,
+                  f"declare the parameter with a bound: parameter {value} > 0")
+        return False
+    if s <= 0:
+        ctx.error(code, f"{what} must be > 0, found {fmt(value)}", node.span,
+                  "local-DP epsilon is positive; smaller means more privacy" if what == "epsilon" else "")
+        return False
+    return True
+
+
+# ---- dispatch -------------------------------------------------------------------------
+def build_mechanism(ctx: Context, node: ast.Node, name: str | None) -> Mechanism | None:
+    """The mechanism a value describes (a call, or the name of a declared mechanism)."""
+    if isinstance(node, ast.Ref):
+        found = ctx.lookup(node, ["mechanism"], extra=BUILDERS)
+        return found
+    if not isinstance(node, ast.Call):
+        ctx.error("E205", f"expected a mechanism, found {describe(node)}", node.span,
+                  "e.g. subset(color, uniform), grr(race, epsilon = 1), interval(salary, case1(uniform(0, 150)))")
+        return None
+    builder = BUILDERS.get(node.name)
+    if builder is None:
+        ctx.error("E206", f"unknown mechanism '{node.name}'", node.func.span,
+                  did_you_mean(node.name, BUILDERS) or f"mechanisms: {', '.join(BUILDERS)}")
+        return None
+    return builder(ctx, node, name)
+
+
+def _categorical(ctx: Context, node: ast.Node, mech: str) -> Variable | None:
+    var = ctx.variable(node, "a categorical variable")
+    if var is not None and not var.is_categorical:
+        ctx.error("E401", f"{mech}() privatizes categorical variables, but {var.name} is continuous",
+                  node.span, f"for continuous variables use interval({var.name}, case1(...))")
+        return None
+    return var
+
+
+def _continuous(ctx: Context, node: ast.Node, mech: str) -> Variable | None:
+    var = ctx.variable(node, "a continuous variable")
+    if var is not None and var.is_categorical:
+        ctx.error("E401", f"{mech}() privatizes continuous variables, but {var.name} is categorical",
+                  node.span, f"for categorical variables use subset({var.name}, uniform) or grr({var.name}, epsilon = 1)")
+        return None
+    return var
+
+
+# ---- subset privacy ---------------------------------------------------------------------
+_SUBSET_USAGE = "subset(VARIABLE, uniform | conditional {...} | independent {...} | sizes {k: w}, min_coverage = alpha)"
+
+
+def build_subset(ctx: Context, call: ast.Call, name: str | None) -> SubsetMechanism | None:
+    args = ctx.bind(call, ["variable", "design"], ["variable", "design"], ["min_coverage"], _SUBSET_USAGE)
+    if args is None:
+        return None
+    var = _categorical(ctx, args["variable"], "subset")
+    alpha = None
+    if "min_coverage" in args:
+        alpha = ctx.number(args["min_coverage"], "a coverage floor")
+        if alpha is not None:
+            lo, hi = compare(alpha, sympy.Integer(0)), compare(alpha, sympy.Rational(1, 2))
+            if (lo is not None and lo <= 0) or (hi is not None and hi >= 0):
+                ctx.error("E309", f"min_coverage must lie in (0, 1/2), found {fmt(alpha)}",
+                          args["min_coverage"].span,
+                          "alpha is the probability of each of the two dummy categories (Appendix II)")
+                alpha = None
+    if var is None:
+        return None
+    design = _subset_design(ctx, args["design"], var, alpha is not None)
+    if design is None:
+        return None
+    p = var.p
+    if alpha is None:
+        if p < 3:
+            ctx.error("E405", f"subset privacy needs at least 3 categories; {var.name} has {p}",
+                      args["variable"].span,
+                      "combine variables (section II-D: variable gi = gender * income) or add dummy "
+                      "categories with min_coverage = 1/5 (Appendices II-III)")
+            return None
+        if p == 3 and design.kind in ("uniform", "independent"):
+            ctx.error("E405", f"an independent design needs at least 4 categories; {var.name} has 3",
+                      args["design"].span,
+                      "use a conditional design (e.g. sizes {2: 1}), combine variables (section II-D), "
+                      "or add min_coverage (Appendix III)")
+            return None
+    mech = SubsetMechanism(name, var, design, alpha, call.span)
+    _warn_unidentifiable_subset(ctx, mech, args["design"].span)
+    return mech
+
+
+def _label_set(ctx: Context, node: ast.Node, var: Variable) -> frozenset | None:
+    if not (isinstance(node, ast.Braced) and node.is_set):
+        ctx.error("E205", f"expected a subset of {var.name}'s categories, found {describe(node)}", node.span,
+                  "write subsets as {black, red}")
+        return None
+    labels = [ctx.domain_label(i, var) for i in node.items]
+    if any(lab is None for lab in labels):
+        return None
+    if len(set(labels)) != len(labels):
+        ctx.error("E311", "a category is listed twice in this subset", node.span)
+        return None
+    return frozenset(labels)
+
+
+def _design_entries(ctx: Context, body: ast.Node, kind: str) -> list[ast.Entry] | None:
+    if not isinstance(body, ast.Braced) or not (body.is_map or not body.items):
+        ctx.error("E205", f"a {kind} design is a map {{subset: weight, ...}}", body.span,
+                  "e.g. conditional { {black, red}: 1/2, {green, blue}: 1/2 }" if kind != "sizes"
+                  else "e.g. sizes {2: 1/2, 3: 1/2}")
+        return None
+    return list(body.entries)
+
+
+def _subset_design(ctx: Context, node: ast.Node, var: Variable, dummies: bool) -> SubsetDesign | None:
+    if isinstance(node, ast.Ref):
+        if node.name == "uniform":
+            return SubsetDesign("uniform")
+        ctx.error("E206", f"unknown subset design '{node.name}'", node.span,
+                  did_you_mean(node.name, SUBSET_DESIGNS) or f"designs: {', '.join(SUBSET_DESIGNS)}")
+        return None
+    if not isinstance(node, ast.Tagged) or node.tag.name not in SUBSET_DESIGNS[1:]:
+        tag = node.tag.name if isinstance(node, ast.Tagged) else None
+        ctx.error("E206", f"unknown subset design {repr(tag) if tag else describe(node)}", node.span,
+                  (did_you_mean(tag, SUBSET_DESIGNS) if tag else "") or f"designs: {', '.join(SUBSET_DESIGNS)}")
+        return None
+    kind = node.tag.name
+    entries = _design_entries(ctx, node.body, kind)
+    if entries is None:
+        return None
+    p = var.p
+    weights: list[tuple] = []
+    ok = True
+    seen: dict = {}
+    for e in entries:
+        w = ctx.number(e.value, "a design weight")
+        if kind == "sizes":
+            k = ctx.integer(e.key, "a subset size")
+            if k is None:
+                ok = False
+                continue
+            if k < 2 or k > p:
+                ctx.error("E408", f"subset size {k} is not allowed for {var.name} (p = {p})", e.key.span,
+                          "sizes run from 2 (a subset of one category discloses the answer) to p")
+                ok = False
+                continue
+            key = k
+        else:
+            key = _label_set(ctx, e.key, var)
+            if key is None:
+                ok = False
+                continue
+            if kind == "conditional" and len(key) < 2:
+                ctx.error("E407", "a conditional design gives no weight to subsets of one category",
+                          e.key.span, "mu_a = 0 when |a| < 2 (Definition 2): a singleton reveals the answer")
+                ok = False
+                continue
+            if kind == "independent" and not dummies and len(key) in (1, p - 1):
+                ctx.error("E403", f"an independent design gives no weight to subsets of size 1 or p - 1 = {p - 1}",
+                          e.key.span, "nu_a = 0 if |a| = 1 or p - 1 (Definition 3): A or its complement "
+                                      "would be a single category")
+                ok = False
+                continue
+        if key in seen:
+            ctx.error("E311", "this subset is given a weight twice" if kind != "sizes" else "this size is given twice",
+                      e.key.span)
+            ok = False
+            continue
+        seen[key] = True
+        if w is None or not check_probability(ctx, w, e.value.span, "design weight"):
+            ok = False
+            continue
+        weights.append((key, w))
+    if not ok:
+        return None
+    design = SubsetDesign(kind, tuple(weights))
+    if kind == "conditional":
+        for lab in var.labels:
+            total_ok, total = sums_to_one([w for a, w in weights if lab in a])
+            if total_ok is False:
+                ctx.error("E402", f"conditional design does not sum to 1 for category '{lab}' (sum = {fmt(total)})",
+                          node.span, "every category must lie in subsets whose weights sum to 1 (Definition 2)")
+                return None
+    else:
+        total_ok, total = sums_to_one([w for _, w in weights])
+        if total_ok is False:
+            code = "E404" if kind == "independent" else "E302"
+            ctx.error(code, f"{kind} design weights do not sum to 1 (sum = {fmt(total)})", node.span,
+                      "nu is a probability distribution over subsets (Definition 3)" if kind == "independent"
+                      else "the weights of the sizes form a probability distribution")
+            return None
+    return design
+
+
+def _rank(rows: list[list[int]]) -> int:
+    """Exact rank of an integer matrix (fraction-free elimination)."""
+    return sympy.Matrix(rows).rank() if rows else 0
+
+
+def _warn_unidentifiable_subset(ctx: Context, mech: SubsetMechanism, span: Span) -> None:
+    """W101 when Assumption 1 fails: the subsets with mu_a > 0 must span R^p."""
+    if mech.min_coverage is not None:
+        return
+    var, design = mech.variable, mech.design
+    p = var.p
+    if design.kind == "uniform":
+        return  # full rank for p >= 4
+    if design.kind == "sizes":
+        if all(k == p for k, w in design.weights if sign(w) != 0):
+            ctx.warn("W101", f"this design always reports all {p} categories: w is not identifiable",
+                     span, "give weight to some size k < p (Assumption 1)")
+        return
+    support = [a for a, w in mech.conditional_design().items() if sign(w) != 0]
+    rows = [[1 if lab in a else 0 for lab in var.labels] for a in support]
+    r = _rank(rows)
+    if r < p:
+        ctx.warn("W101", f"the design is valid but not identifiable: its subsets span rank {r} < p = {p}",
+                 span, "Assumption 1 (Theorem 1): add subsets that separate the categories")
+
+
+# ---- randomized response -----------------------------------------------------------------
+def build_grr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
+    args = ctx.bind(call, ["variable", "epsilon"], ["variable", "epsilon"], [],
+                    "grr(VARIABLE, epsilon = e)")
+    if args is None:
+        return None
+    var = _categorical(ctx, args["variable"], "grr")
+    eps = ctx.number(args["epsilon"], "epsilon")
+    if eps is not None and not check_positive(ctx, eps, args["epsilon"], "epsilon"):
+        return None
+    if var is None or eps is None:
+        return None
+    if var.p < 2:
+        ctx.error("E405", f"randomized response needs at least 2 categories; {var.name} has {var.p}",
+                  args["variable"].span)
+        return None
+    return RandomizedResponse(name, var, epsilon=eps, span=call.span)
+
+
+def _matrix(ctx: Context, node: ast.Node, what: str = "matrix") -> list[list[tuple[sympy.Expr, ast.Node]]] | None:
+    if isinstance(node, ast.Tagged) and node.tag.name == "matrix":
+        node = node.body
+    if not isinstance(node, ast.ListLit) or not all(isinstance(r, ast.ListLit) for r in node.items):
+        ctx.error("E205", f"expected a {what} [[...], [...]], found {describe(node)}", node.span)
+        return None
+    rows = []
+    for r in node.items:
+        vals = [(ctx.number(x, "a matrix entry"), x) for x in r.items]  # type: ignore[union-attr]
+        if any(v is None for v, _ in vals):
+            return None
+        rows.append(vals)
+    return rows  # type: ignore[return-value]
+
+
+def build_rr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
+    usage = "rr(VARIABLE, matrix [[...], ...]) with P[u][v] = Pr(Y = v | X = u)"
+    args = ctx.bind(call, ["variable", "matrix"], ["variable", "matrix"], [], usage)
+    if args is None:
+        return None
+    var = _categorical(ctx, args["variable"], "rr")
+    rows = _matrix(ctx, args["matrix"])
+    if var is None or rows is None:
+        return None
+    span = args["matrix"].span
+    n = len(rows)
+    if any(len(r) != n for r in rows):
+        widths = sorted({len(r) for r in rows})
+        ctx.error("E305", f"the randomization matrix is not square ({n} rows, rows of length "
+                          f"{', '.join(map(str, widths))})", span, "P[u][v] = Pr(Y = v | X = u) is d x d")
+        return None
+    if n != var.p:
+        ctx.error("E305", f"the matrix is {n}x{n} but {var.name} has {var.p} categories", span,
+                  "one row and one column per category, in declared order")
+        return None
+    ok = True
+    for i, r in enumerate(rows):
+        for v, node in r:
+            ok &= check_probability(ctx, v, node.span, "matrix entry")
+        good, total = sums_to_one([v for v, _ in r])
+        if ok and good is False:
+            row_node = args["matrix"].body.items[i] if isinstance(args["matrix"], ast.Tagged) else args["matrix"].items[i]
+            ctx.error("E306", f"row {i + 1} ({var.labels[i]}) of the matrix sums to {fmt(total)}, not 1",
+                      row_node.span, "the matrix must be row-stochastic: each row is Pr(Y = . | X = u)")
+            ok = False
+    if not ok:
+        return None
+    matrix = tuple(tuple(v for v, _ in r) for r in rows)
+    m = sympy.Matrix(matrix)
+    if all(x.is_number for x in m) and m.rank(simplify=True) < n:
+        ctx.warn("W101", "the randomization matrix is singular: the distribution is not identifiable",
+                 span, "use a nonsingular matrix (e.g. grr(X, epsilon = 1))")
+    return RandomizedResponse(name, var, matrix=matrix, span=call.span)
+
+
+def build_product(ctx: Context, call: ast.Call, name: str | None) -> ProductMechanism | None:
+    if call.keywords:
+        ctx.error("E205", "product() takes only mechanisms", call.keywords[0].span)
+        return None
+    if len(call.args) < 2:
+        ctx.error("E205", "product() needs at least two mechanisms", call.span,
+                  "product(subset(race, uniform), subset(gi, uniform))")
+        return None
+    factors = []
+    for arg in call.args:
+        m = build_mechanism(ctx, arg, None)
+        if m is None:
+            return None
+        if not m.is_finite:
+            ctx.error("E401", "product() combines finite mechanisms (subset, grr, rr)", arg.span)
+            return None
+        factors.append(m)
+    seen: dict[str, ast.Node] = {}
+    for arg, f in zip(call.args, factors):
+        for v in f.variables:
+            for c in v.components():
+                if c in seen:
+                    ctx.error("E205", f"variable {c} is privatized by two factors of this product", arg.span,
+                              "each factor of a product mechanism observes different variables (Definition 8)")
+                    return None
+                seen[c] = arg
+    return ProductMechanism(name, tuple(factors), call.span)
+
+
+# ---- interval privacy ------------------------------------------------------------------------
+def build_law(ctx: Context, node: ast.Node, role: str) -> Law | None:
+    """A continuous law ``uniform(a, b)``, ``normal(m, s)``, ``logistic(l, s)``, ``exponential(r)``,
+    each with optional ``shift =`` and ``scale =``."""
+    if not isinstance(node, ast.Call) or node.name not in CONTINUOUS_FAMILIES:
+        name = node.name if isinstance(node, ast.Call) else None
+        ctx.error("E206", f"unknown {role} {repr(name) if name else describe(node)}", node.span,
+                  (did_you_mean(name, CONTINUOUS_FAMILIES) if name else "")
+                  or f"laws: {', '.join(f + '(...)' for f in CONTINUOUS_FAMILIES)}")
+        return None
+    names = CONTINUOUS_FAMILIES[node.name]
+    args = ctx.bind(node, list(names), list(names), ["shift", "scale"],
+                    f"{node.name}({', '.join(names)}, shift = 0, scale = 1)")
+    if args is None:
+        return None
+    vals = {k: ctx.number(v, f"the {k} of {node.name}()") for k, v in args.items()}
+    if any(v is None for v in vals.values()):
+        return None
+    if node.name == "uniform":
+        c = compare(vals["a"], vals["b"])
+        if c is not None and c >= 0:
+            ctx.error("E309", f"uniform(a, b) needs a < b, found a = {fmt(vals['a'])}, b = {fmt(vals['b'])}",
+                      node.span)
+            return None
+        if vals["a"].is_infinite or vals["b"].is_infinite:
+            ctx.error("E309", "uniform(a, b) needs finite ends", node.span)
+            return None
+    for k in ("sd", "scale", "rate"):
+        if k in vals and not check_positive(ctx, vals[k], args[k], f"the {k} of {node.name}()"):
+            return None
+    return Law(node.name, tuple((k, vals[k]) for k in names),
+               shift=vals.get("shift", sympy.Integer(0)), scale=vals.get("scale", sympy.Integer(1)))
+
+
+def build_interval(ctx: Context, call: ast.Call, name: str | None) -> IntervalMechanism | None:
+    usage = "interval(VARIABLE, case1(ANCHOR) | case2(ANCHOR) | canonical(m, ANCHOR) | ring(m, ANCHOR), disclose [a, b])"
+    args = ctx.bind(call, ["variable", "scheme", "disclose"], ["variable", "scheme"], [], usage)
+    if args is None:
+        return None
+    var = _continuous(ctx, args["variable"], "interval")
+    scheme = args["scheme"]
+    if not isinstance(scheme, ast.Call) or scheme.name not in INTERVAL_SCHEMES:
+        sname = scheme.name if isinstance(scheme, ast.Call) else (scheme.name if isinstance(scheme, ast.Ref) else None)
+        ctx.error("E206", f"unknown interval scheme {repr(sname) if sname else describe(scheme)}", scheme.span,
+                  (did_you_mean(sname, INTERVAL_SCHEMES) if sname else "") or
+                  "schemes: case1(anchor), case2(anchor), canonical(m, anchor), ring(m, anchor)")
+        return None
+    if scheme.name in ("case1", "case2"):
+        sargs = ctx.bind(scheme, ["anchor"], ["anchor"], [], f"{scheme.name}(uniform(a, b))")
+        m = 2 if scheme.name == "case1" else 3
+    else:
+        sargs = ctx.bind(scheme, ["m", "anchor"], ["m", "anchor"], [], f"{scheme.name}(m, uniform(a, b))")
+        m = ctx.integer(sargs["m"], "the number of intervals m", 2) if sargs else None
+        if sargs and m is None:
+            return None
+    if sargs is None:
+        return None
+    anchor = build_law(ctx, sargs["anchor"], "anchor law")
+    disclose = None
+    if "disclose" in args:
+        disclose = _disclosed(ctx, args["disclose"], var)
+        if disclose is None:
+            return None
+    if var is None or anchor is None or m is None:
+        return None
+    _check_anchor_support(ctx, var, anchor, sargs["anchor"].span)
+    return IntervalMechanism(name, var, scheme.name, anchor, m, disclose, call.span)
+
+
+def _disclosed(ctx: Context, node: ast.Node, var: Variable | None):
+    if not (isinstance(node, ast.Tagged) and node.tag.name == "disclose" and isinstance(node.body, ast.ListLit)
+            and len(node.body.items) == 2):
+        ctx.error("E205", f"expected disclose [a, b], found {describe(node)}", node.span)
+        return None
+    lo, hi = (ctx.number(x, "an end of the disclosed range") for x in node.body.items)
+    if lo is None or hi is None:
+        return None
+    c = compare(lo, hi)
+    if c is not None and c >= 0:
+        ctx.error("E309", f"the disclosed range needs a < b, found [{fmt(lo)}, {fmt(hi)}]", node.span)
+        return None
+    if var is not None and ((compare(lo, var.lower) or 0) < 0 or (compare(hi, var.upper) or 0) > 0):
+        ctx.error("E309", f"the disclosed range [{fmt(lo)}, {fmt(hi)}] leaves the support of {var.name} "
+                          f"[{fmt(var.lower)}, {fmt(var.upper)}]", node.span)
+        return None
+    return (lo, hi)
+
+
+def _check_anchor_support(ctx: Context, var: Variable, anchor: Law, span: Span) -> None:
+    """E406 when the anchors cannot reach a finite end of the variable's support.
+
+    F_Y is identified only where anchors fall (interval privacy, Theorem 1): a bounded
+    support must be covered.  On an unbounded side nothing can be required.
+    """
+    lo, hi = anchor.support()
+    bad = []
+    if var.lower.is_finite and (compare(lo, var.lower) or 0) > 0:
+        bad.append(f"below {fmt(lo)}")
+    if var.upper.is_finite and (compare(hi, var.upper) or 0) < 0:
+        bad.append(f"above {fmt(hi)}")
+    below, above = compare(hi, var.lower), compare(lo, var.upper)
+    if not bad and ((below is not None and below <= 0) or (above is not None and above >= 0)):
+        bad = ["inside it"]
+    if bad:
+        ctx.error("E406", f"the anchors cannot cover the support of {var.name} [{fmt(var.lower)}, "
+                          f"{fmt(var.upper)}]: no anchor falls {' or '.join(bad)}", span,
+                  f"choose anchors whose support contains [{fmt(var.lower)}, {fmt(var.upper)}], "
+                  f"e.g. uniform({fmt(var.lower)}, {fmt(var.upper)})" if var.is_bounded else
+                  "choose anchors whose support reaches the variable's bounds")
+
+
+def build_selective(ctx: Context, call: ast.Call, name: str | None) -> SelectiveMechanism | None:
+    usage = "selective(INTERVAL_MECHANISM, tau = t, rho = r)"
+    args = ctx.bind(call, ["mechanism", "tau", "rho"], ["mechanism", "tau", "rho"], [], usage)
+    if args is None:
+        return None
+    base = build_mechanism(ctx, args["mechanism"], None)
+    if base is not None and not isinstance(base, IntervalMechanism):
+        ctx.error("E401", "selective() collects ranges of an interval mechanism (Definition 5)",
+                  args["mechanism"].span, usage)
+        return None
+    vals = {}
+    for k in ("tau", "rho"):
+        v = ctx.number(args[k], k)
+        if v is None or not check_probability(ctx, v, args[k].span, k):
+            return None
+        vals[k] = v
+    if base is None:
+        return None
+    return SelectiveMechanism(name, base, vals["tau"], vals["rho"], call.span)
+
+
+def build_progressive(ctx: Context, call: ast.Call, name: str | None) -> ProgressiveMechanism | None:
+    args = ctx.bind(call, ["variable", "rounds"], ["variable", "rounds"], [], "progressive(VARIABLE, rounds = h)")
+    if args is None:
+        return None
+    var = _continuous(ctx, args["variable"], "progressive")
+    rounds = ctx.integer(args["rounds"], "rounds", 1)
+    if var is None or rounds is None:
+        return None
+    if not var.is_bounded:
+        ctx.error("E406", f"progressive() draws anchors uniformly in the current range, but {var.name} "
+                          "has an unbounded support", args["variable"].span,
+                  f"declare bounds: variable {var.name}: continuous [a, b]")
+        return None
+    return ProgressiveMechanism(name, var, rounds, call.span)
+
+
+BUILDERS: dict[str, Callable[[Context, ast.Call, str | None], Mechanism | None]] = {
+    "subset": build_subset,
+    "grr": build_grr,
+    "rr": build_rr,
+    "product": build_product,
+    "interval": build_interval,
+    "selective": build_selective,
+    "progressive": build_progressive,
+}

@@ -1,0 +1,410 @@
+"""Query and compare declarations -> model queries, checking that each estimator fits
+the mechanism the data came through."""
+from __future__ import annotations
+
+import sympy
+
+from . import ast
+from .mechanisms import build_mechanism
+from .model import (Compare, Estimand, IntervalMechanism, Mechanism, Method, ProductMechanism,
+                    Query, RandomizedResponse, SubsetMechanism, Variable)
+from .scope import Context, describe, did_you_mean
+from .source import Span
+
+#: estimand kind -> estimators that can make it
+ESTIMATORS: dict[str, tuple[str, ...]] = {
+    "distribution": ("mom", "mle", "em", "newton", "one_step"),
+    "joint": ("independent", "joint", "castell", "hybrid", "truncated", "clusters", "mom", "mle", "em"),
+    "mean": ("unbiased", "npmle"),
+    "cdf": ("npmle",),
+    "moment": ("npmle",),
+    "regression": ("iterative",),
+    "independence": ("pearson", "lrt", "lrt_mom", "bonferroni"),
+}
+REGRESSORS = ("linear", "random_forest", "gradient_boosting")
+METRICS = ("size", "mutual_information", "prediction")
+CRITERIA = ("avar_trace", "avar_max", "coverage", "size", "mutual_information", "prediction", "epsilon")
+CALIBRATIONS = ("permutation",)
+PLAIN_QUERIES = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable",
+                 "optimal_anchor", "budget")
+#: estimators that combine per-attribute reports of a product mechanism (castell paper)
+_PRODUCT_JOINT = ("independent", "castell", "hybrid", "truncated", "clusters")
+
+
+def build_query(ctx: Context, decl: ast.QueryDecl) -> Query | None:
+    name = decl.name.name
+    for clause, label in ((decl.source, "from"), (decl.method, "by"), (decl.calibrate, "calibrate")):
+        if len(clause) > 1:
+            ctx.error("E205", f"'{label}' is given twice", clause[1].span)
+            return None
+    body = decl.body
+    source = decl.source[0] if decl.source else None
+    method = decl.method[0] if decl.method else None
+    calib = decl.calibrate[0] if decl.calibrate else None
+    if decl.verb in ("estimate", "test"):
+        return _estimate(ctx, name, decl.verb, body, source, method, calib, decl.span)
+    if not isinstance(body, ast.Call):
+        ctx.error("E205", f"expected a query, found {describe(body)}", body.span,
+                  "e.g. estimate distribution(X) from M by mom, coverage(M), epsilon(M)")
+        return None
+    if body.name in ESTIMATORS:
+        verb = "test" if body.name == "independence" else "estimate"
+        ctx.error("E205", f"{body.name}(...) is an estimand: say what to do with it", body.span,
+                  f"write: query {name} = {verb} {body.name}(...) from MECHANISM by METHOD")
+        return None
+    if body.name not in PLAIN_QUERIES:
+        ctx.error("E206", f"unknown query '{body.name}'", body.func.span,
+                  did_you_mean(body.name, PLAIN_QUERIES + ("estimate", "test"))
+                  or f"queries: estimate, test, {', '.join(PLAIN_QUERIES)}")
+        return None
+    for clause in (source, method, calib):
+        if clause is not None:
+            ctx.error("E205", f"{body.name}(...) takes no from/by/calibrate clause", clause.span)
+            return None
+    return _plain(ctx, name, body, decl.span)
+
+
+def _estimand(ctx: Context, node: ast.Node, verb: str) -> Estimand | None:
+    if not isinstance(node, ast.Call) or node.name not in ESTIMATORS or \
+            (verb == "test") != (node.name == "independence"):
+        kinds = ["independence"] if verb == "test" else [k for k in ESTIMATORS if k != "independence"]
+        name = node.name if isinstance(node, ast.Call) else None
+        ctx.error("E206", f"unknown {'hypothesis' if verb == 'test' else 'estimand'} "
+                          f"{repr(name) if name else describe(node)}", node.span,
+                  (did_you_mean(name, kinds) if name else "") or f"{verb} {' | '.join(k + '(...)' for k in kinds)}")
+        return None
+    kind = node.name
+    if node.keywords:
+        ctx.error("E205", f"{kind}() takes no options", node.keywords[0].span)
+        return None
+    args = node.args
+    if kind == "regression":
+        if len(args) != 1 or not isinstance(args[0], ast.Formula):
+            ctx.error("E205", "regression() takes a formula: regression(response ~ x1 + x2)", node.span)
+            return None
+        terms = [args[0].lhs] + _terms(args[0].rhs)
+        vars_ = [ctx.variable(t, "a variable") for t in terms]
+        if any(v is None for v in vars_):
+            return None
+        return Estimand(kind, tuple(vars_), span=node.span)  # type: ignore[arg-type]
+    order = None
+    if kind == "moment":
+        if len(args) != 2:
+            ctx.error("E205", "moment() takes a variable and an order: moment(score, 2)", node.span)
+            return None
+        order = ctx.integer(args[1], "the order of the moment", 1)
+        if order is None:
+            return None
+        args = args[:1]
+    want = {"joint": None, "independence": 2}.get(kind, 1)
+    if (want is not None and len(args) != want) or (want is None and len(args) < 2):
+        ctx.error("E205", f"{kind}() takes {'two or more variables' if want is None else f'{want} variable' + ('s' if want > 1 else '')}, "
+                          f"found {len(args)}", node.span)
+        return None
+    vars_ = [ctx.variable(a) for a in args]
+    if any(v is None for v in vars_):
+        return None
+    names = [c for v in vars_ for c in v.components()]  # type: ignore[union-attr]
+    if len(set(names)) != len(names):
+        ctx.error("E205", f"a variable appears twice in {kind}()", node.span)
+        return None
+    for v, a in zip(vars_, args):
+        categorical = kind in ("distribution", "joint", "independence")
+        if v.is_categorical != categorical:  # type: ignore[union-attr]
+            ctx.error("E401", f"{kind}() is for {'categorical' if categorical else 'continuous'} variables; "
+                              f"{v.name} is {'categorical' if v.is_categorical else 'continuous'}", a.span)  # type: ignore[union-attr]
+            return None
+    return Estimand(kind, tuple(vars_), order, node.span)  # type: ignore[arg-type]
+
+
+def _terms(node: ast.Node) -> list[ast.Node]:
+    if isinstance(node, ast.BinOp) and node.op == "+":
+        return _terms(node.left) + _terms(node.right)
+    return [node]
+
+
+def _method(ctx: Context, node: ast.Node, allowed: tuple[str, ...], role: str) -> Method | None:
+    if isinstance(node, ast.Ref):
+        name, args = node.name, ()
+    elif isinstance(node, ast.Call):
+        name, args = node.name, node.args
+    else:
+        ctx.error("E205", f"expected {role}, found {describe(node)}", node.span)
+        return None
+    if name not in allowed:
+        ctx.error("E502", f"unknown {role} '{name}'", node.span,
+                  did_you_mean(name, allowed) or f"choose one of: {' | '.join(allowed)}")
+        return None
+    values: list = []
+    for a in args:
+        if isinstance(a, ast.Ref) and name == "iterative":
+            if a.name not in REGRESSORS:
+                ctx.error("E502", f"unknown regressor '{a.name}'", a.span,
+                          did_you_mean(a.name, REGRESSORS) or f"regressors: {' | '.join(REGRESSORS)}")
+                return None
+            values.append(a.name)
+        else:
+            v = ctx.number(a, f"an argument of {name}()")
+            if v is None:
+                return None
+            values.append(v)
+    if name == "iterative" and len(values) != 1:
+        ctx.error("E205", "iterative() takes one regressor: iterative(linear)", node.span)
+        return None
+    if name == "permutation":
+        if len(values) != 1 or not (isinstance(values[0], sympy.Integer) and values[0] >= 1):
+            ctx.error("E205", "permutation() takes the number of permutations: permutation(999)", node.span)
+            return None
+    return Method(name, tuple(values), node.span)
+
+
+def _observes(mech: Mechanism, var: Variable) -> bool:
+    comps = set(var.components())
+    observed = {c for v in mech.variables for c in v.components()}
+    return comps <= observed
+
+
+def _fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src: ast.Ref) -> bool:
+    """E503/E501: the mechanism observes the estimand, and the estimator fits the mechanism."""
+    for v in est.variables[:1] if est.kind == "regression" else est.variables:
+        if not _observes(mech, v):
+            seen = ", ".join(v.name for v in mech.variables)
+            ctx.error("E503", f"mechanism {src.name} observes {seen}, not {v.name}", src.span,
+                      did_you_mean(v.name, [x.name for x in mech.variables]) or
+                      "use the mechanism through which this variable was collected")
+            return False
+    m = method.name
+    span = method.span
+    if est.kind in ("distribution", "joint", "independence") and not mech.is_finite:
+        ctx.error("E501", f"{est.kind}() needs a finite mechanism (subset, grr, rr, product); "
+                          f"{src.name} is an interval mechanism", src.span)
+        return False
+    if est.kind in ("mean", "cdf", "moment", "regression") and mech.family != "interval":
+        ctx.error("E501", f"{est.kind}() is estimated from interval data; {src.name} is a "
+                          f"{mech.family} mechanism", src.span)
+        return False
+    if est.kind == "joint":
+        if m in _PRODUCT_JOINT:
+            factors = mech.factors if isinstance(mech, ProductMechanism) else (mech,)
+            covering = [f for f in factors if any(set(f.variables[0].components()) & set(v.components())
+                                                  for v in est.variables)]
+            if not isinstance(mech, ProductMechanism) or len(covering) < 2:
+                ctx.error("E501", f"'{m}' combines per-attribute reports of a product mechanism, "
+                                  f"but {src.name} privatizes {', '.join(v.name for v in mech.variables)} as one variable",
+                          span, "use 'joint' for RR on the combined domain (RR-Joint), or collect with "
+                                "product(grr(a, epsilon = e), grr(b, epsilon = e), ...)")
+                return False
+            if any(not isinstance(f, RandomizedResponse) for f in covering):
+                ctx.error("E501", f"'{m}' is defined for randomized-response factors (grr, rr)", span,
+                          "for products of subset designs use mle or mom")
+                return False
+        if m == "joint" and isinstance(mech, ProductMechanism):
+            ctx.error("E501", f"'joint' inverts the full-domain RR matrix, but {src.name} is a product "
+                              "of per-attribute mechanisms", span,
+                      "use castell, independent, hybrid or truncated for RR-Independent data")
+            return False
+        if m == "joint" and not isinstance(mech, RandomizedResponse):
+            ctx.error("E501", "'joint' is the RR-Joint estimator and needs grr/rr on the combined domain", span)
+            return False
+    if est.kind == "independence":
+        if not isinstance(mech, ProductMechanism):
+            ctx.error("E501", f"independence tests need a product mechanism (Definition 8); {src.name} is not",
+                      src.span, "collect with product(subset(a, uniform), subset(b, uniform))")
+            return False
+        for v in est.variables:
+            if not any(set(v.components()) <= set(f.variables[0].components()) for f in mech.factors):
+                ctx.error("E503", f"no single factor of {src.name} observes {v.name}", src.span)
+                return False
+    if m in ("newton", "one_step") and not isinstance(mech, SubsetMechanism):
+        if not (isinstance(mech, ProductMechanism) and all(isinstance(f, SubsetMechanism) for f in mech.factors)):
+            ctx.error("E501", f"'{m}' is a subset-privacy estimator (section III)", span,
+                      "for randomized response use mom or mle")
+            return False
+    if m == "unbiased":
+        if not (isinstance(mech, IntervalMechanism) and mech.scheme == "case1" and mech.anchor.family == "uniform"):
+            ctx.error("E501", "the unbiased mean estimator (Example 2) needs a Case-I mechanism with "
+                              "uniform anchors", span, "use npmle, or collect with interval(X, case1(uniform(a, b)))")
+            return False
+    return True
+
+
+def _estimate(ctx: Context, name: str, verb: str, body: ast.Node, source: ast.Ref | None,
+              method_node: ast.Node | None, calib: ast.Node | None, span: Span, kind: str | None = None) -> Query | None:
+    est = _estimand(ctx, body, verb)
+    if est is None:
+        return None
+    if source is None:
+        ctx.error("E504", f"say which mechanism the data came through: ... from MECHANISM", body.span,
+                  f"e.g. {verb} {est.kind}(...) from {next(iter(ctx.names_of(['mechanism'])), 'M')} by "
+                  f"{ESTIMATORS[est.kind][0]}")
+        return None
+    if method_node is None:
+        ctx.error("E504", f"say which {'test' if verb == 'test' else 'estimator'}: ... by METHOD", body.span,
+                  f"{est.kind}() takes: {' | '.join(ESTIMATORS[est.kind])}")
+        return None
+    mech = ctx.lookup(source, ["mechanism"])
+    method = _method(ctx, method_node, ESTIMATORS[est.kind], "test" if verb == "test" else f"estimator for {est.kind}()")
+    calibrate = None
+    if calib is not None:
+        if verb != "test":
+            ctx.error("E205", "calibrate applies to tests only", calib.span)
+            return None
+        calibrate = _method(ctx, calib, CALIBRATIONS, "calibration")
+        if calibrate is None:
+            return None
+    if mech is None or method is None or not _fit(ctx, est, mech, method, source):
+        return None
+    return Query(name, kind or verb, mechanism=mech, estimand=est, method=method, calibrate=calibrate, span=span)
+
+
+def _mechanism_arg(ctx: Context, node: ast.Node) -> Mechanism | None:
+    if isinstance(node, ast.Ref):
+        return ctx.lookup(node, ["mechanism"])
+    return build_mechanism(ctx, node, None)
+
+
+def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
+    kind = call.name
+    if kind == "avar":
+        if len(call.args) != 1 or not isinstance(call.args[0], ast.Qualified):
+            ctx.error("E205", "avar() takes an estimator: avar(distribution(X) from M by mom)", call.span)
+            return None
+        q = call.args[0]
+        if q.calibrate is not None:
+            ctx.error("E205", "avar() takes no calibrate clause", q.calibrate.span)
+            return None
+        est = _estimate(ctx, name, "estimate", q.value, q.source, q.method, None, span, kind="avar")
+        return est
+    if kind == "budget":
+        if len(call.args) != 1:
+            ctx.error("E205", "budget() takes per variable, per release, or a set {a, b}", call.span)
+            return None
+        arg = call.args[0]
+        if not ctx.names_of(["release"]):
+            ctx.error("E501", "budget() accounts for releases, and none is declared above", call.span,
+                      "declare one: release A = counts(age, sex) with geometric(epsilon = 1)")
+            return None
+        if isinstance(arg, ast.Phrase) and arg.words[0].name == "per" and arg.words[1].name in ("variable", "release"):
+            return Query(name, "budget", scope=f"per {arg.words[1].name}", span=span)
+        if isinstance(arg, ast.Braced) and arg.is_set and arg.items:
+            vars_ = []
+            for item in arg.items:
+                v = ctx.variable(item) if isinstance(item, ast.Ref) else None
+                if v is None:
+                    if not isinstance(item, ast.Ref):
+                        ctx.error("E205", f"expected a variable, found {describe(item)}", item.span)
+                    return None
+                vars_.append(v.name)
+            return Query(name, "budget", scope=tuple(vars_), span=span)
+        ctx.error("E205", "budget() takes per variable, per release, or a set {a, b}", arg.span)
+        return None
+    if kind == "optimal_anchor":
+        if len(call.args) != 2:
+            ctx.error("E205", "optimal_anchor() takes an estimand and a mechanism: optimal_anchor(mean(X), M)", call.span)
+            return None
+        est = _estimand(ctx, call.args[0], "estimate")
+        mech = _mechanism_arg(ctx, call.args[1])
+        if est is None or mech is None:
+            return None
+        if est.kind != "mean":
+            ctx.error("E501", "the optimal anchor density (Theorem 2) is derived for mean(X)", call.args[0].span)
+            return None
+        if not (isinstance(mech, IntervalMechanism) and mech.scheme == "case1"):
+            ctx.error("E501", "the optimal anchor density (Theorem 2) is for Case-I mechanisms", call.args[1].span)
+            return None
+        if not _observes(mech, est.variables[0]):
+            ctx.error("E503", f"this mechanism observes {mech.variable.name}, not {est.variables[0].name}",
+                      call.args[1].span)
+            return None
+        return Query(name, kind, mechanism=mech, estimand=est, span=span)
+    # moments, fisher, coverage, leakage, epsilon, identifiable: a mechanism first
+    if not call.args:
+        ctx.error("E205", f"{kind}() needs a mechanism: {kind}(M)", call.span)
+        return None
+    if call.keywords:
+        ctx.error("E205", f"{kind}() takes no options", call.keywords[0].span)
+        return None
+    mech = _mechanism_arg(ctx, call.args[0])
+    metrics: list[str] = []
+    for a in call.args[1:]:
+        if kind not in ("coverage", "leakage"):
+            ctx.error("E205", f"{kind}() takes one mechanism", a.span)
+            return None
+        if not isinstance(a, ast.Ref) or a.name not in METRICS:
+            shown = a.name if isinstance(a, ast.Ref) else describe(a)
+            ctx.error("E502", f"unknown privacy metric '{shown}'", a.span,
+                      (did_you_mean(shown, METRICS) if isinstance(a, ast.Ref) else "") or f"metrics: {', '.join(METRICS)}")
+            return None
+        metrics.append(a.name)
+    if kind == "coverage" and len(metrics) > 1:
+        ctx.error("E205", "coverage() takes one metric; leakage() takes several", call.args[2].span)
+        return None
+    if mech is None:
+        return None
+    if kind in ("moments", "fisher", "identifiable") and not mech.is_finite:
+        ctx.error("E501", f"{kind}() is defined for finite mechanisms (subset, grr, rr, product)", call.args[0].span)
+        return None
+    if kind in ("coverage", "leakage"):
+        if not metrics:
+            metrics = ["size"] if kind == "coverage" else (
+                list(METRICS) if mech.family in ("subset",) else ["mutual_information", "prediction"]
+                if mech.is_finite else ["size"])
+        for mt in metrics:
+            if mt == "size" and mech.family not in ("subset", "interval"):
+                ctx.error("E501", "size coverage needs set-valued reports (subset or interval mechanisms)",
+                          call.span, "for randomized response use mutual_information or prediction")
+                return None
+            if mt != "size" and not mech.is_finite:
+                ctx.error("E501", f"{mt} is computed for finite mechanisms", call.span)
+                return None
+    return Query(name, kind, mechanism=mech, metrics=tuple(metrics), span=span)
+
+
+def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
+    est = _estimand(ctx, decl.estimand, "estimate")
+    settings = []
+    ok = est is not None
+    for key, value in decl.settings:
+        if key.name != "n":
+            ctx.error("E205", f"unknown setting '{key.name}'", key.span, did_you_mean(key.name, ["n"]) or "settings: n = N")
+            ok = False
+            continue
+        n = ctx.integer(value, "the sample size n", 1)
+        if n is None:
+            ok = False
+            continue
+        settings.append(("n", sympy.Integer(n)))
+    candidates = []
+    seen: set[str] = set()
+    for key, value in decl.candidates:
+        if key.name in seen:
+            ctx.error("E202", f"candidate '{key.name}' is declared twice in this comparison", key.span)
+            ok = False
+            continue
+        seen.add(key.name)
+        mech = build_mechanism(ctx, value, key.name)
+        if mech is None:
+            ok = False
+            continue
+        if est is not None and not all(_observes(mech, v) for v in est.variables):
+            ctx.error("E503", f"candidate {key.name} does not observe {', '.join(v.name for v in est.variables)}",
+                      value.span)
+            ok = False
+            continue
+        candidates.append((key.name, mech))
+    if not decl.candidates:
+        ctx.error("E205", "a comparison needs candidate mechanisms in { }", decl.span)
+        ok = False
+    criteria = []
+    for c in decl.criteria:
+        if not isinstance(c, ast.Ref) or c.name not in CRITERIA:
+            shown = c.name if isinstance(c, ast.Ref) else describe(c)
+            ctx.error("E502", f"unknown comparison criterion '{shown}'", c.span,
+                      (did_you_mean(shown, CRITERIA) if isinstance(c, ast.Ref) else "") or f"criteria: {', '.join(CRITERIA)}")
+            ok = False
+            continue
+        criteria.append(c.name)
+    if not ok:
+        return None
+    return Compare(decl.name.name, est, tuple(settings), tuple(candidates),  # type: ignore[arg-type]
+                   tuple(criteria) or ("avar_trace",), decl.span)

@@ -1,0 +1,448 @@
+"""AST -> model graph: resolve names in declaration order and validate everything,
+collecting all diagnostics in one pass."""
+from __future__ import annotations
+
+import re
+
+import sympy
+
+from . import ast
+from .errors import Diagnostic
+from .mechanisms import build_law, build_mechanism, check_positive, check_probability, sums_to_one
+from .model import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter, Population, Release, Variable
+from .parser import CONSTANTS, DECLARATION_KEYWORDS
+from .queries import build_compare, build_query
+from .scope import Context, compare, describe, did_you_mean, fmt
+from .source import Source, Span
+
+NOISES = ("geometric",)
+_NAME_OF_FAILED = re.compile(r"\s*(?:variable|parameter|mechanism|release|query|compare)\s+([A-Za-z_]\w*)")
+
+
+def resolve(decls: list[ast.Declaration], source: Source,
+            failed: list[tuple[int, int]] = ()) -> tuple[ModelGraph, list[Diagnostic]]:
+    """Build the model graph of parsed declarations; return it with every diagnostic.
+
+    The graph holds what could be resolved; it is only meaningful when no diagnostic
+    is an error.
+    """
+    all_declared: dict[str, Span] = {}
+    for d in decls:
+        ref = ast.declared_name(d)
+        if ref is not None and ref.name not in all_declared:
+            all_declared[ref.name] = ref.span
+    poisoned = set()
+    for s, e in failed:
+        m = _NAME_OF_FAILED.match(source.text, s, e)
+        if m:
+            poisoned.add(m.group(1))
+    ctx = Context(all_declared, poisoned)
+    r = _Resolver(ctx)
+    for d in decls:
+        r.declaration(d)
+    graph = ModelGraph(r.title, r.variables, ctx.parameters, tuple(r.populations), r.mechanisms,
+                       r.releases, r.queries, r.compares, source)
+    return graph, ctx.diagnostics
+
+
+class _Resolver:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.title: str | None = None
+        self.title_span: Span | None = None
+        self.variables: dict[str, Variable] = {}
+        self.populations: list[Population] = []
+        self.populated: dict[str, Span] = {}
+        self.mechanisms: dict = {}
+        self.releases: dict[str, Release] = {}
+        self.queries: dict = {}
+        self.compares: dict = {}
+
+    def declaration(self, d: ast.Declaration) -> None:
+        getattr(self, "_" + type(d).__name__)(d)
+
+    def _check_name(self, ref: ast.Ref) -> bool:
+        if ref.name in CONSTANTS or ref.name in DECLARATION_KEYWORDS:
+            self.ctx.error("E202", f"'{ref.name}' is reserved and cannot be declared", ref.span,
+                           "pi and inf are constants; choose another name")
+            return False
+        return True
+
+    def _declare(self, ref: ast.Ref, kind: str, value) -> bool:
+        if not self._check_name(ref):
+            return False
+        before = len(self.ctx.diagnostics)
+        self.ctx.declare(ref, kind, value)
+        return len(self.ctx.diagnostics) == before
+
+    # -- spec title ------------------------------------------------------------------
+    def _SpecTitle(self, d: ast.SpecTitle) -> None:
+        if self.title_span is not None:
+            self.ctx.error("E207", "the spec title is given twice", d.span, "keep one 'spec \"...\"' line")
+            return
+        self.title, self.title_span = d.title, d.span
+
+    # -- variables -------------------------------------------------------------------
+    def _CategoricalDecl(self, d: ast.CategoricalDecl) -> None:
+        labels = []
+        for node in d.labels:
+            lab = self.ctx.label(node)
+            if lab is None:
+                continue
+            if lab in labels:
+                self.ctx.error("E311", f"category '{lab}' is listed twice", node.span)
+                continue
+            labels.append(lab)
+        if len(labels) < 2:
+            self.ctx.error("E309", f"a categorical variable needs at least 2 categories; {d.name.name} has "
+                                   f"{len(labels)}", d.span, "a variable with one category is not random")
+        self._add_variable(d.name, Variable(d.name.name, "categorical", tuple(labels), span=d.span))
+
+    def _ContinuousDecl(self, d: ast.ContinuousDecl) -> None:
+        lo, hi = -sympy.oo, sympy.oo
+        if d.bounds is not None:
+            a, b = (self.ctx.number(x, "a bound") for x in d.bounds)
+            if a is not None and b is not None:
+                c = compare(a, b)
+                if c is not None and c >= 0:
+                    self.ctx.error("E309", f"the support [{fmt(a)}, {fmt(b)}] is empty: the lower bound must be "
+                                           "below the upper", d.bounds[0].span.join(d.bounds[1].span))
+                else:
+                    lo, hi = a, b
+        self._add_variable(d.name, Variable(d.name.name, "continuous", lower=lo, upper=hi, span=d.span))
+
+    def _CombinedDecl(self, d: ast.CombinedDecl) -> None:
+        expr = d.expr
+        if not (isinstance(expr, ast.BinOp) and expr.op == "*"):
+            self.ctx.error("E205", f"a combined variable is a product of variables, found {describe(expr)}",
+                           expr.span, f"variable {d.name.name} = gender * income")
+            return
+        parts = [self.ctx.variable(p) for p in _factors(expr)]
+        if any(p is None for p in parts):
+            self.ctx.poisoned.add(d.name.name)
+            return
+        var = self.ctx.combine(parts, d.name.name, d.span)  # type: ignore[arg-type]
+        if var is not None:
+            self._add_variable(d.name, var)
+
+    def _add_variable(self, ref: ast.Ref, var: Variable) -> None:
+        if self._declare(ref, "variable", var):
+            self.variables[ref.name] = var
+
+    # -- parameters --------------------------------------------------------------------
+    def _ParameterDecl(self, d: ast.ParameterDecl) -> None:
+        constraints = []
+        for op, node in d.constraints:
+            v = self.ctx.number(node, "a bound")
+            if v is not None:
+                constraints.append((op, v))
+        assumptions = {}
+        for op, v in constraints:
+            if op in (">", ">=") and v.is_number and v >= 0:
+                assumptions["positive" if (op == ">" or v > 0) else "nonnegative"] = True
+            if op in ("<", "<=") and v.is_number and v <= 0:
+                assumptions["negative" if (op == "<" or v < 0) else "nonpositive"] = True
+        assumptions.setdefault("real", True)
+        if ("positive" in assumptions or "nonnegative" in assumptions) and \
+                ("negative" in assumptions or "nonpositive" in assumptions):
+            self.ctx.error("E312", f"no value satisfies the bounds of parameter {d.name.name}", d.span)
+            return
+        symbol = sympy.Symbol(d.name.name, **assumptions)
+        value = None
+        if d.value is not None:
+            value = self.ctx.number(d.value, "a value")
+            if value is not None:
+                for op, bound in constraints:
+                    c = compare(value, bound)
+                    ok = c is None or {">": c > 0, ">=": c >= 0, "<": c < 0, "<=": c <= 0}[op]
+                    if not ok:
+                        self.ctx.error("E312", f"the value {fmt(value)} of {d.name.name} breaks its bound "
+                                               f"{op} {fmt(bound)}", d.value.span)
+                        value = None
+                        break
+        param = Parameter(d.name.name, symbol, tuple(constraints), value, d.span)
+        if self._declare(d.name, "parameter", param):
+            self.ctx.parameters[d.name.name] = param
+
+    # -- populations --------------------------------------------------------------------
+    def _PopulationDecl(self, d: ast.PopulationDecl) -> None:
+        vars_ = []
+        for ref in d.targets:
+            v = self.ctx.lookup(ref, ["variable"])
+            if v is None:
+                return
+            if ref.name in self.populated:
+                line = "above"
+                self.ctx.error("E202", f"{ref.name} already has a population {line}", ref.span,
+                               "declare one population per variable")
+                return
+            vars_.append(v)
+        law = self._law(d.law, vars_)
+        if law is None:
+            return
+        for ref in d.targets:
+            self.populated[ref.name] = ref.span
+        self.populations.append(Population(tuple(vars_), law, d.span))
+
+    def _law(self, node: ast.Node, vars_: list[Variable]) -> Law | None:
+        ctx = self.ctx
+        categorical = all(v.is_categorical for v in vars_)
+        if not categorical and len(vars_) > 1:
+            ctx.error("E401", "joint populations are declared for categorical variables", node.span)
+            return None
+        name = node.tag.name if isinstance(node, ast.Tagged) else node.name if isinstance(node, ast.Call) else None
+        if name == "counts":
+            if not categorical:
+                ctx.error("E401", f"counts describe categorical variables; {vars_[0].name} is continuous", node.span,
+                          "use normal(m, s), uniform(a, b), logistic(l, s) or exponential(r)")
+                return None
+            return self._counts(node, vars_)
+        if name == "categorical":
+            if not categorical:
+                ctx.error("E401", f"{vars_[0].name} is continuous: categorical() does not fit", node.span,
+                          "use normal(m, s), uniform(a, b), logistic(l, s) or exponential(r)")
+                return None
+            return self._categorical(node, vars_)  # type: ignore[arg-type]
+        if name in CONTINUOUS_FAMILIES:
+            if categorical:
+                ctx.error("E401", f"{vars_[0].name} is categorical: {name}() does not fit", node.span,
+                          "use categorical(label = p, ...) or counts [...]")
+                return None
+            law = build_law(ctx, node, "population law")
+            if law is not None:
+                self._check_population_support(law, vars_[0], node.span)
+            return law
+        known = ("categorical", "counts") + tuple(CONTINUOUS_FAMILIES)
+        ctx.error("E206", f"unknown population law {repr(name) if name else describe(node)}", node.span,
+                  (did_you_mean(name, known) if name else "") or f"laws: {', '.join(known)}")
+        return None
+
+    def _check_population_support(self, law: Law, var: Variable, span: Span) -> None:
+        lo, hi = law.support()
+        below, above = compare(lo, var.lower), compare(hi, var.upper)
+        if (below is not None and below < 0) or (above is not None and above > 0):
+            self.ctx.error("E309", f"this population puts mass outside the support of {var.name} "
+                                   f"[{fmt(var.lower)}, {fmt(var.upper)}]", span,
+                           "choose a law supported inside the variable's bounds")
+
+    def _labels(self, vars_: list[Variable]) -> tuple[str, ...]:
+        if len(vars_) == 1:
+            return vars_[0].labels
+        var = self.ctx.combine(vars_, None, Span(0, 0))
+        return var.labels if var is not None else ()
+
+    def _categorical(self, call: ast.Call, vars_: list[Variable]) -> Law | None:
+        ctx = self.ctx
+        labels = self._labels(vars_)
+        if not isinstance(call, ast.Call) or not call.args:
+            ctx.error("E205", "categorical() takes the probabilities of the categories", call.span,
+                      "categorical(black = 0.01, red = 0.1, ...) or categorical(0.01, 0.1, ...) in declared order")
+            return None
+        if call.positional and call.keywords:
+            ctx.error("E205", "give the probabilities either all by label or all in declared order", call.span)
+            return None
+        probs: dict[str, sympy.Expr] = {}
+        ok = True
+        if call.positional:
+            if len(call.positional) != len(labels):
+                ctx.error("E310", f"categorical() has {len(call.positional)} probabilities but "
+                                  f"{' x '.join(v.name for v in vars_)} has {len(labels)} categories", call.span,
+                          "in declared order: " + ", ".join(labels))
+                return None
+            items = list(zip(labels, call.positional))
+        else:
+            var = vars_[0] if len(vars_) == 1 else Variable("*".join(v.name for v in vars_), "categorical", labels)
+            items = []
+            for kw in call.keywords:
+                lab = ctx.domain_label(kw.key, var)
+                if lab is None:
+                    ok = False
+                    continue
+                if lab in dict(items):
+                    ctx.error("E311", f"category '{lab}' is given twice", kw.key.span)
+                    ok = False
+                    continue
+                items.append((lab, kw.value))
+        for lab, node in items:
+            v = ctx.number(node, "a probability")
+            if v is None or not check_probability(ctx, v, node.span):
+                ok = False
+                continue
+            probs[lab] = v
+        if not ok:
+            return None
+        good, total = sums_to_one(list(probs.values()))
+        if good is False:
+            ctx.error("E302", f"the probabilities do not sum to 1 (sum = {fmt(total)})", call.span,
+                      "a population is a probability distribution; counts [...] are normalized for you")
+            return None
+        return Law("categorical", probs=tuple(probs.get(lab, sympy.Integer(0)) for lab in labels),
+                   shape=tuple(v.p for v in vars_))
+
+    def _counts(self, node: ast.Node, vars_: list[Variable]) -> Law | None:
+        ctx = self.ctx
+        body = node.body if isinstance(node, ast.Tagged) else None
+        if not isinstance(body, ast.ListLit):
+            ctx.error("E205", "counts are written as a list: counts [n1, n2, ...] or counts [[...], [...]]",
+                      node.span)
+            return None
+        shape = tuple(v.p for v in vars_)
+        flat: list[tuple[sympy.Expr, ast.Node]] = []
+
+        def walk(n: ast.Node, depth: int) -> bool:
+            if depth == len(shape):
+                if isinstance(n, ast.ListLit):
+                    ctx.error("E310", f"the counts nest deeper than the {len(shape)} variable(s) declared", n.span)
+                    return False
+                v = ctx.number(n, "a count")
+                if v is None:
+                    return False
+                flat.append((v, n))
+                return True
+            want = shape[depth]
+            if not isinstance(n, ast.ListLit) or len(n.items) != want:
+                got = f"{len(n.items)} entries" if isinstance(n, ast.ListLit) else describe(n)
+                ctx.error("E310", f"expected {want} entries for the categories of {vars_[depth].name}, found {got}",
+                          n.span, f"the table's shape is {' x '.join(map(str, shape))} "
+                                  f"({', '.join(v.name for v in vars_)})")
+                return False
+            return all([walk(x, depth + 1) for x in n.items])
+
+        if not walk(body, 0):
+            return None
+        ok = True
+        for v, n in flat:
+            s = compare(v, sympy.Integer(0))
+            if s is not None and s < 0:
+                ctx.error("E303", f"count {fmt(v)} is negative", n.span, "counts are >= 0")
+                ok = False
+        if not ok:
+            return None
+        counts = tuple(v for v, _ in flat)
+        total = sympy.Add(*counts)
+        if total == 0:
+            ctx.error("E303", "all counts are zero", node.span)
+            return None
+        return Law("categorical", probs=tuple(c / total for c in counts), counts=counts, shape=shape)
+
+    # -- mechanisms -------------------------------------------------------------------------
+    def _MechanismDecl(self, d: ast.MechanismDecl) -> None:
+        if not self._check_name(d.name):
+            return
+        mech = build_mechanism(self.ctx, d.value, d.name.name)
+        if mech is None:
+            self.ctx.poisoned.add(d.name.name)
+            self.ctx.declare(d.name, "mechanism", None)
+            return
+        if self._declare(d.name, "mechanism", mech):
+            self.mechanisms[d.name.name] = mech
+
+    # -- releases ---------------------------------------------------------------------------
+    def _ReleaseDecl(self, d: ast.ReleaseDecl) -> None:
+        rel = self._release(d)
+        if rel is None:
+            self.ctx.poisoned.add(d.name.name)
+            self.ctx.declare(d.name, "release", None)
+            return
+        if self._declare(d.name, "release", rel):
+            self.releases[d.name.name] = rel
+
+    def _release(self, d: ast.ReleaseDecl) -> Release | None:
+        ctx = self.ctx
+        usage = "release NAME = counts(a, b) with geometric(epsilon = e) protect {b} exact totals(a)"
+        table = d.table
+        if not isinstance(table, ast.Call) or table.name != "counts" or table.keywords or not table.args:
+            ctx.error("E206", f"a release is a count table counts(VARIABLES...), found {describe(table)}",
+                      table.span, usage)
+            return None
+        vars_ = []
+        for a in table.args:
+            v = ctx.variable(a, "a variable")
+            if v is None:
+                return None
+            if not v.is_categorical:
+                ctx.error("E401", f"count tables are over categorical variables; {v.name} is continuous", a.span)
+                return None
+            vars_.append(v)
+        names = [v.name for v in vars_]
+        if len(set(names)) != len(names):
+            ctx.error("E205", "a variable appears twice in this table", table.span)
+            return None
+        if len(d.noise) != 1:
+            span = d.noise[1].span if d.noise else d.span
+            ctx.error("E205", "a release needs exactly one noise mechanism: with geometric(epsilon = e)", span, usage)
+            return None
+        noise = d.noise[0]
+        if not isinstance(noise, ast.Call) or noise.name not in NOISES:
+            nname = noise.name if isinstance(noise, ast.Call) else None
+            ctx.error("E206", f"unknown noise mechanism {repr(nname) if nname else describe(noise)}", noise.span,
+                      (did_you_mean(nname, NOISES) if nname else "") or "noise: geometric(epsilon = e) (Algorithm 1)")
+            return None
+        args = ctx.bind(noise, ["epsilon"], ["epsilon"], [], "geometric(epsilon = e)")
+        if args is None:
+            return None
+        eps = ctx.number(args["epsilon"], "epsilon")
+        if eps is None or not check_positive(ctx, eps, args["epsilon"], "epsilon"):
+            return None
+        if len(d.protect) > 1:
+            ctx.error("E205", "'protect' is given twice", d.protect[1].span)
+            return None
+        protect = list(names)
+        if d.protect:
+            node = d.protect[0]
+            items = node.items if isinstance(node, ast.Braced) and node.is_set else (node,)
+            protect = []
+            for item in items:
+                if not isinstance(item, ast.Ref):
+                    ctx.error("E205", f"expected a variable, found {describe(item)}", item.span)
+                    return None
+                if item.name not in names:
+                    v = ctx.lookup(item, ["variable"])
+                    if v is not None:
+                        ctx.error("E601", f"protected variable {item.name} is not in this table "
+                                          f"({', '.join(names)})", item.span,
+                                  "a release is 0-private on variables it does not use (Proposition 3.3)")
+                    return None
+                protect.append(item.name)
+        totals: list[str] = []
+        for group in d.totals:
+            for ref in group:
+                if ref.name not in names:
+                    if ctx.lookup(ref, ["variable"]) is not None:
+                        ctx.error("E601", f"{ref.name} is not in this table ({', '.join(names)})", ref.span)
+                    return None
+                if ref.name in protect:
+                    ctx.error("E602", f"totals over {ref.name} cannot be exact: {ref.name} is protected", ref.span,
+                              "exact totals are over unprotected variables (Algorithm 1): "
+                              f"protect {{{', '.join(n for n in names if n != ref.name)}}}")
+                    return None
+                totals.append(ref.name)
+        return Release(d.name.name, tuple(vars_), noise.name, eps, tuple(protect), tuple(totals), d.span)
+
+    # -- queries and comparisons ------------------------------------------------------------
+    def _QueryDecl(self, d: ast.QueryDecl) -> None:
+        if not self._check_name(d.name):
+            return
+        q = build_query(self.ctx, d)
+        if q is None:
+            self.ctx.poisoned.add(d.name.name)
+            self.ctx.declare(d.name, "query", None)
+            return
+        if self._declare(d.name, "query", q):
+            self.queries[d.name.name] = q
+
+    def _CompareDecl(self, d: ast.CompareDecl) -> None:
+        if not self._check_name(d.name):
+            return
+        c = build_compare(self.ctx, d)
+        if c is None:
+            self.ctx.declare(d.name, "compare", None)
+            return
+        if self._declare(d.name, "compare", c):
+            self.compares[d.name.name] = c
+
+
+def _factors(node: ast.Node) -> list[ast.Node]:
+    if isinstance(node, ast.BinOp) and node.op == "*":
+        return _factors(node.left) + _factors(node.right)
+    return [node]

@@ -1,0 +1,332 @@
+"""The resolver's working context: names in scope, diagnostics, and the small
+helpers every declaration needs (numbers, labels, variables, call arguments).
+"""
+from __future__ import annotations
+
+import difflib
+import itertools
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import sympy
+
+from . import ast
+from .errors import ERROR, WARNING, Diagnostic
+from .model import Parameter, Variable
+from .parser import MATH_FUNCTIONS
+from .source import Span
+
+#: kinds of declared names
+KINDS = ("variable", "parameter", "mechanism", "release", "query", "compare")
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``"did you mean 'x'?"`` for the closest candidate, or ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("subst", ["subset", "grr", "rr"])
+    "did you mean 'subset'?"
+    """
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in candidates}
+        if name.lower() in lowered:
+            close = [lowered[name.lower()]]
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def fmt(x: sympy.Expr) -> str:
+    """A number as a person would write it: ``5/6``, ``0.99``, ``log(3) ~ 1.0986``."""
+    if isinstance(x, sympy.Integer):
+        return str(x)
+    if isinstance(x, sympy.Rational):
+        q = x.q
+        while q % 2 == 0:
+            q //= 2
+        while q % 5 == 0:
+            q //= 5
+        if q == 1 and x.q <= 10**12:
+            digits = len(str(x.q)) - 1
+            return f"{float(x):.{max(digits, 1)}f}".rstrip("0").rstrip(".") if digits else str(x)
+        return str(x)
+    if x.is_number:
+        return f"{x} ~ {float(sympy.N(x, 20)):.6g}"
+    return str(x)
+
+
+def sign(x: sympy.Expr) -> int | None:
+    """-1, 0 or 1 for a real expression; None when undecidable (symbolic)."""
+    if isinstance(x, sympy.Rational):
+        return int(x.p > 0) - int(x.p < 0)
+    if x is sympy.oo:
+        return 1
+    if x is -sympy.oo:
+        return -1
+    if x.is_number:
+        v = sympy.N(x, 50)
+        if abs(v) < sympy.Float("1e-40", 50):
+            return 0
+        return 1 if v > 0 else -1
+    if x.is_positive:
+        return 1
+    if x.is_negative:
+        return -1
+    if x.is_zero:
+        return 0
+    return None
+
+
+def compare(x: sympy.Expr, y: sympy.Expr) -> int | None:
+    """Sign of x - y (infinities handled), None when undecidable."""
+    if x == y:
+        return 0
+    if x.is_infinite or y.is_infinite:
+        if x is sympy.oo or y is -sympy.oo:
+            return 1
+        if x is -sympy.oo or y is sympy.oo:
+            return -1
+    return sign(sympy.expand(x - y))
+
+
+@dataclass
+class Declared:
+    kind: str
+    value: Any
+    span: Span
+
+
+class Context:
+    """Names in scope and the diagnostics found so far."""
+
+    def __init__(self, all_declared: dict[str, Span], poisoned: set[str]):
+        self.scope: dict[str, Declared] = {}
+        self.all_declared = all_declared   # every name declared anywhere, first position
+        self.poisoned = poisoned           # names of declarations that failed to parse
+        self.diagnostics: list[Diagnostic] = []
+        self.parameters: dict[str, Parameter] = {}
+        self._combined: dict[tuple[str, ...], Variable] = {}
+
+    # -- diagnostics ---------------------------------------------------------------
+    def error(self, code: str, message: str, span: Span | None, hint: str = "") -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, hint, ERROR))
+
+    def warn(self, code: str, message: str, span: Span | None, hint: str = "") -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, hint, WARNING))
+
+    # -- names -----------------------------------------------------------------------
+    def declare(self, ref: ast.Ref, kind: str, value: Any) -> None:
+        if ref.name in self.scope:
+            first = self.scope[ref.name]
+            self.error("E202", f"'{ref.name}' is already declared (as a {first.kind})", ref.span,
+                       "choose another name; every variable, parameter, mechanism, release, query "
+                       "and comparison needs its own")
+            return
+        self.scope[ref.name] = Declared(kind, value, ref.span)
+
+    def names_of(self, kinds: Sequence[str]) -> list[str]:
+        return [n for n, d in self.scope.items() if d.kind in kinds]
+
+    def lookup(self, ref: ast.Ref, kinds: Sequence[str], extra: Iterable[str] = ()) -> Any:
+        """The declared object ``ref`` names if it is one of ``kinds``, else a diagnostic."""
+        found = self.scope.get(ref.name)
+        wanted = " or ".join(kinds)
+        if found is not None:
+            if found.kind in kinds:
+                return found.value
+            self.error("E204", f"'{ref.name}' is a {found.kind}, expected a {wanted}", ref.span,
+                       _suggest(ref.name, self.names_of(kinds), wanted))
+            return None
+        if ref.name in self.poisoned:
+            return None  # its declaration already has a syntax error
+        later = self.all_declared.get(ref.name)
+        if later is not None and later.start > ref.span.start:
+            self.error("E203", f"'{ref.name}' is used before its declaration", ref.span,
+                       f"move the declaration of '{ref.name}' above this line")
+            return None
+        hint = did_you_mean(ref.name, list(self.names_of(kinds)) + list(extra))
+        self.error("E201", f"unknown {wanted} '{ref.name}'", ref.span,
+                   hint or (f"declare it first: {_declaration_example(kinds[0], ref.name)}"))
+        return None
+
+    # -- values -------------------------------------------------------------------------
+    def number(self, node: ast.Node, what: str = "a number") -> sympy.Expr | None:
+        """Evaluate exact arithmetic; parameter names become their sympy symbols."""
+        if isinstance(node, ast.Num):
+            return node.value
+        if isinstance(node, ast.Ref):
+            found = self.scope.get(node.name)
+            if found is not None and found.kind == "parameter":
+                return found.value.symbol
+            if found is None and node.name not in self.poisoned and node.name not in self.all_declared:
+                self.error("E201", f"unknown name '{node.name}' where {what} is expected", node.span,
+                           did_you_mean(node.name, self.names_of(["parameter"]))
+                           or f"numbers are exact (1/3, 0.25, log(3)); a symbol needs "
+                              f"'parameter {node.name}' first")
+                return None
+            return self.lookup(node, ["parameter"]) and None
+        if isinstance(node, ast.Neg):
+            x = self.number(node.operand, what)
+            return None if x is None else -x
+        if isinstance(node, ast.BinOp):
+            a, b = self.number(node.left, what), self.number(node.right, what)
+            if a is None or b is None:
+                return None
+            if node.op == "/" and b == 0:
+                self.error("E104", "division by zero", node.span)
+                return None
+            if node.op == "+":
+                return a + b
+            if node.op == "-":
+                return a - b
+            if node.op == "*":
+                return a * b
+            if node.op == "/":
+                return a / b
+            return sympy.Pow(a, b)
+        if isinstance(node, ast.Call) and node.name in MATH_FUNCTIONS and len(node.args) == 1:
+            x = self.number(node.args[0], what)
+            return None if x is None else MATH_FUNCTIONS[node.name](x)
+        self.error("E205", f"expected {what}, found {describe(node)}", node.span)
+        return None
+
+    def integer(self, node: ast.Node, what: str, minimum: int | None = None) -> int | None:
+        x = self.number(node, what)
+        if x is None:
+            return None
+        if not (isinstance(x, sympy.Integer) or (isinstance(x, sympy.Rational) and x.q == 1)):
+            self.error("E205", f"{what} must be a whole number, found {fmt(x)}", node.span)
+            return None
+        if minimum is not None and int(x) < minimum:
+            self.error("E309", f"{what} must be at least {minimum}, found {x}", node.span)
+            return None
+        return int(x)
+
+    def label(self, node: ast.Node) -> str | None:
+        if isinstance(node, ast.Ref):
+            return node.name
+        if isinstance(node, (ast.Str, ast.Dotted)):
+            return node.text
+        self.error("E205", f"expected a category label, found {describe(node)}", node.span,
+                   'labels are names or double-quoted strings ("Amer-Indian-Eskimo")')
+        return None
+
+    def domain_label(self, node: ast.Node, variable: Variable) -> str | None:
+        """A label that must belong to ``variable``'s categories."""
+        lab = self.label(node)
+        if lab is None:
+            return None
+        if lab not in variable.labels:
+            hint = did_you_mean(lab, variable.labels) or \
+                f"the categories of {variable.name} are {{{', '.join(variable.labels)}}}"
+            self.error("E307", f"'{lab}' is not a category of {variable.name}", node.span, hint)
+            return None
+        return lab
+
+    def variable(self, node: ast.Node, role: str = "a variable") -> Variable | None:
+        """A declared variable, or ``a * b * c`` (an implicit combined variable)."""
+        if isinstance(node, ast.Ref):
+            return self.lookup(node, ["variable"])
+        if isinstance(node, ast.BinOp) and node.op == "*":
+            parts = [self.variable(p, role) for p in _factors(node)]
+            if any(p is None for p in parts):
+                return None
+            return self.combine(parts, None, node.span)  # type: ignore[arg-type]
+        self.error("E205", f"expected {role}, found {describe(node)}", node.span)
+        return None
+
+    def combine(self, parts: list[Variable], name: str | None, span: Span) -> Variable | None:
+        """The combined variable of categorical ``parts`` (section II-D)."""
+        bad = [p for p in parts if not p.is_categorical]
+        if bad:
+            self.error("E401", f"only categorical variables can be combined; {bad[0].name} is continuous", span)
+            return None
+        names = [c for p in parts for c in p.components()]
+        dup = {c for c in names if names.count(c) > 1}
+        if dup:
+            self.error("E205", f"variable {sorted(dup)[0]} appears twice in this combination", span)
+            return None
+        labels = tuple(".".join(t) for t in itertools.product(*(p.labels for p in parts)))
+        key = tuple(names)
+        if name is None and key in self._combined:
+            return self._combined[key]
+        var = Variable(name or "*".join(p.name for p in parts), "categorical", labels,
+                       parts=tuple(names), span=span)
+        if name is None:
+            self._combined[key] = var
+        return var
+
+    # -- call arguments -------------------------------------------------------------------
+    def bind(self, call: ast.Call, positional: Sequence[str], required: Sequence[str] = (),
+             keywords: Sequence[str] = (), usage: str = "") -> dict[str, ast.Node] | None:
+        """Match a call's arguments to parameter names; report what does not fit."""
+        out: dict[str, ast.Node] = {}
+        ok = True
+        pos = call.positional
+        for name, node in zip(positional, pos):
+            out[name] = node
+        if len(pos) > len(positional):
+            extra = pos[len(positional)]
+            self.error("E205", f"{call.name}() takes {len(positional)} positional argument"
+                               f"{'s' if len(positional) != 1 else ''}, found {len(pos)}",
+                       extra.span, usage)
+            ok = False
+        allowed = list(positional) + list(keywords)
+        for kw in call.keywords:
+            key = kw.key.name if isinstance(kw.key, ast.Ref) else None
+            if key is None or key not in allowed:
+                shown = key or kw.key.text  # type: ignore[union-attr]
+                self.error("E205", f"{call.name}() has no option '{shown}'", kw.key.span,
+                           did_you_mean(shown, allowed) or (f"options: {', '.join(allowed)}" if allowed else usage))
+                ok = False
+            elif key in out:
+                self.error("E205", f"'{key}' is given twice", kw.key.span, usage)
+                ok = False
+            else:
+                out[key] = kw.value
+        for name in required:
+            if name not in out:
+                self.error("E205", f"{call.name}() needs its {name.replace('_', ' ')}", call.span, usage)
+                ok = False
+        return out if ok else None
+
+
+def _factors(node: ast.Node) -> list[ast.Node]:
+    if isinstance(node, ast.BinOp) and node.op == "*":
+        return _factors(node.left) + _factors(node.right)
+    return [node]
+
+
+def _suggest(name: str, candidates: list[str], wanted: str) -> str:
+    return did_you_mean(name, candidates) or (f"declared {wanted}s: {', '.join(candidates)}" if candidates
+                                              else f"no {wanted} is declared yet")
+
+
+def _declaration_example(kind: str, name: str) -> str:
+    return {
+        "variable": f"variable {name}: categorical {{a, b, c, d}}",
+        "parameter": f"parameter {name} > 0",
+        "mechanism": f"mechanism {name} = subset(VARIABLE, uniform)",
+        "release": f"release {name} = counts(VARIABLE) with geometric(epsilon = 1)",
+    }.get(kind, f"{kind} {name} = ...")
+
+
+def describe(node: ast.Node) -> str:
+    """A few words naming what a node is, for messages."""
+    if isinstance(node, ast.Num):
+        return f"the number {fmt(node.value)}"
+    if isinstance(node, ast.Ref):
+        return f"the name '{node.name}'"
+    if isinstance(node, ast.Str):
+        return f'the label "{node.text}"'
+    if isinstance(node, ast.Call):
+        return f"a call of {node.name}()"
+    if isinstance(node, ast.Tagged):
+        return f"a '{node.tag.name}' block"
+    if isinstance(node, ast.Braced):
+        return "a { } block"
+    if isinstance(node, ast.ListLit):
+        return "a [ ] list"
+    if isinstance(node, ast.Qualified):
+        return "an estimator (... from ... by ...)"
+    return "an expression"
