@@ -7,6 +7,7 @@ interval-privacy paper (Definitions 1, 4, 5; Examples 3, 4).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Callable
 
 import sympy
@@ -242,8 +243,26 @@ def _subset_design(ctx: Context, node: ast.Node, var: Variable, dummies: bool) -
 
 
 def _rank(rows: list[list[int]]) -> int:
-    """Exact rank of an integer matrix (fraction-free elimination)."""
-    return sympy.Matrix(rows).rank() if rows else 0
+    """Exact rank of an integer matrix (Gaussian elimination over the rationals).
+
+    Examples
+    --------
+    >>> _rank([[1, 1, 0], [0, 1, 1], [1, 2, 1]])
+    2
+    """
+    m = [[Fraction(x) for x in r] for r in rows]
+    rank, ncols = 0, len(m[0]) if m else 0
+    for col in range(ncols):
+        pivot = next((i for i in range(rank, len(m)) if m[i][col] != 0), None)
+        if pivot is None:
+            continue
+        m[rank], m[pivot] = m[pivot], m[rank]
+        for i in range(rank + 1, len(m)):
+            if m[i][col] != 0:
+                f = m[i][col] / m[rank][col]
+                m[i] = [a - f * b for a, b in zip(m[i], m[rank])]
+        rank += 1
+    return rank
 
 
 def _warn_unidentifiable_subset(ctx: Context, mech: SubsetMechanism, span: Span) -> None:

@@ -12,13 +12,12 @@ import functools
 import os
 import re
 import sys
-from fractions import Fraction
 from pathlib import Path
 from typing import Iterator
 
 import sympy
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from . import ast
 from .errors import Diagnostic
@@ -56,14 +55,13 @@ def get_parser() -> Lark:
 
     Examples
     --------
-    >>> tree = get_parser().parse("variable x: continuous", start="statement")
-    >>> tree.data
-    'continuous_decl'
+    >>> get_parser().parse("variable x: continuous", start="statement").name.name
+    'x'
     """
     return Lark.open_from_package(
         "privspec.grammar", "privspec.lark", ("",),
-        parser="lalr", start=["statement", "file"], propagate_positions=True,
-        maybe_placeholders=False, cache=_cache_path(),
+        parser="lalr", start=["statement", "file"], maybe_placeholders=False,
+        transformer=ToAst(), cache=_cache_path(),
     )
 
 
@@ -146,12 +144,17 @@ class _Fold(Exception):
 
 def parse_number(text: str, span: Span) -> sympy.Rational:
     """An exact rational from a numeric literal (``0.25`` -> 1/4, ``2e-3`` -> 1/500)."""
+    if text.isdigit():
+        return sympy.Integer(int(text))
     mantissa, _, exponent = text.lower().partition("e")
-    if exponent and abs(int(exponent)) > 4000:
+    exp = int(exponent or 0)
+    if abs(exp) > 4000:
         raise _Fold(Diagnostic("E104", f"number {text} is out of range", span,
                                "exponents beyond 4000 are not supported"))
-    f = Fraction(mantissa) * (Fraction(10) ** int(exponent or 0))
-    return sympy.Rational(f.numerator, f.denominator)
+    whole, _, frac = mantissa.partition(".")
+    num = int((whole or "0") + frac)
+    exp -= len(frac)
+    return sympy.Rational(num * 10**exp, 1) if exp >= 0 else sympy.Rational(num, 10**-exp)
 
 
 def _bits(x: sympy.Expr) -> float:
@@ -172,109 +175,123 @@ def _checked(value: sympy.Expr, span: Span) -> sympy.Expr:
     return value
 
 
-def _span(meta, offset: int) -> Span:
-    return Span(meta.start_pos + offset, meta.end_pos + offset)
-
-
 def _tspan(tok: Token, offset: int) -> Span:
     return Span(tok.start_pos + offset, tok.end_pos + offset)
 
 
-@v_args(meta=True)
+def _is_tok(x, *types: str) -> bool:
+    return isinstance(x, Token) and (not types or x.type in types)
+
+
 class ToAst(Transformer):
-    """Build :mod:`privspec.ast` nodes; spans are made absolute with ``offset``."""
+    """Build :mod:`privspec.ast` nodes as the parser's callbacks (no parse tree is built).
+
+    Spans come from tokens (rules marked ``!`` in the grammar keep their brackets);
+    ``offset`` makes them absolute, ``decl_span`` is the declaration being parsed.
+    """
 
     def __init__(self) -> None:
         super().__init__(visit_tokens=False)
         self.offset = 0
+        self.decl_span = Span(0, 0)
 
     # -- helpers ---------------------------------------------------------------
     def _ref(self, tok: Token) -> ast.Ref:
         return ast.Ref(str(tok), _tspan(tok, self.offset))
 
-    def _s(self, meta) -> Span:
-        return _span(meta, self.offset)
+    def _sp(self, x) -> Span:
+        return _tspan(x, self.offset) if isinstance(x, Token) else x.span
+
+    def _cover(self, first, last) -> Span:
+        return self._sp(first).join(self._sp(last))
+
+    @staticmethod
+    def _inner(c) -> list:
+        """Children without the kept punctuation tokens."""
+        return [x for x in c if not _is_tok(x, "LPAR", "RPAR", "LSQB", "RSQB", "LBRACE", "RBRACE", "COMMA",
+                                            "MINUS")]
 
     # -- declarations ----------------------------------------------------------
-    def spec_decl(self, meta, c):
-        return ast.SpecTitle(_unquote(c[0]), self._s(meta))
+    def spec_decl(self, c):
+        return ast.SpecTitle(_unquote(c[0]), self.decl_span)
 
-    def categorical_decl(self, meta, c):
-        return ast.CategoricalDecl(self._ref(c[0]), c[1], self._s(meta))
+    def categorical_decl(self, c):
+        return ast.CategoricalDecl(self._ref(c[0]), c[1], self.decl_span)
 
-    def label_set(self, meta, c):
-        return tuple(c)
+    def label_set(self, c):
+        return tuple(self._inner(c))
 
-    def continuous_decl(self, meta, c):
-        return ast.ContinuousDecl(self._ref(c[0]), c[1] if len(c) > 1 else None, self._s(meta))
+    def continuous_decl(self, c):
+        return ast.ContinuousDecl(self._ref(c[0]), c[1] if len(c) > 1 else None, self.decl_span)
 
-    def bounds(self, meta, c):
-        return (c[0], c[1])
+    def bounds(self, c):
+        a, b = self._inner(c)
+        return (a, b)
 
-    def combined_decl(self, meta, c):
-        return ast.CombinedDecl(self._ref(c[0]), c[1], self._s(meta))
+    def combined_decl(self, c):
+        return ast.CombinedDecl(self._ref(c[0]), c[1], self.decl_span)
 
-    def parameter_decl(self, meta, c):
+    def parameter_decl(self, c):
         constraints = tuple(x for x in c[1:] if isinstance(x, tuple))
         value = [x for x in c[1:] if not isinstance(x, tuple)]
-        return ast.ParameterDecl(self._ref(c[0]), constraints, value[0] if value else None, self._s(meta))
+        return ast.ParameterDecl(self._ref(c[0]), constraints, value[0] if value else None, self.decl_span)
 
-    def constraint(self, meta, c):
+    def constraint(self, c):
         return (str(c[0]), c[1])
 
-    def population_decl(self, meta, c):
-        return ast.PopulationDecl(c[0], c[1], self._s(meta))
+    def population_decl(self, c):
+        return ast.PopulationDecl(c[0], c[1], self.decl_span)
 
-    def pop_single(self, meta, c):
+    def pop_single(self, c):
         return (self._ref(c[0]),)
 
-    def pop_joint(self, meta, c):
-        return tuple(self._ref(t) for t in c)
+    def pop_joint(self, c):
+        return tuple(self._ref(t) for t in c if _is_tok(t, "NAME"))
 
-    def mechanism_decl(self, meta, c):
-        return ast.MechanismDecl(self._ref(c[0]), c[1], self._s(meta))
+    def mechanism_decl(self, c):
+        return ast.MechanismDecl(self._ref(c[0]), c[1], self.decl_span)
 
-    def release_decl(self, meta, c):
+    def release_decl(self, c):
         noise = tuple(v for k, v in c[2:] if k == "with")
         protect = tuple(v for k, v in c[2:] if k == "protect")
         totals = tuple(v for k, v in c[2:] if k == "totals")
-        return ast.ReleaseDecl(self._ref(c[0]), c[1], noise, protect, totals, self._s(meta))
+        return ast.ReleaseDecl(self._ref(c[0]), c[1], noise, protect, totals, self.decl_span)
 
-    def with_clause(self, meta, c):
+    def with_clause(self, c):
         return ("with", c[0])
 
-    def protect_clause(self, meta, c):
+    def protect_clause(self, c):
         v = c[0]
         return ("protect", self._ref(v) if isinstance(v, Token) else v)
 
-    def totals_clause(self, meta, c):
+    def totals_clause(self, c):
         return ("totals", tuple(self._ref(t) for t in c))
 
-    def query_decl(self, meta, c):
+    def query_decl(self, c):
         verb, body, quals = c[1]
         pick = lambda k: tuple(v for kk, v in quals if kk == k)  # noqa: E731
         return ast.QueryDecl(self._ref(c[0]), verb, body, pick("from"), pick("by"), pick("calibrate"),
-                             self._s(meta))
+                             self.decl_span)
 
-    def estimate_query(self, meta, c):
+    def estimate_query(self, c):
         return ("estimate", c[0], c[1:])
 
-    def test_query(self, meta, c):
+    def test_query(self, c):
         return ("test", c[0], c[1:])
 
-    def plain_query(self, meta, c):
+    def plain_query(self, c):
         return (None, c[0], c[1:])
 
-    def from_clause(self, meta, c):
+    def from_clause(self, c):
         return ("from", self._ref(c[0]))
 
-    def by_clause(self, meta, c):
+    def by_clause(self, c):
         return ("by", c[0])
 
-    def calibrate_clause(self, meta, c):
+    def calibrate_clause(self, c):
         return ("calibrate", c[0])
 
-    def compare_decl(self, meta, c):
+    def compare_decl(self, c):
         name, estimand, rest = self._ref(c[0]), c[1], c[2:]
         settings: tuple = ()
         criteria: tuple = ()
@@ -286,88 +303,89 @@ class ToAst(Transformer):
                 criteria = x[1]
             else:
                 entries.append(x)
-        return ast.CompareDecl(name, estimand, settings, tuple(entries), criteria, self._s(meta))
+        return ast.CompareDecl(name, estimand, settings, tuple(entries), criteria, self.decl_span)
 
-    def at_clause(self, meta, c):
+    def at_clause(self, c):
         return ("at", tuple(c))
 
-    def setting(self, meta, c):
+    def setting(self, c):
         return (self._ref(c[0]), c[1])
 
-    def compare_entry(self, meta, c):
+    def compare_entry(self, c):
         return (self._ref(c[0]), c[1])
 
-    def criteria(self, meta, c):
+    def criteria(self, c):
         return ("criteria", tuple(c))
 
     # -- values ------------------------------------------------------------------
-    def tagged(self, meta, c):
-        return ast.Tagged(self._ref(c[0]), c[1], self._s(meta))
+    def tagged(self, c):
+        return ast.Tagged(self._ref(c[0]), c[1], self._cover(c[0], c[1]))
 
-    def list(self, meta, c):
-        return ast.ListLit(tuple(c), self._s(meta))
+    def list(self, c):
+        return ast.ListLit(tuple(self._inner(c)), self._cover(c[0], c[-1]))
 
-    def braced(self, meta, c):
-        return ast.Braced(tuple(c), self._s(meta))
+    def braced(self, c):
+        return ast.Braced(tuple(self._inner(c)), self._cover(c[0], c[-1]))
 
-    def entry(self, meta, c):
-        return ast.Entry(c[0], c[1], self._s(meta))
+    def entry(self, c):
+        return ast.Entry(c[0], c[1], self._cover(c[0], c[1]))
 
-    def label(self, meta, c):
+    def label(self, c):
         tok = c[0]
         if tok.type == "STRING":
-            return ast.Str(_unquote(tok), self._s(meta))
+            return ast.Str(_unquote(tok), self._sp(tok))
         return self._ref(tok)
 
-    def dotted(self, meta, c):
-        return ast.Dotted(tuple(str(t) for t in c), self._s(meta))
+    def dotted(self, c):
+        return ast.Dotted(tuple(str(t) for t in c), self._cover(c[0], c[-1]))
 
-    def argkey(self, meta, c):
+    def argkey(self, c):
         if len(c) > 1:
-            return ast.Dotted(tuple(str(t) for t in c), self._s(meta))
+            return ast.Dotted(tuple(str(t) for t in c), self._cover(c[0], c[-1]))
         tok = c[0]
-        return ast.Str(_unquote(tok), self._s(meta)) if tok.type == "STRING" else self._ref(tok)
+        return ast.Str(_unquote(tok), self._sp(tok)) if tok.type == "STRING" else self._ref(tok)
 
-    def kwarg(self, meta, c):
-        return ast.KwArg(c[0], c[1], self._s(meta))
+    def kwarg(self, c):
+        return ast.KwArg(c[0], c[1], self._cover(c[0], c[1]))
 
-    def formula(self, meta, c):
-        return ast.Formula(c[0], c[1], self._s(meta))
+    def formula(self, c):
+        return ast.Formula(c[0], c[1], self._cover(c[0], c[1]))
 
-    def qualified(self, meta, c):
+    def qualified(self, c):
         quals = c[1:]
         first = lambda k: next((v for kk, v in quals if kk == k), None)  # noqa: E731
-        return ast.Qualified(c[0], first("from"), first("by"), first("calibrate"), self._s(meta))
+        return ast.Qualified(c[0], first("from"), first("by"), first("calibrate"),
+                             self._cover(c[0], quals[-1][1]))
 
-    def phrase(self, meta, c):
-        return ast.Phrase((self._ref(c[0]), c[1]), self._s(meta))
+    def phrase(self, c):
+        return ast.Phrase((self._ref(c[0]), c[1]), self._cover(c[0], c[1]))
 
-    def word(self, meta, c):
+    def word(self, c):
         return self._ref(c[0])
 
-    def call(self, meta, c):
+    def call(self, c):
         func = self._ref(c[0])
-        args = tuple(c[1:])
-        span = self._s(meta)
+        args = tuple(self._inner(c[1:]))
+        span = self._cover(c[0], c[-1])
         fn = MATH_FUNCTIONS.get(func.name)
         if fn is not None and len(args) == 1 and isinstance(args[0], ast.Num):
             return ast.Num(_checked(fn(args[0].value), span), span)
         return ast.Call(func, args, span)
 
     # -- arithmetic ----------------------------------------------------------------
-    def number(self, meta, c):
-        span = self._s(meta)
+    def number(self, c):
+        span = self._sp(c[0])
         return ast.Num(parse_number(str(c[0]), span), span)
 
-    def ref(self, meta, c):
+    def ref(self, c):
         name = str(c[0])
         if name in CONSTANTS:
-            return ast.Num(CONSTANTS[name], self._s(meta))
+            return ast.Num(CONSTANTS[name], self._sp(c[0]))
         return self._ref(c[0])
 
-    def _binary(self, op: str, meta, c):
+    def _binary(self, op: str, c):
         a, b = c
-        span = self._s(meta)
+        span = self._cover(a, b)
         if isinstance(a, ast.Num) and isinstance(b, ast.Num):
             x, y = a.value, b.value
             if op == "^":
@@ -378,33 +396,42 @@ class ToAst(Transformer):
                     raise _Fold(Diagnostic("E104", "this power is too large to compute exactly", span, ""))
             if op in "*/" and _bits(x) + _bits(y) > _MAX_BITS:
                 raise _Fold(Diagnostic("E104", "this number is too large to compute exactly", span, ""))
-            value = {"+": sympy.Add, "-": lambda p, q: p - q, "*": sympy.Mul,
-                     "/": lambda p, q: p / q, "^": sympy.Pow}[op](x, y)
+            if op == "+":
+                value = x + y
+            elif op == "-":
+                value = x - y
+            elif op == "*":
+                value = x * y
+            elif op == "/":
+                value = x / y
+            else:
+                value = sympy.Pow(x, y)
             return ast.Num(_checked(value, span), span)
         return ast.BinOp(op, a, b, span)
 
-    def add(self, meta, c):
-        return self._binary("+", meta, c)
+    def add(self, c):
+        return self._binary("+", c)
 
-    def sub(self, meta, c):
-        return self._binary("-", meta, c)
+    def sub(self, c):
+        return self._binary("-", c)
 
-    def mul(self, meta, c):
-        return self._binary("*", meta, c)
+    def mul(self, c):
+        return self._binary("*", c)
 
-    def div(self, meta, c):
-        return self._binary("/", meta, c)
+    def div(self, c):
+        return self._binary("/", c)
 
-    def pow(self, meta, c):
-        return self._binary("^", meta, c)
+    def pow(self, c):
+        return self._binary("^", c)
 
-    def neg(self, meta, c):
-        x = c[0]
+    def neg(self, c):
+        x = c[-1]
+        span = self._cover(c[0], x)
         if isinstance(x, ast.Num):
-            return ast.Num(-x.value, self._s(meta))
-        return ast.Neg(x, self._s(meta))
+            return ast.Num(-x.value, span)
+        return ast.Neg(x, span)
 
-    def pos(self, meta, c):
+    def pos(self, c):
         return c[0]
 
 
@@ -529,33 +556,22 @@ def parse_declarations(source: Source) -> tuple[list[ast.Declaration], list[Diag
     ('ContinuousDecl', 'E101')
     """
     parser = get_parser()
-    builder = ToAst()
+    builder: ToAst = parser.options.transformer
     decls: list[ast.Declaration] = []
     diags: list[Diagnostic] = []
     failed: list[tuple[int, int]] = []
     text = source.text
     for start, end in split_declarations(text):
         chunk = text[start:end]
+        builder.offset = start
+        builder.decl_span = Span(start, end)
         try:
-            tree = parser.parse(chunk, start="statement")
+            decls.append(parser.parse(chunk, start="statement"))
         except UnexpectedInput as err:
             diags.append(syntax_diagnostic(err, chunk, start))
             failed.append((start, end))
-            continue
-        builder.offset = start
-        try:
-            decls.append(builder.transform(tree))
-        except VisitError as err:  # unwrap to the original problem
-            orig = err.orig_exc
-            if isinstance(orig, _Fold):
-                diags.append(orig.diagnostic)
-            elif isinstance(orig, RecursionError):
-                diags.append(Diagnostic("E104", "expression nested too deeply", Span(start, end)))
-            else:
-                raise
-            failed.append((start, end))
-        except RecursionError:
-            diags.append(Diagnostic("E104", "expression nested too deeply", Span(start, end)))
+        except _Fold as err:
+            diags.append(err.diagnostic)
             failed.append((start, end))
     return decls, diags, failed
 
