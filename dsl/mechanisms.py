@@ -400,8 +400,11 @@ def build_law(ctx: Context, node: ast.Node, role: str) -> Law | None:
                   or f"laws: {', '.join(f + '(...)' for f in CONTINUOUS_FAMILIES)}")
         return None
     names = CONTINUOUS_FAMILIES[node.name]
-    args = ctx.bind(node, list(names), list(names), ["shift", "scale"],
-                    f"{node.name}({', '.join(names)}, shift = 0, scale = 1)")
+    # shift/scale make shifted and scaled versions; a family's own parameter of that
+    # name (logistic's scale) is the parameter, not the option
+    options = [k for k in ("shift", "scale") if k not in names]
+    args = ctx.bind(node, list(names), list(names), options,
+                    f"{node.name}({', '.join(names + tuple(k + ' = ' + ('0' if k == 'shift' else '1') for k in options))})")
     if args is None:
         return None
     vals = {k: ctx.number(v, f"the {k} of {node.name}()") for k, v in args.items()}
@@ -417,10 +420,11 @@ def build_law(ctx: Context, node: ast.Node, role: str) -> Law | None:
             ctx.error("E309", "uniform(a, b) needs finite ends", node.span)
             return None
     for k in ("sd", "scale", "rate"):
-        if k in vals and not check_positive(ctx, vals[k], args[k], f"the {k} of {node.name}()"):
+        if k in vals and k in args and not check_positive(ctx, vals[k], args[k], f"the {k} of {node.name}()"):
             return None
     return Law(node.name, tuple((k, vals[k]) for k in names),
-               shift=vals.get("shift", sympy.Integer(0)), scale=vals.get("scale", sympy.Integer(1)))
+               shift=vals.get("shift", sympy.Integer(0)) if "shift" in options else sympy.Integer(0),
+               scale=vals.get("scale", sympy.Integer(1)) if "scale" in options else sympy.Integer(1))
 
 
 def build_interval(ctx: Context, call: ast.Call, name: str | None) -> IntervalMechanism | None:

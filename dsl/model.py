@@ -263,7 +263,9 @@ class IntervalMechanism:
 
     ``scheme``: ``case1`` (one anchor U; observe (-inf, U] or (U, inf)), ``case2`` (two
     sorted iid anchors), ``canonical`` (m intervals from m - 1 sorted anchors) or
-    ``ring`` (the same with the two ends joined, Example 3).  Intervals are (l, r].
+    ``ring`` (m anchors T(1) < ... < T(m) and m ranges: (T(i-1), T(i)] and the two ends
+    (-inf, T(1)] and (T(m), inf) joined into one range, Example 3).  ``m`` is always the
+    number of ranges a respondent chooses from.  Intervals are (l, r].
     """
 
     name: str | None

@@ -8,6 +8,7 @@ where it was opened instead of at the end of the file.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -31,8 +32,14 @@ CONSTANTS = {"pi": sympy.pi, "inf": sympy.oo, "oo": sympy.oo}
 #: functions folded into exact numbers
 MATH_FUNCTIONS = {"log": sympy.log, "exp": sympy.exp, "sqrt": sympy.sqrt}
 
-# Numbers larger than this (in bits) are refused: exact arithmetic on them would hang.
-_MAX_BITS = 20_000
+# Numbers larger than this (in bits) are refused: exact arithmetic on them would hang,
+# and Python refuses to print integers of more than 4300 digits (about 14,000 bits).
+_MAX_BITS = 13_000
+# Longest numeric literal (digits) and largest exp() argument accepted.
+_MAX_DIGITS = 3_000
+_MAX_EXP = 10_000
+# Deepest arithmetic on names accepted (``a * b * c ...``): later passes recurse on it.
+_MAX_DEPTH = 100
 
 
 def _cache_path() -> str | bool:
@@ -84,26 +91,29 @@ def split_declarations(text: str) -> list[tuple[int, int]]:
 
     Examples
     --------
-    >>> t = "variable x: categorical {a,\\n b}  # two lines\\nvariable y: continuous\\n"
+    >>> t = "variable x: categorical {a,  # first\\n b}  # two lines\\nvariable y: continuous\\n"
     >>> [t[s:e] for s, e in split_declarations(t)]
-    ['variable x: categorical {a,\\n b}  # two lines', 'variable y: continuous']
+    ['variable x: categorical {a,  # first\\n b}', 'variable y: continuous']
     """
     out: list[tuple[int, int]] = []
     depth = 0
     start = None  # offset of the first non-blank character of the current declaration
+    comment = None  # offset of a comment that nothing but blanks has followed yet
 
     def close(end: int) -> None:
         nonlocal start
         if start is not None:
-            out.append((start, end))
+            out.append((start, end if comment is None else comment))
         start = None
 
     pos = 0
     n = len(text)
     for m in _SCAN.finditer(text):
         s = m.start()
-        if start is None and text[pos:s].strip():
-            start = pos + (len(text[pos:s]) - len(text[pos:s].lstrip()))
+        if text[pos:s].strip():
+            comment = None
+            if start is None:
+                start = pos + (len(text[pos:s]) - len(text[pos:s].lstrip()))
         tok = m.group()
         if tok == "\n":
             if depth == 0:
@@ -112,8 +122,10 @@ def split_declarations(text: str) -> list[tuple[int, int]]:
                 depth = 0
                 close(s)
         elif tok[0] == "#":
-            pass
+            if comment is None:
+                comment = s
         else:
+            comment = None
             if start is None:
                 start = s
             if tok in _OPEN:
@@ -121,8 +133,10 @@ def split_declarations(text: str) -> list[tuple[int, int]]:
             elif tok in _CLOSE:
                 depth = max(0, depth - 1)
         pos = m.end()
-    if start is None and text[pos:n].strip():
-        start = pos + (len(text[pos:n]) - len(text[pos:n].lstrip()))
+    if text[pos:n].strip():
+        comment = None
+        if start is None:
+            start = pos + (len(text[pos:n]) - len(text[pos:n].lstrip()))
     close(n)
     # trailing whitespace and comments are not part of a declaration
     return [(s, _rstrip_comment(text, s, e)) for s, e in out]
@@ -144,14 +158,17 @@ class _Fold(Exception):
 
 def parse_number(text: str, span: Span) -> sympy.Rational:
     """An exact rational from a numeric literal (``0.25`` -> 1/4, ``2e-3`` -> 1/500)."""
+    if len(text) > _MAX_DIGITS:
+        raise _Fold(Diagnostic("E104", f"number {text[:12]}... has too many digits", span,
+                               f"numbers are limited to {_MAX_DIGITS} digits"))
     if text.isdigit():
         return sympy.Integer(int(text))
     mantissa, _, exponent = text.lower().partition("e")
     exp = int(exponent or 0)
-    if abs(exp) > 4000:
-        raise _Fold(Diagnostic("E104", f"number {text} is out of range", span,
-                               "exponents beyond 4000 are not supported"))
     whole, _, frac = mantissa.partition(".")
+    if abs(exp) > _MAX_DIGITS or len(whole.lstrip("0")) + exp > _MAX_DIGITS:
+        raise _Fold(Diagnostic("E104", f"number {text} is out of range", span,
+                               f"numbers are limited to {_MAX_DIGITS} digits"))
     num = int((whole or "0") + frac)
     exp -= len(frac)
     return sympy.Rational(num * 10**exp, 1) if exp >= 0 else sympy.Rational(num, 10**-exp)
@@ -161,6 +178,14 @@ def _bits(x: sympy.Expr) -> float:
     if isinstance(x, sympy.Rational):
         return max(abs(x.p), 1).bit_length() + max(abs(x.q), 1).bit_length()
     return 64.0
+
+
+def _magnitude(x: sympy.Expr) -> float:
+    """|x| as a float (inf when it overflows or cannot be evaluated)."""
+    try:
+        return abs(float(x))
+    except (OverflowError, TypeError, ValueError, ZeroDivisionError):
+        return float("inf")
 
 
 def _checked(value: sympy.Expr, span: Span) -> sympy.Expr:
@@ -194,6 +219,7 @@ class ToAst(Transformer):
         super().__init__(visit_tokens=False)
         self.offset = 0
         self.decl_span = Span(0, 0)
+        self.depth: dict[int, int] = {}  # id(BinOp or Neg) -> nesting depth, per declaration
 
     # -- helpers ---------------------------------------------------------------
     def _ref(self, tok: Token) -> ast.Ref:
@@ -369,7 +395,12 @@ class ToAst(Transformer):
         span = self._cover(c[0], c[-1])
         fn = MATH_FUNCTIONS.get(func.name)
         if fn is not None and len(args) == 1 and isinstance(args[0], ast.Num):
-            return ast.Num(_checked(fn(args[0].value), span), span)
+            x = args[0].value
+            # exp of a huge number cannot be compared or printed (mpmath overflows)
+            if fn is sympy.exp and not x.is_infinite and _magnitude(x) > _MAX_EXP:
+                raise _Fold(Diagnostic("E104", "this number is too large to compute exactly", span,
+                                       f"exp() takes arguments up to {_MAX_EXP}"))
+            return ast.Num(_checked(fn(x), span), span)
         return ast.Call(func, args, span)
 
     # -- arithmetic ----------------------------------------------------------------
@@ -392,9 +423,9 @@ class ToAst(Transformer):
                 if isinstance(y, sympy.Integer) and abs(int(y)) > 1 and _bits(x) * abs(int(y)) > _MAX_BITS \
                         and x not in (0, 1, -1):
                     raise _Fold(Diagnostic("E104", "this power is too large to compute exactly", span, ""))
-                if not isinstance(y, sympy.Rational) and not y.is_infinite and abs(float(y)) > 10_000:
+                if not isinstance(y, sympy.Rational) and not y.is_infinite and _magnitude(y) > _MAX_EXP:
                     raise _Fold(Diagnostic("E104", "this power is too large to compute exactly", span, ""))
-            if op in "*/" and _bits(x) + _bits(y) > _MAX_BITS:
+            if _bits(x) + _bits(y) > _MAX_BITS:  # sums too: their denominators multiply
                 raise _Fold(Diagnostic("E104", "this number is too large to compute exactly", span, ""))
             if op == "+":
                 value = x + y
@@ -407,7 +438,16 @@ class ToAst(Transformer):
             else:
                 value = sympy.Pow(x, y)
             return ast.Num(_checked(value, span), span)
-        return ast.BinOp(op, a, b, span)
+        return self._deep(ast.BinOp(op, a, b, span), a, b)
+
+    def _deep(self, node, *children):
+        """Record the nesting depth of unfolded arithmetic; refuse it past _MAX_DEPTH."""
+        depth = 1 + max(self.depth.get(id(c), 0) for c in children)
+        if depth > _MAX_DEPTH:
+            raise _Fold(Diagnostic("E104", "expression nested too deeply", node.span,
+                                   f"arithmetic on names is limited to {_MAX_DEPTH} levels"))
+        self.depth[id(node)] = depth
+        return node
 
     def add(self, c):
         return self._binary("+", c)
@@ -429,10 +469,18 @@ class ToAst(Transformer):
         span = self._cover(c[0], x)
         if isinstance(x, ast.Num):
             return ast.Num(-x.value, span)
-        return ast.Neg(x, span)
+        return self._deep(ast.Neg(x, span), x)
 
     def pos(self, c):
         return c[0]
+
+    def paren(self, c):
+        node = c[1]
+        new = dataclasses.replace(node, span=self._cover(c[0], c[2]))
+        depth = self.depth.pop(id(node), None)
+        if depth is not None:
+            self.depth[id(new)] = depth
+        return new
 
 
 def _unquote(tok: Token) -> str:
@@ -477,6 +525,22 @@ def _open_bracket(text: str) -> int | None:
         elif tok in _CLOSE and stack:
             stack.pop()
     return stack[-1] if stack else None
+
+
+def _too_deep(chunk: str) -> int | None:
+    """Offset of the first bracket nested deeper than ``_MAX_DEPTH``, if any."""
+    if sum(chunk.count(b) for b in _OPEN) <= _MAX_DEPTH:  # the usual case, decided at once
+        return None
+    depth = 0
+    for m in _SCAN.finditer(chunk):
+        tok = m.group()
+        if tok in _OPEN:
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return m.start()
+        elif tok in _CLOSE:
+            depth = max(0, depth - 1)
+    return None
 
 
 def syntax_diagnostic(err: UnexpectedInput, chunk: str, offset: int) -> Diagnostic:
@@ -565,6 +629,13 @@ def parse_declarations(source: Source) -> tuple[list[ast.Declaration], list[Diag
         chunk = text[start:end]
         builder.offset = start
         builder.decl_span = Span(start, end)
+        builder.depth.clear()
+        deep = _too_deep(chunk)
+        if deep is not None:  # later passes recurse on the nesting
+            diags.append(Diagnostic("E104", "brackets nested too deeply", Span(start + deep, start + deep + 1),
+                                    f"nesting is limited to {_MAX_DEPTH} levels"))
+            failed.append((start, end))
+            continue
         try:
             decls.append(parser.parse(chunk, start="statement"))
         except UnexpectedInput as err:

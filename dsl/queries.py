@@ -165,21 +165,27 @@ def _observes(mech: Mechanism, var: Variable) -> bool:
 
 
 def _fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src: ast.Ref) -> bool:
-    """E503/E501: the mechanism observes the estimand, and the estimator fits the mechanism."""
+    """E503/E501: the mechanism observes the estimand, and the estimator fits the mechanism.
+
+    Both are reported: an unobserved variable does not hide an estimator that could not
+    work on this mechanism anyway (``joint(gender, race) from rr by castell``).
+    """
+    observed = True
     for v in est.variables[:1] if est.kind == "regression" else est.variables:
         if not _observes(mech, v):
             seen = ", ".join(v.name for v in mech.variables)
             ctx.error("E503", f"mechanism {src.name} observes {seen}, not {v.name}", src.span,
                       did_you_mean(v.name, [x.name for x in mech.variables]) or
                       "use the mechanism through which this variable was collected")
-            return False
+            observed = False
+            break
     m = method.name
     span = method.span
-    if est.kind in ("distribution", "joint", "independence") and not mech.is_finite:
+    if observed and est.kind in ("distribution", "joint", "independence") and not mech.is_finite:
         ctx.error("E501", f"{est.kind}() needs a finite mechanism (subset, grr, rr, product); "
                           f"{src.name} is an interval mechanism", src.span)
         return False
-    if est.kind in ("mean", "cdf", "moment", "regression") and mech.family != "interval":
+    if observed and est.kind in ("mean", "cdf", "moment", "regression") and mech.family != "interval":
         ctx.error("E501", f"{est.kind}() is estimated from interval data; {src.name} is a "
                           f"{mech.family} mechanism", src.span)
         return False
@@ -211,7 +217,7 @@ def _fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src: ast.
             ctx.error("E501", f"independence tests need a product mechanism (Definition 8); {src.name} is not",
                       src.span, "collect with product(subset(a, uniform), subset(b, uniform))")
             return False
-        for v in est.variables:
+        for v in est.variables if observed else ():
             if not any(set(v.components()) <= set(f.variables[0].components()) for f in mech.factors):
                 ctx.error("E503", f"no single factor of {src.name} observes {v.name}", src.span)
                 return False
@@ -225,7 +231,7 @@ def _fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src: ast.
             ctx.error("E501", "the unbiased mean estimator (Example 2) needs a Case-I mechanism with "
                               "uniform anchors", span, "use npmle, or collect with interval(X, case1(uniform(a, b)))")
             return False
-    return True
+    return observed
 
 
 def _estimate(ctx: Context, name: str, verb: str, body: ast.Node, source: ast.Ref | None,

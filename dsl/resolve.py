@@ -143,8 +143,13 @@ class _Resolver:
             if op in ("<", "<=") and v.is_number and v <= 0:
                 assumptions["negative" if (op == "<" or v < 0) else "nonpositive"] = True
         assumptions.setdefault("real", True)
-        if ("positive" in assumptions or "nonnegative" in assumptions) and \
-                ("negative" in assumptions or "nonpositive" in assumptions):
+        # empty when some lower bound lies above some upper bound (`> 2 < 1`, `> 0 <= 0`);
+        # `>= 0 <= 0` still leaves 0
+        empty = any(c is not None and (c > 0 or (c == 0 and (lop == ">" or uop == "<")))
+                    for lop, lo in constraints if lop in (">", ">=")
+                    for uop, hi in constraints if uop in ("<", "<=")
+                    for c in (compare(lo, hi),))
+        if empty:
             self.ctx.error("E312", f"no value satisfies the bounds of parameter {d.name.name}", d.span)
             return
         symbol = sympy.Symbol(d.name.name, **assumptions)

@@ -40,6 +40,8 @@ def fmt(x: sympy.Expr) -> str:
     """A number as a person would write it: ``5/6``, ``0.99``, ``log(3) ~ 1.0986``."""
     if isinstance(x, sympy.Integer):
         return str(x)
+    if x is sympy.oo or x is -sympy.oo:  # sympy prints oo; the language writes inf
+        return "inf" if x is sympy.oo else "-inf"
     if isinstance(x, sympy.Rational):
         q = x.q
         while q % 2 == 0:
@@ -64,7 +66,10 @@ def sign(x: sympy.Expr) -> int | None:
     if x is -sympy.oo:
         return -1
     if x.is_number:
-        v = sympy.N(x, 50)
+        try:
+            v = sympy.N(x, 50)
+        except (OverflowError, ValueError):
+            return None
         if abs(v) < sympy.Float("1e-40", 50):
             return 0
         return 1 if v > 0 else -1
@@ -263,6 +268,13 @@ class Context:
         out: dict[str, ast.Node] = {}
         ok = True
         pos = call.positional
+        for a in pos:
+            if isinstance(a, ast.Phrase):  # `subset(color uniform)` parses as a two-word phrase
+                first, second = a.words
+                self.error("E205", f"{call.name}() does not take two words side by side: "
+                                   f"'{first.name} {second.name}'", a.span,
+                           f"is a comma missing? write '{first.name}, {second.name}'")
+                return None
         for name, node in zip(positional, pos):
             out[name] = node
         if len(pos) > len(positional):

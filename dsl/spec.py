@@ -45,9 +45,12 @@ class Spec:
 
     @classmethod
     def load(cls, path_or_text: "str | os.PathLike[str]", *, name: str | None = None) -> "Spec":
-        if isinstance(path_or_text, os.PathLike) or (
-                isinstance(path_or_text, str) and "\n" not in path_or_text and Path(path_or_text).is_file()):
-            source = Source.from_path(path_or_text)
+        if isinstance(path_or_text, os.PathLike) or _names_a_file(path_or_text):
+            try:
+                source = Source.from_path(path_or_text)
+            except UnicodeDecodeError as e:
+                raise SpecError(Diagnostic("E100", f"the file is not UTF-8 text ({e.reason} at byte {e.start})",
+                                           hint="save the spec as UTF-8"), Source("", str(path_or_text))) from None
             if name:
                 source = Source(source.text, name)
             return cls._build(source)
@@ -84,3 +87,13 @@ class Spec:
 
     def render_diagnostics(self) -> str:
         return "\n".join(d.render(self.source) for d in self.diagnostics)
+
+
+def _names_a_file(text: object) -> bool:
+    """Whether a one-line string is the path of an existing file (long text is not)."""
+    if not isinstance(text, str) or "\n" in text:
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # too long for a path, or a NUL byte
+        return False
