@@ -9,6 +9,7 @@ where it was opened instead of at the end of the file.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import os
 import re
@@ -578,7 +579,10 @@ def syntax_diagnostic(err: UnexpectedInput, chunk: str, offset: int) -> Diagnost
     expected = err.accepts or err.expected
     hint = f"expected {describe_expected(expected)}"
     if tok.start_pos == 0:
-        hint = "a declaration starts with " + ", ".join(DECLARATION_KEYWORDS)
+        close = difflib.get_close_matches(str(tok), DECLARATION_KEYWORDS, n=1, cutoff=0.7) \
+            if tok.type == "NAME" else []
+        hint = f"did you mean '{close[0]}'?" if close else \
+            "a declaration starts with " + ", ".join(DECLARATION_KEYWORDS)
         if str(tok) in ("let", "var", "def", "import", "from"):
             hint += " (this is not Python)"
         return Diagnostic("E101", f"unexpected {_describe_token(tok)} at the start of a declaration", span, hint)
@@ -586,6 +590,10 @@ def syntax_diagnostic(err: UnexpectedInput, chunk: str, offset: int) -> Diagnost
         hint = f'labels are names or quoted strings: write "{tok}"'
     elif tok.type == "RPAR" and chunk[tok.start_pos - 1:tok.start_pos] == ",":
         hint = "remove the trailing comma or add the missing argument"
+    elif tok.type == "STAR" and chunk[tok.start_pos - 1:tok.start_pos] == "*":
+        hint = "powers are written with ^ (2^3)"
+    elif tok.type == "EQUAL" and chunk[tok.start_pos - 1:tok.start_pos] == "=":
+        hint = "'==' is not part of the language; keyword arguments take one '=' (epsilon = 1)"
     if tok.type in ("NAME", "STRING", "NUMBER", "LPAR") and expected & {"RPAR", "COMMA", "RSQB", "RBRACE"} \
             and tok.type not in expected:
         hint += "; is a comma missing before it?"

@@ -663,3 +663,13 @@ def test_exponential_anchor_can_be_shifted_and_scaled() -> None:
                          "mechanism m = interval(y, case1(exponential(1, shift = 10, scale = 2)))")
     anchor = spec.model.mechanisms["m"].anchor
     assert anchor.support() == (10, privspec.model.oo)
+
+
+@pytest.mark.parametrize("text, where, hint", [
+    ("mechansim m = subset(c, uniform)", "mechansim", "did you mean 'mechanism'?"),
+    ("variable x: continuous [0, 2**3]", "*3", "powers are written with ^"),
+    ("query q = epsilon(m, a == 1)", "= 1", "'==' is not part of the language"),
+])
+def test_syntax_hints(text: str, where: str, hint: str) -> None:
+    (d,) = privspec.load(text).check()
+    assert d.code == "E101" and d.span.start == text.index(where) and hint in d.hint
