@@ -71,7 +71,7 @@ CASES = [
          msg=("start of a declaration",), hint=("variable", "mechanism", "not Python")),
     case("E101-extra-close", "E101", COLOR + "mechanism m = subset(color, uniform)«)»",
          msg=("')'",), hint=("expected", "end of the declaration")),
-    case("E101-python-power", "E101", "parameter eps = 2*«*»3", hint=("expected",)),
+    case("E101-python-power", "E101", "parameter eps = 2*«*»3", hint=("powers are written with ^",)),
     case("E102-single-quote", "E102", "variable x: categorical {«'»a', b}",
          msg=("'",), hint=("double quotes",)),
     case("E102-single-quote-title", "E102", "spec «'»urn'", hint=("double quotes",)),
