@@ -106,8 +106,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if spec.diagnostics and not (args.verb == "check" and args.format == "json"):
         print(spec.render_diagnostics(), file=err)
     if args.verb == "check":
-        report = check_report(args.format, spec.source, spec._model.title, spec.diagnostics,
-                              spec._model.summary() if spec.ok else None)
+        report = check_report(args.format, spec.source, spec.title, spec.diagnostics,
+                              spec.summary() if spec.ok else None)
         print(report, file=out if (spec.ok or args.format == "json") else err)
         return EXIT_OK if spec.ok else EXIT_INVALID
     if not spec.ok:

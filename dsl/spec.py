@@ -63,6 +63,15 @@ class Spec:
         diags = sorted(syntax + semantic, key=lambda d: (d.span.start if d.span else -1))
         return cls(source, tuple(diags), model)
 
+    @property
+    def title(self) -> str | None:
+        """The ``spec "..."`` title, if any (available even when there are errors)."""
+        return self._model.title
+
+    def summary(self) -> dict:
+        """How many variables, mechanisms, ... were declared (and resolved)."""
+        return self._model.summary()
+
     def check(self) -> list[Diagnostic]:
         """All diagnostics (errors and warnings); empty when the spec is clean."""
         return list(self.diagnostics)
