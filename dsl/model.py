@@ -125,6 +125,16 @@ class Population:
 
 
 # ---- mechanisms -------------------------------------------------------------------
+class _OneVariable:
+    """Mixin: a mechanism that privatizes one (possibly combined) variable."""
+
+    variable: Variable
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return (self.variable,)
+
+
 @dataclass(frozen=True)
 class SubsetDesign:
     """A subset-privacy design.
@@ -140,7 +150,7 @@ class SubsetDesign:
 
 
 @dataclass(frozen=True)
-class SubsetMechanism:
+class SubsetMechanism(_OneVariable):
     """``subset(X, design, min_coverage = alpha)`` (subset privacy)."""
 
     name: str | None
@@ -150,10 +160,6 @@ class SubsetMechanism:
     span: Span | None = field(default=None, compare=False)
     family = "subset"
     is_finite = True
-
-    @property
-    def variables(self) -> tuple[Variable, ...]:
-        return (self.variable,)
 
     def conditional_design(self) -> dict[frozenset, sympy.Expr]:
         """The conditional design mu_a (Def. 2) on the variable's own labels.
@@ -203,7 +209,7 @@ class SubsetMechanism:
 
 
 @dataclass(frozen=True)
-class RandomizedResponse:
+class RandomizedResponse(_OneVariable):
     """``grr(X, epsilon = e)`` (k-ary RR) or ``rr(X, matrix [[...]])``.
 
     ``matrix[u][v] = Pr(Y = v | X = u)``; for GRR it is derived from ``epsilon``.
@@ -220,10 +226,6 @@ class RandomizedResponse:
     @property
     def kind(self) -> str:
         return "grr" if self.matrix is None else "matrix"
-
-    @property
-    def variables(self) -> tuple[Variable, ...]:
-        return (self.variable,)
 
     def randomization_matrix(self) -> tuple[tuple[sympy.Expr, ...], ...]:
         """P[u][v] = Pr(Y = v | X = u); for GRR p = e^eps/(e^eps + d - 1) on the diagonal.
@@ -258,7 +260,7 @@ class ProductMechanism:
 
 
 @dataclass(frozen=True)
-class IntervalMechanism:
+class IntervalMechanism(_OneVariable):
     """``interval(X, scheme(anchor), disclose [a, b])``.
 
     ``scheme``: ``case1`` (one anchor U; observe (-inf, U] or (U, inf)), ``case2`` (two
@@ -278,13 +280,9 @@ class IntervalMechanism:
     family = "interval"
     is_finite = False
 
-    @property
-    def variables(self) -> tuple[Variable, ...]:
-        return (self.variable,)
-
 
 @dataclass(frozen=True)
-class SelectiveMechanism:
+class SelectiveMechanism(_OneVariable):
     """``selective(M, tau, rho)`` (Definition 5 of the interval-privacy paper)."""
 
     name: str | None
@@ -299,13 +297,9 @@ class SelectiveMechanism:
     def variable(self) -> Variable:
         return self.base.variable
 
-    @property
-    def variables(self) -> tuple[Variable, ...]:
-        return (self.base.variable,)
-
 
 @dataclass(frozen=True)
-class ProgressiveMechanism:
+class ProgressiveMechanism(_OneVariable):
     """``progressive(X, rounds = h)`` (Example 4: anchors uniform in the current range)."""
 
     name: str | None
@@ -314,10 +308,6 @@ class ProgressiveMechanism:
     span: Span | None = field(default=None, compare=False)
     family = "interval"
     is_finite = False
-
-    @property
-    def variables(self) -> tuple[Variable, ...]:
-        return (self.variable,)
 
 
 Mechanism = Union[SubsetMechanism, RandomizedResponse, ProductMechanism, IntervalMechanism,

@@ -12,7 +12,7 @@ from .mechanisms import build_law, build_mechanism, check_positive, check_probab
 from .model import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter, Population, Release, Variable
 from .parser import CONSTANTS, DECLARATION_KEYWORDS
 from .queries import build_compare, build_query
-from .scope import Context, compare, describe, did_you_mean, fmt
+from .scope import Context, compare, describe, did_you_mean, factors, fmt
 from .source import Source, Span
 
 NOISES = ("geometric",)
@@ -117,7 +117,7 @@ class _Resolver:
             self.ctx.error("E205", f"a combined variable is a product of variables, found {describe(expr)}",
                            expr.span, f"variable {d.name.name} = gender * income")
             return
-        parts = [self.ctx.variable(p) for p in _factors(expr)]
+        parts = [self.ctx.variable(p) for p in factors(expr)]
         if any(p is None for p in parts):
             self.ctx.poisoned.add(d.name.name)
             return
@@ -331,26 +331,27 @@ class _Resolver:
         return Law("categorical", probs=tuple(c / total for c in counts), counts=counts, shape=shape)
 
     # -- mechanisms -------------------------------------------------------------------------
+    def _named(self, ref: ast.Ref, kind: str, build, store: dict) -> None:
+        """Declare ``ref`` as the ``kind`` that ``build()`` makes.
+
+        When building fails (its diagnostics are already reported) the name is still
+        declared, as poisoned, so that later uses do not cascade into unknown-name errors.
+        """
+        if not self._check_name(ref):
+            return
+        value = build()
+        if value is None:
+            self.ctx.poisoned.add(ref.name)
+            self.ctx.declare(ref, kind, None)
+        elif self._declare(ref, kind, value):
+            store[ref.name] = value
+
     def _MechanismDecl(self, d: ast.MechanismDecl) -> None:
-        if not self._check_name(d.name):
-            return
-        mech = build_mechanism(self.ctx, d.value, d.name.name)
-        if mech is None:
-            self.ctx.poisoned.add(d.name.name)
-            self.ctx.declare(d.name, "mechanism", None)
-            return
-        if self._declare(d.name, "mechanism", mech):
-            self.mechanisms[d.name.name] = mech
+        self._named(d.name, "mechanism", lambda: build_mechanism(self.ctx, d.value, d.name.name), self.mechanisms)
 
     # -- releases ---------------------------------------------------------------------------
     def _ReleaseDecl(self, d: ast.ReleaseDecl) -> None:
-        rel = self._release(d)
-        if rel is None:
-            self.ctx.poisoned.add(d.name.name)
-            self.ctx.declare(d.name, "release", None)
-            return
-        if self._declare(d.name, "release", rel):
-            self.releases[d.name.name] = rel
+        self._named(d.name, "release", lambda: self._release(d), self.releases)
 
     def _release(self, d: ast.ReleaseDecl) -> Release | None:
         ctx = self.ctx
@@ -426,28 +427,7 @@ class _Resolver:
 
     # -- queries and comparisons ------------------------------------------------------------
     def _QueryDecl(self, d: ast.QueryDecl) -> None:
-        if not self._check_name(d.name):
-            return
-        q = build_query(self.ctx, d)
-        if q is None:
-            self.ctx.poisoned.add(d.name.name)
-            self.ctx.declare(d.name, "query", None)
-            return
-        if self._declare(d.name, "query", q):
-            self.queries[d.name.name] = q
+        self._named(d.name, "query", lambda: build_query(self.ctx, d), self.queries)
 
     def _CompareDecl(self, d: ast.CompareDecl) -> None:
-        if not self._check_name(d.name):
-            return
-        c = build_compare(self.ctx, d)
-        if c is None:
-            self.ctx.declare(d.name, "compare", None)
-            return
-        if self._declare(d.name, "compare", c):
-            self.compares[d.name.name] = c
-
-
-def _factors(node: ast.Node) -> list[ast.Node]:
-    if isinstance(node, ast.BinOp) and node.op == "*":
-        return _factors(node.left) + _factors(node.right)
-    return [node]
+        self._named(d.name, "compare", lambda: build_compare(self.ctx, d), self.compares)

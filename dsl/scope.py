@@ -233,7 +233,7 @@ class Context:
         if isinstance(node, ast.Ref):
             return self.lookup(node, ["variable"])
         if isinstance(node, ast.BinOp) and node.op == "*":
-            parts = [self.variable(p, role) for p in _factors(node)]
+            parts = [self.variable(p, role) for p in factors(node)]
             if any(p is None for p in parts):
                 return None
             return self.combine(parts, None, node.span)  # type: ignore[arg-type]
@@ -303,9 +303,10 @@ class Context:
         return out if ok else None
 
 
-def _factors(node: ast.Node) -> list[ast.Node]:
+def factors(node: ast.Node) -> list[ast.Node]:
+    """The operands of ``a * b * c`` (a combined variable), left to right."""
     if isinstance(node, ast.BinOp) and node.op == "*":
-        return _factors(node.left) + _factors(node.right)
+        return factors(node.left) + factors(node.right)
     return [node]
 
 
