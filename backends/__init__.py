@@ -1,24 +1,28 @@
 """Back ends: symbolic (sympy), numeric (numpy/scipy) and data engines.
 
-A back end is a class with ``REGISTER_NAME`` and the :class:`Backend` protocol; it is
-added to :data:`REGISTRY` when its module is imported (see :func:`register`).  The
-runner asks :func:`backend_for` which back end answers a query; queries that no back
-end answers yet are reported as "not supported yet" (exit 1), never as a traceback.
+A back end is a class with ``REGISTER_NAME`` that implements (part of) the
+:class:`Backend` protocol; decorating it with :func:`register` adds it to
+:data:`REGISTRY`.  Every module of this package is imported on first use, so a new
+back end only has to exist.  The runner asks :func:`backend_for` which back end
+answers a query for a verb (``analyze``, ``run``, ``simulate``),
+:func:`privatizer_for` which one privatizes data with a mechanism, and
+:func:`comparer_for` which one evaluates a compare block; where none does, the
+runner says "not supported yet" (exit 1), never a traceback.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any, Protocol, runtime_checkable
 
 #: name -> back-end class
 REGISTRY: dict[str, type] = {}
-
-#: back-end modules imported on first use (later issues add theirs here)
-BACKEND_MODULES: tuple[str, ...] = ()
+_loaded = False
 
 
 @runtime_checkable
 class Backend(Protocol):
-    """What a back end offers the runner."""
+    """What a back end offers the runner.  Methods it does not offer may be absent."""
 
     REGISTER_NAME: str
 
@@ -26,7 +30,11 @@ class Backend(Protocol):
         """Whether this back end answers ``query`` for the runner verb ``verb``."""
 
     def answer(self, model: Any, query: Any, verb: str, **options: Any) -> Any:
-        """The query's result object (with ``to_dict()`` per the JSON contract)."""
+        """The query's :class:`privspec.results.Result`.
+
+        ``options`` carry the command line: ``data`` (a :class:`privspec.backends.data.DataBindings`
+        for ``run``), ``n``, ``reps`` and ``seed`` (``simulate``).
+        """
 
 
 def register(cls: type) -> type:
@@ -38,18 +46,43 @@ def register(cls: type) -> type:
     return cls
 
 
-def _load_all() -> None:
-    import importlib
+def load_all() -> None:
+    """Import every back-end module of this package (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for info in pkgutil.iter_modules(__path__, __name__ + "."):
+        importlib.import_module(info.name)
 
-    for module in BACKEND_MODULES:
-        importlib.import_module(module)
+
+def _instances():
+    load_all()
+    return [cls() for cls in REGISTRY.values()]
 
 
 def backend_for(query: Any, verb: str) -> Backend | None:
     """The first registered back end that answers ``query`` for ``verb``, or None."""
-    _load_all()
-    for cls in REGISTRY.values():
-        backend = cls()
-        if backend.supports(query, verb):
+    for backend in _instances():
+        supports = getattr(backend, "supports", None)
+        if supports is not None and supports(query, verb):
+            return backend
+    return None
+
+
+def privatizer_for(mechanism: Any) -> Any | None:
+    """The back end that privatizes raw data with ``mechanism`` (``privatizes``/``privatize``)."""
+    for backend in _instances():
+        privatizes = getattr(backend, "privatizes", None)
+        if privatizes is not None and privatizes(mechanism):
+            return backend
+    return None
+
+
+def comparer_for(compare: Any) -> Any | None:
+    """The back end that evaluates a compare block (``compares``/``compare``)."""
+    for backend in _instances():
+        compares = getattr(backend, "compares", None)
+        if compares is not None and compares(compare):
             return backend
     return None

@@ -145,16 +145,9 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
 
     model = spec.model
     if args.verb == "privatize":
-        print(f"privspec privatize: privatizing data with mechanism '{args.mechanism}' "
-              f"({model.mechanisms[args.mechanism].family}) is not supported yet; nothing was written", file=err)
-        return EXIT_INVALID
+        return _privatize(args, model, err)
     if args.verb == "compare":
-        if not model.compares:
-            print(f"privspec compare: {args.spec} declares no compare block", file=err)
-            return EXIT_INVALID
-        names = ", ".join(model.compares)
-        print(f"privspec compare: design comparison ({names}) is not supported yet", file=err)
-        return EXIT_INVALID
+        return _compare(args, model, out, err)
     queries = _selected(args, model)
     if args.verb == "analyze":
         needs_data = [q for q in queries if q.kind not in ANALYTIC_KINDS]
@@ -163,25 +156,68 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
                   "or privspec simulate", file=err)
         if needs_data:
             return EXIT_INVALID
-    if args.verb == "run" and not args.data:
-        raise _Usage("privspec run: give the data with --data FILE (or --data MECHANISM=FILE)")
-    results = {}
-    unsupported = []
-    for q in queries:
-        backend = backend_for(q, args.verb)
-        if backend is None:
-            unsupported.append(q)
-            continue
-        results[q.name] = backend.answer(model, q, args.verb, **vars(args))
-    if unsupported:
-        for q in unsupported:
-            text = spec.source.snippet(q.span) if q.span else q.name
-            print(f"privspec {args.verb}: query '{q.name}' is not supported yet ({q.kind} queries have no "
-                  f"back end in this version): {' '.join(text.split())}", file=err)
-        return EXIT_INVALID
+    options: dict = {"seed": getattr(args, "seed", None)}
+    if args.verb == "run":
+        from .backends.data import DataBindings
+
+        if not args.data:
+            raise _Usage("privspec run: give the data with --data FILE (or --data MECHANISM=FILE)")
+        try:
+            options["data"] = DataBindings.parse(args.data, list(model.mechanisms))
+        except ValueError as e:
+            raise _Usage(f"privspec run: {e}") from None
+    if args.verb == "simulate":
+        if args.n < 1 or args.reps < 1:
+            raise _Usage("privspec simulate: --n and --reps must be positive")
+        options.update(n=args.n, reps=args.reps)
     if not queries:
         print(f"privspec {args.verb}: {args.spec} has no queries to answer", file=err)
         return EXIT_OK
+    plan = [(q, backend_for(q, args.verb)) for q in queries]
+    unsupported = [q for q, b in plan if b is None]
+    if unsupported:
+        for q in unsupported:
+            text = spec.source.snippet(q.span) if q.span else q.name
+            print(f"privspec {args.verb}: query '{q.name}' is not supported yet ({q.kind} queries of this "
+                  f"kind have no back end for '{args.verb}' in this version): {' '.join(text.split())}", file=err)
+        return EXIT_INVALID
+    # every answer is computed before anything is printed: no partial output
+    results = {q.name: b.answer(model, q, args.verb, **options) for q, b in plan}
+    from .results import render_results
+
+    print(render_results(args.format, model, results), file=out)
+    return EXIT_OK
+
+
+def _privatize(args: argparse.Namespace, model, err: TextIO) -> int:
+    from .backends import privatizer_for
+    from .backends.data import read_table, write_table_atomic
+
+    mech = model.mechanisms[args.mechanism]
+    backend = privatizer_for(mech)
+    if backend is None:
+        print(f"privspec privatize: privatizing data with mechanism '{args.mechanism}' "
+              f"({mech.family}) is not supported yet; nothing was written", file=err)
+        return EXIT_INVALID
+    frame = read_table(args.input)
+    result = backend.privatize(model, mech, frame, seed=args.seed)
+    write_table_atomic(result, args.output)
+    print(f"privspec privatize: wrote {len(result)} rows to {args.output}", file=err)
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace, model, out: TextIO, err: TextIO) -> int:
+    from .backends import comparer_for
+
+    if not model.compares:
+        print(f"privspec compare: {args.spec} declares no compare block", file=err)
+        return EXIT_INVALID
+    plan = [(c, comparer_for(c)) for c in model.compares.values()]
+    missing = [c.name for c, b in plan if b is None]
+    if missing:
+        print(f"privspec compare: design comparison ({', '.join(missing)}) is not supported yet", file=err)
+        return EXIT_INVALID
+    results = {c.name: b.compare(model, c, report=args.report, seed=getattr(args, "seed", None)) for c, b in plan}
     from .results import render_results
 
     print(render_results(args.format, model, results), file=out)

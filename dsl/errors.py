@@ -38,7 +38,8 @@ class Diagnostic:
     severity : str
         ``"error"`` or ``"warning"``.
     rows, columns : tuple
-        For data errors: the offending rows (0-based data rows) and columns.
+        For data errors: the offending rows (1-based: the first row after the
+        header is row 1) and columns.
     """
 
     code: str

@@ -1,25 +1,262 @@
-"""Rendering query results (the JSON contract of LANGUAGE.md).
+"""Query results and their rendering (the JSON contract of LANGUAGE.md).
 
-Back ends return result objects with ``to_dict()`` (``{"kind": ..., "value": ...}``)
-and ``summary()``; this module assembles them into the runner's output.
+Every back end returns a :class:`Result`: the query's kind, a value, and extras such as
+the estimator (``method``), ``n``, standard errors (``se``), a test's fields or an
+NPMLE's ``loglik``/``iterations``/``kkt``.  Values are one of
+
+* a scalar: a sympy expression (exact or symbolic), a float, an int or a bool;
+* :class:`Vector` over a variable's categories;
+* :class:`Matrix` with row and column labels;
+* :class:`Table`, a joint table over several variables;
+* :class:`TestResult`;
+* :class:`StepFunction`, a distribution function on innermost intervals;
+* a mapping of names to any of these (several metrics, a budget).
+
+Exact sympy values stay exact until rendered; ``to_dict`` adds ``"expr"`` and
+``"latex"`` for them, and sets ``"value"`` to null when they are symbolic.
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import sympy
 
 
-def render_results(fmt: str, model: Any, results: Mapping[str, Any]) -> str:
+@dataclass(frozen=True)
+class Vector:
+    """Numbers over labels (a distribution, its standard errors)."""
+
+    labels: tuple[str, ...]
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A matrix with row and column labels (Q, a covariance, a channel)."""
+
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    data: Any  # sympy.Matrix, numpy array or nested sequences
+
+
+@dataclass(frozen=True)
+class Table:
+    """A joint table over ``variables`` (numpy array of ``shape``)."""
+
+    variables: tuple[str, ...]
+    labels: tuple[tuple[str, ...], ...]
+    data: Any
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """A hypothesis test."""
+
+    __test__ = False  # not a pytest test class
+
+    method: str
+    statistic: float
+    df: float | None
+    p_value: float
+
+
+@dataclass(frozen=True)
+class StepFunction:
+    """Masses on innermost intervals (l, r], in increasing order (an NPMLE of F)."""
+
+    intervals: tuple[tuple[float, float], ...]
+    mass: tuple[float, ...]
+
+
+def number(x: Any) -> Any:
+    """A JSON number for a scalar: ``"inf"``/``"-inf"`` for infinities, None when symbolic."""
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, sympy.Basic):
+        if x is sympy.oo:
+            return "inf"
+        if x is -sympy.oo:
+            return "-inf"
+        if x.free_symbols or not x.is_number:
+            return None
+        if x.is_Integer:
+            return int(x)
+        return float(sympy.N(x, 17))
+    if hasattr(x, "item"):  # numpy scalar
+        x = x.item()
+    if isinstance(x, float) and math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    return x
+
+
+def _rows(data: Any) -> list[list[Any]]:
+    if isinstance(data, sympy.MatrixBase):
+        return [[data[i, j] for j in range(data.cols)] for i in range(data.rows)]
+    return [list(r) for r in data]
+
+
+def _nested(data: Any) -> Any:
+    if hasattr(data, "tolist"):
+        data = data.tolist()
+    if isinstance(data, (list, tuple)):
+        return [_nested(x) for x in data]
+    return number(data)
+
+
+def to_json(value: Any) -> Any:
+    """The JSON form of a result value (LANGUAGE.md, "JSON results")."""
+    if isinstance(value, Vector):
+        return {lab: to_json(v) for lab, v in zip(value.labels, value.values)}
+    if isinstance(value, Matrix):
+        return {"rows": list(value.rows), "cols": list(value.cols),
+                "data": [[number(x) for x in r] for r in _rows(value.data)]}
+    if isinstance(value, Table):
+        data = value.data
+        shape = list(getattr(data, "shape", ()))
+        return {"variables": list(value.variables), "labels": [list(x) for x in value.labels],
+                "shape": shape, "data": _nested(data)}
+    if isinstance(value, TestResult):
+        return {"method": value.method, "statistic": number(value.statistic),
+                "df": None if value.df is None else number(value.df), "p_value": number(value.p_value)}
+    if isinstance(value, StepFunction):
+        return {"intervals": [[number(a), number(b)] for a, b in value.intervals],
+                "mass": [number(m) for m in value.mass]}
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    return number(value)
+
+
+def _sympy_form(value: Any) -> Any:
+    """The exact sympy object behind a value, or None when it is not exact."""
+    if isinstance(value, sympy.Basic):
+        return value
+    if isinstance(value, Vector) and all(isinstance(v, sympy.Basic) for v in value.values):
+        return sympy.Matrix(value.values).T
+    if isinstance(value, Matrix) and isinstance(value.data, sympy.MatrixBase):
+        return value.data
+    return None
+
+
+def _has_symbols(value: Any) -> bool:
+    form = _sympy_form(value)
+    if form is not None:
+        return bool(form.free_symbols)
+    if isinstance(value, Mapping):
+        return any(_has_symbols(v) for v in value.values())
+    return False
+
+
+@dataclass(frozen=True)
+class Result:
+    """One query's answer.
+
+    Examples
+    --------
+    >>> r = Result("coverage", sympy.Rational(5131, 7500), {"note": "exact"})
+    >>> r.to_dict()["value"], r.to_dict()["expr"]
+    (0.6841333333333334, '5131/7500')
+    >>> Result("epsilon", sympy.Symbol("eps")).to_dict()["value"] is None
+    True
+    """
+
+    kind: str
+    value: Any
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The JSON contract: ``kind``, ``value`` and the extras (``se``, ``method``, ``n`` ...)."""
+        symbolic = _has_symbols(self.value)
+        out: dict[str, Any] = {"kind": self.kind, "value": None if symbolic else to_json(self.value)}
+        form = _sympy_form(self.value)
+        if form is not None and not (isinstance(form, sympy.Basic) and form.is_Float):
+            out["expr"] = str(form)
+            out["latex"] = sympy.latex(form)
+        for k, v in self.extras.items():
+            out[k] = to_json(v) if not isinstance(v, str) else v
+        return out
+
+    def summary(self) -> str:
+        """A readable one- or multi-line rendering."""
+        d = self.to_dict()
+        value = d["value"] if d["value"] is not None else d.get("expr")
+        text = _text(value)
+        extras = [f"{k} = {_text(v)}" for k, v in d.items() if k not in ("kind", "value", "expr", "latex")]
+        if "expr" in d and d["value"] is not None and not isinstance(d["value"], (dict, list)) \
+                and d["expr"] != str(d["value"]):
+            text = f"{text} (exactly {d['expr']})"
+        return text + ("".join(f"\n    {e}" for e in extras) if extras else "")
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def as_latex(self) -> str:
+        d = self.to_dict()
+        return f"${d['latex']}$" if "latex" in d else _text(d["value"])
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{self.summary()}</pre>"
+
+    def to_frame(self):
+        """A tidy pandas DataFrame (one row per number)."""
+        import pandas as pd
+
+        rows = list(_flatten(self.to_dict()["value"]))
+        return pd.DataFrame(rows, columns=["key", "value"])
+
+
+def _flatten(value: Any, prefix: str = "") -> Any:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _flatten(v, f"{prefix}[{i}]")
+    else:
+        yield (prefix, value)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, dict):
+        if set(value) == {"rows", "cols", "data"}:
+            width = max(len(str(c)) for c in value["cols"]) + 2
+            head = " " * (max(len(str(r)) for r in value["rows"]) + 2)
+            lines = [head + "".join(f"{c:>{max(width, 12)}}" for c in value["cols"])]
+            for r, row in zip(value["rows"], value["data"]):
+                lines.append(f"{r:<{len(head)}}" + "".join(f"{_text(x):>{max(width, 12)}}" for x in row))
+            return "\n" + "\n".join(lines)
+        return "{" + ", ".join(f"{k}: {_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_text(v) for v in value) + "]"
+    return str(value)
+
+
+def render_results(fmt: str, model: Any, results: Mapping[str, Result]) -> str:
     """``{"spec": TITLE, "queries": {NAME: RESULT}}`` as JSON, or a readable report."""
     if fmt == "json":
         return json.dumps({"spec": model.title, "queries": {k: r.to_dict() for k, r in results.items()}},
                           indent=2, default=str)
-    lines = [model.title] if model.title and fmt == "text" else []
+    lines = [model.title] if model.title and fmt in ("text", "markdown") else []
+    if lines and fmt == "markdown":
+        lines = [f"## {model.title}"]
     for name, r in results.items():
-        if fmt == "latex" and hasattr(r, "as_latex"):
-            lines.append(r.as_latex())
+        if fmt == "latex":
+            lines.append(f"\\paragraph{{{name}}} {r.as_latex()}")
         elif fmt == "markdown":
-            lines.append(f"### {name}\n\n{r.summary()}")
+            lines.append(f"### {name} ({r.kind})\n\n```\n{r.summary()}\n```")
         else:
-            lines.append(f"{name}: {r.summary()}")
+            lines.append(f"{name} ({r.kind}): {r.summary()}")
     return "\n".join(lines)
+
+
+def rows_of(values: Sequence[Any]) -> list[Any]:
+    """Numbers of a sequence, for tests and tables."""
+    return [number(v) for v in values]
