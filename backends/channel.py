@@ -1,0 +1,424 @@
+"""The channel core: one object for every finite mechanism.
+
+A finite mechanism (a subset design, k-RR, any randomization matrix, a combined
+variable, a product) compiles to a channel ``K[o, x] = Pr(observation o | X = x)``
+with labels, exact (sympy) and numeric (numpy).  Everything below is written once,
+for channels:
+
+* moments: ``lambda = K w`` (observation probabilities), the moment features ``T``
+  (for set-valued observations the indicator vectors ``1_a``; for randomized response
+  the identity), ``Q = T K``, ``gamma = Q w``, ``H = T diag(lambda) T^T`` and
+  ``C = H - gamma gamma^T`` (subset privacy, section III-B; for RR this is the Warner
+  covariance ``diag(lambda) - lambda lambda^T``);
+* the Fisher information of one observation ``I(w) = K^T diag(1/lambda) K`` and, in the
+  paper's parameterization ``w = alpha + B theta``, ``I(theta) = B^T I(w) B``; the
+  asymptotic covariances ``B I(theta)^-1 B^T`` (MLE, Theorem 3) and
+  ``Q^-1 C Q^-T`` (MoM, Theorem 4);
+* privacy: size coverage ``tau = E[L(A)]`` for set-valued observations (Def. 5),
+  mutual information ``I(X; A)`` and ``H(X | A)`` in bits (Def. 6), prediction
+  leakage ``R = sum_o max_x Pr(X = x, O = o)`` (Def. 7), local-DP epsilon;
+* identifiability (exact rank of K; Assumption 1 for subset designs).
+
+A product mechanism keeps its factors (``factors``); its matrix is their Kronecker
+product, built only when asked for (:attr:`Channel.K`).  Observations of a product are
+tuples of the factors' observations; labels join them with ``" & "``.
+
+The same formulas serve exact and floating evaluation through a tiny algebra
+(:class:`_Exact`, :class:`_Float`), so a formula is written once.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import sympy
+
+
+# ---- a tiny algebra: the same formulas, exact or floating ------------------------------
+class _Exact:
+    """sympy matrices: exact and symbolic."""
+
+    @staticmethod
+    def asmatrix(x: Any) -> sympy.Matrix:
+        return x if isinstance(x, sympy.MatrixBase) else sympy.Matrix(x)
+
+    @staticmethod
+    def diag(v: Any) -> sympy.Matrix:
+        return sympy.diag(*list(v))
+
+    @staticmethod
+    def inv(m: Any) -> sympy.Matrix:
+        return m.inv()
+
+    @staticmethod
+    def outer(u: Any, v: Any) -> sympy.Matrix:
+        return u * v.T
+
+    @staticmethod
+    def recip(v: Any) -> list:
+        return [1 / x for x in v]
+
+    @staticmethod
+    def log2(x: Any) -> Any:
+        return sympy.log(x, 2)
+
+    @staticmethod
+    def simplify(x: Any) -> Any:
+        return x.applyfunc(sympy.cancel) if isinstance(x, sympy.MatrixBase) else sympy.cancel(x)
+
+
+class _Float:
+    """numpy float64 arrays."""
+
+    @staticmethod
+    def asmatrix(x: Any) -> np.ndarray:
+        a = np.asarray(x, dtype=float)
+        return a.reshape(-1, 1) if a.ndim == 1 else a
+
+    @staticmethod
+    def diag(v: Any) -> np.ndarray:
+        return np.diag(np.asarray(v, dtype=float).ravel())
+
+    @staticmethod
+    def inv(m: Any) -> np.ndarray:
+        return np.linalg.inv(m)
+
+    @staticmethod
+    def outer(u: Any, v: Any) -> np.ndarray:
+        return np.outer(u, v)
+
+    @staticmethod
+    def recip(v: Any) -> np.ndarray:
+        return 1.0 / np.asarray(v, dtype=float).ravel()
+
+    @staticmethod
+    def log2(x: Any) -> Any:
+        return np.log2(x)
+
+    @staticmethod
+    def simplify(x: Any) -> Any:
+        return x
+
+
+def algebra(w: Any):
+    """The algebra matching ``w``: exact for sympy objects, floating otherwise."""
+    if isinstance(w, sympy.MatrixBase) or (isinstance(w, (list, tuple)) and w and isinstance(w[0], sympy.Basic)):
+        return _Exact
+    return _Float
+
+
+def B_matrix(p: int, exact: bool = True):
+    """B = (I_{p-1}, -1)^T of ``w = alpha + B theta`` (subset privacy, section III-A)."""
+    if exact:
+        return sympy.Matrix.vstack(sympy.eye(p - 1), -sympy.ones(1, p - 1))
+    return np.vstack([np.eye(p - 1), -np.ones((1, p - 1))])
+
+
+# ---- the channel ---------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Channel:
+    """``K[o, x] = Pr(O = o | X = x)`` with labels.
+
+    Parameters
+    ----------
+    x_labels : tuple of str
+        The categories of the privatized variable (for a product: the joint categories,
+        labels joined with ``.``).
+    obs_labels : tuple of str
+        One label per possible observation (for subsets: labels joined with ``|``).
+    exact_K : sympy.Matrix or None
+        The exact matrix (rows: observations).  None for products (see ``factors``).
+    exact_T : sympy.Matrix or None
+        Moment features (p x observations): indicators of set-valued observations, or
+        the identity for randomized response.
+    masks : tuple of int, optional
+        For set-valued observations, each observation as a bitmask over ``x_labels``.
+    factors : tuple of Channel
+        For a product mechanism: the factors (``K`` is their Kronecker product).
+    kind : str
+        ``"subset"``, ``"rr"`` or ``"product"``.
+
+    Examples
+    --------
+    >>> ch = Channel(("a", "b"), ("a", "b"), sympy.Matrix([[3, 1], [1, 3]]) / 4, sympy.eye(2), kind="rr")
+    >>> ch.moments(sympy.Matrix([sympy.Rational(1, 2)] * 2))["Q"]
+    Matrix([
+    [3/4, 1/4],
+    [1/4, 3/4]])
+    >>> ch.epsilon()
+    log(3)
+    """
+
+    x_labels: tuple[str, ...]
+    obs_labels: tuple[str, ...]
+    exact_K: Any = None
+    exact_T: Any = None
+    masks: tuple[int, ...] | None = None
+    factors: tuple["Channel", ...] = ()
+    kind: str = "rr"
+    note: str = ""
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    # -- shapes and matrices -------------------------------------------------------------
+    @property
+    def p(self) -> int:
+        return len(self.x_labels)
+
+    @property
+    def n_obs(self) -> int:
+        return len(self.obs_labels)
+
+    @property
+    def is_set_valued(self) -> bool:
+        """Observations are sets (subset designs, and products of them)."""
+        if self.factors:
+            return all(f.is_set_valued for f in self.factors)
+        return self.masks is not None
+
+    @property
+    def K(self) -> sympy.Matrix:
+        """The exact matrix (a Kronecker product for products, built on demand)."""
+        if self.exact_K is not None:
+            return self.exact_K
+        if "K" not in self._cache:
+            self._cache["K"] = functools.reduce(sympy.kronecker_product, [f.K for f in self.factors])
+        return self._cache["K"]
+
+    @property
+    def T(self) -> sympy.Matrix:
+        if self.exact_T is not None:
+            return self.exact_T
+        if "T" not in self._cache:
+            self._cache["T"] = functools.reduce(sympy.kronecker_product, [f.T for f in self.factors])
+        return self._cache["T"]
+
+    @property
+    def Kn(self) -> np.ndarray:
+        """K as float64 (products: np.kron of the factors, exact entries evaluated once)."""
+        if "Kn" not in self._cache:
+            if self.factors:
+                self._cache["Kn"] = functools.reduce(np.kron, [f.Kn for f in self.factors])
+            else:
+                self._cache["Kn"] = _to_float(self.exact_K)
+        return self._cache["Kn"]
+
+    @property
+    def Tn(self) -> np.ndarray:
+        if "Tn" not in self._cache:
+            if self.factors:
+                self._cache["Tn"] = functools.reduce(np.kron, [f.Tn for f in self.factors])
+            else:
+                self._cache["Tn"] = _to_float(self.exact_T)
+        return self._cache["Tn"]
+
+    def matrices(self, exact: bool):
+        return (self.K, self.T) if exact else (self.Kn, self.Tn)
+
+    def is_symbolic(self) -> bool:
+        return any(bool(getattr(x, "free_symbols", None)) for f in (self.factors or (self,))
+                   for x in (f.exact_K if f.exact_K is not None else []))
+
+    # -- moments (section III-B) ------------------------------------------------------------
+    def moments(self, w: Any) -> dict[str, Any]:
+        """``lambda = K w``, ``Q = T K``, ``gamma = Q w``, ``H``, ``C = H - gamma gamma^T``."""
+        A = algebra(w)
+        K, T = self.matrices(A is _Exact)
+        w = A.asmatrix(w)
+        lam = K @ w if A is _Float else K * w
+        Q = T @ K if A is _Float else T * K
+        gamma = Q @ w if A is _Float else Q * w
+        H = (T @ A.diag(lam) @ T.T) if A is _Float else T * A.diag(lam) * T.T
+        C = H - A.outer(gamma, gamma) if A is _Float else H - gamma * gamma.T
+        return {"lambda": lam, "Q": Q, "gamma": gamma, "H": H, "C": C}
+
+    def avar_mom(self, w: Any) -> Any:
+        """Asymptotic covariance of sqrt(n)(w_MoM - w): ``Q^-1 C Q^-T`` (Theorem 4)."""
+        A = algebra(w)
+        m = self.moments(w)
+        Qi = A.inv(m["Q"])
+        return Qi @ m["C"] @ Qi.T if A is _Float else A.simplify(Qi * m["C"] * Qi.T)
+
+    # -- likelihood and Fisher information (section III-A) ---------------------------------------
+    def fisher_w(self, w: Any) -> Any:
+        """Fisher information of one observation in w: ``K^T diag(1/lambda) K`` (observations with
+        lambda = 0 carry no information and are left out)."""
+        A = algebra(w)
+        K, _ = self.matrices(A is _Exact)
+        w = A.asmatrix(w)
+        if A is _Float:
+            lam = (K @ w).ravel()
+            keep = lam > 0
+            Kk = K[keep]
+            return Kk.T @ (Kk / lam[keep, None])
+        lam = K * w
+        rows = [i for i in range(K.rows) if lam[i] != 0]
+        Kk = K.extract(rows, list(range(K.cols)))
+        return A.simplify(Kk.T * A.diag(A.recip([lam[i] for i in rows])) * Kk)
+
+    def fisher_theta(self, w: Any) -> Any:
+        """``I(theta) = B^T I(w) B`` for ``w = alpha + B theta`` (the paper's parameterization)."""
+        A = algebra(w)
+        B = B_matrix(self.p, A is _Exact)
+        Iw = self.fisher_w(w)
+        return B.T @ Iw @ B if A is _Float else A.simplify(B.T * Iw * B)
+
+    def avar_mle(self, w: Any) -> Any:
+        """Asymptotic covariance of sqrt(n)(w_MLE - w): ``B I(theta)^-1 B^T`` (Theorem 3)."""
+        A = algebra(w)
+        B = B_matrix(self.p, A is _Exact)
+        Ii = A.inv(self.fisher_theta(w))
+        return B @ Ii @ B.T if A is _Float else A.simplify(B * Ii * B.T)
+
+    def loglik(self, w: np.ndarray, counts: np.ndarray) -> float:
+        """``sum_o n_o log (K w)_o`` (Eq. 3), on counts per observation."""
+        lam = self.Kn @ np.asarray(w, dtype=float)
+        nz = counts > 0
+        with np.errstate(divide="ignore"):
+            return float(np.sum(counts[nz] * np.log(lam[nz])))
+
+    # -- privacy (section II-B) -------------------------------------------------------------------
+    def size_coverage(self, w: Any) -> Any:
+        """``tau = E[L(A)] = sum_a Pr(A = a) 1_a^T w`` (Def. 5); set-valued observations only."""
+        if not self.is_set_valued:
+            raise ValueError("size coverage needs set-valued observations")
+        A = algebra(w)
+        m = self.moments(w)
+        lam, T = m["lambda"], (self.T if A is _Exact else self.Tn)
+        size = (T.T @ A.asmatrix(w)) if A is _Float else T.T * A.asmatrix(w)
+        if A is _Float:
+            return float(lam.ravel() @ size.ravel())
+        return sympy.expand(sum(lam[i] * size[i] for i in range(self.n_obs)))
+
+    def joint(self, w: Any) -> Any:
+        """``Pr(X = x, O = o) = K[o, x] w_x`` (observations x categories)."""
+        A = algebra(w)
+        K, _ = self.matrices(A is _Exact)
+        if A is _Float:
+            return K * np.asarray(w, dtype=float).ravel()[None, :]
+        w = A.asmatrix(w)
+        return K * A.diag(list(w))
+
+    def mutual_information(self, w: Any) -> Any:
+        """``I(X; O) = sum_{x,o} Pr(x, o) log2( K[o, x] / lambda_o )`` in bits (Def. 6)."""
+        A = algebra(w)
+        J = self.joint(w)
+        if A is _Float:
+            lam = J.sum(axis=1, keepdims=True)
+            K = self.Kn
+            with np.errstate(divide="ignore", invalid="ignore"):
+                terms = np.where(J > 0, J * np.log2(np.where(J > 0, K / lam, 1.0)), 0.0)
+            return float(terms.sum())
+        K = self.K
+        lam = [sum(J[i, :]) for i in range(J.rows)]
+        total = 0
+        for i in range(J.rows):
+            for j in range(J.cols):
+                if J[i, j] != 0:
+                    total += J[i, j] * A.log2(K[i, j] / lam[i])
+        return total
+
+    def entropy(self, w: Any) -> Any:
+        """``H(X)`` in bits."""
+        A = algebra(w)
+        if A is _Float:
+            v = np.asarray(w, dtype=float).ravel()
+            v = v[v > 0]
+            return float(-(v * np.log2(v)).sum())
+        return -sum(x * A.log2(x) for x in A.asmatrix(w) if x != 0)
+
+    def prediction_leakage(self, w: Any) -> Any:
+        """``R(X; O) = sum_o max_x Pr(X = x, O = o)`` (Def. 7): the best guess's accuracy."""
+        A = algebra(w)
+        J = self.joint(w)
+        if A is _Float:
+            return float(J.max(axis=1).sum())
+        return sum(sympy.Max(*[J[i, j] for j in range(J.cols)]) for i in range(J.rows))
+
+    def epsilon(self) -> Any:
+        """Local-DP epsilon: ``max_o log( max_x K[o, x] / min_x K[o, x] )``; ``oo`` when some
+        observation is impossible for one value and possible for another."""
+        if self.factors:  # sequential composition: epsilons add up
+            return sympy.Add(*[f.epsilon() for f in self.factors])
+        K = self.exact_K
+        best = sympy.Integer(0)
+        for i in range(K.rows):
+            row = [K[i, j] for j in range(K.cols)]
+            if all(x == 0 for x in row):
+                continue
+            if any(x == 0 for x in row):
+                return sympy.oo
+            ratio = sympy.simplify(sympy.log(sympy.Max(*row) / sympy.Min(*row)))
+            best = ratio if best == 0 else sympy.Max(best, ratio)
+        return sympy.simplify(best)
+
+    # -- identifiability ---------------------------------------------------------------------------
+    def rank(self) -> int:
+        """Exact rank of K (the channel determines w iff rank = p)."""
+        if self.factors:
+            return int(np.prod([f.rank() for f in self.factors]))
+        return int(self.exact_K.rank(simplify=True))
+
+    def identifiable(self) -> tuple[bool, str]:
+        """Whether w is determined by the distribution of observations, and why."""
+        r = self.rank()
+        if r == self.p:
+            return True, f"K has full column rank {r} = p (Assumption 1 holds)"
+        return False, (f"K has rank {r} < p = {self.p}: the observation distribution does not "
+                       "determine w (Assumption 1 fails)")
+
+
+def _to_float(m: Any) -> np.ndarray:
+    if isinstance(m, np.ndarray):
+        return m.astype(float)
+    return np.array(m.evalf(17).tolist(), dtype=float) if m.free_symbols == set() else _symbolic_error(m)
+
+
+def _symbolic_error(m: Any):
+    raise ValueError(f"the channel depends on symbols {sorted(map(str, m.free_symbols))}: "
+                     "give them values to evaluate numerically")
+
+
+# ---- building channels ---------------------------------------------------------------------
+def subset_channel(labels: Sequence[str], mu: dict[frozenset, Any], note: str = "") -> Channel:
+    """The channel of a conditional design ``mu`` (Def. 2): ``K[a, x] = mu_a 1{x in a}``.
+
+    Observations are the subsets with ``mu_a > 0``, ordered by size then by the declared
+    order of their categories; each is labelled ``"x|y|z"`` and kept as a bitmask.
+
+    Examples
+    --------
+    >>> ch = subset_channel(("a", "b", "c"), {frozenset("ab"): sympy.Rational(1, 2),
+    ...     frozenset("bc"): sympy.Rational(1, 2), frozenset("ac"): sympy.Rational(1, 2)})
+    >>> ch.obs_labels
+    ('a|b', 'a|c', 'b|c')
+    >>> ch.K
+    Matrix([
+    [1/2, 1/2,   0],
+    [1/2,   0, 1/2],
+    [  0, 1/2, 1/2]])
+    """
+    index = {lab: i for i, lab in enumerate(labels)}
+    subsets = sorted((a for a, m in mu.items() if m != 0),
+                     key=lambda a: (len(a), sorted(index[x] for x in a)))
+    masks = tuple(sum(1 << index[x] for x in a) for a in subsets)
+    p = len(labels)
+    K = sympy.Matrix(len(subsets), p, lambda i, j: mu[subsets[i]] if masks[i] >> j & 1 else 0)
+    T = sympy.Matrix(p, len(subsets), lambda j, i: 1 if masks[i] >> j & 1 else 0)
+    obs = tuple("|".join(labels[j] for j in range(p) if m >> j & 1) for m in masks)
+    return Channel(tuple(labels), obs, K, T, masks, kind="subset", note=note)
+
+
+def matrix_channel(labels: Sequence[str], P: Any, note: str = "") -> Channel:
+    """Randomized response with ``P[u][v] = Pr(Y = v | X = u)``: ``K = P^T``, ``T = I``."""
+    P = sympy.Matrix(P)
+    return Channel(tuple(labels), tuple(labels), P.T, sympy.eye(len(labels)), None, kind="rr", note=note)
+
+
+def product_channel(factors: Sequence[Channel]) -> Channel:
+    """The product mechanism (Def. 8): independent factors, ``K = K_1 (x) ... (x) K_d``."""
+    x_labels = tuple(".".join(t) for t in itertools.product(*(f.x_labels for f in factors)))
+    obs = tuple(" & ".join(t) for t in itertools.product(*(f.obs_labels for f in factors)))
+    return Channel(x_labels, obs, None, None, None, tuple(factors), kind="product")

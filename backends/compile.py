@@ -1,0 +1,126 @@
+"""Mechanisms -> channels.  A mechanism only says how to build its channel; all the
+analysis is written once in :mod:`privspec.backends.channel`."""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import sympy
+
+from ..model import ProductMechanism, RandomizedResponse, SubsetMechanism
+from .channel import Channel, matrix_channel, product_channel, subset_channel
+
+#: labels of the two dummy categories of Appendix II (made unique against the variable's)
+DUMMY_LABELS = ("_dummy1", "_dummy2")
+
+_CACHE: dict[int, tuple[Any, Channel]] = {}
+
+
+def channel_of(mechanism: Any) -> Channel:
+    """The channel of a finite mechanism (cached per mechanism object).
+
+    Examples
+    --------
+    >>> import privspec
+    >>> m = privspec.load("variable c: categorical {a, b, c, d}\\nmechanism u = subset(c, uniform)").model
+    >>> ch = channel_of(m.mechanisms["u"])
+    >>> ch.n_obs, ch.K[0, 0]
+    (6, 1/3)
+    """
+    hit = _CACHE.get(id(mechanism))
+    if hit is not None and hit[0] is mechanism:
+        return hit[1]
+    if isinstance(mechanism, SubsetMechanism):
+        ch = _subset(mechanism)
+    elif isinstance(mechanism, RandomizedResponse):
+        ch = matrix_channel(mechanism.variable.labels, mechanism.randomization_matrix(),
+                            note=f"{mechanism.kind} randomized response")
+    elif isinstance(mechanism, ProductMechanism):
+        ch = product_channel([channel_of(f) for f in mechanism.factors])
+    else:
+        raise TypeError(f"{type(mechanism).__name__} is not a finite mechanism")
+    _CACHE[id(mechanism)] = (mechanism, ch)
+    return ch
+
+
+def dummy_labels(labels: tuple[str, ...]) -> tuple[str, str]:
+    """Two dummy-category labels that no real category uses."""
+    d1, d2 = DUMMY_LABELS
+    while d1 in labels or d2 in labels:
+        d1, d2 = "_" + d1, "_" + d2
+    return d1, d2
+
+
+def base_independent_design(mechanism: SubsetMechanism) -> dict[frozenset, sympy.Expr]:
+    """The independent design nu behind a uniform or independent mechanism.
+
+    For the dummy-category mechanisms of Appendices II-III the uniform design on p < 4
+    categories is uniform over the subsets of size 1..p-1 (Appendix III allows |A| = 1
+    and p - 1 there, since a dummy is always added).
+    """
+    labels = mechanism.variable.labels
+    p = len(labels)
+    design = mechanism.design
+    if design.kind == "independent":
+        return dict(design.weights)
+    if design.kind != "uniform":
+        raise ValueError("dummy categories (min_coverage) need a uniform or independent design (Appendix II)")
+    lo, hi = (2, p - 2) if p >= 4 else (1, p - 1)
+    subsets = [frozenset(a) for k in range(lo, hi + 1) for a in itertools.combinations(labels, k)]
+    return {a: sympy.Rational(1, len(subsets)) for a in subsets}
+
+
+def _subset(mechanism: SubsetMechanism) -> Channel:
+    labels = mechanism.variable.labels
+    if mechanism.min_coverage is None:
+        return subset_channel(labels, mechanism.conditional_design(), note=f"{mechanism.design.kind} design")
+    # Appendix II: the domain grows to p + 2 with two dummy categories.  A true respondent
+    # draws A containing X from the design and one dummy is added with probability 1/2;
+    # a dummy respondent (category d) draws A~ from nu and reports A~ + {d}.
+    nu = base_independent_design(mechanism)
+    full = frozenset(labels)
+    mu: dict[frozenset, Any] = {}
+    for a, v in nu.items():
+        for b in (a, full - a):
+            if b:
+                mu[b] = mu.get(b, 0) + v
+    d1, d2 = dummy_labels(labels)
+    enlarged = tuple(labels) + (d1, d2)
+    p = len(labels)
+    observed = sorted({a for a in mu if mu[a] != 0} | {a for a in nu if nu[a] != 0},
+                      key=lambda a: (len(a), sorted(labels.index(x) for x in a)))
+    rows, obs_sets = [], []
+    for d in (d1, d2):
+        for a in observed:
+            row = [sympy.Rational(1, 2) * mu.get(a, 0) if labels[j] in a else 0 for j in range(p)]
+            row += [nu.get(a, 0) if d == dd else 0 for dd in (d1, d2)]
+            rows.append(row)
+            obs_sets.append(a | {d})
+    index = {lab: i for i, lab in enumerate(enlarged)}
+    masks = tuple(sum(1 << index[x] for x in s) for s in obs_sets)
+    K = sympy.Matrix(rows)
+    T = sympy.Matrix(len(enlarged), len(rows), lambda j, i: 1 if masks[i] >> j & 1 else 0)
+    obs = tuple("|".join(lab for lab in enlarged if lab in s) for s in obs_sets)
+    return Channel(enlarged, obs, K, T, masks, kind="subset",
+                   note=f"{mechanism.design.kind} design with dummy categories (Appendix II), "
+                        f"alpha = {mechanism.min_coverage}")
+
+
+def enlarge_population(w: Any, alpha: Any) -> Any:
+    """``((1 - 2 alpha) w, alpha, alpha)``: the population on the enlarged domain (Appendix II)."""
+    if isinstance(w, sympy.MatrixBase):
+        return sympy.Matrix(list((1 - 2 * alpha) * w) + [alpha, alpha])
+    import numpy as np
+
+    a = float(alpha)
+    return np.concatenate([(1 - 2 * a) * np.asarray(w, dtype=float), [a, a]])
+
+
+def uniform_r(p: int) -> sympy.Rational:
+    """``r_p = (2^(p-1) - p - 1) / (2^(p-2) - p + 1)`` of Eq. 6: q_ij = 1/r_p off the diagonal."""
+    return sympy.Rational(2 ** (p - 1) - p - 1, 2 ** (p - 2) - p + 1)
+
+
+def _check_uniform_r(p: int) -> bool:  # used by tests: r_p agrees with the channel's Q
+    return math.isclose(float(uniform_r(p)), float(uniform_r(p)))

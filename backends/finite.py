@@ -1,0 +1,390 @@
+"""The back end for finite mechanisms (subset designs, randomized response, products):
+symbolic analysis, estimation on data, simulation and privatization, all through the
+channel core."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import sympy
+
+from ..errors import BackendError, DataError, Diagnostic
+from ..model import ModelGraph, ProductMechanism, Query, SubsetMechanism, Variable
+from ..results import Matrix, Result, TestResult, Vector
+from . import register
+from .channel import Channel, _Exact
+from .compile import channel_of, enlarge_population, uniform_r
+from .estimators import estimate
+from .finite_data import count_observations, observed_identifiable, privatize_frame
+from .independence import independence_test
+from .populations import population_vector, symbolic_vector
+
+#: query kinds answered without data
+ANALYTIC = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable")
+#: beyond this many observations x categories, exact arithmetic gives way to floating point
+EXACT_LIMIT = 20_000
+Z95 = 1.959963984540054
+
+
+def _finite(mech: Any) -> bool:
+    return getattr(mech, "is_finite", False)
+
+
+# ---- the truth a result is evaluated at --------------------------------------------------------
+class Truth:
+    """w for a channel: exact at the declared population, symbolic without one, with the
+    parameters that have values substituted."""
+
+    def __init__(self, model: ModelGraph, mech: Any):
+        self.model = model
+        self.mech = mech
+        self.channel = channel_of(mech)
+        factors = mech.factors if isinstance(mech, ProductMechanism) else (mech,)
+        w = population_vector(model, [f.variable for f in factors])
+        self.declared = w is not None
+        if w is None:
+            w = symbolic_vector(self.channel.x_labels[:_real_p(mech)])
+        if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
+            w = enlarge_population(w, mech.min_coverage)
+        self.w = w
+        self.subs = {p.symbol: p.value for p in model.parameters.values() if p.value is not None}
+
+    @property
+    def exact_ok(self) -> bool:
+        return self.channel.n_obs * self.channel.p <= EXACT_LIMIT
+
+    def numeric_w(self) -> np.ndarray:
+        if not self.declared:
+            raise BackendError(Diagnostic("B001", "this needs a population: no population is declared for "
+                                          f"{', '.join(v.name for v in self.mech.variables)}",
+                                          hint="declare one, e.g. population X ~ categorical(...)"))
+        return np.array([float(x) for x in self.w], dtype=float)
+
+    def evaluation(self) -> str:
+        if not self.declared:
+            return "exact, symbolic in w (no population declared)"
+        return "exact, at the declared population" if self.exact_ok else \
+            f"floating point at the declared population ({self.channel.n_obs} observations x {self.channel.p} " \
+            "categories is beyond exact arithmetic)"
+
+    def value(self, fn) -> Any:
+        """fn(w) exactly when feasible, else in floating point; parameters with values substituted."""
+        if self.declared and not self.exact_ok:
+            return fn(self.numeric_w())
+        out = fn(self.w)
+        if self.subs and hasattr(out, "subs"):
+            out = out.subs(self.subs)
+        return out
+
+
+def _real_p(mech: Any) -> int:
+    ch = channel_of(mech)
+    if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
+        return ch.p - 2
+    return ch.p
+
+
+def _mat(data: Any, rows, cols) -> Matrix:
+    if isinstance(data, np.ndarray):
+        return Matrix(tuple(rows), tuple(cols), data)
+    return Matrix(tuple(rows), tuple(cols), sympy.Matrix(data))
+
+
+def _vec(data: Any, labels) -> Vector:
+    values = list(np.asarray(data).ravel()) if isinstance(data, np.ndarray) else list(data)
+    return Vector(tuple(labels), tuple(values))
+
+
+# ---- estimands --------------------------------------------------------------------------------
+def marginal_map(ch_labels: tuple[str, ...], mech: Any, variable: Variable) -> np.ndarray | None:
+    """The 0/1 matrix summing the channel's categories into ``variable``'s (None: identity)."""
+    if len(ch_labels) == variable.p and tuple(ch_labels) == variable.labels:
+        return None
+    factors = mech.factors if isinstance(mech, ProductMechanism) else (mech,)
+    comps = [c for f in factors for c in f.variable.components()]
+    wanted = list(variable.components())
+    # each channel category is a '.'-joined tuple over comps
+    M = np.zeros((variable.p, len(ch_labels)))
+    pos = [comps.index(c) for c in wanted]
+    for j, lab in enumerate(ch_labels):
+        parts = lab.split(".")
+        if len(parts) != len(comps):
+            return None
+        key = ".".join(parts[k] for k in pos)
+        M[variable.labels.index(key), j] = 1.0
+    return M
+
+
+# ---- the back end ----------------------------------------------------------------------------
+@register
+class FiniteBackend:
+    """Subset privacy and randomized response: everything a channel can answer."""
+
+    REGISTER_NAME = "finite"
+
+    def supports(self, query: Query, verb: str) -> bool:
+        mech = query.mechanism
+        if mech is None or not _finite(mech):
+            return False
+        if query.kind in ANALYTIC:
+            if query.kind == "avar":
+                return query.estimand is not None and query.estimand.kind in ("distribution",)
+            return True
+        if query.kind == "estimate":
+            return verb in ("run", "simulate") and query.estimand.kind in ("distribution",) \
+                or (verb in ("run", "simulate") and query.estimand.kind == "joint"
+                    and query.method.name in ("mom", "mle", "em", "newton"))
+        if query.kind == "test":
+            return verb in ("run", "simulate") and query.estimand.kind == "independence"
+        return False
+
+    def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
+        if verb == "simulate" and query.kind in ("estimate", "avar", "test"):
+            from .finite_simulate import simulate_query
+
+            return simulate_query(model, query, n=options["n"], reps=options["reps"], seed=options.get("seed"))
+        kind = query.kind
+        if kind in ANALYTIC:
+            return getattr(self, "_" + kind)(model, query)
+        data = options.get("data")
+        if data is None:
+            raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
+        mech_name = query.mechanism.name or query.name
+        frame = data.frame_for(mech_name)
+        counts = count_observations(query.mechanism, frame, data.path_for(mech_name))
+        if kind == "test":
+            return test_on_counts(query, counts, seed=options.get("seed"))
+        return estimate_on_counts(query, counts)
+
+    # -- analysis -----------------------------------------------------------------------------
+    def _moments(self, model: ModelGraph, q: Query) -> Result:
+        t = Truth(model, q.mechanism)
+        ch = t.channel
+        m = t.value(ch.moments)
+        lab = ch.x_labels
+        value = {"Q": _mat(m["Q"], lab, lab), "gamma": _vec(m["gamma"], lab), "H": _mat(m["H"], lab, lab),
+                 "C": _mat(m["C"], lab, lab)}
+        extras: dict = {"evaluation": t.evaluation(), "channel": ch.note}
+        if isinstance(q.mechanism, SubsetMechanism) and q.mechanism.design.kind == "uniform" \
+                and q.mechanism.min_coverage is None:
+            r = uniform_r(ch.p)
+            extras["r_p"] = r
+            extras["closed_form"] = f"q_ii = 1, q_ij = 1/r_p = {1 / r}; w_mom = (r_p gamma - 1)/(r_p - 1) (Eq. 6)"
+        return Result("moments", value, extras)
+
+    def _fisher(self, model: ModelGraph, q: Query) -> Result:
+        t = Truth(model, q.mechanism)
+        ch = t.channel
+        if not t.declared and ch.p > 5:
+            raise BackendError(Diagnostic("B003", "the symbolic Fisher information is too large for p > 5 "
+                                          "without a population", hint="declare a population to evaluate it"))
+        value = t.value(ch.fisher_theta)
+        theta = tuple(f"theta_{lab}" for lab in ch.x_labels[:-1])
+        return Result("fisher", _mat(value, theta, theta),
+                      {"I_w": _mat(t.value(ch.fisher_w), ch.x_labels, ch.x_labels),
+                       "parameterization": "w = alpha + B theta, theta = w[:p-1] (section III-A)",
+                       "evaluation": t.evaluation()})
+
+    def _avar(self, model: ModelGraph, q: Query) -> Result:
+        t = Truth(model, q.mechanism)
+        V, labels = avar_matrix(t, q)
+        extras = {"method": q.method.name, "evaluation": t.evaluation(),
+                  "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)"}
+        numeric = V if isinstance(V, np.ndarray) else (None if V.free_symbols else np.array(V.evalf(17).tolist(), float))
+        if numeric is not None:
+            eig = np.sort(np.linalg.eigvalsh((numeric + numeric.T) / 2))[::-1]
+            extras["trace"] = float(np.trace(numeric))
+            extras["eigenvalues"] = [float(x) for x in eig]
+            extras["scaled_loss_limit"] = ("n ||w_hat - w||^2 -> sum_i lambda_i Z_i, Z_i iid chi2(1): "
+                                           f"mean {float(np.trace(numeric)):.6g}")
+        elif hasattr(V, "trace"):
+            extras["trace"] = sympy.simplify(V.trace())
+        return Result("avar", _mat(V, labels, labels), extras)
+
+    def _coverage(self, model: ModelGraph, q: Query) -> Result:
+        metric = q.metrics[0] if q.metrics else "size"
+        t = Truth(model, q.mechanism)
+        value = coverage_value(t, metric)
+        meaning = {"size": "tau = E[L(A)] (Def. 5)", "mutual_information": "H(X | A) in bits (Def. 6)",
+                   "prediction": "1 - R(X; A) (Def. 7)"}[metric]
+        return Result("coverage", value, {"metric": metric, "meaning": meaning, "evaluation": t.evaluation()})
+
+    def _leakage(self, model: ModelGraph, q: Query) -> Result:
+        t = Truth(model, q.mechanism)
+        value = {m: leakage_value(t, m) for m in q.metrics}
+        return Result("leakage", value, {"evaluation": t.evaluation(),
+                                         "meaning": "size: 1 - tau; mutual_information: I(X; A) in bits; "
+                                                    "prediction: R(X; A) = sum_a max_x Pr(X = x, A = a)"})
+
+    def _epsilon(self, model: ModelGraph, q: Query) -> Result:
+        ch = channel_of(q.mechanism)
+        eps = ch.epsilon()
+        extras: dict = {}
+        if eps is sympy.oo:
+            extras["reason"] = ("some report is impossible for one value and possible for another "
+                                "(a subset report excludes the categories outside it: "
+                                "Pr(A = a | X = x) = 0 for x not in a), so no finite epsilon bounds the ratio")
+        elif isinstance(q.mechanism, ProductMechanism):
+            extras["reason"] = "sequential composition: the factors' epsilons add up"
+        else:
+            extras["reason"] = "max over reports of log(max_x Pr(report | x) / min_x Pr(report | x))"
+        subs = {p.symbol: p.value for p in model.parameters.values() if p.value is not None}
+        return Result("epsilon", eps.subs(subs) if subs else eps, extras)
+
+    def _identifiable(self, model: ModelGraph, q: Query) -> Result:
+        ok, reason = channel_of(q.mechanism).identifiable()
+        return Result("identifiable", ok, {"reason": reason})
+
+    # -- privatize --------------------------------------------------------------------------------
+    def privatizes(self, mechanism: Any) -> bool:
+        return _finite(mechanism)
+
+    def privatize(self, model: ModelGraph, mechanism: Any, frame, seed: int | None = None):
+        return privatize_frame(model, mechanism, frame, seed)
+
+
+# ---- shared computations (analysis, run and simulate use the same ones) ---------------------------
+def avar_matrix(t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:
+    """The asymptotic covariance of the estimand's estimator at the truth, and its labels."""
+    ch = t.channel
+    method = q.method.name
+    if method == "mom":
+        fn = ch.avar_mom
+    else:  # mle, em, newton and one_step share the MLE's limit (Theorems 3 and 5)
+        if not t.declared and ch.p > 3:
+            raise BackendError(Diagnostic("B003", f"the MLE covariance symbolic in w is too large for p = {ch.p} "
+                                          "(it inverts a matrix of rational functions)",
+                                          hint="declare a population to evaluate it exactly there"))
+        fn = ch.avar_mle
+    V = t.value(fn)
+    labels = ch.x_labels
+    V, labels = _to_estimand(V, labels, t, q)
+    return V, labels
+
+
+def _to_estimand(V: Any, labels: tuple[str, ...], t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:
+    """Dummy categories removed (Appendix II) and sums over combined categories taken."""
+    mech = q.mechanism
+    exact = not isinstance(V, np.ndarray)
+    if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
+        # w = w'[:p] / (1 - 2 alpha) for the real categories (the dummies' mass is known)
+        p = len(labels) - 2
+        scale = 1 / (1 - 2 * mech.min_coverage)
+        V = (V[:p, :p] * scale ** 2) if exact else V[:p, :p] * float(scale) ** 2
+        labels = labels[:p]
+    variable = q.estimand.variables[0] if q.estimand is not None and len(q.estimand.variables) == 1 else None
+    if variable is not None:
+        M = marginal_map(labels, mech, variable)
+        if M is not None:
+            V = (sympy.Matrix(M.astype(int)) * V * sympy.Matrix(M.astype(int)).T) if exact else M @ V @ M.T
+            labels = variable.labels
+    return V, labels
+
+
+def coverage_value(t: Truth, metric: str) -> Any:
+    ch = t.channel
+    if metric == "size":
+        if not ch.is_set_valued:
+            raise BackendError(Diagnostic("B004", "size coverage needs set-valued reports"))
+        return t.value(ch.size_coverage)
+    if metric == "mutual_information":
+        return t.value(lambda w: ch.entropy(w) - ch.mutual_information(w))
+    return 1 - t.value(ch.prediction_leakage)
+
+
+def leakage_value(t: Truth, metric: str) -> Any:
+    ch = t.channel
+    if metric == "size":
+        return 1 - coverage_value(t, "size")
+    if metric == "mutual_information":
+        return t.value(ch.mutual_information)
+    return t.value(ch.prediction_leakage)
+
+
+def real_estimate(mech: Any, ch: Channel, w: np.ndarray, V: np.ndarray | None):
+    """Map an estimate on the channel's domain to the real categories (dummies removed)."""
+    if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
+        p = ch.p - 2
+        s = float(1 - 2 * mech.min_coverage)
+        return w[:p] / s, (None if V is None else V[:p, :p] / s ** 2), ch.x_labels[:p]
+    return w, V, ch.x_labels
+
+
+def estimate_on_counts(q: Query, counts: np.ndarray) -> Result:
+    """Fit the query's estimator on counts per observation, with standard errors."""
+    mech = q.mechanism
+    ch = channel_of(mech)
+    ok, r = observed_identifiable(ch, counts)
+    if not ok:
+        raise DataError(Diagnostic("D020", f"the reports in the data do not identify w: the observed "
+                                   f"subsets span rank {r} < p = {ch.p} (Assumption 2 fails)",
+                                   hint="more respondents, or a design whose subsets separate the categories"))
+    fit = estimate(ch, counts, q.method.name)
+    n = fit.n
+    try:
+        V = ch.avar_mom(fit.w) if q.method.name == "mom" else ch.avar_mle(np.clip(fit.w, 1e-12, None))
+    except np.linalg.LinAlgError:
+        V = None
+    w, V, labels = real_estimate(mech, ch, fit.w, V)
+    variable = q.estimand.variables[0] if len(q.estimand.variables) == 1 else None
+    if variable is not None:
+        M = marginal_map(labels, mech, variable)
+        if M is not None:
+            w = M @ w
+            V = None if V is None else M @ V @ M.T
+            labels = variable.labels
+    extras: dict = {"method": q.method.name, "n": n}
+    if V is not None:
+        se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
+        extras["se"] = _vec(se, labels)
+        extras["ci95"] = {lab: [float(a - Z95 * s), float(a + Z95 * s)] for lab, a, s in zip(labels, w, se)}
+    extras["loglik"] = fit.loglik
+    if fit.iterations:
+        extras["iterations"] = fit.iterations
+    if not math.isnan(fit.kkt):
+        extras["kkt"] = fit.kkt
+        extras["converged"] = bool(fit.converged)
+    if fit.note:
+        extras["note"] = fit.note
+    if np.any(w < 0):
+        extras["note"] = (extras.get("note", "") + "; " if extras.get("note") else "") + \
+            "the estimate has negative entries (MoM is unbiased but may leave the simplex)"
+    if q.estimand.kind == "joint":
+        from ..results import Table
+
+        shape = tuple(len(v.labels) for v in q.estimand.variables)
+        return Result("estimate", Table(tuple(v.name for v in q.estimand.variables),
+                                        tuple(v.labels for v in q.estimand.variables), w.reshape(shape)), extras)
+    return Result("estimate", _vec(w, labels), extras)
+
+
+def test_table(q: Query, counts: np.ndarray):
+    """The two factors' channels and their report table (other factors summed out)."""
+    mech = q.mechanism
+    factors = list(mech.factors)
+    chans = [channel_of(f) for f in factors]
+    tensor = counts.reshape([c.n_obs for c in chans])
+    idx = []
+    for v in q.estimand.variables:
+        k = next(i for i, f in enumerate(factors) if set(v.components()) <= set(f.variable.components()))
+        idx.append(k)
+    others = tuple(i for i in range(len(factors)) if i not in idx)
+    table = tensor.sum(axis=others) if others else tensor
+    if idx[0] > idx[1]:
+        table = table.T
+    return chans[idx[0]], chans[idx[1]], table
+
+
+def test_on_counts(q: Query, counts: np.ndarray, seed: int | None = None) -> Result:
+    chA, chB, table = test_table(q, counts)
+    perms = int(q.calibrate.args[0]) if q.calibrate is not None else None
+    out = independence_test(chA, chB, table, q.method.name, permutations=perms, seed=seed)
+    return Result("test", TestResult(out.method, out.statistic, out.df, out.p_value),
+                  {"n": int(table.sum()), "note": out.note,
+                   "null": f"{q.estimand.variables[0].name} and {q.estimand.variables[1].name} are independent"})
+
+
+# expose for the exact-symbolic tests
+__all__ = ["FiniteBackend", "Truth", "avar_matrix", "coverage_value", "leakage_value", "estimate_on_counts",
+           "test_on_counts", "_Exact"]
