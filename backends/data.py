@@ -55,7 +55,7 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], path: Any = "da
 def missing_rows(values: pd.Series) -> list[int]:
     """1-based rows whose value is missing (NaN or one of :data:`MISSING`)."""
     mask = values.isna()
-    if values.dtype == object:
+    if not pd.api.types.is_numeric_dtype(values):  # object or (pandas 3) string dtype
         mask |= values.astype(str).str.strip().isin(MISSING)
     return [int(i) + 1 for i in mask.to_numpy().nonzero()[0]]
 

@@ -224,7 +224,8 @@ def one_step(ch: Channel, counts: np.ndarray) -> Fit:
     """
     counts = _check(ch, counts)
     start = mom(ch, counts)
-    w = start.w
+    # theta_MoM = w_MoM[:p-1] and w = alpha + B theta (Q^-1 gamma_hat need not sum to 1 exactly)
+    w = np.append(start.w[:-1], 1.0 - start.w[:-1].sum())
     note = "one Newton step from the MoM estimate (Eq. 7)"
     K = ch.Kn
     nz = counts > 0

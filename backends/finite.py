@@ -21,9 +21,11 @@ from .independence import independence_test
 from .populations import population_vector, symbolic_vector
 
 #: query kinds answered without data
-ANALYTIC = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable")
+ANALYTIC = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable", "individual")
 #: beyond this many observations x categories, exact arithmetic gives way to floating point
 EXACT_LIMIT = 20_000
+#: beyond this many categories, results symbolic in w are refused (they would take minutes)
+SYMBOLIC_LIMIT = 8
 Z95 = 1.959963984540054
 
 
@@ -72,6 +74,10 @@ class Truth:
         """fn(w) exactly when feasible, else in floating point; parameters with values substituted."""
         if self.declared and not self.exact_ok:
             return fn(self.numeric_w())
+        if not self.declared and self.channel.p > SYMBOLIC_LIMIT:
+            raise BackendError(Diagnostic("B006", f"results symbolic in w are limited to p <= {SYMBOLIC_LIMIT} "
+                                          f"categories; this mechanism has {self.channel.p}",
+                                          hint="declare a population to evaluate exactly at it"))
         out = fn(self.w)
         if self.subs and hasattr(out, "subs"):
             out = out.subs(self.subs)
@@ -170,7 +176,8 @@ class FiniteBackend:
                 and q.mechanism.min_coverage is None:
             r = uniform_r(ch.p)
             extras["r_p"] = r
-            extras["closed_form"] = f"q_ii = 1, q_ij = 1/r_p = {1 / r}; w_mom = (r_p gamma - 1)/(r_p - 1) (Eq. 6)"
+            extras["closed_form"] = (f"q_ii = 1, q_ij = 1/r_p = {1 / r} (Eq. 6); Q^-1 = r_p/(r_p - 1) (I - J/(r_p - 1 + p)); "
+                                     "Eq. 6's (r_p gamma - 1)/(r_p - 1) is Q^-1 gamma with sum w = 1 imposed")
         return Result("moments", value, extras)
 
     def _fisher(self, model: ModelGraph, q: Query) -> Result:
@@ -235,6 +242,32 @@ class FiniteBackend:
     def _identifiable(self, model: ModelGraph, q: Query) -> Result:
         ok, reason = channel_of(q.mechanism).identifiable()
         return Result("identifiable", ok, {"reason": reason})
+
+    def _individual(self, model: ModelGraph, q: Query) -> Result:
+        """Size and prediction leakage of one respondent before and after observing the subset
+        (subset privacy, section V-B and Fig. 4): size leakage 1 - L = 1 - P(X in S) for S = {x}
+        before and S = a after; prediction leakage 1 before (X itself is known) and, after,
+        whether the optimal guess argmax_{j in a} P(X = j | A = a) = argmax_{j in a} w_j is x."""
+        t = Truth(model, q.mechanism)
+        labels = q.mechanism.variable.labels
+        w = list(t.w)[:len(labels)]
+        if isinstance(q.mechanism, SubsetMechanism) and q.mechanism.min_coverage is not None:
+            w = [x / (1 - 2 * q.mechanism.min_coverage) for x in w]
+        inside = [labels.index(lab) for lab in q.observed]
+        L = sum(w[j] for j in inside)
+        guess_index = max(inside, key=lambda j: (float(w[j]) if t.declared else 0.0, -j))
+        guess = labels[guess_index]
+        value: dict = {"size": {"after": 1 - L}, "prediction": {}}
+        if q.truth is not None:
+            x = labels.index(q.truth)
+            value["size"]["before"] = 1 - w[x]
+            value["prediction"] = {"before": sympy.Integer(1), "after": sympy.Integer(int(guess == q.truth))}
+        else:
+            value["prediction"] = {"after": max((w[j] for j in inside), key=lambda v: float(v)) / L}
+        extras = {"observed": "|".join(q.observed), "optimal_guess": guess, "evaluation": t.evaluation(),
+                  "meaning": "size leakage 1 - P(X in S); prediction leakage: the optimal guess is right"
+                             + (" (given the true category)" if q.truth else " (its posterior probability)")}
+        return Result("individual", value, extras)
 
     # -- privatize --------------------------------------------------------------------------------
     def privatizes(self, mechanism: Any) -> bool:

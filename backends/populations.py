@@ -1,6 +1,12 @@
 """The plug-in truth of a finite mechanism: the exact population vector w over its
 categories (joint categories for products), or symbols ``w_<label>`` when no population
-is declared."""
+is declared.
+
+Declared populations cover disjoint sets of plain variables (one variable, or a joint
+``(gender, income)``); separately declared populations are independent.  The joint law
+of any list of variables is their product, marginalized to the variables asked for and
+arranged in the order asked for (row-major over the labels).
+"""
 from __future__ import annotations
 
 import itertools
@@ -11,69 +17,54 @@ import sympy
 from ..model import ModelGraph, Variable
 
 
-def _joint_block(model: ModelGraph, parts: Sequence[str]) -> sympy.Matrix | None:
-    """w over the row-major joint categories of ``parts`` (plain variable names), from the
-    declared populations: a joint population covering them, or independent pieces."""
-    parts = list(parts)
-    # a single population covering exactly these parts (any order)
-    for pop in model.populations:
-        flat = [c for v in pop.variables for c in v.components()]
-        if sorted(flat) == sorted(parts):
-            probs = list(pop.law.probs)
-            shape = [len(model.variables[c].labels) for c in flat]
-            if flat == parts:
-                return sympy.Matrix(probs)
-            # reorder axes to the requested order
-            index = {}
-            for combo in itertools.product(*(range(s) for s in shape)):
-                flat_i = 0
-                for k, s in zip(combo, shape):
-                    flat_i = flat_i * s + k
-                index[combo] = probs[flat_i]
-            order = [flat.index(c) for c in parts]
-            out = []
-            for combo in itertools.product(*(range(shape[o]) for o in order)):
-                src = [0] * len(shape)
-                for pos, o in enumerate(order):
-                    src[o] = combo[pos]
-                out.append(index[tuple(src)])
-            return sympy.Matrix(out)
-    if len(parts) == 1:
-        return None
-    # independent pieces: split parts into populated groups, left to right
-    pieces = []
-    i = 0
-    while i < len(parts):
-        for j in range(len(parts), i, -1):
-            block = _joint_block(model, parts[i:j]) if j - i < len(parts) else None
-            if block is not None:
-                pieces.append(block)
-                i = j
-                break
-        else:
-            return None
-    return _kron(pieces)
-
-
-def _kron(vectors: Sequence[sympy.Matrix]) -> sympy.Matrix:
-    out = vectors[0]
-    for v in vectors[1:]:
-        out = sympy.Matrix([a * b for a in out for b in v])
-    return out
+def _population_table(model: ModelGraph, pop) -> tuple[list[str], dict[tuple[int, ...], sympy.Expr]]:
+    """A declared population as (plain variable names, {label-index tuple: probability})."""
+    names = [c for v in pop.variables for c in v.components()]
+    sizes = [len(model.variables[c].labels) for c in names]
+    table = {combo: p for combo, p in zip(itertools.product(*(range(s) for s in sizes)), pop.law.probs)}
+    return names, table
 
 
 def population_vector(model: ModelGraph, variables: Sequence[Variable]) -> sympy.Matrix | None:
-    """The exact joint w over ``variables`` (each possibly combined), row-major, assuming
-    independence between separately declared populations; None when some part has no
-    population."""
-    parts = [c for v in variables for c in v.components()]
-    return _joint_block(model, parts)
+    """The exact joint w over ``variables`` (each possibly combined), row-major; None when
+    some part has no population.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> m = privspec.load('''variable g: categorical {F, M}
+    ... variable i: categorical {L, H}
+    ... variable c: categorical {x, y}
+    ... population (g, i) ~ counts [[1, 2], [3, 4]]
+    ... population c ~ categorical(1/4, 3/4)''').model
+    >>> population_vector(m, [m.variables["i"], m.variables["c"]]).T
+    Matrix([[1/10, 3/10, 3/20, 9/20]])
+    """
+    wanted = [c for v in variables for c in v.components()]
+    pieces = []
+    covered: set[str] = set()
+    for pop in model.populations:
+        names, table = _population_table(model, pop)
+        if set(names) & set(wanted):
+            pieces.append((names, table))
+            covered |= set(names)
+    if not set(wanted) <= covered:
+        return None
+    # the joint over every variable of the pieces (independent pieces multiply)
+    all_names = [n for names, _ in pieces for n in names]
+    joint: dict[tuple[int, ...], sympy.Expr] = {(): sympy.Integer(1)}
+    for names, table in pieces:
+        joint = {a + b: pa * pb for a, pa in joint.items() for b, pb in table.items()}
+    # marginalize to the wanted variables, in the wanted order
+    pos = [all_names.index(c) for c in wanted]
+    out: dict[tuple[int, ...], sympy.Expr] = {}
+    for combo, prob in joint.items():
+        key = tuple(combo[k] for k in pos)
+        out[key] = out.get(key, 0) + prob
+    sizes = [len(model.variables[c].labels) for c in wanted]
+    return sympy.Matrix([out.get(k, sympy.Integer(0)) for k in itertools.product(*(range(s) for s in sizes))])
 
 
 def symbolic_vector(labels: Sequence[str]) -> sympy.Matrix:
     """Symbols ``w_<label>`` (positive), one per category."""
     return sympy.Matrix([sympy.Symbol(f"w_{lab}", positive=True) for lab in labels])
-
-
-def describe_truth(w: Any) -> str:
-    return "at the declared population" if not getattr(w, "free_symbols", set()) else "symbolic in w"

@@ -21,7 +21,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 #: query kinds that need no data (answered by ``analyze``)
 ANALYTIC_KINDS = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable",
-                  "optimal_anchor", "budget")
+                  "optimal_anchor", "budget", "variance", "individual")
 
 
 class _Usage(Exception):
@@ -49,10 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--data", action="append", default=[], metavar="FILE|M=FILE",
                      help="privatized data (CSV or Parquet); M=FILE binds a file to mechanism M")
     priv = sub.add_parser("privatize", parents=[common], help="privatize raw data with a mechanism")
-    priv.add_argument("--mechanism", required=True, metavar="M")
+    priv.add_argument("--mechanism", required=True, metavar="M", help="a mechanism, or a release (count tables)")
     priv.add_argument("--input", required=True, metavar="RAW")
     priv.add_argument("--output", required=True, metavar="OUT")
     priv.add_argument("--seed", type=int, default=None)
+    priv.add_argument("--nonnegative", action="store_true",
+                      help="releases: post-process away negative counts, totals kept (biases small cells)")
     sim = sub.add_parser("simulate", parents=[common], help="empirical against analytic, from the populations")
     sim.add_argument("--n", type=int, required=True)
     sim.add_argument("--reps", type=int, default=1000)
@@ -122,10 +124,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         hint = did_you_mean(unknown[0], model.queries)
         raise _Usage(f"privspec {args.verb}: no query named '{unknown[0]}' in {args.spec}"
                      + (f"; {hint}" if hint else ""))
-    if args.verb == "privatize" and args.mechanism not in model.mechanisms:
+    if args.verb == "privatize" and args.mechanism not in model.mechanisms and args.mechanism not in model.releases:
         from .scope import did_you_mean
 
-        hint = did_you_mean(args.mechanism, model.mechanisms)
+        hint = did_you_mean(args.mechanism, [*model.mechanisms, *model.releases])
         raise _Usage(f"privspec privatize: no mechanism named '{args.mechanism}' in {args.spec}"
                      + (f"; {hint}" if hint else ""))
     return _answer(args, spec, out, err)
@@ -163,7 +165,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
         if not args.data:
             raise _Usage("privspec run: give the data with --data FILE (or --data MECHANISM=FILE)")
         try:
-            options["data"] = DataBindings.parse(args.data, list(model.mechanisms))
+            options["data"] = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
         except ValueError as e:
             raise _Usage(f"privspec run: {e}") from None
     if args.verb == "simulate":
@@ -193,14 +195,18 @@ def _privatize(args: argparse.Namespace, model, err: TextIO) -> int:
     from .backends import privatizer_for
     from .backends.data import read_table, write_table_atomic
 
-    mech = model.mechanisms[args.mechanism]
+    # a release privatizes raw records into its released table(s)
+    mech = model.mechanisms.get(args.mechanism) or model.releases[args.mechanism]
+    if args.nonnegative and args.mechanism not in model.releases:
+        raise _Usage("privspec privatize: --nonnegative applies to releases (count tables) only")
     backend = privatizer_for(mech)
     if backend is None:
         print(f"privspec privatize: privatizing data with mechanism '{args.mechanism}' "
-              f"({mech.family}) is not supported yet; nothing was written", file=err)
+              f"({getattr(mech, 'family', 'release')}) is not supported yet; nothing was written", file=err)
         return EXIT_INVALID
     frame = read_table(args.input)
-    result = backend.privatize(model, mech, frame, seed=args.seed)
+    extra = {"nonnegative": True} if args.nonnegative else {}
+    result = backend.privatize(model, mech, frame, seed=args.seed, **extra)
     write_table_atomic(result, args.output)
     print(f"privspec privatize: wrote {len(result)} rows to {args.output}", file=err)
     return EXIT_OK

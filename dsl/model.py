@@ -362,8 +362,10 @@ class Query:
     """One named result.
 
     ``kind``: estimate, test, avar, moments, fisher, coverage, leakage, epsilon,
-    identifiable, optimal_anchor, budget.  ``metrics`` for coverage and leakage;
-    ``scope`` for budget (``per variable``, ``per release`` or a set of variables).
+    identifiable, optimal_anchor, budget, variance, table, individual.  ``metrics`` for coverage and
+    leakage; ``scope`` for budget (``per variable``, ``per release`` or a set of
+    variables) and the release's name for variance and table (``estimand`` then names
+    the margin's variables, None for the whole table).
     """
 
     name: str
@@ -375,6 +377,9 @@ class Query:
     metrics: tuple[str, ...] = ()
     scope: Union[str, tuple[str, ...], None] = None
     span: Span | None = field(default=None, compare=False)
+    #: ``individual(M, {a, b}, x)``: the observed subset and, if given, the true category
+    observed: tuple[str, ...] = ()
+    truth: str | None = None
 
 
 @dataclass(frozen=True)

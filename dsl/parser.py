@@ -363,6 +363,9 @@ class ToAst(Transformer):
             return ast.Str(_unquote(tok), self._sp(tok))
         return self._ref(tok)
 
+    def string(self, c):
+        return ast.Str(_unquote(c[0]), self._sp(c[0]))
+
     def dotted(self, c):
         return ast.Dotted(tuple(str(t) for t in c), self._cover(c[0], c[-1]))
 

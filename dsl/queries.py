@@ -26,7 +26,7 @@ METRICS = ("size", "mutual_information", "prediction")
 CRITERIA = ("avar_trace", "avar_max", "coverage", "size", "mutual_information", "prediction", "epsilon")
 CALIBRATIONS = ("permutation",)
 PLAIN_QUERIES = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable",
-                 "optimal_anchor", "budget")
+                 "optimal_anchor", "budget", "variance", "table", "individual")
 #: estimators that combine per-attribute reports of a product mechanism (castell paper)
 _PRODUCT_JOINT = ("independent", "castell", "hybrid", "truncated", "clusters")
 
@@ -304,6 +304,10 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
             return Query(name, "budget", scope=tuple(vars_), span=span)
         ctx.error("E205", "budget() takes per variable, per release, or a set {a, b}", arg.span)
         return None
+    if kind in ("variance", "table"):
+        return _release_query(ctx, name, call, span)
+    if kind == "individual":
+        return _individual(ctx, name, call, span)
     if kind == "optimal_anchor":
         if len(call.args) != 2:
             ctx.error("E205", "optimal_anchor() takes an estimand and a mechanism: optimal_anchor(mean(X), M)", call.span)
@@ -366,6 +370,37 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
     return Query(name, kind, mechanism=mech, metrics=tuple(metrics), span=span)
 
 
+def _release_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
+    """``variance(D)``, ``table(D)``, or the margin over some of D's variables: ``table(D, band)``.
+
+    The release's name goes in ``scope``, the margin's variables (none: the whole table)
+    in an ``Estimand("margin", ...)``.
+    """
+    kind = call.name
+    usage = f"{kind}() takes a release and, for a margin, some of its variables: {kind}(D) or {kind}(D, band)"
+    if not call.args or call.keywords or not isinstance(call.args[0], ast.Ref):
+        ctx.error("E205", usage, call.keywords[0].span if call.keywords else call.span)
+        return None
+    release = ctx.lookup(call.args[0], ["release"])
+    if release is None:
+        return None
+    in_table = [v.name for v in release.variables]
+    vars_: list[Variable] = []
+    for a in call.args[1:]:
+        v = ctx.variable(a)
+        if v is None:
+            return None
+        if v.name not in in_table:
+            ctx.error("E601", f"{v.name} is not in release {release.name} ({', '.join(in_table)})", a.span)
+            return None
+        if v in vars_:
+            ctx.error("E205", f"{v.name} appears twice in {kind}()", a.span)
+            return None
+        vars_.append(v)
+    est = Estimand("margin", tuple(vars_), span=call.span) if vars_ else None
+    return Query(name, kind, estimand=est, scope=release.name, span=span)
+
+
 def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
     est = _estimand(ctx, decl.estimand, "estimate")
     settings = []
@@ -414,3 +449,39 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
         return None
     return Compare(decl.name.name, est, tuple(settings), tuple(candidates),  # type: ignore[arg-type]
                    tuple(criteria) or ("avar_trace",), decl.span)
+
+
+def _individual(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
+    """``individual(M, {observed subset} [, true category])``: size and prediction leakage of
+    one respondent before and after observing the subset (subset privacy, Fig. 4)."""
+    usage = "individual(MECHANISM, {observed, subset}, true_category)"
+    if call.keywords or len(call.args) not in (2, 3):
+        ctx.error("E205", f"individual() takes a mechanism, an observed subset and optionally the true "
+                          f"category: {usage}", call.span)
+        return None
+    mech = _mechanism_arg(ctx, call.args[0])
+    if mech is None:
+        return None
+    if mech.family != "subset":
+        ctx.error("E501", "individual() reads an observed subset of a subset mechanism", call.args[0].span)
+        return None
+    var = mech.variable
+    subset = call.args[1]
+    if not (isinstance(subset, ast.Braced) and subset.is_set and subset.items):
+        ctx.error("E205", f"expected the observed subset of {var.name}, e.g. {{a, b}}, found {describe(subset)}",
+                  subset.span, usage)
+        return None
+    labels = [ctx.domain_label(i, var) for i in subset.items]
+    if any(lab is None for lab in labels):
+        return None
+    truth = None
+    if len(call.args) == 3:
+        truth = ctx.domain_label(call.args[2], var)
+        if truth is None:
+            return None
+        if truth not in labels:
+            ctx.error("E307", f"'{truth}' is not in the observed subset: a subset report always contains the "
+                              "true category", call.args[2].span)
+            return None
+    ordered = tuple(lab for lab in var.labels if lab in labels)
+    return Query(name, "individual", mechanism=mech, observed=ordered, truth=truth, span=span)

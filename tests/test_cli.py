@@ -80,10 +80,19 @@ def test_not_utf8_exit_1(tmp_path: Path) -> None:
     assert code == 1 and "E100" in err
 
 
+@pytest.fixture
+def no_back_ends(monkeypatch):
+    """The runner as it is before any back end exists: every query unsupported."""
+    import privspec.backends as backends
+
+    monkeypatch.setattr(backends, "REGISTRY", {})
+    monkeypatch.setattr(backends, "_loaded", True)
+
+
 @pytest.mark.parametrize("verb", [["analyze"], ["run", "--data", "x.csv"], ["simulate", "--n", "100"],
                                   ["compare"], ["privatize", "--mechanism", "urn", "--input", "raw.csv",
                                                 "--output", "OUT.csv"]])
-def test_verbs_without_back_end_say_not_supported(verb: list[str], tmp_path: Path) -> None:
+def test_verbs_without_back_end_say_not_supported(verb: list[str], tmp_path: Path, no_back_ends) -> None:
     spec = str(SPECS / ("compare_race.privspec" if verb[0] == "compare" else "urn.privspec"))
     argv = [verb[0], spec, *verb[1:]]
     if verb[0] == "privatize":
@@ -95,7 +104,7 @@ def test_verbs_without_back_end_say_not_supported(verb: list[str], tmp_path: Pat
     assert not (tmp_path / "OUT.csv").exists()
 
 
-def test_analyze_names_the_query_kind() -> None:
+def test_analyze_names_the_query_kind(no_back_ends) -> None:
     code, _, err = run("analyze", URN, "--query", "cov")
     assert code == 1
     assert "query 'cov' is not supported yet (coverage queries" in err
