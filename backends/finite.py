@@ -160,7 +160,7 @@ class FiniteBackend:
         frame = data.frame_for(mech_name)
         counts = count_observations(query.mechanism, frame, data.path_for(mech_name))
         if kind == "test":
-            return test_on_counts(query, counts, seed=options.get("seed"))
+            return independence_on_counts(query, counts, seed=options.get("seed"))
         return estimate_on_counts(query, counts)
 
     # -- analysis -----------------------------------------------------------------------------
@@ -392,7 +392,7 @@ def estimate_on_counts(q: Query, counts: np.ndarray) -> Result:
     return Result("estimate", _vec(w, labels), extras)
 
 
-def test_table(q: Query, counts: np.ndarray):
+def report_table(q: Query, counts: np.ndarray):
     """The two factors' channels and their report table (other factors summed out)."""
     mech = q.mechanism
     factors = list(mech.factors)
@@ -409,8 +409,8 @@ def test_table(q: Query, counts: np.ndarray):
     return chans[idx[0]], chans[idx[1]], table
 
 
-def test_on_counts(q: Query, counts: np.ndarray, seed: int | None = None) -> Result:
-    chA, chB, table = test_table(q, counts)
+def independence_on_counts(q: Query, counts: np.ndarray, seed: int | None = None) -> Result:
+    chA, chB, table = report_table(q, counts)
     perms = int(q.calibrate.args[0]) if q.calibrate is not None else None
     out = independence_test(chA, chB, table, q.method.name, permutations=perms, seed=seed)
     return Result("test", TestResult(out.method, out.statistic, out.df, out.p_value),
@@ -420,4 +420,4 @@ def test_on_counts(q: Query, counts: np.ndarray, seed: int | None = None) -> Res
 
 # expose for the exact-symbolic tests
 __all__ = ["FiniteBackend", "Truth", "avar_matrix", "coverage_value", "leakage_value", "estimate_on_counts",
-           "test_on_counts", "_Exact"]
+           "independence_on_counts", "_Exact"]

@@ -24,7 +24,7 @@ from ..errors import DataError, Diagnostic
 from ..model import ProductMechanism, SubsetMechanism, Variable
 from .channel import Channel
 from .compile import base_independent_design, channel_of, dummy_labels
-from .data import check_no_missing, missing_rows
+from .data import MISSING, check_no_missing, missing_rows
 
 CHUNK = 1_000_000  # rows privatized at a time
 
@@ -71,14 +71,21 @@ def _factor_codes(ch: Channel, frame: pd.DataFrame, variable: Variable, path: An
                                    columns=tuple(missing),
                                    hint=f"reports of {variable.name} are read from the column "
                                         f"'{variable.name}'; found: {', '.join(map(str, frame.columns))}"))
-    check_no_missing(frame, cols, path)
     if len(cols) == 1:
-        values = frame[cols[0]].astype(str)
+        values = frame[cols[0]]
     else:  # part columns of an unnamed combination: join them into the joint label
+        check_no_missing(frame, cols, path)
         values = frame[cols[0]].astype(str).str.strip()
         for c in cols[1:]:
             values = values + "." + frame[c].astype(str).str.strip()
-    codes, uniques = pd.factorize(values, sort=False)
+    # one pass over the rows (hashing); everything else looks at the few distinct reports
+    codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=True)
+    blank = [k for k, u in enumerate(uniques) if str(u).strip() in MISSING]
+    if (codes < 0).any() or blank:
+        rows = tuple(int(i) + 1 for i in np.nonzero((codes < 0) | np.isin(codes, blank))[0])
+        raise DataError(Diagnostic("D004", f"{len(rows)} missing value{'s' if len(rows) > 1 else ''} in {path}",
+                                   rows=rows, columns=tuple(cols),
+                                   hint="privspec does not impute: remove or complete these rows"))
     labels = ch.x_labels
     mapping = np.empty(len(uniques), dtype=np.int64)
     problems: dict[str, list] = {}
@@ -91,7 +98,7 @@ def _factor_codes(ch: Channel, frame: pd.DataFrame, variable: Variable, path: An
             mapping[k] = idx
     if problems:
         why, bad = next(iter(problems.items()))
-        rows = _rows_of(values, set(bad))
+        rows = tuple(int(i) + 1 for i in np.nonzero(np.isin(codes, [list(uniques).index(b) for b in bad]))[0])
         raise DataError(Diagnostic("D010", f"{len(rows)} report{'s' if len(rows) > 1 else ''} of {variable.name} "
                                    f"cannot come from this mechanism: {why} (e.g. {bad[0]!r})",
                                    rows=rows, columns=tuple(cols),

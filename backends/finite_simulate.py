@@ -11,7 +11,7 @@ from ..model import ModelGraph, Query
 from ..results import Matrix, Result, Vector
 from .compile import channel_of
 from .estimators import estimate
-from .finite import Truth, Z95, avar_matrix, real_estimate, marginal_map, test_on_counts
+from .finite import Truth, Z95, avar_matrix, real_estimate, marginal_map, independence_on_counts
 
 
 def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int | None) -> Result:
@@ -83,7 +83,7 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
 
 
 def _simulate_test(q: Query, draws: np.ndarray, n: int, reps: int, seed: int | None) -> Result:
-    pvals = np.array([test_on_counts(q, c, seed=seed).value.p_value for c in draws])
+    pvals = np.array([independence_on_counts(q, c, seed=seed).value.p_value for c in draws])
     value = {"rejection_rate_0.05": float(np.mean(pvals < 0.05)), "mean_p_value": float(np.mean(pvals)),
              "p_value_ks_uniform": float(stats.kstest(pvals, "uniform").pvalue)}
     return Result("simulation", value, {"method": q.method.name, "n": n, "reps": reps, "seed": seed,
