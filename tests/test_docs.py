@@ -41,3 +41,23 @@ def test_language_example_is_bundled_verbatim_and_checks() -> None:
                                      "warner", "multi", "whole", "c1", "s1", "c2", "life2", "cm", "ring",
                                      "open", "sel", "prog"}
     assert len(model.queries) == 24 and list(model.compares) == ["race_designs"]
+
+
+@pytest.mark.parametrize("page", ["subset-privacy.md"])
+def test_doc_page_commands_work(page: str, tmp_path, monkeypatch) -> None:
+    """Every `privspec ...` line in the page's sh blocks runs and exits 0 (from the
+    repository root, as the page says; outputs go to a temporary folder)."""
+    import io
+    import shlex
+
+    from privspec.cli import main
+
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    commands = [line for block in re.findall(r"```sh\n(.*?)```", text, re.S)
+                for line in block.splitlines() if line.startswith("privspec ")]
+    assert commands
+    monkeypatch.chdir(tmp_path)
+    for line in commands:
+        argv = [str(ROOT / a) if a.startswith(("specs/", "docs/")) else a for a in shlex.split(line)[1:]]
+        out, err = io.StringIO(), io.StringIO()
+        assert main(argv, stdout=out, stderr=err) == 0, (line, err.getvalue())
