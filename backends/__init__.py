@@ -57,8 +57,11 @@ def load_all() -> None:
 
 
 def _instances():
+    """Registered back ends, highest ``PRIORITY`` first (default 0): a specialised back end
+    (e.g. one for randomized response) can answer before the general one for finite
+    mechanisms, and leaves to it what it does not support."""
     load_all()
-    return [cls() for cls in REGISTRY.values()]
+    return [cls() for cls in sorted(REGISTRY.values(), key=lambda c: -getattr(c, "PRIORITY", 0))]
 
 
 def backend_for(query: Any, verb: str) -> Backend | None:
