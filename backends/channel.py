@@ -214,8 +214,40 @@ class Channel:
                 self._cache["Tn"] = _to_float(self.exact_T)
         return self._cache["Tn"]
 
+    def index_of(self, key: Any) -> int | None:
+        """The observation with this bitmask (set-valued channels) or label, or None."""
+        if "index" not in self._cache:
+            keys = self.masks if self.masks is not None else self.obs_labels
+            self._cache["index"] = {k: i for i, k in enumerate(keys)}
+        return self._cache["index"].get(key)
+
     def matrices(self, exact: bool):
         return (self.K, self.T) if exact else (self.Kn, self.Tn)
+
+    def matvec(self, w: Any) -> np.ndarray:
+        """``K w`` in floating point; for products mode-wise on the factors
+        (:func:`privspec.backends.kron.kron_apply`), never forming the Kronecker matrix.
+
+        Examples
+        --------
+        >>> f = matrix_channel(("a", "b"), [[sympy.Rational(3, 4), sympy.Rational(1, 4)],
+        ...                                 [sympy.Rational(1, 4), sympy.Rational(3, 4)]])
+        >>> product_channel([f, f]).matvec([0.4, 0.0, 0.2, 0.4]).round(4).tolist()
+        [0.2875, 0.1625, 0.2625, 0.2875]
+        """
+        if self.factors and "Kn" not in self._cache:
+            from .kron import kron_apply
+
+            return kron_apply([f.Kn for f in self.factors], np.asarray(w, dtype=float)).reshape(-1)
+        return self.Kn @ np.asarray(w, dtype=float).reshape(-1)
+
+    def rmatvec(self, v: Any) -> np.ndarray:
+        """``K^T v`` in floating point (mode-wise for products)."""
+        if self.factors and "Kn" not in self._cache:
+            from .kron import kron_apply
+
+            return kron_apply([f.Kn.T for f in self.factors], np.asarray(v, dtype=float)).reshape(-1)
+        return self.Kn.T @ np.asarray(v, dtype=float).reshape(-1)
 
     def is_symbolic(self) -> bool:
         return any(bool(getattr(x, "free_symbols", None)) for f in (self.factors or (self,))
@@ -274,7 +306,7 @@ class Channel:
 
     def loglik(self, w: np.ndarray, counts: np.ndarray) -> float:
         """``sum_o n_o log (K w)_o`` (Eq. 3), on counts per observation."""
-        lam = self.Kn @ np.asarray(w, dtype=float)
+        lam = self.matvec(w)
         nz = counts > 0
         with np.errstate(divide="ignore"):
             return float(np.sum(counts[nz] * np.log(lam[nz])))

@@ -17,6 +17,34 @@ DUMMY_LABELS = ("_dummy1", "_dummy2")
 _CACHE: dict[int, tuple[Any, Channel]] = {}
 
 
+def large_uniform(mechanism: Any) -> bool:
+    """A uniform subset design too large to enumerate (its 2^p subsets); the closed forms of
+    :mod:`privspec.backends.uniform` serve it instead."""
+    from .uniform import UNIFORM_ENUM_LIMIT
+
+    return isinstance(mechanism, SubsetMechanism) and mechanism.design.kind == "uniform" \
+        and mechanism.min_coverage is None and mechanism.variable.p > UNIFORM_ENUM_LIMIT
+
+
+def observed_subset_channel(mechanism: SubsetMechanism, masks: list[int]) -> Channel:
+    """The channel restricted to the subsets actually observed (bitmasks), for the uniform
+    design on many categories: the likelihood involves only observed subsets, and
+    ``mu_a = 2 nu`` is the same for all of them."""
+    from .uniform import constants
+
+    import numpy as np
+
+    labels = mechanism.variable.labels
+    p = len(labels)
+    nu, _, _ = constants(p)
+    masks = sorted(masks)
+    T = ((np.asarray(masks, dtype=np.int64)[None, :] >> np.arange(p)[:, None]) & 1).astype(float)
+    # numeric only: there may be as many observed subsets as respondents
+    obs = tuple("|".join(labels[j] for j in range(p) if m >> j & 1) for m in masks)
+    return Channel(tuple(labels), obs, float(2 * nu) * T.T, T, tuple(masks), kind="subset",
+                   note="uniform design, observed subsets only")
+
+
 def channel_of(mechanism: Any) -> Channel:
     """The channel of a finite mechanism (cached per mechanism object).
 
@@ -28,6 +56,13 @@ def channel_of(mechanism: Any) -> Channel:
     >>> ch.n_obs, ch.K[0, 0]
     (6, 1/3)
     """
+    if large_uniform(mechanism):
+        from ..errors import BackendError, Diagnostic
+
+        raise BackendError(Diagnostic("B007", f"this needs all 2^{mechanism.variable.p} subsets of the uniform "
+                                      f"design on {mechanism.variable.p} categories",
+                                      hint="closed forms cover moments, the MoM covariance and size coverage; "
+                                           "estimation uses the observed subsets only"))
     hit = _CACHE.get(id(mechanism))
     if hit is not None and hit[0] is mechanism:
         return hit[1]

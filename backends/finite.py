@@ -14,9 +14,10 @@ from ..model import ModelGraph, ProductMechanism, Query, SubsetMechanism, Variab
 from ..results import Matrix, Result, TestResult, Vector
 from . import register
 from .channel import Channel, _Exact
-from .compile import channel_of, enlarge_population, uniform_r
+from . import uniform
+from .compile import channel_of, enlarge_population, large_uniform, uniform_r
 from .estimators import estimate
-from .finite_data import count_observations, observed_identifiable, privatize_frame
+from .finite_data import count_observations, observations, observed_identifiable, privatize_frame
 from .independence import independence_test
 from .populations import population_vector, symbolic_vector
 
@@ -41,19 +42,30 @@ class Truth:
     def __init__(self, model: ModelGraph, mech: Any):
         self.model = model
         self.mech = mech
-        self.channel = channel_of(mech)
+        self.uniform_p = mech.variable.p if large_uniform(mech) else None
         factors = mech.factors if isinstance(mech, ProductMechanism) else (mech,)
         w = population_vector(model, [f.variable for f in factors])
         self.declared = w is not None
         if w is None:
-            w = symbolic_vector(self.channel.x_labels[:_real_p(mech)])
+            w = symbolic_vector(_real_labels(mech))
         if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
             w = enlarge_population(w, mech.min_coverage)
         self.w = w
         self.subs = {p.symbol: p.value for p in model.parameters.values() if p.value is not None}
 
     @property
+    def channel(self) -> Channel:
+        """The mechanism's channel (raises for uniform designs too large to enumerate)."""
+        return channel_of(self.mech)
+
+    @property
+    def p(self) -> int:
+        return self.uniform_p or self.channel.p
+
+    @property
     def exact_ok(self) -> bool:
+        if self.uniform_p:  # closed forms: O(p^2) exact arithmetic
+            return self.uniform_p <= 60
         return self.channel.n_obs * self.channel.p <= EXACT_LIMIT
 
     def numeric_w(self) -> np.ndarray:
@@ -64,6 +76,10 @@ class Truth:
         return np.array([float(x) for x in self.w], dtype=float)
 
     def evaluation(self) -> str:
+        if self.uniform_p:
+            how = "exact" if self.exact_ok else "floating point"
+            return (f"{how}, in closed form for the uniform design (exchangeable: no enumeration of the "
+                    f"2^{self.uniform_p} subsets)" + ("" if self.declared else ", symbolic in w"))
         if not self.declared:
             return "exact, symbolic in w (no population declared)"
         return "exact, at the declared population" if self.exact_ok else \
@@ -74,9 +90,9 @@ class Truth:
         """fn(w) exactly when feasible, else in floating point; parameters with values substituted."""
         if self.declared and not self.exact_ok:
             return fn(self.numeric_w())
-        if not self.declared and self.channel.p > SYMBOLIC_LIMIT:
+        if not self.declared and self.p > SYMBOLIC_LIMIT and not (self.uniform_p and self.p <= 30):
             raise BackendError(Diagnostic("B006", f"results symbolic in w are limited to p <= {SYMBOLIC_LIMIT} "
-                                          f"categories; this mechanism has {self.channel.p}",
+                                          f"categories; this mechanism has {self.p}",
                                           hint="declare a population to evaluate exactly at it"))
         out = fn(self.w)
         if self.subs and hasattr(out, "subs"):
@@ -84,11 +100,11 @@ class Truth:
         return out
 
 
-def _real_p(mech: Any) -> int:
-    ch = channel_of(mech)
-    if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
-        return ch.p - 2
-    return ch.p
+def _real_labels(mech: Any) -> tuple[str, ...]:
+    """The categories w is over (joint ones for products; dummies excluded)."""
+    if isinstance(mech, ProductMechanism):
+        return channel_of(mech).x_labels
+    return mech.variable.labels
 
 
 def _mat(data: Any, rows, cols) -> Matrix:
@@ -158,23 +174,28 @@ class FiniteBackend:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech_name = query.mechanism.name or query.name
         frame = data.frame_for(mech_name)
-        counts = count_observations(query.mechanism, frame, data.path_for(mech_name))
         if kind == "test":
+            counts = count_observations(query.mechanism, frame, data.path_for(mech_name))
             return independence_on_counts(query, counts, seed=options.get("seed"))
-        return estimate_on_counts(query, counts)
+        ch, counts = observations(query.mechanism, frame, data.path_for(mech_name))
+        return estimate_on_counts(query, counts, ch)
 
     # -- analysis -----------------------------------------------------------------------------
     def _moments(self, model: ModelGraph, q: Query) -> Result:
         t = Truth(model, q.mechanism)
-        ch = t.channel
-        m = t.value(ch.moments)
-        lab = ch.x_labels
+        if t.uniform_p:
+            m = t.value(lambda w: uniform.moments(t.uniform_p, w))
+            lab = q.mechanism.variable.labels
+        else:
+            ch = t.channel
+            m = t.value(ch.moments)
+            lab = ch.x_labels
         value = {"Q": _mat(m["Q"], lab, lab), "gamma": _vec(m["gamma"], lab), "H": _mat(m["H"], lab, lab),
                  "C": _mat(m["C"], lab, lab)}
-        extras: dict = {"evaluation": t.evaluation(), "channel": ch.note}
+        extras: dict = {"evaluation": t.evaluation()}
         if isinstance(q.mechanism, SubsetMechanism) and q.mechanism.design.kind == "uniform" \
                 and q.mechanism.min_coverage is None:
-            r = uniform_r(ch.p)
+            r = uniform_r(t.p)
             extras["r_p"] = r
             extras["closed_form"] = (f"q_ii = 1, q_ij = 1/r_p = {1 / r} (Eq. 6); Q^-1 = r_p/(r_p - 1) (I - J/(r_p - 1 + p)); "
                                      "Eq. 6's (r_p gamma - 1)/(r_p - 1) is Q^-1 gamma with sum w = 1 imposed")
@@ -225,8 +246,7 @@ class FiniteBackend:
                                                     "prediction: R(X; A) = sum_a max_x Pr(X = x, A = a)"})
 
     def _epsilon(self, model: ModelGraph, q: Query) -> Result:
-        ch = channel_of(q.mechanism)
-        eps = ch.epsilon()
+        eps = sympy.oo if large_uniform(q.mechanism) else channel_of(q.mechanism).epsilon()
         extras: dict = {}
         if eps is sympy.oo:
             extras["reason"] = ("some report is impossible for one value and possible for another "
@@ -240,6 +260,9 @@ class FiniteBackend:
         return Result("epsilon", eps.subs(subs) if subs else eps, extras)
 
     def _identifiable(self, model: ModelGraph, q: Query) -> Result:
+        if large_uniform(q.mechanism):  # Q = (1 - c2) I + c2 J is nonsingular for every p >= 4
+            return Result("identifiable", True, {"reason": "the uniform design's Q = (1 - 1/r_p) I + J/r_p is "
+                                                           "nonsingular (Assumption 1 holds)"})
         ok, reason = channel_of(q.mechanism).identifiable()
         return Result("identifiable", ok, {"reason": reason})
 
@@ -280,8 +303,16 @@ class FiniteBackend:
 # ---- shared computations (analysis, run and simulate use the same ones) ---------------------------
 def avar_matrix(t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:
     """The asymptotic covariance of the estimand's estimator at the truth, and its labels."""
-    ch = t.channel
     method = q.method.name
+    if t.uniform_p:
+        if method != "mom":
+            raise BackendError(Diagnostic("B007", f"the MLE covariance of the uniform design on {t.uniform_p} "
+                                          "categories needs all its subsets",
+                                          hint="use by mom (closed form), or estimate from data: standard "
+                                               "errors then use the observed information"))
+        V = t.value(lambda w: uniform.avar_mom(t.uniform_p, w))
+        return _to_estimand(V, q.mechanism.variable.labels, t, q)
+    ch = t.channel
     if method == "mom":
         fn = ch.avar_mom
     else:  # mle, em, newton and one_step share the MLE's limit (Theorems 3 and 5)
@@ -316,6 +347,8 @@ def _to_estimand(V: Any, labels: tuple[str, ...], t: Truth, q: Query) -> tuple[A
 
 
 def coverage_value(t: Truth, metric: str) -> Any:
+    if metric == "size" and t.uniform_p:
+        return t.value(lambda w: uniform.size_coverage(t.uniform_p, w))
     ch = t.channel
     if metric == "size":
         if not ch.is_set_valued:
@@ -327,9 +360,9 @@ def coverage_value(t: Truth, metric: str) -> Any:
 
 
 def leakage_value(t: Truth, metric: str) -> Any:
-    ch = t.channel
     if metric == "size":
         return 1 - coverage_value(t, "size")
+    ch = t.channel
     if metric == "mutual_information":
         return t.value(ch.mutual_information)
     return t.value(ch.prediction_leakage)
@@ -344,10 +377,13 @@ def real_estimate(mech: Any, ch: Channel, w: np.ndarray, V: np.ndarray | None):
     return w, V, ch.x_labels
 
 
-def estimate_on_counts(q: Query, counts: np.ndarray) -> Result:
-    """Fit the query's estimator on counts per observation, with standard errors."""
+def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) -> Result:
+    """Fit the query's estimator on counts per observation of ``ch`` (default: the
+    mechanism's channel), with standard errors."""
     mech = q.mechanism
-    ch = channel_of(mech)
+    ch = channel_of(mech) if ch is None else ch
+    if large_uniform(mech):
+        return _estimate_large_uniform(q, ch, counts)
     ok, r = observed_identifiable(ch, counts)
     if not ok:
         raise DataError(Diagnostic("D020", f"the reports in the data do not identify w: the observed "
@@ -389,6 +425,37 @@ def estimate_on_counts(q: Query, counts: np.ndarray) -> Result:
         shape = tuple(len(v.labels) for v in q.estimand.variables)
         return Result("estimate", Table(tuple(v.name for v in q.estimand.variables),
                                         tuple(v.labels for v in q.estimand.variables), w.reshape(shape)), extras)
+    return Result("estimate", _vec(w, labels), extras)
+
+
+def _estimate_large_uniform(q: Query, ch: Channel, counts: np.ndarray) -> Result:
+    """The uniform design on many categories: ``ch`` holds the observed subsets only.  MoM
+    uses the closed-form Q^-1; the MLE needs only the observed subsets; standard errors come
+    from the closed-form MoM covariance, or the observed information for the MLE."""
+    p = ch.p
+    n = counts.sum()
+    ok, r = observed_identifiable(ch, counts)
+    if not ok:
+        raise DataError(Diagnostic("D020", f"the observed subsets span rank {r} < p = {p} (Assumption 2 fails)"))
+    method = q.method.name
+    if method == "mom":
+        w = uniform.mom_from_indicator_sums(p, ch.Tn @ counts, n)
+        V = uniform.avar_mom(p, w)
+        extras: dict = {"method": "mom", "n": int(n), "note": "closed form for the uniform design"}
+    else:
+        fit = estimate(ch, counts, method)
+        w = fit.w
+        lam = ch.Kn @ w
+        nz = counts > 0
+        J = (ch.Kn[nz].T * (counts[nz] / lam[nz] ** 2)) @ ch.Kn[nz] / n   # observed information per respondent
+        B = np.vstack([np.eye(p - 1), -np.ones((1, p - 1))])
+        V = B @ np.linalg.inv(B.T @ J @ B) @ B.T
+        extras = {"method": method, "n": int(n), "loglik": fit.loglik, "iterations": fit.iterations,
+                  "kkt": fit.kkt, "converged": bool(fit.converged),
+                  "note": f"{fit.note}; standard errors from the observed information"}
+    labels = q.mechanism.variable.labels
+    se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
+    extras["se"] = _vec(se, labels)
     return Result("estimate", _vec(w, labels), extras)
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 from ..errors import DataError, Diagnostic
 from ..model import ProductMechanism, SubsetMechanism, Variable
 from .channel import Channel
-from .compile import base_independent_design, channel_of, dummy_labels
+from .compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
 from .data import MISSING, check_no_missing, missing_rows
 
 CHUNK = 1_000_000  # rows privatized at a time
@@ -47,23 +47,28 @@ def _rows_of(values: pd.Series, bad: set) -> tuple[int, ...]:
 def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple[int | None, str]:
     """Observation index of one distinct report, or (None, reason)."""
     parts = [t.strip() for t in str(text).split("|")]
-    unknown = [t for t in parts if t not in labels]
+    position = {lab: j for j, lab in enumerate(labels)}
+    unknown = [t for t in parts if t not in position]
     if unknown:
         return None, f"'{unknown[0]}' is not a category"
     if ch.masks is None:  # one label per report
         if len(parts) != 1:
             return None, "a randomized-response report is one label"
-        return ch.obs_labels.index(parts[0]), ""
+        return ch.index_of(parts[0]), ""
     mask = 0
     for t in parts:
-        mask |= 1 << labels.index(t)
-    try:
-        return ch.masks.index(mask), ""
-    except ValueError:
+        mask |= 1 << position[t]
+    idx = ch.index_of(mask)
+    if idx is None:
         return None, "this subset has probability 0 under the declared design (mu_a = 0)"
+    return idx, ""
 
 
-def _factor_codes(ch: Channel, frame: pd.DataFrame, variable: Variable, path: Any) -> np.ndarray:
+def _factor_codes(ch: Channel | Any, frame: pd.DataFrame, variable: Variable,
+                  path: Any) -> tuple[np.ndarray, Channel]:
+    """Observation index per row, and the channel they index.  ``ch`` may be a mechanism
+    that is a large uniform design: its channel is then built from the distinct observed
+    subsets (see :func:`privspec.backends.compile.observed_subset_channel`)."""
     cols = columns_for(variable, list(frame.columns))
     missing = [c for c in cols if c not in frame.columns]
     if missing:
@@ -86,6 +91,8 @@ def _factor_codes(ch: Channel, frame: pd.DataFrame, variable: Variable, path: An
         raise DataError(Diagnostic("D004", f"{len(rows)} missing value{'s' if len(rows) > 1 else ''} in {path}",
                                    rows=rows, columns=tuple(cols),
                                    hint="privspec does not impute: remove or complete these rows"))
+    if not isinstance(ch, Channel):  # a large uniform design: build the observed channel
+        ch = _observed_uniform(ch, uniques, codes, variable, cols)
     labels = ch.x_labels
     mapping = np.empty(len(uniques), dtype=np.int64)
     problems: dict[str, list] = {}
@@ -103,20 +110,51 @@ def _factor_codes(ch: Channel, frame: pd.DataFrame, variable: Variable, path: An
                                    f"cannot come from this mechanism: {why} (e.g. {bad[0]!r})",
                                    rows=rows, columns=tuple(cols),
                                    hint=f"categories of {variable.name}: {', '.join(labels)}"))
-    return mapping[codes]
+    return mapping[codes], ch
 
 
-def count_observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") -> np.ndarray:
-    """Counts per observation of the mechanism's channel (products: row-major joint)."""
-    ch = channel_of(mechanism)
+def _observed_uniform(mechanism: Any, uniques, codes: np.ndarray, variable: Variable, cols) -> Channel:
+    labels = variable.labels
+    p = len(labels)
+    masks, bad, why = [], [], ""
+    for u in uniques:
+        parts = [t.strip() for t in str(u).split("|")]
+        if any(t not in labels for t in parts):
+            continue  # reported below, with the rows, by the common path
+        if not 2 <= len(set(parts)) <= p - 2:
+            bad.append(u)
+            why = "this subset has probability 0 under the uniform design (sizes 2..p-2 only)"
+            continue
+        masks.append(sum(1 << labels.index(t) for t in set(parts)))
+    if bad:
+        rows = tuple(int(i) + 1 for i in np.nonzero(np.isin(codes, [list(uniques).index(b) for b in bad]))[0])
+        raise DataError(Diagnostic("D010", f"{len(rows)} report{'s' if len(rows) > 1 else ''} of {variable.name} "
+                                   f"cannot come from this mechanism: {why} (e.g. {bad[0]!r})",
+                                   rows=rows, columns=tuple(cols)))
+    return observed_subset_channel(mechanism, sorted(set(masks)))
+
+
+def observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") -> tuple[Channel, np.ndarray]:
+    """The channel the reports are read against and the counts per observation (products:
+    row-major joint).  For a uniform design on many categories the channel holds only the
+    observed subsets."""
     factors = factor_mechanisms(mechanism)
+    if large_uniform(mechanism):
+        codes, ch = _factor_codes(mechanism, frame, mechanism.variable, path)
+        return ch, np.bincount(codes, minlength=ch.n_obs).astype(float)
+    ch = channel_of(mechanism)
     chans = [channel_of(f) for f in factors]
-    codes = [_factor_codes(c, frame, f.variable, path) for c, f in zip(chans, factors)]
+    codes = [_factor_codes(c, frame, f.variable, path)[0] for c, f in zip(chans, factors)]
     if len(codes) == 1:
         joint = codes[0]
     else:
         joint = np.ravel_multi_index(tuple(codes), tuple(c.n_obs for c in chans))
-    return np.bincount(joint, minlength=ch.n_obs).astype(float)
+    return ch, np.bincount(joint, minlength=ch.n_obs).astype(float)
+
+
+def count_observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") -> np.ndarray:
+    """Counts per observation of the mechanism's channel (see :func:`observations`)."""
+    return observations(mechanism, frame, path)[1]
 
 
 def observed_identifiable(ch: Channel, counts: np.ndarray) -> tuple[bool, int]:
@@ -151,6 +189,22 @@ def _sample_from_columns(rng: np.random.Generator, P: np.ndarray, x: np.ndarray)
     return out
 
 
+def _uniform_subsets(rng: np.random.Generator, p: int, size: int) -> np.ndarray:
+    """``size`` draws of A~ from the uniform design (Def. 4) as bitmasks: uniform over all
+    subsets, redrawn while the size is 0, 1, p - 1 or p (no enumeration of the 2^p subsets)."""
+    out = np.empty(size, dtype=np.int64)
+    todo = np.arange(size)
+    while len(todo):
+        draw = rng.integers(0, 1 << p, size=len(todo), dtype=np.int64)
+        k = np.zeros(len(todo), dtype=np.int64)
+        for j in range(p):
+            k += (draw >> j) & 1
+        ok = (k >= 2) & (k <= p - 2)
+        out[todo[ok]] = draw[ok]
+        todo = todo[~ok]
+    return out
+
+
 def _mask_labels(mask: int, labels: Sequence[str]) -> str:
     return "|".join(lab for j, lab in enumerate(labels) if mask >> j & 1)
 
@@ -163,20 +217,24 @@ def privatize_factor(mechanism: Any, x: np.ndarray, rng: np.random.Generator) ->
     Conditional designs draw from mu given the answer (Definition 2); randomized
     response draws from the row P[x] of its matrix.
     """
-    ch = channel_of(mechanism)
     if isinstance(mechanism, SubsetMechanism) and mechanism.design.kind in ("uniform", "independent") \
             and mechanism.min_coverage is None:
         labels = mechanism.variable.labels
-        nu = base_independent_design(mechanism)
-        subsets = list(nu)
-        probs = np.array([float(nu[a]) for a in subsets])
-        masks = np.array([sum(1 << labels.index(t) for t in a) for a in subsets], dtype=np.int64)
-        full = (1 << len(labels)) - 1
-        drawn = masks[rng.choice(len(subsets), size=len(x), p=probs / probs.sum())]
+        p = len(labels)
+        full = (1 << p) - 1
+        if mechanism.design.kind == "uniform":
+            drawn = _uniform_subsets(rng, p, len(x))
+        else:
+            nu = base_independent_design(mechanism)
+            subsets = list(nu)
+            probs = np.array([float(nu[a]) for a in subsets])
+            masks = np.array([sum(1 << labels.index(t) for t in a) for a in subsets], dtype=np.int64)
+            drawn = masks[rng.choice(len(subsets), size=len(x), p=probs / probs.sum())]
         reported = np.where((drawn >> x) & 1 == 1, drawn, full ^ drawn)
         uniq, inv = np.unique(reported, return_inverse=True)
         text = np.array([_mask_labels(int(m), labels) for m in uniq], dtype=object)
         return text[inv]
+    ch = channel_of(mechanism)
     obs = _sample_from_columns(rng, ch.Kn, x)
     return np.asarray(ch.obs_labels, dtype=object)[obs]
 

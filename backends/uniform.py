@@ -1,0 +1,99 @@
+"""The uniform design in closed form, for any number of categories.
+
+The uniform design (Def. 4) is exchangeable: ``mu_a = 2 nu`` for every subset of size
+2..p-2, with ``nu = 1/(2^p - 2p - 2)``.  Every moment then depends only on how many
+distinct categories are involved:
+
+* ``sum_{a holding i} mu_a = 1``;
+* ``c2 = sum_{a holding i, j} mu_a = 2 nu (2^(p-2) - p + 1) = 1/r_p`` (Eq. 6);
+* ``c3 = sum_{a holding i, j, k} mu_a = 2 nu (2^(p-3) - p + 2)``.
+
+So ``Q = (1 - c2) I + c2 J``, ``H_ii = gamma_i``, ``H_ij = c2 (w_i + w_j) + c3 (S - w_i - w_j)``
+(S = sum w), ``C = H - gamma gamma^T``, the MoM covariance ``Q^-1 C Q^-1`` with
+``Q^-1 = (I - c2 J / (1 - c2 + p c2)) / (1 - c2)`` (Sherman-Morrison), and the size
+coverage ``tau = w^T Q w`` -- all in O(p^2), without enumerating the 2^p subsets.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .channel import _Exact, _Float, algebra
+
+#: above this many categories the uniform design is never enumerated
+UNIFORM_ENUM_LIMIT = 12
+
+
+def constants(p: int) -> tuple[sympy.Rational, sympy.Rational, sympy.Rational]:
+    """``(nu, c2, c3)`` of the uniform design on p >= 4 categories."""
+    nu = sympy.Rational(1, 2 ** p - 2 * p - 2)
+    c2 = 2 * nu * (2 ** (p - 2) - p + 1)
+    c3 = 2 * nu * (2 ** (p - 3) - p + 2)
+    return nu, c2, c3
+
+
+def moments(p: int, w: Any) -> dict[str, Any]:
+    """``Q``, ``gamma``, ``H``, ``C`` of the uniform design at w (exact or floating).
+
+    Examples
+    --------
+    >>> m = moments(4, sympy.Matrix([sympy.Rational(1, 4)] * 4))
+    >>> m["Q"][0, 1], m["gamma"][0]
+    (1/3, 1/2)
+    """
+    A = algebra(w)
+    _, c2, c3 = constants(p)
+    if A is _Float:
+        c2, c3 = float(c2), float(c3)
+        w = np.asarray(w, dtype=float).reshape(-1, 1)
+        Q = (1 - c2) * np.eye(p) + c2 * np.ones((p, p))
+        gamma = Q @ w
+        S = float(w.sum())
+        wi = w.ravel()
+        H = c2 * (wi[:, None] + wi[None, :]) + c3 * (S - wi[:, None] - wi[None, :])
+        np.fill_diagonal(H, gamma.ravel())
+        C = H - gamma @ gamma.T
+        return {"Q": Q, "gamma": gamma, "H": H, "C": C}
+    w = _Exact.asmatrix(w)
+    Q = (1 - c2) * sympy.eye(p) + c2 * sympy.ones(p, p)
+    gamma = Q * w
+    S = sum(w)
+    H = sympy.Matrix(p, p, lambda i, j: gamma[i] if i == j else
+                     sympy.expand(c2 * (w[i] + w[j]) + c3 * (S - w[i] - w[j])))
+    C = (H - gamma * gamma.T).applyfunc(sympy.expand)
+    return {"Q": Q, "gamma": gamma, "H": H, "C": C}
+
+
+def q_inverse(p: int, exact: bool = True) -> Any:
+    """``Q^-1 = (I - c2 J / (1 - c2 + p c2)) / (1 - c2)``."""
+    _, c2, _ = constants(p)
+    if exact:
+        return (sympy.eye(p) - c2 * sympy.ones(p, p) / (1 - c2 + p * c2)) / (1 - c2)
+    c2 = float(c2)
+    return (np.eye(p) - c2 * np.ones((p, p)) / (1 - c2 + p * c2)) / (1 - c2)
+
+
+def avar_mom(p: int, w: Any) -> Any:
+    """``Q^-1 C Q^-1`` (Theorem 4) for the uniform design."""
+    A = algebra(w)
+    C = moments(p, w)["C"]
+    Qi = q_inverse(p, A is _Exact)
+    return Qi @ C @ Qi if A is _Float else (Qi * C * Qi).applyfunc(sympy.expand)
+
+
+def size_coverage(p: int, w: Any) -> Any:
+    """``tau = sum_a mu_a (1_a^T w)^2 = w^T Q w``."""
+    A = algebra(w)
+    Q = moments(p, w)["Q"]
+    if A is _Float:
+        v = np.asarray(w, dtype=float).ravel()
+        return float(v @ Q @ v)
+    w = _Exact.asmatrix(w)
+    return sympy.expand((w.T * Q * w)[0, 0])
+
+
+def mom_from_indicator_sums(p: int, indicator_sums: np.ndarray, n: float) -> np.ndarray:
+    """``w_hat = Q^-1 gamma_hat`` with ``gamma_hat = sum_i 1_{a_i} / n``."""
+    return q_inverse(p, exact=False) @ (np.asarray(indicator_sums, dtype=float) / n)
