@@ -14,6 +14,7 @@ from ..model import ModelGraph, ProductMechanism, Query, SubsetMechanism, Variab
 from ..results import Matrix, Result, TestResult, Vector
 from . import register
 from .channel import Channel, _Exact
+from .dummies import DummyDesign
 from . import uniform
 from .compile import channel_of, enlarge_population, large_uniform, uniform_r
 from .estimators import estimate
@@ -48,6 +49,7 @@ class Truth:
         self.declared = w is not None
         if w is None:
             w = symbolic_vector(_real_labels(mech))
+        self.w_real = w
         if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
             w = enlarge_population(w, mech.min_coverage)
         self.w = w
@@ -86,8 +88,12 @@ class Truth:
             f"floating point at the declared population ({self.channel.n_obs} observations x {self.channel.p} " \
             "categories is beyond exact arithmetic)"
 
-    def value(self, fn) -> Any:
-        """fn(w) exactly when feasible, else in floating point; parameters with values substituted."""
+    def value(self, fn, real: bool = False) -> Any:
+        """fn(w) exactly when feasible, else in floating point; parameters with values substituted.
+        ``real``: w over the real categories (dummy categories of Appendix II left out)."""
+        if real and self.w_real is not self.w:
+            w = self.w_real
+            return fn(w if self.exact_ok or not self.declared else np.array([float(x) for x in w]))
         if self.declared and not self.exact_ok:
             return fn(self.numeric_w())
         if not self.declared and self.p > SYMBOLIC_LIMIT and not (self.uniform_p and self.p <= 30):
@@ -98,6 +104,10 @@ class Truth:
         if self.subs and hasattr(out, "subs"):
             out = out.subs(self.subs)
         return out
+
+
+def _real_p(mech: Any) -> int:
+    return len(_real_labels(mech))
 
 
 def _real_labels(mech: Any) -> tuple[str, ...]:
@@ -263,6 +273,13 @@ class FiniteBackend:
         if large_uniform(q.mechanism):  # Q = (1 - c2) I + c2 J is nonsingular for every p >= 4
             return Result("identifiable", True, {"reason": "the uniform design's Q = (1 - 1/r_p) I + J/r_p is "
                                                            "nonsingular (Assumption 1 holds)"})
+        if has_dummies(q.mechanism):
+            d = DummyDesign(q.mechanism)
+            r = d.rank()
+            ok = r == d.p
+            reason = (f"with the dummies' known mass alpha, w enters the reports through (1 - 2 alpha) K_real, "
+                      f"of rank {r} {'=' if ok else '<'} p = {d.p}")
+            return Result("identifiable", ok, {"reason": reason})
         ok, reason = channel_of(q.mechanism).identifiable()
         return Result("identifiable", ok, {"reason": reason})
 
@@ -312,6 +329,10 @@ def avar_matrix(t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:
                                                "errors then use the observed information"))
         V = t.value(lambda w: uniform.avar_mom(t.uniform_p, w))
         return _to_estimand(V, q.mechanism.variable.labels, t, q)
+    if has_dummies(q.mechanism):
+        d = DummyDesign(q.mechanism)
+        V = t.value(d.avar_mom if method == "mom" else d.avar_mle, real=True)
+        return _to_estimand(V, q.mechanism.variable.labels, t, q)
     ch = t.channel
     if method == "mom":
         fn = ch.avar_mom
@@ -328,15 +349,9 @@ def avar_matrix(t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:
 
 
 def _to_estimand(V: Any, labels: tuple[str, ...], t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:
-    """Dummy categories removed (Appendix II) and sums over combined categories taken."""
+    """Sums over combined categories taken (a marginal of a combined or product variable)."""
     mech = q.mechanism
     exact = not isinstance(V, np.ndarray)
-    if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
-        # w = w'[:p] / (1 - 2 alpha) for the real categories (the dummies' mass is known)
-        p = len(labels) - 2
-        scale = 1 / (1 - 2 * mech.min_coverage)
-        V = (V[:p, :p] * scale ** 2) if exact else V[:p, :p] * float(scale) ** 2
-        labels = labels[:p]
     variable = q.estimand.variables[0] if q.estimand is not None and len(q.estimand.variables) == 1 else None
     if variable is not None:
         M = marginal_map(labels, mech, variable)
@@ -368,13 +383,40 @@ def leakage_value(t: Truth, metric: str) -> Any:
     return t.value(ch.prediction_leakage)
 
 
-def real_estimate(mech: Any, ch: Channel, w: np.ndarray, V: np.ndarray | None):
-    """Map an estimate on the channel's domain to the real categories (dummies removed)."""
-    if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
-        p = ch.p - 2
-        s = float(1 - 2 * mech.min_coverage)
-        return w[:p] / s, (None if V is None else V[:p, :p] / s ** 2), ch.x_labels[:p]
-    return w, V, ch.x_labels
+def has_dummies(mech: Any) -> bool:
+    return isinstance(mech, SubsetMechanism) and mech.min_coverage is not None
+
+
+def fit_with_avar(q: Query, ch: Channel, counts: np.ndarray):
+    """The estimate over the estimand's categories, its asymptotic covariance at the estimate
+    (None if singular), the labels and the :class:`Fit`.  Run and simulate share this."""
+    mech = q.mechanism
+    method = q.method.name
+    if has_dummies(mech):
+        d = DummyDesign(mech)
+        if method not in ("mom", "mle", "em"):
+            raise BackendError(Diagnostic("B008", f"'{method}' is not available with dummy categories",
+                                          hint="use mom or mle (EM with the dummies' mass fixed)"))
+        fit = d.mom(counts) if method == "mom" else d.em(counts)
+        avar = d.avar_mom if method == "mom" else (lambda w: d.avar_mle(np.clip(w, 1e-12, None)))
+        labels = mech.variable.labels
+    else:
+        fit = estimate(ch, counts, method)
+        avar = ch.avar_mom if method == "mom" else (lambda w: ch.avar_mle(np.clip(w, 1e-12, None)))
+        labels = ch.x_labels
+    try:
+        V = avar(fit.w)
+    except np.linalg.LinAlgError:
+        V = None
+    w = fit.w
+    variable = q.estimand.variables[0] if len(q.estimand.variables) == 1 else None
+    if variable is not None:
+        M = marginal_map(labels, mech, variable)
+        if M is not None:
+            w = M @ w
+            V = None if V is None else M @ V @ M.T
+            labels = variable.labels
+    return w, V, tuple(labels), fit
 
 
 def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) -> Result:
@@ -384,25 +426,19 @@ def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) 
     ch = channel_of(mech) if ch is None else ch
     if large_uniform(mech):
         return _estimate_large_uniform(q, ch, counts)
-    ok, r = observed_identifiable(ch, counts)
+    if has_dummies(mech):
+        d = DummyDesign(mech)
+        rows = d.parts(False)[0][counts > 0]
+        r = int(np.linalg.matrix_rank(rows)) if len(rows) else 0
+        ok = r == d.p
+    else:
+        ok, r = observed_identifiable(ch, counts)
     if not ok:
         raise DataError(Diagnostic("D020", f"the reports in the data do not identify w: the observed "
-                                   f"subsets span rank {r} < p = {ch.p} (Assumption 2 fails)",
+                                   f"subsets span rank {r} < p = {_real_p(mech)} (Assumption 2 fails)",
                                    hint="more respondents, or a design whose subsets separate the categories"))
-    fit = estimate(ch, counts, q.method.name)
+    w, V, labels, fit = fit_with_avar(q, ch, counts)
     n = fit.n
-    try:
-        V = ch.avar_mom(fit.w) if q.method.name == "mom" else ch.avar_mle(np.clip(fit.w, 1e-12, None))
-    except np.linalg.LinAlgError:
-        V = None
-    w, V, labels = real_estimate(mech, ch, fit.w, V)
-    variable = q.estimand.variables[0] if len(q.estimand.variables) == 1 else None
-    if variable is not None:
-        M = marginal_map(labels, mech, variable)
-        if M is not None:
-            w = M @ w
-            V = None if V is None else M @ V @ M.T
-            labels = variable.labels
     extras: dict = {"method": q.method.name, "n": n}
     if V is not None:
         se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)

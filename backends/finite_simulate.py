@@ -11,7 +11,7 @@ from ..model import ModelGraph, Query
 from ..results import Matrix, Result, Vector
 from .compile import channel_of
 from .estimators import estimate
-from .finite import Truth, Z95, avar_matrix, real_estimate, marginal_map, independence_on_counts
+from .finite import Truth, Z95, _real_labels, avar_matrix, fit_with_avar, independence_on_counts, marginal_map
 
 
 def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int | None) -> Result:
@@ -29,35 +29,27 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
     draws = rng.multinomial(n, lam, size=reps).astype(float)
     if q.kind == "test":
         return _simulate_test(q, draws, n, reps, seed)
-    method = q.method.name
     estimates = []
     covered = []
     V_true, labels = avar_matrix(t, q)
     V_true = np.array(V_true.evalf(17).tolist(), dtype=float) if not isinstance(V_true, np.ndarray) else V_true
-    w_real, _, real_labels = real_estimate(q.mechanism, ch, w_true, None)
+    target = np.array([float(x) for x in t.w_real])
     variable = q.estimand.variables[0] if len(q.estimand.variables) == 1 else None
-    M = marginal_map(real_labels, q.mechanism, variable) if variable is not None else None
-    target = w_real if M is None else M @ w_real
+    if variable is not None:
+        M = marginal_map(_real_labels(t.mech), q.mechanism, variable)
+        if M is not None:
+            target = M @ target
     skipped = 0
     for counts in draws:
         try:
-            fit = estimate(ch, counts, method)
+            w_hat, Vh, _, _ = fit_with_avar(q, ch, counts)
         except (np.linalg.LinAlgError, ValueError):
             skipped += 1
             continue
-        w_hat, _, _ = real_estimate(q.mechanism, ch, fit.w, None)
-        if M is not None:
-            w_hat = M @ w_hat
         estimates.append(w_hat)
-        try:
-            Vh = ch.avar_mom(fit.w) if method == "mom" else ch.avar_mle(np.clip(fit.w, 1e-12, None))
-            _, Vh, _ = real_estimate(q.mechanism, ch, fit.w, Vh)
-            if M is not None:
-                Vh = M @ Vh @ M.T
+        if Vh is not None:
             se = np.sqrt(np.maximum(np.diag(Vh), 0) / n)
             covered.append(np.abs(w_hat - target) <= Z95 * se)
-        except np.linalg.LinAlgError:
-            pass
     if not estimates:
         raise BackendError(Diagnostic("B005", "every replication failed to produce an estimate"))
     E = np.array(estimates)
@@ -75,7 +67,7 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
     }
     if covered:
         value["ci95_coverage"] = Vector(tuple(labels), tuple(np.mean(covered, axis=0)))
-    extras = {"method": method, "n": n, "reps": len(E), "seed": seed,
+    extras = {"method": q.method.name, "n": n, "reps": len(E), "seed": seed,
               "note": "counts drawn as Multinomial(n, K w) per replication"}
     if skipped:
         extras["skipped"] = skipped
