@@ -120,6 +120,12 @@ def build_subset(ctx: Context, call: ast.Call, name: str | None) -> SubsetMechan
     design = _subset_design(ctx, args["design"], var, alpha is not None)
     if design is None:
         return None
+    if alpha is not None and design.kind not in ("uniform", "independent"):
+        ctx.error("E409", f"min_coverage needs a uniform or independent design, not a {design.kind} one",
+                  args["min_coverage"].span,
+                  "dummy respondents draw their subset from nu (Appendix II): give the design as "
+                  "independent { ... } or uniform")
+        return None
     p = var.p
     if alpha is None:
         if p < 3:
