@@ -9,8 +9,12 @@ import pytest
 
 import privspec
 
+import privspec.backends  # noqa: E402
+
 MODULES = sorted({m.name for m in pkgutil.walk_packages(privspec.__path__, "privspec.")
-                  if m.name != "privspec.__main__"} | {"privspec", "privspec.backends"})
+                  if m.name != "privspec.__main__"}
+                 | {m.name for m in pkgutil.walk_packages(privspec.backends.__path__, "privspec.backends.")}
+                 | {"privspec", "privspec.backends"})
 
 
 @pytest.mark.parametrize("name", MODULES)
