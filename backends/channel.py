@@ -409,8 +409,12 @@ def _to_float(m: Any) -> np.ndarray:
 
 
 def _symbolic_error(m: Any):
-    raise ValueError(f"the channel depends on symbols {sorted(map(str, m.free_symbols))}: "
-                     "give them values to evaluate numerically")
+    from ..errors import BackendError, Diagnostic
+
+    names = sorted(map(str, m.free_symbols))
+    raise BackendError(Diagnostic("B009", f"the mechanism depends on the parameter{'s' if len(names) > 1 else ''} "
+                                  f"{', '.join(names)}, which has no value: this needs numbers",
+                                  hint=f"give it a value: parameter {names[0]} > 0 = ..."))
 
 
 # ---- building channels ---------------------------------------------------------------------

@@ -55,6 +55,13 @@ class Truth:
         self.w = w
         self.subs = {p.symbol: p.value for p in model.parameters.values() if p.value is not None}
 
+    def _uses(self, symbol: sympy.Symbol) -> bool:
+        if self.uniform_p:
+            return False
+        ch = self.channel
+        return any(symbol in f.exact_K.free_symbols for f in (ch.factors or (ch,))
+                   if isinstance(f.exact_K, sympy.MatrixBase))
+
     @property
     def channel(self) -> Channel:
         """The mechanism's channel (raises for uniform designs too large to enumerate)."""
@@ -82,9 +89,12 @@ class Truth:
             how = "exact" if self.exact_ok else "floating point"
             return (f"{how}, in closed form for the uniform design (exchangeable: no enumeration of the "
                     f"2^{self.uniform_p} subsets)" + ("" if self.declared else ", symbolic in w"))
+        params = sorted(str(p.symbol) for p in self.model.parameters.values()
+                        if p.value is None and self._uses(p.symbol))
+        in_params = f", symbolic in {', '.join(params)}" if params else ""
         if not self.declared:
-            return "exact, symbolic in w (no population declared)"
-        return "exact, at the declared population" if self.exact_ok else \
+            return "exact, symbolic in w (no population declared)" + in_params
+        return "exact, at the declared population" + in_params if self.exact_ok else \
             f"floating point at the declared population ({self.channel.n_obs} observations x {self.channel.p} " \
             "categories is beyond exact arithmetic)"
 

@@ -179,7 +179,10 @@ class Result:
             out["expr"] = str(form)
             out["latex"] = sympy.latex(form)
         for k, v in self.extras.items():
-            out[k] = to_json(v) if not isinstance(v, str) else v
+            if isinstance(v, sympy.Basic) and v.free_symbols:
+                out[k] = str(v)  # a symbolic extra (a trace in eps, ...) is more use as an expression
+            else:
+                out[k] = to_json(v) if not isinstance(v, str) else v
         return out
 
     def summary(self) -> str:
