@@ -176,3 +176,23 @@ def test_exact_equals_floating(design) -> None:
         # the Fisher information is positive definite and the covariances are PSD
         assert np.all(np.linalg.eigvalsh(ch.fisher_theta(wf)) > 0)
         assert np.all(np.linalg.eigvalsh(ch.avar_mle(wf)) > -1e-12)
+
+
+def test_results_symbolic_in_a_design_parameter(tmp_path) -> None:
+    text = ("parameter t > 0\nvariable c: categorical {a, b, c, d}\npopulation c ~ categorical(0.1, 0.2, 0.3, 0.4)\n"
+            "mechanism m = subset(c, independent { {a, b}: t, {a, c}: 1/2 - t, {a, d}: 1/2 })\n"
+            "query cov = coverage(m)\nquery w = estimate distribution(c) from m by mom\n")
+    r = answer(text, "cov")
+    t = sympy.Symbol("t", positive=True, real=True)
+    # tau = sum_a mu_a (1_a^T w)^2 with mu = nu_a + nu_(a^c): {a,b},{c,d}: t; {a,c},{b,d}: 1/2 - t; {a,d},{b,c}: 1/2
+    expected = t * (0.3 ** 2 + 0.7 ** 2) + (sympy.Rational(1, 2) - t) * (0.4 ** 2 + 0.6 ** 2) + sympy.Rational(1, 2) * (0.5 ** 2 + 0.5 ** 2)
+    assert abs(float((r.value - expected).subs(t, sympy.Rational(1, 7)))) < 1e-12
+    assert "symbolic in t" in r.extras["evaluation"] and r.to_dict()["value"] is None
+    from privspec.backends.data import DataBindings
+    from privspec.errors import BackendError
+
+    (tmp_path / "d.csv").write_text("c\na|b\nc|d\n")
+    model = privspec.load(text).model
+    with pytest.raises(BackendError, match="parameter t, which has no value"):
+        FiniteBackend().answer(model, model.queries["w"], "run",
+                               data=DataBindings.parse([str(tmp_path / "d.csv")], list(model.mechanisms)))
