@@ -61,11 +61,41 @@ def kron_apply(mats: Sequence[np.ndarray], x: np.ndarray) -> np.ndarray:
     t = np.asarray(x, dtype=float).reshape(-1)
     if t.size != size:
         raise ValueError(f"expected {size} entries, got {t.size}")
+    # sizes after each step (non-square factors change them); two buffers, used in turn,
+    # serve all steps: peak memory two tensors besides the input
+    sizes, cur = [], size
     for A in mats:
-        # t is laid out as (d_k, rest): (rest x d_k) @ A^T is C-contiguous (rest, m_k),
-        # i.e. the layout (rest, m_k) with the next mode first (Definition 2's T_k)
-        t = (t.reshape(A.shape[1], -1).T @ A.T).reshape(-1)
+        cur = cur // A.shape[1] * A.shape[0]
+        sizes.append(cur)
+    buffers = [np.empty(max(sizes)), np.empty(max(sizes)) if len(mats) > 1 else None]
+    with _one_blas_thread(max(sizes)):
+        for k, (A, out_size) in enumerate(zip(mats, sizes)):
+            t = _step(A, t, buffers[k % 2], out_size)
     return t.reshape([A.shape[0] for A in mats])
+
+
+def _step(A: np.ndarray, t: np.ndarray, buffer: np.ndarray, out_size: int) -> np.ndarray:
+    rest = t.size // A.shape[1]
+    # t is laid out as (d_k, rest); (rest x d_k) @ A^T, written C-contiguous, is the
+    # layout (rest, m_k): the next mode comes first (Definition 2's T_k).  One BLAS call.
+    out = buffer[:out_size].reshape(rest, A.shape[0])
+    np.matmul(t.reshape(A.shape[1], rest).T, A.T, out=out)
+    return out.reshape(-1)
+
+
+def _one_blas_thread(size: int):
+    """A product with a tiny inner dimension (d_k) is memory-bound: extra BLAS threads only
+    contend (measured up to 30x slower on a busy 2-core machine).  With threadpoolctl
+    (the ``fast`` extra) large tensors are multiplied on one BLAS thread."""
+    import contextlib
+
+    if size < 1 << 16:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
 
 
 def mode_product(tensor: np.ndarray, A: np.ndarray, axis: int) -> np.ndarray:

@@ -21,7 +21,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 #: query kinds that need no data (answered by ``analyze``)
 ANALYTIC_KINDS = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable",
-                  "optimal_anchor", "budget", "variance", "individual")
+                  "optimal_anchor", "budget", "variance", "individual", "bounds", "thresholds")
 
 
 class _Usage(Exception):

@@ -350,11 +350,20 @@ class Estimand:
 
 @dataclass(frozen=True)
 class Method:
-    """An estimator or test: ``mom``, ``iterative(linear)``, ``permutation(999)``."""
+    """An estimator or test: ``mom``, ``iterative(linear)``, ``permutation(999)``.
+
+    Keyword options (``castell(project = euclidean)``) are kept in ``args`` as
+    ``(name, value)`` pairs; :attr:`options` reads them.
+    """
 
     name: str
-    args: tuple[Union[str, sympy.Expr], ...] = ()
+    args: tuple[Union[str, sympy.Expr, tuple], ...] = ()
     span: Span | None = field(default=None, compare=False)
+
+    @property
+    def options(self) -> dict:
+        """Keyword options by name (``{"project": "euclidean"}``)."""
+        return {a[0]: a[1] for a in self.args if isinstance(a, tuple)}
 
 
 @dataclass(frozen=True)

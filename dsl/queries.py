@@ -15,20 +15,31 @@ from .source import Span
 ESTIMATORS: dict[str, tuple[str, ...]] = {
     "distribution": ("mom", "mle", "em", "newton", "one_step"),
     "joint": ("independent", "joint", "castell", "hybrid", "truncated", "clusters", "mom", "mle", "em"),
-    "mean": ("unbiased", "npmle"),
-    "cdf": ("npmle",),
-    "moment": ("npmle",),
+    "mean": ("unbiased", "npmle", "mle"),
+    "cdf": ("npmle", "mle"),
+    "moment": ("npmle", "mle"),
     "regression": ("iterative",),
     "independence": ("pearson", "lrt", "lrt_mom", "bonferroni"),
 }
 REGRESSORS = ("linear", "random_forest", "gradient_boosting")
+#: laws of parametric interval estimators (mle(normal)) and of Algorithm 1's noise
+FAMILIES = ("normal", "logistic")
+#: estimators whose arguments are names, by position
+NAMED_ARGS = {"iterative": (("regressor", "regressors", REGRESSORS), ("noise law", "noise laws", FAMILIES)),
+              "mle": (("family", "families", FAMILIES),)}
 METRICS = ("size", "mutual_information", "prediction")
 CRITERIA = ("avar_trace", "avar_max", "coverage", "size", "mutual_information", "prediction", "epsilon")
 CALIBRATIONS = ("permutation",)
 PLAIN_QUERIES = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable",
-                 "optimal_anchor", "budget", "variance", "table", "individual")
+                 "optimal_anchor", "budget", "variance", "table", "individual", "bounds", "thresholds")
 #: estimators that combine per-attribute reports of a product mechanism (castell paper)
 _PRODUCT_JOINT = ("independent", "castell", "hybrid", "truncated", "clusters")
+#: keyword options of estimators: option -> (estimators taking it, allowed names; None: a number in [0, 1])
+METHOD_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
+    "project": (("mom", "joint") + _PRODUCT_JOINT, ("none", "clip", "euclidean")),
+    "switch": (("hybrid",), ("thresholds", "variance")),
+    "v": (("clusters",), None),
+}
 
 
 def build_query(ctx: Context, decl: ast.QueryDecl) -> Query | None:
@@ -127,7 +138,7 @@ def _method(ctx: Context, node: ast.Node, allowed: tuple[str, ...], role: str) -
     if isinstance(node, ast.Ref):
         name, args = node.name, ()
     elif isinstance(node, ast.Call):
-        name, args = node.name, node.args
+        name, args = node.name, node.positional
     else:
         ctx.error("E205", f"expected {role}, found {describe(node)}", node.span)
         return None
@@ -136,11 +147,18 @@ def _method(ctx: Context, node: ast.Node, allowed: tuple[str, ...], role: str) -
                   did_you_mean(name, allowed) or f"choose one of: {' | '.join(allowed)}")
         return None
     values: list = []
+    for kw in node.keywords if isinstance(node, ast.Call) else ():
+        option = _method_option(ctx, name, kw, [v[0] for v in values])
+        if option is None:
+            return None
+        values.append(option)
     for a in args:
-        if isinstance(a, ast.Ref) and name == "iterative":
-            if a.name not in REGRESSORS:
-                ctx.error("E502", f"unknown regressor '{a.name}'", a.span,
-                          did_you_mean(a.name, REGRESSORS) or f"regressors: {' | '.join(REGRESSORS)}")
+        if isinstance(a, ast.Ref) and name in NAMED_ARGS:
+            slot = sum(1 for v in values if not isinstance(v, tuple))
+            what, plural, names = NAMED_ARGS[name][min(slot, len(NAMED_ARGS[name]) - 1)]
+            if a.name not in names:
+                ctx.error("E502", f"unknown {what} '{a.name}'", a.span,
+                          did_you_mean(a.name, names) or f"{plural}: {' | '.join(names)}")
                 return None
             values.append(a.name)
         else:
@@ -148,14 +166,52 @@ def _method(ctx: Context, node: ast.Node, allowed: tuple[str, ...], role: str) -
             if v is None:
                 return None
             values.append(v)
-    if name == "iterative" and len(values) != 1:
-        ctx.error("E205", "iterative() takes one regressor: iterative(linear)", node.span)
+    if name == "iterative" and len(values) not in (1, 2):
+        ctx.error("E205", "iterative() takes a regressor and optionally the noise law: iterative(linear) "
+                          "or iterative(linear, logistic)", node.span)
         return None
     if name == "permutation":
         if len(values) != 1 or not (isinstance(values[0], sympy.Integer) and values[0] >= 1):
             ctx.error("E205", "permutation() takes the number of permutations: permutation(999)", node.span)
             return None
     return Method(name, tuple(values), node.span)
+
+
+def _method_option(ctx: Context, method: str, kw: ast.KwArg, seen: list[str]) -> tuple | None:
+    """One keyword option of an estimator, as a ``(name, value)`` pair (:data:`METHOD_OPTIONS`)."""
+    key = kw.key.name if isinstance(kw.key, ast.Ref) else getattr(kw.key, "text", "")
+    takes = [k for k, (methods, _) in METHOD_OPTIONS.items() if method in methods]
+    if key not in takes:
+        ctx.error("E502", f"unknown option '{key}' for '{method}'", kw.span,
+                  (did_you_mean(key, takes) if takes else "") or
+                  (f"{method} takes: {', '.join(takes)}" if takes else f"'{method}' takes no options"))
+        return None
+    if key in seen:
+        ctx.error("E205", f"option '{key}' is given twice", kw.span)
+        return None
+    names = METHOD_OPTIONS[key][1]
+    if names is None:
+        v = ctx.number(kw.value, f"the option {key}")
+        if v is None:
+            return None
+        if not (v.is_number and 0 <= v <= 1):
+            ctx.error("E309", f"{key} must be between 0 and 1, found {v}", kw.value.span)
+            return None
+        return (key, v)
+    if not isinstance(kw.value, ast.Ref) or kw.value.name not in names:
+        shown = kw.value.name if isinstance(kw.value, ast.Ref) else describe(kw.value)
+        ctx.error("E502", f"unknown value '{shown}' for {key}", kw.value.span,
+                  (did_you_mean(shown, names) if isinstance(kw.value, ast.Ref) else "") or
+                  f"{key} = {' | '.join(names)}")
+        return None
+    return (key, kw.value.name)
+
+
+def _rr_based(mech: Mechanism) -> bool:
+    """Randomized response, or a product of randomized responses."""
+    if isinstance(mech, ProductMechanism):
+        return all(isinstance(f, RandomizedResponse) for f in mech.factors)
+    return isinstance(mech, RandomizedResponse)
 
 
 def _observes(mech: Mechanism, var: Variable) -> bool:
@@ -221,11 +277,22 @@ def _fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src: ast.
             if not any(set(v.components()) <= set(f.variables[0].components()) for f in mech.factors):
                 ctx.error("E503", f"no single factor of {src.name} observes {v.name}", src.span)
                 return False
+    if "project" in method.options and not _rr_based(mech):
+        ctx.error("E501", "project applies to randomized-response estimates (grr, rr, products of them)", span,
+                  "the MLE (by mle) stays on the simplex for any finite mechanism")
+        return False
     if m in ("newton", "one_step") and not isinstance(mech, SubsetMechanism):
         if not (isinstance(mech, ProductMechanism) and all(isinstance(f, SubsetMechanism) for f in mech.factors)):
             ctx.error("E501", f"'{m}' is a subset-privacy estimator (section III)", span,
                       "for randomized response use mom or mle")
             return False
+    named = [x for x in method.args if not isinstance(x, tuple)]
+    if m == "mle" and est.kind in ("mean", "cdf", "moment") and len(named) != 1:
+        ctx.error("E205", "mle() from interval data fits a law: mle(normal) or mle(logistic)", span)
+        return False
+    if m == "mle" and est.kind not in ("mean", "cdf", "moment") and named:
+        ctx.error("E205", "mle takes no argument here", span)
+        return False
     if m == "unbiased":
         if not (isinstance(mech, IntervalMechanism) and mech.scheme == "case1" and mech.anchor.family == "uniform"):
             ctx.error("E501", "the unbiased mean estimator (Example 2) needs a Case-I mechanism with "
@@ -308,6 +375,8 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
         return _release_query(ctx, name, call, span)
     if kind == "individual":
         return _individual(ctx, name, call, span)
+    if kind in ("bounds", "thresholds"):
+        return _rr_bounds(ctx, name, call, span)
     if kind == "optimal_anchor":
         if len(call.args) != 2:
             ctx.error("E205", "optimal_anchor() takes an estimand and a mechanism: optimal_anchor(mean(X), M)", call.span)
@@ -485,3 +554,41 @@ def _individual(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | 
             return None
     ordered = tuple(lab for lab in var.labels if lab in labels)
     return Query(name, "individual", mechanism=mech, observed=ordered, truth=truth, span=span)
+
+
+def _rr_bounds(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
+    """``bounds(M, n = N)`` and ``thresholds(M, n = N)``: the castell paper's error bounds
+    (Theorems 4-6) and hybrid thresholds (Appendix C) for the joints of a product of
+    randomized responses.  ``n`` may be left out (results symbolic in n).  The factors'
+    variables go in the estimand, ``n`` in the method's options."""
+    kind = call.name
+    usage = f"{kind}(MECHANISM, n = N) for a product of randomized responses"
+    if len(call.positional) != 1:
+        ctx.error("E205", f"{kind}() takes one mechanism and the option n: {usage}", call.span)
+        return None
+    mech = _mechanism_arg(ctx, call.positional[0])
+    if mech is None:
+        return None
+    factors = mech.factors if isinstance(mech, ProductMechanism) else ()
+    wanted = "grr" if kind == "thresholds" else "grr or rr"
+    if len(factors) < 2 or not all(isinstance(f, RandomizedResponse) and (kind == "bounds" or f.kind == "grr")
+                                   for f in factors):
+        ctx.error("E501", f"{kind}() is for a product of {wanted} mechanisms (RR-Independent "
+                          "randomization, castell paper)", call.positional[0].span,
+                  "e.g. product(grr(a, epsilon = 1), grr(b, epsilon = 1))")
+        return None
+    options: list = []
+    for kw in call.keywords:
+        key = kw.key.name if isinstance(kw.key, ast.Ref) else getattr(kw.key, "text", "")
+        if key != "n":
+            ctx.error("E205", f"unknown option '{key}' for {kind}()", kw.span, did_you_mean(key, ["n"]) or usage)
+            return None
+        n = ctx.number(kw.value, "the number of respondents n")
+        if n is None:
+            return None
+        if n.is_number and not n > 0:
+            ctx.error("E309", f"n must be positive, found {n}", kw.value.span)
+            return None
+        options.append(("n", n))
+    est = Estimand("joint", tuple(f.variable for f in factors), span=call.positional[0].span)
+    return Query(name, kind, mechanism=mech, estimand=est, method=Method(kind, tuple(options), call.span), span=span)

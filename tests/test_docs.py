@@ -43,7 +43,7 @@ def test_language_example_is_bundled_verbatim_and_checks() -> None:
     assert len(model.queries) == 24 and list(model.compares) == ["race_designs"]
 
 
-@pytest.mark.parametrize("page", ["subset-privacy.md"])
+@pytest.mark.parametrize("page", ["subset-privacy.md", "randomized-response.md"])
 def test_doc_page_commands_work(page: str, tmp_path, monkeypatch) -> None:
     """Every `privspec ...` line in the page's sh blocks runs and exits 0 (from the
     repository root, as the page says; outputs go to a temporary folder)."""
