@@ -1,5 +1,6 @@
 """Draw docs/img/interval_cdf.png: the NPMLE of a distribution function from Case-II
-interval data, with its pointwise 95% band (profile likelihood) and the true CDF.
+interval data, with its pointwise 95% band (profile likelihood; the bootstrap should that fail)
+and the true CDF.
 
 1,000 respondents with Y ~ N(1/2, 1) report (U, V] from two sorted Logistic(0, 2)
 anchors (seeded), as ``interval(score, case2(logistic(0, 2)))`` would collect them.
@@ -31,9 +32,14 @@ def main() -> None:
     left, right, counts = aggregate(*sample_interval(mech, y, rng))
     fit = npmle(left, right, counts)
     x = np.linspace(-1.5, 2.5, 17)
-    lower, upper = cdf_confidence_band(fit, left, right, counts, x)
+    try:
+        lower, upper = cdf_confidence_band(fit, left, right, counts, x)
+        how = "profile likelihood"
+    except ValueError:  # should the profile solve fail, the bootstrap band instead
+        lower, upper = cdf_confidence_band(fit, left, right, counts, x, method="bootstrap", reps=200, seed=1)
+        how = "bootstrap"
     plot_cdf(fit, (x, lower, upper), OUT, truth=stats.norm(0.5, 1).cdf, xlabel="score",
-             title="NPMLE from 1,000 Case-II reports, 95% pointwise band")
+             title=f"NPMLE from 1,000 Case-II reports, 95% pointwise band ({how})")
     print(f"wrote {OUT} (loglik {fit.loglik:.3f}, kkt {fit.kkt:.1e}, {int((fit.mass > 0).sum())} support intervals)")
 
 

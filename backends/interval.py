@@ -1,0 +1,479 @@
+"""The back end for interval mechanisms (the interval-privacy paper).
+
+Answers, for ``interval``, ``selective`` and ``progressive`` mechanisms:
+
+* ``coverage(M)`` and ``leakage(M, size)`` — tau(M) = E[L(S_Z)] and 1 - tau
+  (:mod:`.interval_coverage`, which says whether it is exact, quadrature or
+  quasi-Monte Carlo); on ``run`` also the data-based estimate, on ``simulate`` the
+  empirical mean of L(S_Z);
+* ``epsilon(M)`` — inf: a report excludes the values outside it with certainty;
+* ``optimal_anchor(mean(X), M)`` — Theorem 2's density and the information bounds;
+* ``avar(...)`` — where an asymptotic variance exists (Example 2's estimator, Case-I
+  NPMLE functionals, parametric maximum likelihood);
+* ``estimate`` — ``mean`` by ``unbiased`` (Example 2), ``cdf``/``mean``/``moment`` by
+  ``npmle`` (the engine of :mod:`.npmle`; :mod:`.interval_rangefit` for reports that
+  are unions of pieces) or ``mle(normal | logistic)``, ``regression`` by
+  ``iterative(REGRESSOR[, NOISE])`` (Algorithm 1, :mod:`.interval_regression`), on
+  ``run`` (data) and ``simulate`` (replications from the population);
+* ``privatize`` — reports drawn per respondent (:mod:`.interval_mechanisms`), seeded,
+  rows kept in order.
+
+Data enter the estimators as distinct reports with counts (one ``np.unique``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sympy
+
+from ..errors import BackendError, DataError, Diagnostic
+from ..model import IntervalMechanism, ModelGraph, ProgressiveMechanism, Query, SelectiveMechanism
+from ..results import Result, StepFunction, Vector
+from . import register
+from .data import check_no_missing
+from .interval_coverage import coverage_from_data, mechanism_coverage
+from .interval_estimators import (example2_mean, information_bound, npmle_case1_se, npmle_functional,
+                                  optimal_anchor, parametric_mle)
+from .interval_mechanisms import (_f, disclose_of, format_ranges, law_distribution, likelihood_pieces,
+                                  parse_ranges, population_law, range_coverage, sample_reports, support_of)
+
+#: query kinds answered without data
+ANALYTIC = ("coverage", "leakage", "epsilon", "optimal_anchor", "avar")
+#: where `run` bounds F: the fit's quartiles (the profile band costs a constrained fit per point)
+BAND_QUANTILES = (0.25, 0.5, 0.75)
+
+
+def _is_interval(mech: Any) -> bool:
+    return getattr(mech, "family", None) == "interval"
+
+
+def _base(mech: Any) -> IntervalMechanism | None:
+    """The interval mechanism under a selective one (or itself); None for progressive."""
+    if isinstance(mech, SelectiveMechanism):
+        return mech.base
+    return mech if isinstance(mech, IntervalMechanism) else None
+
+
+def _named_args(q: Query) -> list:
+    """The method's positional arguments (keyword options are (name, value) pairs)."""
+    return [a for a in q.method.args if not isinstance(a, tuple)]
+
+
+def _value(x: Any) -> Any:
+    """Exact sympy numbers stay exact; everything else becomes a float."""
+    if isinstance(x, sympy.Basic):
+        return x
+    return float(x)
+
+
+# ---- data --------------------------------------------------------------------------------------------
+def aggregate(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct collected reports with counts (nulls left out): one sort, no loop.
+
+    >>> aggregate(np.array([1.0, 0.0, 1.0, np.nan]), np.array([2.0, 1.0, 2.0, np.nan]))
+    (array([0., 1.]), array([1., 2.]), array([1., 2.]))
+    """
+    keep = ~np.isnan(left)
+    pairs, counts = np.unique(np.column_stack([left[keep], right[keep]]), axis=0, return_counts=True)
+    return pairs[:, 0], pairs[:, 1], counts.astype(float)
+
+
+def check_reports(mech: Any, left: np.ndarray, right: np.ndarray, column: str) -> None:
+    """DataError naming the rows whose reports the mechanism cannot have produced."""
+    var = mech.variable
+    lo, hi = support_of(var)
+    disclose = disclose_of(mech)
+    base = _base(mech)
+    point = left == right
+    ring = left > right
+    problems = []
+    if disclose is None and point.any():
+        problems.append((point, "disclosed values, but the mechanism has no acceptable range",
+                         "declare one: interval(X, case1(...), disclose [a, b])"))
+    elif disclose is not None:
+        a, b = _f(disclose[0]), _f(disclose[1])
+        bad = point & ((left < a) | (left > b))
+        problems.append((bad, f"disclosed values outside the acceptable range [{a:g}, {b:g}]",
+                         "only values in the acceptable range are reported exactly"))
+    if not (base is not None and base.scheme == "ring") and ring.any():
+        problems.append((ring, "ring ranges (-inf, a] | (b, inf], but the mechanism is not a ring design",
+                         "ring ranges come from interval(X, ring(q, ...))"))
+    if base is not None and base.scheme == "case1" and disclose is None:
+        # Case I reports are open on one side: (-inf, U] or (U, inf] (or cut at the support)
+        closed = (left < right) & (left > lo) & (right < hi)
+        problems.append((closed, "bounded intervals, but Case-I reports are (-inf, U] or (U, inf]",
+                         "is the data bound to the right mechanism? --data MECHANISM=FILE"))
+    # a range must meet the support (cut to it: (l, r] with l < hi and r > lo)
+    interval = left < right
+    outside = (interval & ((left >= hi) | (right <= lo))) | (point & ((left < lo) | (left > hi)))
+    problems.append((outside, f"reports outside the support [{lo:g}, {hi:g}] of {var.name}",
+                     "a report must contain possible values of the variable"))
+    for mask, message, hint in problems:
+        if mask.any():
+            rows = np.flatnonzero(mask)
+            raise DataError(Diagnostic("D102", f"{len(rows)} report(s) the mechanism '{mech.name}' cannot "
+                                               f"produce: {message}", rows=tuple(int(r) + 1 for r in rows),
+                                       columns=(column,), hint=hint))
+
+
+def _reports(mech: Any, frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    allow_null = isinstance(mech, (SelectiveMechanism, ProgressiveMechanism))
+    left, right = parse_ranges(frame[column], column, allow_null=allow_null)
+    check_reports(mech, left, right, column)
+    return left, right
+
+
+def _load(mech: Any, query: Query, data: Any, columns: list[str]) -> tuple[pd.DataFrame, str]:
+    if data is None:
+        raise BackendError(Diagnostic("B120", f"query '{query.name}' needs data",
+                                      hint="privspec run SPEC --data FILE"))
+    name = mech.name or query.name
+    frame = data.frame_for(name, columns)
+    return frame, data.path_for(name)
+
+
+# ---- fitting the NPMLE -----------------------------------------------------------------------------
+class Fit:
+    """An NPMLE (from the engine or from the range fit) and where it came from."""
+
+    def __init__(self, result: Any, engine: str, n: float, support: tuple[float, float], band=None):
+        self.result = result
+        self.engine = engine
+        self.n = n
+        self.support = support
+        self.band = band
+
+    def step_function(self) -> StepFunction:
+        """Innermost intervals with mass, cut to the variable's support."""
+        iv = np.asarray(self.result.intervals, dtype=float)
+        mass = np.asarray(self.result.mass, dtype=float)
+        on = mass > 0
+        lo, hi = self.support
+        a, b = np.maximum(iv[on, 0], lo), np.minimum(iv[on, 1], hi)
+        return StepFunction(tuple((float(x), float(y)) for x, y in zip(a, b)), tuple(float(m) for m in mass[on]))
+
+    def extras(self) -> dict:
+        r = self.result
+        out = {"loglik": float(r.loglik), "iterations": int(r.iterations), "kkt": float(r.kkt),
+               "converged": bool(r.converged), "method": f"npmle ({self.engine})", "n": int(round(self.n))}
+        return out
+
+
+def fit_npmle(mech: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray, *, band: bool = False) -> Fit:
+    """The NPMLE of F from distinct reports with counts (nulls already left out)."""
+    support = support_of(mech.variable)
+    disclose = disclose_of(mech)
+    n = float(counts.sum())
+    if n == 0:
+        raise DataError(Diagnostic("D103", "no report was collected: nothing to estimate from"))
+    from .npmle import cdf_confidence_band, npmle
+
+    if disclose is None:
+        # the reports themselves: a ring range is one row of the engine (ring=True)
+        ring = bool(np.any(left > right))
+        result, engine = _engine(npmle, left, right, counts, ring)
+        fit = Fit(result, engine, n, support)
+        if band and ring:
+            fit.band = {"note": "no band for ring designs"}
+        elif band and engine.startswith("constrained Newton, cnm"):
+            x = _band_points(result, support)
+            if len(x):
+                try:
+                    with np.errstate(all="ignore"):
+                        lower, upper = cdf_confidence_band(result, left, right, counts, x, ring=ring)
+                    fit.band = {"x": x.tolist(), "lower": np.asarray(lower).tolist(),
+                                "upper": np.asarray(upper).tolist(), "level": 0.95,
+                                "method": "profile likelihood ratio, Banerjee-Wellner calibration"}
+                except (ValueError, ArithmeticError) as e:  # a band is a bonus, the estimate stands
+                    fit.band = {"note": f"no band: {e}"}
+        return fit
+    pl, pr, owner = likelihood_pieces(left, right, support, disclose)
+    pieces = np.bincount(owner, minlength=len(counts))
+    if np.any(pieces == 0):
+        raise DataError(Diagnostic("D104", "a report holds only values of the acceptable range, which "
+                                           "would have been disclosed", hint="check the data against the mechanism"))
+    if np.all(pieces == 1):
+        # the acceptable range removed from each report leaves one interval: the engine
+        result, engine = _engine(npmle, pl, pr, counts[owner], False)
+        return Fit(result, engine + "; acceptable range taken out of each report", n, support)
+    from .interval_rangefit import range_npmle
+
+    result = range_npmle(pl, pr, owner, counts)
+    return Fit(result, "constrained Newton on ranges; acceptable range taken out of each report", n, support)
+
+
+def _engine(npmle, left: np.ndarray, right: np.ndarray, counts: np.ndarray, ring: bool) -> tuple[Any, str]:
+    """The interval engine's NPMLE; should it fail on valid data (a bug), the range fit
+    (same likelihood, same KKT test) answers instead and says so."""
+    try:
+        with np.errstate(all="ignore"):
+            return npmle(left, right, counts, ring=ring), "constrained Newton, cnm"
+    except DataError:
+        raise
+    except (ValueError, ArithmeticError, IndexError, np.linalg.LinAlgError) as e:
+        from .interval_rangefit import range_npmle
+
+        pl, pr, owner = likelihood_pieces(left, right, (-np.inf, np.inf))
+        return range_npmle(pl, pr, owner, counts), f"constrained Newton on ranges (the interval engine failed: {e})"
+
+
+def _band_points(result: Any, support: tuple[float, float]) -> np.ndarray:
+    """Where to bound F: the fit's quartiles (right ends of innermost intervals), finite, in the support."""
+    iv, mass = np.asarray(result.intervals, dtype=float), np.asarray(result.mass, dtype=float)
+    cum = np.cumsum(mass)
+    idx = np.searchsorted(cum, np.array(BAND_QUANTILES))
+    x = iv[np.clip(idx, 0, len(iv) - 1), 1]
+    x = x[np.isfinite(x) & (x >= support[0]) & (x <= support[1])]
+    return np.unique(x)
+
+
+# ---- the back end ---------------------------------------------------------------------------------
+@register
+class IntervalBackend:
+    """Interval privacy: coverage, estimation from interval data, privatize and simulate."""
+
+    REGISTER_NAME = "interval"
+    PRIORITY = 10
+
+    # -- the runner's hooks ---------------------------------------------------------------------------
+    def supports(self, query: Query, verb: str) -> bool:
+        if not _is_interval(query.mechanism):
+            return False
+        if query.kind in ANALYTIC:
+            return True
+        return query.kind == "estimate" and verb in ("run", "simulate")
+
+    def privatizes(self, mechanism: Any) -> bool:
+        return _is_interval(mechanism)
+
+    def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
+        if verb == "simulate":
+            return self._simulate(model, query, options)
+        if query.kind in ANALYTIC:
+            result = getattr(self, "_" + query.kind)(model, query)
+            if verb == "run" and query.kind == "coverage":
+                result = self._coverage_on_data(model, query, result, options.get("data"))
+            return result
+        return self._estimate(model, query, options.get("data"), seed=options.get("seed"))
+
+    def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None) -> pd.DataFrame:
+        """Replace the variable's column by its reports; other columns and row order kept."""
+        var = mechanism.variable
+        column = var.name
+        if column not in frame.columns:
+            from .data import require_columns
+
+            require_columns(frame, [column], "the raw data")
+        check_no_missing(frame, [column], "the raw data")
+        y = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(y)
+        if bad.any():
+            rows = np.flatnonzero(bad)
+            raise DataError(Diagnostic("D105", f"{len(rows)} raw value(s) of {column} are not finite numbers",
+                                       rows=tuple(int(r) + 1 for r in rows), columns=(column,),
+                                       hint="raw data hold the plain values"))
+        lo, hi = support_of(var)
+        out = (y < lo) | (y > hi)
+        if out.any():
+            rows = np.flatnonzero(out)
+            raise DataError(Diagnostic("D106", f"{len(rows)} raw value(s) of {column} outside its support "
+                                               f"[{lo:g}, {hi:g}]", rows=tuple(int(r) + 1 for r in rows),
+                                       columns=(column,)))
+        rng = np.random.default_rng(seed)
+        left, right = sample_reports(model, mechanism, y, rng)
+        result = frame.copy()
+        result[column] = format_ranges(left, right)
+        return result
+
+    # -- analytic queries --------------------------------------------------------------------------------
+    def _coverage(self, model: ModelGraph, q: Query) -> Result:
+        mech = q.mechanism
+        pop = population_law(model, mech.variable)
+        cov = mechanism_coverage(mech, pop)
+        extras = {"metric": "size", "meaning": "tau = E[L(S_Z)] (Definition 1)", "evaluation": cov.method}
+        if cov.note:
+            extras["note"] = cov.note
+        extras.update({k: v for k, v in cov.extras.items() if k != "ignorability"})
+        if "ignorability" in cov.extras:
+            ig = cov.extras["ignorability"]
+            extras["ignorability"] = {"condition_rho_le_p": ig["condition"], "p_w0_given_null": ig["p_w0_given_null"],
+                                      "ignorable": ig["ignorable"], "rho_max": ig["rho_max"]}
+        return Result("coverage", _value(cov.value) if cov.method != "symbolic" else cov.value, extras)
+
+    def _leakage(self, model: ModelGraph, q: Query) -> Result:
+        cov = self._coverage(model, q)
+        value = cov.value
+        leak = 1 - value if isinstance(value, sympy.Basic) else 1.0 - value
+        extras = {"meaning": "size: 1 - tau (Implication 3)", "evaluation": cov.extras["evaluation"]}
+        return Result("leakage", {m: leak for m in (q.metrics or ("size",))}, extras)
+
+    def _epsilon(self, model: ModelGraph, q: Query) -> Result:
+        return Result("epsilon", sympy.oo, {
+            "reason": "a report excludes the values outside its range with certainty: Pr(Z = z | Y = y2) = 0 "
+                      "< Pr(Z = z | Y = y1) for y1 in S_z, y2 outside it, so no finite epsilon bounds the ratio "
+                      "(interval privacy and local DP meet only in the trivial mechanism: Proposition 3)"})
+
+    def _optimal_anchor(self, model: ModelGraph, q: Query) -> Result:
+        var = q.estimand.variables[0]
+        pop = population_law(model, var)
+        order = q.estimand.order or 1
+        if pop is None:
+            u = sympy.Symbol("u", real=True)
+            F = sympy.Function(f"F_{var.name}")(u)
+            c = sympy.Symbol("c_phi", positive=True)
+            return Result("optimal_anchor", c * sympy.sqrt(F * (1 - F)),
+                          {"note": f"no population for {var.name}: Theorem 2's density up to its constant",
+                           "variable": "u"})
+        density, u, c, how = optimal_anchor(pop, order)
+        best, _ = information_bound(pop, None, order)
+        current, outside = information_bound(pop, q.mechanism.anchor, order)
+        lo, hi = pop.support()
+        extras = {"variable": "u", "support": [lo, hi], "normalizing_constant": c, "evaluation": how,
+                  "information_bound": best, "bound_with_mechanism_anchor": current,
+                  "efficiency": best / current if current > 0 else float("nan"),
+                  "meaning": "g(u) = c {F(u)(1 - F(u))}^(1/2) |phi'(u)| (Theorem 2); the bounds are "
+                             "int phi'^2 F (1 - F) / p_U, the asymptotic variance of sqrt(n)(estimate - truth)"}
+        if outside > 0:
+            extras["unidentified_mass"] = outside
+        return Result("optimal_anchor", density, extras)
+
+    def _avar(self, model: ModelGraph, q: Query) -> Result:
+        from .interval_avar import avar
+
+        return avar(model, q)
+
+    # -- on data --------------------------------------------------------------------------------------------
+    def _coverage_on_data(self, model: ModelGraph, q: Query, analytic: Result, data: Any) -> Result:
+        mech = q.mechanism
+        column = mech.variable.name
+        frame, path = _load(mech, q, data, [column])
+        left, right = _reports(mech, frame, column)
+        nulls = np.isnan(left)
+        l, r, c = aggregate(left, right)
+        if nulls.any():  # a null report counts with coverage 1
+            l, r, c = np.append(l, np.nan), np.append(r, np.nan), np.append(c, float(nulls.sum()))
+        pop = population_law(model, mech.variable)
+        if pop is not None:
+            cdf, source = law_distribution(pop).cdf, "the population"
+        else:
+            keep = ~np.isnan(l)
+            fit = fit_npmle(mech, l[keep], r[keep], c[keep])
+            cdf, source = fit.result.cdf, "the NPMLE of F"
+        est, how = coverage_from_data(l, r, c, mech, cdf)
+        extras = dict(analytic.extras)
+        extras.update({"estimate": est, "estimator": f"{how}, F from {source}", "n": int(c.sum())})
+        # the individual coverages L(S_z) of the collected reports (Implication 3)
+        keep = ~np.isnan(l)
+        if keep.any():
+            ind = range_coverage(l[keep], r[keep], cdf, disclose_of(mech))
+            order = np.argsort(ind)
+            cum = np.cumsum(c[keep][order]) / c[keep].sum()
+            pick = lambda q: float(ind[order][min(np.searchsorted(cum, q), len(cum) - 1)])
+            extras["individual"] = {"min": float(ind.min()), "quartiles": [pick(0.25), pick(0.5), pick(0.75)],
+                                    "max": float(ind.max())}
+        if pop is None:
+            return Result("coverage", est, extras)
+        return Result("coverage", analytic.value, extras)
+
+    def _estimate(self, model: ModelGraph, q: Query, data: Any, seed: int | None = None) -> Result:
+        mech = q.mechanism
+        est = q.estimand
+        column = est.variables[0].name
+        if est.kind == "regression":
+            return self._regression(model, q, data, seed)
+        frame, _ = _load(mech, q, data, [column])
+        left, right = _reports(mech, frame, column)
+        return estimate_from_reports(model, q, left, right, band=est.kind == "cdf")
+
+    def _regression(self, model: ModelGraph, q: Query, data: Any, seed: int | None) -> Result:
+        from .interval_regression import iterative_regression
+
+        mech = q.mechanism
+        response, covariates = q.estimand.variables[0].name, [v.name for v in q.estimand.variables[1:]]
+        frame, path = _load(mech, q, data, [response] + covariates)
+        check_no_missing(frame, covariates, path)
+        left, right = _reports(mech, frame, response)
+        X = frame[covariates].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(X)
+        if bad.any():
+            rows, cols = np.nonzero(bad)
+            raise DataError(Diagnostic("D107", f"{len(set(rows))} covariate value(s) are not numbers",
+                                       rows=tuple(sorted({int(r) + 1 for r in rows})),
+                                       columns=tuple(sorted({covariates[c] for c in cols})),
+                                       hint="covariates are plain numeric columns"))
+        keep = ~np.isnan(left)
+        named = _named_args(q)
+        regressor = named[0] if named else "linear"
+        noise = named[1] if len(named) > 1 else "normal"
+        fit = iterative_regression(X[keep], left[keep], right[keep], regressor, noise=noise,
+                                   support=support_of(mech.variable), disclose=disclose_of(mech), seed=seed or 0,
+                                   init="center")
+        extras = {"method": f"iterative({regressor}) (Algorithm 1)", "noise": noise, "noise_scale": fit.scale,
+                  "start": "f_0 = the location of the marginal law of the response fitted to the reports",
+                  "iterations": fit.iterations, "converged": fit.converged, "n": int(keep.sum()),
+                  "last_change": fit.history[-1]["change"] if fit.history else None}
+        if regressor == "linear":
+            value = Vector(("intercept", *covariates), tuple(float(b) for b in fit.coefficients))
+        else:
+            value = Vector(tuple(covariates), tuple(float(v) for v in fit.model.feature_importances_))
+            extras["meaning"] = "feature importances of the fitted ensemble (its predictions: the Python API)"
+        return Result("estimate", value, extras)
+
+    # -- simulate -----------------------------------------------------------------------------------------
+    def _simulate(self, model: ModelGraph, q: Query, options: dict) -> Result:
+        from .interval_simulate import simulate_query
+
+        return simulate_query(self, model, q, n=options["n"], reps=options["reps"], seed=options.get("seed"))
+
+
+def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: np.ndarray, *,
+                          band: bool = False) -> Result:
+    """An estimate query answered from reports (``left``, ``right``; NaN for nulls)."""
+    mech = q.mechanism
+    est = q.estimand
+    method = q.method.name
+    nulls = int(np.isnan(left).sum())
+    l, r, c = aggregate(left, right)
+    extra_null = {"n_null": nulls} if nulls else {}
+    lo, hi = support_of(mech.variable)
+    order = (est.order or 1) if est.kind in ("mean", "moment") else None
+    if method == "unbiased":
+        a, b = mech.anchor.support()
+        try:
+            mu, se, n = example2_mean(l, r, c, _f(a), _f(b), lo, hi)
+        except ValueError:
+            raise DataError(Diagnostic("D108", "reports that are not Case-I reports (-inf, U] or (U, inf]",
+                                       hint="Example 2 needs one anchor per respondent")) from None
+        return Result("estimate", mu, {"se": se, "method": "unbiased (Example 2, eq. 3)", "n": n,
+                                       "anchors": [float(_f(a)), float(_f(b))], **extra_null})
+    if method == "mle":
+        family = _named_args(q)[0]
+        pl, pr, owner = likelihood_pieces(l, r, (lo, hi), disclose_of(mech))
+        fit = parametric_mle(pl, pr, owner, c, family)
+        extras = {"method": f"mle({family})", "n": fit.n, "loglik": fit.loglik, "iterations": fit.iterations,
+                  "converged": fit.converged,
+                  "parameters": {"location": fit.location, "scale": fit.scale}, **extra_null}
+        se_loc, se_scale = np.sqrt(np.maximum(np.diag(fit.cov), 0.0))
+        if est.kind == "cdf":
+            extras["se"] = {"location": float(se_loc), "scale": float(se_scale)}
+            return Result("estimate", {"location": fit.location, "scale": fit.scale}, extras)
+        value, se = fit.moment(order)
+        extras["se"] = se
+        return Result("estimate", value, extras)
+    fit = fit_npmle(mech, l, r, c, band=band)
+    extras = fit.extras()
+    extras.update(extra_null)
+    if est.kind == "cdf":
+        if fit.band is not None:
+            extras["band"] = fit.band
+        return Result("estimate", fit.step_function(), extras)
+    value, bounds = npmle_functional(fit.result.intervals, fit.result.mass, lambda y: y ** order, lo, hi)
+    extras["range"] = list(bounds)
+    extras["placement"] = ("each innermost interval's mass at its midpoint, the interval cut to the support; "
+                           "at its finite end if it is still half-infinite; 'range' spans all placements")
+    if isinstance(mech, IntervalMechanism) and mech.scheme == "case1" and mech.disclose is None:
+        extras["se"] = npmle_case1_se(fit.result.intervals, fit.result.mass, mech.anchor, int(fit.n), order, lo, hi)
+        extras["se_method"] = "plug-in information bound (Case I)"
+    return Result("estimate", value, extras)

@@ -1,0 +1,432 @@
+"""Interval mechanisms: anchor laws, observed ranges, and how they are written.
+
+The one convention
+------------------
+Every report of an interval mechanism is a pair of floats ``(l, r)``:
+
+* ``l < r``: the interval ``(l, r] = {y : l < y <= r}``, with ``l = -inf`` and
+  ``r = inf`` allowed.  Case I gives ``(-inf, U]`` or ``(U, inf]``; the finite ends are
+  always the anchors that were drawn (nothing is clipped to the variable's support,
+  so the anchors stay in the data: Example 2 needs them).
+* ``l == r``: the disclosed point ``l`` (an acceptable range, Definition 2).
+* ``l > r``: a ring range (Example 3), ``(-inf, r] U (l, inf]``, i.e. the complement
+  of ``(r, l]``: read on the circle where ``-inf`` and ``inf`` are joined it is still
+  the arc from ``l`` to ``r``.
+* ``NaN``: nothing was collected (``null`` of a selective mechanism, Definition 5).
+
+Written in a data table (LANGUAGE.md, "Data") the same reports are ``(l, r]``
+(``-inf``/``inf`` allowed; ``)`` is accepted after ``inf``), the number itself for a
+point, ``(-inf, r] | (l, inf]`` for a ring range, and ``null`` (or an empty cell)
+for nothing collected.  :func:`parse_ranges` and :func:`format_ranges` convert
+between the two, vectorized (no Python loop over respondents).
+
+Anchors and populations are :class:`privspec.model.Law` objects; :func:`law_distribution`
+turns one into a frozen :mod:`scipy.stats` distribution (``shift + scale * X``).
+
+Examples
+--------
+>>> import numpy as np
+>>> left, right = parse_ranges(["(-inf, 2.5]", "(1, inf]", "3", "(-inf, -1] | (4, inf)", "null"],
+...                            allow_null=True)
+>>> left.tolist(), right.tolist()
+([-inf, 1.0, 3.0, 4.0, nan], [2.5, inf, 3.0, -1.0, nan])
+>>> format_ranges(left, right).tolist()
+['(-inf, 2.5]', '(1, inf]', '3', '(-inf, -1] | (4, inf]', 'null']
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import sympy
+from scipy import stats
+
+from ..errors import BackendError, DataError, Diagnostic
+from ..model import (IntervalMechanism, Law, ModelGraph, ProgressiveMechanism, SelectiveMechanism,
+                     Variable)
+
+#: how a null (not collected) report is written
+NULL = "null"
+
+
+# ---- laws ----------------------------------------------------------------------------------
+def _f(x: sympy.Expr) -> float:
+    return float(sympy.N(x, 17))
+
+
+def law_distribution(law: Law):
+    """A frozen scipy distribution for a continuous law, ``shift + scale * X``.
+
+    Examples
+    --------
+    >>> import sympy
+    >>> d = law_distribution(Law("logistic", (("location", sympy.Integer(0)), ("scale", sympy.Integer(5)))))
+    >>> round(float(d.cdf(5.0)), 6)
+    0.731059
+    >>> tuple(map(float, law_distribution(Law("exponential", (("rate", sympy.Integer(2)),),
+    ...                                        shift=sympy.Integer(10))).support()))
+    (10.0, inf)
+    """
+    p = {k: _f(v) for k, v in law.params}
+    shift, scale = _f(law.shift), _f(law.scale)
+    if law.family == "uniform":
+        base_loc, base_scale, dist = p["a"], p["b"] - p["a"], stats.uniform
+    elif law.family == "normal":
+        base_loc, base_scale, dist = p["mean"], p["sd"], stats.norm
+    elif law.family == "logistic":
+        base_loc, base_scale, dist = p["location"], p["scale"], stats.logistic
+    elif law.family == "exponential":
+        base_loc, base_scale, dist = 0.0, 1.0 / p["rate"], stats.expon
+    else:
+        raise BackendError(Diagnostic("B101", f"no continuous law '{law.family}'"))
+    # the front end keeps scale > 0 (E309), so shift + scale * X is again loc-scale
+    return dist(loc=shift + scale * base_loc, scale=scale * base_scale)
+
+
+def law_cdf_expr(law: Law, x: sympy.Expr) -> sympy.Expr:
+    """The exact CDF of a law at ``x`` (a sympy expression).
+
+    Examples
+    --------
+    >>> import sympy
+    >>> u = sympy.Symbol("u")
+    >>> law_cdf_expr(Law("uniform", (("a", sympy.Integer(0)), ("b", sympy.Integer(150)))), u)
+    Piecewise((0, u < 0), (u/150, u <= 150), (1, True))
+    """
+    z = (x - law.shift) / law.scale
+    p = dict(law.params)
+    if law.family == "uniform":
+        a, b = p["a"], p["b"]
+        return sympy.Piecewise((0, z < a), ((z - a) / (b - a), z <= b), (1, True))
+    if law.family == "normal":
+        return (1 + sympy.erf((z - p["mean"]) / (p["sd"] * sympy.sqrt(2)))) / 2
+    if law.family == "logistic":
+        return 1 / (1 + sympy.exp(-(z - p["location"]) / p["scale"]))
+    if law.family == "exponential":
+        return sympy.Piecewise((0, z < 0), (1 - sympy.exp(-p["rate"] * z), True))
+    raise BackendError(Diagnostic("B101", f"no continuous law '{law.family}'"))
+
+
+def law_pdf_expr(law: Law, x: sympy.Expr) -> sympy.Expr:
+    """The exact density of a law at ``x`` (a sympy expression)."""
+    return sympy.diff(law_cdf_expr(law, x), x) if law.family in ("normal", "logistic") else _pdf_piecewise(law, x)
+
+
+def _pdf_piecewise(law: Law, x: sympy.Expr) -> sympy.Expr:
+    z = (x - law.shift) / law.scale
+    p = dict(law.params)
+    if law.family == "uniform":
+        a, b = p["a"], p["b"]
+        return sympy.Piecewise((1 / ((b - a) * law.scale), (z >= a) & (z <= b)), (0, True))
+    rate = p["rate"]
+    return sympy.Piecewise((rate * sympy.exp(-rate * z) / law.scale, z >= 0), (0, True))
+
+
+def population_law(model: ModelGraph, variable: Variable) -> Law | None:
+    """The continuous population declared for ``variable`` alone, or None."""
+    pop = model.population_of(variable.name)
+    if pop is None or len(pop.variables) != 1 or pop.law.family == "categorical":
+        return None
+    return pop.law
+
+
+def disclose_of(mech) -> tuple | None:
+    """The acceptable range of an interval mechanism (or of a selective one's base)."""
+    base = mech.base if isinstance(mech, SelectiveMechanism) else mech
+    return base.disclose if isinstance(base, IntervalMechanism) else None
+
+
+def support_of(variable: Variable) -> tuple[float, float]:
+    """The variable's support ``[lower, upper]`` as floats (infinite ends allowed)."""
+    return _f(variable.lower), _f(variable.upper)
+
+
+# ---- parsing and writing ------------------------------------------------------------------------
+_NUM = r"[+-]?(?:inf(?:inity)?|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+_INTERVAL = re.compile(rf"^\(\s*({_NUM})\s*,\s*({_NUM})\s*(\]|\))$", re.IGNORECASE)
+_POINT = re.compile(rf"^{_NUM}$", re.IGNORECASE)
+
+
+def _bad(rows: np.ndarray, column: str, message: str, hint: str, code: str = "D101") -> DataError:
+    return DataError(Diagnostic(code, message, rows=tuple(int(r) + 1 for r in rows),
+                                columns=(column,), hint=hint))
+
+
+_HINT = "write an interval as (a, b] with a < b (-inf and inf allowed), a disclosed value as the number, " \
+        "a ring range as (-inf, a] | (b, inf], and null where nothing was collected"
+
+
+def parse_ranges(values: Sequence[str] | pd.Series, column: str = "value",
+                 allow_null: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Parse written reports into ``(left, right)`` arrays (the module's convention).
+
+    Raises :class:`DataError` D101 naming the rows that are not a report, and D004
+    for missing values unless ``allow_null`` (then they are NaN: not collected).
+    """
+    s = pd.Series(values, dtype=object).astype(str).str.strip()
+    n = len(s)
+    left = np.full(n, np.nan)
+    right = np.full(n, np.nan)
+    null = s.str.lower().isin([NULL, "", "na", "n/a", "nan", "none"]).to_numpy()
+    if null.any() and not allow_null:
+        raise _bad(np.flatnonzero(null), column, f"{int(null.sum())} missing report(s)",
+                   "privspec does not impute: remove these rows, or collect through selective(...) "
+                   "where null means 'not collected'", code="D004")
+    # points: the number itself
+    point = s.str.fullmatch(_POINT.pattern, flags=re.IGNORECASE).to_numpy() & ~null
+    if point.any():
+        x = pd.to_numeric(s[point], errors="coerce").to_numpy(dtype=float)
+        left[point] = right[point] = x
+    # ring ranges: (-inf, a] | (b, inf]
+    union = s.str.contains("|", regex=False).to_numpy() & ~null
+    if union.any():
+        parts = s[union].str.split("|", n=1, expand=True)
+        a = parts[0].str.strip().str.extract(_INTERVAL)
+        b = parts[1].str.strip().str.extract(_INTERVAL) if parts.shape[1] > 1 else a * np.nan
+        al, ar = pd.to_numeric(a[0], errors="coerce"), pd.to_numeric(a[1], errors="coerce")
+        bl, br = pd.to_numeric(b[0], errors="coerce"), pd.to_numeric(b[1], errors="coerce")
+        ok = ((al == -np.inf) & (br == np.inf) & (ar < bl) & np.isfinite(ar) & np.isfinite(bl)).to_numpy()
+        idx = np.flatnonzero(union)
+        left[idx[ok]] = bl.to_numpy()[ok]
+        right[idx[ok]] = ar.to_numpy()[ok]
+    plain = ~(null | point | union)
+    if plain.any():
+        m = s[plain].str.extract(_INTERVAL)
+        lo = pd.to_numeric(m[0], errors="coerce").to_numpy(dtype=float)
+        hi = pd.to_numeric(m[1], errors="coerce").to_numpy(dtype=float)
+        closing = m[2].to_numpy()
+        ok = (lo < hi) & ((closing == "]") | (hi == np.inf))
+        ok &= ~np.isnan(lo) & ~np.isnan(hi)
+        idx = np.flatnonzero(plain)
+        left[idx[ok]] = lo[ok]
+        right[idx[ok]] = hi[ok]
+    bad = ~null & (np.isnan(left) | np.isnan(right) | (np.isinf(left) & (left == right))
+                   | (left == np.inf) | (right == -np.inf))
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        shown = ", ".join(repr(v) for v in s.iloc[rows[:3]])
+        raise _bad(rows, column, f"{len(rows)} value(s) are not interval reports (e.g. {shown})", _HINT)
+    return left, right
+
+
+def _num(x: np.ndarray) -> np.ndarray:
+    out = np.char.mod("%.12g", np.where(np.isfinite(x), x, 0.0)).astype(object)
+    out[x == np.inf] = "inf"
+    out[x == -np.inf] = "-inf"
+    return out
+
+
+def format_ranges(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Write reports as text (the inverse of :func:`parse_ranges`), vectorized."""
+    left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
+    ls, rs = _num(left), _num(right)
+    out = np.full(left.shape, NULL, dtype=object)
+    interval = left < right
+    out[interval] = "(" + ls[interval] + ", " + rs[interval] + "]"
+    point = left == right
+    out[point] = ls[point]
+    ring = left > right
+    out[ring] = "(-inf, " + rs[ring] + "] | (" + ls[ring] + ", inf]"
+    return out
+
+
+# ---- sampling the mechanisms ----------------------------------------------------------------------
+def draw(law: Law, size, rng: np.random.Generator) -> np.ndarray:
+    """Draws from a law (anchors or a population), by inversion of uniforms from ``rng``."""
+    return law_distribution(law).ppf(rng.random(size))
+
+
+def _partition(y: np.ndarray, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The canonical interval (U(k), U(k+1)] holding y, anchors sorted per row; and k."""
+    anchors = np.sort(anchors, axis=1)
+    n, q = anchors.shape
+    k = (anchors < y[:, None]).sum(axis=1)  # y in (U(k), U(k+1)]: k anchors strictly below y
+    padded = np.empty((n, q + 2))
+    padded[:, 0], padded[:, -1], padded[:, 1:-1] = -np.inf, np.inf, anchors
+    rows = np.arange(n)
+    return padded[rows, k], padded[rows, k + 1], k
+
+
+def sample_interval(mech: IntervalMechanism, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Reports of an interval mechanism (Definition 2, Example 3) for true values ``y``.
+
+    ``case1``/``case2``/``canonical(m)`` draw m - 1 iid anchors, sort them and report the
+    interval (U(i-1), U(i)] holding y; ``ring(q)`` draws q anchors and reports
+    (T(i-1), T(i)] or the ring range (-inf, T(1)] U (T(q), inf] (Example 3); values in
+    the acceptable range ``disclose [a, b]`` are reported exactly.
+
+    Examples
+    --------
+    >>> import numpy as np, sympy
+    >>> from privspec.model import Variable
+    >>> v = Variable("y", "continuous")
+    >>> anchor = Law("uniform", (("a", sympy.Integer(-1)), ("b", sympy.Integer(1))))
+    >>> m = IntervalMechanism("m", v, "case2", anchor, 3)
+    >>> left, right = sample_interval(m, np.array([0.0, 0.5, -0.2]), np.random.default_rng(1))
+    >>> bool(np.all((left < [0.0, 0.5, -0.2]) & ([0.0, 0.5, -0.2] <= right)))
+    True
+    """
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    count = mech.m if mech.scheme == "ring" else mech.m - 1
+    anchors = draw(mech.anchor, (n, count), rng)
+    left, right, k = _partition(y, anchors)
+    if mech.scheme == "ring":
+        # the two end intervals are one range: (-inf, T(1)] U (T(q), inf], l > r
+        ends = (k == 0) | (k == count)
+        srt = np.sort(anchors, axis=1)
+        left = np.where(ends, srt[:, -1], left)
+        right = np.where(ends, srt[:, 0], right)
+    if mech.disclose is not None:
+        a, b = _f(mech.disclose[0]), _f(mech.disclose[1])
+        inside = (y >= a) & (y <= b)
+        left = np.where(inside, y, left)
+        right = np.where(inside, y, right)
+    return left, right
+
+
+def sample_selective(mech: SelectiveMechanism, y: np.ndarray, rng: np.random.Generator,
+                     cdf) -> tuple[np.ndarray, np.ndarray]:
+    """Definition 5: the base report is collected if L(S_Z) >= tau and W ~ Bern(rho) is 1.
+
+    ``cdf`` is the population CDF used for the coverage L (Way II of section III-D:
+    the system knows, or has estimated, F_Y).  Not collected: NaN.
+    """
+    left, right = sample_interval(mech.base, y, rng)
+    coverage = range_coverage(left, right, cdf, mech.base.disclose)
+    w = rng.random(len(y)) < _f(mech.rho)
+    keep = w & (coverage >= _f(mech.tau))
+    return np.where(keep, left, np.nan), np.where(keep, right, np.nan)
+
+
+def sample_progressive(mech: ProgressiveMechanism, y: np.ndarray, rng: np.random.Generator,
+                       tau: np.ndarray | float | None = None, cdf=None) -> tuple[np.ndarray, np.ndarray]:
+    """Example 4: up to ``rounds`` anchors, each uniform on the current range.
+
+    Round h draws U(h) uniform on [lo, hi], the respondent says whether Y <= U(h), and
+    the range shrinks to the side holding Y.  With a sensitivity ``tau`` (per respondent)
+    and the population ``cdf``, an answer is given only while the new range keeps
+    coverage L >= tau; otherwise the previous range is collected (``null`` when the
+    first answer is refused).  Without ``tau`` every respondent answers every round.
+    Reports are written (lo, hi]; a range still at the lower end of the support keeps
+    -inf as its left end, as in Case I.
+    """
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    lo0, hi0 = support_of(mech.variable)
+    lo, hi = np.full(n, lo0), np.full(n, hi0)
+    answered = np.zeros(n, dtype=bool)
+    active = np.ones(n, dtype=bool)
+    for _ in range(mech.rounds):
+        u = lo + (hi - lo) * rng.random(n)
+        below = y <= u
+        new_lo, new_hi = np.where(below, lo, u), np.where(below, u, hi)
+        if tau is not None:
+            cov = cdf(new_hi) - cdf(new_lo)
+            active &= cov >= tau
+        lo, hi = np.where(active, new_lo, lo), np.where(active, new_hi, hi)
+        answered |= active
+    left = np.where(lo == lo0, -np.inf, lo)
+    right = np.where(hi == hi0, np.inf, hi)
+    return np.where(answered, left, np.nan), np.where(answered, right, np.nan)
+
+
+def sample_reports(model: ModelGraph, mech, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Reports of any interval-family mechanism for true values ``y``."""
+    if isinstance(mech, IntervalMechanism):
+        return sample_interval(mech, y, rng)
+    if isinstance(mech, SelectiveMechanism):
+        law = population_law(model, mech.variable)
+        if law is None:
+            raise BackendError(Diagnostic(
+                "B102", f"the selective mechanism '{mech.name}' keeps a report only if its coverage "
+                        f"L(S_Z) >= {mech.tau}, and coverage needs the population of {mech.variable.name}",
+                hint=f"declare it: population {mech.variable.name} ~ normal(0, 1) (or an estimate of it: "
+                     "Way II of section III-D)"))
+        return sample_selective(mech, y, rng, law_distribution(law).cdf)
+    if isinstance(mech, ProgressiveMechanism):
+        return sample_progressive(mech, y, rng)
+    raise BackendError(Diagnostic("B103", f"'{getattr(mech, 'name', mech)}' is not an interval mechanism"))
+
+
+# ---- what a report says about Y ----------------------------------------------------------------------
+def range_coverage(left: np.ndarray, right: np.ndarray, cdf,
+                   disclose: tuple | None = None) -> np.ndarray:
+    """Individual coverage L(S_z) = P(Y in S_z) of reports (Implication 3).
+
+    S_z is the reported range less the acceptable range A (proof of Theorem 3); a
+    disclosed point has coverage 0; NaN (not collected) stays NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> cov = range_coverage(np.array([-np.inf, 0.0, 1.0, 1.0]), np.array([0.0, np.inf, 1.0, -1.0]),
+    ...                      stats.norm.cdf)
+    >>> [round(float(c), 4) for c in cov]
+    [0.5, 0.5, 0.0, 0.3173]
+    """
+    left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
+    fl, fr = cdf(left), cdf(right)
+    interval = np.where(left < right, fr - fl, 0.0)
+    ring = left > right
+    cov = np.where(ring, 1.0 - (fl - fr), interval)
+    if disclose is not None:
+        a, b = _f(disclose[0]), _f(disclose[1])
+        fa, fb = cdf(a), cdf(b)
+        # mass of A inside the range: (l, r] meets [a, b]
+        inner = np.clip(np.minimum(fr, fb) - np.maximum(fl, fa), 0.0, None)
+        ring_inner = np.clip(np.minimum(fr, fb) - fa, 0.0, None) + np.clip(fb - np.maximum(fl, fa), 0.0, None)
+        cov = cov - np.where(ring, ring_inner, np.where(left < right, inner, 0.0))
+    cov = np.where(np.isnan(left), np.nan, cov)
+    return np.clip(cov, 0.0, 1.0)
+
+
+def likelihood_pieces(left: np.ndarray, right: np.ndarray, support: tuple[float, float],
+                      disclose: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pieces ``(l, r]`` (or points) whose union is the set of values a report allows.
+
+    The reported range is cut to the variable's support and, when the mechanism has
+    an acceptable range A, A is taken out (a value in A would have been disclosed:
+    proof of Theorem 3).  Returns ``(piece_left, piece_right, owner)`` with ``owner``
+    the index of the report each piece belongs to; a report whose set is empty has
+    no piece (the caller reports it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pl, pr, owner = likelihood_pieces(np.array([-np.inf, 30.0, 5.0]), np.array([100.0, np.inf, 5.0]),
+    ...                                   (0.0, 150.0), (0, 20))
+    >>> pl.tolist(), pr.tolist(), owner.tolist()
+    ([20.0, 30.0, 5.0], [100.0, 150.0, 5.0], [0, 1, 2])
+    """
+    left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
+    lo, hi = support
+    idx = np.arange(len(left))
+    ring = left > right
+    point = left == right
+    # a ring range is two pieces, (-inf, r] and (l, inf]
+    pl = np.concatenate([np.where(ring, -np.inf, left), left[ring]])
+    pr = np.concatenate([right, np.full(int(ring.sum()), np.inf)])
+    owner = np.concatenate([idx, idx[ring]])
+    is_point = np.concatenate([point, np.zeros(int(ring.sum()), dtype=bool)])
+    # points are where they are; intervals are cut to the support [lo, hi]
+    pl = np.where(is_point, pl, np.maximum(pl, lo))
+    pr = np.where(is_point, pr, np.minimum(pr, hi))
+    if disclose is not None:
+        a, b = _f(disclose[0]), _f(disclose[1])
+        # (l, r] \ [a, b] = (l, min(r, a)) U (max(l, b), r]; the open end at a has
+        # probability zero for a continuous Y, so it is written (l, a]
+        first_l, first_r = pl, np.minimum(pr, a)
+        second_l, second_r = np.maximum(pl, b), pr
+        keep1 = is_point | (first_l < first_r)
+        keep2 = ~is_point & (second_l < second_r) & (pr > b)
+        pl = np.concatenate([np.where(is_point, pl, first_l)[keep1], second_l[keep2]])
+        pr = np.concatenate([np.where(is_point, pr, first_r)[keep1], second_r[keep2]])
+        owner = np.concatenate([owner[keep1], owner[keep2]])
+        is_point = np.concatenate([is_point[keep1], np.zeros(int(keep2.sum()), dtype=bool)])
+    keep = is_point | (pl < pr)
+    order = np.lexsort((pl[keep], owner[keep]))
+    return pl[keep][order], pr[keep][order], owner[keep][order]
