@@ -45,6 +45,13 @@ def _check(ch: Channel, counts: np.ndarray) -> np.ndarray:
     return counts
 
 
+def _observed(ch: Channel, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The rows of K that were observed, their counts, and n: the likelihood involves
+    nothing else."""
+    nz = counts > 0
+    return ch.Kn[nz], counts[nz], float(counts[nz].sum())
+
+
 def gradient(ch: Channel, counts: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``g_j = d l / d w_j = sum_o n_o K[o, j] / (K w)_o``."""
     K = ch.Kn
@@ -111,10 +118,7 @@ def em(ch: Channel, counts: np.ndarray, w0: np.ndarray | None = None, *, tol: fl
     below ``tol``; iterations cost O(observations x p), independent of n.
     """
     counts = _check(ch, counts)
-    K = ch.Kn
-    nz = counts > 0
-    Kz, cz = K[nz], counts[nz]
-    n = cz.sum()
+    Kz, cz, n = _observed(ch, counts)
     p = ch.p
     w = np.full(p, 1.0 / p) if w0 is None else clip_renormalize(np.asarray(w0, dtype=float)) * 0.999 + 0.001 / p
     step = lambda v: _em_step(Kz, cz, n, v)  # noqa: E731
@@ -162,10 +166,7 @@ def newton(ch: Channel, counts: np.ndarray, w0: np.ndarray | None = None, *, tol
     until the likelihood increases.
     """
     counts = _check(ch, counts)
-    K = ch.Kn
-    nz = counts > 0
-    Kz, cz = K[nz], counts[nz]
-    n = cz.sum()
+    Kz, cz, n = _observed(ch, counts)
     p = ch.p
     w = em(ch, counts, w0, tol=1e-3, max_iter=50).w if w0 is None else clip_renormalize(np.asarray(w0, float))
     ll = lambda v: float(cz @ np.log(np.maximum(Kz @ v, 1e-300)))  # noqa: E731
