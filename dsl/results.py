@@ -192,7 +192,7 @@ class Result:
         text = _text(value)
         extras = [f"{k} = {_text(v)}" for k, v in d.items() if k not in ("kind", "value", "expr", "latex")]
         if "expr" in d and d["value"] is not None and not isinstance(d["value"], (dict, list)) \
-                and d["expr"] != str(d["value"]):
+                and d["expr"] != str(d["value"]) and len(d["expr"]) <= 60:  # long exact forms: JSON only
             text = f"{text} (exactly {d['expr']})"
         return text + ("".join(f"\n    {e}" for e in extras) if extras else "")
 
@@ -236,6 +236,9 @@ def _text(value: Any) -> str:
             for r, row in zip(value["rows"], value["data"]):
                 lines.append(f"{r:<{len(head)}}" + "".join(f"{_text(x):>{max(width, 12)}}" for x in row))
             return "\n" + "\n".join(lines)
+        if any(isinstance(v, dict) and "rows" in v for v in value.values()):
+            # several matrices (moments: Q, H, C): one block each
+            return "".join(f"\n  {k}: " + _text(v).replace("\n", "\n    ") for k, v in value.items())
         return "{" + ", ".join(f"{k}: {_text(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_text(v) for v in value) + "]"
