@@ -30,35 +30,10 @@ Examples
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy.optimize import nnls
 
-from ..results import StepFunction
-
-
-@dataclass(frozen=True)
-class RangeFit:
-    """An NPMLE on innermost intervals (``[x, x]`` rows are points)."""
-
-    intervals: np.ndarray
-    mass: np.ndarray
-    loglik: float
-    iterations: int
-    kkt: float
-    converged: bool
-    method: str = "constrained Newton (Wang 2007) on ranges"
-
-    def cdf(self, x) -> np.ndarray:
-        """F(x) with each interval's mass at its right end (the largest CDF the fit allows)."""
-        x = np.asarray(x, dtype=float)
-        cum = np.concatenate([[0.0], np.cumsum(self.mass)])
-        return cum[np.searchsorted(self.intervals[:, 1], x, side="right")]
-
-    def to_step_function(self) -> StepFunction:
-        return StepFunction(tuple((float(a), float(b)) for a, b in self.intervals),
-                            tuple(float(m) for m in self.mass))
+from .npmle import NPMLEResult
 
 
 def candidates(piece_left: np.ndarray, piece_right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +84,7 @@ def stabbing(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 def range_npmle(piece_left: np.ndarray, piece_right: np.ndarray, owner: np.ndarray, counts: np.ndarray,
-                *, tol: float = 1e-9, max_iter: int = 500) -> RangeFit:
+                *, tol: float = 1e-9, max_iter: int = 500) -> NPMLEResult:
     """The NPMLE of F from reports that are unions of pieces.
 
     ``owner[k]`` is the report (index into ``counts``) that piece k belongs to;
@@ -219,5 +194,6 @@ def range_npmle(piece_left: np.ndarray, piece_right: np.ndarray, owner: np.ndarr
         P = probs(p)
     kkt = float(gradient(P).max() - 1)
     keep = p > 0
-    return RangeFit(np.column_stack([lo, hi])[keep], p[keep], loglik(P), it, kkt, converged and kkt <= tol,
-                    "constrained Newton (Wang 2007) on ranges")
+    # the engine's result type: one set of functionals (cdf, bounds, moments) for both fits
+    return NPMLEResult(np.column_stack([lo, hi])[keep], p[keep], loglik(P), it, kkt, converged and kkt <= tol,
+                       "constrained Newton (Wang 2007) on ranges", float(np.sum(counts)))
