@@ -178,41 +178,30 @@ class Channel:
             return all(f.is_set_valued for f in self.factors)
         return self.masks is not None
 
+    def _derived(self, key: str, leaf, join, part) -> Any:
+        """A matrix computed once: ``leaf()`` for a plain channel, the Kronecker product
+        (``join``) of the factors' ``part`` for a product."""
+        if key not in self._cache:
+            self._cache[key] = functools.reduce(join, [part(f) for f in self.factors]) if self.factors else leaf()
+        return self._cache[key]
+
     @property
     def K(self) -> sympy.Matrix:
         """The exact matrix (a Kronecker product for products, built on demand)."""
-        if self.exact_K is not None:
-            return self.exact_K
-        if "K" not in self._cache:
-            self._cache["K"] = functools.reduce(sympy.kronecker_product, [f.K for f in self.factors])
-        return self._cache["K"]
+        return self._derived("K", lambda: self.exact_K, sympy.kronecker_product, lambda f: f.K)
 
     @property
     def T(self) -> sympy.Matrix:
-        if self.exact_T is not None:
-            return self.exact_T
-        if "T" not in self._cache:
-            self._cache["T"] = functools.reduce(sympy.kronecker_product, [f.T for f in self.factors])
-        return self._cache["T"]
+        return self._derived("T", lambda: self.exact_T, sympy.kronecker_product, lambda f: f.T)
 
     @property
     def Kn(self) -> np.ndarray:
         """K as float64 (products: np.kron of the factors, exact entries evaluated once)."""
-        if "Kn" not in self._cache:
-            if self.factors:
-                self._cache["Kn"] = functools.reduce(np.kron, [f.Kn for f in self.factors])
-            else:
-                self._cache["Kn"] = _to_float(self.exact_K)
-        return self._cache["Kn"]
+        return self._derived("Kn", lambda: _to_float(self.exact_K), np.kron, lambda f: f.Kn)
 
     @property
     def Tn(self) -> np.ndarray:
-        if "Tn" not in self._cache:
-            if self.factors:
-                self._cache["Tn"] = functools.reduce(np.kron, [f.Tn for f in self.factors])
-            else:
-                self._cache["Tn"] = _to_float(self.exact_T)
-        return self._cache["Tn"]
+        return self._derived("Tn", lambda: _to_float(self.exact_T), np.kron, lambda f: f.Tn)
 
     def index_of(self, key: Any) -> int | None:
         """The observation with this bitmask (set-valued channels) or label, or None."""
