@@ -19,6 +19,12 @@ geometric release) is private on ``U`` with
   is eps-private on such changes (Proposition 5.1).  This includes a table variable
   that is neither protected nor an exact total: the noise covers it too.
 
+The budget charges the *declared* epsilon: it is the guarantee the release was
+published with.  The exact loss (:func:`release_privacy_loss`, derived in
+``docs/releases.md``) equals it, except for Algorithm 1 with ``calibration = paper``,
+whose noise spends only ``eps/2``: ``budget(per release)`` reports that loss beside
+the charge, so the slack is visible but never silently spent.
+
 Releases use independent randomness, so their epsilons add up (composition,
 Proposition 3.4).  Every rule is monotone in ``U`` (0 <= eps <= inf as ``U`` grows), as
 Proposition 3.2 demands.  Combined variables count as their parts.  All arithmetic is
@@ -31,6 +37,7 @@ from typing import Iterable, Mapping, Sequence
 import sympy
 
 from ..model import ModelGraph, Release
+from .release_noise import privacy_loss
 
 
 def bind_parameters(model: ModelGraph, expr: sympy.Expr) -> sympy.Expr:
@@ -150,9 +157,38 @@ def private_on(model: ModelGraph, release: Release) -> list[str]:
     return [v.name for v in release.variables if v.name not in release.exact_totals]
 
 
+def release_privacy_loss(model: ModelGraph, release: Release) -> sympy.Expr:
+    """The exact privacy loss of ``release`` on its noised variables (``private_on``):
+    the smallest epsilon for which Def. 2.2 holds.  The declared epsilon, except for
+    Algorithm 1 with ``calibration = paper`` (half of it); 0 when a record has no
+    second cell to move to.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> m = privspec.load('''
+    ... variable d: categorical {BA, BSc}
+    ... variable b: categorical {low, high}
+    ... release T = counts(d, b) with geometric(epsilon = 1) protect {b} exact totals(d)
+    ... release P = counts(d, b) with geometric(epsilon = 1, calibration = paper) protect {b} exact totals(d)
+    ... ''').model
+    >>> release_privacy_loss(m, m.releases["T"]), release_privacy_loss(m, m.releases["P"])
+    (1, 1/2)
+    """
+    cells = 1  # n_i: the cells one total cell has (the whole table without exact totals)
+    for v in release.variables:
+        if v.name not in release.exact_totals:
+            cells *= v.p
+    return privacy_loss(bind_parameters(model, release.epsilon), bool(release.exact_totals),
+                        release.calibration, cells)
+
+
 def describe_release(model: ModelGraph, release: Release) -> Mapping[str, object]:
-    """What ``budget(per release)`` says about one release besides its row of Table 1."""
+    """What ``budget(per release)`` says about one release besides its row of Table 1,
+    among it the calibration and the exact ``privacy_loss`` beside the charged
+    ``epsilon``."""
     return {"epsilon": bind_parameters(model, release.epsilon),
             "mechanism": "algorithm1" if release.exact_totals else "geometric",
+            "calibration": release.calibration, "privacy_loss": release_privacy_loss(model, release),
             "protect": list(release.protect), "private_on": private_on(model, release),
             "exact_totals": list(release.exact_totals)}

@@ -6,6 +6,9 @@ The back end for ``release`` declarations (privacy on a subset of variables, Tan
   of sets of variables across all releases (:mod:`privspec.backends.release_budget`);
 * ``variance(D)`` / ``variance(D, v, ...)`` — the exact variance of a released cell or
   margin cell (:mod:`privspec.backends.release_noise`);
+* every result of a release names its noise ``calibration`` and its exact
+  ``privacy_loss`` on the noised variables (the declared epsilon, or half of it for
+  Algorithm 1 with ``calibration = paper``);
 * ``table(D)`` / ``table(D, v, ...)`` — a released table read back (``run``) with its
   standard errors and exact totals, or simulated (``simulate``);
 * ``privatize`` with a release: raw records in, the released table out, in the tidy
@@ -29,8 +32,8 @@ from ..model import ModelGraph, Query, Release
 from ..results import Matrix, Result, Table, Vector
 from . import register
 from .data import check_no_missing, require_columns
-from .release_budget import bind_parameters, budget_on, budget_table, describe_release
-from .release_noise import (algorithm1, cell_covariance, geometric_mechanism, margin_variance,
+from .release_budget import bind_parameters, budget_on, budget_table, describe_release, release_privacy_loss
+from .release_noise import (PAPER, algorithm1, cell_covariance, geometric_mechanism, margin_variance,
                             noise_variance, nonnegative)
 
 #: the column of counts in the tidy layout of a released table
@@ -119,11 +122,36 @@ def _epsilon(model: ModelGraph, release: Release) -> float:
     return float(eps)
 
 
+def add_noise(model: ModelGraph, release: Release, groups: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The release's noise added to counts in the ``(rows, n)`` layout of Algorithm 1
+    (:meth:`Layout.to_groups`; replications stack as more rows): Algorithm 1 when the
+    release has exact totals, the geometric mechanism otherwise, each with the
+    release's calibration.  Every sampler of a release (privatize, simulate, the
+    privacy audit) goes through here.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> m = privspec.load('''
+    ... variable degree: categorical {BA, BSc}
+    ... variable band: categorical {low, mid, high}
+    ... release D = counts(degree, band) with geometric(epsilon = 1) protect {band} exact totals(degree)
+    ... ''').model
+    >>> g = add_noise(m, m.releases["D"], np.tile([[3, 5, 2]], (1000, 1)), np.random.default_rng(0))
+    >>> g.shape, bool((g.sum(axis=1) == 10).all())
+    ((1000, 3), True)
+    """
+    eps = _epsilon(model, release)
+    if release.exact_totals:
+        return algorithm1(groups, eps, rng, release.calibration)
+    return geometric_mechanism(groups, eps, rng, release.calibration)
+
+
 def noisy_counts(model: ModelGraph, release: Release, counts: np.ndarray, rng: np.random.Generator,
                  nonneg: bool = False) -> np.ndarray:
     """The released table for true ``counts`` (an nd-array in the release's layout):
-    Algorithm 1 when the release has exact totals, the geometric mechanism otherwise;
-    ``nonneg`` applies :func:`~privspec.backends.release_noise.nonnegative`.
+    the noise of :func:`add_noise`; ``nonneg`` applies
+    :func:`~privspec.backends.release_noise.nonnegative`.
 
     Examples
     --------
@@ -139,9 +167,7 @@ def noisy_counts(model: ModelGraph, release: Release, counts: np.ndarray, rng: n
     [10, 10]
     """
     lay = Layout.of(release)
-    eps = _epsilon(model, release)
-    groups = lay.to_groups(np.asarray(counts, dtype=np.int64))
-    noisy = algorithm1(groups, eps, rng) if lay.exact else geometric_mechanism(groups, eps, rng)
+    noisy = add_noise(model, release, lay.to_groups(np.asarray(counts, dtype=np.int64)), rng)
     if nonneg:
         noisy = nonnegative(noisy, rng)
     return lay.from_groups(noisy)
@@ -297,7 +323,8 @@ def variance_of(model: ModelGraph, release: Release, keep: Sequence[str]) -> sym
     when ``keep`` names all its variables)."""
     lay = Layout.of(release)
     eps = bind_parameters(model, release.epsilon)
-    return margin_variance(eps, lay.shape, lay.totals, [n in keep for n in lay.names], lay.exact)
+    return margin_variance(eps, lay.shape, lay.totals, [n in keep for n in lay.names], lay.exact,
+                           release.calibration)
 
 
 def _table(release: Release, keep: Sequence[str], data: np.ndarray) -> Table:
@@ -384,6 +411,22 @@ class ReleaseBackend:
 
 
 # ---- results --------------------------------------------------------------------------------------
+def _charge_note(model: ModelGraph, names: Sequence[str]) -> str:
+    """What the budget charges, and which releases spend less than they are charged."""
+    below = [r for r in names if model.releases[r].calibration == PAPER and model.releases[r].exact_totals]
+    note = "each release is charged its declared epsilon (its guarantee)"
+    if below:
+        note += (f"; {', '.join(below)} (Algorithm 1, calibration = paper) in fact "
+                 f"spend{'s' if len(below) == 1 else ''} half of it: privacy_loss in budget(per release)")
+    return note
+
+
+def _loss_extras(model: ModelGraph, release: Release) -> dict[str, Any]:
+    """The calibration and the exact privacy loss on the noised variables, for every
+    result of a release."""
+    return {"calibration": release.calibration, "privacy_loss": release_privacy_loss(model, release)}
+
+
 def budget_result(model: ModelGraph, query: Query) -> Result:
     """The Result of a budget query (JSON: an object keyed by variable, release or set)."""
     scope = query.scope
@@ -394,23 +437,30 @@ def budget_result(model: ModelGraph, query: Query) -> Result:
             "releases": _matrix(rows, cols, data),
             "note": "epsilon-privacy on each single variable, composed over all releases (Table 1); "
                     "'releases' gives one row per release and the sum in 'all'; inf: the variable's "
-                    "totals are published exactly"})
+                    "totals are published exactly; " + _charge_note(model, rows[:-1])})
     if scope == "per release":
         rows, cols, data = budget_table(model)
         value = {r: Vector(tuple(cols), tuple(data[i, j] for j in range(len(cols)))) for i, r in enumerate(rows[:-1])}
         extras: dict[str, Any] = {}
         about = {r: describe_release(model, model.releases[r]) for r in rows[:-1]}
-        for key in ("epsilon", "mechanism", "protect", "private_on", "exact_totals"):
+        for key in ("epsilon", "privacy_loss", "calibration", "mechanism", "protect", "private_on",
+                    "exact_totals"):
             extras[key] = {r: about[r][key] for r in about}
         if any(e.free_symbols for e in data):
             extras["expr"] = {r: {c: str(data[i, j]) for j, c in enumerate(cols)} for i, r in enumerate(rows[:-1])}
+        if any(sympy.sympify(about[r]["privacy_loss"]).free_symbols for r in about):
+            # a symbolic loss is null in the numeric mapping; keep its expression
+            extras["privacy_loss_expr"] = {r: str(about[r]["privacy_loss"]) for r in about}
+        extras["note"] = ("epsilon: the charge (declared); privacy_loss: the exact loss on private_on; "
+                          + _charge_note(model, rows[:-1]))
         return Result("budget", value, extras)
     subset = tuple(scope)  # type: ignore[arg-type]
     total, parts = budget_on(model, subset)
     key = "{" + ", ".join(subset) + "}"
     return Result("budget", Vector((key,), (total,)),
                   {"releases": Vector(tuple(parts), tuple(parts.values())),
-                   "note": f"epsilon-privacy on {key}: the sum of each release's epsilon on it"})
+                   "note": f"epsilon-privacy on {key}: the sum of each release's epsilon on it; "
+                           + _charge_note(model, list(parts))})
 
 
 def _matrix(rows: Sequence[str], cols: Sequence[str], data: sympy.Matrix) -> Matrix:
@@ -424,12 +474,13 @@ def variance_result(model: ModelGraph, release: Release, keep: Sequence[str]) ->
     value = variance_of(model, release, keep)
     extras: dict[str, Any] = {
         "method": "algorithm1" if lay.exact else "geometric",
-        "noise_variance": noise_variance(eps),
+        **_loss_extras(model, release),
+        "noise_variance": noise_variance(eps, lay.exact, release.calibration),
     }
     if lay.exact:
         extras["cells_per_total"] = lay.n  # n_i of Algorithm 1
     if list(keep) == list(lay.names):
-        extras["covariance"] = cell_covariance(eps, lay.exact)
+        extras["covariance"] = cell_covariance(eps, lay.exact, release.calibration)
         extras["note"] = ("every cell has this variance; two cells of one exact-total cell have covariance "
                           "'covariance', cells of different ones are independent" if lay.exact else
                           "every cell has this variance; cells are independent")
@@ -449,7 +500,8 @@ def table_result(model: ModelGraph, release: Release, keep: Sequence[str], relea
         extras["se_expr"] = str(sympy.sqrt(variance))
     else:
         extras["se"] = _table(release, keep, np.full(data.shape, math.sqrt(float(sympy.N(variance)))))
-    extras.update(method="algorithm1" if lay.exact else "geometric", n=int(released.sum()))
+    extras.update(method="algorithm1" if lay.exact else "geometric", **_loss_extras(model, release),
+                  n=int(released.sum()))
     if lay.exact:
         exact = [v for v, t in zip(lay.names, lay.totals) if t]
         extras["totals"] = _table(release, exact, margin(lay, released, exact))
@@ -464,9 +516,7 @@ def _simulate(model: ModelGraph, query: Query, release: Release, keep: Sequence[
     rng = np.random.default_rng(options.get("seed"))
     lay = Layout.of(release)
     counts = rng.multinomial(n, _population(model, release).ravel()).reshape(lay.shape)
-    eps = _epsilon(model, release)
-    groups = np.tile(lay.to_groups(counts), (reps, 1))
-    noisy = algorithm1(groups, eps, rng) if lay.exact else geometric_mechanism(groups, eps, rng)
+    noisy = add_noise(model, release, np.tile(lay.to_groups(counts), (reps, 1)), rng)
     tables = lay.from_groups(noisy.reshape(reps, lay.m, lay.n))
     margins = margin(lay, tables, keep).astype(float)
     analytic = variance_of(model, release, keep)
@@ -480,5 +530,5 @@ def _simulate(model: ModelGraph, query: Query, release: Release, keep: Sequence[
         "data": _table(release, keep, truth),
         "se": _table(release, keep, np.full(truth.shape, math.sqrt(float(sympy.N(analytic))))),
         "empirical_se": _table(release, keep, np.sqrt(empirical)),
-        "method": "algorithm1" if lay.exact else "geometric", "n": n, "reps": reps,
-        "note": "value: the mean released table over reps; data: the simulated true counts"})
+        "method": "algorithm1" if lay.exact else "geometric", **_loss_extras(model, release), "n": n,
+        "reps": reps, "note": "value: the mean released table over reps; data: the simulated true counts"})

@@ -321,7 +321,10 @@ class Release:
 
     ``protect`` are the protected variables (all of the table's when not given);
     ``exact_totals`` the unprotected variables whose margins are released exactly
-    (Algorithm 1).
+    (Algorithm 1).  ``calibration`` sets the noise for ``epsilon``: ``"tight"`` (the
+    default) spends exactly ``epsilon``; ``"paper"`` is Algorithm 1 as published,
+    whose noise is in fact ``epsilon/2``-private (the same noise as ``"tight"``
+    without exact totals; ``docs/releases.md``).
     """
 
     name: str
@@ -330,6 +333,7 @@ class Release:
     epsilon: sympy.Expr
     protect: tuple[str, ...]
     exact_totals: tuple[str, ...] = ()
+    calibration: str = "tight"
     span: Span | None = field(default=None, compare=False)
 
 

@@ -16,6 +16,8 @@ from .scope import Context, compare, describe, did_you_mean, factors, fmt
 from .source import Source, Span
 
 NOISES = ("geometric",)
+#: release noise calibrations (the back end's release_noise.CALIBRATIONS; a test keeps them equal)
+CALIBRATIONS = ("tight", "paper")
 _NAME_OF_FAILED = re.compile(r"\s*(?:variable|parameter|mechanism|release|query|compare)\s+([A-Za-z_]\w*)")
 
 
@@ -384,12 +386,26 @@ class _Resolver:
             ctx.error("E206", f"unknown noise mechanism {repr(nname) if nname else describe(noise)}", noise.span,
                       (did_you_mean(nname, NOISES) if nname else "") or "noise: geometric(epsilon = e) (Algorithm 1)")
             return None
-        args = ctx.bind(noise, ["epsilon"], ["epsilon"], [], "geometric(epsilon = e)")
+        args = ctx.bind(noise, ["epsilon"], ["epsilon"], ["calibration"], "geometric(epsilon = e)")
         if args is None:
             return None
         eps = ctx.number(args["epsilon"], "epsilon")
         if eps is None or not check_positive(ctx, eps, args["epsilon"], "epsilon"):
             return None
+        calibration = CALIBRATIONS[0]
+        if "calibration" in args:
+            node = args["calibration"]
+            # a name, as options are written (`by mom`); a quoted one is accepted too
+            word = node.name if isinstance(node, ast.Ref) else node.text if isinstance(node, ast.Str) else None
+            if word not in CALIBRATIONS:
+                about = ("tight (the default) spends exactly epsilon; paper is Algorithm 1 as published "
+                         "(in fact epsilon/2-private)")
+                close = did_you_mean(word, CALIBRATIONS) if word else ""
+                ctx.error("E603", f"unknown noise calibration {word!r}: it is tight or paper" if word else
+                          f"a noise calibration is tight or paper, found {describe(node)}", node.span,
+                          f"{close} {about}" if close else about)
+                return None
+            calibration = word
         if len(d.protect) > 1:
             ctx.error("E205", "'protect' is given twice", d.protect[1].span)
             return None
@@ -423,7 +439,8 @@ class _Resolver:
                               f"protect {{{', '.join(n for n in names if n != ref.name)}}}")
                     return None
                 totals.append(ref.name)
-        return Release(d.name.name, tuple(vars_), noise.name, eps, tuple(protect), tuple(totals), d.span)
+        return Release(d.name.name, tuple(vars_), noise.name, eps, tuple(protect), tuple(totals), calibration,
+                       d.span)
 
     # -- queries and comparisons ------------------------------------------------------------
     def _QueryDecl(self, d: ast.QueryDecl) -> None:

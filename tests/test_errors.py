@@ -362,6 +362,13 @@ CASES = [
     case("E602-everything-protected", "E602",
          RELVARS + "release D = counts(degree, band) with geometric(epsilon = 1) exact totals(«degree»)",
          msg=("degree", "protected")),
+    case("E603-unknown-calibration", "E603",
+         RELVARS + "release D = counts(degree, band) with geometric(epsilon = 1, calibration = «papr») "
+                   "protect {band} exact totals(degree)",
+         msg=("'papr'", "tight or paper"), hint=("did you mean 'paper'?", "spends exactly epsilon")),
+    case("E603-calibration-not-a-word", "E603",
+         RELVARS + "release D = counts(degree, band) with geometric(epsilon = 1, calibration = «1/2»)",
+         msg=("tight or paper", "found"), hint=("epsilon/2-private",)),
 
     # ---- warnings: valid but not identifiable ----------------------------------------------
     case("W101-cond-design", "W101",
@@ -458,6 +465,10 @@ ACCEPTED = [
                  "query mu = estimate mean(salary) from c1 by unbiased", id="unbiased-case1-uniform"),
     pytest.param(RELVARS + "release D = counts(degree, band) with geometric(epsilon = 1) protect {band} "
                            "exact totals(degree)", id="algorithm-1-release"),
+    pytest.param(RELVARS + "release D = counts(degree, band) with geometric(epsilon = 1, calibration = paper) "
+                           "protect {band} exact totals(degree)", id="algorithm-1-paper-calibration"),
+    pytest.param(RELVARS + "release D = counts(degree, band) with geometric(calibration = tight, epsilon = 1/2)",
+                 id="geometric-tight-calibration"),
 ]
 
 

@@ -122,6 +122,7 @@ query ab = budget({a, b})
     assert d["value"] is None and "eps + 1/2" in d["expr"]
     d = budget_result(model, model.queries["per_rel"]).to_dict()
     assert d["value"] is None and d["expr"]["A"]["a"] == "eps" and d["expr"]["B"]["b"] == "1/2"
+    assert d["privacy_loss_expr"] == {"A": "eps", "B": "1/2"} and d["calibration"] == {"A": "tight", "B": "tight"}
     d = budget_result(model, model.queries["ab"]).to_dict()
     assert d["value"] is None and d["releases"] == {"A": None, "B": 0.5}
 
@@ -173,17 +174,31 @@ def test_release_queries_validate(query: str, code: str | None) -> None:
 
 def test_variance_is_exact_and_symbolic() -> None:
     model = privspec.load(RELVARS + "parameter e > 0\nrelease S = counts(sex) with geometric(epsilon = e)\n"
+                          "release P = counts(degree, band) with geometric(epsilon = 1, calibration = paper) "
+                          "protect {band} exact totals(degree)\n"
                           "query v = variance(D)\nquery m = variance(D, band)\nquery d = variance(D, degree)\n"
-                          "query s = variance(S)").model
+                          "query s = variance(S)\nquery p = variance(P)\nquery pm = variance(P, band)").model
     from privspec.backends import backend_for
 
     answer = {n: backend_for(q, "analyze").answer(model, q, "analyze") for n, q in model.queries.items()}
-    a = sympy.exp(sympy.Rational(-1, 2))
+    # D (tight, the default): Algorithm 1 with a = e^(-eps) = e^(-1)
+    a = sympy.exp(-1)
     s2 = 2 * a / (1 - a) ** 2
-    assert sympy.simplify(answer["v"].value - 3 * s2) == 0               # (n_i - 1) s2 with n_i = 4
+    assert answer["v"].value == 3 * s2                                   # (n_i - 1) s2 with n_i = 4, exactly
     assert sympy.simplify(answer["v"].extras["covariance"] + s2) == 0
+    assert sympy.simplify(answer["v"].extras["noise_variance"] - s2) == 0
     assert sympy.simplify(answer["m"].value - 3 * 3 * s2) == 0           # 3 rows of (n - 1) s2
     assert answer["d"].value == 0                                        # exact totals
+    assert answer["v"].extras["calibration"] == "tight" and answer["v"].extras["privacy_loss"] == 1
+    # P (the paper's calibration): a = e^(-eps/2), exactly eps/2-private
+    a = sympy.exp(sympy.Rational(-1, 2))
+    s2 = 2 * a / (1 - a) ** 2
+    assert sympy.simplify(answer["p"].value - 3 * s2) == 0
+    assert sympy.simplify(answer["p"].extras["covariance"] + s2) == 0
+    assert sympy.simplify(answer["pm"].value - 3 * 3 * s2) == 0
+    assert answer["p"].extras["calibration"] == "paper"
+    assert answer["p"].extras["privacy_loss"] == sympy.Rational(1, 2)
+    assert answer["pm"].to_dict()["privacy_loss"] == 0.5
     e = model.parameters["e"].symbol
     d = answer["s"].to_dict()
     assert d["value"] is None and d["expr"] == str(2 * sympy.exp(-e / 2) / (1 - sympy.exp(-e / 2)) ** 2)
@@ -225,10 +240,29 @@ def test_university_analyze_json() -> None:
     assert set(q) == {"budget", "budget_income", "cell_var", "band_var"}
     assert q["budget"]["value"] == {"degree": "inf", "income": 2, "sex": 0}
     assert q["budget_income"]["value"] == {"{income, sex}": 2}
-    assert q["cell_var"]["expr"] == "14*exp(-1)/(1 - exp(-1))**2"
-    assert q["cell_var"]["value"] == pytest.approx(14 * np.exp(-1) / (1 - np.exp(-1)) ** 2)
+    # the tight calibration (the default): a = e^(-eps) = e^(-2), exactly 2-private on {income}
+    assert q["cell_var"]["expr"] == "14*exp(-2)/(1 - exp(-2))**2"
+    assert q["cell_var"]["value"] == pytest.approx(14 * np.exp(-2) / (1 - np.exp(-2)) ** 2)
     assert q["cell_var"]["cells_per_total"] == 8 and q["cell_var"]["method"] == "algorithm1"
+    assert q["cell_var"]["calibration"] == "tight" and q["cell_var"]["privacy_loss"] == 2
+    assert q["band_var"]["expr"] == "42*exp(-2)/(1 - exp(-2))**2"
+    assert "charged its declared epsilon" in q["budget"]["note"]
+
+
+def test_university_with_the_papers_calibration(tmp_path: Path) -> None:
+    # calibration = paper keeps the paper's noise (a = e^(-1)): the old numbers, and
+    # the result says that this noise is in fact only 1-private while 2 is charged
+    spec = tmp_path / "u.privspec"
+    spec.write_text(UNIVERSITY.read_text().replace("geometric(epsilon = 2)",
+                                                   "geometric(epsilon = 2, calibration = paper)"))
+    code, out, err = run("analyze", str(spec), "--format", "json")
+    assert code == 0, err
+    q = json.loads(out)["queries"]
+    assert q["cell_var"]["expr"] == "14*exp(-1)/(1 - exp(-1))**2"
     assert q["band_var"]["expr"] == "42*exp(-1)/(1 - exp(-1))**2"
+    assert q["cell_var"]["calibration"] == "paper" and q["cell_var"]["privacy_loss"] == 1
+    assert q["budget"]["value"] == {"degree": "inf", "income": 2, "sex": 0}      # the declared charge
+    assert "income_by_degree (Algorithm 1, calibration = paper) in fact spends half" in q["budget"]["note"]
 
 
 def test_university_run_on_the_released_table() -> None:
@@ -239,7 +273,8 @@ def test_university_run_on_the_released_table() -> None:
     assert rel["kind"] == "table" and rel["value"]["variables"] == ["degree", "income"]
     assert rel["value"]["shape"] == [3, 8]
     assert rel["totals"]["data"] == [231, 392, 777] and rel["n"] == 1400
-    assert rel["se"]["data"][0][0] == pytest.approx(np.sqrt(14 * np.exp(-1) / (1 - np.exp(-1)) ** 2))
+    assert rel["se"]["data"][0][0] == pytest.approx(np.sqrt(14 * np.exp(-2) / (1 - np.exp(-2)) ** 2))
+    assert rel["calibration"] == "tight" and rel["privacy_loss"] == 2
     assert q["by_degree"]["value"]["data"] == [231, 392, 777] and q["by_degree"]["se"]["data"] == [0, 0, 0]
     assert sum(q["by_band"]["value"]["data"]) == 1400
     # a file bound to the release by name works the same
@@ -273,14 +308,19 @@ def test_privatize_a_release(tmp_path: Path) -> None:
 
 
 def test_privatize_nonnegative(tmp_path: Path) -> None:
-    out = tmp_path / "released.csv"
+    # seed 2033: a release of the university table with negative counts (the tight
+    # calibration's smaller noise leaves the seed-2024 release without any)
+    out, plain = tmp_path / "released.csv", tmp_path / "plain.csv"
     code, _, err = run("privatize", str(UNIVERSITY), "--mechanism", "income_by_degree", "--input", str(RAW),
-                       "--output", str(out), "--seed", "2024", "--nonnegative")
+                       "--output", str(out), "--seed", "2033", "--nonnegative")
     assert code == 0, err
     table = pd.read_csv(out)
     assert (table["count"] >= 0).all()
     assert table.groupby("degree", sort=False)["count"].sum().tolist() == [231, 392, 777]
-    assert (pd.read_csv(RELEASED)["count"] < 0).any()   # the seeded release did have negatives
+    code, _, err = run("privatize", str(UNIVERSITY), "--mechanism", "income_by_degree", "--input", str(RAW),
+                       "--output", str(plain), "--seed", "2033")
+    assert code == 0, err
+    assert (pd.read_csv(plain)["count"] < 0).any()   # the seeded release did have negatives
 
 
 def test_privatize_nonnegative_needs_a_release(tmp_path: Path) -> None:
@@ -408,3 +448,73 @@ def test_run_with_a_symbolic_epsilon_keeps_the_se_symbolic(tmp_path: Path) -> No
     assert code == 0, err
     rel = json.loads(out)["queries"]["released"]
     assert "se" not in rel and "exp(-e/2)" in rel["se_expr"] and rel["totals"]["data"] == [231, 392, 777]
+    # sqrt(14 * 2a/(1 - a)^2) with the tight a = e^(-e)
+    assert rel["se_expr"] == "sqrt(14)*exp(-e/2)/Abs(1 - exp(-e))" and str(rel["privacy_loss"]) == "e"
+
+
+# ---- docs/releases.md prints what the code does ------------------------------------------------------------
+DOC = ROOT / "docs" / "releases.md"
+
+
+def test_releases_doc_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `privspec ...` command of the page's sh blocks (continuation lines joined)
+    exits 0 from the repository root's point of view; outputs go to a temporary folder."""
+    import re
+    import shlex
+
+    text = DOC.read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
+    lines = [ln for block in blocks for ln in block.replace("\\\n", " ").splitlines()]
+    commands = [ln for ln in lines if ln.startswith("privspec ")]
+    assert len(commands) == 4
+    monkeypatch.chdir(tmp_path)
+    for line in commands:
+        argv = [str(ROOT / a) if a.startswith(("specs/", "docs/")) else a for a in shlex.split(line)[1:]]
+        argv = [a.replace("=specs/", f"={ROOT}/specs/") for a in argv]
+        code, out, err = run(*argv)
+        assert code == 0, (line, err)
+    # the privatize line writes the seeded release that the page excerpts
+    assert (tmp_path / "released.csv").read_bytes() == RELEASED.read_bytes()
+    excerpt = re.search(r"```\ndegree,income,count\n(.*?)\.\.\.\n```", text, re.S).group(1).splitlines()
+    assert RELEASED.read_text().splitlines()[1:1 + len(excerpt)] == excerpt
+
+
+def test_releases_doc_table1_block_is_the_output() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    shown = text.split("`privspec analyze specs/releases.privspec --query budget`:\n\n```\n", 1)[1].split("```", 1)[0]
+    code, out, err = run("analyze", str(RELEASES), "--query", "budget")
+    assert code == 0, err
+    printed = [ln.rstrip() for ln in out.splitlines()[1:]]       # the spec title first
+    assert printed == shown.rstrip("\n").splitlines()
+
+
+def test_releases_doc_variance_numbers() -> None:
+    """The university numbers and the calibration comparison table of the page."""
+    import re
+
+    text = DOC.read_text(encoding="utf-8")
+
+    def s2(a: float) -> float:
+        return 2 * a / (1 - a) ** 2
+
+    rows = re.findall(r"^\| (\d) \| (paper|tight) \| `e\^\(−([\d/]+)\)` \| ([\d.]+) \| ([\d.]+) \(([\d.]+)\) \| "
+                      r"([\d.]+) \|", text, re.M)
+    assert len(rows) == 4
+    for eps, cal, exponent, var, cell, sd, band in rows:
+        a = float(np.exp(-float(sympy.Rational(exponent))))
+        assert a == pytest.approx(np.exp(-int(eps) if cal == "tight" else -int(eps) / 2))
+        model = privspec.load(UNIVERSITY.read_text().replace(
+            "geometric(epsilon = 2)", f"geometric(epsilon = {eps}, calibration = {cal})")).model
+        from privspec.backends.releases import variance_of
+
+        release = model.releases["income_by_degree"]
+        exact_cell = float(variance_of(model, release, ["degree", "income"]))
+        exact_band = float(variance_of(model, release, ["income"]))
+        assert float(var) == pytest.approx(s2(a), abs=1e-3)
+        assert float(cell) == pytest.approx(exact_cell, abs=6e-3) and exact_cell == pytest.approx(7 * s2(a))
+        assert float(sd) == pytest.approx(np.sqrt(exact_cell), abs=6e-3)
+        assert float(band) == pytest.approx(exact_band, abs=6e-3) and exact_band == pytest.approx(21 * s2(a))
+    # 14 e^(-2)/(1 - e^(-2))^2 = 7 s2(e^(-2)) and so on
+    for shown, exact in (("2.534", 7 * s2(np.exp(-2))), ("7.603", 21 * s2(np.exp(-2))),
+                         ("12.89", 7 * s2(np.exp(-1))), ("38.67", 21 * s2(np.exp(-1)))):
+        assert f"≈ {shown}" in text and float(shown) == pytest.approx(exact, abs=6e-3)
