@@ -54,7 +54,8 @@ def main() -> None:
     for m, n in shapes:
         f = np.random.default_rng(0).integers(0, 100, size=(m, n))
         t_lit = best_of(lambda: literal(f, 1.0, np.random.default_rng(1)), args.repeat)
-        t_vec = best_of(lambda: algorithm1(f, 1.0, np.random.default_rng(1)), args.repeat)
+        # the paper's calibration, like the literal baseline's draws (a = e^(-eps/2))
+        t_vec = best_of(lambda: algorithm1(f, 1.0, np.random.default_rng(1), calibration="paper"), args.repeat)
         print(f"{f'{m} x {n}':>34} {t_lit:>10.4f} {t_vec:>11.4f} {t_lit / t_vec:>6.1f}x")
 
     # privatize end to end from raw records: the count is one bincount
