@@ -10,15 +10,15 @@ import numpy as np
 import sympy
 
 from ..errors import BackendError, DataError, Diagnostic
-from ..model import ModelGraph, ProductMechanism, Query, SubsetMechanism, Variable
+from ..model import ModelGraph, ProductMechanism, Query, SubsetMechanism
 from ..results import Matrix, Result, TestResult, Vector
 from . import register
 from .channel import Channel, _Exact
 from .dummies import DummyDesign
 from . import uniform
 from .compile import channel_of, enlarge_population, large_uniform, uniform_r
-from .estimators import estimate
-from .finite_data import count_observations, observations, observed_identifiable, privatize_frame
+from .finite_data import count_observations, observations, privatize_frame
+from .finite_estimates import conditional_covariance, fit_estimate, marginal_map, se_kind_of
 from .independence import independence_test
 from .populations import population_vector, symbolic_vector
 
@@ -28,7 +28,6 @@ ANALYTIC = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "iden
 EXACT_LIMIT = 20_000
 #: beyond this many categories, results symbolic in w are refused (they would take minutes)
 SYMBOLIC_LIMIT = 8
-Z95 = 1.959963984540054
 
 
 def _finite(mech: Any) -> bool:
@@ -139,25 +138,6 @@ def _vec(data: Any, labels) -> Vector:
 
 
 # ---- estimands --------------------------------------------------------------------------------
-def marginal_map(ch_labels: tuple[str, ...], mech: Any, variable: Variable) -> np.ndarray | None:
-    """The 0/1 matrix summing the channel's categories into ``variable``'s (None: identity)."""
-    if len(ch_labels) == variable.p and tuple(ch_labels) == variable.labels:
-        return None
-    factors = mech.factors if isinstance(mech, ProductMechanism) else (mech,)
-    comps = [c for f in factors for c in f.variable.components()]
-    wanted = list(variable.components())
-    # each channel category is a '.'-joined tuple over comps
-    M = np.zeros((variable.p, len(ch_labels)))
-    pos = [comps.index(c) for c in wanted]
-    for j, lab in enumerate(ch_labels):
-        parts = lab.split(".")
-        if len(parts) != len(comps):
-            return None
-        key = ".".join(parts[k] for k in pos)
-        M[variable.labels.index(key), j] = 1.0
-    return M
-
-
 # ---- the back end ----------------------------------------------------------------------------
 @register
 class FiniteBackend:
@@ -237,8 +217,11 @@ class FiniteBackend:
     def _avar(self, model: ModelGraph, q: Query) -> Result:
         t = Truth(model, q.mechanism)
         V, labels = avar_matrix(t, q)
-        extras = {"method": q.method.name, "evaluation": t.evaluation(),
-                  "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)"}
+        kind = se_kind_of(q)
+        extras = {"method": q.method.name, "evaluation": t.evaluation(), "se_kind": kind,
+                  "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
+                  "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi "
+                  "(privacy noise only): the population one less diag(w) - w w^T"}
         numeric = V if isinstance(V, np.ndarray) else (None if V.free_symbols else np.array(V.evalf(17).tolist(), float))
         if numeric is not None:
             eig = np.sort(np.linalg.eigvalsh((numeric + numeric.T) / 2))[::-1]
@@ -362,12 +345,18 @@ def _to_estimand(V: Any, labels: tuple[str, ...], t: Truth, q: Query) -> tuple[A
     """Sums over combined categories taken (a marginal of a combined or product variable)."""
     mech = q.mechanism
     exact = not isinstance(V, np.ndarray)
+    w = sympy.Matrix(list(t.w_real)) if exact else np.array([float(x) for x in t.w_real])
     variable = q.estimand.variables[0] if q.estimand is not None and len(q.estimand.variables) == 1 else None
     if variable is not None:
         M = marginal_map(labels, mech, variable)
         if M is not None:
-            V = (sympy.Matrix(M.astype(int)) * V * sympy.Matrix(M.astype(int)).T) if exact else M @ V @ M.T
+            Mx = sympy.Matrix(M.astype(int)) if exact else M
+            V = Mx * V * Mx.T if exact else M @ V @ M.T
+            w = Mx * w if exact else M @ w
             labels = variable.labels
+    if se_kind_of(q) == "conditional":  # privacy noise only: less the multinomial covariance of X
+        V = (V - (sympy.diag(*list(w)) - w * w.T)).applyfunc(sympy.simplify) if exact \
+            else conditional_covariance(V, w)
     return V, labels
 
 
@@ -397,112 +386,37 @@ def has_dummies(mech: Any) -> bool:
     return isinstance(mech, SubsetMechanism) and mech.min_coverage is not None
 
 
-def fit_with_avar(q: Query, ch: Channel, counts: np.ndarray):
-    """The estimate over the estimand's categories, its asymptotic covariance at the estimate
-    (None if singular), the labels and the :class:`Fit`.  Run and simulate share this."""
-    mech = q.mechanism
-    method = q.method.name
-    if has_dummies(mech):
-        d = DummyDesign(mech)
-        if method not in ("mom", "mle", "em"):
-            raise BackendError(Diagnostic("B008", f"'{method}' is not available with dummy categories",
-                                          hint="use mom or mle (EM with the dummies' mass fixed)"))
-        fit = d.mom(counts) if method == "mom" else d.em(counts)
-        avar = d.avar_mom if method == "mom" else (lambda w: d.avar_mle(np.clip(w, 1e-12, None)))
-        labels = mech.variable.labels
-    else:
-        fit = estimate(ch, counts, method)
-        avar = ch.avar_mom if method == "mom" else (lambda w: ch.avar_mle(np.clip(w, 1e-12, None)))
-        labels = ch.x_labels
-    try:
-        V = avar(fit.w)
-    except np.linalg.LinAlgError:
-        V = None
-    w = fit.w
-    variable = q.estimand.variables[0] if len(q.estimand.variables) == 1 else None
-    if variable is not None:
-        M = marginal_map(labels, mech, variable)
-        if M is not None:
-            w = M @ w
-            V = None if V is None else M @ V @ M.T
-            labels = variable.labels
-    return w, V, tuple(labels), fit
-
-
 def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) -> Result:
     """Fit the query's estimator on counts per observation of ``ch`` (default: the
-    mechanism's channel), with standard errors."""
-    mech = q.mechanism
-    ch = channel_of(mech) if ch is None else ch
-    if large_uniform(mech):
-        return _estimate_large_uniform(q, ch, counts)
-    if has_dummies(mech):
-        d = DummyDesign(mech)
-        rows = d.parts(False)[0][counts > 0]
-        r = int(np.linalg.matrix_rank(rows)) if len(rows) else 0
-        ok = r == d.p
-    else:
-        ok, r = observed_identifiable(ch, counts)
-    if not ok:
-        raise DataError(Diagnostic("D020", f"the reports in the data do not identify w: the observed "
-                                   f"subsets span rank {r} < p = {_real_p(mech)} (Assumption 2 fails)",
-                                   hint="more respondents, or a design whose subsets separate the categories"))
-    w, V, labels, fit = fit_with_avar(q, ch, counts)
-    n = fit.n
-    extras: dict = {"method": q.method.name, "n": n}
-    if V is not None:
-        se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
-        extras["se"] = _vec(se, labels)
-        extras["ci95"] = {lab: [float(a - Z95 * s), float(a + Z95 * s)] for lab, a, s in zip(labels, w, se)}
-    extras["loglik"] = fit.loglik
+    mechanism's channel), with standard errors of the kind asked and intervals
+    (:func:`privspec.backends.finite_estimates.fit_estimate`)."""
+    ch = channel_of(q.mechanism) if ch is None else ch
+    est = fit_estimate(q, ch, counts)
+    fit = est.fit
+    extras: dict = {"method": q.method.name, "n": fit.n}
+    if est.V is not None:
+        extras["se"] = _vec(est.se, est.labels)
+        extras["se_kind"] = est.se_kind
+    if est.ci is not None:
+        extras["ci95"] = {lab: [float(a), float(b)] for lab, (a, b) in zip(est.labels, est.ci)}
+        extras["ci_method"] = est.ci_method
+    if not math.isnan(fit.loglik):
+        extras["loglik"] = fit.loglik
     if fit.iterations:
         extras["iterations"] = fit.iterations
     if not math.isnan(fit.kkt):
         extras["kkt"] = fit.kkt
         extras["converged"] = bool(fit.converged)
-    if fit.note:
-        extras["note"] = fit.note
-    if np.any(w < 0):
-        extras["note"] = (extras.get("note", "") + "; " if extras.get("note") else "") + \
-            "the estimate has negative entries (MoM is unbiased but may leave the simplex)"
+    note = "; ".join(x for x in (fit.note, *est.notes) if x)
+    if note:
+        extras["note"] = note
     if q.estimand.kind == "joint":
         from ..results import Table
 
         shape = tuple(len(v.labels) for v in q.estimand.variables)
         return Result("estimate", Table(tuple(v.name for v in q.estimand.variables),
-                                        tuple(v.labels for v in q.estimand.variables), w.reshape(shape)), extras)
-    return Result("estimate", _vec(w, labels), extras)
-
-
-def _estimate_large_uniform(q: Query, ch: Channel, counts: np.ndarray) -> Result:
-    """The uniform design on many categories: ``ch`` holds the observed subsets only.  MoM
-    uses the closed-form Q^-1; the MLE needs only the observed subsets; standard errors come
-    from the closed-form MoM covariance, or the observed information for the MLE."""
-    p = ch.p
-    n = counts.sum()
-    ok, r = observed_identifiable(ch, counts)
-    if not ok:
-        raise DataError(Diagnostic("D020", f"the observed subsets span rank {r} < p = {p} (Assumption 2 fails)"))
-    method = q.method.name
-    if method == "mom":
-        w = uniform.mom_from_indicator_sums(p, ch.Tn @ counts, n)
-        V = uniform.avar_mom(p, w)
-        extras: dict = {"method": "mom", "n": int(n), "note": "closed form for the uniform design"}
-    else:
-        fit = estimate(ch, counts, method)
-        w = fit.w
-        lam = ch.Kn @ w
-        nz = counts > 0
-        J = (ch.Kn[nz].T * (counts[nz] / lam[nz] ** 2)) @ ch.Kn[nz] / n   # observed information per respondent
-        B = np.vstack([np.eye(p - 1), -np.ones((1, p - 1))])
-        V = B @ np.linalg.inv(B.T @ J @ B) @ B.T
-        extras = {"method": method, "n": int(n), "loglik": fit.loglik, "iterations": fit.iterations,
-                  "kkt": fit.kkt, "converged": bool(fit.converged),
-                  "note": f"{fit.note}; standard errors from the observed information"}
-    labels = q.mechanism.variable.labels
-    se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
-    extras["se"] = _vec(se, labels)
-    return Result("estimate", _vec(w, labels), extras)
+                                        tuple(v.labels for v in q.estimand.variables), est.w.reshape(shape)), extras)
+    return Result("estimate", _vec(est.w, est.labels), extras)
 
 
 def report_table(q: Query, counts: np.ndarray):
@@ -522,13 +436,28 @@ def report_table(q: Query, counts: np.ndarray):
     return chans[idx[0]], chans[idx[1]], table
 
 
-def independence_on_counts(q: Query, counts: np.ndarray, seed: int | None = None) -> Result:
+def independence_on_counts(q: Query, counts: np.ndarray, seed: int | np.random.SeedSequence | None = None) -> Result:
+    """The independence test of ``q`` on the counts of its mechanism's reports.
+
+    Without a ``calibrate`` clause the p-value is the permutation one with
+    :data:`~privspec.backends.independence.DEFAULT_DRAWS` draws (exact in size); the
+    extras say which calibration was used, with how many draws and which seed.
+    """
     chA, chB, table = report_table(q, counts)
-    perms = int(q.calibrate.args[0]) if q.calibrate is not None else None
-    out = independence_test(chA, chB, table, q.method.name, permutations=perms, seed=seed)
-    return Result("test", TestResult(out.method, out.statistic, out.df, out.p_value),
-                  {"n": int(table.sum()), "note": out.note,
-                   "null": f"{q.estimand.variables[0].name} and {q.estimand.variables[1].name} are independent"})
+    cal = q.calibrate
+    calibration = cal.name if cal is not None else "permutation"
+    draws = int(cal.args[0]) if cal is not None and cal.args else None
+    out = independence_test(chA, chB, table, q.method.name, calibration=calibration, draws=draws, seed=seed)
+    extras: dict = {"n": int(table.sum()), "note": out.note,
+                    "null": f"{q.estimand.variables[0].name} and {q.estimand.variables[1].name} are independent",
+                    "calibration": out.calibration}
+    if out.draws is not None:
+        extras["draws"] = out.draws
+        if out.seed is not None:
+            extras["seed"] = int(out.seed)
+        # the Monte Carlo error of a permutation p-value, as if B were infinite
+        extras["p_value_mc_se"] = float(np.sqrt(out.p_value * (1 - out.p_value) / out.draws))
+    return Result("test", TestResult(out.method, out.statistic, out.df, out.p_value), extras)
 
 
 # expose for the exact-symbolic tests

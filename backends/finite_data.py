@@ -54,7 +54,10 @@ def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple
     if ch.masks is None:  # one label per report
         if len(parts) != 1:
             return None, "a randomized-response report is one label"
-        return ch.index_of(parts[0]), ""
+        idx = ch.index_of(parts[0])
+        if idx is not None and not np.any(ch.Kn[idx] > 0):
+            return None, "this report has probability 0 under the mechanism's randomization matrix"
+        return idx, ""
     mask = 0
     for t in parts:
         mask |= 1 << position[t]
@@ -155,13 +158,6 @@ def observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") -> tup
 def count_observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") -> np.ndarray:
     """Counts per observation of the mechanism's channel (see :func:`observations`)."""
     return observations(mechanism, frame, path)[1]
-
-
-def observed_identifiable(ch: Channel, counts: np.ndarray) -> tuple[bool, int]:
-    """Assumption 2: the observed rows of K have rank p (else the MLE is not unique)."""
-    rows = ch.Kn[counts > 0]
-    r = int(np.linalg.matrix_rank(rows)) if len(rows) else 0
-    return r == ch.p, r
 
 
 # ---- privatize -----------------------------------------------------------------------------------
@@ -296,4 +292,4 @@ def _privatize_with_dummies(mechanism: SubsetMechanism, x: np.ndarray, rng: np.r
     return pd.DataFrame({column: arranged})
 
 
-__all__ = ["count_observations", "privatize_frame", "observed_identifiable", "dummy_labels", "missing_rows"]
+__all__ = ["count_observations", "privatize_frame", "dummy_labels", "missing_rows"]

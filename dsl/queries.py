@@ -29,7 +29,9 @@ NAMED_ARGS = {"iterative": (("regressor", "regressors", REGRESSORS), ("noise law
               "mle": (("family", "families", FAMILIES),)}
 METRICS = ("size", "mutual_information", "prediction")
 CRITERIA = ("avar_trace", "avar_max", "coverage", "size", "mutual_information", "prediction", "epsilon")
-CALIBRATIONS = ("permutation",)
+#: how a test's p-value is calibrated: permutation (the default when no clause is given,
+#: exact in size) or the statistic's chi-square limit where it has one
+CALIBRATIONS = ("permutation", "asymptotic")
 PLAIN_QUERIES = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable",
                  "optimal_anchor", "budget", "variance", "table", "individual", "bounds", "thresholds")
 #: estimators that combine per-attribute reports of a product mechanism (castell paper)
@@ -39,7 +41,14 @@ METHOD_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
     "project": (("mom", "joint") + _PRODUCT_JOINT, ("none", "clip", "euclidean")),
     "switch": (("hybrid",), ("thresholds", "variance")),
     "v": (("clusters",), None),
+    # which standard error an estimate carries: sampling plus privacy noise (the population
+    # question, the default) or privacy noise alone, given the respondents' true values (the
+    # question about the table collected: multi-freq-ldpy's VAR_Pure)
+    "se": (("mom", "mle", "em", "newton", "one_step", "castell", "independent", "hybrid", "joint", "truncated",
+            "clusters", "unbiased", "npmle"), ("population", "conditional")),
 }
+#: the standard-error kinds of the ``se`` option, the default first
+SE_KINDS = METHOD_OPTIONS["se"][1]
 
 
 def build_query(ctx: Context, decl: ast.QueryDecl) -> Query | None:
@@ -171,9 +180,13 @@ def _method(ctx: Context, node: ast.Node, allowed: tuple[str, ...], role: str) -
                           "or iterative(linear, logistic)", node.span)
         return None
     if name == "permutation":
-        if len(values) != 1 or not (isinstance(values[0], sympy.Integer) and values[0] >= 1):
+        # `calibrate permutation` alone takes the default number of draws (999)
+        if len(values) > 1 or (values and not (isinstance(values[0], sympy.Integer) and values[0] >= 1)):
             ctx.error("E205", "permutation() takes the number of permutations: permutation(999)", node.span)
             return None
+    if name == "asymptotic" and values:
+        ctx.error("E205", "asymptotic takes no arguments: calibrate asymptotic", node.span)
+        return None
     return Method(name, tuple(values), node.span)
 
 
@@ -324,6 +337,12 @@ def _estimate(ctx: Context, name: str, verb: str, body: ast.Node, source: ast.Re
             return None
         calibrate = _method(ctx, calib, CALIBRATIONS, "calibration")
         if calibrate is None:
+            return None
+        if calibrate.name == "asymptotic" and method is not None and method.name == "lrt_mom":
+            # Eq. 8 at the MoM estimates (not the maximizers) has no chi-square limit
+            ctx.error("E505", "lrt_mom has no asymptotic p-value: the likelihood ratio at method-of-moments "
+                              "estimates has no chi-square limit", calib.span,
+                      "drop the calibrate clause (permutation, exact in size), or test by lrt")
             return None
     if mech is None or method is None or not _fit(ctx, est, mech, method, source):
         return None

@@ -347,6 +347,21 @@ CASES = [
          msg=("from MECHANISM",), hint=("from urn",)),
     case("E504-missing-by", "E504", URN + "query w = estimate «distribution(color)» from urn",
          msg=("by METHOD",), hint=("mom", "mle")),
+    case("E505-lrt-mom-asymptotic", "E505",
+         RACE + GI + "variable gi = gender * income\n"
+                     "mechanism prod = product(subset(race, uniform), subset(gi, uniform))\n"
+                     "query t = test independence(race, gi) from prod by lrt_mom calibrate «asymptotic»",
+         msg=("lrt_mom", "no chi-square limit"), hint=("permutation", "by lrt")),
+    case("E502-calibration", "E502",
+         RACE + GI + "variable gi = gender * income\n"
+                     "mechanism prod = product(subset(race, uniform), subset(gi, uniform))\n"
+                     "query t = test independence(race, gi) from prod by lrt calibrate «bootstrap(99)»",
+         msg=("'bootstrap'",), hint=("permutation | asymptotic",)),
+    case("E205-asymptotic-argument", "E205",
+         RACE + GI + "variable gi = gender * income\n"
+                     "mechanism prod = product(subset(race, uniform), subset(gi, uniform))\n"
+                     "query t = test independence(race, gi) from prod by lrt calibrate «asymptotic(3)»",
+         msg=("no arguments",)),
 
     # ---- releases (E6xx) ------------------------------------------------------------------
     case("E601-protect-not-in-table", "E601",
@@ -687,3 +702,25 @@ def test_exponential_anchor_can_be_shifted_and_scaled() -> None:
 def test_syntax_hints(text: str, where: str, hint: str) -> None:
     (d,) = privspec.load(text).check()
     assert d.code == "E101" and d.span.start == text.index(where) and hint in d.hint
+
+
+# ---- back-end diagnostics --------------------------------------------------------------------
+@pytest.mark.parametrize("method, words", [
+    ("mle(normal, se = conditional)", "not centred on their mean"),
+    ("npmle(se = conditional)", "not coarsened at random"),
+])
+def test_b140_conditional_standard_error_refused(tmp_path: Path, method: str, words: str) -> None:
+    """B140: se = conditional where no honest conditional standard error exists (a parametric
+    fit; a selective mechanism), with the alternative in the hint."""
+    spec = tmp_path / "s.privspec"
+    mech = "sel" if method.startswith("npmle") else "c1"
+    spec.write_text("variable y: continuous [0, 10]\nmechanism c1 = interval(y, case1(uniform(0, 10)))\n"
+                    "mechanism sel = selective(c1, tau = 3/10, rho = 1/2)\n"
+                    f"query q = estimate mean(y) from {mech} by {method}\n")
+    data = tmp_path / "d.csv"
+    data.write_text("y\n" + "".join(f'"{r}"\n' for r in ("(-inf, 4]", "(2, inf]", "(-inf, 7]", "(5, inf]",
+                                                             "(6, inf]", "(-inf, 9]")))
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["run", str(spec), "--data", f"{mech}={data}"], stdout=out, stderr=err)
+    assert code == 1 and "error[B140]" in err.getvalue() and words in err.getvalue()
+    assert "se = population" in err.getvalue()
