@@ -8,9 +8,11 @@ privatize) to :class:`privspec.backends.finite.FiniteBackend`:
 * ``estimate joint(...)`` from a product of randomized responses by ``castell`` (=
   ``mom``), ``independent``, ``truncated``, ``clusters``, ``hybrid`` or ``mle``, and from
   RR on a combined domain by ``joint`` (RR-Joint), ``mom`` or ``mle``, for any subset of
-  the attributes in any order, with the ``project`` option (``run`` and ``simulate``;
-  simulations report MAE and AVD);
-* ``estimate distribution(X) from M by mom(project = clip | euclidean)``;
+  the attributes in any order, with the ``project`` and ``se`` (``population`` |
+  ``conditional``) options (``run`` and ``simulate``; simulations report MAE and AVD);
+  results say which standard error they carry (``se_kind``) and give 95% intervals
+  (``ci95``, ``ci_method``: score intervals for the castell-type estimates);
+* ``estimate distribution(X) from M by mom(...)`` with an option (``project``, ``se``);
 * ``avar`` of GRR marginals in closed form in d and eps, and of joints (the Kronecker
   covariance);
 * ``epsilon`` in closed form (GRR: eps; products: sequential composition);
@@ -18,6 +20,7 @@ privatize) to :class:`privspec.backends.finite.FiniteBackend`:
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from typing import Any, Sequence
@@ -32,9 +35,10 @@ from . import register
 from .channel import matrix_channel, product_channel
 from .compile import channel_of
 from .estimators import em
+from .finite_estimates import require_answer
 from .finite_data import _factor_codes, count_observations
 from .populations import population_vector, symbolic_vector
-from .rr_joint import JointFit, estimate_joint, project, rr_joint, with_projection
+from .rr_joint import SE_KINDS, JointFit, estimate_joint, project, rr_joint, with_projection
 
 #: beyond this many cells the MLE of a joint (dense EM on the Kronecker channel) is refused
 MLE_CELL_LIMIT = 2048
@@ -120,7 +124,8 @@ class RRBackend:
         if kind == "estimate" and verb in ("run", "simulate") and est is not None:
             if est.kind == "joint":
                 return True
-            return est.kind == "distribution" and bool(method.options) and method.name == "mom"
+            # a projected estimate is the castell paper's; everything else the channel core's
+            return est.kind == "distribution" and "project" in method.options and method.name == "mom"
         return False
 
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
@@ -199,13 +204,16 @@ class JointProblem:
         options = dict(self.q.method.options)
         if projection is not None:
             options["project"] = projection
+        se = str(options.get("se", "population"))
+        if se not in SE_KINDS:
+            raise BackendError(Diagnostic("B406", f"unknown se {se!r}", hint=f"se = {' | '.join(SE_KINDS)}"))
         if self.product:
             if method in ("mle", "em"):
-                return with_projection(self._mle_product(counts), "none")
+                return with_projection(self._mle_product(counts, se), "none")
             return estimate_joint(method, counts, self.K(), self.names, options)
-        return with_projection(self._combined(counts, method), str(options.get("project", "none")))
+        return with_projection(self._combined(counts, method, se), str(options.get("project", "none")))
 
-    def _mle_product(self, counts: np.ndarray) -> JointFit:
+    def _mle_product(self, counts: np.ndarray, se: str = "population") -> JointFit:
         if self.cells > MLE_CELL_LIMIT:
             raise BackendError(Diagnostic("B403", f"the MLE of a {self.cells}-cell joint (EM on the Kronecker "
                                           f"channel) is limited to {MLE_CELL_LIMIT} cells",
@@ -214,37 +222,52 @@ class JointProblem:
             else channel_of(self.factors[0])
         ch = _numeric_channel(self.model, ch, self.factors)
         fit = em(ch, counts.reshape(-1))
+        require_answer(ch, counts.reshape(-1), fit, "mle")
         var = None
         try:
             var = np.diag(ch.avar_mle(np.clip(fit.w, 1e-12, None))) / fit.n
+            if se == "conditional":
+                # asymptotically linear in lambda_hat with J K = I on the simplex's tangent space:
+                # conditional = population - (diag(Pi) - Pi Pi^T)/n (module docstring of rr_joint)
+                var = var - (fit.w - fit.w ** 2) / fit.n
         except np.linalg.LinAlgError:
             pass
         return JointFit(fit.w.reshape(self.shape), "mle", fit.n, None if var is None else var.reshape(self.shape),
                         note=fit.note, info={"iterations": fit.iterations, "kkt": fit.kkt,
-                                             "converged": bool(fit.converged), "loglik": fit.loglik})
+                                             "converged": bool(fit.converged), "loglik": fit.loglik},
+                        se_kind=None if var is None else se, se_target="joint")
 
-    def _combined(self, counts: np.ndarray, method: str) -> JointFit:
-        """RR on the combined domain (RR-Joint): estimate there, then sum to the estimand."""
+    def _combined(self, counts: np.ndarray, method: str, se: str = "population") -> JointFit:
+        """RR on the combined domain (RR-Joint): estimate there, then sum to the estimand.
+
+        ``se = conditional``: each estimand cell is a sum ``c^T Pi_hat`` of combined-domain
+        cells, an estimator with ``A K = I``, so its conditional variance is the population
+        one less ``(c^T Pi - (c^T Pi)^2)/n`` (module docstring of :mod:`.rr_joint`)."""
         mech = self.q.mechanism
         keep, K = None, None
         if method in ("mle", "em"):
             ch = _numeric_channel(self.model, channel_of(mech), [mech])
             f = em(ch, counts)
+            require_answer(ch, counts, f, "mle")
             V = ch.avar_mle(np.clip(f.w, 1e-12, None))
+            if se == "conditional":
+                V = V - (np.diag(f.w) - np.outer(f.w, f.w))
             full = JointFit(f.w, "mle", f.n, None, note=f.note,
                             info={"iterations": f.iterations, "kkt": f.kkt, "converged": bool(f.converged)})
             lam = None
         else:
             keep = _grr_keep(self.model, mech)
             if keep is not None:
-                full = rr_joint(counts, keep=keep)
+                full = rr_joint(counts, keep=keep, se=se)
             else:
                 K = numeric_K(self.model, mech)
-                full = rr_joint(counts, K)
-            full = JointFit(full.table, method, full.n, full.var, note=full.note)
+                full = rr_joint(counts, K, se=se)
+            full = dataclasses.replace(full, method=method)
             lam = counts / counts.sum()
             V = None
         if self.parts == [0] and len(self.variables) == 1 and self.variables[0].p == full.table.size:
+            if V is not None:
+                full = dataclasses.replace(full, var=np.diag(V) / full.n, se_kind=se, se_target="joint")
             return full
         tensor = full.table.reshape(self.part_sizes)
         others = tuple(j for j in range(len(self.part_sizes)) if j not in self.parts)
@@ -262,14 +285,18 @@ class JointProblem:
             c = mask.reshape(-1).astype(float)
             if V is not None:
                 var[cell] = c @ V @ c / full.n
-            elif keep is not None:
+                continue
+            if keep is not None:
                 s = lam @ c
                 var[cell] = (s - s * s) / (keep[0] - keep[1]) ** 2 / full.n
             else:
                 u = np.linalg.solve(K.T, c)  # the cell is c^T K^-1 lambda_hat = u^T lambda_hat
                 var[cell] = (u * u @ lam - (u @ lam) ** 2) / full.n
+            if se == "conditional":
+                t = full.table @ c
+                var[cell] -= (t - t * t) / full.n
         return JointFit(table, full.method, full.n, var, note=full.note + "; summed over the other parts",
-                        info=full.info)
+                        info=full.info, se_kind=se, se_target="joint")
 
 
 def _codes(factor: Any, frame, path) -> np.ndarray:
@@ -296,17 +323,26 @@ def joint_result(problem: JointProblem, fit: JointFit) -> Result:
     if fit.var is not None:
         se = np.sqrt(np.maximum(fit.var, 0.0))
         extras["se"] = _value(problem, se)
-        lo, hi = fit.table - Z95 * se, fit.table + Z95 * se
+        extras["se_kind"] = fit.se_kind or "population"
+        if fit.se_target and fit.se_target != "joint":
+            extras["se_target"] = fit.se_target
+        lo, hi = fit.ci if fit.ci is not None else (fit.table - Z95 * se, fit.table + Z95 * se)
         if single:
             extras["ci95"] = {lab: [float(a), float(b)] for lab, a, b in
                               zip(problem.labels[0], lo.reshape(-1), hi.reshape(-1))}
+        else:
+            extras["ci95"] = {"lower": _value(problem, lo), "upper": _value(problem, hi)}
+        extras["ci_method"] = fit.ci_method or "wald (estimate +- 1.96 se)"
     extras["projection"] = fit.projection
     extras["negative_cells"] = fit.negative_cells
     if fit.projection != "none" and fit.var is None and fit.negative_cells:
         extras["se_note"] = "no se: the projection moved the estimate off the linear estimator"
+    elif fit.var is None and fit.method == "truncated":
+        extras["se_note"] = "no se: truncation (a minimum of estimates) is not smooth where it binds"
     extras["sum"] = float(np.sum(fit.table))
     for k, v in fit.info.items():
-        extras[k] = v
+        if k != "cluster_axes":          # the clusters by name are there already
+            extras[k] = v
     if fit.note:
         extras["note"] = fit.note
     return Result("estimate", _value(problem, fit.table), extras)

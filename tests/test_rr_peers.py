@@ -62,3 +62,30 @@ def test_pure_ldp_direct_encoding_matches_mom() -> None:
     assert np.allclose(_ours(model, y, "plain"), theirs, atol=1e-10)
     assert np.any(theirs < 0)          # the unprojected estimates leave the simplex here ...
     assert np.all(_ours(model, y, "clip") >= 0)   # ... the projected ones do not
+
+
+def test_conditional_se_of_a_grr_marginal_is_multi_freq_ldpys_var_pure() -> None:
+    """``mom(se = conditional)`` on a GRR marginal is Wang et al.'s variance given the
+    respondents, multi-freq-ldpy's ``VAR_Pure(p, q, n, f)``: exactly at the expected
+    reports, and against a Monte Carlo over the randomization of fixed respondents (2000
+    redraws from their counts, within 10%)."""
+    vp = pytest.importorskip("multi_freq_ldpy.pure_frequency_oracles.Variance_PURE")
+    from privspec.backends.rr import JointProblem
+    from privspec.backends.rr_simulate import privatize_counts
+
+    model = privspec.load(SPEC + "query cond = estimate distribution(x) from g by mom(se = conditional)\n").model
+    problem = JointProblem(model, model.queries["cond"])
+    rng = np.random.default_rng(2)
+    n = 4000
+    x = rng.choice(8, size=n, p=rng.dirichlet(np.full(8, 0.6)))
+    f = np.bincount(x, minlength=8) / n
+    e = np.exp(0.5)
+    p, q = e / (e + 7), 1 / (e + 7)
+    expected = (p - q) * f * n + q * n
+    fit = problem.fit(expected)
+    assert fit.se_kind == "conditional"
+    assert np.allclose(fit.var, vp.VAR_Pure(p, q, n, f), rtol=1e-10)
+    K = problem.K()
+    counts = np.bincount(x, minlength=8)
+    draws = np.array([problem.fit(privatize_counts(counts, K, rng)).table for _ in range(2000)])
+    assert np.allclose(draws.var(axis=0, ddof=1) / vp.VAR_Pure(p, q, n, f), 1, atol=0.1)
