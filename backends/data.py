@@ -103,10 +103,36 @@ def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
         raise
 
 
+#: query kinds that read data in ``run`` (the data-based coverage of an interval mechanism
+#: reads data when some is bound to it, and is otherwise answered analytically)
+REQUIRES_DATA = ("estimate", "test", "table")
+
+
+def data_role(query: Any) -> str | None:
+    """``"required"`` when ``run`` answers the query from data, ``"optional"`` when it uses
+    data if some is bound to the query's mechanism, None when it needs none."""
+    if query.kind in REQUIRES_DATA:
+        return "required"
+    if query.kind == "coverage" and getattr(query.mechanism, "family", None) == "interval":
+        return "optional"
+    return None
+
+
+def observed_columns(mechanism: Any) -> set[str]:
+    """The variables (base parts of combined ones) whose columns a mechanism's reports fill."""
+    return {c for v in mechanism.variables for c in v.components()}
+
+
 @dataclass
 class DataBindings:
     """The ``--data`` arguments of ``privspec run``: one default file and/or files per
-    mechanism (``--data M=FILE``).  Tables are read once and shared by every query."""
+    mechanism (``--data M=FILE``, ``--data M1,M2=FILE``).  Tables are read once and shared
+    by every query.
+
+    A column holds the reports of one mechanism: when several mechanisms that this run
+    reads data for observe the same variable and only the default file is given for them,
+    :meth:`check` refuses the run (D006), naming the candidates and the fix.
+    """
 
     default: str | None = None
     per_mechanism: dict[str, str] = field(default_factory=dict)
@@ -114,19 +140,72 @@ class DataBindings:
 
     @classmethod
     def parse(cls, items: Sequence[str], mechanisms: Sequence[str]) -> "DataBindings":
-        """From ``["FILE"]`` or ``["M=FILE", ...]``; ``M`` must name a mechanism."""
+        """From ``["FILE"]`` or ``["M=FILE", "M1,M2=FILE", ...]``; each ``M`` must name a mechanism.
+
+        Examples
+        --------
+        >>> b = DataBindings.parse(["reports.csv", "c1,c2=other.csv"], ["c1", "c2", "s1"])
+        >>> b.default, b.per_mechanism
+        ('reports.csv', {'c1': 'other.csv', 'c2': 'other.csv'})
+        """
         b = cls()
         for item in items:
             name, sep, path = item.partition("=")
-            if sep and name in mechanisms:
-                b.per_mechanism[name] = path
-            elif sep and not Path(item).exists() and name.isidentifier():
-                raise ValueError(f"--data {item}: no mechanism named '{name}'")
+            names = [x.strip() for x in name.split(",")]
+            if sep and all(x in mechanisms for x in names):
+                for x in names:
+                    b.per_mechanism[x] = path
+            elif sep and not Path(item).exists() and all(x.isidentifier() for x in names):
+                unknown = next(x for x in names if x not in mechanisms)
+                raise ValueError(f"--data {item}: no mechanism named '{unknown}'")
             elif b.default is not None:
                 raise ValueError("--data: give one default file; bind others with --data MECHANISM=FILE")
             else:
                 b.default = item
         return b
+
+    def has_source(self, mechanism: str | None) -> bool:
+        """Whether a file is bound to ``mechanism`` (explicitly, or the default file)."""
+        return (mechanism or "") in self.per_mechanism or self.default is not None
+
+    def check(self, queries: Sequence[Any]) -> None:
+        """Refuse a default file whose column would feed several mechanisms (D006).
+
+        Mechanisms bound explicitly are not candidates; a mechanism that only uses data if
+        there is some (an interval coverage) is a candidate when the default file has its column.
+        """
+        if self.default is None:
+            return
+        readers: dict[str, Any] = {}
+        for q in queries:
+            role = data_role(q)
+            mech = getattr(q, "mechanism", None)
+            if role is None or mech is None or not getattr(mech, "name", None) or mech.name in self.per_mechanism:
+                continue
+            if role == "optional" and not observed_columns(mech) <= set(self.default_frame().columns):
+                continue
+            readers.setdefault(mech.name, mech)
+        owners: dict[str, list[str]] = {}
+        for name, mech in readers.items():
+            for column in sorted(observed_columns(mech)):
+                owners.setdefault(column, []).append(name)
+        for column, names in owners.items():
+            if len(names) > 1:
+                shown = ", ".join(names[:-1]) + f" and {names[-1]}"
+                fix = " ".join(f"--data {m}=FILE" for m in names)
+                raise DataError(Diagnostic(
+                    "D006", f"{self.default}: the column '{column}' would feed {len(names)} mechanisms that observe "
+                            f"{column} ({shown}); a column holds the reports of one mechanism, and the binding "
+                            "does not say which", columns=(column,),
+                    hint=f"bind each mechanism to the file of its reports: {fix} (or answer fewer queries "
+                         "with --query)"))
+
+    def default_frame(self) -> pd.DataFrame:
+        if self.default is None:
+            raise DataError(Diagnostic("D005", "no default data file"))
+        if self.default not in self._cache:
+            self._cache[self.default] = read_table(self.default)
+        return self._cache[self.default]
 
     def path_for(self, mechanism: str | None) -> str:
         path = self.per_mechanism.get(mechanism or "", self.default)

@@ -47,7 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("analyze", parents=[common], help="symbolic and numeric results that need no data")
     run = sub.add_parser("run", parents=[common], help="answer every query on data")
     run.add_argument("--data", action="append", default=[], metavar="FILE|M=FILE",
-                     help="privatized data (CSV or Parquet); M=FILE binds a file to mechanism M")
+                     help="privatized data (CSV or Parquet); M=FILE (or M1,M2=FILE) binds a file to mechanism M")
+    run.add_argument("--seed", type=int, default=None,
+                     help="seed of the randomized parts (permutation p-values, bootstrap): the same seed, "
+                          "the same answer (default: 0)")
     priv = sub.add_parser("privatize", parents=[common], help="privatize raw data with a mechanism")
     priv.add_argument("--mechanism", required=True, metavar="M", help="a mechanism, or a release (count tables)")
     priv.add_argument("--input", required=True, metavar="RAW")
@@ -168,6 +171,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
             options["data"] = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
         except ValueError as e:
             raise _Usage(f"privspec run: {e}") from None
+        options["data"].check(queries)
     if args.verb == "simulate":
         if args.n < 1 or args.reps < 1:
             raise _Usage("privspec simulate: --n and --reps must be positive")
