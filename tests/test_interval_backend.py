@@ -149,7 +149,9 @@ def test_privatize_and_run_every_mechanism(tmp_path, mech):
 
 
 def test_run_the_bundled_spec(privatized):
-    q = as_json("run", SPEC, "--data", privatized["all"], "--data", f"s1={privatized['s1']}")
+    # c1, sel and prog all observe salary: the file holds c1's reports, so it is bound to c1
+    # (sel and prog, without reports, get their analytic coverage)
+    q = as_json("run", SPEC, "--data", f"c1,c2,life2={privatized['all']}", "--data", f"s1={privatized['s1']}")
     assert q["mu"]["value"] == pytest.approx(75, abs=4 * q["mu"]["se"]) and q["mu"]["n"] == 500
     F = q["F"]
     assert F["kind"] == "estimate" and F["kkt"] <= 1e-10 and "band" in F
@@ -178,7 +180,7 @@ def test_regression_with_a_forest(privatized, tmp_path):
     ("[1, 2]", "D101", "not interval reports"),
     ("12.5", "D102", "no acceptable range"),
     ("(-inf, 10] | (90, inf]", "D102", "not a ring design"),
-    ("(160, inf]", "D102", "outside the support"),
+    ("(160, inf]", "D102", "outside [0, 150]"),      # an anchor where c1's anchors never fall
     ("", "D004", "missing"),
 ])
 def test_bad_data_names_the_row(tmp_path, privatized, cell, code, words):
@@ -242,3 +244,87 @@ def test_case1_data_bound_to_the_wrong_mechanism(privatized):
     # score as privatized by c2 (Case II) is not Case-I data for s1
     code, _, err = run("run", SPEC, "--data", privatized["all"], "--query", "tau")
     assert code == 1 and "D102" in err and "Case-I reports" in err
+
+
+# ---- standard errors: which question, and the interval printed beside them (issue 13) ------------------
+SE_SPEC = """spec "standard errors"
+variable salary: continuous [0, 150]
+variable score: continuous
+population salary ~ uniform(0, 150)
+population score ~ normal(1/2, 1)
+mechanism c1 = interval(salary, case1(uniform(0, 150)))
+mechanism c2 = interval(score, case2(logistic(0, 5)))
+query mu_p  = estimate mean(salary) from c1 by unbiased
+query mu_c  = estimate mean(salary) from c1 by unbiased(se = conditional)
+query np_p  = estimate mean(salary) from c1 by npmle(se = population)
+query np_c  = estimate mean(salary) from c1 by npmle(se = conditional)
+query m2    = estimate moment(score, 2) from c2 by npmle
+query ml    = estimate mean(score) from c2 by mle(normal)
+query ml_c  = estimate mean(score) from c2 by mle(normal, se = conditional)
+"""
+
+
+@pytest.fixture(scope="module")
+def se_data(tmp_path_factory) -> dict:
+    d = tmp_path_factory.mktemp("se")
+    spec = d / "se.privspec"
+    spec.write_text(SE_SPEC)
+    a, b = str(d / "a.csv"), str(d / "b.csv")
+    for mech, src, dst, seed in (("c1", RAW, a, "1"), ("c2", a, b, "2")):
+        code, _, err = run("privatize", str(spec), "--mechanism", mech, "--input", src, "--output", dst, "--seed", seed)
+        assert code == 0, err
+    return {"spec": str(spec), "data": ["--data", f"c1={b}", "--data", f"c2={b}"]}
+
+
+def test_every_standard_error_says_its_question_and_interval(se_data):
+    names = ["mu_p", "mu_c", "np_p", "np_c", "m2", "ml"]
+    q = as_json("run", se_data["spec"], *se_data["data"], *sum((["--query", n] for n in names), []))
+    for name in names:
+        r = q[name]
+        lo, hi = r["ci95"]
+        assert lo < r["value"] < hi and r["se"] > 0 and r["se_kind"] in ("population", "conditional")
+        assert r["ci_method"] and r["target"]
+    assert q["mu_c"]["se_kind"] == "conditional" and "respondents' own mean" in q["mu_c"]["target"]
+    # uniform salary, uniform anchors: the conditional variance is 2/3 (Example 2) and 1/2
+    # (NPMLE) of the population one; one data set, so within the estimates' noise
+    assert q["mu_c"]["se"] / q["mu_p"]["se"] == pytest.approx(np.sqrt(2 / 3), abs=0.15)
+    assert q["np_c"]["se"] / q["np_p"]["se"] == pytest.approx(np.sqrt(1 / 2), abs=0.15)
+    assert q["np_p"]["se_method"].startswith("jackknife (delete-1, 500")        # the Case-I fast path
+    assert q["m2"]["se_method"].startswith("delete-a-group jackknife (50 random groups")
+    assert "t(0.975" in q["m2"]["ci_method"] and q["m2"]["range"][0] <= q["m2"]["value"] <= q["m2"]["range"][1]
+    assert q["ml"]["ci_method"].startswith("profile likelihood") and q["ml"]["effective_n"] > 20
+    assert "coverage_note" not in q["ml"]
+
+
+def test_conditional_se_of_a_parametric_fit_is_refused(se_data):
+    code, out, err = run("run", se_data["spec"], *se_data["data"], "--query", "ml_c")
+    assert code == 1 and "B140" in err and "not centred on their mean" in err and "npmle(se = conditional)" in err
+
+
+def test_band_at_chosen_points():
+    """fit_npmle bounds F at any finite points (the API to come); True keeps the quartiles."""
+    from privspec.backends.interval import fit_npmle
+
+    model = privspec.load(SE_SPEC).model
+    mech = model.queries["m2"].mechanism
+    rng = np.random.default_rng(0)
+    from privspec.backends.interval_mechanisms import sample_reports
+
+    left, right = sample_reports(model, mech, rng.normal(0.5, 1, 300), rng)
+    L, R, C = privspec.backends.interval.aggregate(left, right)
+    at = fit_npmle(mech, L, R, C, band=np.array([1.0, -0.5, np.inf, 0.2]))
+    assert at.band["x"] == [-0.5, 0.2, 1.0] and "coverage_note" not in at.band
+    quart = fit_npmle(mech, L, R, C, band=True)
+    assert len(quart.band["x"]) == 3 and "chosen by the data" in quart.band["coverage_note"]
+    assert "2.486" in quart.band["method"]
+
+
+def test_simulate_holds_a_conditional_interval_against_the_sample_mean(tmp_path):
+    spec = tmp_path / "s.privspec"
+    spec.write_text(SE_SPEC)
+    q = as_json("simulate", str(spec), "--n", "150", "--reps", "30", "--seed", "4", "--query", "np_c",
+                "--query", "mu_p")
+    assert q["np_c"]["se_kind"] == "conditional" and "sample mean" in q["np_c"]["ci95_target"]
+    for name in ("np_c", "mu_p"):
+        v = q[name]["value"]
+        assert 0.8 <= v["ci95_coverage"] <= 1 and v["ci95_coverage_se"] < 0.1

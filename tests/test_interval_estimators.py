@@ -247,3 +247,49 @@ def test_range_fit_with_an_acceptable_range_inside_the_reports():
     S = np.concatenate([[0.0], np.cumsum(p)])
     em = float(np.sum(C * np.log(np.bincount(owner, weights=S[end + 1] - S[start], minlength=len(C)))))
     assert em <= fit.loglik + 1e-9 and em > fit.loglik - 1.0
+
+
+# ---- standard errors for the respondents' own mean, and profile intervals (issue 13) ---------------------
+def test_example2_conditional_variance_of_one_term():
+    """Var(D | Y) = (Y - a)(Y - b) + (b - a)^2 / 3 for uniform anchors on [a, b], and its
+    per-report estimate is unbiased: checked by drawing the anchor for fixed Y."""
+    from privspec.backends.interval_estimators import example2_conditional_se, example2_terms
+
+    rng = np.random.default_rng(8)
+    a, b = -3.0, 5.0
+    for y0 in (-3.0, -1.0, 1.0, 4.5):
+        u = rng.uniform(a, b, 400_000)
+        delta = (y0 <= u).astype(float)
+        d = example2_terms(u, delta, a, b)
+        assert d.mean() == pytest.approx(y0, abs=0.02)
+        assert d.var() == pytest.approx((y0 - a) * (y0 - b) + (b - a) ** 2 / 3, rel=0.01)
+        left, right = case1(np.full(u.size, y0), u)
+        se = example2_conditional_se(left, right, np.ones(u.size), a, b)
+        assert se * np.sqrt(u.size) == pytest.approx(d.std(), rel=0.01)
+
+
+def test_profile_interval_against_a_grid():
+    """The ends of the profile-likelihood interval of E(Y) and E(Y^2) (Case II reports): the
+    likelihood ratio, maximized over the nuisance on a fine grid, equals the chi-square(1)
+    quantile there and is below it just inside."""
+    mech = IntervalMechanism("c2", SCORE, "case2", law("logistic", 0, 5), 3, (Z(0), Z(1)))
+    rng = np.random.default_rng(9)
+    L, R, C = aggregate(*sample_interval(mech, rng.normal(0.5, 1, 150), rng))
+    pl, pr, owner = likelihood_pieces(L, R, (-np.inf, np.inf), None)
+    fit = parametric_mle(pl, pr, owner, C, "normal")
+    crit = stats.chi2.ppf(0.95, 1)
+
+    def lr(k, v):
+        if k == 1:   # E(Y) = mu: maximize over log s
+            grid = [np.array([v, t]) for t in np.linspace(np.log(fit.scale) - 1, np.log(fit.scale) + 1, 401)]
+        else:        # E(Y^2) = mu^2 + s^2 = v: mu = sqrt(v) cos(phi), s = sqrt(v) sin(phi)
+            grid = [np.array([np.sqrt(v) * np.cos(t), np.log(np.sqrt(v) * np.sin(t))])
+                    for t in np.linspace(0.05, np.pi - 0.05, 801)]
+        return 2 * (fit.loglik + min(fit.negll(th)[0] for th in grid))
+
+    for k in (1, 2):
+        lo, hi = fit.profile_interval(k)
+        assert lo < fit.moment(k)[0] < hi
+        for end, inward in ((lo, hi - lo), (hi, lo - hi)):
+            assert lr(k, end) == pytest.approx(crit, abs=0.02)
+            assert lr(k, end + 0.05 * inward) < crit - 0.1

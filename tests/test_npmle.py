@@ -547,3 +547,47 @@ def test_environment_is_unchanged_by_the_blas_limit():
     before = [i["num_threads"] for i in threadpoolctl.threadpool_info()]
     npmle(*case1(100))
     assert [i["num_threads"] for i in threadpoolctl.threadpool_info()] == before
+
+
+# ---- the band at any points, and its calibration (issue 13) ---------------------------------------
+def test_band_at_arbitrary_points():
+    """Any finite x, unsorted, repeated, beyond the data: each bound as if asked alone."""
+    left, right = case2(150, seed=4)
+    fit = npmle(left, right)
+    x = np.array([0.3, -12.0, 0.3, 1.1, -0.4, 15.0])
+    lower, upper = cdf_confidence_band(fit, left, right, None, x)
+    assert np.all((0 <= lower) & (lower <= fit.cdf(x) + 1e-12) & (fit.cdf(x) <= upper + 1e-12) & (upper <= 1))
+    assert lower[0] == lower[2] and upper[0] == upper[2]
+    assert lower[1] == 0.0 and upper[5] == 1.0               # beyond every anchor
+    for k in (3, 4):
+        alone = cdf_confidence_band(fit, left, right, None, [x[k]])
+        assert alone[0][0] == pytest.approx(lower[k], abs=1e-7) and alone[1][0] == pytest.approx(upper[k], abs=1e-7)
+
+
+def test_band_critical_values():
+    """Interval data: D's quantile at 1 - 0.8 (1 - level), 2.486 at 95% (finite-sample
+    calibration); the table's own levels with calibration='banerjee-wellner', interpolated in
+    log(1 - level); chi-square(1) for exact points."""
+    from privspec.backends.npmle import _BW_LEVELS, _BW_QUANTILES, _critical
+
+    assert _critical(0.95, "auto", False) == pytest.approx(2.4864, abs=1e-3)
+    assert _critical(0.95, "auto", True) == pytest.approx(stats.chi2.ppf(0.95, 1))
+    for level, q in zip(_BW_LEVELS, _BW_QUANTILES):
+        assert _critical(level, "banerjee-wellner", False) == pytest.approx(q)
+    # between 0.95 and 0.99 the exponential tail, not a straight line in the level
+    assert 2.27 < _critical(0.96, "banerjee-wellner", False) < 2.5
+    assert _critical(0.999, "banerjee-wellner", False) > 3.8363
+    with pytest.raises(ValueError):
+        _critical(0.1, "banerjee-wellner", False)
+
+
+def test_likelihood_ratio_at_the_band_ends_is_the_critical_value():
+    from privspec.backends.npmle import likelihood_ratio
+
+    left, right = case1(200, seed=2)
+    fit = npmle(left, right)
+    x = np.array([-0.5, 0.5])
+    lower, upper = cdf_confidence_band(fit, left, right, None, x)
+    for ends in (lower, upper):
+        assert likelihood_ratio(fit, left, right, None, x, ends) == pytest.approx([2.4864] * 2, abs=1e-3)
+    assert likelihood_ratio(fit, left, right, None, x, fit.cdf(x)) == pytest.approx([0.0, 0.0], abs=1e-7)
