@@ -38,7 +38,10 @@ def observed_subset_channel(mechanism: SubsetMechanism, masks: list[int]) -> Cha
     p = len(labels)
     nu, _, _ = constants(p)
     masks = sorted(masks)
-    T = ((np.asarray(masks, dtype=np.int64)[None, :] >> np.arange(p)[:, None]) & 1).astype(float)
+    # membership bits from Python ints of any width (a uniform design may have 64+ categories)
+    nbytes = (p + 7) // 8
+    raw = np.frombuffer(b"".join(m.to_bytes(nbytes, "little") for m in masks), dtype=np.uint8)
+    T = np.unpackbits(raw.reshape(len(masks), nbytes), axis=1, bitorder="little")[:, :p].T.astype(float)
     # numeric only: there may be as many observed subsets as respondents
     obs = tuple("|".join(labels[j] for j in range(p) if m >> j & 1) for m in masks)
     return Channel(tuple(labels), obs, float(2 * nu) * T.T, T, tuple(masks), kind="subset",

@@ -1,17 +1,29 @@
 """Reading and writing data tables (CSV or Parquet), binding them to mechanisms, and
-the helpers every data engine needs: missing values named by row, atomic writes.
+the helpers every data engine needs: numbers parsed exactly, bad values named by row,
+output paths checked before any work, atomic writes.
 
-Rows are numbered as a person reads the file: the first data row (after the header)
-is row 1.
+Rows are numbered as a person reads the file, one way everywhere: row 1 is the first
+data row after the header (blank lines are not rows), so row N is the frame's row
+``N - 1``.  Every data diagnostic names its file (:meth:`privspec.errors.DataError.with_file`).
 """
 from __future__ import annotations
 
+import codecs
+import io
+import math
 import os
+import re
+import signal
 import tempfile
+import threading
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..errors import DataError, Diagnostic
@@ -19,37 +31,287 @@ from ..errors import DataError, Diagnostic
 #: strings read as missing values
 MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 
+#: file suffixes written and read as Parquet (everything else is CSV)
+PARQUET = (".parquet", ".pq")
 
+#: the largest count magnitude privspec accepts: integers up to 2^53 are exact as doubles,
+#: so every sum, margin and estimate computed from such counts is exact too
+MAX_COUNT = 2 ** 53
+
+# undecodable bytes b -> U+F0000 + b (Supplementary Private Use Area-A): a CSV that is not
+# UTF-8 still parses, and each cell that held a bad byte is found, with the byte, by a regex
+_MARK = 0xF0000
+_MARKED = re.compile("[\\U000F0000-\\U000F00FF]")
+
+
+def _mark_bad_bytes(error: UnicodeError) -> tuple[str, int]:
+    bad = error.object[error.start:error.end]  # type: ignore[attr-defined]
+    return "".join(chr(_MARK + b) for b in bad), error.end  # type: ignore[attr-defined]
+
+
+codecs.register_error("privspec-mark", _mark_bad_bytes)
+
+
+def _rows_text(rows: np.ndarray | Sequence[int], limit: int = 5) -> str:
+    """``row 3`` / ``rows 2, 5, 9 and 4 more`` (rows already 1-based)."""
+    rows = list(rows)
+    shown = ", ".join(str(int(r)) for r in rows[:limit])
+    more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
+    return f"row{'s' if len(rows) > 1 else ''} {shown}{more}"
+
+
+def describe_values(codes: np.ndarray, uniques: Sequence[Any], bad: Mapping[int, str] | Sequence[int],
+                    limit: int = 5) -> tuple[str, tuple[int, ...]]:
+    """Name every distinct bad value (up to ``limit``, then "and N more") with its rows.
+
+    ``codes`` index ``uniques`` row by row (an unsorted :func:`pandas.factorize`, so codes
+    follow first appearance); ``bad`` lists the codes of bad values, or maps each to why
+    it is bad.  Returns the text and all the bad rows (1-based), so that a diagnostic
+    shows each distinct problem, not only the first.
+
+    Examples
+    --------
+    >>> codes, uniques = pd.factorize(pd.Series(["a", "x", "b", "x", "y"]))
+    >>> describe_values(codes, uniques, [1, 3])
+    ("'x' (rows 2, 4), 'y' (row 5)", (2, 4, 5))
+    """
+    reasons = dict(bad) if isinstance(bad, Mapping) else {int(k): "" for k in bad}
+    order = sorted(reasons)  # first appearance in the file
+    groups: dict[str, list[str]] = {}  # values that share a reason are listed together
+    for k in order[:limit]:
+        groups.setdefault(reasons[k], []).append(f"{str(uniques[k])!r} ({_rows_text(np.flatnonzero(codes == k) + 1)})")
+    parts = [", ".join(values) + (f": {why}" if why else "") for why, values in groups.items()]
+    if len(order) > limit:
+        parts.append(f"and {len(order) - limit} more distinct value{'s' if len(order) - limit > 1 else ''}")
+    rows = np.flatnonzero(np.isin(codes, np.asarray(order, dtype=np.int64)))
+    return ("; " if any(reasons.values()) else ", ").join(parts), tuple(int(r) + 1 for r in rows)
+
+
+def parse_numbers(values: Sequence[Any] | pd.Series | np.ndarray,
+                  integer: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Numbers read from data, each correctly rounded to the nearest double.
+
+    Every distinct string is converted once with Python's :func:`float` (correctly
+    rounded, unlike parsers that round some 17-digit decimals to a neighbouring
+    double) and mapped back to the rows with :func:`pandas.factorize`, so the cost is
+    one hashing pass over the rows plus one conversion per distinct value.
+
+    Parameters
+    ----------
+    values : sequence of str (or numbers)
+        Text such as ``"0.1"``, ``" -2.5e3 "``, ``"inf"``; numeric input is taken as it is.
+    integer : bool
+        Also mark as bad every value that is not exactly an integer (``"3"``, ``"3.0"``
+        and ``"3e2"`` are; ``"3.5"`` is not, nor a decimal that merely rounds to one).
+
+    Returns
+    -------
+    numbers : float64 array
+        NaN where bad; with ``integer``, +-inf for an integer beyond +-2^53 (:data:`MAX_COUNT`:
+        not exact as a double), for the caller to name as out of range.
+    bad : bool array
+        True for a missing value, NaN, or text that is not a number (digit separators
+        such as ``1_000`` or ``1,000`` included).
+
+    Examples
+    --------
+    >>> x, bad = parse_numbers(["0.1", " 2e3", "inf", "ten", "1_0", ""])
+    >>> x[:3].tolist(), bad.tolist()
+    ([0.1, 2000.0, inf], [False, False, False, True, True, True])
+    >>> parse_numbers(["3", "3.0", "3.5", "1e2", "1e30"], integer=True)[0].tolist()
+    [3.0, 3.0, nan, 100.0, inf]
+    """
+    series = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object), dtype=object)
+    if pd.api.types.is_bool_dtype(series.dtype):
+        series = series.astype(object).astype(str)
+    if pd.api.types.is_numeric_dtype(series.dtype):  # already numbers (Parquet): nothing to round
+        numbers = series.to_numpy(dtype=float, na_value=np.nan)
+        if integer:
+            with np.errstate(invalid="ignore"):
+                numbers[np.isfinite(numbers) & (numbers % 1 != 0) | np.isnan(numbers) | np.isinf(numbers)] = np.nan
+            if pd.api.types.is_integer_dtype(series.dtype):  # int64 beyond 2^53: compare as integers
+                big = (series.abs() > MAX_COUNT).to_numpy(dtype=bool, na_value=False)
+                numbers[big] = np.copysign(np.inf, numbers[big])
+            numbers[np.abs(numbers) > MAX_COUNT] = np.copysign(np.inf, numbers[np.abs(numbers) > MAX_COUNT])
+        return numbers, np.isnan(numbers)
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    converted = np.fromiter((_number(str(text), integer) for text in uniques), dtype=float, count=len(uniques))
+    numbers = np.append(converted, np.nan)[codes]  # code -1 (missing): the NaN at the end
+    return numbers, np.isnan(numbers)
+
+
+def _number(text: str, integer: bool) -> float:
+    """One distinct string -> float (NaN: not a number, or not an integer when asked; in
+    integer mode +-inf: an integer beyond +-2^53)."""
+    text = text.strip()
+    if not text or "_" in text:
+        return math.nan
+    try:
+        value = float(text)  # correctly rounded
+    except ValueError:
+        return math.nan
+    if not integer:
+        return value
+    if value != value:
+        return math.nan
+    try:
+        exact = int(text)
+    except ValueError:
+        try:
+            d = Decimal(text)
+        except InvalidOperation:
+            return math.nan
+        if not d.is_finite() or d != d.to_integral_value():
+            return math.nan  # 3.0000000000000001 rounds to 3.0 but is no integer
+        if d.adjusted() > 30:
+            return math.copysign(math.inf, d)  # 1e999999999: no need to build the integer
+        exact = int(d)
+    return float(exact) if abs(exact) <= MAX_COUNT else math.copysign(math.inf, exact)
+
+
+# ---- reading -------------------------------------------------------------------------------------
 def read_table(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Read a CSV (as text, nothing parsed) or Parquet file.
 
-    Raises :class:`DataError` when the file cannot be read or lacks ``columns``.
+    Raises :class:`DataError` naming the file: D001 (no such file, or a folder), D002
+    (unreadable: not UTF-8 text, rows with more fields than the header, not a table;
+    the rows named), D003 when it lacks ``columns``.
     """
     p = Path(path)
+    name = str(path)
+    if p.is_dir():
+        raise DataError(Diagnostic("D001", f"{name} is a folder, not a data file", file=name,
+                                   hint="give the path of a CSV or Parquet file"))
     if not p.is_file():
-        raise DataError(Diagnostic("D001", f"no such data file: {p}", hint="check the path given with --data/--input"))
+        raise DataError(Diagnostic("D001", f"no such data file: {name}", file=name,
+                                   hint="check the path given with --data/--input"))
     try:
-        if p.suffix.lower() in (".parquet", ".pq"):
+        if p.suffix.lower() in PARQUET:
             frame = pd.read_parquet(p)
         else:
-            frame = pd.read_csv(p, dtype=str, keep_default_na=False, na_values=[], skipinitialspace=True)
+            frame = _read_csv(p)
     except ImportError as e:
-        raise DataError(Diagnostic("D002", f"cannot read {p}: {e}",
-                                   hint="Parquet needs pyarrow: pip install 'privspec[parquet]'")) from None
-    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as e:
-        raise DataError(Diagnostic("D002", f"cannot read {p}: {e}")) from None
+        raise DataError(Diagnostic("D002", f"cannot read {name}: {e}", file=name,
+                                   hint="Parquet needs pyarrow, a dependency of privspec: pip install pyarrow")) from None
+    except UnicodeDecodeError:
+        raise _not_utf8(p, name) from None
+    except pd.errors.ParserError as e:
+        raise _bad_shape(p, name, e) from None
+    except pd.errors.EmptyDataError:
+        raise DataError(Diagnostic("D002", f"{name} is empty: not even a header", file=name,
+                                   hint="the first line names the columns, one per variable")) from None
+    except (ValueError, OSError) as e:
+        raise DataError(Diagnostic("D002", f"cannot read {name}: {e}", file=name)) from None
     if columns:
-        require_columns(frame, columns, p)
+        require_columns(frame, columns, name)
     return frame
 
 
-def require_columns(frame: pd.DataFrame, columns: Sequence[str], path: Any = "data") -> None:
+def _read_csv(source: Any, **options: Any) -> pd.DataFrame:
+    return pd.read_csv(source, dtype=str, keep_default_na=False, na_values=[], skipinitialspace=True,
+                       encoding="utf-8", **options)
+
+
+def _not_utf8(p: Path, name: str) -> DataError:
+    """D002 naming every row and column that holds a byte that is not UTF-8."""
+    hint = (f"save the file as UTF-8 text (from Latin-1, for example: iconv -f latin1 -t utf-8 {name} "
+            f"> {p.with_name(p.stem + '.utf8' + p.suffix)})")
+    text = p.read_bytes().decode("utf-8", errors="privspec-mark")
+    try:
+        frame = _read_csv(io.StringIO(text))
+    except (ValueError, pd.errors.ParserError):
+        return DataError(Diagnostic("D002", f"{name} is not UTF-8 text", file=name, hint=hint))
+    head = [str(c) for c in frame.columns if _MARKED.search(str(c))]
+    if head:
+        return DataError(Diagnostic("D002", f"the header is not UTF-8 text: it holds {_show_bytes(head[0])}",
+                                    file=name, hint=hint))
+    hits = {c: frame[c].astype(object).str.contains(_MARKED, na=False).to_numpy() for c in frame.columns}
+    hits = {c: m for c, m in hits.items() if m.any()}
+    bad = np.logical_or.reduce(list(hits.values())) if hits else np.zeros(len(frame), dtype=bool)
+    rows = np.flatnonzero(bad)
+    if not len(rows):
+        return DataError(Diagnostic("D002", f"{name} is not UTF-8 text", file=name, hint=hint))
+    column = next(iter(hits))
+    first = int(np.flatnonzero(hits[column])[0])
+    example = _show_bytes(str(frame[column].iloc[first]))
+    return DataError(Diagnostic("D002", f"{len(rows)} row{'s' if len(rows) > 1 else ''} "
+                                        f"{'are' if len(rows) > 1 else 'is'} not UTF-8 text (e.g. {example} in row "
+                                        f"{first + 1}, column {column})",
+                                rows=tuple(int(r) + 1 for r in rows), columns=tuple(map(str, hits)), file=name,
+                                hint=hint))
+
+
+def _show_bytes(text: str) -> str:
+    """A value in quotes, its undecodable bytes written as backslash-x escapes (\\xe9)."""
+    shown = _MARKED.sub(lambda m: "\\x%02x" % (ord(m.group()) - _MARK), text)
+    return "'" + shown.replace("'", "\\'") + "'"
+
+
+def _bad_shape(p: Path, name: str, error: Exception) -> DataError:
+    """D002 for a CSV that does not tokenize: every row with more fields than the header
+    (or the row where a quoted field never ends), as data rows."""
+    lines: list[int] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _read_csv(p, on_bad_lines="warn")
+        except (ValueError, pd.errors.ParserError, UnicodeDecodeError):
+            pass
+    for w in caught:
+        lines += [int(x) for x in re.findall(r"line (\d+)", str(w.message))]
+    found = re.search(r"(line|row) (\d+)", str(error))
+    if not lines and found:
+        # pandas counts records from 1 at the header ("line") or from 0 ("row")
+        lines = [int(found.group(2)) + (found.group(1) == "row")]
+    rows = _data_rows(p.read_bytes(), lines)
+    detail = re.sub(r"^Error tokenizing data\. C error: ", "", str(error)).strip()
+    if "EOF inside string" in detail:
+        what = "a quoted value that never ends"
+        hint = 'close the quote ("...") that starts in this row'
+    else:
+        what = "more fields than the header"
+        hint = 'quote values that hold the separator ("a, b"), or remove the extra fields'
+    if not rows:
+        return DataError(Diagnostic("D002", f"cannot read {name}: {detail}", file=name, hint=hint))
+    return DataError(Diagnostic("D002", f"{len(rows)} row{'s' if len(rows) > 1 else ''} "
+                                        f"{'have' if len(rows) > 1 else 'has'} {what}",
+                                rows=tuple(rows), file=name, hint=hint))
+
+
+def _data_rows(data: bytes, lines: Sequence[int]) -> list[int]:
+    """pandas' line numbers (records counted from 1 at the header, blank lines included)
+    -> data rows (1 = the first row after the header, blank lines not counted).
+    Records end at newlines outside quotes (an even number of quote characters before)."""
+    if not lines:
+        return []
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == 10)
+    quotes = np.flatnonzero(buf == 34)
+    ends = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+    starts = np.concatenate([[0], ends + 1])
+    stops = np.concatenate([ends, [len(buf)]])
+    length = stops - starts
+    cr = np.zeros(len(starts), dtype=bool)
+    inside = starts < len(buf)
+    cr[inside] = buf[np.minimum(starts[inside], len(buf) - 1)] == 13
+    blank = (length == 0) | ((length == 1) & cr)
+    seen = np.cumsum(~blank)  # non-blank records up to and including each record
+    out = []
+    for line in sorted(set(lines)):
+        i = min(line, len(seen)) - 1
+        out.append(int(seen[i] - seen[0]) if i >= 0 else line - 1)
+    return out
+
+
+def require_columns(frame: pd.DataFrame, columns: Sequence[str], path: Any = "data",
+                    hint: str | None = None) -> None:
     """DataError D003 naming the columns a table lacks."""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
+        found = ", ".join(map(str, frame.columns)) or "none"
         raise DataError(Diagnostic("D003", f"{path} has no column {', '.join(repr(c) for c in missing)}",
                                    columns=tuple(missing),
-                                   hint=f"columns are named after variables; found: {', '.join(map(str, frame.columns))}"))
+                                   hint=hint or f"columns are named after variables; found: {found}"))
 
 
 def missing_rows(values: pd.Series) -> list[int]:
@@ -70,37 +332,104 @@ def check_no_missing(frame: pd.DataFrame, columns: Sequence[str], path: Any = "d
                                        hint="privspec does not impute: remove or complete these rows"))
 
 
+# ---- writing -------------------------------------------------------------------------------------
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived while a file was being written (the temporary file is
+    removed on the way out); :attr:`signum` gives the exit status ``128 + signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"interrupted by signal {signum}")
+        self.signum = signum
+
+
+@contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """While the block runs, SIGINT and SIGTERM raise :class:`Interrupted` (SIGTERM would
+    otherwise end the process at once, leaving the temporary file behind); the
+    previous handlers come back afterwards.  Only the main thread can set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, interrupt)
+        except (ValueError, OSError):  # not settable here
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def check_output(path: str | os.PathLike[str], force: bool = False) -> None:
+    """Refuse, before any work, an output that cannot or should not be written (D007):
+    a folder that does not exist or cannot be written, a path that is a folder, an
+    existing file (unless ``force``), Parquet without pyarrow."""
+    p = Path(path)
+    name = str(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise DataError(Diagnostic("D007", f"cannot write {name}: it is a folder", file=name,
+                                   hint=f"give a file name, e.g. --output {p / 'privatized.csv'}"))
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise DataError(Diagnostic("D007", f"cannot write {name}: the folder {folder} {what}", file=name,
+                                   hint=f"create it first (mkdir -p {folder}) or write elsewhere"))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DataError(Diagnostic("D007", f"cannot write {name}: the folder {folder} is not writable", file=name,
+                                   hint="write somewhere you may write"))
+    if p.exists() and not force:
+        raise DataError(Diagnostic("D007", f"{name} exists: privatize does not overwrite a file unless asked",
+                                   file=name, hint="add --force to replace it, or choose another --output"))
+    if p.suffix.lower() in PARQUET:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise DataError(Diagnostic("D007", f"cannot write {name}: Parquet needs pyarrow", file=name,
+                                       hint="pip install pyarrow (a dependency of privspec), or write CSV")) from None
+
+
 def write_table_atomic(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write CSV or Parquet to a temporary file beside ``path``, then rename it into place,
-    so that a failure never leaves a partial file."""
+    so that a failure never leaves a partial file.  SIGINT and SIGTERM during the write
+    remove the temporary file and raise :class:`Interrupted`; only ``kill -9`` can leave
+    it behind: ``.NAME.XXXXXXXX.tmp`` beside ``path`` (docs/cli.md)."""
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with interrupt_on_signals():
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        try:
+            if p.suffix.lower() in PARQUET:
+                frame.to_parquet(tmp, index=False)
+            else:
+                frame.to_csv(tmp, index=False)
+            os.replace(tmp, p)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
 
 
 def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
     """Write text through a temporary file and a rename."""
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with interrupt_on_signals():
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, p)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
 
 
 #: query kinds that read data in ``run`` (the data-based coverage of an interval mechanism
@@ -119,7 +448,11 @@ def data_role(query: Any) -> str | None:
 
 
 def observed_columns(mechanism: Any) -> set[str]:
-    """The variables (base parts of combined ones) whose columns a mechanism's reports fill."""
+    """The columns a mechanism's reports fill: the variables (base parts of combined ones),
+    or the columns a mechanism names itself (``censored(Y, lower = L, upper = R)``)."""
+    named = getattr(mechanism, "columns", None)
+    if named:
+        return set(named)
     return {c for v in mechanism.variables for c in v.components()}
 
 

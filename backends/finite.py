@@ -306,8 +306,8 @@ class FiniteBackend:
     def privatizes(self, mechanism: Any) -> bool:
         return _finite(mechanism)
 
-    def privatize(self, model: ModelGraph, mechanism: Any, frame, seed: int | None = None):
-        return privatize_frame(model, mechanism, frame, seed)
+    def privatize(self, model: ModelGraph, mechanism: Any, frame, seed: int | None = None, offset: int = 0):
+        return privatize_frame(model, mechanism, frame, seed, offset=offset)
 
 
 # ---- shared computations (analysis, run and simulate use the same ones) ---------------------------

@@ -4,14 +4,19 @@ privatizing raw answers as a survey would.
 Layout (LANGUAGE.md): one column per variable, named after it.  A subset report is its
 labels joined by ``|`` (``Black|White``, in any order); a randomized-response report is
 one label; a combined variable's label joins its parts with ``.`` (``Female.Low``).  A
-product mechanism reads one column per factor.  A factor on an unnamed combination
-(``grr(gender * race * income, ...)``) reads the column ``gender*race*income`` if there
-is one, else the part columns ``gender``, ``race``, ``income`` (each holding its part of
-the report).
+product mechanism reads one column per factor.  A combined variable (named, ``variable
+gi = gender * income``, or not, ``grr(gender * race * income, ...)``) reads the column
+named after it if there is one, else the part columns ``gender``, ``race``, ``income``
+(each holding its part of the report).
 
 Aggregation is one vectorized pass (``pandas.factorize`` + ``numpy.bincount``); only the
 few distinct strings are parsed in Python.  Rows are numbered from 1 (the first row
 after the header) in error messages.
+
+Privatizing draws each row's randomness from :class:`~privspec.backends.rowrandom.RowRandom`:
+a row's report is a function of (seed, mechanism, row index, value) alone, so the
+output does not depend on the chunk size, on the other rows, or on whether the file
+was privatized whole or in pieces (``offset``).
 """
 from __future__ import annotations
 
@@ -20,13 +25,14 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, Diagnostic
+from ..errors import BackendError, DataError, Diagnostic
 from ..model import ProductMechanism, SubsetMechanism, Variable
 from .channel import Channel
 from .compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
-from .data import MISSING, check_no_missing, missing_rows
+from .data import MISSING, check_no_missing, describe_values, missing_rows, require_columns
+from .rowrandom import RowRandom, row_key, stream_of
 
-CHUNK = 1_000_000  # rows privatized at a time
+CHUNK = 1_000_000  # rows privatized at a time (the output does not depend on it)
 
 
 def factor_mechanisms(mechanism: Any) -> list[Any]:
@@ -34,14 +40,35 @@ def factor_mechanisms(mechanism: Any) -> list[Any]:
 
 
 def columns_for(variable: Variable, frame_columns: Sequence[str]) -> list[str]:
-    """The column(s) holding a variable's reports."""
-    if variable.name in frame_columns or not variable.is_combined or "*" not in variable.name:
+    """The column(s) holding a variable's values: its own column, else (a combined
+    variable) its parts' columns when the table has them all.
+
+    Examples
+    --------
+    >>> v = Variable("gi", "categorical", ("F.Lo", "F.Hi", "M.Lo", "M.Hi"), parts=("g", "i"))
+    >>> columns_for(v, ["g", "i"]), columns_for(v, ["gi", "g", "i"]), columns_for(v, ["g"])
+    (['g', 'i'], ['gi'], ['gi'])
+    """
+    if variable.name in frame_columns or not variable.is_combined \
+            or not all(p in frame_columns for p in variable.parts):
         return [variable.name]
     return list(variable.parts)
 
 
-def _rows_of(values: pd.Series, bad: set) -> tuple[int, ...]:
-    return tuple(int(i) + 1 for i in np.nonzero(values.isin(list(bad)).to_numpy())[0])
+def _column_hint(variable: Variable, frame: pd.DataFrame, what: str) -> str:
+    found = ", ".join(map(str, frame.columns)) or "none"
+    parts = f" (or its parts' columns {', '.join(repr(p) for p in variable.parts)})" if variable.is_combined else ""
+    return f"{what} of {variable.name} are read from the column '{variable.name}'{parts}; found: {found}"
+
+
+def _joined(frame: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
+    """One column, or part columns joined into the combined label (``F.Low``)."""
+    if len(cols) == 1:
+        return frame[cols[0]]
+    values = frame[cols[0]].astype(str).str.strip()
+    for c in cols[1:]:
+        values = values + "." + frame[c].astype(str).str.strip()
+    return values
 
 
 def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple[int | None, str]:
@@ -67,25 +94,43 @@ def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple
     return idx, ""
 
 
+def _uniform_reason(text: str, labels: Sequence[str]) -> tuple[int | None, str]:
+    """Bitmask of one distinct report of a uniform design on many categories, or (None, reason)."""
+    parts = {t.strip() for t in str(text).split("|")}
+    unknown = sorted(t for t in parts if t not in labels)
+    if unknown:
+        return None, f"'{unknown[0]}' is not a category"
+    if not 2 <= len(parts) <= len(labels) - 2:
+        return None, "this subset has probability 0 under the uniform design (sizes 2..p-2 only)"
+    return sum(1 << labels.index(t) for t in parts), ""
+
+
+def _bad_reports(variable: Variable, cols: Sequence[str], codes: np.ndarray, uniques: Any,
+                 reasons: dict[int, str], subsets: bool, mechanism: str | None) -> DataError:
+    """D010 naming every distinct report the mechanism cannot produce, each with its rows;
+    a column of plain categories where subsets are expected is raw data: say privatize."""
+    text, rows = describe_values(codes, uniques, reasons)
+    hint = f"categories of {variable.name}: {', '.join(variable.labels)}"
+    if subsets and all(str(uniques[k]).strip() in variable.labels for k in reasons):
+        hint = (f"these are plain categories, not subset reports: is this raw data? privatize it first: "
+                f"privspec privatize SPEC --mechanism {mechanism or 'MECHANISM'} --input RAW --output PRIVATIZED, "
+                "then run on PRIVATIZED")
+    return DataError(Diagnostic("D010", f"{len(rows)} report{'s' if len(rows) > 1 else ''} of {variable.name} "
+                                        f"cannot come from this mechanism: {text}",
+                                rows=rows, columns=tuple(cols), hint=hint))
+
+
 def _factor_codes(ch: Channel | Any, frame: pd.DataFrame, variable: Variable,
-                  path: Any) -> tuple[np.ndarray, Channel]:
+                  path: Any, mechanism: str | None = None) -> tuple[np.ndarray, Channel]:
     """Observation index per row, and the channel they index.  ``ch`` may be a mechanism
     that is a large uniform design: its channel is then built from the distinct observed
-    subsets (see :func:`privspec.backends.compile.observed_subset_channel`)."""
+    subsets (see :func:`privspec.backends.compile.observed_subset_channel`).  ``mechanism``
+    (its name) goes into the hint when the data look raw."""
     cols = columns_for(variable, list(frame.columns))
-    missing = [c for c in cols if c not in frame.columns]
-    if missing:
-        raise DataError(Diagnostic("D003", f"{path} has no column {', '.join(map(repr, missing))}",
-                                   columns=tuple(missing),
-                                   hint=f"reports of {variable.name} are read from the column "
-                                        f"'{variable.name}'; found: {', '.join(map(str, frame.columns))}"))
-    if len(cols) == 1:
-        values = frame[cols[0]]
-    else:  # part columns of an unnamed combination: join them into the joint label
+    require_columns(frame, cols, path, hint=_column_hint(variable, frame, "reports"))
+    if len(cols) > 1:
         check_no_missing(frame, cols, path)
-        values = frame[cols[0]].astype(str).str.strip()
-        for c in cols[1:]:
-            values = values + "." + frame[c].astype(str).str.strip()
+    values = _joined(frame, cols)
     # one pass over the rows (hashing); everything else looks at the few distinct reports
     codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=True)
     blank = [k for k, u in enumerate(uniques) if str(u).strip() in MISSING]
@@ -94,47 +139,34 @@ def _factor_codes(ch: Channel | Any, frame: pd.DataFrame, variable: Variable,
         raise DataError(Diagnostic("D004", f"{len(rows)} missing value{'s' if len(rows) > 1 else ''} in {path}",
                                    rows=rows, columns=tuple(cols),
                                    hint="privspec does not impute: remove or complete these rows"))
+    reasons: dict[int, str] = {}
     if not isinstance(ch, Channel):  # a large uniform design: build the observed channel
-        ch = _observed_uniform(ch, uniques, codes, variable, cols)
+        labels = variable.labels
+        masks: list[int] = [0] * len(uniques)  # Python ints: any number of categories
+        for k, u in enumerate(uniques):
+            m, why = _uniform_reason(u, labels)
+            if m is None:
+                reasons[k] = why
+            else:
+                masks[k] = m
+        if reasons:
+            raise _bad_reports(variable, cols, codes, uniques, reasons, True, mechanism)
+        distinct = sorted(set(masks))
+        ch = observed_subset_channel(ch, distinct)
+        position = {m: i for i, m in enumerate(distinct)}
+        return np.array([position[m] for m in masks], dtype=np.int64)[codes], ch
     labels = ch.x_labels
     mapping = np.empty(len(uniques), dtype=np.int64)
-    problems: dict[str, list] = {}
     for k, u in enumerate(uniques):
         idx, why = _parse_observation(u, ch, labels)
         if idx is None:
-            problems.setdefault(why, []).append(u)
+            reasons[k] = why
             mapping[k] = -1
         else:
             mapping[k] = idx
-    if problems:
-        why, bad = next(iter(problems.items()))
-        rows = tuple(int(i) + 1 for i in np.nonzero(np.isin(codes, [list(uniques).index(b) for b in bad]))[0])
-        raise DataError(Diagnostic("D010", f"{len(rows)} report{'s' if len(rows) > 1 else ''} of {variable.name} "
-                                   f"cannot come from this mechanism: {why} (e.g. {bad[0]!r})",
-                                   rows=rows, columns=tuple(cols),
-                                   hint=f"categories of {variable.name}: {', '.join(labels)}"))
+    if reasons:
+        raise _bad_reports(variable, cols, codes, uniques, reasons, ch.masks is not None, mechanism)
     return mapping[codes], ch
-
-
-def _observed_uniform(mechanism: Any, uniques, codes: np.ndarray, variable: Variable, cols) -> Channel:
-    labels = variable.labels
-    p = len(labels)
-    masks, bad, why = [], [], ""
-    for u in uniques:
-        parts = [t.strip() for t in str(u).split("|")]
-        if any(t not in labels for t in parts):
-            continue  # reported below, with the rows, by the common path
-        if not 2 <= len(set(parts)) <= p - 2:
-            bad.append(u)
-            why = "this subset has probability 0 under the uniform design (sizes 2..p-2 only)"
-            continue
-        masks.append(sum(1 << labels.index(t) for t in set(parts)))
-    if bad:
-        rows = tuple(int(i) + 1 for i in np.nonzero(np.isin(codes, [list(uniques).index(b) for b in bad]))[0])
-        raise DataError(Diagnostic("D010", f"{len(rows)} report{'s' if len(rows) > 1 else ''} of {variable.name} "
-                                   f"cannot come from this mechanism: {why} (e.g. {bad[0]!r})",
-                                   rows=rows, columns=tuple(cols)))
-    return observed_subset_channel(mechanism, sorted(set(masks)))
 
 
 def observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") -> tuple[Channel, np.ndarray]:
@@ -142,12 +174,13 @@ def observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") -> tup
     row-major joint).  For a uniform design on many categories the channel holds only the
     observed subsets."""
     factors = factor_mechanisms(mechanism)
+    name = getattr(mechanism, "name", None)
     if large_uniform(mechanism):
-        codes, ch = _factor_codes(mechanism, frame, mechanism.variable, path)
+        codes, ch = _factor_codes(mechanism, frame, mechanism.variable, path, name)
         return ch, np.bincount(codes, minlength=ch.n_obs).astype(float)
     ch = channel_of(mechanism)
     chans = [channel_of(f) for f in factors]
-    codes = [_factor_codes(c, frame, f.variable, path)[0] for c, f in zip(chans, factors)]
+    codes = [_factor_codes(c, frame, f.variable, path, name)[0] for c, f in zip(chans, factors)]
     if len(codes) == 1:
         joint = codes[0]
     else:
@@ -161,63 +194,131 @@ def count_observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") 
 
 
 # ---- privatize -----------------------------------------------------------------------------------
-def _labels_to_index(values: pd.Series, labels: tuple[str, ...], column: str) -> np.ndarray:
+def _labels_to_index(values: pd.Series, labels: tuple[str, ...], column: str,
+                     cols: Sequence[str] = ()) -> np.ndarray:
+    """Category index per row; D011 naming every distinct value outside the domain."""
     codes, uniques = pd.factorize(values.astype(str).str.strip(), sort=False)
-    mapping = np.array([labels.index(u) if u in labels else -1 for u in uniques], dtype=np.int64)
-    bad = [u for u, m in zip(uniques, mapping) if m < 0]
-    if bad:
-        rows = _rows_of(values.astype(str).str.strip(), set(bad))
+    position = {lab: j for j, lab in enumerate(labels)}
+    mapping = np.array([position.get(u, -1) for u in uniques], dtype=np.int64)
+    bad = np.flatnonzero(mapping < 0)
+    if bad.size:
+        text, rows = describe_values(codes, uniques, bad.tolist())
         raise DataError(Diagnostic("D011", f"{len(rows)} raw value{'s' if len(rows) > 1 else ''} not in the "
-                                   f"domain of {column} (e.g. {bad[0]!r})", rows=rows, columns=(column,),
+                                           f"domain of {column}: {text}", rows=rows, columns=tuple(cols or (column,)),
                                    hint=f"categories: {', '.join(labels)}"))
     return mapping[codes]
 
 
-def _sample_from_columns(rng: np.random.Generator, P: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """For each row i, an index drawn from the distribution P[:, x_i] (loops over categories,
-    not respondents)."""
+def _inverse_cdf(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Index i with cdf[i-1] <= u < cdf[i] for ``probs`` (unnormalized): never an index of
+    probability 0, rounding at the top end sent to the last index with mass."""
+    cdf = np.cumsum(probs / probs.sum())
+    idx = np.searchsorted(cdf, u, side="right")
+    return np.minimum(idx, int(np.flatnonzero(probs > 0)[-1]))
+
+
+def _sample_from_columns(rng: Any, P: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """For each row i, an index drawn from the distribution P[:, x_i], by inversion of one
+    uniform per row (loops over categories, not respondents)."""
+    u = rng.random(len(x))
     out = np.empty(len(x), dtype=np.int64)
-    for j in range(P.shape[1]):
-        rows = np.nonzero(x == j)[0]
-        if len(rows):
-            col = P[:, j] / P[:, j].sum()
-            out[rows] = rng.choice(P.shape[0], size=len(rows), p=col)
+    for j in np.unique(x):
+        rows = np.flatnonzero(x == j)
+        out[rows] = _inverse_cdf(np.asarray(P[:, j], dtype=float), u[rows])
     return out
 
 
-def _uniform_subsets(rng: np.random.Generator, p: int, size: int) -> np.ndarray:
+def _popcount(a: np.ndarray, bits: int) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return np.bitwise_count(a)
+    k = np.zeros(a.shape, dtype=np.int64)
+    for j in range(bits):
+        k += (a >> j) & 1
+    return k
+
+
+def _uniform_subsets(rng: Any, p: int, size: int) -> np.ndarray:
     """``size`` draws of A~ from the uniform design (Def. 4) as bitmasks: uniform over all
-    subsets, redrawn while the size is 0, 1, p - 1 or p (no enumeration of the 2^p subsets)."""
+    subsets, redrawn while the size is 0, 1, p - 1 or p (no enumeration of the 2^p subsets).
+
+    One random word per row holds ``63 // p`` candidate subsets of p bits each; a row keeps
+    its first acceptable one (all rejected: probability 0.625^12 for p = 5), and the
+    rare rows with none redraw (:meth:`RowRandom.retry`: a redraw depends on the row only).
+    """
+    if p > 62:
+        raise ValueError("bitmasks hold at most 62 categories: use _uniform_subset_bits")
+    per = 63 // p
+    full = (1 << p) - 1
     out = np.empty(size, dtype=np.int64)
     todo = np.arange(size)
+    sub = rng
     while len(todo):
-        draw = rng.integers(0, 1 << p, size=len(todo), dtype=np.int64)
-        k = np.zeros(len(todo), dtype=np.int64)
-        for j in range(p):
-            k += (draw >> j) & 1
-        ok = (k >= 2) & (k <= p - 2)
-        out[todo[ok]] = draw[ok]
-        todo = todo[~ok]
+        word = sub.integers(0, 1 << (p * per), size=len(todo), dtype=np.int64)
+        pending = np.arange(len(todo))
+        for j in range(per):
+            cand = (word[pending] >> (p * j)) & full
+            k = _popcount(cand, p)
+            ok = (k >= 2) & (k <= p - 2)
+            out[todo[pending[ok]]] = cand[ok]
+            pending = pending[~ok]
+            if not len(pending):
+                break
+        sub = sub.retry(pending) if isinstance(sub, RowRandom) else sub
+        todo = todo[pending]
     return out
+
+
+def _uniform_subset_bits(rng: Any, p: int, size: int) -> np.ndarray:
+    """Like :func:`_uniform_subsets` for any p: ``size`` rows of p membership bits (bool),
+    each category in with probability 1/2, redrawn while the size is 0, 1, p - 1 or p
+    (at p > 62 a redraw has probability below 1e-16, but it is done all the same)."""
+    out = np.empty((size, p), dtype=bool)
+    todo = np.arange(size)
+    sub = rng
+    while len(todo):
+        bits = sub.random((len(todo), p)) < 0.5
+        k = bits.sum(axis=1)
+        ok = (k >= 2) & (k <= p - 2)
+        out[todo[ok]] = bits[ok]
+        pending = np.nonzero(~ok)[0]
+        sub = sub.retry(pending) if isinstance(sub, RowRandom) else sub
+        todo = todo[pending]
+    return out
+
+
+def _bits_labels(bits: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+    """Each row of a membership-bit matrix as its report text ``a|b|c`` (distinct rows joined once)."""
+    packed = np.packbits(bits, axis=1)
+    uniq, first, inv = np.unique(packed, axis=0, return_index=True, return_inverse=True)
+    names = np.asarray(labels, dtype=object)
+    text = np.array(["|".join(names[bits[i]]) for i in first], dtype=object)
+    return text[np.asarray(inv).ravel()]
 
 
 def _mask_labels(mask: int, labels: Sequence[str]) -> str:
     return "|".join(lab for j, lab in enumerate(labels) if mask >> j & 1)
 
 
-def privatize_factor(mechanism: Any, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def privatize_factor(mechanism: Any, x: np.ndarray, rng: RowRandom | np.random.Generator) -> np.ndarray:
     """Reports (as strings) for true category indices ``x``.
 
     The independent (and uniform) subset mechanism is realized as a survey would: draw
     A~ from nu and report A~ if it holds the answer, else its complement (Definition 3).
     Conditional designs draw from mu given the answer (Definition 2); randomized
-    response draws from the row P[x] of its matrix.
+    response draws from the row P[x] of its matrix.  Every row makes the same calls on
+    ``rng`` whatever its value, so with a :class:`RowRandom` a row's report depends on its
+    own value and index only (a :class:`numpy.random.Generator` also works: one stream).
     """
     if isinstance(mechanism, SubsetMechanism) and mechanism.design.kind in ("uniform", "independent") \
             and mechanism.min_coverage is None:
         labels = mechanism.variable.labels
         p = len(labels)
         full = (1 << p) - 1
+        if mechanism.design.kind == "uniform" and p > 62:  # beyond a 64-bit mask: a bit matrix
+            bits = _uniform_subset_bits(rng, p, len(x))
+            rows = np.arange(len(x))
+            bits[~bits[rows, x]] ^= True  # the complement where A~ misses the answer
+            return _bits_labels(bits, labels)
         if mechanism.design.kind == "uniform":
             drawn = _uniform_subsets(rng, p, len(x))
         else:
@@ -225,7 +326,7 @@ def privatize_factor(mechanism: Any, x: np.ndarray, rng: np.random.Generator) ->
             subsets = list(nu)
             probs = np.array([float(nu[a]) for a in subsets])
             masks = np.array([sum(1 << labels.index(t) for t in a) for a in subsets], dtype=np.int64)
-            drawn = masks[rng.choice(len(subsets), size=len(x), p=probs / probs.sum())]
+            drawn = masks[_inverse_cdf(probs, rng.random(len(x)))]
         reported = np.where((drawn >> x) & 1 == 1, drawn, full ^ drawn)
         uniq, inv = np.unique(reported, return_inverse=True)
         text = np.array([_mask_labels(int(m), labels) for m in uniq], dtype=object)
@@ -235,60 +336,68 @@ def privatize_factor(mechanism: Any, x: np.ndarray, rng: np.random.Generator) ->
     return np.asarray(ch.obs_labels, dtype=object)[obs]
 
 
-def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int | None) -> pd.DataFrame:
+def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int | None,
+                    offset: int = 0, chunk: int | None = None) -> pd.DataFrame:
     """Privatize the mechanism's column(s) of a raw table; other columns are kept.
 
-    Processed in chunks of :data:`CHUNK` rows with one seeded generator, so the output
-    depends only on the seed.  With dummy categories (``min_coverage``, Appendix II) the
+    Row ``i`` of ``frame`` is the file's row ``offset + i`` (0-based): its report depends
+    only on (seed, mechanism, that index, its value), so privatizing a file in pieces,
+    each with its ``offset``, gives the same rows as privatizing it whole, and the chunk
+    size (``chunk``, :data:`CHUNK` by default) changes nothing.  ``seed`` None draws a
+    key from OS entropy.  With dummy categories (``min_coverage``, Appendix II) the
     collection system adds dummy respondents: the output then has only the privatized
     column(s), with ``round(2 alpha n / (1 - 2 alpha))`` dummy rows inserted at random
-    positions (the real respondents keep their relative order).
+    positions (the real respondents keep their relative order and their reports; the
+    dummies are drawn per piece).
     """
-    rng = np.random.default_rng(seed)
+    key = row_key(seed)  # once: every chunk and factor of this call shares it
+    size = int(chunk or CHUNK)
     factors = factor_mechanisms(mechanism)
     out = frame.copy()
-    for f in factors:
+    n = len(frame)
+    for i, f in enumerate(factors):
         var = f.variable
         cols = columns_for(var, list(frame.columns))
-        check_no_missing(frame, [c for c in cols if c in frame.columns] or cols, "the raw data")
-        if len(cols) == 1:
-            raw = frame[cols[0]].astype(str).str.strip()
-        else:
-            raw = frame[cols[0]].astype(str).str.strip()
-            for c in cols[1:]:
-                raw = raw + "." + frame[c].astype(str).str.strip()
-        x = _labels_to_index(raw, var.labels, var.name)
+        require_columns(frame, cols, "the raw data", hint=_column_hint(var, frame, "raw values"))
+        check_no_missing(frame, cols, "the raw data")
+        x = _labels_to_index(_joined(frame, cols), var.labels, var.name, cols)
+        stream = stream_of(mechanism, i)
         if isinstance(f, SubsetMechanism) and f.min_coverage is not None:
             if len(factors) > 1:
                 raise DataError(Diagnostic("D012", "dummy categories inside a product mechanism are not "
                                            "supported by privatize"))
+            rng = RowRandom(key, rows=np.arange(offset, offset + n), stream=stream)
             return _privatize_with_dummies(f, x, rng, var.name)
-        reports = np.empty(len(x), dtype=object)
-        for start in range(0, len(x), CHUNK):
-            reports[start:start + CHUNK] = privatize_factor(f, x[start:start + CHUNK], rng)
+        reports = np.empty(n, dtype=object)
+        for start in range(0, n, size):
+            stop = min(n, start + size)
+            rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream)
+            reports[start:stop] = privatize_factor(f, x[start:stop], rng)
         if len(cols) > 1:
             out = out.drop(columns=cols)
         out[var.name] = reports
     return out
 
 
-def _privatize_with_dummies(mechanism: SubsetMechanism, x: np.ndarray, rng: np.random.Generator,
+def _privatize_with_dummies(mechanism: SubsetMechanism, x: np.ndarray, rng: RowRandom,
                             column: str) -> pd.DataFrame:
+    """Real rows drawn per row; the dummy respondents (their number, categories, reports
+    and positions) from a separate generator of the same key and first row."""
     alpha = float(mechanism.min_coverage)
     n = len(x)
     m = int(round(2 * alpha * n / (1 - 2 * alpha)))
     ch = channel_of(mechanism)
     p = mechanism.variable.p
-    dummies = p + rng.integers(0, 2, size=m)
-    everyone = np.concatenate([x, dummies])
-    obs = _sample_from_columns(rng, ch.Kn, everyone)
-    reports = np.asarray(ch.obs_labels, dtype=object)[obs]
-    positions = np.sort(rng.choice(n + m, size=m, replace=False)) if m else np.array([], dtype=int)
+    reports = np.asarray(ch.obs_labels, dtype=object)[_sample_from_columns(rng, ch.Kn, x)]
+    extra = rng.generator(tag=1)
+    dummies = p + extra.integers(0, 2, size=m)
+    fake = np.asarray(ch.obs_labels, dtype=object)[_sample_from_columns(extra, ch.Kn, dummies)]
+    positions = np.sort(extra.choice(n + m, size=m, replace=False)) if m else np.array([], dtype=int)
     is_dummy = np.zeros(n + m, dtype=bool)
     is_dummy[positions] = True
     arranged = np.empty(n + m, dtype=object)
-    arranged[~is_dummy] = reports[:n]
-    arranged[is_dummy] = reports[n:]
+    arranged[~is_dummy] = reports
+    arranged[is_dummy] = fake
     return pd.DataFrame({column: arranged})
 
 

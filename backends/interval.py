@@ -18,6 +18,12 @@ Answers, for ``interval``, ``selective`` and ``progressive`` mechanisms:
 * ``privatize`` — reports drawn per respondent (:mod:`.interval_mechanisms`), seeded,
   rows kept in order.
 
+Interval-censored data as they come (``censored(Y, ...)``, :class:`CensoredBackend`) go
+through the same estimators: their ends, closed or open as the spec or each row says,
+become half-open intervals of doubles (:meth:`.interval_mechanisms.Censored.encoded`,
+exact), and there is no anchor, so coverage, epsilon, privatize and simulate are refused
+(B106).
+
 Data enter the estimators as distinct reports with counts (one ``np.unique``).
 """
 from __future__ import annotations
@@ -29,15 +35,17 @@ import pandas as pd
 import sympy
 
 from ..errors import BackendError, DataError, Diagnostic
-from ..model import IntervalMechanism, ModelGraph, ProgressiveMechanism, Query, SelectiveMechanism
+from ..model import (CensoredMechanism, IntervalMechanism, ModelGraph, ProgressiveMechanism, Query,
+                     SelectiveMechanism)
 from ..results import Result, StepFunction, Vector
 from . import register
 from .data import check_no_missing
 from .interval_coverage import coverage_from_data, mechanism_coverage
 from .interval_estimators import (example2_mean, information_bound, npmle_case1_se, npmle_functional,
                                   optimal_anchor, parametric_mle)
-from .interval_mechanisms import (_f, disclose_of, format_ranges, law_distribution, likelihood_pieces,
-                                  parse_ranges, population_law, range_coverage, sample_reports, support_of)
+from .interval_mechanisms import (Censored, _ends_form, _f, disclose_of, format_ranges, law_distribution,
+                                  likelihood_pieces, parse_bounds, parse_censored, parse_ranges,
+                                  population_law, range_coverage, sample_reports, support_of, written_intervals)
 
 #: query kinds answered without data
 ANALYTIC = ("coverage", "leakage", "epsilon", "optimal_anchor", "avar")
@@ -46,7 +54,8 @@ BAND_QUANTILES = (0.25, 0.5, 0.75)
 
 
 def _is_interval(mech: Any) -> bool:
-    return getattr(mech, "family", None) == "interval"
+    """An interval privacy mechanism (censored data have their own back end, below)."""
+    return getattr(mech, "family", None) == "interval" and not isinstance(mech, CensoredMechanism)
 
 
 def _base(mech: Any) -> IntervalMechanism | None:
@@ -142,10 +151,88 @@ def _anchor_range(mech: Any) -> tuple[float, float]:
 
 
 def _reports(mech: Any, frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(mech, CensoredMechanism):
+        return censored_reports(mech, frame).encoded()
     allow_null = isinstance(mech, (SelectiveMechanism, ProgressiveMechanism))
     left, right = parse_ranges(frame[column], column, allow_null=allow_null)
     check_reports(mech, left, right, column)
     return left, right
+
+
+def _report_columns(mech: Any, column: str) -> list[str]:
+    """The data columns a mechanism's reports of ``column`` are read from."""
+    return list(mech.columns) if isinstance(mech, CensoredMechanism) else [column]
+
+
+# ---- interval-censored data as they come -------------------------------------------------------------
+def censored_reports(mech: CensoredMechanism, frame: pd.DataFrame) -> Censored:
+    """The observations of a ``censored(...)`` mechanism, parsed in its layout and checked.
+
+    One column named after the variable (each row with its brackets), or the two
+    columns ``lower``/``upper``; D1xx errors name the rows and columns.
+    """
+    if mech.lower is not None:
+        columns = (mech.lower, mech.upper)
+        obs = parse_bounds(frame[mech.lower], frame[mech.upper], columns, mech.ends)
+    else:
+        columns = (mech.variable.name,)
+        obs = parse_censored(frame[columns[0]], columns[0], mech.ends)
+    check_censored(mech, obs, columns)
+    return obs
+
+
+def check_censored(mech: CensoredMechanism, obs: Censored, columns: tuple[str, ...]) -> None:
+    """D110 naming the rows whose observation leaves the variable's support.
+
+    A finite end must lie in the support ``[lower, upper]`` (an infinite end says only
+    "beyond", and is always allowed), and the observed set must hold a value of it:
+    ``(upper, inf)`` and ``(-inf, lower)`` hold none.
+
+    Examples
+    --------
+    >>> import sympy
+    >>> from privspec.model import Variable
+    >>> m = CensoredMechanism("obs", Variable("t", "continuous", lower=sympy.Integer(0)))
+    >>> check_censored(m, parse_censored(["(0, 3]", "[2, inf)", "(-inf, 0]", "(-inf, 0)"]), ("t",))
+    Traceback (most recent call last):
+    ...
+    privspec.errors.DataError: ...D110...1 observation(s) of t that hold no value of its support [0, inf]...
+    """
+    var = mech.variable
+    lo, hi = support_of(var)
+    left, right = obs.left, obs.right
+    first, last = columns[0], columns[-1]
+    two = len(columns) > 1
+    support = f"its support [{lo:g}, {hi:g}]"
+    problems = [(np.isfinite(left) & ((left < lo) | (left > hi)),
+                 f"{'lower ends' if two else 'values or ends'} of {var.name} outside {support}", (first,)),
+                (np.isfinite(right) & ((right < lo) | (right > hi)) & (left != right),
+                 f"{'upper ends' if two else 'ends'} of {var.name} outside {support}", (last,))]
+    # the set meets [lo, hi]: its left end against hi, its right end against lo
+    a, b = np.maximum(left, lo), np.minimum(right, hi)
+    a_in = np.where(a == left, obs.left_closed, True)
+    b_in = np.where(b == right, obs.right_closed, True)
+    empty = (a > b) | ((a == b) & ~(a_in & b_in))
+    problems.append((empty, f"observation(s) of {var.name} that hold no value of {support}",
+                     tuple(dict.fromkeys(columns))))
+    for mask, message, cols in problems:
+        if mask.any():
+            rows = np.flatnonzero(mask)
+            raise DataError(Diagnostic(
+                "D110", f"{len(rows)} {message}", rows=tuple(int(r) + 1 for r in rows), columns=cols,
+                hint=f"correct these rows, or declare the support the data need: variable {var.name}: "
+                     "continuous [a, b] (an unknown end is -inf or inf)"))
+
+
+def _no_anchors(q: Any, what: str) -> BackendError:
+    """B106: a censored(...) mechanism has no anchors: what describes a privacy mechanism does not apply."""
+    mech = q if isinstance(q, CensoredMechanism) else q.mechanism
+    return BackendError(Diagnostic(
+        "B106", f"no anchors: '{mech.name}' reads interval-censored data as they come (censored(...)), not "
+                f"reports that privspec drew, so {what} does not apply",
+        hint=f"estimate from the data: estimate cdf({mech.variable.name}) from {mech.name} by npmle (or mean, "
+             "moment by npmle or mle(normal)); for privacy properties declare the mechanism that made the "
+             "reports, interval(...)"))
 
 
 def _load(mech: Any, query: Query, data: Any, columns: list[str]) -> tuple[pd.DataFrame, str]:
@@ -155,6 +242,15 @@ def _load(mech: Any, query: Query, data: Any, columns: list[str]) -> tuple[pd.Da
     name = mech.name or query.name
     frame = data.frame_for(name, columns)
     return frame, data.path_for(name)
+
+
+def _numeric(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Numeric columns as correctly rounded floats (:func:`.data.parse_numbers`); NaN where a
+    cell is not a number."""
+    from .data import parse_numbers
+
+    return np.column_stack([parse_numbers(frame[col])[0] for col in columns]) if columns \
+        else np.empty((len(frame), 0))
 
 
 # ---- fitting the NPMLE -----------------------------------------------------------------------------
@@ -293,16 +389,20 @@ class IntervalBackend:
             return result
         return self._estimate(model, query, options.get("data"), seed=options.get("seed"))
 
-    def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None) -> pd.DataFrame:
-        """Replace the variable's column by its reports; other columns and row order kept."""
+    def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
+                  offset: int = 0) -> pd.DataFrame:
+        """Replace the variable's column by its reports; other columns and row order kept.
+        Row ``i`` is the file's row ``offset + i``: its report depends on (seed, mechanism,
+        that index, its value) only (:class:`~privspec.backends.rowrandom.RowRandom`)."""
+        from .data import parse_numbers, require_columns
+        from .rowrandom import RowRandom, stream_of
+
         var = mechanism.variable
         column = var.name
         if column not in frame.columns:
-            from .data import require_columns
-
             require_columns(frame, [column], "the raw data")
         check_no_missing(frame, [column], "the raw data")
-        y = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+        y = parse_numbers(frame[column])[0]  # correctly rounded
         bad = ~np.isfinite(y)
         if bad.any():
             rows = np.flatnonzero(bad)
@@ -316,7 +416,7 @@ class IntervalBackend:
             raise DataError(Diagnostic("D106", f"{len(rows)} raw value(s) of {column} outside its support "
                                                f"[{lo:g}, {hi:g}]", rows=tuple(int(r) + 1 for r in rows),
                                        columns=(column,)))
-        rng = np.random.default_rng(seed)
+        rng = RowRandom(seed, rows=np.arange(offset, offset + len(y)), stream=stream_of(mechanism))
         left, right = sample_reports(model, mechanism, y, rng)
         result = frame.copy()
         result[column] = format_ranges(left, right)
@@ -425,7 +525,7 @@ class IntervalBackend:
         column = est.variables[0].name
         if est.kind == "regression":
             return self._regression(model, q, data, seed)
-        frame, _ = _load(mech, q, data, [column])
+        frame, _ = _load(mech, q, data, _report_columns(mech, column))
         left, right = _reports(mech, frame, column)
         return estimate_from_reports(model, q, left, right, band=est.kind == "cdf", seed=seed)
 
@@ -434,10 +534,10 @@ class IntervalBackend:
 
         mech = q.mechanism
         response, covariates = q.estimand.variables[0].name, [v.name for v in q.estimand.variables[1:]]
-        frame, path = _load(mech, q, data, [response] + covariates)
+        frame, path = _load(mech, q, data, _report_columns(mech, response) + covariates)
         check_no_missing(frame, covariates, path)
         left, right = _reports(mech, frame, response)
-        X = frame[covariates].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+        X = _numeric(frame, covariates)
         bad = ~np.isfinite(X)
         if bad.any():
             rows, cols = np.nonzero(bad)
@@ -468,6 +568,66 @@ class IntervalBackend:
         from .interval_simulate import simulate_query
 
         return simulate_query(self, model, q, n=options["n"], reps=options["reps"], seed=options.get("seed"))
+
+
+@register
+class CensoredBackend(IntervalBackend):
+    """Interval-censored data as they come (``censored(Y, ...)``): estimation only.
+
+    The estimators of the interval back end (NPMLE of ``F``, its moments with their
+    jackknife, ``mle(normal | logistic)``, Algorithm 1's regression) on the observed
+    sets; what describes a privacy mechanism (coverage, leakage, epsilon, avar from the
+    design, privatize, simulate) is refused with B106: there are no anchors.
+    """
+
+    REGISTER_NAME = "interval_censored"
+    PRIORITY = 11
+
+    def supports(self, query: Query, verb: str) -> bool:
+        # every query on censored data lands here, so that those that do not apply say why
+        return isinstance(query.mechanism, CensoredMechanism)
+
+    def privatizes(self, mechanism: Any) -> bool:
+        return isinstance(mechanism, CensoredMechanism)
+
+    def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
+                  **options: Any) -> pd.DataFrame:
+        raise _no_anchors(mechanism, "privatize (it draws reports with a mechanism's anchors)")
+
+    def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
+        if verb == "simulate":
+            raise _no_anchors(query, "simulate (it draws reports with a mechanism's anchors)")
+        if query.kind == "avar":
+            raise _no_anchors(query, "avar (derived from a design's anchor law; 'run' gives standard errors "
+                                     "from the data)")
+        if query.kind != "estimate":
+            raise _no_anchors(query, f"{query.kind}({query.mechanism.name}) (a property of a privacy "
+                                     "mechanism's design)")
+        if verb != "run":
+            raise BackendError(Diagnostic("B120", f"query '{query.name}' needs data",
+                                          hint="privspec run SPEC --data FILE"))
+        result = self._estimate(model, query, options.get("data"), seed=options.get("seed"))
+        target = result.extras.get("target")
+        if isinstance(target, str):  # the coarsening here is censoring, not privacy noise
+            extras = dict(result.extras)
+            extras["target"] = target.replace("privacy noise", "censoring")
+            result = Result(result.kind, result.value, extras)
+        return result
+
+
+def censored_extras(mech: CensoredMechanism) -> dict:
+    """What a result from censored data says about how the data were read."""
+    if mech.ends is not None:
+        ends = f"{_ends_form(mech.ends)} ({mech.ends}, declared)"
+    elif mech.lower is not None:
+        ends = "(a, b] (right_closed, the default of the two-column layout)"
+    else:
+        ends = "as each row is written"
+    layout = (f"columns {mech.lower} (lower end) and {mech.upper} (upper end)" if mech.lower is not None
+              else f"one column {mech.variable.name}, written intervals")
+    return {"data": f"interval-censored observations ({layout}); ends {ends}",
+            "assumes": "non-informative censoring: the censoring sets carry no information on Y beyond "
+                       "holding it (as Turnbull's NPMLE and every parametric fit of censored data do)"}
 
 
 def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: np.ndarray, *,
@@ -512,6 +672,11 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
         family = _named_args(q)[0]
         pl, pr, owner = likelihood_pieces(l, r, (lo, hi), disclose_of(mech))
         fit = parametric_mle(pl, pr, owner, c, family)
+        if not fit.converged:
+            raise BackendError(Diagnostic("B020", f"the mle({family}) fit did not reach the maximum of the "
+                                          f"likelihood after {fit.iterations} iterations",
+                                          hint="the reports may not identify a location and a scale (too few "
+                                               "distinct intervals); try npmle"))
         extras = {"method": f"mle({family})", "n": fit.n, "loglik": fit.loglik, "iterations": fit.iterations,
                   "converged": fit.converged,
                   "parameters": {"location": fit.location, "scale": fit.scale}, **extra_null}
@@ -525,11 +690,28 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
     fit = fit_npmle(mech, l, r, c, band=band)
     extras = fit.extras()
     extras.update(extra_null)
+    censored = isinstance(mech, CensoredMechanism)
+    if censored:
+        extras.update(censored_extras(mech))
     if est.kind == "cdf":
         if fit.band is not None:
             extras["band"] = fit.band
+        if censored:
+            # the innermost intervals with their own brackets (closed ends are data ends too)
+            on = np.asarray(fit.result.mass) > 0
+            iv = np.asarray(fit.result.intervals, dtype=float)[on]
+            wl, wr, written = written_intervals(iv[:, 0], iv[:, 1], (lo, hi))
+            extras["innermost"] = written.tolist()
+            steps = StepFunction(tuple((float(a), float(b)) for a, b in zip(wl, wr)),
+                                 tuple(float(m) for m in np.asarray(fit.result.mass)[on]))
+            return Result("estimate", steps, extras)
         return Result("estimate", fit.step_function(), extras)
-    value, bounds = npmle_functional(fit.result.intervals, fit.result.mass, lambda y: y ** order, lo, hi)
+    intervals, mass = np.asarray(fit.result.intervals, dtype=float), np.asarray(fit.result.mass, dtype=float)
+    if censored:  # the ends as written ([25, 27], not (24.999999999999996, 27]) for the midpoints
+        on = mass > 0
+        wl, wr, _ = written_intervals(intervals[on, 0], intervals[on, 1])
+        intervals, mass = np.column_stack([wl, wr]), mass[on]
+    value, bounds = npmle_functional(intervals, mass, lambda y: y ** order, lo, hi)
     extras["range"] = list(bounds)
     extras["placement"] = ("each innermost interval's mass at its midpoint, the interval cut to the support; "
                            "at its finite end if it is still half-infinite; 'range' spans all placements")

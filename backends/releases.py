@@ -31,7 +31,7 @@ from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query, Release
 from ..results import Matrix, Result, Table, Vector
 from . import register
-from .data import check_no_missing, require_columns
+from .data import check_no_missing, describe_values, parse_numbers, require_columns
 from .release_budget import bind_parameters, budget_on, budget_table, describe_release, release_privacy_loss
 from .release_noise import (PAPER, algorithm1, cell_covariance, geometric_mechanism, margin_variance,
                             noise_variance, nonnegative)
@@ -175,27 +175,28 @@ def noisy_counts(model: ModelGraph, release: Release, counts: np.ndarray, rng: n
 
 # ---- data in and out ----------------------------------------------------------------------
 def _codes(frame: pd.DataFrame, column: str, labels: Sequence[str], path: Any) -> np.ndarray:
-    """Category indices of a column; DataError D601 naming the rows with other values."""
+    """Category indices of a column; DataError D601 naming every distinct other value with its rows."""
     # label the distinct values only (a factorize), not every record
     which, distinct = pd.factorize(frame[column], use_na_sentinel=False)
     names = pd.Index(distinct).astype(str).str.strip()
-    codes = pd.Index(list(labels)).get_indexer(names).astype(np.int64)[which]  # -1: not a category
-    bad = np.flatnonzero(codes < 0)
-    if bad.size:
-        seen = list(dict.fromkeys(names[which[bad[:50]]]))[:5]
-        raise DataError(Diagnostic("D601", f"{bad.size} value{'s' if bad.size > 1 else ''} in {path} "
-                                           f"{'are' if bad.size > 1 else 'is'} not a category of {column}: "
-                                           + ", ".join(repr(s) for s in seen),
-                                   rows=tuple(int(i) + 1 for i in bad), columns=(column,),
+    mapping = pd.Index(list(labels)).get_indexer(names).astype(np.int64)  # -1: not a category
+    if (mapping < 0).any():
+        text, rows = describe_values(which, names, np.flatnonzero(mapping < 0).tolist())
+        raise DataError(Diagnostic("D601", f"{len(rows)} value{'s' if len(rows) > 1 else ''} in {path} "
+                                           f"{'are' if len(rows) > 1 else 'is'} not a category of {column}: {text}",
+                                   rows=rows, columns=(column,),
                                    hint=f"categories of {column}: {', '.join(labels)}"))
-    return codes
+    return mapping[which]
 
 
 def _column_for(model: ModelGraph, frame: pd.DataFrame, var: Any, path: Any) -> pd.Series:
     """A table variable's values: its own column, or for a combined variable its parts'
     columns joined with '.' (LANGUAGE.md, Data)."""
     if var.name in frame.columns or not var.is_combined or not all(p in frame.columns for p in var.parts):
-        require_columns(frame, [var.name], path)
+        parts = f" (or its parts' columns {', '.join(var.parts)})" if var.is_combined else ""
+        require_columns(frame, [var.name], path,
+                        hint=f"records hold one column per variable: {var.name}{parts}; "
+                             f"found: {', '.join(map(str, frame.columns)) or 'none'}")
         check_no_missing(frame, [var.name], path)
         return frame[var.name]
     check_no_missing(frame, list(var.parts), path)
@@ -268,16 +269,24 @@ def read_released(release: Release, frame: pd.DataFrame, path: Any = "data") -> 
     require_columns(frame, [*lay.names, COUNT], path)
     check_no_missing(frame, [*lay.names, COUNT], path)
     codes = [_codes(frame, name, labels, path) for name, labels in zip(lay.names, lay.labels)]
-    raw = frame[COUNT]
-    text = not pd.api.types.is_numeric_dtype(raw)  # object or (pandas 3) string dtype
-    counts = pd.to_numeric(raw.astype(str).str.strip() if text else raw, errors="coerce")
-    values = counts.to_numpy(dtype=float)
-    bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values)))
+    # every count exactly: an integer (no decimal that merely rounds to one), and within
+    # +-2^53, where doubles hold integers exactly and int64 sums cannot overflow
+    values, not_integer = parse_numbers(frame[COUNT], integer=True)
+    bad = np.flatnonzero(not_integer)
     if bad.size:
         raise DataError(Diagnostic("D602", f"{bad.size} count{'s' if bad.size > 1 else ''} in {path} "
                                            f"{'are' if bad.size > 1 else 'is'} not an integer",
                                    rows=tuple(int(i) + 1 for i in bad), columns=(COUNT,),
                                    hint="released counts are integers (Proposition 5.1)"))
+    huge = np.flatnonzero(np.isinf(values))
+    if huge.size or np.abs(values).sum() > 2.0 ** 62:
+        rows = huge if huge.size else np.flatnonzero(np.abs(values) > 0)
+        raise DataError(Diagnostic("D602", f"{rows.size} count{'s' if rows.size > 1 else ''} in {path} "
+                                           f"{'are' if rows.size > 1 else 'is'} too large to be a count "
+                                           f"({'beyond +-2^53' if huge.size else 'their total is beyond 2^62'})",
+                                   rows=tuple(int(i) + 1 for i in rows), columns=(COUNT,),
+                                   hint="a count of respondents is at most 2^53 (9007199254740992); "
+                                        "check this column of the released table"))
     flat = np.ravel_multi_index(codes, lay.shape) if codes else np.zeros(len(frame), dtype=np.int64)
     order = np.argsort(flat, kind="stable")
     twice = order[1:][flat[order[1:]] == flat[order[:-1]]]
@@ -400,12 +409,16 @@ class ReleaseBackend:
 
     def privatize(self, model: ModelGraph, release: Release, frame: pd.DataFrame, seed: int | None = None,
                   nonnegative: bool = False) -> pd.DataFrame:
-        """Raw records (one row per respondent) -> the released table, tidy layout."""
+        """Raw records (one row per respondent) -> the released table, tidy layout.
+
+        The noise is per cell of the table, not per row: one generator seeded by ``seed``
+        draws it for the whole table (rows only enter through their counts), so a release
+        is privatized from the whole file at once, never in pieces."""
         if COUNT in (v.name for v in release.variables):
             raise BackendError(Diagnostic("B603", f"release {release.name} has a variable named '{COUNT}', "
                                                   "the column of counts of the tidy layout",
                                           hint="rename the variable"))
-        counts = count_records(model, release, frame)
+        counts = count_records(model, release, frame, "the raw records")
         rng = np.random.default_rng(seed)
         return tidy(release, noisy_counts(model, release, counts, rng, nonnegative))
 

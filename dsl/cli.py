@@ -1,20 +1,24 @@
 """The ``privspec`` command line.
 
 Exit status: 0 on success, 1 when the spec or data is invalid or a query cannot be
-answered (nothing written), 2 on a usage error, 3 on an internal error (a bug: please
-report it; set ``PRIVSPEC_DEBUG=1`` for the traceback).
+answered (nothing written; the queries that could be answered are still printed), 2 on
+a usage error, 3 on an internal error (a bug: please report it; set ``PRIVSPEC_DEBUG=1``
+for the traceback), 130/143 when interrupted by SIGINT/SIGTERM.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 from . import __version__
-from .errors import Diagnostic, PrivspecError
+from .errors import BackendError, DataError, Diagnostic, PrivspecError
 from .render import FORMATS, check_report
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -33,6 +37,19 @@ class _Parser(argparse.ArgumentParser):
         raise _Usage(f"{self.prog}: {message}")
 
 
+def _natural(what: str):
+    """An argparse type: an integer >= 0 (a negative seed or offset is a usage error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= 0, not {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= 0, not {text!r}")
+        return value
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("spec", help="the spec file (*.privspec)")
@@ -48,20 +65,25 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", parents=[common], help="answer every query on data")
     run.add_argument("--data", action="append", default=[], metavar="FILE|M=FILE",
                      help="privatized data (CSV or Parquet); M=FILE (or M1,M2=FILE) binds a file to mechanism M")
-    run.add_argument("--seed", type=int, default=None,
+    run.add_argument("--seed", type=_natural("--seed"), default=None,
                      help="seed of the randomized parts (permutation p-values, bootstrap): the same seed, "
                           "the same answer (default: 0)")
     priv = sub.add_parser("privatize", parents=[common], help="privatize raw data with a mechanism")
     priv.add_argument("--mechanism", required=True, metavar="M", help="a mechanism, or a release (count tables)")
     priv.add_argument("--input", required=True, metavar="RAW")
     priv.add_argument("--output", required=True, metavar="OUT")
-    priv.add_argument("--seed", type=int, default=None)
+    priv.add_argument("--seed", type=_natural("--seed"), default=None,
+                      help="the key of every row's randomness (default: fresh OS entropy); keep it secret")
+    priv.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    priv.add_argument("--offset", type=_natural("--offset"), default=None, metavar="N",
+                      help="the input's first row is row N+1 of the whole file (privatizing a file in pieces: "
+                           "give each piece the number of data rows before it)")
     priv.add_argument("--nonnegative", action="store_true",
                       help="releases: post-process away negative counts, totals kept (biases small cells)")
     sim = sub.add_parser("simulate", parents=[common], help="empirical against analytic, from the populations")
     sim.add_argument("--n", type=int, required=True)
     sim.add_argument("--reps", type=int, default=1000)
-    sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("--seed", type=_natural("--seed"), default=None)
     comp = sub.add_parser("compare", parents=[common], help="design comparisons")
     comp.add_argument("--report", metavar="FILE", default=None, help="write an HTML report")
     return p
@@ -86,8 +108,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except PrivspecError as e:
         print(e.render(), file=err)
         return EXIT_INVALID
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM while privatize runs: temporary files removed
+        signum = int(getattr(e, "signum", signal.SIGINT))
+        print(f"privspec: interrupted ({signal.Signals(signum).name}); nothing was written", file=err)
+        return 128 + signum
     except Exception as e:  # a bug: say so plainly instead of a bare traceback
         if os.environ.get("PRIVSPEC_DEBUG"):
             traceback.print_exc(file=err)
@@ -145,7 +169,12 @@ def _selected(args: argparse.Namespace, model) -> list:
 
 
 def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
-    """Hand each selected query to the back end that answers it."""
+    """Hand each selected query to the back end that answers it.
+
+    A query that cannot be answered stops nothing else: its diagnostic goes to stderr,
+    naming the query; every other query is answered and printed (JSON: failed queries
+    are ``{"kind", "value": null, "error": {...}}`` entries); the exit status is then 1.
+    """
     from .backends import backend_for
 
     model = spec.model
@@ -154,13 +183,6 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if args.verb == "compare":
         return _compare(args, model, out, err)
     queries = _selected(args, model)
-    if args.verb == "analyze":
-        needs_data = [q for q in queries if q.kind not in ANALYTIC_KINDS]
-        for q in needs_data:
-            print(f"privspec analyze: query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
-                  "or privspec simulate", file=err)
-        if needs_data:
-            return EXIT_INVALID
     options: dict = {"seed": getattr(args, "seed", None)}
     if args.verb == "run":
         from .backends.data import DataBindings
@@ -171,7 +193,10 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
             options["data"] = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
         except ValueError as e:
             raise _Usage(f"privspec run: {e}") from None
-        options["data"].check(queries)
+        try:
+            options["data"].check(queries)
+        except DataError as e:
+            raise e.with_file(options["data"].default) from None
     if args.verb == "simulate":
         if args.n < 1 or args.reps < 1:
             raise _Usage("privspec simulate: --n and --reps must be positive")
@@ -179,39 +204,156 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if not queries:
         print(f"privspec {args.verb}: {args.spec} has no queries to answer", file=err)
         return EXIT_OK
-    plan = [(q, backend_for(q, args.verb)) for q in queries]
-    unsupported = [q for q, b in plan if b is None]
-    if unsupported:
-        for q in unsupported:
-            text = spec.source.snippet(q.span) if q.span else q.name
-            print(f"privspec {args.verb}: query '{q.name}' is not supported yet ({q.kind} queries of this "
-                  f"kind have no back end for '{args.verb}' in this version): {' '.join(text.split())}", file=err)
-        return EXIT_INVALID
-    # every answer is computed before anything is printed: no partial output
-    results = {q.name: b.answer(model, q, args.verb, **options) for q, b in plan}
+    results: dict = {}
+    failures: dict[str, PrivspecError] = {}
+    shown: dict[str, str] = {}  # a rendered error -> the first query it stopped
+    for q in queries:
+        error = _answer_one(args, spec, q, backend_for(q, args.verb), options, results, err)
+        if error is None:
+            continue
+        failures[q.name] = error
+        if isinstance(error, _Quiet):  # already said, in the runner's words
+            continue
+        text = _render_error(error, spec)
+        if text in shown:
+            print(f"privspec {args.verb}: query '{q.name}' ({q.kind}) was not answered: the same error as "
+                  f"query '{shown[text]}' ({error.code})", file=err)
+        else:
+            shown[text] = q.name
+            print(f"privspec {args.verb}: query '{q.name}' ({q.kind}) was not answered:\n{text}", file=err)
+    if results or args.format == "json":
+        print(_render(args.format, model, queries, results, failures), file=out)
+    return EXIT_INVALID if failures else EXIT_OK
+
+
+def _answer_one(args: argparse.Namespace, spec, q, backend, options: dict, results: dict,
+                err: TextIO) -> PrivspecError | None:
+    """Answer one query into ``results``; the error that stopped it, if one did."""
+    model = spec.model
+    if args.verb == "analyze" and q.kind not in ANALYTIC_KINDS:
+        print(f"privspec analyze: query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
+              "or privspec simulate", file=err)
+        return _Quiet(Diagnostic("B002", f"query '{q.name}' ({q.kind}) needs data",
+                                 hint="privspec run SPEC --data FILE, or privspec simulate SPEC --n N"))
+    if backend is None:
+        text = spec.source.snippet(q.span) if q.span else q.name
+        print(f"privspec {args.verb}: query '{q.name}' is not supported yet ({q.kind} queries of this "
+              f"kind have no back end for '{args.verb}' in this version): {' '.join(text.split())}", file=err)
+        return _Quiet(Diagnostic("B000", f"query '{q.name}' is not supported yet: {q.kind} queries have no "
+                                         f"back end for '{args.verb}' in this version"))
+    try:
+        results[q.name] = backend.answer(model, q, args.verb, **options)
+    except DataError as e:
+        return _with_data_file(e, q, options.get("data"), args.spec)
+    except PrivspecError as e:
+        return e
+    return None
+
+
+class _Quiet(BackendError):
+    """A failure already explained on stderr in the runner's words (JSON still lists it)."""
+
+
+def _render_error(error: PrivspecError, spec) -> str:
+    """An error as the compiler-style text, spans pointing into the spec."""
+    source = error.source or spec.source  # a diagnostic with no span and no file: the spec's query
+    return "\n".join(d.render(source) for d in error.diagnostics)
+
+
+def _with_data_file(error: DataError, query, data, spec_path: str) -> DataError:
+    """The error naming the file bound to the query's mechanism; raw data read as reports
+    get a hint at ``privatize``."""
+    mech = getattr(query, "mechanism", None)
+    name = getattr(mech, "name", None) or (str(query.scope) if getattr(query, "kind", "") == "table" else None)
+    if data is None:
+        return error
+    try:
+        path = data.path_for(name)
+    except DataError:
+        return error
+    error = error.with_file(path)
+    first = error.diagnostics[0]
+    if "privspec privatize SPEC" in first.hint:  # the back end's hint, with this run's names
+        hint = first.hint.replace("privspec privatize SPEC", f"privspec privatize {spec_path}").replace(
+            "--input RAW", f"--input {path}")
+        error = DataError([replace(first, hint=hint), *error.diagnostics[1:]], error.source)
+        first = error.diagnostics[0]
+    if first.code in ("D010", "D101", "D102") and "privatize" not in first.hint and _looks_raw(mech, data, path):
+        hint = (f"the column '{mech.variable.name}' holds plain numbers: is this raw data? privatize it first: "
+                f"privspec privatize {spec_path} --mechanism {mech.name} --input {path} --output PRIVATIZED, "
+                "then run on PRIVATIZED")
+        error = DataError([replace(first, hint=hint), *error.diagnostics[1:]], error.source)
+    return error
+
+
+def _looks_raw(mech, data, path: str) -> bool:
+    """Whether an interval mechanism's column holds plain numbers only (raw values)."""
+    if getattr(mech, "family", None) != "interval" or getattr(mech, "variable", None) is None:
+        return False
+    from .backends.data import parse_numbers
+
+    try:
+        frame = data.frame_for(mech.name)
+    except DataError:
+        return False
+    column = mech.variable.name
+    return column in frame.columns and len(frame) > 0 and not parse_numbers(frame[column])[1].any()
+
+
+def _render(fmt: str, model, queries: Sequence, results: dict, failures: dict[str, PrivspecError]) -> str:
+    """The answered results; JSON also lists each failed query, in query order, as
+    ``{"kind", "value": null, "error": {"code", "severity", "message", "hint", ...}}``."""
     from .results import render_results
 
-    print(render_results(args.format, model, results), file=out)
-    return EXIT_OK
+    if fmt != "json":
+        return render_results(fmt, model, results)
+    doc = json.loads(render_results("json", model, results))
+    answered = doc.get("queries", {})
+    entries: dict[str, Any] = {}
+    for q in queries:
+        if q.name in answered:
+            entries[q.name] = answered[q.name]
+        elif q.name in failures:
+            diags = failures[q.name].diagnostics
+            entries[q.name] = {"kind": q.kind, "value": None, "error": diags[0].to_dict()}
+            if len(diags) > 1:
+                entries[q.name]["errors"] = [d.to_dict() for d in diags]
+    doc["queries"] = entries
+    return json.dumps(doc, indent=2, default=str)
 
 
 def _privatize(args: argparse.Namespace, model, err: TextIO) -> int:
     from .backends import privatizer_for
-    from .backends.data import read_table, write_table_atomic
+    from .backends.data import check_output, interrupt_on_signals, read_table, write_table_atomic
 
     # a release privatizes raw records into its released table(s)
+    is_release = args.mechanism in model.releases and args.mechanism not in model.mechanisms
     mech = model.mechanisms.get(args.mechanism) or model.releases[args.mechanism]
-    if args.nonnegative and args.mechanism not in model.releases:
+    if args.nonnegative and not is_release:
         raise _Usage("privspec privatize: --nonnegative applies to releases (count tables) only")
+    if args.offset is not None and is_release:
+        raise _Usage("privspec privatize: --offset applies to mechanisms (one report per row); a release's "
+                     "noise is per cell of its table, so privatize the whole file at once")
     backend = privatizer_for(mech)
     if backend is None:
         print(f"privspec privatize: privatizing data with mechanism '{args.mechanism}' "
               f"({getattr(mech, 'family', 'release')}) is not supported yet; nothing was written", file=err)
         return EXIT_INVALID
-    frame = read_table(args.input)
-    extra = {"nonnegative": True} if args.nonnegative else {}
-    result = backend.privatize(model, mech, frame, seed=args.seed, **extra)
-    write_table_atomic(result, args.output)
+    check_output(args.output, force=args.force)  # before any work
+    extra: dict[str, Any] = {"nonnegative": True} if args.nonnegative else {}
+    if args.offset is not None:
+        extra["offset"] = args.offset
+    with interrupt_on_signals():  # SIGTERM too: the temporary file of the write is removed
+        try:
+            frame = read_table(args.input)
+            result = backend.privatize(model, mech, frame, seed=args.seed, **extra)
+        except DataError as e:
+            raise e.with_file(args.input) from None
+        try:
+            write_table_atomic(result, args.output)
+        except OSError as e:
+            raise DataError(Diagnostic("D007", f"cannot write {args.output}: {e.strerror or e}", file=args.output,
+                                       hint="check the disk space and the folder's permissions")) from None
     print(f"privspec privatize: wrote {len(result)} rows to {args.output}", file=err)
     return EXIT_OK
 

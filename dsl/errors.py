@@ -12,7 +12,7 @@ Codes are listed in ``docs/errors.md``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from .source import Source, Span
@@ -38,8 +38,11 @@ class Diagnostic:
     severity : str
         ``"error"`` or ``"warning"``.
     rows, columns : tuple
-        For data errors: the offending rows (1-based: the first row after the
-        header is row 1) and columns.
+        For data errors: the offending rows (1-based data rows: the first row after
+        the header is row 1; see ``docs/errors.md``) and columns.
+    file : str or None
+        For data errors: the data file they come from (rendered in place of a spec's
+        name; see :meth:`with_file`).
     """
 
     code: str
@@ -49,6 +52,7 @@ class Diagnostic:
     severity: str = ERROR
     rows: tuple[int, ...] = ()
     columns: tuple[str, ...] = ()
+    file: str | None = None
 
     @property
     def is_error(self) -> bool:
@@ -57,6 +61,8 @@ class Diagnostic:
     def render(self, source: Source | None) -> str:
         """Render as ``FILE:LINE:COL: error[CODE]: message``, the line, a caret and a hint."""
         name = source.name if source is not None else "<input>"
+        if self.span is None and self.file is not None:  # a data problem: name its file
+            name = self.file
         head = f"{self.severity}[{self.code}]: {self.message}"
         out: list[str] = []
         if self.span is not None and source is not None:
@@ -83,6 +89,12 @@ class Diagnostic:
             out.append(f"hint: {self.hint}")
         return "\n".join(out)
 
+    def with_file(self, file: str | None) -> "Diagnostic":
+        """This diagnostic naming ``file`` when it points nowhere yet (no span, no file)."""
+        if file is None or self.span is not None or self.file is not None:
+            return self
+        return replace(self, file=str(file))
+
     def to_dict(self, source: Source | None = None) -> dict:
         """The JSON form: code, severity, message, hint, and line/column or rows."""
         d: dict = {"code": self.code, "severity": self.severity, "message": self.message,
@@ -91,6 +103,8 @@ class Diagnostic:
             line, col = source.line_col(self.span.start)
             end_line, end_col = source.line_col(self.span.end)
             d.update(file=source.name, line=line, column=col, end_line=end_line, end_column=end_col)
+        elif self.file is not None:
+            d["file"] = self.file
         if self.rows:
             d["rows"] = list(self.rows)
         if self.columns:
@@ -128,7 +142,15 @@ class SpecError(PrivspecError):
 
 
 class DataError(PrivspecError):
-    """A data file does not fit the spec; diagnostics name rows and columns."""
+    """A data file does not fit the spec; diagnostics name the file, rows and columns."""
+
+    def with_file(self, file: str | None) -> "DataError":
+        """The same error, its diagnostics naming ``file`` where they name none yet."""
+        if file is None or all(d.file is not None or d.span is not None for d in self.diagnostics):
+            return self
+        err = type(self)([d.with_file(file) for d in self.diagnostics], self.source)
+        err.__cause__, err.__traceback__ = self.__cause__, self.__traceback__
+        return err
 
 
 class BackendError(PrivspecError):

@@ -12,10 +12,11 @@ from typing import Callable
 
 import sympy
 
-from . import ast
+from . import arith, ast, costs
 from .model import (CONTINUOUS_FAMILIES, IntervalMechanism, Law, Mechanism, ProductMechanism,
                     ProgressiveMechanism, RandomizedResponse, SelectiveMechanism, SubsetDesign,
                     SubsetMechanism, Variable)
+from .model import CensoredMechanism
 from .scope import Context, compare, describe, did_you_mean, fmt, sign
 from .source import Span
 
@@ -39,14 +40,29 @@ def sums_to_one(values: list[sympy.Expr]) -> tuple[bool | None, sympy.Expr]:
     total = sympy.Add(*values)
     if isinstance(total, sympy.Rational):
         return total == 1, total
+    if total.has(sympy.nan, sympy.oo, -sympy.oo, sympy.zoo):
+        return False, total
     if total.is_number:
-        return abs(sympy.N(total - 1, 40)) < 1e-30, total
+        s = sign(total - 1)  # never a raw comparison: sympy cannot always decide it
+        return (None if s is None else s == 0), total
     diff = sympy.simplify(total - 1)
     return (True if diff == 0 else None), total
 
 
+#: Largest epsilon: e^epsilon (the odds of a truthful grr report, the geometric noise's
+#: ratio) must stay a floating-point number, below about e^709.  epsilon = 700 already
+#: means no privacy at all (odds of 10^304 to 1).
+MAX_EPSILON = 700
+#: Largest magnitude of a number the interval back end computes with in floating point
+#: (law parameters, support bounds): float64 ends near 1.8e308.  A scale (sd, rate) must
+#: be above its reciprocal, 1e-300, not to round to 0.
+FLOAT_LIMIT = 1e300
+_LOG2_FLOAT_LIMIT = math.log2(FLOAT_LIMIT)
+
+
 def check_positive(ctx: Context, value: sympy.Expr, node: ast.Node, what: str) -> bool:
-    """Positive, or a parameter declared positive (E304 for epsilon, E309 otherwise)."""
+    """Positive, or a parameter declared positive (E304 for epsilon, E309 otherwise); a
+    number must also be finite, and epsilon at most :data:`MAX_EPSILON`."""
     s = sign(value)
     code = "E304" if what == "epsilon" else "E309"
     if s is None:
@@ -56,6 +72,35 @@ def check_positive(ctx: Context, value: sympy.Expr, node: ast.Node, what: str) -
     if s <= 0:
         ctx.error(code, f"{what} must be > 0, found {fmt(value)}", node.span,
                   "local-DP epsilon is positive; smaller means more privacy" if what == "epsilon" else "")
+        return False
+    if arith.infinite(value):
+        ctx.error(code, f"{what} must be finite, found inf", node.span,
+                  "epsilon = inf would report the truth: no privacy" if what == "epsilon" else "")
+        return False
+    at = ctx.evaluated(value)  # at the parameters' values, as the back ends will compute it
+    if what == "epsilon" and at.is_number and (compare(at, sympy.Integer(MAX_EPSILON)) or 0) > 0:
+        ctx.error(code, f"epsilon must be at most {MAX_EPSILON}, found {fmt(at)}"
+                        + ("" if at is value else f" ({value} at the parameters' values)"), node.span,
+                  f"e^epsilon must stay a floating-point number; epsilon = {MAX_EPSILON} already means no "
+                  "privacy (the truth is reported with odds of 10^304 to 1)")
+        return False
+    return True
+
+
+def check_float(ctx: Context, value: sympy.Expr, node: ast.Node, what: str, scale: bool = False) -> bool:
+    """E309 unless a number is finite and within floating point (:data:`FLOAT_LIMIT`); a
+    scale must not round to 0 (:data:`FLOAT_TINY`).  Symbolic values pass."""
+    if not value.is_number:
+        return True
+    # by magnitudes (log2 |x|): a comparison would call anything below 1e-40 zero (scope.sign)
+    mag = arith.log2_magnitude(value)
+    if arith.infinite(value) or mag > _LOG2_FLOAT_LIMIT:
+        ctx.error("E309", f"{what} must be a finite number of at most 1e300 in size, found {fmt(value)}",
+                  node.span, "the interval back end computes in floating point (64-bit)")
+        return False
+    if scale and mag < -_LOG2_FLOAT_LIMIT:
+        ctx.error("E309", f"{what} is too small for floating point (below 1e-300), found {fmt(value)}",
+                  node.span, "the interval back end computes in floating point (64-bit)")
         return False
     return True
 
@@ -75,7 +120,14 @@ def build_mechanism(ctx: Context, node: ast.Node, name: str | None) -> Mechanism
         ctx.error("E206", f"unknown mechanism '{node.name}'", node.func.span,
                   did_you_mean(node.name, BUILDERS) or f"mechanisms: {', '.join(BUILDERS)}")
         return None
-    return builder(ctx, node, name)
+    mech = builder(ctx, node, name)
+    if mech is not None:
+        # what no back end could build (a 10^8-cell channel, 100,000 ranges) is refused here
+        refusal = costs.mechanism_refusal(mech)
+        if refusal is not None:
+            ctx.error(refusal.code, refusal.message, node.span, refusal.hint)
+            return None
+    return mech
 
 
 def _categorical(ctx: Context, node: ast.Node, mech: str) -> Variable | None:
@@ -350,8 +402,10 @@ def build_rr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedRespon
     for i, r in enumerate(rows):
         for v, node in r:
             ok &= check_probability(ctx, v, node.span, "matrix entry")
+        if not ok:
+            continue
         good, total = sums_to_one([v for v, _ in r])
-        if ok and good is False:
+        if good is False:
             row_node = args["matrix"].body.items[i] if isinstance(args["matrix"], ast.Tagged) else args["matrix"].items[i]
             ctx.error("E306", f"row {i + 1} ({var.labels[i]}) of the matrix sums to {fmt(total)}, not 1",
                       row_node.span, "the matrix must be row-stochastic: each row is Pr(Y = . | X = u)")
@@ -416,14 +470,26 @@ def build_law(ctx: Context, node: ast.Node, role: str) -> Law | None:
     vals = {k: ctx.number(v, f"the {k} of {node.name}()") for k, v in args.items()}
     if any(v is None for v in vals.values()):
         return None
+    for k, v in vals.items():
+        if k in ("a", "b") and arith.infinite(v):
+            continue  # uniform's ends: reported below with their own message
+        # a scale parameter (or the scale option, whatever its sign) must not round to 0
+        scale = k in ("sd", "rate", "scale")
+        if not check_float(ctx, v, args[k], f"the {k} of {node.name}()", scale=scale):
+            return None
     if node.name == "uniform":
         c = compare(vals["a"], vals["b"])
         if c is not None and c >= 0:
             ctx.error("E309", f"uniform(a, b) needs a < b, found a = {fmt(vals['a'])}, b = {fmt(vals['b'])}",
                       node.span)
             return None
-        if vals["a"].is_infinite or vals["b"].is_infinite:
+        if arith.infinite(vals["a"]) or arith.infinite(vals["b"]):
             ctx.error("E309", "uniform(a, b) needs finite ends", node.span)
+            return None
+        if vals["a"].is_number and vals["b"].is_number and float(vals["a"]) >= float(vals["b"]):
+            ctx.error("E309", f"uniform(a, b) has a < b, but a and b are the same number in floating point "
+                              f"(a = {fmt(vals['a'])}, b = {fmt(vals['b'])})", node.span,
+                      "the interval back end computes in floating point (64-bit): widen the range")
             return None
     for k in ("sd", "scale", "rate"):
         if k in vals and k in args and not check_positive(ctx, vals[k], args[k], f"the {k} of {node.name}()"):
@@ -475,6 +541,8 @@ def _disclosed(ctx: Context, node: ast.Node, var: Variable | None):
         return None
     lo, hi = (ctx.number(x, "an end of the disclosed range") for x in node.body.items)
     if lo is None or hi is None:
+        return None
+    if not all(check_float(ctx, v, x, "an end of the disclosed range") for v, x in zip((lo, hi), node.body.items)):
         return None
     c = compare(lo, hi)
     if c is not None and c >= 0:
@@ -547,6 +615,56 @@ def build_progressive(ctx: Context, call: ast.Call, name: str | None) -> Progres
     return ProgressiveMechanism(name, var, rounds, call.span)
 
 
+# ---- interval-censored data as they come ---------------------------------------------------------
+#: endpoint conventions of censored(Y, ends = ...), as written
+CENSORED_ENDS = {"right_closed": "(l, r]", "closed": "[l, r]", "left_closed": "[l, r)", "open": "(l, r)"}
+
+
+def build_censored(ctx: Context, call: ast.Call, name: str | None) -> CensoredMechanism | None:
+    """``censored(Y, ends = E, lower = L, upper = R)``: interval-censored data read as they are."""
+    usage = "censored(VARIABLE, ends = right_closed | closed | left_closed | open, lower = COLUMN, upper = COLUMN)"
+    args = ctx.bind(call, ["variable"], ["variable"], ["ends", "lower", "upper"], usage)
+    if args is None:
+        return None
+    var = ctx.variable(args["variable"], "a continuous variable")
+    if var is not None and var.is_categorical:
+        ctx.error("E401", f"censored() reads interval-censored values of a continuous variable, but {var.name} "
+                          "is categorical", args["variable"].span,
+                  f"declare it continuous: variable {var.name}: continuous [a, b]")
+        return None
+    ends = None
+    if "ends" in args:
+        node = args["ends"]
+        shown = node.name if isinstance(node, ast.Ref) else node.text if isinstance(node, ast.Str) else None
+        if shown not in CENSORED_ENDS:
+            ctx.error("E206", f"unknown interval ends {repr(shown) if shown else describe(node)}", node.span,
+                      (did_you_mean(shown, CENSORED_ENDS) if shown else "") or
+                      "ends: " + ", ".join(f"{k} {v}" for k, v in CENSORED_ENDS.items()))
+            return None
+        ends = shown
+    columns: dict[str, str] = {}
+    for key in ("lower", "upper"):
+        if key in args:
+            node = args[key]
+            if isinstance(node, (ast.Ref, ast.Str)):
+                columns[key] = node.name if isinstance(node, ast.Ref) else node.text
+            else:
+                ctx.error("E205", f"{key} = names a data column, found {describe(node)}", node.span,
+                          f'{key} = L or {key} = "lower bound"')
+                return None
+    if len(columns) == 1:
+        ctx.error("E205", "lower = and upper = go together (the two-column layout)", call.span,
+                  "give both columns, or neither: then the column named after the variable holds "
+                  "written intervals such as (2, 5] or [3, inf)")
+        return None
+    if columns and columns["lower"] == columns["upper"]:
+        ctx.error("E205", f"lower and upper name the same column '{columns['lower']}'", args["upper"].span)
+        return None
+    if var is None:
+        return None
+    return CensoredMechanism(name, var, ends, columns.get("lower"), columns.get("upper"), call.span)
+
+
 BUILDERS: dict[str, Callable[[Context, ast.Call, str | None], Mechanism | None]] = {
     "subset": build_subset,
     "grr": build_grr,
@@ -555,4 +673,5 @@ BUILDERS: dict[str, Callable[[Context, ast.Call, str | None], Mechanism | None]]
     "interval": build_interval,
     "selective": build_selective,
     "progressive": build_progressive,
+    "censored": build_censored,
 }

@@ -310,8 +310,39 @@ class ProgressiveMechanism(_OneVariable):
     is_finite = False
 
 
+@dataclass(frozen=True)
+class CensoredMechanism(_OneVariable):
+    """``censored(Y, ends = ..., lower = L, upper = R)``: interval-censored data as they come.
+
+    Not a privacy mechanism: the data were censored elsewhere (inspection times, a
+    detection limit, a survey's brackets) and privspec only reads them, so there are no
+    anchors, nothing to privatize, simulate or cover.  Each observation is a set
+    known to hold ``Y``: an interval with stated ends, an exact value, a right- or
+    left-censored ray.  ``ends`` is the endpoint convention of finite ends:
+    ``right_closed`` ``(l, r]``, ``closed`` ``[l, r]``, ``left_closed`` ``[l, r)`` or ``open``
+    ``(l, r)``; None lets each written row say it with its brackets (the two-column
+    layout then reads ``(l, r]``).  ``lower``/``upper`` name the columns of the
+    two-column layout; without them the column named after ``Y`` holds written intervals.
+    """
+
+    name: str | None
+    variable: Variable
+    ends: str | None = None
+    lower: str | None = None
+    upper: str | None = None
+    span: Span | None = field(default=None, compare=False)
+    # queries treat it as interval data (cdf, mean, moment by npmle or mle; regression)
+    family = "interval"
+    is_finite = False
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The data columns the observations are read from."""
+        return (self.lower, self.upper) if self.lower is not None else (self.variable.name,)
+
+
 Mechanism = Union[SubsetMechanism, RandomizedResponse, ProductMechanism, IntervalMechanism,
-                  SelectiveMechanism, ProgressiveMechanism]
+                  SelectiveMechanism, ProgressiveMechanism, CensoredMechanism]
 
 
 # ---- releases, queries, comparisons ---------------------------------------------------

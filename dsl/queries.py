@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sympy
 
-from . import ast
+from . import arith, ast
 from .mechanisms import build_mechanism
 from .model import (Compare, Estimand, IntervalMechanism, Mechanism, Method, ProductMechanism,
                     Query, RandomizedResponse, SubsetMechanism, Variable)
-from .scope import Context, describe, did_you_mean
+from .scope import Context, compare, describe, did_you_mean, fmt
 from .source import Span
 
 #: estimand kind -> estimators that can make it
@@ -207,7 +207,8 @@ def _method_option(ctx: Context, method: str, kw: ast.KwArg, seen: list[str]) ->
         v = ctx.number(kw.value, f"the option {key}")
         if v is None:
             return None
-        if not (v.is_number and 0 <= v <= 1):
+        lo, hi = compare(v, sympy.Integer(0)), compare(v, sympy.Integer(1))
+        if not v.is_number or lo is None or hi is None or lo < 0 or hi > 0:
             ctx.error("E309", f"{key} must be between 0 and 1, found {v}", kw.value.span)
             return None
         return (key, v)
@@ -605,8 +606,8 @@ def _rr_bounds(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | N
         n = ctx.number(kw.value, "the number of respondents n")
         if n is None:
             return None
-        if n.is_number and not n > 0:
-            ctx.error("E309", f"n must be positive, found {n}", kw.value.span)
+        if n.is_number and ((compare(n, sympy.Integer(0)) or 0) <= 0 or arith.infinite(n)):
+            ctx.error("E309", f"n must be a positive, finite number, found {fmt(n)}", kw.value.span)
             return None
         options.append(("n", n))
     est = Estimand("joint", tuple(f.variable for f in factors), span=call.positional[0].span)

@@ -20,7 +20,7 @@ def check_report(fmt: str, source: Source, title: str | None, diagnostics: Seque
                            "errors": errors, "warnings": warnings,
                            "diagnostics": [d.to_dict(source) for d in diagnostics],
                            "summary": summary}, indent=2)
-    counts = ", ".join(f"{v} {k if v != 1 else k[:-1]}" for k, v in (summary or {}).items() if v)
+    counts = ", ".join(f"{v} {k if v != 1 else _singular(k)}" for k, v in (summary or {}).items() if v)
     status = "ok" if errors == 0 else f"{errors} error{'s' if errors != 1 else ''}"
     if warnings:
         status += f", {warnings} warning{'s' if warnings != 1 else ''}"
@@ -40,6 +40,11 @@ def check_report(fmt: str, source: Source, title: str | None, diagnostics: Seque
         out += [" & ".join(_tex(c) for c in r) + " \\\\" for r in rows]
         out += ["\\hline", "\\end{tabular}"]
     return "\n".join(out)
+
+
+def _singular(plural: str) -> str:
+    """``queries`` -> ``query``, ``variables`` -> ``variable``."""
+    return plural[:-3] + "y" if plural.endswith("ies") else plural[:-1]
 
 
 def _where(d: Diagnostic, source: Source) -> str:

@@ -6,13 +6,13 @@ import re
 
 import sympy
 
-from . import ast
+from . import arith, ast, costs
 from .errors import Diagnostic
-from .mechanisms import build_law, build_mechanism, check_positive, check_probability, sums_to_one
+from .mechanisms import build_law, build_mechanism, check_float, check_positive, check_probability, sums_to_one
 from .model import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter, Population, Release, Variable
 from .parser import CONSTANTS, DECLARATION_KEYWORDS
 from .queries import build_compare, build_query
-from .scope import Context, compare, describe, did_you_mean, factors, fmt
+from .scope import Context, compare, describe, did_you_mean, factors, fmt, sign
 from .source import Source, Span
 
 NOISES = ("geometric",)
@@ -42,6 +42,7 @@ def resolve(decls: list[ast.Declaration], source: Source,
     r = _Resolver(ctx)
     for d in decls:
         r.declaration(d)
+    r.price_queries()
     graph = ModelGraph(r.title, r.variables, ctx.parameters, tuple(r.populations), r.mechanisms,
                        r.releases, r.queries, r.compares, source)
     return graph, ctx.diagnostics
@@ -62,6 +63,20 @@ class _Resolver:
 
     def declaration(self, d: ast.Declaration) -> None:
         getattr(self, "_" + type(d).__name__)(d)
+
+    def price_queries(self) -> None:
+        """E702 for queries and comparisons that would cost more than :mod:`privspec.costs`
+        allows; priced once every population is known (it may be declared below its query)."""
+        for query in self.queries.values():
+            refusal = costs.query_refusal(query, self.populations)
+            if refusal is not None:
+                self.ctx.error(refusal.code, f"query {query.name}: {refusal.message}", query.span, refusal.hint)
+        for comp in self.compares.values():
+            found = costs.compare_refusal(comp, self.populations)
+            if found is not None:
+                name, refusal = found
+                self.ctx.error(refusal.code, f"candidate {name} of {comp.name}: {refusal.message}", comp.span,
+                               refusal.hint)
 
     def _check_name(self, ref: ast.Ref) -> bool:
         if ref.name in CONSTANTS or ref.name in DECLARATION_KEYWORDS:
@@ -87,13 +102,15 @@ class _Resolver:
     # -- variables -------------------------------------------------------------------
     def _CategoricalDecl(self, d: ast.CategoricalDecl) -> None:
         labels = []
+        seen: set[str] = set()  # a set: a list scan made 125,000 labels take minutes
         for node in d.labels:
             lab = self.ctx.label(node)
             if lab is None:
                 continue
-            if lab in labels:
+            if lab in seen:
                 self.ctx.error("E311", f"category '{lab}' is listed twice", node.span)
                 continue
+            seen.add(lab)
             labels.append(lab)
         if len(labels) < 2:
             self.ctx.error("E309", f"a categorical variable needs at least 2 categories; {d.name.name} has "
@@ -104,6 +121,10 @@ class _Resolver:
         lo, hi = -sympy.oo, sympy.oo
         if d.bounds is not None:
             a, b = (self.ctx.number(x, "a bound") for x in d.bounds)
+            # a finite bound is a floating-point number for the interval back end; inf is allowed
+            for v, x in ((a, d.bounds[0]), (b, d.bounds[1])):
+                if v is not None and not (arith.infinite(v) and v.is_number) and not check_float(self.ctx, v, x, "a bound"):
+                    a = b = None
             if a is not None and b is not None:
                 c = compare(a, b)
                 if c is not None and c >= 0:
@@ -126,6 +147,8 @@ class _Resolver:
         var = self.ctx.combine(parts, d.name.name, d.span)  # type: ignore[arg-type]
         if var is not None:
             self._add_variable(d.name, var)
+        else:  # refused (too many categories, a part twice): later uses are not unknown names
+            self.ctx.poisoned.add(d.name.name)
 
     def _add_variable(self, ref: ast.Ref, var: Variable) -> None:
         if self._declare(ref, "variable", var):
@@ -140,10 +163,11 @@ class _Resolver:
                 constraints.append((op, v))
         assumptions = {}
         for op, v in constraints:
-            if op in (">", ">=") and v.is_number and v >= 0:
-                assumptions["positive" if (op == ">" or v > 0) else "nonnegative"] = True
-            if op in ("<", "<=") and v.is_number and v <= 0:
-                assumptions["negative" if (op == "<" or v < 0) else "nonpositive"] = True
+            s = sign(v) if v.is_number else None  # never a raw comparison: log(8) - 3*log(2) >= 0 is undecidable
+            if op in (">", ">=") and s is not None and s >= 0:
+                assumptions["positive" if (op == ">" or s > 0) else "nonnegative"] = True
+            if op in ("<", "<=") and s is not None and s <= 0:
+                assumptions["negative" if (op == "<" or s < 0) else "nonpositive"] = True
         assumptions.setdefault("real", True)
         # empty when some lower bound lies above some upper bound (`> 2 < 1`, `> 0 <= 0`);
         # `>= 0 <= 0` still leaves 0
@@ -322,6 +346,9 @@ class _Resolver:
             s = compare(v, sympy.Integer(0))
             if s is not None and s < 0:
                 ctx.error("E303", f"count {fmt(v)} is negative", n.span, "counts are >= 0")
+                ok = False
+            elif arith.infinite(v):
+                ctx.error("E303", "a count must be finite, found inf", n.span, "counts are numbers of respondents")
                 ok = False
         if not ok:
             return None

@@ -82,9 +82,16 @@ def number(x: Any) -> Any:
             return "-inf"
         if x.free_symbols or not x.is_number:
             return None
-        if x.is_Integer:
+        if x.is_Integer and x.p.bit_length() <= _JSON_INT_BITS:
             return int(x)
-        return float(sympy.N(x, 17))
+        try:
+            if x.is_Rational:  # int / int is correctly rounded in Python (sympy.N then float() rounds twice)
+                return x.p / x.q
+            return float(sympy.N(x, 30))  # 30 digits, then one rounding to double: off only at 1e-13 odds
+        except (TypeError, ValueError):  # no real value (an integral of an unknown F): symbolic
+            return None
+        except OverflowError:
+            return "inf" if x.is_positive else "-inf"
     if hasattr(x, "item"):  # numpy scalar
         x = x.item()
     if isinstance(x, float) and math.isinf(x):
@@ -92,6 +99,43 @@ def number(x: Any) -> Any:
     if isinstance(x, float) and math.isnan(x):
         return None
     return x
+
+
+#: integers longer than this (in bits, about 3,900 digits) go to JSON as floats: Python
+#: refuses to print integers of more than 4,300 digits
+_JSON_INT_BITS = 13_000
+
+
+def exact_text(form: Any, printer: Any = str) -> str:
+    """``str(form)`` (or ``printer(form)``), or a 30-digit approximation when the exact form
+    holds an integer too long for Python to print (more than 4,300 digits).
+
+    Examples
+    --------
+    >>> exact_text(sympy.Rational(1, 3))
+    '1/3'
+    >>> exact_text(sympy.Integer(10) ** 5000)
+    '1.00000000000000000000000000000e+5000 (exact form: an integer of 5001 digits)'
+    """
+    try:
+        return printer(form)
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        digits = max((abs(int(a)).bit_length() for a in _integers(form)), default=0) * 30103 // 100000 + 1
+        try:
+            approx = str(sympy.N(form, 30))
+        except (TypeError, ValueError, OverflowError):
+            approx = "a number"
+        return f"{approx} (exact form: an integer of {digits} digits)"
+
+
+def _integers(form: Any) -> list:
+    if isinstance(form, sympy.MatrixBase):
+        return [a for x in form for a in _integers(x)]
+    if isinstance(form, sympy.Rational):
+        return [form.p, form.q]
+    if isinstance(form, sympy.Basic):
+        return [a for arg in form.args for a in _integers(arg)]
+    return []
 
 
 def _rows(data: Any) -> list[list[Any]]:
@@ -176,11 +220,11 @@ class Result:
         out: dict[str, Any] = {"kind": self.kind, "value": None if symbolic else to_json(self.value)}
         form = _sympy_form(self.value)
         if form is not None and not (isinstance(form, sympy.Basic) and form.is_Float):
-            out["expr"] = str(form)
-            out["latex"] = sympy.latex(form)
+            out["expr"] = exact_text(form)
+            out["latex"] = exact_text(form, sympy.latex)
         for k, v in self.extras.items():
             if isinstance(v, sympy.Basic) and v.free_symbols:
-                out[k] = str(v)  # a symbolic extra (a trace in eps, ...) is more use as an expression
+                out[k] = exact_text(v)  # a symbolic extra (a trace in eps, ...) is more use as an expression
             else:
                 out[k] = to_json(v) if not isinstance(v, str) else v
         return out

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import sympy
+from sympy.core.evalf import PrecisionExhausted
 
-from . import ast
+from . import arith, ast, costs
 from .errors import ERROR, WARNING, Diagnostic
 from .model import Parameter, Variable
 from .parser import MATH_FUNCTIONS
@@ -37,7 +38,20 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
 
 
 def fmt(x: sympy.Expr) -> str:
-    """A number as a person would write it: ``5/6``, ``0.99``, ``log(3) ~ 1.0986``."""
+    """A number as a person would write it: ``5/6``, ``0.99``, ``log(3) ~ 1.0986``.
+
+    Long exact forms (a 3000-digit integer) are shown to 6 digits instead.
+
+    Examples
+    --------
+    >>> fmt(sympy.Rational(5, 6)), fmt(sympy.Integer(10) ** 100), fmt(sympy.log(3))
+    ('5/6', '~ 1.00000E+100', 'log(3) ~ 1.09861')
+    """
+    if x.is_number and arith.size_bits(x) > _FMT_BITS:
+        try:
+            return f"~ {sympy.N(x, 6)}"
+        except (OverflowError, ValueError, TypeError, PrecisionExhausted):
+            return "a number too long to print"
     if isinstance(x, sympy.Integer):
         return str(x)
     if x is sympy.oo or x is -sympy.oo:  # sympy prints oo; the language writes inf
@@ -53,8 +67,15 @@ def fmt(x: sympy.Expr) -> str:
             return f"{float(x):.{max(digits, 1)}f}".rstrip("0").rstrip(".") if digits else str(x)
         return str(x)
     if x.is_number:
-        return f"{x} ~ {float(sympy.N(x, 20)):.6g}"
+        try:
+            return f"{x} ~ {float(sympy.N(x, 20)):.6g}"
+        except (OverflowError, ValueError, TypeError, PrecisionExhausted):
+            return f"{x} ~ {sympy.N(x, 6)}"
     return str(x)
+
+
+#: exact forms longer than this (in bits, about 60 digits) are printed approximately
+_FMT_BITS = 200
 
 
 def sign(x: sympy.Expr) -> int | None:
@@ -68,11 +89,13 @@ def sign(x: sympy.Expr) -> int | None:
     if x.is_number:
         try:
             v = sympy.N(x, 50)
-        except (OverflowError, ValueError):
+            if not v.is_real:  # the parser refuses complex numbers; be safe anyway
+                return None
+            if abs(v) < sympy.Float("1e-40", 50):
+                return 0
+            return 1 if v > 0 else -1
+        except (OverflowError, ValueError, TypeError, PrecisionExhausted, RecursionError):
             return None
-        if abs(v) < sympy.Float("1e-40", 50):
-            return 0
-        return 1 if v > 0 else -1
     if x.is_positive:
         return 1
     if x.is_negative:
@@ -86,11 +109,13 @@ def compare(x: sympy.Expr, y: sympy.Expr) -> int | None:
     """Sign of x - y (infinities handled), None when undecidable."""
     if x == y:
         return 0
-    if x.is_infinite or y.is_infinite:
+    if arith.infinite(x) or arith.infinite(y):
         if x is sympy.oo or y is -sympy.oo:
             return 1
         if x is -sympy.oo or y is sympy.oo:
             return -1
+    if x.is_number and y.is_number:
+        return sign(x - y)  # evaluated: expanding (1/3 + pi)^99 first would take minutes
     return sign(sympy.expand(x - y))
 
 
@@ -156,44 +181,74 @@ class Context:
 
     # -- values -------------------------------------------------------------------------
     def number(self, node: ast.Node, what: str = "a number") -> sympy.Expr | None:
-        """Evaluate exact arithmetic; parameter names become their sympy symbols."""
+        """Evaluate exact arithmetic; parameter names become their sympy symbols.
+
+        Arithmetic on parameters is priced like the parser's on numbers
+        (:mod:`privspec.arith`), and once more at the values of the parameters that have
+        one: the back ends substitute them, so ``a^1000000`` with ``parameter a = 2``
+        must be refused here, not hang there.
+        """
+        got = self._number(node, what)
+        return None if got is None else got[0]
+
+    def _number(self, node: ast.Node, what: str) -> tuple[sympy.Expr, sympy.Expr | None] | None:
+        """``(expression, value)``: the value has the parameters' values substituted (None
+        while some parameter in it has no value)."""
         if isinstance(node, ast.Num):
-            return node.value
+            return node.value, node.value
         if isinstance(node, ast.Ref):
             found = self.scope.get(node.name)
             if found is not None and found.kind == "parameter":
-                return found.value.symbol
+                param = found.value
+                return param.symbol, param.value
             if found is None and node.name not in self.poisoned and node.name not in self.all_declared:
                 self.error("E201", f"unknown name '{node.name}' where {what} is expected", node.span,
                            did_you_mean(node.name, self.names_of(["parameter"]))
                            or f"numbers are exact (1/3, 0.25, log(3)); a symbol needs "
                               f"'parameter {node.name}' first")
                 return None
-            return self.lookup(node, ["parameter"]) and None
+            self.lookup(node, ["parameter"])
+            return None
         if isinstance(node, ast.Neg):
-            x = self.number(node.operand, what)
-            return None if x is None else -x
+            x = self._number(node.operand, what)
+            return None if x is None else (-x[0], None if x[1] is None else -x[1])
         if isinstance(node, ast.BinOp):
-            a, b = self.number(node.left, what), self.number(node.right, what)
+            a, b = self._number(node.left, what), self._number(node.right, what)
             if a is None or b is None:
                 return None
-            if node.op == "/" and b == 0:
-                self.error("E104", "division by zero", node.span)
-                return None
-            if node.op == "+":
-                return a + b
-            if node.op == "-":
-                return a - b
-            if node.op == "*":
-                return a * b
-            if node.op == "/":
-                return a / b
-            return sympy.Pow(a, b)
+            return self._fold(node, arith.binary, node.op, (a[0], b[0]), (a[1], b[1]))
         if isinstance(node, ast.Call) and node.name in MATH_FUNCTIONS and len(node.args) == 1:
-            x = self.number(node.args[0], what)
-            return None if x is None else MATH_FUNCTIONS[node.name](x)
+            x = self._number(node.args[0], what)
+            if x is None:
+                return None
+            return self._fold(node, arith.call, node.name, (x[0],), (x[1],))
         self.error("E205", f"expected {what}, found {describe(node)}", node.span)
         return None
+
+    def _fold(self, node: ast.Node, fn, op: str, exprs: tuple, values: tuple
+              ) -> tuple[sympy.Expr, sympy.Expr | None] | None:
+        try:
+            expr = fn(op, *exprs)
+        except arith.Refused as e:
+            self.error("E104", e.message, node.span, e.hint)
+            return None
+        if any(v is None for v in values):
+            return expr, None
+        if expr.is_number:
+            return expr, expr
+        try:
+            return expr, fn(op, *values)
+        except arith.Refused as e:
+            self.error("E104", f"{e.message} at the values given to the parameters", node.span, e.hint)
+            return None
+
+    def evaluated(self, expr: sympy.Expr) -> sympy.Expr:
+        """``expr`` at the values of its parameters that have one (what the back ends compute
+        with); unchanged when it has no symbols.  Safe: :meth:`number` priced that value."""
+        if not getattr(expr, "free_symbols", None):
+            return expr
+        values = {p.symbol: p.value for p in self.parameters.values() if p.value is not None}
+        return expr.subs(values) if values else expr
 
     def integer(self, node: ast.Node, what: str, minimum: int | None = None) -> int | None:
         x = self.number(node, what)
@@ -251,10 +306,15 @@ class Context:
         if dup:
             self.error("E205", f"variable {sorted(dup)[0]} appears twice in this combination", span)
             return None
-        labels = tuple(".".join(t) for t in itertools.product(*(p.labels for p in parts)))
         key = tuple(names)
         if name is None and key in self._combined:
             return self._combined[key]
+        # priced before its labels are built: 40 binary parts would make 2^40 of them
+        refusal = costs.combined_refusal(parts, name or " * ".join(p.name for p in parts))
+        if refusal is not None:
+            self.error(refusal.code, refusal.message, span, refusal.hint)
+            return None
+        labels = tuple(".".join(t) for t in itertools.product(*(p.labels for p in parts)))
         var = Variable(name or "*".join(p.name for p in parts), "categorical", labels,
                        parts=tuple(names), span=span)
         if name is None:

@@ -32,6 +32,10 @@ class Span(NamedTuple):
         return Span(min(self.start, other.start), max(self.end, other.end))
 
 
+#: longest line quoted in full by a diagnostic
+LINE_SHOWN = 1_000
+
+
 @dataclass(frozen=True)
 class Source:
     """A spec's text with its name (a path, or ``<string>``).
@@ -43,6 +47,8 @@ class Source:
     (2, 2)
     >>> s.line_text(2)
     'bcd'
+    >>> Source("a\\r\\nb\\rc").text  # every line end read as a newline
+    'a\\nb\\nc'
     """
 
     text: str
@@ -50,6 +56,10 @@ class Source:
     _line_starts: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # One reading of line ends, whether the text came from a file (read with universal
+        # newlines) or from a string: \r\n and a lone \r end a line like \n does.
+        if "\r" in self.text:
+            object.__setattr__(self, "text", self.text.replace("\r\n", "\n").replace("\r", "\n"))
         starts = [0]
         find = self.text.find
         i = find("\n")
@@ -71,10 +81,19 @@ class Source:
         return line + 1, offset - self._line_starts[line] + 1
 
     def line_text(self, line: int) -> str:
-        """The text of a 1-based line, without its newline."""
+        """The text of a 1-based line, without its newline.
+
+        A line longer than :data:`LINE_SHOWN` characters (a 50 MB label set) is cut there
+        with a note of how much was left out: diagnostics quote lines, and a quote must
+        stay readable.
+        """
         start = self._line_starts[line - 1]
         end = self.text.find("\n", start)
-        return self.text[start:] if end < 0 else self.text[start:end].rstrip("\r")
+        if end < 0:
+            end = len(self.text)
+        if end - start > LINE_SHOWN:
+            return self.text[start:start + LINE_SHOWN] + f" ... ({end - start - LINE_SHOWN:,} more characters)"
+        return self.text[start:end]
 
     def snippet(self, span: Span) -> str:
         """The exact text a span covers."""

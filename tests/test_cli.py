@@ -127,3 +127,91 @@ def test_version_and_module_entry_point() -> None:
     assert code == 0
     proc = subprocess.run([sys.executable, "-m", "privspec", "check", URN], capture_output=True, text=True)
     assert proc.returncode == 0 and "ok" in proc.stdout
+
+
+# ---- one query that cannot be answered stops nothing else (issue 14) ----------------------------------
+TWO = """
+variable color: categorical {black, red, green, blue}
+mechanism urn = subset(color, uniform)
+query ok = identifiable(urn)
+query w = estimate distribution(color) from urn by mom
+query w_mle = estimate distribution(color) from urn by mle
+query w2 = estimate distribution(color) from urn by mle
+"""
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> tuple[Path, Path]:
+    """A spec whose MLE queries are refused on rank grounds (D020: two distinct reports)."""
+    spec = tmp_path / "two.privspec"
+    spec.write_text(TWO)
+    data = tmp_path / "reports.csv"
+    data.write_text("color\n" + "black|red\ngreen|blue\n" * 5)
+    return spec, data
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "latex"])
+def test_a_failed_query_stops_nothing_else(two, fmt: str) -> None:
+    spec, data = two
+    code, out, err = run("run", str(spec), "--data", str(data), "--format", fmt)
+    assert code == 1
+    assert "ok" in out and "w" in out and "w_mle" not in out and "w2" not in out   # the answered ones only
+    assert "privspec run: query 'w_mle' (estimate) was not answered:" in err
+    assert f"{data}: error[D020]" in err                                           # the file, not <input>
+    assert "query 'w2' (estimate) was not answered: the same error as query 'w_mle' (D020)" in err
+    assert err.count("error[D020]") == 1
+
+
+def test_json_lists_failed_queries_with_their_error(two) -> None:
+    spec, data = two
+    code, out, err = run("run", str(spec), "--data", str(data), "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert list(doc["queries"]) == ["ok", "w", "w_mle", "w2"]                     # query order kept
+    assert doc["queries"]["ok"]["value"] is True and doc["queries"]["w"]["kind"] == "estimate"
+    failed = doc["queries"]["w_mle"]
+    assert failed["kind"] == "estimate" and failed["value"] is None
+    assert failed["error"]["code"] == "D020" and failed["error"]["file"] == str(data)
+    assert {"code", "message", "hint", "severity"} <= set(failed["error"])
+    assert "error" not in doc["queries"]["w"]
+
+
+def test_every_query_failing_prints_nothing_but_json(two, tmp_path: Path) -> None:
+    spec, data = two
+    code, out, err = run("run", str(spec), "--data", str(data), "--query", "w_mle")
+    assert code == 1 and out == ""
+    code, out, err = run("run", str(spec), "--data", str(tmp_path / "none.csv"), "--query", "w", "--format", "json")
+    assert code == 1 and json.loads(out)["queries"]["w"]["error"]["code"] == "D001"
+
+
+def test_unsupported_and_needs_data_are_json_entries_too(no_back_ends) -> None:
+    code, out, err = run("analyze", URN, "--query", "cov", "--format", "json")
+    assert code == 1 and json.loads(out)["queries"]["cov"]["error"]["code"] == "B000"
+    assert "query 'cov' is not supported yet" in err
+
+
+def test_analyze_answers_the_rest_beside_a_data_query() -> None:
+    code, out, err = run("analyze", URN, "--query", "w", "--query", "cov", "--format", "json")
+    assert code == 1 and "needs data" in err
+    q = json.loads(out)["queries"]
+    assert q["w"]["error"]["code"] == "B002" and q["cov"]["value"] is not None
+
+
+@pytest.mark.parametrize("verb", [["run", "--data", "x.csv"], ["simulate", "--n", "10"],
+                                  ["privatize", "--mechanism", "urn", "--input", "a.csv", "--output", "b.csv"]])
+def test_negative_seed_is_a_usage_error(verb: list[str]) -> None:
+    code, _, err = run(verb[0], URN, *verb[1:], "--seed", "-1")
+    assert code == 2 and ">= 0" in err and "internal error" not in err
+
+
+def test_interrupt_exit_status(monkeypatch) -> None:
+    import signal
+
+    from privspec.backends.data import Interrupted
+
+    def interrupted(*args, **kwargs):
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr("privspec.cli._dispatch", interrupted)
+    code, _, err = run("check", URN)
+    assert code == 143 and "SIGTERM" in err

@@ -19,7 +19,7 @@ import pytest
 import privspec
 from privspec.cli import main
 from privspec.errors import SpecError, SpecSyntaxError
-from privspec.source import Span
+from privspec.source import LINE_SHOWN, Span
 
 OPEN, CLOSE = "«", "»"
 
@@ -101,6 +101,31 @@ CASES = [
          msg=("too large",)),
     case("E104-not-real", "E104", RACE + "mechanism rr = grr(race, epsilon = «sqrt(-1)»)",
          msg=("not a real number",)),
+    # issue 14: arithmetic that is complex, huge or undecidable is refused where it is written
+    case("E104-negative-to-irrational-power", "E104", RACE + "mechanism rr = grr(race, epsilon = «(-1)^pi»)",
+         msg=("not a real number",), hint=("write the sign outside",)),
+    case("E104-parameter-not-real", "E104", "parameter a = «(-1)^pi»", msg=("not a real number",)),
+    case("E104-probability-not-real", "E104", COLOR + "mechanism m = subset(color, sizes {2: «(-1)^pi»})",
+         msg=("not a real number",)),
+    case("E104-huge-power", "E104", "parameter a = «pi^(1e2999)»", msg=("too large to compute exactly",)),
+    case("E104-power-with-rational-exponent", "E104", "parameter a = «100^(1e9/3)»",
+         msg=("too large to compute exactly",), hint=("limited to about 10^",)),
+    case("E104-huge-probability", "E104",
+         "variable x: categorical {a, b, c}\npopulation x ~ categorical(«(1e2999*7^(1/3))^10», 1/2, 1/2)",
+         msg=("too large to compute exactly",)),
+    case("E104-complex-inside-sqrt", "E104", RACE + "mechanism rr = grr(race, epsilon = sqrt(«(-(1e2999))^(log(1e-9))»))",
+         msg=("not a real number",)),
+    case("E104-zero-but-not-recognizably", "E104", RACE + "mechanism rr = grr(race, epsilon = «log(8) - 3*log(2)»)",
+         msg=("zero to 30 digits",), hint=("write 0",)),
+    case("E104-power-indistinguishable-from-one", "E104", "parameter a = sqrt(exp(«339565^(1e-300)»))",
+         msg=("1 to 30 digits but not exactly 1",), hint=("write 1",)),
+    case("E104-log-of-zero", "E104", "parameter a = «log(0)»", msg=("log(0) is -inf",)),
+    case("E104-parameter-power-at-its-value", "E104", "parameter a = 2\nparameter b > 0\n"
+         "variable x: categorical {u, v}\nmechanism m = grr(x, epsilon = «a^1000000»)",
+         msg=("too large",)),
+    case("E105-declaration-too-long", "E105",
+         "variable x: categorical {a, b}\n«mechanism» m = grr(x, epsilon = " + "1 + " * 600_000 + "1)",
+         msg=("characters long", "limited to 2,000,000"), hint=("split it",)),
 
     # ---- names (E2xx) --------------------------------------------------------------------
     case("E201-variable", "E201", COLOR + "mechanism m = subset(«colr», uniform)",
@@ -162,6 +187,16 @@ CASES = [
          msg=("'unifrm'",), hint=("did you mean 'uniform'?",)),
     case("E206-interval-scheme", "E206", "variable s: continuous\nmechanism c = interval(s, «cas1(uniform(0, 1))»)",
          msg=("'cas1'",), hint=("did you mean 'case1'?",)),
+    case("E206-censored-ends", "E206", "variable t: continuous\nmechanism o = censored(t, ends = «cloesd»)",
+         msg=("'cloesd'",), hint=("did you mean 'closed'?",)),
+    case("E205-censored-lower-alone", "E205", "variable t: continuous\nmechanism o = «censored(t, lower = L)»",
+         msg=("lower = and upper = go together",), hint=("give both columns",)),
+    case("E205-censored-same-column", "E205",
+         "variable t: continuous\nmechanism o = censored(t, lower = L, upper = «L»)", msg=("same column 'L'",)),
+    case("E205-censored-column-number", "E205",
+         "variable t: continuous\nmechanism o = censored(t, lower = «1», upper = R)", msg=("names a data column",)),
+    case("E205-censored-option", "E205", "variable t: continuous\nmechanism o = censored(t, «anchor» = 1)",
+         msg=("no option 'anchor'",)),
     case("E206-query", "E206", URN + "query c = «coverge»(urn)",
          msg=("unknown query 'coverge'",), hint=("did you mean 'coverage'?",)),
     case("E206-estimand", "E206", URN + "query w = estimate «distrbution(color)» from urn by mom",
@@ -245,6 +280,8 @@ CASES = [
          msg=("s is continuous",)),
     case("E401-interval-on-categorical", "E401", COLOR + "mechanism m = interval(«color», case1(uniform(0, 1)))",
          msg=("color is categorical",), hint=("subset(color, uniform)",)),
+    case("E401-censored-on-categorical", "E401", COLOR + "mechanism m = censored(«color»)",
+         msg=("color is categorical",), hint=("continuous",)),
     case("E401-combine-continuous", "E401", GI + "variable s: continuous\n«variable gs = gender * s»",
          msg=("s is continuous",)),
     case("E401-selective-on-subset", "E401", URN + "mechanism s = selective(«urn», tau = 3/10, rho = 1/2)",
@@ -394,6 +431,50 @@ CASES = [
          msg=("all 4 categories", "not identifiable")),
     case("W101-singular-matrix", "W101", GI + "mechanism w = rr(gender, «matrix [[1/2, 1/2], [1/2, 1/2]]»)",
          msg=("singular", "not identifiable")),
+    # ---- sizes a machine cannot hold (E7xx, issue 14: privspec.costs) --------------------------
+    case("E701-combined-variable-too-large", "E701",
+         "".join(f"variable v{i}: categorical {{a, b}}\n" for i in range(40))
+         + "«variable big = " + "*".join(f"v{i}" for i in range(40)) + "»",
+         msg=("1,099,511,627,776 categories", "the limit is 1,000,000"), hint=("product mechanism",)),
+    case("E701-too-many-labels", "E701",
+         "variable «x»: categorical {" + ", ".join(f"c{i}" for i in range(1_000_001)) + "}",
+         msg=("more than 1,000,000 categories",), hint=("group categories",)),
+    case("E701-grr-channel", "E701",
+         "variable x: categorical {" + ", ".join(f"c{i}" for i in range(10_000)) + "}\n"
+         "mechanism m = «grr(x, epsilon = 1)»", msg=("100,000,000 cells", "the limit is 100,000"),
+         hint=("at most 316 for grr",)),
+    case("E701-subset-sizes-channel", "E701",
+         "variable x: categorical {" + ", ".join(f"c{i}" for i in range(10_000)) + "}\n"
+         "mechanism m = «subset(x, sizes {2: 1})»", msg=("49,995,000 reports",), hint=("smaller subset sizes",)),
+    case("E701-canonical-ranges", "E701",
+         "variable y: continuous [0, 1]\nmechanism m = «interval(y, canonical(100000, uniform(0, 1)))»",
+         msg=("100,000 ranges", "the limit is 1,000")),
+    case("E701-ring-ranges", "E701",
+         "variable y: continuous [0, 1]\nmechanism m = «interval(y, ring(100000, uniform(0, 1)))»",
+         msg=("100,000 ranges",)),
+    case("E701-canonical-astronomical", "E701",
+         "variable y: continuous [0, 1]\nmechanism m = «interval(y, canonical(1e1000, uniform(0, 1)))»",
+         msg=("~1.0e+1000 ranges",)),
+    case("E701-progressive-rounds", "E701",
+         "variable y: continuous [0, 1]\nmechanism m = «progressive(y, rounds = 100000)»",
+         msg=("100,000 rounds", "the limit is 100")),
+    case("E702-castell-40-attributes", "E702",
+         "".join(f"variable v{i}: categorical {{a, b}}\n" for i in range(40))
+         + "mechanism m = product(" + ", ".join(f"grr(v{i}, epsilon = 1)" for i in range(40)) + ")\n"
+         + "«query j = estimate joint(" + ", ".join(f"v{i}" for i in range(40)) + ") from m by castell»",
+         msg=("1,099,511,627,776",), hint=("fewer attributes",)),
+    case("E702-uniform-leakage", "E702",
+         "variable x: categorical {" + ", ".join(f"c{i}" for i in range(10_000)) + "}\n"
+         "mechanism m = subset(x, uniform)\n«query l = leakage(m)»",
+         msg=("mutual_information and prediction", "closed forms"), hint=("leakage(m, size)",)),
+    case("E702-uniform-avar", "E702",
+         "variable x: categorical {" + ", ".join(f"c{i}" for i in range(10_000)) + "}\n"
+         "mechanism m = subset(x, uniform)\n«query v = avar(distribution(x) from m by mom)»",
+         msg=("100,000,000 numbers", "the limit is 1,000,000"), hint=("at most 1,000 categories",)),
+    case("E702-exact-arithmetic", "E702",
+         "variable x: categorical {" + ", ".join(f"c{i}" for i in range(30)) + "}\n"
+         "mechanism m = grr(x, epsilon = 1)\n«query i = identifiable(m)»",
+         msg=("computed exactly", "limited to 6 categories"), hint=("epsilon = log(3)",)),
 ]
 
 
@@ -430,7 +511,10 @@ def test_diagnostic(code: str, text: str, msg: tuple[str, ...], hint: tuple[str,
     line, col = line_col(clean, span.start)
     rendered = d.render(spec.source).splitlines()
     assert rendered[0] == f"<string>:{line}:{col}: {d.severity}[{code}]: {d.message}"
-    assert rendered[1].split(" | ", 1)[1] == clean.splitlines()[line - 1]
+    source_line = clean.splitlines()[line - 1]
+    if len(source_line) > LINE_SHOWN:  # a 2 MB line is quoted to its first LINE_SHOWN characters
+        source_line = source_line[:LINE_SHOWN] + f" ... ({len(source_line) - LINE_SHOWN:,} more characters)"
+    assert rendered[1].split(" | ", 1)[1] == source_line
     end_line, end_col = line_col(clean, span.end)
     width = (end_col - col) if end_line == line else len(clean.splitlines()[line - 1]) - col + 1
     assert rendered[2].split(" | ", 1)[1] == " " * (col - 1) + "^" * max(1, width)
@@ -724,3 +808,20 @@ def test_b140_conditional_standard_error_refused(tmp_path: Path, method: str, wo
     code = main(["run", str(spec), "--data", f"{mech}={data}"], stdout=out, stderr=err)
     assert code == 1 and "error[B140]" in err.getvalue() and words in err.getvalue()
     assert "se = population" in err.getvalue()
+
+
+def test_data_codes_and_the_row_convention_are_documented() -> None:
+    """Every code emitted anywhere (checker, data layer, back ends, runner) is in
+    docs/errors.md, which states the one row numbering (issue 14)."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    doc = (root / "docs" / "errors.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"\b([EWDB]\d{3})\b", doc))
+    for lo, hi in re.findall(r"\b([EWDB]\d{3})-[EWDB]?(\d{3})\b", doc):
+        listed |= {f"{lo[0]}{k:03d}" for k in range(int(lo[1:]), int(hi) + 1)}
+    emitted = set()
+    for path in [*(root / "dsl").glob("*.py"), *(root / "backends").glob("*.py")]:
+        emitted |= set(re.findall(r'"([EWDB]\d{3})"', path.read_text(encoding="utf-8")))
+    assert emitted and not emitted - listed, sorted(emitted - listed)
+    assert "row N is the N-th data row" in doc and "header is not a row" in doc

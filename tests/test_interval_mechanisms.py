@@ -168,3 +168,68 @@ def test_interval_privacy_holds_for_case1_reports():
     # post-processing (Theorem 6): a report's rounded anchor W adds nothing
     w = np.round(u[sel], 1)
     assert stats.kstest(y[sel][w == 0.5], trunc.cdf).pvalue > 0.01
+
+
+# ---- numbers are read correctly rounded (issue 14) -----------------------------------------------------
+def seventeen_digits(n: int, seed: int) -> tuple[list[str], np.ndarray]:
+    """Random 17-significant-digit decimals over 1e-20..1e20, and float() of each (correctly rounded)."""
+    rng = np.random.default_rng(seed)
+    m, e = rng.integers(10**16, 10**17, n), rng.integers(-20, 21, n)
+    text = [f"{a // 10**16}.{a % 10**16:016d}e{k}" for a, k in zip(m.tolist(), e.tolist())]
+    return text, np.array([float(t) for t in text])
+
+
+@pytest.fixture
+def misrounding_to_numeric(monkeypatch):
+    """pandas 2's ``pd.to_numeric`` (its fast xstrtod) put 36-39% of random 17-digit decimals on
+    a neighbouring double (pandas 3.1, in this venv, rounds correctly): this stand-in misrounds
+    every value, so a parser relying on it fails here whatever pandas is installed."""
+    import pandas as pd
+
+    real = pd.to_numeric
+    monkeypatch.setattr(pd, "to_numeric", lambda *a, **k: np.nextafter(real(*a, **k), np.inf))
+
+
+def test_parse_ranges_rounds_numbers_correctly(misrounding_to_numeric):
+    from privspec.backends.interval_mechanisms import parse_bounds, parse_censored
+
+    text, truth = seventeen_digits(3000, 14)
+    left, right = parse_ranges(text)                                   # disclosed points
+    assert np.array_equal(left, truth) and np.array_equal(right, truth)
+    left, _ = parse_ranges([f"({t}, inf]" for t in text])              # interval ends
+    assert np.array_equal(left, truth)
+    _, right = parse_ranges([f"(-inf, {t}] | (1e30, inf]" for t in text])    # ring ranges
+    assert np.array_equal(right, truth)
+    assert np.array_equal(parse_censored([f"[{t}, inf)" for t in text]).left, truth)
+    assert np.array_equal(parse_bounds(text, ["NA"] * len(text)).left, truth)
+
+
+def test_spec_numbers_become_the_nearest_double():
+    """A spec's exact numbers: one correctly rounded division (sympy.N(x, 17) then float
+    rounded twice, off for 0.4% of 17-digit decimals such as 0.44675406503255774)."""
+    from privspec.backends.interval_mechanisms import _f
+
+    rng = np.random.default_rng(15)
+    p, q = rng.integers(1, 10**15, 2000).tolist(), rng.integers(1, 10**15, 2000).tolist()
+    assert all(_f(sympy.Rational(a, b)) == a / b for a, b in zip(p, q))
+    assert _f(sympy.Rational(44675406503255774, 10**17)) == float("0.44675406503255774")
+    assert _f(sympy.pi) == np.pi and _f(-sympy.oo) == -np.inf
+
+
+@pytest.mark.parametrize("lower, value", [("0.7", "0.69999999999999996"),
+                                          ("0.44675406503255774", "0.44675406503255774")])
+def test_a_value_at_the_disclosed_bound_is_accepted(tmp_path, misrounding_to_numeric, lower, value):
+    """0.69999999999999996 is the double 0.7: inside disclose [0.7, 10.4] (issue 14); a
+    17-digit bound of the spec and the same number in the data are the same double."""
+    import io
+
+    from privspec.cli import main
+
+    spec = tmp_path / "s.privspec"
+    spec.write_text(f"variable y: continuous [0, 20]\n"
+                    f"mechanism m = interval(y, case1(uniform(0, 20)), disclose [{lower}, 10.4])\n"
+                    "query F = estimate cdf(y) from m by npmle\n")
+    data = tmp_path / "d.csv"
+    data.write_text(f'y\n{value}\n"(-inf, 12]"\n"(15, inf]"\n10.4\n5\n')
+    err = io.StringIO()
+    assert main(["run", str(spec), "--data", str(data)], stdout=io.StringIO(), stderr=err) == 0, err.getvalue()

@@ -182,7 +182,9 @@ def test_data_errors_name_rows_and_columns(tmp_path) -> None:
     with pytest.raises(DataError) as e:
         run_query(tmp_path, frame, "w")
     d = e.value.diagnostics[0]
-    assert d.rows == (2,) and "'purple' is not a category" in d.message
+    # every distinct bad report with its rows, not only the first (issue 14)
+    assert d.rows == (2, 5) and "'red|purple' (row 2): 'purple' is not a category" in d.message
+    assert "'black|red|green|blue' (row 5): this subset has probability 0" in d.message
     frame.loc[1, "color"] = "red|green"
     with pytest.raises(DataError) as e:
         run_query(tmp_path, frame, "w")                            # the full set has mu_a = 0

@@ -1,0 +1,329 @@
+"""Fuzzing the front end: every input gets an answer or a clear error, fast.
+
+Seeded mutants of the bundled specs (token deletions, duplications, swaps, names
+swapped, numbers replaced by extreme values) and a targeted arithmetic generator
+(random expression trees over ``+ - * / ^ log exp sqrt`` with extreme literals, put in
+every numeric slot of the language) go through ``privspec check``; a subset also
+through ``privspec analyze``.  Each must exit 0 or 1 -- never 3, the internal error --
+and finish within :data:`CASE_SECONDS`.
+
+The generators live here; ``bench/fuzz.py`` runs them at a larger scale.
+"""
+from __future__ import annotations
+
+import io
+import random
+import re
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import privspec
+from privspec.cli import main
+
+SPECS = sorted((Path(__file__).resolve().parents[1] / "specs").glob("*.privspec"))
+#: the longest any one case may take (check or analyze), in seconds
+CASE_SECONDS = 5.0
+
+# ---- extreme values ------------------------------------------------------------------------------
+#: literals that have broken arithmetic, printing or a back end before
+EXTREMES = (
+    "1e2999", "-1e2999", "1e-2999", "-0", "0", "0.0", "1", "-1", "2", "1/3", "inf", "-inf", "pi",
+    "(-1)^pi", "(-1)^(1/2)", "pi^(1e2999)", "100^(1e9/3)", "(1e2999*7^(1/3))^10",
+    "sqrt((-(1e2999))^(log(1e-9)))", "exp(sqrt((pi-339565)^exp(1e-300)))", "1/0", "0/0", "inf - inf",
+    "0 * inf", "1^inf", "10^4000", "exp(9000)", "exp(-9000)", "exp(10000)", "log(0)", "log(-1)", "sqrt(-1)",
+    "2^-1074", "1e308", "1e309", "99999999999999999999", "0.999999999999999999999", "1e-300",
+    "log(8) - 3*log(2)", "pi - 314159265358979/100000000000000", "nan", "NaN", "1e", "1.5e", ".5", "5.",
+    "1e99999", "-(-(-1))", "((((((1))))))", "2^2^2^2^2", "7^(1/3)", "(-8)^(1/3)", "1000000", "1e6", "65",
+    "100000", "1e1000", "3/2", "-1/2", "1/2", "sqrt(exp(339565^(1e-300)))", "2^(1e-40) - 1",
+)
+_FUNCS = ("log", "exp", "sqrt")
+_OPS = ("+", "-", "*", "/", "^")
+_LEAVES = ("0", "1", "2", "3", "10", "1/2", "1/3", "0.25", "pi", "inf", "1e2999", "1e-2999", "1e300", "-1",
+           "7", "339565", "1e9", "1e-9", "0.1", "99")
+
+
+def expression(rng: random.Random, depth: int = 4) -> str:
+    """A random arithmetic expression over the language's numbers.
+
+    Examples
+    --------
+    >>> expression(random.Random(1))
+    '1e2999 / 0'
+    """
+    r = rng.random()
+    if depth <= 0 or r < 0.25:
+        return rng.choice(_LEAVES if rng.random() < 0.8 else EXTREMES)
+    if r < 0.45:
+        return f"{rng.choice(_FUNCS)}({expression(rng, depth - 1)})"
+    if r < 0.55:
+        return f"-({expression(rng, depth - 1)})"
+    op = rng.choice(_OPS)
+    left, right = expression(rng, depth - 1), expression(rng, depth - 1)
+    return f"({left}) {op} ({right})" if rng.random() < 0.5 else f"{left} {op} {right}"
+
+
+# ---- mutants of the bundled specs ----------------------------------------------------------------------
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+|[A-Za-z_]\w*|\s+|.',
+                    re.DOTALL)
+_NUMBER = re.compile(r"\d|\.\d")
+_NAME = re.compile(r"[A-Za-z_]")
+
+
+def mutant(text: str, rng: random.Random) -> str:
+    """``text`` with one to three random edits of its tokens."""
+    tokens = _TOKEN.findall(text)
+    for _ in range(rng.randint(1, 3)):
+        solid = [i for i, t in enumerate(tokens) if not t.isspace() and not t.startswith("#")]
+        if not solid:
+            break
+        i = rng.choice(solid)
+        kind = rng.random()
+        numbers = [j for j in solid if _NUMBER.match(tokens[j])]
+        if kind < 0.35 and numbers:
+            j = rng.choice(numbers)
+            tokens[j] = rng.choice(EXTREMES) if rng.random() < 0.6 else expression(rng)
+        elif kind < 0.5:
+            del tokens[i]
+        elif kind < 0.6:
+            tokens.insert(i, tokens[i])
+        elif kind < 0.7 and i + 1 < len(tokens):
+            tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
+        elif kind < 0.85:
+            names = [t for t in tokens if _NAME.match(t)]
+            tokens[i] = rng.choice(names) if names else tokens[i]
+        else:
+            tokens.insert(i, rng.choice(["(", ")", "{", "}", "[", "]", ",", "=", "~", ":", "*", "^", "-", "\n",
+                                         "\r", '"', "#", "1e2999", "inf", "query", "by", "from"]))
+    return "".join(tokens)
+
+
+# ---- every numeric slot of the language ------------------------------------------------------------
+_X = "variable x: categorical {a, b, c, d}\n"
+_G = "variable g: categorical {F, M}\nvariable i: categorical {L, H}\n"
+_S = "variable s: continuous [0, 10]\npopulation s ~ uniform(0, 10)\n"
+_Y = "variable y: continuous\npopulation y ~ normal(0, 1)\n"
+_POPX = "population x ~ categorical(1/10, 2/10, 3/10, 4/10)\n"
+#: small specs with one slot ``{X}`` each, and queries that make ``analyze`` use the value
+SLOTS = (
+    _X + _POPX + "mechanism m = grr(x, epsilon = {X})\nquery l = leakage(m)\nquery e = epsilon(m)\n"
+                 "query v = avar(distribution(x) from m by mom)\n",
+    _X + "population x ~ categorical({X}, 1/4, 1/4, 1/4)\nmechanism m = subset(x, uniform)\nquery c = coverage(m)\n"
+         "query v = avar(distribution(x) from m by mle)\n",
+    _X + "population x ~ categorical(a = {X}, b = 1/2 - ({X}), c = 1/4, d = 1/4)\nmechanism m = grr(x, epsilon = 1)\n"
+         "query l = leakage(m, prediction)\n",
+    "parameter a > 0 = {X}\n" + _X + _POPX + "mechanism m = grr(x, epsilon = a)\nquery e = epsilon(m)\n"
+                                         "query l = leakage(m)\n",
+    "parameter a > {X}\n" + _X + "mechanism m = grr(x, epsilon = a)\nquery e = epsilon(m)\n",
+    "parameter a > 0 < {X} = 1/2\n" + _X + _POPX + "mechanism m = grr(x, epsilon = a^2 + {X})\nquery e = epsilon(m)\n",
+    "variable s: continuous [{X}, 10]\nmechanism c = interval(s, case1(uniform({X}, 10)))\nquery t = coverage(c)\n",
+    _S + "mechanism c = interval(s, case1(uniform({X}, 10)))\nquery t = coverage(c)\n"
+         "query g = optimal_anchor(mean(s), c)\n",
+    _Y + "mechanism c = interval(y, case2(normal({X}, {X})))\nquery t = coverage(c)\n",
+    _Y + "mechanism c = interval(y, case2(logistic(0, {X})))\nquery t = coverage(c)\n",
+    _Y + "mechanism c = interval(y, case1(exponential({X}, shift = -5)))\nquery t = coverage(c)\n",
+    _S + "mechanism c = interval(s, canonical({X}, uniform(0, 10)))\nquery t = coverage(c)\n",
+    _Y + "mechanism c = interval(y, ring({X}, normal(0, 1)))\nquery t = coverage(c)\n",
+    _S + "mechanism p = progressive(s, rounds = {X})\nquery t = coverage(p)\n",
+    _S + "mechanism c = interval(s, case1(uniform(0, 10)), disclose [{X}, 5])\nquery t = coverage(c)\n",
+    _S + "mechanism c = interval(s, case1(uniform(0, 10)))\nmechanism sel = selective(c, tau = {X}, rho = 1/2)\n"
+         "query t = coverage(sel)\n",
+    _G + "population (g, i) ~ counts [[{X}, 1], [2, 3]]\nvariable gi = g * i\n"
+         "mechanism m = grr(gi, epsilon = 1)\nquery l = leakage(m)\n",
+    _X + _POPX + "mechanism m = subset(x, sizes {2: {X}, 3: 1 - ({X})})\nquery c = coverage(m)\n",
+    _X + _POPX + "mechanism m = subset(x, uniform, min_coverage = {X})\nquery c = coverage(m)\n",
+    _X + _POPX + "mechanism m = subset(x, conditional { {a, b}: {X}, {c, d}: 1/2, {a, c}: 1/2, {b, d}: 1/2 })\n"
+                 "query c = moments(m)\n",
+    _G + "population g ~ categorical(1/3, 2/3)\nmechanism r = rr(g, matrix [[{X}, 1 - ({X})], [1/4, 3/4]])\n"
+         "query l = leakage(r)\nquery f = fisher(r)\n",
+    _G + "release A = counts(g, i) with geometric(epsilon = {X})\nquery v = variance(A)\n",
+    _G + "mechanism m = product(grr(g, epsilon = 1), grr(i, epsilon = {X}))\nquery b = bounds(m, n = {X})\n"
+         "query e = epsilon(m)\n",
+    _X + "compare d for distribution(x) at n = {X} {\n  a = grr(x, epsilon = 1)\n  b = grr(x, epsilon = {X})\n}"
+         " by avar_trace, prediction\n",
+    "variable score: continuous\nmechanism c2 = interval(score, case2(logistic(0, 5)))\n"
+    "query m2 = estimate moment(score, {X}) from c2 by npmle\n",
+    "variable r: categorical {r1, r2, r3, r4, r5}\n" + _G + "variable gi = g * i\n"
+    "mechanism prod = product(subset(r, uniform), subset(gi, uniform))\n"
+    "query t = test independence(r, gi) from prod by lrt calibrate permutation({X})\n",
+    _G + "mechanism m = product(grr(g, epsilon = 1), grr(i, epsilon = 1))\n"
+         "query j = estimate joint(g, i) from m by clusters(v = {X})\n",
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fuzz case: a spec text and whether to analyze it too."""
+
+    text: str
+    analyze: bool
+
+
+#: bundled specs whose analysis takes well under a second (the others take over one)
+QUICK = ("castell_example", "gender_income", "interval_privacy", "interval_table2", "releases", "university", "urn")
+
+
+def cases(seed: int, mutants: int, slots: int, analyzed: int, analyzed_mutants: int = 0) -> Iterator[Case]:
+    """``mutants`` mutants of the bundled specs (the first ``analyzed_mutants`` of the
+    :data:`QUICK` ones also analyzed), then ``slots`` slot fillings (the first ``analyzed``
+    also analyzed)."""
+    rng = random.Random(seed)
+    texts = [(p.stem, p.read_text(encoding="utf-8")) for p in SPECS]
+    quick = 0
+    for _ in range(mutants):
+        name, text = rng.choice(texts)
+        analyze = name in QUICK and quick < analyzed_mutants
+        quick += analyze
+        yield Case(mutant(text, rng), analyze)
+    for k in range(slots):
+        template = SLOTS[k % len(SLOTS)]
+        value = rng.choice(EXTREMES) if rng.random() < 0.4 else expression(rng)
+        yield Case(template.replace("{X}", value), k < analyzed)
+
+
+# ---- running a case ---------------------------------------------------------------------------------
+class TooSlow(BaseException):
+    """Raised by the alarm; a BaseException so that the CLI's catch-all does not take it."""
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Interrupt the body after ``seconds`` (SIGALRM; the main thread only)."""
+    def alarm(signum, frame):
+        raise TooSlow()
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def run_case(case: Case, path: Path, seconds: float = CASE_SECONDS) -> list[str]:
+    """Problems with one case: an exit status other than 0 or 1, or more than ``seconds``."""
+    problems = []
+    path.write_text(case.text, encoding="utf-8")
+    verbs = ["check"] + (["analyze"] if case.analyze else [])
+    for verb in verbs:
+        out, err = io.StringIO(), io.StringIO()
+        start = time.perf_counter()
+        try:
+            with deadline(seconds):
+                code = main([verb, str(path)], stdout=out, stderr=err)
+        except TooSlow:
+            problems.append(f"{verb}: over {seconds} s")
+            continue
+        took = time.perf_counter() - start
+        if code not in (0, 1):
+            lines = err.getvalue().strip().splitlines()
+            where = [x.strip() for x in lines if x.strip().startswith('File "')][-2:]  # with PRIVSPEC_DEBUG=1
+            problems.append(f"{verb}: exit {code}: {' / '.join(lines[-2:-1] + where)}")
+        elif took > seconds:
+            problems.append(f"{verb}: {took:.1f} s")
+        if code != 0:
+            break  # analyze of an invalid spec says only what check said
+    return problems
+
+
+# ---- the tests ----------------------------------------------------------------------------------------
+SEED = 14
+MUTANTS = 2500
+SLOT_CASES = 1500
+ANALYZED = 150
+ANALYZED_MUTANTS = 40
+
+
+def test_fuzz_never_an_internal_error_never_slow(tmp_path: Path) -> None:
+    """A few thousand seeded cases: exit 0 or 1, each within CASE_SECONDS."""
+    path = tmp_path / "fuzz.privspec"
+    failures = []
+    for n, case in enumerate(cases(SEED, MUTANTS, SLOT_CASES, ANALYZED, ANALYZED_MUTANTS)):
+        for problem in run_case(case, path):
+            failures.append(f"case {n}: {problem}\n{case.text[:400]}")
+    assert not failures, f"{len(failures)} failing cases; the first:\n" + "\n\n".join(failures[:3])
+
+
+def test_every_slot_accepts_a_plain_value() -> None:
+    """The slot specs are valid with a plain value in the slot (so the fuzz reaches the back ends)."""
+    bad = []
+    for template in SLOTS:
+        for value in ("2", "1/2", "1/4", "0", "3", "99"):
+            spec = privspec.load(template.replace("{X}", value))
+            if spec.ok:
+                break
+        else:
+            bad.append(template + spec.render_diagnostics())
+    assert not bad, "\n\n".join(bad)
+
+
+@pytest.mark.parametrize("value", ["(-1)^pi", "pi^(1e2999)", "100^(1e9/3)", "(1e2999*7^(1/3))^10",
+                                   "sqrt((-(1e2999))^(log(1e-9)))", "exp(sqrt((pi-339565)^exp(1e-300)))"])
+def test_issue_arithmetic_in_every_slot(value: str, tmp_path: Path) -> None:
+    """The arithmetic of issue 14 in every numeric slot: a clear error, at once."""
+    for template in SLOTS:
+        assert run_case(Case(template.replace("{X}", value), False), tmp_path / "s.privspec", 2.0) == []
+
+
+LABEL_SETS = ['variable x: categorical {a, b,}', 'variable x: categorical {}', 'variable x: categorical {variable, query}',
+              'variable x: categorical {"a\\"b", "c\\\\d"}', 'variable x: categorical {pi, inf}',
+              'variable x: categorical {a,\n b}', 'variable x: categorical {,}', 'variable x: categorical {a b}',
+              'variable x: categorical {a,,b}', 'variable x: categorical {"", b}', 'variable x: categorical {a, b} extra',
+              'variable spec: categorical {a, b}', 'variable x: categorical {"a", a}',
+              'variable x: categorical {a, b # comment\n, c}', 'variable x: categorical {a.b, c}']
+
+
+@pytest.mark.parametrize("text", LABEL_SETS)
+def test_label_set_fast_path_agrees_with_the_grammar(text: str, monkeypatch) -> None:
+    """Label sets skip Lark (125,000 labels in under a second); what they mean and every
+    diagnostic's code and span are the grammar's."""
+    from privspec import parser
+
+    def outcome():
+        spec = privspec.load(text)
+        labels = spec.model.variables["x"].labels if spec.ok and "x" in spec.model.variables else ()
+        return [(d.code, d.span) for d in spec.diagnostics], list(labels)
+
+    fast = outcome()
+    monkeypatch.setattr(parser, "_label_set_declaration", lambda chunk, offset: None)
+    assert fast == outcome()
+
+
+def test_a_lone_carriage_return_ends_a_line_from_a_file_or_a_string(tmp_path: Path) -> None:
+    """One reading of line ends: \\r, \\r\\n and \\n, whether the spec is a file or a string."""
+    text = "variable x: categorical {a, b}\rmechanism m = grr(x, epsilon = 1)\r\nquery c = coverage(m)\r"
+    path = tmp_path / "cr.privspec"
+    path.write_bytes(text.encode())
+    from_string = [(d.code, d.span, d.render(privspec.load(text).source)) for d in privspec.load(text).diagnostics]
+    loaded = privspec.load(path)
+    from_file = [(d.code, d.span, d.render(loaded.source).replace(str(path), "<string>")) for d in loaded.diagnostics]
+    assert from_string == from_file and [c for c, _, _ in from_string] == ["E501"]
+    assert from_string[0][2].splitlines()[0].endswith(":3:11: error[E501]: size coverage needs set-valued "
+                                                      "reports (subset or interval mechanisms)")
+
+
+def test_check_counts_in_words(tmp_path: Path) -> None:
+    path = tmp_path / "one.privspec"
+    path.write_text("variable x: categorical {a, b}\nmechanism m = grr(x, epsilon = 1)\nquery c = leakage(m)\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["check", str(path)], stdout=out, stderr=err) == 0
+    assert "(1 variable, 1 mechanism, 1 query)" in out.getvalue() + err.getvalue()
+
+
+@pytest.mark.parametrize("labels", [125_000, 5_000_000])
+def test_huge_label_sets_load_or_are_refused_at_once(labels: int, tmp_path: Path) -> None:
+    """125,000 labels load (the duplicate check was quadratic: 100 s); 5,000,000 labels on
+    one line (74 MB) are refused (E701) without parsing them."""
+    text = "variable x: categorical {" + ", ".join(f"label_{i}" for i in range(labels)) + "}\n"
+    assert run_case(Case(text, False), tmp_path / "big.privspec", CASE_SECONDS) == []
+    spec = privspec.load(text)
+    if labels <= 1_000_000:
+        assert spec.ok and spec.model.variables["x"].p == labels
+    else:
+        assert [d.code for d in spec.diagnostics] == ["E701"]
