@@ -3,17 +3,24 @@
 A back end is a class with ``REGISTER_NAME`` that implements (part of) the
 :class:`Backend` protocol; decorating it with :func:`register` adds it to
 :data:`REGISTRY`.  Every module of this package is imported on first use, so a new
-back end only has to exist.  The runner asks :func:`backend_for` which back end
-answers a query for a verb (``analyze``, ``run``, ``simulate``),
-:func:`privatizer_for` which one privatizes data with a mechanism, and
-:func:`comparer_for` which one evaluates a compare block; where none does, the
-runner says "not supported yet" (exit 1), never a traceback.
+back end only has to exist.  A back end declares, as data, what it answers: ``ANSWERS``,
+rows of :class:`privspec.query_kinds.Answers` (query kinds x mechanism families x verbs,
+optionally narrowed to estimands, estimators and options).  The runner asks
+:func:`backend_for` which back end answers a query for a verb (``analyze``, ``run``,
+``simulate``): the one whose matching row is the most specific (and whose
+``supports()`` agrees), whatever the order of registration; :func:`explain_unanswered`
+says, when none does, which back ends answer that kind and for what.
+:func:`privatizer_for` says which one privatizes data with a mechanism, and
+:func:`comparer_for` which one evaluates a compare block; where none does, the runner
+says "not supported yet" (exit 1), never a traceback.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
 from typing import Any, Protocol, runtime_checkable
+
+from ..query_kinds import Answers, explain, family_of
 
 #: name -> back-end class
 REGISTRY: dict[str, type] = {}
@@ -25,9 +32,12 @@ class Backend(Protocol):
     """What a back end offers the runner.  Methods it does not offer may be absent."""
 
     REGISTER_NAME: str
+    #: what it answers (the registry reads these rows; ``supports`` may refuse a query they match)
+    ANSWERS: tuple[Answers, ...]
 
     def supports(self, query: Any, verb: str) -> bool:
-        """Whether this back end answers ``query`` for the runner verb ``verb``."""
+        """Whether this back end answers ``query`` for the runner verb ``verb`` (a query that
+        its ``ANSWERS`` cover; conditions finer than the declaration)."""
 
     def answer(self, model: Any, query: Any, verb: str, **options: Any) -> Any:
         """The query's :class:`privspec.results.Result`.
@@ -57,20 +67,58 @@ def load_all() -> None:
 
 
 def _instances():
-    """Registered back ends, highest ``PRIORITY`` first (default 0): a specialised back end
-    (e.g. one for randomized response) can answer before the general one for finite
-    mechanisms, and leaves to it what it does not support."""
+    """Registered back ends by name.  The order decides nothing for queries (the most
+    specific declaration does); for privatize and compare it is ``PRIORITY`` order,
+    highest first (default 0)."""
     load_all()
-    return [cls() for cls in sorted(REGISTRY.values(), key=lambda c: -getattr(c, "PRIORITY", 0))]
+    order = sorted(REGISTRY.values(), key=lambda c: (-getattr(c, "PRIORITY", 0), c.REGISTER_NAME))
+    return [cls() for cls in order]
+
+
+def declarations() -> dict[str, tuple[Answers, ...]]:
+    """Back-end name -> the rows it declares (:class:`~privspec.query_kinds.Answers`)."""
+    load_all()
+    return {name: tuple(getattr(cls, "ANSWERS", ())) for name, cls in REGISTRY.items()}
+
+
+def candidates(query: Any, verb: str) -> list[tuple[tuple[int, int], Backend]]:
+    """The back ends that would answer ``query`` for ``verb``, with the specificity of the
+    row that matched, most specific first.  A back end with no ``ANSWERS`` but a
+    ``supports()`` (an older one) counts as the least specific."""
+    out = []
+    for backend in _instances():
+        supports = getattr(backend, "supports", None)
+        rows = getattr(backend, "ANSWERS", None)
+        if rows is None:
+            if supports is not None and supports(query, verb):
+                out.append(((-1, 0), backend))
+            continue
+        matching = [r.specificity for r in rows if r.matches(query, verb)]
+        if matching and (supports is None or supports(query, verb)):
+            out.append((max(matching), backend))
+    out.sort(key=lambda c: c[0], reverse=True)
+    return out
 
 
 def backend_for(query: Any, verb: str) -> Backend | None:
-    """The first registered back end that answers ``query`` for ``verb``, or None."""
-    for backend in _instances():
-        supports = getattr(backend, "supports", None)
-        if supports is not None and supports(query, verb):
-            return backend
-    return None
+    """The back end that answers ``query`` for ``verb``, or None: among those whose declared
+    rows match (and whose ``supports()`` agrees), the one whose row is the most specific.
+
+    Two back ends matching equally specifically is a mistake in their declarations
+    (:class:`RuntimeError`; tests/test_query_kinds.py checks every spec's queries)."""
+    found = candidates(query, verb)
+    if not found:
+        return None
+    if len(found) > 1 and found[0][0] == found[1][0]:
+        raise RuntimeError(f"back ends {found[0][1].REGISTER_NAME} and {found[1][1].REGISTER_NAME} both answer "
+                           f"{query.kind} query '{query.name}' for '{verb}' equally specifically")
+    return found[0][1]
+
+
+def explain_unanswered(query: Any, verb: str) -> str:
+    """Which back ends answer queries of ``query``'s kind, for which mechanism families,
+    estimators and verbs (the hint of "not supported yet")."""
+    return explain(query.kind, declarations(), family_of(query.mechanism))
 
 
 def privatizer_for(mechanism: Any) -> Any | None:

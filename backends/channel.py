@@ -28,6 +28,7 @@ The same formulas serve exact and floating evaluation through a tiny algebra
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from dataclasses import dataclass, field
@@ -118,6 +119,10 @@ def B_matrix(p: int, exact: bool = True):
 
 
 # ---- the channel ---------------------------------------------------------------------------
+#: beyond this many observations x categories, exact arithmetic gives way to floating point
+EXACT_LIMIT = 20_000
+
+
 @dataclass(frozen=True, eq=False)
 class Channel:
     """``K[o, x] = Pr(O = o | X = x)`` with labels.
@@ -139,7 +144,11 @@ class Channel:
     factors : tuple of Channel
         For a product mechanism: the factors (``K`` is their Kronecker product).
     kind : str
-        ``"subset"``, ``"rr"`` or ``"product"``.
+        ``"subset"``, ``"rr"``, ``"product"`` or ``"affine"``.
+    offset : sympy.Matrix or None
+        An affine channel's known part ``b``: observation probabilities are ``K w + b``
+        (dummy categories of known mass, subset privacy Appendix II; see
+        :func:`affine_channel`).  None for a linear channel.
 
     Examples
     --------
@@ -160,7 +169,18 @@ class Channel:
     factors: tuple["Channel", ...] = ()
     kind: str = "rr"
     note: str = ""
+    offset: Any = None
+    #: closed forms of the design that results quote beside the matrices (the uniform
+    #: design's r_p of Eq. 6), as (name, value) pairs
+    facts: tuple = ()
+    #: for a partial channel (the observed reports only, of a design too large to
+    #: enumerate): the closed-form channel it is cut from, which gives the moments and the
+    #: MoM covariance (a partial K cannot), while K gives the likelihood of what was seen
+    closed: Any = None
     _cache: dict = field(default_factory=dict, repr=False)
+
+    #: results symbolic in w (no population) are refused beyond this many categories
+    symbolic_limit = 8
 
     # -- shapes and matrices -------------------------------------------------------------
     @property
@@ -213,6 +233,33 @@ class Channel:
     def matrices(self, exact: bool):
         return (self.K, self.T) if exact else (self.Kn, self.Tn)
 
+    def exact_ok(self) -> bool:
+        """Exact (sympy) arithmetic up to :data:`EXACT_LIMIT` observations x categories."""
+        return self.n_obs * self.p <= EXACT_LIMIT
+
+    def evaluation(self, exact: bool, declared: bool) -> str:
+        """How a result on this channel was evaluated, in words."""
+        if not declared:
+            return "exact, symbolic in w (no population declared)"
+        return "exact, at the declared population" if exact else \
+            f"floating point at the declared population ({self.n_obs} observations x {self.p} " \
+            "categories is beyond exact arithmetic)"
+
+    @property
+    def bn(self) -> np.ndarray | None:
+        """The offset ``b`` as float64 (None for a linear channel)."""
+        if self.offset is None:
+            return None
+        return self._derived("bn", lambda: _to_float(self.offset).ravel(), None, None)
+
+    def _offset(self, exact: bool) -> Any:
+        return self.offset if exact else self.bn
+
+    def probabilities(self, w: Any) -> np.ndarray:
+        """``lambda = K w (+ b)`` in floating point: each observation's probability."""
+        lam = self.matvec(w)
+        return lam if self.offset is None else lam + self.bn
+
     def matvec(self, w: Any) -> np.ndarray:
         """``K w`` in floating point; for products mode-wise on the factors
         (:func:`privspec.backends.kron.kron_apply`), never forming the Kronecker matrix.
@@ -238,25 +285,63 @@ class Channel:
             return kron_apply([f.Kn.T for f in self.factors], np.asarray(v, dtype=float)).reshape(-1)
         return self.Kn.T @ np.asarray(v, dtype=float).reshape(-1)
 
+    def at(self, values: dict) -> "Channel":
+        """This channel with the parameters in ``values`` replaced by their values (built
+        once per set of values).
+
+        Examples
+        --------
+        >>> e = sympy.Symbol("e", positive=True)
+        >>> ch = matrix_channel(("a", "b"), [[e / (e + 1), 1 / (e + 1)], [1 / (e + 1), e / (e + 1)]])
+        >>> ch.at({e: 3}).K
+        Matrix([
+        [3/4, 1/4],
+        [1/4, 3/4]])
+        """
+        if not values:
+            return self
+        key = ("at", frozenset(values.items()))
+        if key not in self._cache:
+            if self.factors:
+                self._cache[key] = product_channel([f.at(values) for f in self.factors])
+            else:
+                facts = tuple((k, v.subs(values) if isinstance(v, sympy.Basic) else v) for k, v in self.facts)
+                self._cache[key] = dataclasses.replace(
+                    self, exact_K=self.exact_K.subs(values), facts=facts, _cache={},
+                    offset=None if self.offset is None else self.offset.subs(values))
+        return self._cache[key]
+
     def is_symbolic(self) -> bool:
         return any(bool(getattr(x, "free_symbols", None)) for f in (self.factors or (self,))
                    for x in (f.exact_K if f.exact_K is not None else []))
 
     # -- moments (section III-B) ------------------------------------------------------------
+    def mom_solve(self, gamma: np.ndarray) -> np.ndarray:
+        """``Q^-1 gamma`` in floating point (the method of moments, Eq. 5)."""
+        if self.closed is not None:
+            return self.closed.mom_solve(gamma)
+        return np.linalg.solve(self.Tn @ self.Kn, gamma)
+
     def moments(self, w: Any) -> dict[str, Any]:
         """``lambda = K w``, ``Q = T K``, ``gamma = Q w``, ``H``, ``C = H - gamma gamma^T``."""
+        if self.closed is not None:
+            return self.closed.moments(w)
         A = algebra(w)
         K, T = self.matrices(A is _Exact)
         w = A.asmatrix(w)
         lam = K @ w if A is _Float else K * w
+        if self.offset is not None:  # affine: lambda = K w + b, and Q (the part in w) stays T K
+            lam = lam + (self.bn.reshape(-1, 1) if A is _Float else self.offset)
         Q = T @ K if A is _Float else T * K
-        gamma = Q @ w if A is _Float else Q * w
+        gamma = T @ lam if A is _Float else T * lam  # = Q w (+ T b)
         H = (T @ A.diag(lam) @ T.T) if A is _Float else T * A.diag(lam) * T.T
         C = H - A.outer(gamma, gamma) if A is _Float else H - gamma * gamma.T
         return {"lambda": lam, "Q": Q, "gamma": gamma, "H": H, "C": C}
 
     def avar_mom(self, w: Any) -> Any:
         """Asymptotic covariance of sqrt(n)(w_MoM - w): ``Q^-1 C Q^-T`` (Theorem 4)."""
+        if self.closed is not None:
+            return self.closed.avar_mom(w)
         A = algebra(w)
         m = self.moments(w)
         Qi = A.inv(m["Q"])
@@ -269,12 +354,13 @@ class Channel:
         A = algebra(w)
         K, _ = self.matrices(A is _Exact)
         w = A.asmatrix(w)
+        b = self._offset(A is _Exact)
         if A is _Float:
-            lam = (K @ w).ravel()
+            lam = (K @ w).ravel() + (0.0 if b is None else b)
             keep = lam > 0
             Kk = K[keep]
             return Kk.T @ (Kk / lam[keep, None])
-        lam = K * w
+        lam = K * w if b is None else K * w + b
         rows = [i for i in range(K.rows) if lam[i] != 0]
         Kk = K.extract(rows, list(range(K.cols)))
         return A.simplify(Kk.T * A.diag(A.recip([lam[i] for i in rows])) * Kk)
@@ -295,7 +381,7 @@ class Channel:
 
     def loglik(self, w: np.ndarray, counts: np.ndarray) -> float:
         """``sum_o n_o log (K w)_o`` (Eq. 3), on counts per observation."""
-        lam = self.matvec(w)
+        lam = self.probabilities(w)
         nz = counts > 0
         with np.errstate(divide="ignore"):
             return float(np.sum(counts[nz] * np.log(lam[nz])))
@@ -363,6 +449,9 @@ class Channel:
         observation is impossible for one value and possible for another."""
         if self.factors:  # sequential composition: epsilons add up
             return sympy.Add(*[f.epsilon() for f in self.factors])
+        closed = dict(self.facts).get("epsilon")
+        if closed is not None:  # the design's own closed form (GRR: |eps|)
+            return closed
         K = self.exact_K
         best = sympy.Integer(0)
         for i in range(K.rows):
@@ -385,6 +474,9 @@ class Channel:
     def identifiable(self) -> tuple[bool, str]:
         """Whether w is determined by the distribution of observations, and why."""
         r = self.rank()
+        if self.offset is not None:
+            return r == self.p, (f"with the dummies' known mass alpha, w enters the reports through "
+                                 f"(1 - 2 alpha) K_real, of rank {r} {'=' if r == self.p else '<'} p = {self.p}")
         if r == self.p:
             return True, f"K has full column rank {r} = p (Assumption 1 holds)"
         return False, (f"K has rank {r} < p = {self.p}: the observation distribution does not "
@@ -436,10 +528,42 @@ def subset_channel(labels: Sequence[str], mu: dict[frozenset, Any], note: str = 
     return Channel(tuple(labels), obs, K, T, masks, kind="subset", note=note)
 
 
-def matrix_channel(labels: Sequence[str], P: Any, note: str = "") -> Channel:
+def matrix_channel(labels: Sequence[str], P: Any, note: str = "", facts: tuple = ()) -> Channel:
     """Randomized response with ``P[u][v] = Pr(Y = v | X = u)``: ``K = P^T``, ``T = I``."""
     P = sympy.Matrix(P)
-    return Channel(tuple(labels), tuple(labels), P.T, sympy.eye(len(labels)), None, kind="rr", note=note)
+    return Channel(tuple(labels), tuple(labels), P.T, sympy.eye(len(labels)), None, kind="rr", note=note,
+                   facts=facts)
+
+
+def affine_channel(ch: Channel, p: int, alpha: Any, note: str = "") -> Channel:
+    """The channel in the real categories of a design with two dummy categories of known
+    mass ``alpha`` each (subset privacy, Appendix II): ``ch`` is the channel on the
+    enlarged domain (the ``p`` real categories, then the two dummies), whose population is
+    ``((1 - 2 alpha) w, alpha, alpha)``, so the report probabilities are affine in w:
+
+        lambda = (1 - 2 alpha) K_real w + alpha (K_d1 + K_d2)  =  K_eff w + b.
+
+    Moments, Fisher information, covariances, the likelihood and identifiability of the
+    affine channel are the linear channel's formulas with ``b`` added to ``lambda``
+    (:class:`Channel`); the MoM solves the real categories' equations ``T_r (K_eff w + b)
+    = gamma``, EM holds the dummies' mass fixed (:mod:`privspec.backends.estimators`).
+
+    Examples
+    --------
+    >>> big = subset_channel(("a", "b", "d1", "d2"), {frozenset("ab"): sympy.Rational(1, 2),
+    ...     frozenset({"a", "d1"}): sympy.Rational(1, 2), frozenset({"b", "d2"}): sympy.Rational(1, 2),
+    ...     frozenset({"d1", "d2"}): sympy.Rational(1, 2)})
+    >>> aff = affine_channel(big, 2, sympy.Rational(1, 5))
+    >>> aff.K.T, aff.offset.T
+    (Matrix([
+    [3/10, 3/10,    0, 0],
+    [3/10,    0, 3/10, 0]]), Matrix([[0, 1/10, 1/10, 1/5]]))
+    """
+    K, T = ch.K, ch.T
+    K_eff = (1 - 2 * alpha) * K[:, :p]
+    b = alpha * (K[:, p] + K[:, p + 1])
+    return Channel(ch.x_labels[:p], ch.obs_labels, K_eff, T[:p, :], ch.masks, kind="affine",
+                   note=note or "dummy categories of known mass (Appendix II)", offset=b)
 
 
 def product_channel(factors: Sequence[Channel]) -> Channel:

@@ -2,26 +2,40 @@
 analysis is written once in :mod:`privspec.backends.channel`."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
-import math
-from typing import Any
+import weakref
+from typing import Any, Callable
 
 import sympy
 
 from ..model import ProductMechanism, RandomizedResponse, SubsetMechanism
-from .channel import Channel, matrix_channel, product_channel, subset_channel
+from .channel import Channel, affine_channel, matrix_channel, product_channel, subset_channel
+from .uniform import UNIFORM_ENUM_LIMIT, UniformChannel, uniform_facts, uniform_r  # noqa: F401 (uniform_r: re-exported)
 
 #: labels of the two dummy categories of Appendix II (made unique against the variable's)
 DUMMY_LABELS = ("_dummy1", "_dummy2")
 
-_CACHE: dict[int, tuple[Any, Channel]] = {}
+# Channels are built once per mechanism and forgotten with it: mechanisms are frozen
+# dataclasses, so a weak mapping keyed by them holds each channel exactly as long as some
+# model holds its mechanism (equal mechanisms share one channel).
+_CHANNELS: "weakref.WeakKeyDictionary[Any, Channel]" = weakref.WeakKeyDictionary()
+_CHANNELS_IN_W: "weakref.WeakKeyDictionary[Any, Channel]" = weakref.WeakKeyDictionary()
+
+
+def _cached(cache: "weakref.WeakKeyDictionary[Any, Channel]", mechanism: Any, build: Callable[[], Channel]) -> Channel:
+    try:
+        hit = cache.get(mechanism)
+    except TypeError:  # an unhashable mechanism (never from the front end): no cache
+        return build()
+    if hit is None:
+        hit = cache[mechanism] = build()
+    return hit
 
 
 def large_uniform(mechanism: Any) -> bool:
     """A uniform subset design too large to enumerate (its 2^p subsets); the closed forms of
     :mod:`privspec.backends.uniform` serve it instead."""
-    from .uniform import UNIFORM_ENUM_LIMIT
-
     return isinstance(mechanism, SubsetMechanism) and mechanism.design.kind == "uniform" \
         and mechanism.min_coverage is None and mechanism.variable.p > UNIFORM_ENUM_LIMIT
 
@@ -45,7 +59,7 @@ def observed_subset_channel(mechanism: SubsetMechanism, masks: list[int]) -> Cha
     # numeric only: there may be as many observed subsets as respondents
     obs = tuple("|".join(labels[j] for j in range(p) if m >> j & 1) for m in masks)
     return Channel(tuple(labels), obs, float(2 * nu) * T.T, T, tuple(masks), kind="subset",
-                   note="uniform design, observed subsets only")
+                   note="uniform design, observed subsets only", closed=UniformChannel(tuple(labels)))
 
 
 def channel_of(mechanism: Any) -> Channel:
@@ -66,20 +80,35 @@ def channel_of(mechanism: Any) -> Channel:
                                       f"design on {mechanism.variable.p} categories",
                                       hint="closed forms cover moments, the MoM covariance and size coverage; "
                                            "estimation uses the observed subsets only"))
-    hit = _CACHE.get(id(mechanism))
-    if hit is not None and hit[0] is mechanism:
-        return hit[1]
+    return _cached(_CHANNELS, mechanism, lambda: _build(mechanism))
+
+
+def _build(mechanism: Any) -> Channel:
     if isinstance(mechanism, SubsetMechanism):
-        ch = _subset(mechanism)
-    elif isinstance(mechanism, RandomizedResponse):
-        ch = matrix_channel(mechanism.variable.labels, mechanism.randomization_matrix(),
-                            note=f"{mechanism.kind} randomized response")
-    elif isinstance(mechanism, ProductMechanism):
-        ch = product_channel([channel_of(f) for f in mechanism.factors])
-    else:
-        raise TypeError(f"{type(mechanism).__name__} is not a finite mechanism")
-    _CACHE[id(mechanism)] = (mechanism, ch)
-    return ch
+        return _subset(mechanism)
+    if isinstance(mechanism, RandomizedResponse):
+        # GRR's epsilon in closed form: Pr(Y = x | x) / Pr(Y = x | x') = e^eps (|eps| for a symbol)
+        facts = (("epsilon", sympy.Abs(sympy.sympify(mechanism.epsilon))),) if mechanism.kind == "grr" else ()
+        return matrix_channel(mechanism.variable.labels, mechanism.randomization_matrix(),
+                              note=f"{mechanism.kind} randomized response", facts=facts)
+    if isinstance(mechanism, ProductMechanism):
+        return product_channel([channel_of(f) for f in mechanism.factors])
+    raise TypeError(f"{type(mechanism).__name__} is not a finite mechanism")
+
+
+def channel_in_w(mechanism: Any) -> Channel:
+    """The channel whose unknown is the population w of the mechanism's own variable: the
+    mechanism's channel; for dummy categories (``min_coverage``, Appendix II) the affine
+    channel ``K_eff w + b`` over the real categories (:func:`affine_channel`), whose
+    observations are the same; for the uniform design on many categories its closed forms
+    (:class:`~privspec.backends.uniform.UniformChannel`).  Estimators, covariances and
+    privacy measures are written once, for channels."""
+    if large_uniform(mechanism):  # closed forms, never enumerated
+        return _cached(_CHANNELS_IN_W, mechanism, lambda: UniformChannel(mechanism.variable.labels))
+    if not (isinstance(mechanism, SubsetMechanism) and mechanism.min_coverage is not None):
+        return channel_of(mechanism)
+    return _cached(_CHANNELS_IN_W, mechanism, lambda: affine_channel(
+        channel_of(mechanism), mechanism.variable.p, mechanism.min_coverage))
 
 
 def dummy_labels(labels: tuple[str, ...]) -> tuple[str, str]:
@@ -112,7 +141,10 @@ def base_independent_design(mechanism: SubsetMechanism) -> dict[frozenset, sympy
 def _subset(mechanism: SubsetMechanism) -> Channel:
     labels = mechanism.variable.labels
     if mechanism.min_coverage is None:
-        return subset_channel(labels, mechanism.conditional_design(), note=f"{mechanism.design.kind} design")
+        ch = subset_channel(labels, mechanism.conditional_design(), note=f"{mechanism.design.kind} design")
+        if mechanism.design.kind == "uniform" and len(labels) >= 4:
+            ch = dataclasses.replace(ch, facts=uniform_facts(len(labels)))
+        return ch
     # Appendix II: the domain grows to p + 2 with two dummy categories.  A true respondent
     # draws A containing X from the design and one dummy is added with probability 1/2;
     # a dummy respondent (category d) draws A~ from nu and reports A~ + {d}.
@@ -145,6 +177,15 @@ def _subset(mechanism: SubsetMechanism) -> Channel:
                         f"alpha = {mechanism.min_coverage}")
 
 
+def population_on_channel(mechanism: Any, w: Any) -> Any:
+    """The population on the mechanism's own channel, given w over its variable's
+    categories: ``((1 - 2 alpha) w, alpha, alpha)`` with dummy categories (Appendix II),
+    else w itself."""
+    if isinstance(mechanism, SubsetMechanism) and mechanism.min_coverage is not None:
+        return enlarge_population(w, mechanism.min_coverage)
+    return w
+
+
 def enlarge_population(w: Any, alpha: Any) -> Any:
     """``((1 - 2 alpha) w, alpha, alpha)``: the population on the enlarged domain (Appendix II)."""
     if isinstance(w, sympy.MatrixBase):
@@ -153,12 +194,3 @@ def enlarge_population(w: Any, alpha: Any) -> Any:
 
     a = float(alpha)
     return np.concatenate([(1 - 2 * a) * np.asarray(w, dtype=float), [a, a]])
-
-
-def uniform_r(p: int) -> sympy.Rational:
-    """``r_p = (2^(p-1) - p - 1) / (2^(p-2) - p + 1)`` of Eq. 6: q_ij = 1/r_p off the diagonal."""
-    return sympy.Rational(2 ** (p - 1) - p - 1, 2 ** (p - 2) - p + 1)
-
-
-def _check_uniform_r(p: int) -> bool:  # used by tests: r_p agrees with the channel's Q
-    return math.isclose(float(uniform_r(p)), float(uniform_r(p)))

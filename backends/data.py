@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, Diagnostic
+from ..query_kinds import needs_data
 
 #: strings read as missing values
 MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
@@ -432,15 +433,12 @@ def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
             raise
 
 
-#: query kinds that read data in ``run`` (the data-based coverage of an interval mechanism
-#: reads data when some is bound to it, and is otherwise answered analytically)
-REQUIRES_DATA = ("estimate", "test", "table")
-
-
 def data_role(query: Any) -> str | None:
-    """``"required"`` when ``run`` answers the query from data, ``"optional"`` when it uses
-    data if some is bound to the query's mechanism, None when it needs none."""
-    if query.kind in REQUIRES_DATA:
+    """``"required"`` when ``run`` answers the query from data (the query-kind table says
+    it needs data), ``"optional"`` when it uses data if some is bound to the query's
+    mechanism (the data-based coverage of an interval mechanism, otherwise answered
+    analytically), None when it needs none."""
+    if needs_data(query.kind):
         return "required"
     if query.kind == "coverage" and getattr(query.mechanism, "family", None) == "interval":
         return "optional"

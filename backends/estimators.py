@@ -52,6 +52,11 @@ def _observed(ch: Channel, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return ch.Kn[nz], counts[nz], float(counts[nz].sum())
 
 
+#: the estimators that take an affine channel (K w + b): the others (Newton, one-step)
+#: are written for a linear one
+AFFINE_METHODS = ("mom", "mle", "em")
+
+
 def gradient(ch: Channel, counts: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``g_j = d l / d w_j = sum_o n_o K[o, j] / (K w)_o``."""
     K = ch.Kn
@@ -97,9 +102,10 @@ def mom(ch: Channel, counts: np.ndarray) -> Fit:
     counts = _check(ch, counts)
     n = counts.sum()
     gamma = ch.Tn @ counts / n
-    Q = ch.Tn @ ch.Kn
-    w = np.linalg.solve(Q, gamma)
-    lam = ch.Kn @ w
+    if ch.offset is not None:  # an affine channel: T (K w + b) = gamma
+        gamma = gamma - ch.Tn @ ch.bn
+    w = ch.mom_solve(gamma)
+    lam = ch.probabilities(w)
     ll = float(np.sum(counts[counts > 0] * np.log(lam[counts > 0]))) if np.all(lam[counts > 0] > 0) else float("nan")
     return Fit(w, "mom", int(round(n)), ll)
 
@@ -213,6 +219,15 @@ def em(ch: Channel, counts: np.ndarray, w0: np.ndarray | None = None, *, tol: fl
     counts = _check(ch, counts)
     Kz, cz, n = _observed(ch, counts)
     p = ch.p
+    affine = ch.offset is not None
+    if affine:
+        # lambda = K w + b with b known: the M-step of a mixture with known components
+        # renormalizes the real categories' shares among themselves (b enters lambda only)
+        Kz = np.column_stack([Kz, ch.bn[counts > 0]])
+        blocks = Blocks(p + 1, np.r_[np.zeros(p, int), 1], np.array([1.0, 1.0])) if blocks is None else \
+            Blocks(p + 1, np.r_[blocks.parts, blocks.k], np.r_[blocks.masses, 1.0])
+        p += 1
+        w0 = None if w0 is None else np.r_[np.asarray(w0, dtype=float), 1.0]
     b = Blocks(p) if blocks is None else blocks
     if w0 is None:
         w = b.rescale(np.ones(p))
@@ -223,6 +238,10 @@ def em(ch: Channel, counts: np.ndarray, w0: np.ndarray | None = None, *, tol: fl
     step = (lambda v: _em_step(Kz, cz, n, v)) if blocks is None else (lambda v: b.rescale(_em_step(Kz, cz, n, v)))
     w, it, violation = _squarem(step, ll, lambda v: b.violation(v, _gradient(Kz, cz, v)), w, tol, max_iter,
                                 accelerate)
+    if affine:  # the offset's coordinate (held at 1) is not a category
+        return Fit(w[:-1], "em", int(round(n)), ll(w), it, violation, violation < tol,
+                   ("EM with SQUAREM acceleration" if accelerate else "EM")
+                   + "; the dummy categories' mass fixed at alpha (Appendix II)")
     return Fit(w, "em", int(round(n)), ll(w), it, violation, violation < tol,
                ("EM with SQUAREM acceleration" if accelerate else "EM")
                + ("" if blocks is None else "; masses of blocks of categories fixed"))

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import BackendError, DataError, Diagnostic
+from ..errors import DataError, Diagnostic
 from ..model import ProductMechanism, SubsetMechanism, Variable
 from .channel import Channel
 from .compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel

@@ -36,12 +36,10 @@ import numpy as np
 from scipy import optimize, stats
 
 from ..errors import BackendError, DataError, Diagnostic
-from ..model import ProductMechanism, Query, SubsetMechanism, Variable
+from ..model import ProductMechanism, Query, Variable
 from .channel import B_matrix, Channel
-from .compile import large_uniform
-from .dummies import DummyDesign
-from .estimators import Fit, estimate, fit_with_mass
-from . import uniform
+from .compile import channel_in_w, channel_of
+from .estimators import AFFINE_METHODS, Fit, estimate, fit_with_mass
 
 #: estimators whose intervals come from the profile likelihood
 MLE_FAMILY = ("mle", "em", "newton")
@@ -190,36 +188,38 @@ def _fit_and_covariance(q: Query, ch: Channel, counts: np.ndarray) -> tuple[Fit,
     at a point (or a fixed matrix), the labels, and the dummy design if any."""
     mech = q.mechanism
     method = q.method.name
-    if isinstance(mech, SubsetMechanism) and mech.min_coverage is not None:
-        d = DummyDesign(mech)
-        if method not in ("mom", "mle", "em"):
-            raise BackendError(Diagnostic("B008", f"'{method}' is not available with dummy categories",
-                                          hint="use mom or mle (EM with the dummies' mass fixed)"))
-        fit = d.mom(counts) if method == "mom" else d.em(counts)
-        avar = d.avar_mom if method == "mom" else (lambda w: d.avar_mle(np.clip(w, 1e-12, None)))
-        return fit, avar, mech.variable.labels, d
-    if large_uniform(mech):
-        p = ch.p
-        n = counts.sum()
-        if method == "mom":
-            w = uniform.mom_from_indicator_sums(p, ch.Tn @ counts, n)
-            return Fit(w, "mom", int(n), float("nan"), note="closed form for the uniform design"), \
-                (lambda v: uniform.avar_mom(p, v)), mech.variable.labels, None
-        fit = estimate(ch, counts, method)
-        nz = counts > 0
-
-        def observed_information(v: np.ndarray) -> np.ndarray:
-            lam = ch.Kn[nz] @ v
-            J = (ch.Kn[nz].T * (counts[nz] / lam ** 2)) @ ch.Kn[nz] / n   # per respondent
-            B = B_matrix(p, exact=False)
-            return B @ np.linalg.inv(B.T @ J @ B) @ B.T
-
-        return Fit(fit.w, fit.method, fit.n, fit.loglik, fit.iterations, fit.kkt, fit.converged,
-                   f"{fit.note}; standard errors from the observed information"), observed_information, \
-            mech.variable.labels, None
+    if ch.closed is None and ch is channel_of(mech):
+        ch = channel_in_w(mech)  # the mechanism's channel in w (affine for dummy categories)
+    if ch.offset is not None and method not in AFFINE_METHODS:
+        raise BackendError(Diagnostic("B008", f"'{method}' is not available with dummy categories",
+                                      hint="use mom or mle (EM with the dummies' mass fixed)"))
     fit = estimate(ch, counts, method)
-    avar = ch.avar_mom if method == "mom" else (lambda w: ch.avar_mle(np.clip(w, 1e-12, None)))
-    return fit, avar, ch.x_labels, None
+    if method == "mom":
+        return fit, ch.avar_mom, ch.x_labels, ch
+    if ch.closed is not None:
+        # a partial channel (the observed reports only) has no expected information: the
+        # observed one stands in for it
+        return Fit(fit.w, fit.method, fit.n, fit.loglik, fit.iterations, fit.kkt, fit.converged,
+                   f"{fit.note}; standard errors from the observed information"), \
+            observed_information(ch, counts), ch.x_labels, ch
+    return fit, (lambda w: ch.avar_mle(np.clip(w, 1e-12, None))), ch.x_labels, ch
+
+
+def observed_information(ch: Channel, counts: np.ndarray):
+    """``w -> B J(theta)^-1 B^T`` with ``J`` the observed information per respondent (the
+    MLE covariance where the expected information needs every report)."""
+    nz = counts > 0
+    n = counts.sum()
+    K = ch.Kn[nz]
+
+    def avar(v: np.ndarray) -> np.ndarray:
+        lam = K @ v
+        J = (K.T * (counts[nz] / lam ** 2)) @ K / n
+        B = B_matrix(ch.p, exact=False)
+        return B @ np.linalg.inv(B.T @ J @ B) @ B.T
+
+    return avar
+
 
 
 def fit_estimate(q: Query, ch: Channel, counts: np.ndarray, *, level: float = 0.95) -> FiniteEstimate:
@@ -227,10 +227,11 @@ def fit_estimate(q: Query, ch: Channel, counts: np.ndarray, *, level: float = 0.
     method = q.method.name
     kind = se_kind_of(q)
     counts = np.asarray(counts, dtype=float)
-    fit, avar, labels, dummy = _fit_and_covariance(q, ch, counts)
+    fit, avar, labels, ch_w = _fit_and_covariance(q, ch, counts)
     _refuse_unconverged(fit, method)
     M, est_labels = estimand_map(tuple(labels), q.mechanism, q)
-    K_w = dummy.parts(False)[0] if dummy is not None else ch.Kn   # reports' probabilities are affine in w
+    affine = ch_w is not None and ch_w.offset is not None
+    K_w = ch_w.Kn if affine else ch.Kn   # the reports' probabilities in w (affine: K_eff w + b)
     _check_determined(K_w[np.asarray(counts) > 0], fit, method, M)
     try:
         V = np.asarray(avar(fit.w), dtype=float)
@@ -244,7 +245,7 @@ def fit_estimate(q: Query, ch: Channel, counts: np.ndarray, *, level: float = 0.
     notes: list[str] = []
     if np.any(w < 0):
         notes.append("the estimate has negative entries (MoM is unbiased but may leave the simplex)")
-    ci, ci_method = _intervals(q, ch, counts, fit, w, V, M, kind, V_pop, dummy is not None, level, notes)
+    ci, ci_method = _intervals(q, ch, counts, fit, w, V, M, kind, V_pop, affine, level, notes)
     return FiniteEstimate(w, V, tuple(est_labels), fit, kind, ci, ci_method, level, tuple(notes))
 
 
@@ -389,7 +390,7 @@ def _intervals(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, w: np.ndarra
                      "categories would take too long")
     if se is None:
         return None, "none (singular covariance)"
-    if method == "mom" and M is None and not dummies and not large_uniform(q.mechanism):
+    if method == "mom" and M is None and not dummies and ch.closed is None:
         # MoM is linear, w_hat = A lambda_hat with A = Q^-1 T (A K = I): the score interval
         # evaluates its variance at each candidate value, as Wilson's does for a proportion
         from .rr_joint import SCORE_CI, score_interval

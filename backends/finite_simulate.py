@@ -12,7 +12,7 @@ from ..errors import BackendError, Diagnostic
 from ..model import ModelGraph, Query
 from ..results import Matrix, Result, Vector
 from ..errors import PrivspecError
-from .finite import Truth, _real_labels, avar_matrix, independence_on_counts
+from .finite_truth import Truth, _real_labels, avar_matrix, independence_on_counts
 from .finite_estimates import fit_estimate, marginal_map, se_kind_of
 
 
@@ -39,8 +39,8 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
     if not t.declared:
         raise BackendError(Diagnostic("B001", f"simulate needs a population for "
                                       f"{', '.join(v.name for v in q.mechanism.variables)}"))
-    ch = t.channel
-    w_true = np.maximum(t.numeric_w(), 0.0)
+    ch = t.full_channel  # reports are drawn from the whole channel (dummy respondents included)
+    w_true = np.maximum(t.numeric_w(t.w_full), 0.0)
     rng = np.random.default_rng(seed)
     if q.kind == "test":  # tests need the reports alone
         lam = np.maximum(ch.Kn @ w_true, 0.0)
@@ -49,7 +49,7 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
     kind = se_kind_of(q)
     V_true, labels = avar_matrix(t, q)
     V_true = np.array(V_true.evalf(17).tolist(), dtype=float) if not isinstance(V_true, np.ndarray) else V_true
-    target = np.array([float(x) for x in t.w_real])
+    target = np.array([float(x) for x in t.w])
     M = None
     variable = q.estimand.variables[0] if len(q.estimand.variables) == 1 else None
     if variable is not None:
@@ -58,7 +58,7 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
             target = M @ target
     estimates, targets, covered, widths, methods = [], [], [], [], set()
     skipped = 0
-    p_real = len(t.w_real)
+    p_real = len(t.w)
     for x, counts in zip(truth, draws):
         try:
             est = fit_estimate(q, ch, counts)

@@ -11,7 +11,7 @@ Answers, for ``interval``, ``selective`` and ``progressive`` mechanisms:
 * ``avar(...)`` — where an asymptotic variance exists (Example 2's estimator, Case-I
   NPMLE functionals, parametric maximum likelihood);
 * ``estimate`` — ``mean`` by ``unbiased`` (Example 2), ``cdf``/``mean``/``moment`` by
-  ``npmle`` (the engine of :mod:`.npmle`; :mod:`.interval_rangefit` for reports that
+  ``npmle`` (the engine of :mod:`.npmle`, for intervals, points and reports that
   are unions of pieces) or ``mle(normal | logistic)``, ``regression`` by
   ``iterative(REGRESSOR[, NOISE])`` (Algorithm 1, :mod:`.interval_regression`), on
   ``run`` (data) and ``simulate`` (replications from the population);
@@ -35,20 +35,32 @@ import pandas as pd
 import sympy
 
 from ..errors import BackendError, DataError, Diagnostic
+from ..query_kinds import QUERY_KINDS, Answers, analytic
 from ..model import (CensoredMechanism, IntervalMechanism, ModelGraph, ProgressiveMechanism, Query,
                      SelectiveMechanism)
 from ..results import Result, StepFunction, Vector
 from . import register
 from .data import check_no_missing
 from .interval_coverage import coverage_from_data, mechanism_coverage
-from .interval_estimators import (example2_mean, information_bound, npmle_case1_se, npmle_functional,
+from .interval_estimators import (example2_mean, information_bound, npmle_functional,
                                   optimal_anchor, parametric_mle)
 from .interval_mechanisms import (Censored, _ends_form, _f, disclose_of, format_ranges, law_distribution,
                                   likelihood_pieces, parse_bounds, parse_censored, parse_ranges,
                                   population_law, range_coverage, sample_reports, support_of, written_intervals)
+from .interval_simulate import simulate_query
 
+#: what the interval back end answers (the registry reads it; :mod:`privspec.query_kinds`)
+_ANSWERS = (
+    Answers(("coverage", "leakage", "epsilon", "optimal_anchor", "avar"), ("interval",)),
+    Answers(("estimate",), ("interval",), ("run", "simulate")),
+)
+#: censored data: every query lands on the censored back end, so that those that do not
+#: apply (no anchors: coverage, epsilon, avar, simulate) say why (B106)
+_CENSORED_ANSWERS = (
+    Answers(tuple(k for k, q in QUERY_KINDS.items() if "censored" in q.families), ("censored",)),
+)
 #: query kinds answered without data
-ANALYTIC = ("coverage", "leakage", "epsilon", "optimal_anchor", "avar")
+ANALYTIC = analytic(_ANSWERS)
 #: where `run` bounds F: the fit's quartiles (the profile band costs a constrained fit per point)
 BAND_QUANTILES = (0.25, 0.5, 0.75)
 
@@ -255,7 +267,7 @@ def _numeric(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
 
 # ---- fitting the NPMLE -----------------------------------------------------------------------------
 class Fit:
-    """An NPMLE (from the engine or from the range fit) and where it came from."""
+    """An NPMLE and how it was fitted (``engine``: the method and what was done to the reports)."""
 
     def __init__(self, result: Any, engine: str, n: float, support: tuple[float, float], band=None):
         self.result = result
@@ -292,17 +304,21 @@ def fit_npmle(mech: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray
     n = float(counts.sum())
     if n == 0:
         raise DataError(Diagnostic("D103", "no report was collected: nothing to estimate from"))
-    from .npmle import cdf_confidence_band, npmle
+    from .npmle import cdf_confidence_band, npmle, npmle_pieces
 
+    # one engine for every report (intervals, points, rings, pieces): no fallback, so a
+    # failure of it surfaces (a DataError for bad reports, an internal error otherwise)
     if disclose is None:
         # the reports themselves: a ring range is one row of the engine (ring=True)
         ring = bool(np.any(left > right))
-        result, engine = _engine(npmle, left, right, counts, ring)
+        with np.errstate(all="ignore"):
+            result = npmle(left, right, counts, ring=ring)
+        engine = "constrained Newton, cnm"
         fit = Fit(result, engine, n, support)
         want = band is not False and band is not None
         if want and ring:
             fit.band = {"note": "no band for ring designs"}
-        elif want and engine.startswith("constrained Newton, cnm"):
+        elif want:
             x = _band_points(result, support) if band is True else np.unique(np.asarray(band, dtype=float))
             x = x[np.isfinite(x)]
             if len(x):
@@ -326,28 +342,15 @@ def fit_npmle(mech: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray
         raise DataError(Diagnostic("D104", "a report holds only values of the acceptable range, which "
                                            "would have been disclosed", hint="check the data against the mechanism"))
     if np.all(pieces == 1):
-        # the acceptable range removed from each report leaves one interval: the engine
-        result, engine = _engine(npmle, pl, pr, counts[owner], False)
-        return Fit(result, engine + "; acceptable range taken out of each report", n, support)
-    from .interval_rangefit import range_npmle
-
-    result = range_npmle(pl, pr, owner, counts)
-    return Fit(result, "constrained Newton on ranges; acceptable range taken out of each report", n, support)
-
-
-def _engine(npmle, left: np.ndarray, right: np.ndarray, counts: np.ndarray, ring: bool) -> tuple[Any, str]:
-    """The interval engine's NPMLE; should it fail on valid data (a bug), the range fit
-    (same likelihood, same KKT test) answers instead and says so."""
-    try:
+        # the acceptable range removed from each report leaves one interval
         with np.errstate(all="ignore"):
-            return npmle(left, right, counts, ring=ring), "constrained Newton, cnm"
-    except DataError:
-        raise
-    except (ValueError, ArithmeticError, IndexError, np.linalg.LinAlgError) as e:
-        from .interval_rangefit import range_npmle
-
-        pl, pr, owner = likelihood_pieces(left, right, (-np.inf, np.inf))
-        return range_npmle(pl, pr, owner, counts), f"constrained Newton on ranges (the interval engine failed: {e})"
+            result = npmle(pl, pr, counts[owner])
+        return Fit(result, "constrained Newton, cnm; acceptable range taken out of each report", n, support)
+    # reports in several pieces: the same engine on the pieces ("on ranges": their jackknife
+    # is limited, interval_resample.RANGE_FIT_MAX_REPORTS); the fit on its support, as before
+    with np.errstate(all="ignore"):
+        result = npmle_pieces(pl, pr, owner, counts).support_only()
+    return Fit(result, "constrained Newton on ranges; acceptable range taken out of each report", n, support)
 
 
 def _band_points(result: Any, support: tuple[float, float]) -> np.ndarray:
@@ -366,15 +369,13 @@ class IntervalBackend:
     """Interval privacy: coverage, estimation from interval data, privatize and simulate."""
 
     REGISTER_NAME = "interval"
-    PRIORITY = 10
+    PRIORITY = 10  # privatize: before the censored back end's refusal (disjoint anyway)
+    ANSWERS = _ANSWERS
 
     # -- the runner's hooks ---------------------------------------------------------------------------
     def supports(self, query: Query, verb: str) -> bool:
-        if not _is_interval(query.mechanism):
-            return False
-        if query.kind in ANALYTIC:
-            return True
-        return query.kind == "estimate" and verb in ("run", "simulate")
+        """Everything its ``ANSWERS`` cover: no finer condition."""
+        return any(row.matches(query, verb) for row in self.ANSWERS)
 
     def privatizes(self, mechanism: Any) -> bool:
         return _is_interval(mechanism)
@@ -565,9 +566,8 @@ class IntervalBackend:
 
     # -- simulate -----------------------------------------------------------------------------------------
     def _simulate(self, model: ModelGraph, q: Query, options: dict) -> Result:
-        from .interval_simulate import simulate_query
-
-        return simulate_query(self, model, q, n=options["n"], reps=options["reps"], seed=options.get("seed"))
+        return simulate_query(self, model, q, n=options["n"], reps=options["reps"], seed=options.get("seed"),
+                              estimate_from_reports=estimate_from_reports)
 
 
 @register
@@ -582,6 +582,7 @@ class CensoredBackend(IntervalBackend):
 
     REGISTER_NAME = "interval_censored"
     PRIORITY = 11
+    ANSWERS = _CENSORED_ANSWERS
 
     def supports(self, query: Query, verb: str) -> bool:
         # every query on censored data lands here, so that those that do not apply say why

@@ -81,9 +81,9 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
-from scipy.special import ndtri
 
 from .interval_estimators import representative_points
+from .normal import Z95 as _Z95
 
 #: the most refits of the interval engine a jackknife makes (beyond, respondents are dealt
 #: into this many groups; the t quantile with groups - 1 degrees of freedom pays for the
@@ -97,7 +97,7 @@ RANGE_FIT_GROUPS = 20
 #: 2,000, 25 s at 3,000 where it may stop at its iteration limit), so no jackknife
 RANGE_FIT_MAX_REPORTS = 2000
 #: the normal quantile of a two-sided 95% interval
-Z95 = float(ndtri(0.975))
+Z95 = _Z95  # the shared normal quantile (privspec.backends.normal)
 
 Statistic = Callable[[np.ndarray, np.ndarray], float]
 

@@ -16,7 +16,7 @@ the query as ``run`` would; the summary sets empirical against analytic:
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -25,17 +25,19 @@ from ..model import ModelGraph, Query
 from ..results import Result
 from .interval_estimators import law_moment
 from .interval_mechanisms import disclose_of, draw, law_distribution, population_law, range_coverage, sample_reports
+from .normal import Z95
 
-Z95 = 1.959963984540054
 #: refits of an NPMLE functional's jackknife per replication (``run`` makes up to
 #: :data:`.interval_resample.JACKKNIFE_GROUPS`): the t quantile with groups - 1 degrees of
 #: freedom keeps the intervals honest with fewer groups, and replications stay cheap
 SIMULATE_JACKKNIFE_GROUPS = 20
 
 
-def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: int, seed: int | None) -> Result:
-    """Empirical against analytic for one query, from ``reps`` replications of size ``n``."""
-    from .interval import estimate_from_reports
+def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: int, seed: int | None,
+                   estimate_from_reports: Callable[..., Result]) -> Result:
+    """Empirical against analytic for one query, from ``reps`` replications of size ``n``;
+    ``estimate_from_reports`` is the back end's estimator on reports (passed in: this module
+    is imported by the back end, not the other way round)."""
 
     mech = q.mechanism
     pop = population_law(model, mech.variable)

@@ -6,6 +6,9 @@ Declared populations cover disjoint sets of plain variables (one variable, or a 
 ``(gender, income)``); separately declared populations are independent.  The joint law
 of any list of variables is their product, marginalized to the variables asked for and
 arranged in the order asked for (row-major over the labels).
+
+The values of the parameters (``parameter eps > 0 = 2``) are substituted in one place,
+:func:`parameter_values` / :func:`bind_parameters`, for every back end.
 """
 from __future__ import annotations
 
@@ -15,6 +18,35 @@ from typing import Any, Sequence
 import sympy
 
 from ..model import ModelGraph, Variable
+
+
+def parameter_values(model: ModelGraph) -> dict:
+    """``{symbol: value}`` for the parameters that have a value.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> m = privspec.load("parameter eps > 0 = 2\\nparameter t > 0").model
+    >>> parameter_values(m)
+    {eps: 2}
+    """
+    return {p.symbol: p.value for p in model.parameters.values() if p.value is not None}
+
+
+def bind_parameters(model: ModelGraph, expr: Any) -> Any:
+    """``expr`` (a sympy expression, or a number) with the parameters that have a value
+    replaced by it.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> m = privspec.load("parameter eps > 0 = 2").model
+    >>> bind_parameters(m, m.parameters["eps"].symbol / 2)
+    1
+    """
+    values = parameter_values(model)
+    expr = sympy.sympify(expr)
+    return expr.subs(values) if values else expr
 
 
 def _population_table(model: ModelGraph, pop) -> tuple[list[str], dict[tuple[int, ...], sympy.Expr]]:

@@ -37,21 +37,8 @@ from typing import Iterable, Mapping, Sequence
 import sympy
 
 from ..model import ModelGraph, Release
+from .populations import bind_parameters  # noqa: F401 (releases.py imports it from here)
 from .release_noise import privacy_loss
-
-
-def bind_parameters(model: ModelGraph, expr: sympy.Expr) -> sympy.Expr:
-    """Replace the parameters that have a value (``parameter eps > 0 = 2``) by it.
-
-    Examples
-    --------
-    >>> import privspec
-    >>> m = privspec.load("parameter eps > 0 = 2").model
-    >>> bind_parameters(m, m.parameters["eps"].symbol / 2)
-    1
-    """
-    values = {p.symbol: p.value for p in model.parameters.values() if p.value is not None}
-    return sympy.sympify(expr).subs(values) if values else sympy.sympify(expr)
 
 
 def components(model: ModelGraph, names: Iterable[str]) -> frozenset[str]:

@@ -42,6 +42,7 @@ import math
 from typing import Sequence, TypeVar
 
 import numpy as np
+from scipy import stats
 import sympy
 
 #: int64 elements in one scratch block of Algorithm 1 (16 MiB): bounds the memory
@@ -145,8 +146,8 @@ def pmf(z: np.ndarray | int, epsilon: float, exact_totals: bool = False, calibra
     >>> round(float(p.sum()), 12)
     1.0
     """
-    a = math.exp(-unit_loss(float(epsilon), exact_totals, calibration))
-    return (1 - a) / (1 + a) * a ** np.abs(np.asarray(z, dtype=float))
+    # scipy's discrete Laplace law with shape a' = -log a: tanh(a'/2) e^(-a'|z|) = (1 - a)/(1 + a) a^|z|
+    return stats.dlaplace.pmf(np.asarray(z), unit_loss(float(epsilon), exact_totals, calibration))
 
 
 def sample(rng: np.random.Generator, epsilon: float, size: int | Sequence[int], exact_totals: bool = False,

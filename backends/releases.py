@@ -29,6 +29,7 @@ import sympy
 
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query, Release
+from ..query_kinds import Answers
 from ..results import Matrix, Result, Table, Vector
 from . import register
 from .data import check_no_missing, describe_values, parse_numbers, require_columns
@@ -383,13 +384,15 @@ class ReleaseBackend:
     into released tables."""
 
     REGISTER_NAME = "releases"
+    #: what it answers (:mod:`privspec.query_kinds`): queries on releases, which have no mechanism
+    ANSWERS = (
+        Answers(("budget", "variance"), ("release",)),
+        Answers(("table",), ("release",), ("run", "simulate")),
+    )
 
     def supports(self, query: Query, verb: str) -> bool:
-        if query.kind in ("budget", "variance"):
-            return verb in ("analyze", "run", "simulate")
-        if query.kind == "table":
-            return verb in ("run", "simulate")
-        return False
+        """Everything its ``ANSWERS`` cover: no finer condition."""
+        return any(row.matches(query, verb) for row in self.ANSWERS)
 
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if query.kind == "budget":

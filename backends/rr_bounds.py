@@ -34,7 +34,7 @@ from ..errors import BackendError, Diagnostic
 from ..model import ModelGraph, Query
 from ..results import Result
 from .compile import channel_of
-from .populations import population_vector
+from .populations import parameter_values, population_vector
 from .rr_joint import bound_rule, keep_probabilities
 
 N = sympy.Symbol("n", positive=True)
@@ -47,7 +47,7 @@ class _Factor:
     """One RR factor's exact d, p (smallest keep probability), q, eps and ||K^-1||_inf."""
 
     def __init__(self, model: ModelGraph, mech: Any):
-        subs = {p.symbol: p.value for p in model.parameters.values() if p.value is not None}
+        subs = parameter_values(model)
         self.model, self.mech = model, mech
         self.name = mech.variable.name
         self.d = mech.variable.p
@@ -72,7 +72,7 @@ class _Factor:
 
     def keep(self) -> float:
         """The keep probability as ``hybrid`` sees it: from the same floating-point channel."""
-        from .rr import numeric_K
+        from .rr_problem import numeric_K
 
         return float(keep_probabilities([numeric_K(self.model, self.mech)])[0])
 

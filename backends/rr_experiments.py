@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..model import Estimand, Method, Query
 from .finite_data import privatize_frame
-from .rr import JointProblem, _codes
+from .rr_problem import JointProblem, _codes
 from .rr_joint import avd
 
 

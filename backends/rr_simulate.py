@@ -17,7 +17,8 @@ from ..model import ModelGraph, Query
 from ..results import Result, Table, Vector
 from .kron import kron_apply
 from .populations import population_vector
-from .rr import JointProblem, Z95, numeric_K
+from .normal import Z95
+from .rr_problem import JointProblem, numeric_K
 from .rr_joint import SE_KINDS, JointFit, avd, mae, mse
 
 

@@ -34,6 +34,19 @@ def constants(p: int) -> tuple[sympy.Rational, sympy.Rational, sympy.Rational]:
     return nu, c2, c3
 
 
+def uniform_r(p: int) -> sympy.Rational:
+    """``r_p = (2^(p-1) - p - 1) / (2^(p-2) - p + 1)`` of Eq. 6: q_ij = 1/r_p off the diagonal."""
+    return sympy.Rational(2 ** (p - 1) - p - 1, 2 ** (p - 2) - p + 1)
+
+
+def uniform_facts(p: int) -> tuple:
+    """What a moments result quotes for the uniform design on p categories (Eq. 6)."""
+    r = uniform_r(p)
+    return (("r_p", r),
+            ("closed_form", f"q_ii = 1, q_ij = 1/r_p = {1 / r} (Eq. 6); Q^-1 = r_p/(r_p - 1) (I - J/(r_p - 1 + p)); "
+                            "Eq. 6's (r_p gamma - 1)/(r_p - 1) is Q^-1 gamma with sum w = 1 imposed"))
+
+
 def moments(p: int, w: Any) -> dict[str, Any]:
     """``Q``, ``gamma``, ``H``, ``C`` of the uniform design at w (exact or floating).
 
@@ -102,6 +115,108 @@ def size_coverage(p: int, w: Any) -> Any:
     return sympy.expand((1 - c2) * sum(x ** 2 for x in w) + c2 * sum(w) ** 2)
 
 
-def mom_from_indicator_sums(p: int, indicator_sums: np.ndarray, n: float) -> np.ndarray:
-    """``w_hat = Q^-1 gamma_hat`` with ``gamma_hat = sum_i 1_{a_i} / n``."""
-    return q_inverse(p, exact=False) @ (np.asarray(indicator_sums, dtype=float) / n)
+class UniformChannel:
+    """The uniform design on p > :data:`UNIFORM_ENUM_LIMIT` categories as a channel kind:
+    the closed forms above stand in for the matrices, which are never enumerated.
+
+    It offers what :class:`~privspec.backends.channel.Channel` offers for analysis
+    (moments, the MoM covariance, size coverage, epsilon, identifiability); what needs
+    every subset (the Fisher information, the MLE covariance, mutual information,
+    prediction, ``K`` itself) raises B007 naming the closed forms.
+
+    Examples
+    --------
+    >>> ch = UniformChannel(tuple("abcdefghijklm"))
+    >>> ch.p, ch.epsilon(), ch.identifiable()[0]
+    (13, oo, True)
+    >>> ch.size_coverage(sympy.Matrix([sympy.Rational(1, 13)] * 13))
+    14257/26533
+    """
+
+    kind = "uniform"
+    factors: tuple = ()
+    offset = None
+    exact_K = None
+    is_set_valued = True
+    #: results symbolic in w stay cheap here (O(p^2) closed forms): up to 30 categories
+    symbolic_limit = 30
+
+    def __init__(self, labels: tuple[str, ...]):
+        self.x_labels = tuple(labels)
+
+    @property
+    def p(self) -> int:
+        return len(self.x_labels)
+
+    @property
+    def n_obs(self) -> int:
+        return 2 ** self.p - 2 * self.p - 2
+
+    @property
+    def facts(self) -> tuple:
+        return uniform_facts(self.p)
+
+    def exact_ok(self) -> bool:
+        """Exact arithmetic in the closed forms up to 60 categories (their rationals have
+        about p bits)."""
+        return self.p <= 60
+
+    def evaluation(self, exact: bool, declared: bool) -> str:
+        how = "exact" if exact else "floating point"
+        return (f"{how}, in closed form for the uniform design (exchangeable: no enumeration of the "
+                f"2^{self.p} subsets)" + ("" if declared else ", symbolic in w"))
+
+    def is_symbolic(self) -> bool:
+        return False
+
+    # -- closed forms ------------------------------------------------------------------------
+    def moments(self, w: Any) -> dict[str, Any]:
+        return moments(self.p, w)
+
+    def avar_mom(self, w: Any) -> Any:
+        return avar_mom(self.p, w)
+
+    def mom_solve(self, gamma: np.ndarray) -> np.ndarray:
+        """``Q^-1 gamma`` by Sherman-Morrison (O(p^2), no solve)."""
+        return q_inverse(self.p, exact=False) @ np.asarray(gamma, dtype=float)
+
+    def size_coverage(self, w: Any) -> Any:
+        return size_coverage(self.p, w)
+
+    def epsilon(self) -> Any:
+        # every subset excludes some category: Pr(A = a | X = x) = 0 for x outside a
+        return sympy.oo
+
+    def identifiable(self) -> tuple[bool, str]:
+        return True, ("the uniform design's Q = (1 - 1/r_p) I + J/r_p is nonsingular (Assumption 1 holds)")
+
+    # -- what needs every subset ----------------------------------------------------------------
+    def _enumerate(self, what: str):
+        from ..errors import BackendError, Diagnostic
+
+        raise BackendError(Diagnostic("B007", f"{what} of the uniform design on {self.p} categories needs all "
+                                      f"its subsets (2^{self.p} of them)",
+                                      hint="closed forms cover moments, the MoM covariance (by mom) and size "
+                                           "coverage; estimation uses the observed subsets only"))
+
+    @property
+    def K(self):
+        return self._enumerate("the channel matrix")
+
+    Kn = T = Tn = K
+
+    def fisher_w(self, w: Any):
+        return self._enumerate("the Fisher information")
+
+    fisher_theta = fisher_w
+
+    def avar_mle(self, w: Any):
+        return self._enumerate("the MLE covariance")
+
+    def mutual_information(self, w: Any):
+        return self._enumerate("the mutual information")
+
+    entropy = mutual_information
+
+    def prediction_leakage(self, w: Any):
+        return self._enumerate("prediction leakage")

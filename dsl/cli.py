@@ -17,15 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
-from . import __version__
+from . import __version__, query_kinds
 from .errors import BackendError, DataError, Diagnostic, PrivspecError
 from .render import FORMATS, check_report
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
-#: query kinds that need no data (answered by ``analyze``)
-ANALYTIC_KINDS = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable",
-                  "optimal_anchor", "budget", "variance", "individual", "bounds", "thresholds")
+#: query kinds that need no data (answered by ``analyze``): from the query-kind table
+ANALYTIC_KINDS = query_kinds.ANALYTIC_KINDS
 
 
 class _Usage(Exception):
@@ -164,7 +163,7 @@ def _selected(args: argparse.Namespace, model) -> list:
     names = args.query or list(model.queries)
     queries = [model.queries[n] for n in names]
     if args.verb == "analyze" and not args.query:
-        queries = [q for q in queries if q.kind in ANALYTIC_KINDS]
+        queries = [q for q in queries if not query_kinds.needs_data(q.kind)]
     return queries
 
 
@@ -230,17 +229,21 @@ def _answer_one(args: argparse.Namespace, spec, q, backend, options: dict, resul
                 err: TextIO) -> PrivspecError | None:
     """Answer one query into ``results``; the error that stopped it, if one did."""
     model = spec.model
-    if args.verb == "analyze" and q.kind not in ANALYTIC_KINDS:
+    if args.verb == "analyze" and query_kinds.needs_data(q.kind):
         print(f"privspec analyze: query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
               "or privspec simulate", file=err)
         return _Quiet(Diagnostic("B002", f"query '{q.name}' ({q.kind}) needs data",
                                  hint="privspec run SPEC --data FILE, or privspec simulate SPEC --n N"))
     if backend is None:
+        from .backends import explain_unanswered
+
         text = spec.source.snippet(q.span) if q.span else q.name
+        why = explain_unanswered(q, args.verb)
         print(f"privspec {args.verb}: query '{q.name}' is not supported yet ({q.kind} queries of this "
-              f"kind have no back end for '{args.verb}' in this version): {' '.join(text.split())}", file=err)
+              f"kind have no back end for '{args.verb}' in this version): {' '.join(text.split())}\n"
+              f"  {why}", file=err)
         return _Quiet(Diagnostic("B000", f"query '{q.name}' is not supported yet: {q.kind} queries have no "
-                                         f"back end for '{args.verb}' in this version"))
+                                         f"back end for '{args.verb}' in this version", hint=why))
     try:
         results[q.name] = backend.answer(model, q, args.verb, **options)
     except DataError as e:

@@ -18,7 +18,7 @@ the size, the limit and what to do instead:
 Every limit is a named constant below with the measurement behind it: what finishes
 in about 3 seconds on the 2-core reference machine (``bench/fuzz.py --costs`` measures
 them again).  The front end never imports a back end, so the back ends' own switches
-(``EXACT_LIMIT`` and ``SYMBOLIC_LIMIT`` of ``backends/finite.py``,
+(``EXACT_LIMIT`` of ``backends/channel.py``, ``Channel.symbolic_limit``,
 ``UNIFORM_ENUM_LIMIT`` of ``backends/uniform.py``) are mirrored here and a test keeps
 them equal.
 """
@@ -42,10 +42,10 @@ MAX_CATEGORIES = 1_000_000
 #: it as a sympy matrix and convert it to floats, 10 to 30 microseconds a cell
 #: (grr on 300 categories, 90,000 cells: 2.8 s), for privatize, run and analyze alike.
 CHANNEL_CELL_LIMIT = 100_000
-#: Mirror of ``backends/finite.py`` EXACT_LIMIT: up to this many channel cells the finite
+#: Mirror of ``backends/channel.py`` EXACT_LIMIT: up to this many channel cells the finite
 #: back end computes exactly (sympy), beyond it in floating point.
 EXACT_CELL_LIMIT = 20_000
-#: Mirror of ``backends/finite.py`` SYMBOLIC_LIMIT: results symbolic in w (no population)
+#: Mirror of ``Channel.symbolic_limit`` (backends/channel.py): results symbolic in w (no population)
 #: are refused by the back end beyond this many categories.
 SYMBOLIC_LIMIT = 8
 #: Mirror of ``backends/uniform.py`` UNIFORM_ENUM_LIMIT: a uniform design on more

@@ -18,10 +18,11 @@ from .model import (CONTINUOUS_FAMILIES, IntervalMechanism, Law, Mechanism, Prod
                     SubsetMechanism, Variable)
 from .model import CensoredMechanism
 from .scope import Context, compare, describe, did_you_mean, fmt, sign
+from .signatures import Signature, bind, names, signature
 from .source import Span
 
-SUBSET_DESIGNS = ("uniform", "conditional", "independent", "sizes")
-INTERVAL_SCHEMES = ("case1", "case2", "canonical", "ring")
+SUBSET_DESIGNS = names("subset design")
+INTERVAL_SCHEMES = names("interval scheme")
 
 
 # ---- shared numeric checks ---------------------------------------------------------------
@@ -105,6 +106,24 @@ def check_float(ctx: Context, value: sympy.Expr, node: ast.Node, what: str, scal
     return True
 
 
+def value(ctx: Context, args: dict[str, ast.Node], sig: Signature, name: str):
+    """The value of parameter ``name`` of a bound call, checked for the kind of value the
+    signature table gives it (``positive``: E304/E309; ``probability``: E301; ``integer``:
+    whole and at least its minimum; ``number``); None after reporting what is wrong."""
+    param, node = sig.param(name), args[name]
+    what = param.described
+    if param.kind == "integer":
+        return ctx.integer(node, what, param.minimum)
+    v = ctx.number(node, what)
+    if v is None:
+        return None
+    if param.kind == "positive" and not check_positive(ctx, v, node, what):
+        return None
+    if param.kind == "probability" and not check_probability(ctx, v, node.span, what):
+        return None
+    return v
+
+
 # ---- dispatch -------------------------------------------------------------------------
 def build_mechanism(ctx: Context, node: ast.Node, name: str | None) -> Mechanism | None:
     """The mechanism a value describes (a call, or the name of a declared mechanism)."""
@@ -149,11 +168,11 @@ def _continuous(ctx: Context, node: ast.Node, mech: str) -> Variable | None:
 
 
 # ---- subset privacy ---------------------------------------------------------------------
-_SUBSET_USAGE = "subset(VARIABLE, uniform | conditional {...} | independent {...} | sizes {k: w}, min_coverage = alpha)"
+_SUBSET_USAGE = signature("subset", "mechanism").usage
 
 
 def build_subset(ctx: Context, call: ast.Call, name: str | None) -> SubsetMechanism | None:
-    args = ctx.bind(call, ["variable", "design"], ["variable", "design"], ["min_coverage"], _SUBSET_USAGE)
+    args = bind(ctx, call, signature("subset", "mechanism"))
     if args is None:
         return None
     var = _categorical(ctx, args["variable"], "subset")
@@ -346,14 +365,12 @@ def _warn_unidentifiable_subset(ctx: Context, mech: SubsetMechanism, span: Span)
 
 # ---- randomized response -----------------------------------------------------------------
 def build_grr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
-    args = ctx.bind(call, ["variable", "epsilon"], ["variable", "epsilon"], [],
-                    "grr(VARIABLE, epsilon = e)")
+    sig = signature("grr", "mechanism")
+    args = bind(ctx, call, sig)
     if args is None:
         return None
     var = _categorical(ctx, args["variable"], "grr")
-    eps = ctx.number(args["epsilon"], "epsilon")
-    if eps is not None and not check_positive(ctx, eps, args["epsilon"], "epsilon"):
-        return None
+    eps = value(ctx, args, sig, "epsilon")
     if var is None or eps is None:
         return None
     if var.p < 2:
@@ -379,8 +396,7 @@ def _matrix(ctx: Context, node: ast.Node, what: str = "matrix") -> list[list[tup
 
 
 def build_rr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
-    usage = "rr(VARIABLE, matrix [[...], ...]) with P[u][v] = Pr(Y = v | X = u)"
-    args = ctx.bind(call, ["variable", "matrix"], ["variable", "matrix"], [], usage)
+    args = bind(ctx, call, signature("rr", "mechanism"))
     if args is None:
         return None
     var = _categorical(ctx, args["variable"], "rr")
@@ -461,10 +477,9 @@ def build_law(ctx: Context, node: ast.Node, role: str) -> Law | None:
         return None
     names = CONTINUOUS_FAMILIES[node.name]
     # shift/scale make shifted and scaled versions; a family's own parameter of that
-    # name (logistic's scale) is the parameter, not the option
+    # name (logistic's scale) is the parameter, not the option (the signature table knows)
     options = [k for k in ("shift", "scale") if k not in names]
-    args = ctx.bind(node, list(names), list(names), options,
-                    f"{node.name}({', '.join(names + tuple(k + ' = ' + ('0' if k == 'shift' else '1') for k in options))})")
+    args = bind(ctx, node, signature(node.name, "law"))
     if args is None:
         return None
     vals = {k: ctx.number(v, f"the {k} of {node.name}()") for k, v in args.items()}
@@ -500,8 +515,7 @@ def build_law(ctx: Context, node: ast.Node, role: str) -> Law | None:
 
 
 def build_interval(ctx: Context, call: ast.Call, name: str | None) -> IntervalMechanism | None:
-    usage = "interval(VARIABLE, case1(ANCHOR) | case2(ANCHOR) | canonical(m, ANCHOR) | ring(m, ANCHOR), disclose [a, b])"
-    args = ctx.bind(call, ["variable", "scheme", "disclose"], ["variable", "scheme"], [], usage)
+    args = bind(ctx, call, signature("interval", "mechanism"))
     if args is None:
         return None
     var = _continuous(ctx, args["variable"], "interval")
@@ -512,12 +526,12 @@ def build_interval(ctx: Context, call: ast.Call, name: str | None) -> IntervalMe
                   (did_you_mean(sname, INTERVAL_SCHEMES) if sname else "") or
                   "schemes: case1(anchor), case2(anchor), canonical(m, anchor), ring(m, anchor)")
         return None
+    ssig = signature(scheme.name, "interval scheme")
+    sargs = bind(ctx, scheme, ssig)
     if scheme.name in ("case1", "case2"):
-        sargs = ctx.bind(scheme, ["anchor"], ["anchor"], [], f"{scheme.name}(uniform(a, b))")
         m = 2 if scheme.name == "case1" else 3
     else:
-        sargs = ctx.bind(scheme, ["m", "anchor"], ["m", "anchor"], [], f"{scheme.name}(m, uniform(a, b))")
-        m = ctx.integer(sargs["m"], "the number of intervals m", 2) if sargs else None
+        m = value(ctx, sargs, ssig, "m") if sargs else None
         if sargs and m is None:
             return None
     if sargs is None:
@@ -579,8 +593,9 @@ def _check_anchor_support(ctx: Context, var: Variable, anchor: Law, span: Span) 
 
 
 def build_selective(ctx: Context, call: ast.Call, name: str | None) -> SelectiveMechanism | None:
-    usage = "selective(INTERVAL_MECHANISM, tau = t, rho = r)"
-    args = ctx.bind(call, ["mechanism", "tau", "rho"], ["mechanism", "tau", "rho"], [], usage)
+    sig = signature("selective", "mechanism")
+    usage = sig.usage
+    args = bind(ctx, call, sig)
     if args is None:
         return None
     base = build_mechanism(ctx, args["mechanism"], None)
@@ -590,8 +605,8 @@ def build_selective(ctx: Context, call: ast.Call, name: str | None) -> Selective
         return None
     vals = {}
     for k in ("tau", "rho"):
-        v = ctx.number(args[k], k)
-        if v is None or not check_probability(ctx, v, args[k].span, k):
+        v = value(ctx, args, sig, k)
+        if v is None:
             return None
         vals[k] = v
     if base is None:
@@ -600,11 +615,12 @@ def build_selective(ctx: Context, call: ast.Call, name: str | None) -> Selective
 
 
 def build_progressive(ctx: Context, call: ast.Call, name: str | None) -> ProgressiveMechanism | None:
-    args = ctx.bind(call, ["variable", "rounds"], ["variable", "rounds"], [], "progressive(VARIABLE, rounds = h)")
+    sig = signature("progressive", "mechanism")
+    args = bind(ctx, call, sig)
     if args is None:
         return None
     var = _continuous(ctx, args["variable"], "progressive")
-    rounds = ctx.integer(args["rounds"], "rounds", 1)
+    rounds = value(ctx, args, sig, "rounds")
     if var is None or rounds is None:
         return None
     if not var.is_bounded:
@@ -622,8 +638,7 @@ CENSORED_ENDS = {"right_closed": "(l, r]", "closed": "[l, r]", "left_closed": "[
 
 def build_censored(ctx: Context, call: ast.Call, name: str | None) -> CensoredMechanism | None:
     """``censored(Y, ends = E, lower = L, upper = R)``: interval-censored data read as they are."""
-    usage = "censored(VARIABLE, ends = right_closed | closed | left_closed | open, lower = COLUMN, upper = COLUMN)"
-    args = ctx.bind(call, ["variable"], ["variable"], ["ends", "lower", "upper"], usage)
+    args = bind(ctx, call, signature("censored", "mechanism"))
     if args is None:
         return None
     var = ctx.variable(args["variable"], "a continuous variable")

@@ -405,8 +405,10 @@ class Method:
 class Query:
     """One named result.
 
-    ``kind``: estimate, test, avar, moments, fisher, coverage, leakage, epsilon,
-    identifiable, optimal_anchor, budget, variance, table, individual.  ``metrics`` for coverage and
+    ``kind``: a key of :data:`privspec.query_kinds.QUERY_KINDS` (estimate, test, avar, moments,
+    fisher, coverage, leakage, epsilon, identifiable, optimal_anchor, budget, variance, table,
+    individual, bounds, thresholds), which says what each takes, whether it needs data and
+    which mechanism families it accepts.  ``metrics`` for coverage and
     leakage; ``scope`` for budget (``per variable``, ``per release`` or a set of
     variables) and the release's name for variance and table (``estimand`` then names
     the margin's variables, None for the whole table).

@@ -8,6 +8,7 @@ where it was opened instead of at the end of the file.
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import difflib
 import functools
@@ -25,9 +26,30 @@ from . import arith, ast, costs
 from .errors import Diagnostic
 from .source import Source, Span
 
-#: words that start a declaration
-DECLARATION_KEYWORDS = ("spec", "variable", "parameter", "population", "mechanism", "release",
-                        "query", "compare")
+def _grammar_declaration_keywords() -> tuple[str, ...]:
+    """The words that start a declaration, read from the grammar: the first literal of
+    each alternative of ``statement`` (``spec_decl: "spec" STRING`` -> ``spec``).
+
+    Examples
+    --------
+    >>> _grammar_declaration_keywords()[:3]
+    ('spec', 'variable', 'parameter')
+    """
+    from importlib.resources import files
+
+    text = files("privspec.grammar").joinpath("privspec.lark").read_text(encoding="utf-8")
+    body = re.search(r"^\??statement:(.*?)^\s*$", text, re.M | re.S)
+    rules = re.findall(r"\b(\w+)\b", body.group(1)) if body else []
+    words = []
+    for rule in rules:
+        first = re.search(rf'^{rule}:\s*"(\w+)"', text, re.M)
+        if first and first.group(1) not in words:
+            words.append(first.group(1))
+    return tuple(words)
+
+
+#: words that start a declaration (from the grammar, the one place they are written)
+DECLARATION_KEYWORDS = _grammar_declaration_keywords()
 #: names that the arithmetic reads as constants
 CONSTANTS = {"pi": sympy.pi, "inf": sympy.oo, "oo": sympy.oo}
 #: functions folded into exact numbers
@@ -72,9 +94,12 @@ def get_parser() -> Lark:
 # ---------------------------------------------------------------------------------
 # splitting into declarations
 _SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*|[()\[\]{}]|\n')
-_DECL_START = re.compile(
-    r"[ \t]*(?:(?:variable|parameter|mechanism|release|query|compare)[ \t]+[A-Za-z_]\w*[ \t]*[=:<>~]"
-    r"|population[ \t]+(?:\(|[A-Za-z_]\w*[ \t]*~)|spec[ \t]+\")")
+#: what follows a declaration keyword on a line that clearly starts a declaration: a name
+#: and the declaration's punctuation, except where the grammar says otherwise
+_DECL_FOLLOW = {"population": r"(?:\(|[A-Za-z_]\w*[ \t]*~)", "spec": '"'}
+_NAME_FOLLOW = r"[A-Za-z_]\w*[ \t]*[=:<>~]"
+_DECL_START = re.compile(r"[ \t]*(?:" + "|".join(
+    kw + r"[ \t]+" + _DECL_FOLLOW.get(kw, _NAME_FOLLOW) for kw in DECLARATION_KEYWORDS) + ")")
 _OPEN = "([{"
 _CLOSE = ")]}"
 
@@ -191,25 +216,71 @@ def _is_tok(x, *types: str) -> bool:
     return isinstance(x, Token) and (not types or x.type in types)
 
 
+@dataclasses.dataclass
+class ParseState:
+    """What the AST builder needs to know about the declaration being parsed: ``offset``
+    makes token spans absolute, ``decl_span`` is the declaration's span, ``depth`` maps
+    id(BinOp or Neg) -> nesting depth (per declaration)."""
+
+    offset: int = 0
+    decl_span: Span = Span(0, 0)
+    depth: dict[int, int] = dataclasses.field(default_factory=dict)
+
+
+#: the state of the parse under way in this thread/task (:func:`parse_statement` sets it;
+#: a direct ``get_parser().parse(...)`` sees offset 0, as before)
+_STATE: contextvars.ContextVar[ParseState] = contextvars.ContextVar("privspec_parse_state",
+                                                                    default=ParseState())
+
+
+def parse_statement(chunk: str, start: int = 0, end: int | None = None) -> ast.Declaration:
+    """Parse one declaration whose text starts at offset ``start`` of its file.
+
+    The builder's state is passed per parse (a context variable set for this call only),
+    so parses may nest or run in several threads on the one shared parser.
+
+    Examples
+    --------
+    >>> parse_statement("variable x: continuous", 10).name.span
+    Span(start=19, end=20)
+    """
+    token = _STATE.set(ParseState(start, Span(start, start + len(chunk) if end is None else end)))
+    try:
+        return get_parser().parse(chunk, start="statement")
+    finally:
+        _STATE.reset(token)
+
+
 class ToAst(Transformer):
     """Build :mod:`privspec.ast` nodes as the parser's callbacks (no parse tree is built).
 
-    Spans come from tokens (rules marked ``!`` in the grammar keep their brackets);
-    ``offset`` makes them absolute, ``decl_span`` is the declaration being parsed.
+    Spans come from tokens (rules marked ``!`` in the grammar keep their brackets).  The
+    instance is shared by the cached parser and holds no state: ``offset``,
+    ``decl_span`` and ``depth`` read the :class:`ParseState` of the parse under way
+    (:func:`parse_statement`; a parse outside it sees offset 0).
     """
 
     def __init__(self) -> None:
         super().__init__(visit_tokens=False)
-        self.offset = 0
-        self.decl_span = Span(0, 0)
-        self.depth: dict[int, int] = {}  # id(BinOp or Neg) -> nesting depth, per declaration
 
-    # -- helpers ---------------------------------------------------------------
+    @property
+    def offset(self) -> int:
+        return _STATE.get().offset
+
+    @property
+    def decl_span(self) -> Span:
+        return _STATE.get().decl_span
+
+    @property
+    def depth(self) -> dict[int, int]:
+        return _STATE.get().depth
+
+    # -- helpers (the hot ones read the state directly) -------------------------------
     def _ref(self, tok: Token) -> ast.Ref:
-        return ast.Ref(str(tok), _tspan(tok, self.offset))
+        return ast.Ref(str(tok), _tspan(tok, _STATE.get().offset))
 
     def _sp(self, x) -> Span:
-        return _tspan(x, self.offset) if isinstance(x, Token) else x.span
+        return _tspan(x, _STATE.get().offset) if isinstance(x, Token) else x.span
 
     def _cover(self, first, last) -> Span:
         return self._sp(first).join(self._sp(last))
@@ -587,17 +658,12 @@ def parse_declarations(source: Source) -> tuple[list[ast.Declaration], list[Diag
     >>> type(decls[0]).__name__, diags[0].code
     ('ContinuousDecl', 'E101')
     """
-    parser = get_parser()
-    builder: ToAst = parser.options.transformer
     decls: list[ast.Declaration] = []
     diags: list[Diagnostic] = []
     failed: list[tuple[int, int]] = []
     text = source.text
     for start, end in split_declarations(text):
         chunk = text[start:end]
-        builder.offset = start
-        builder.decl_span = Span(start, end)
-        builder.depth.clear()
         try:
             fast = _label_set_declaration(chunk, start)
         except _Fold as err:
@@ -618,7 +684,7 @@ def parse_declarations(source: Source) -> tuple[list[ast.Declaration], list[Diag
             failed.append((start, end))
             continue
         try:
-            decls.append(parser.parse(chunk, start="statement"))
+            decls.append(parse_statement(chunk, start, end))
         except UnexpectedInput as err:
             diags.append(syntax_diagnostic(err, chunk, start))
             failed.append((start, end))

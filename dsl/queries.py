@@ -4,49 +4,32 @@ from __future__ import annotations
 
 import sympy
 
-from . import arith, ast
+from . import arith, ast, signatures
 from .mechanisms import build_mechanism
+from .query_kinds import FAMILIES as FAMILY_WORDS
+from .query_kinds import (ESTIMANDS, INTERVAL, PLAIN_QUERIES, PRODUCT_JOINT, QUERY_KINDS, estimators_for,
+                          family_of)
 from .model import (Compare, Estimand, IntervalMechanism, Mechanism, Method, ProductMechanism,
                     Query, RandomizedResponse, SubsetMechanism, Variable)
 from .scope import Context, compare, describe, did_you_mean, fmt
 from .source import Span
 
-#: estimand kind -> estimators that can make it
-ESTIMATORS: dict[str, tuple[str, ...]] = {
-    "distribution": ("mom", "mle", "em", "newton", "one_step"),
-    "joint": ("independent", "joint", "castell", "hybrid", "truncated", "clusters", "mom", "mle", "em"),
-    "mean": ("unbiased", "npmle", "mle"),
-    "cdf": ("npmle", "mle"),
-    "moment": ("npmle", "mle"),
-    "regression": ("iterative",),
-    "independence": ("pearson", "lrt", "lrt_mom", "bonferroni"),
-}
-REGRESSORS = ("linear", "random_forest", "gradient_boosting")
-#: laws of parametric interval estimators (mle(normal)) and of Algorithm 1's noise
-FAMILIES = ("normal", "logistic")
-#: estimators whose arguments are names, by position
-NAMED_ARGS = {"iterative": (("regressor", "regressors", REGRESSORS), ("noise law", "noise laws", FAMILIES)),
-              "mle": (("family", "families", FAMILIES),)}
-METRICS = ("size", "mutual_information", "prediction")
+#: estimand kind -> estimators that can make it (from the estimand table, :mod:`.query_kinds`)
+ESTIMATORS: dict[str, tuple[str, ...]] = {k: e.estimators for k, e in ESTIMANDS.items()}
+#: regressors of ``iterative``, laws of ``mle(normal)`` and Algorithm 1's noise, privacy
+#: metrics, estimators' options and named arguments: from the signature table
+REGRESSORS = signatures.REGRESSORS
+FAMILIES = signatures.NOISE_LAWS
+NAMED_ARGS = signatures.NAMED_ARGS
+METRICS = signatures.METRICS
 CRITERIA = ("avar_trace", "avar_max", "coverage", "size", "mutual_information", "prediction", "epsilon")
 #: how a test's p-value is calibrated: permutation (the default when no clause is given,
 #: exact in size) or the statistic's chi-square limit where it has one
-CALIBRATIONS = ("permutation", "asymptotic")
-PLAIN_QUERIES = ("avar", "moments", "fisher", "coverage", "leakage", "epsilon", "identifiable",
-                 "optimal_anchor", "budget", "variance", "table", "individual", "bounds", "thresholds")
+CALIBRATIONS = signatures.names("calibration")
 #: estimators that combine per-attribute reports of a product mechanism (castell paper)
-_PRODUCT_JOINT = ("independent", "castell", "hybrid", "truncated", "clusters")
+_PRODUCT_JOINT = PRODUCT_JOINT
 #: keyword options of estimators: option -> (estimators taking it, allowed names; None: a number in [0, 1])
-METHOD_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
-    "project": (("mom", "joint") + _PRODUCT_JOINT, ("none", "clip", "euclidean")),
-    "switch": (("hybrid",), ("thresholds", "variance")),
-    "v": (("clusters",), None),
-    # which standard error an estimate carries: sampling plus privacy noise (the population
-    # question, the default) or privacy noise alone, given the respondents' true values (the
-    # question about the table collected: multi-freq-ldpy's VAR_Pure)
-    "se": (("mom", "mle", "em", "newton", "one_step", "castell", "independent", "hybrid", "joint", "truncated",
-            "clusters", "unbiased", "npmle"), ("population", "conditional")),
-}
+METHOD_OPTIONS = signatures.METHOD_OPTIONS
 #: the standard-error kinds of the ``se`` option, the default first
 SE_KINDS = METHOD_OPTIONS["se"][1]
 
@@ -68,7 +51,7 @@ def build_query(ctx: Context, decl: ast.QueryDecl) -> Query | None:
                   "e.g. estimate distribution(X) from M by mom, coverage(M), epsilon(M)")
         return None
     if body.name in ESTIMATORS:
-        verb = "test" if body.name == "independence" else "estimate"
+        verb = ESTIMANDS[body.name].verb
         ctx.error("E205", f"{body.name}(...) is an estimand: say what to do with it", body.span,
                   f"write: query {name} = {verb} {body.name}(...) from MECHANISM by METHOD")
         return None
@@ -85,9 +68,8 @@ def build_query(ctx: Context, decl: ast.QueryDecl) -> Query | None:
 
 
 def _estimand(ctx: Context, node: ast.Node, verb: str) -> Estimand | None:
-    if not isinstance(node, ast.Call) or node.name not in ESTIMATORS or \
-            (verb == "test") != (node.name == "independence"):
-        kinds = ["independence"] if verb == "test" else [k for k in ESTIMATORS if k != "independence"]
+    if not isinstance(node, ast.Call) or node.name not in ESTIMANDS or ESTIMANDS[node.name].verb != verb:
+        kinds = [k for k, e in ESTIMANDS.items() if e.verb == verb]
         name = node.name if isinstance(node, ast.Call) else None
         ctx.error("E206", f"unknown {'hypothesis' if verb == 'test' else 'estimand'} "
                           f"{repr(name) if name else describe(node)}", node.span,
@@ -116,7 +98,7 @@ def _estimand(ctx: Context, node: ast.Node, verb: str) -> Estimand | None:
         if order is None:
             return None
         args = args[:1]
-    want = {"joint": None, "independence": 2}.get(kind, 1)
+    want = ESTIMANDS[kind].arity
     if (want is not None and len(args) != want) or (want is None and len(args) < 2):
         ctx.error("E205", f"{kind}() takes {'two or more variables' if want is None else f'{want} variable' + ('s' if want > 1 else '')}, "
                           f"found {len(args)}", node.span)
@@ -129,7 +111,7 @@ def _estimand(ctx: Context, node: ast.Node, verb: str) -> Estimand | None:
         ctx.error("E205", f"a variable appears twice in {kind}()", node.span)
         return None
     for v, a in zip(vars_, args):
-        categorical = kind in ("distribution", "joint", "independence")
+        categorical = ESTIMANDS[kind].categorical
         if v.is_categorical != categorical:  # type: ignore[union-attr]
             ctx.error("E401", f"{kind}() is for {'categorical' if categorical else 'continuous'} variables; "
                               f"{v.name} is {'categorical' if v.is_categorical else 'continuous'}", a.span)  # type: ignore[union-attr]
@@ -251,11 +233,13 @@ def _fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src: ast.
             break
     m = method.name
     span = method.span
-    if observed and est.kind in ("distribution", "joint", "independence") and not mech.is_finite:
+    table, family = ESTIMANDS[est.kind], family_of(mech)
+    wrong_kind = family not in table.families and (family in INTERVAL) == table.categorical
+    if observed and wrong_kind and table.categorical:
         ctx.error("E501", f"{est.kind}() needs a finite mechanism (subset, grr, rr, product); "
                           f"{src.name} is an interval mechanism", src.span)
         return False
-    if observed and est.kind in ("mean", "cdf", "moment", "regression") and mech.family != "interval":
+    if observed and wrong_kind:
         ctx.error("E501", f"{est.kind}() is estimated from interval data; {src.name} is a "
                           f"{mech.family} mechanism", src.span)
         return False
@@ -312,6 +296,12 @@ def _fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src: ast.
             ctx.error("E501", "the unbiased mean estimator (Example 2) needs a Case-I mechanism with "
                               "uniform anchors", span, "use npmle, or collect with interval(X, case1(uniform(a, b)))")
             return False
+    fits = estimators_for(est.kind, family)
+    if observed and m not in fits:  # what the checks above leave: the estimand table decides
+        ctx.error("E501", f"'{m}' does not apply to {est.kind}() from {FAMILY_WORDS[family]}", span,
+                  f"from {src.name}: {' | '.join(fits)}" if fits else
+                  f"{est.kind}() takes data from {', '.join(FAMILY_WORDS[f] for f in table.families)}")
+        return False
     return observed
 
 
@@ -321,7 +311,7 @@ def _estimate(ctx: Context, name: str, verb: str, body: ast.Node, source: ast.Re
     if est is None:
         return None
     if source is None:
-        ctx.error("E504", f"say which mechanism the data came through: ... from MECHANISM", body.span,
+        ctx.error("E504", "say which mechanism the data came through: ... from MECHANISM", body.span,
                   f"e.g. {verb} {est.kind}(...) from {next(iter(ctx.names_of(['mechanism'])), 'M')} by "
                   f"{ESTIMATORS[est.kind][0]}")
         return None
@@ -358,8 +348,9 @@ def _mechanism_arg(ctx: Context, node: ast.Node) -> Mechanism | None:
 
 def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
     kind = call.name
+    sig = signatures.signature(kind, "query")
     if kind == "avar":
-        if len(call.args) != 1 or not isinstance(call.args[0], ast.Qualified):
+        if not signatures.takes(sig, len(call.args)) or not isinstance(call.args[0], ast.Qualified):
             ctx.error("E205", "avar() takes an estimator: avar(distribution(X) from M by mom)", call.span)
             return None
         q = call.args[0]
@@ -369,7 +360,7 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
         est = _estimate(ctx, name, "estimate", q.value, q.source, q.method, None, span, kind="avar")
         return est
     if kind == "budget":
-        if len(call.args) != 1:
+        if not signatures.takes(sig, len(call.args)):
             ctx.error("E205", "budget() takes per variable, per release, or a set {a, b}", call.span)
             return None
         arg = call.args[0]
@@ -398,7 +389,7 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
     if kind in ("bounds", "thresholds"):
         return _rr_bounds(ctx, name, call, span)
     if kind == "optimal_anchor":
-        if len(call.args) != 2:
+        if not signatures.takes(sig, len(call.args)):
             ctx.error("E205", "optimal_anchor() takes an estimand and a mechanism: optimal_anchor(mean(X), M)", call.span)
             return None
         est = _estimand(ctx, call.args[0], "estimate")
@@ -420,13 +411,14 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
     if not call.args:
         ctx.error("E205", f"{kind}() needs a mechanism: {kind}(M)", call.span)
         return None
-    if call.keywords:
+    if call.keywords and not sig.keywords:
         ctx.error("E205", f"{kind}() takes no options", call.keywords[0].span)
         return None
     mech = _mechanism_arg(ctx, call.args[0])
     metrics: list[str] = []
+    _, most = signatures.arity(sig)  # at most one mechanism, coverage one metric, leakage any
     for a in call.args[1:]:
-        if kind not in ("coverage", "leakage"):
+        if most == 1:
             ctx.error("E205", f"{kind}() takes one mechanism", a.span)
             return None
         if not isinstance(a, ast.Ref) or a.name not in METRICS:
@@ -435,12 +427,12 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
                       (did_you_mean(shown, METRICS) if isinstance(a, ast.Ref) else "") or f"metrics: {', '.join(METRICS)}")
             return None
         metrics.append(a.name)
-    if kind == "coverage" and len(metrics) > 1:
-        ctx.error("E205", "coverage() takes one metric; leakage() takes several", call.args[2].span)
+    if most is not None and len(call.args) > most:  # only coverage gets here
+        ctx.error("E205", "coverage() takes one metric; leakage() takes several", call.args[most].span)
         return None
     if mech is None:
         return None
-    if kind in ("moments", "fisher", "identifiable") and not mech.is_finite:
+    if kind in ("moments", "fisher", "identifiable") and not QUERY_KINDS[kind].accepts(family_of(mech)):
         ctx.error("E501", f"{kind}() is defined for finite mechanisms (subset, grr, rr, product)", call.args[0].span)
         return None
     if kind in ("coverage", "leakage"):
@@ -449,7 +441,9 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
                 list(METRICS) if mech.family in ("subset",) else ["mutual_information", "prediction"]
                 if mech.is_finite else ["size"])
         for mt in metrics:
-            if mt == "size" and mech.family not in ("subset", "interval"):
+            set_valued = mech.family in ("subset", "interval") or (
+                isinstance(mech, ProductMechanism) and all(f.family == "subset" for f in mech.factors))
+            if mt == "size" and not set_valued:
                 ctx.error("E501", "size coverage needs set-valued reports (subset or interval mechanisms)",
                           call.span, "for randomized response use mutual_information or prediction")
                 return None
@@ -467,7 +461,9 @@ def _release_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Query
     """
     kind = call.name
     usage = f"{kind}() takes a release and, for a margin, some of its variables: {kind}(D) or {kind}(D, band)"
-    if not call.args or call.keywords or not isinstance(call.args[0], ast.Ref):
+    sig = signatures.signature(kind, "query")
+    if not signatures.takes(sig, len(call.args)) or (call.keywords and not sig.keywords) \
+            or not isinstance(call.args[0], ast.Ref):
         ctx.error("E205", usage, call.keywords[0].span if call.keywords else call.span)
         return None
     release = ctx.lookup(call.args[0], ["release"])
@@ -544,14 +540,15 @@ def _individual(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | 
     """``individual(M, {observed subset} [, true category])``: size and prediction leakage of
     one respondent before and after observing the subset (subset privacy, Fig. 4)."""
     usage = "individual(MECHANISM, {observed, subset}, true_category)"
-    if call.keywords or len(call.args) not in (2, 3):
+    sig = signatures.signature("individual", "query")
+    if (call.keywords and not sig.keywords) or not signatures.takes(sig, len(call.args)):
         ctx.error("E205", f"individual() takes a mechanism, an observed subset and optionally the true "
                           f"category: {usage}", call.span)
         return None
     mech = _mechanism_arg(ctx, call.args[0])
     if mech is None:
         return None
-    if mech.family != "subset":
+    if not QUERY_KINDS["individual"].accepts(family_of(mech)):
         ctx.error("E501", "individual() reads an observed subset of a subset mechanism", call.args[0].span)
         return None
     var = mech.variable
@@ -583,7 +580,8 @@ def _rr_bounds(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | N
     variables go in the estimand, ``n`` in the method's options."""
     kind = call.name
     usage = f"{kind}(MECHANISM, n = N) for a product of randomized responses"
-    if len(call.positional) != 1:
+    sig = signatures.signature(kind, "query")
+    if not signatures.takes(sig, len(call.positional)):
         ctx.error("E205", f"{kind}() takes one mechanism and the option n: {usage}", call.span)
         return None
     mech = _mechanism_arg(ctx, call.positional[0])
@@ -600,8 +598,8 @@ def _rr_bounds(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | N
     options: list = []
     for kw in call.keywords:
         key = kw.key.name if isinstance(kw.key, ast.Ref) else getattr(kw.key, "text", "")
-        if key != "n":
-            ctx.error("E205", f"unknown option '{key}' for {kind}()", kw.span, did_you_mean(key, ["n"]) or usage)
+        if key not in sig.keywords:
+            ctx.error("E205", f"unknown option '{key}' for {kind}()", kw.span, did_you_mean(key, sig.keywords) or usage)
             return None
         n = ctx.number(kw.value, "the number of respondents n")
         if n is None:

@@ -61,3 +61,16 @@ def test_doc_page_commands_work(page: str, tmp_path, monkeypatch) -> None:
         argv = [str(ROOT / a) if a.startswith(("specs/", "docs/")) else a for a in shlex.split(line)[1:]]
         out, err = io.StringIO(), io.StringIO()
         assert main(argv, stdout=out, stderr=err) == 0, (line, err.getvalue())
+
+
+def test_architecture_names_modules_that_exist() -> None:
+    """docs/architecture.md says where each formula lives: every module it names exists."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(?:backends/)?([a-z_]+)\.py`", text)) | set(re.findall(r"\b([a-z_]+)\.py\b", text))
+    named |= {m.split(".")[0] for m in re.findall(r"`([a-z_]+)\.[A-Za-z_]+", text)
+              if (ROOT / "backends" / f"{m.split('.')[0]}.py").exists()}
+    missing = sorted(n for n in named if not (ROOT / "backends" / f"{n}.py").exists()
+                     and not (ROOT / "dsl" / f"{n}.py").exists() and n not in ("x", "y"))  # the legend
+    assert not missing, missing
+    for dotted in set(re.findall(r"`privspec\.(?:backends\.)?([a-z_]+)`", text)) - {"x", "y"}:
+        assert (ROOT / "backends" / f"{dotted}.py").exists() or (ROOT / "dsl" / f"{dotted}.py").exists(), dotted

@@ -327,3 +327,14 @@ def test_huge_label_sets_load_or_are_refused_at_once(labels: int, tmp_path: Path
         assert spec.ok and spec.model.variables["x"].p == labels
     else:
         assert [d.code for d in spec.diagnostics] == ["E701"]
+
+
+def test_costs_mirror_the_back_ends_switches() -> None:
+    """The front end prices queries with copies of the back ends' switches (it never
+    imports a back end): they must stay equal."""
+    from privspec import costs
+    from privspec.backends import channel, uniform
+
+    assert costs.EXACT_CELL_LIMIT == channel.EXACT_LIMIT
+    assert costs.SYMBOLIC_LIMIT == channel.Channel.symbolic_limit
+    assert costs.UNIFORM_ENUM_LIMIT == uniform.UNIFORM_ENUM_LIMIT

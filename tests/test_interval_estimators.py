@@ -14,7 +14,8 @@ from privspec.backends.interval_coverage import case1_coverage
 from privspec.backends.interval_estimators import (example2_mean, example2_variance, information_bound,
                                                    law_moment, npmle_functional, optimal_anchor, parametric_mle)
 from privspec.backends.interval_mechanisms import law_distribution, likelihood_pieces, sample_interval
-from privspec.backends.interval_rangefit import range_npmle
+from privspec.backends.npmle import npmle_pieces
+from privspec.backends.npmle_data import innermost
 
 npmle_engine = pytest.importorskip("privspec.backends.npmle")
 
@@ -216,7 +217,7 @@ def test_range_fit_reaches_the_engine_maximum(seed):
         L, R, C = aggregate(*sample_interval(mech, rng.normal(size=1500), rng))
         engine = npmle_engine.npmle(L, R, C, ring=scheme == "ring")
         pl, pr, owner = likelihood_pieces(L, R, (-np.inf, np.inf))
-        fit = range_npmle(pl, pr, owner, C)
+        fit = npmle_pieces(pl, pr, owner, C, tol=1e-9).support_only()
         assert fit.converged and fit.kkt <= 1e-9
         assert fit.loglik == pytest.approx(engine.loglik, abs=1e-6)
 
@@ -229,13 +230,10 @@ def test_range_fit_with_an_acceptable_range_inside_the_reports():
     L, R, C = aggregate(*sample_interval(mech, rng.normal(size=800), rng))
     pl, pr, owner = likelihood_pieces(L, R, (-np.inf, np.inf), mech.disclose)
     assert np.bincount(owner).max() == 2
-    fit = range_npmle(pl, pr, owner, C)
+    fit = npmle_pieces(pl, pr, owner, C, tol=1e-9).support_only()
     assert fit.converged and fit.kkt <= 1e-9
     # EM (self-consistency) from uniform masses on the same candidates never exceeds it
-    from privspec.backends.interval_rangefit import candidates, runs
-
-    lo, hi = candidates(pl, pr)
-    start, end = runs(pl, pr, hi)
+    lo, hi, start, end = innermost(pl, pr)  # the innermost intervals and each piece's run over them
     p = np.full(len(hi), 1 / len(hi))
     for _ in range(800):
         S = np.concatenate([[0.0], np.cumsum(p)])

@@ -1,0 +1,148 @@
+"""The Newton subproblem of the NPMLE: its matrix from runs, and the quadratic program.
+
+Each Newton step of :mod:`.npmle_solver` minimizes ``1/2 x'Gx - h'x`` over masses
+``x >= 0`` with fixed sums.  ``G = sum_i w_i e_i e_i'``, ``e_i`` the 0/1 vector of the
+candidates report ``i`` holds; a report is one or several runs of candidates, so ``G``
+is assembled from histograms of run ends (O(rows + k^2) for ``k`` candidates), never
+from a rows-by-candidates matrix:
+
+* :func:`run_gram`: ``sum w e e'`` for single runs (a run's diagonal block);
+* :func:`cross_gram`: ``sum w (e_1 e_2' + e_2 e_1')`` for two disjoint runs of one report
+  (the off-diagonal blocks of a report in several pieces);
+* :func:`qp`: the quadratic program, by a primal active-set method.
+
+Examples
+--------
+>>> run_gram(np.array([0, 1]), np.array([1, 2]), np.array([1.0, 2.0]), 3)
+array([[1., 1., 0.],
+       [1., 3., 2.],
+       [0., 2., 2.]])
+>>> cross_gram(np.array([0]), np.array([0]), np.array([2]), np.array([2]), np.array([1.0]), 3)
+array([[0., 0., 1.],
+       [0., 0., 0.],
+       [1., 0., 0.]])
+>>> qp(np.eye(2), np.array([1.0, 3.0]), np.array([0.5, 0.5]), np.zeros(2, dtype=np.intp), np.ones(1))
+array([0., 1.])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["run_gram", "cross_gram", "qp"]
+
+#: the QP adds a point while its multiplier exceeds this (units of the normalized gradient)
+QP_TOL = 1e-14
+
+
+def run_gram(a: np.ndarray, b: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
+    """``sum_i w_i e_i e_i'`` for indicator vectors ``e_i`` of the runs ``a_i..b_i`` of 0..k-1.
+
+    ``G[j, l] = sum of w_i over runs with a_i <= min(j, l) and b_i >= max(j, l)``: a
+    k x k histogram of (a, b), cumulated down the first index and up the second.
+    """
+    # (float even without runs: bincount of nothing counts in integers)
+    H = np.bincount(a * k + b, weights=w, minlength=k * k).astype(float, copy=False).reshape(k, k)
+    np.cumsum(H, axis=0, out=H)
+    C = np.cumsum(H[:, ::-1], axis=1)[:, ::-1]
+    upper = np.triu(C)
+    return upper + np.triu(C, 1).T
+
+
+def cross_gram(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray, w: np.ndarray,
+               k: int) -> np.ndarray:
+    """``sum_i w_i (e1_i e2_i' + e2_i e1_i')`` for runs ``a1..b1`` before ``a2..b2`` (disjoint).
+
+    Each term is a rectangle of the matrix and its mirror image: a two-dimensional
+    difference array, cumulated along both axes.
+    """
+    K = k + 1
+    D = np.bincount(a1 * K + a2, w, minlength=K * K).astype(float, copy=False)
+    D -= np.bincount((b1 + 1) * K + a2, w, minlength=K * K)
+    D -= np.bincount(a1 * K + b2 + 1, w, minlength=K * K)
+    D += np.bincount((b1 + 1) * K + b2 + 1, w, minlength=K * K)
+    M = D.reshape(K, K)
+    np.cumsum(M, axis=0, out=M)
+    np.cumsum(M, axis=1, out=M)
+    M = M[:k, :k]
+    return M + M.T
+
+
+def _eq_solve(G: np.ndarray, h: np.ndarray, grp: np.ndarray, sums: np.ndarray, ngroups: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Minimize 1/2 z'Gz - h'z subject to the group sums (no sign constraints)."""
+    k = h.size
+    K = np.zeros((k + ngroups, k + ngroups))
+    K[:k, :k] = G
+    E = np.zeros((ngroups, k))
+    E[grp, np.arange(k)] = 1.0
+    K[k:, :k] = E
+    K[:k, k:] = E.T
+    rhs = np.concatenate([h, sums])
+    try:
+        sol = np.linalg.solve(K, rhs)
+        if not np.all(np.isfinite(sol)):
+            raise np.linalg.LinAlgError
+    except np.linalg.LinAlgError:
+        # collinear candidate points: any solution of the singular system will do
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+    return sol[:k], sol[k:]
+
+
+def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """Minimize ``1/2 x'Gx - h'x`` over ``x >= 0`` with ``sum_{grp == g} x = sums[g]``.
+
+    A primal active-set method (Lawson and Hanson's NNLS, with the equality constraints
+    kept by Lagrange multipliers), warm-started at the feasible ``x0``: variables enter
+    while their multiplier is positive; a step that would turn a mass negative stops
+    at the boundary and drops it.  It returns a feasible point in every case (``x0``
+    itself where the system is degenerate: the caller's line search then finds no rise).
+    """
+    k = h.size
+    ngroups = sums.size
+    x = x0.copy()
+    passive = x > 0
+    last: np.ndarray | None = None
+    for _ in range(4 * k + 20):
+        idx = np.flatnonzero(passive)
+        z, mu = _eq_solve(G[np.ix_(idx, idx)], h[idx], grp[idx], sums, ngroups)
+        if not np.all(np.isfinite(z)):
+            return x  # a degenerate system: keep the feasible point (the line search copes)
+        if np.all(z > 0):
+            x = np.zeros(k)
+            x[idx] = z
+            w = h - G @ x - mu[grp]
+            w[passive] = -np.inf
+            # every variable with a positive multiplier enters at once: the objective still
+            # falls at each full solve, and there are far fewer solves than one at a time
+            enter = np.flatnonzero(w > QP_TOL * max(1.0, float(np.abs(h).max())))
+            if enter.size == 0:
+                return x
+            passive[enter] = True
+            last = enter
+            continue
+        xi = x[idx]
+        neg = z <= 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # a variable at 0 that the solve keeps at 0 or below blocks at once (0, not
+            # 0 / 0: a NaN here would spoil the whole step)
+            ratio = np.where(xi[neg] > 0, xi[neg] / (xi[neg] - z[neg]), 0.0)
+        alpha = float(ratio.min())
+        if alpha <= 0.0 and last is not None:
+            blocking = idx[neg][ratio <= 0.0]
+            if np.all(np.isin(blocking, last)):
+                # only points just added want a negative mass: drop them; if that happens
+                # for all of them we are at the optimum up to round-off
+                passive[blocking] = False
+                x[blocking] = 0.0
+                last = np.setdiff1d(last, blocking)
+                if last.size == 0:
+                    return x
+                continue
+        x[idx] = xi + alpha * (z - xi)
+        drop = idx[neg][ratio <= alpha]
+        x[drop] = 0.0
+        passive[drop] = False
+        passive &= x > 0
+        x[~passive] = 0.0
+        last = None
+    return x  # pragma: no cover - the active-set method ends long before

@@ -1,0 +1,316 @@
+"""What each query kind is: one table that the front end, the command line and the back
+ends consult, instead of lists of strings kept in step by hand.
+
+* :data:`QUERY_KINDS` -- per query kind (``coverage``, ``estimate``, ``budget`` ...): the
+  shape of its arguments, whether it needs data (``analyze`` cannot answer it), the type
+  of its result, the mechanism families it accepts, a one-line doc;
+* :data:`ESTIMANDS` -- per estimand of ``estimate``/``test``/``avar``
+  (``distribution``, ``joint``, ``mean`` ...): its arity, whether its variables are
+  categorical, and the estimators that apply to each mechanism family;
+* :func:`family_of` -- the family of a mechanism (``subset``, ``grr``, ``rr``,
+  ``product``, ``rr_product``, ``interval``, ``censored``; ``release`` for queries on a
+  release, which have no mechanism);
+* :class:`Answers` -- what a back end declares it answers: (query kinds, mechanism
+  families, verbs[, estimands, estimators, options]).  The registry
+  (:func:`privspec.backends.backend_for`) picks the back end whose declaration matches
+  most specifically, and when none does says which back ends answer that kind, for
+  which families and verbs (:func:`explain`).
+
+The front end imports no back end; back ends import this module.
+
+Examples
+--------
+>>> QUERY_KINDS["coverage"].needs_data, QUERY_KINDS["estimate"].needs_data
+(False, True)
+>>> estimators_for("joint", "rr_product")[:3]
+('independent', 'castell', 'hybrid')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+#: the runner's verbs that answer queries
+VERBS = ("analyze", "run", "simulate")
+
+#: mechanism families, with the words used to name them in messages
+FAMILIES: dict[str, str] = {
+    "subset": "subset designs",
+    "grr": "generalized randomized response (grr)",
+    "rr": "randomized response by matrix (rr)",
+    "product": "products of mechanisms (subset or mixed factors)",
+    "rr_product": "products of randomized responses",
+    "interval": "interval privacy (interval, selective, progressive)",
+    "censored": "interval-censored data (censored)",
+    "release": "releases of count tables (no mechanism)",
+}
+FINITE = ("subset", "grr", "rr", "product", "rr_product")
+INTERVAL = ("interval", "censored")
+MECHANISM_FAMILIES = FINITE + INTERVAL
+
+
+def family_of(mechanism: Any) -> str:
+    """The family of a mechanism (:data:`FAMILIES`); ``"release"`` for None.
+
+    Examples
+    --------
+    >>> family_of(None)
+    'release'
+    """
+    if mechanism is None:
+        return "release"
+    family = getattr(mechanism, "family", None)
+    if family == "rr":
+        return "grr" if getattr(mechanism, "kind", None) == "grr" else "rr"
+    if family == "product":
+        rr = all(getattr(f, "family", None) == "rr" for f in mechanism.factors)
+        return "rr_product" if rr else "product"
+    if family == "interval":
+        return "censored" if type(mechanism).__name__ == "CensoredMechanism" else "interval"
+    return str(family)
+
+
+# ---- estimands ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EstimandKind:
+    """An estimand of ``estimate``, ``test`` or ``avar``.
+
+    ``arity``: how many variables (None: two or more); ``categorical``: whether its
+    variables are categorical (else continuous); ``verb``: ``estimate`` or ``test``;
+    ``estimators``: every estimator (or test), in the order messages list them, the
+    default first; ``by_family``: family -> the estimators that apply to data from a
+    mechanism of that family.  Conditions finer than a family (the unbiased mean needs
+    Case-I uniform anchors; castell needs the factors covering the estimand to be
+    randomized responses) are checked by the front end (:func:`privspec.queries._fit`).
+    """
+
+    name: str
+    usage: str
+    arity: int | None
+    categorical: bool
+    verb: str
+    estimators: tuple[str, ...]
+    by_family: Mapping[str, tuple[str, ...]]
+    doc: str
+
+    def __post_init__(self) -> None:
+        stray = {m for names in self.by_family.values() for m in names} - set(self.estimators)
+        if stray:
+            raise ValueError(f"{self.name}: estimators {sorted(stray)} are not listed")
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return tuple(self.by_family)
+
+
+_DISTRIBUTION = ("mom", "mle", "em")
+_SUBSET_DISTRIBUTION = ("mom", "mle", "em", "newton", "one_step")
+#: estimators that combine per-attribute reports of a product of randomized responses
+PRODUCT_JOINT = ("independent", "castell", "hybrid", "truncated", "clusters")
+_TESTS = ("pearson", "lrt", "lrt_mom", "bonferroni")
+
+ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
+    EstimandKind("distribution", "distribution(X)", 1, True, "estimate", _SUBSET_DISTRIBUTION,
+                 {"subset": _SUBSET_DISTRIBUTION, "grr": _DISTRIBUTION, "rr": _DISTRIBUTION,
+                  "product": _SUBSET_DISTRIBUTION, "rr_product": _DISTRIBUTION},
+                 "the distribution of a categorical variable"),
+    EstimandKind("joint", "joint(X, Y, ...)", None, True, "estimate",
+                 ("independent", "joint", "castell", "hybrid", "truncated", "clusters", "mom", "mle", "em"),
+                 {"subset": _DISTRIBUTION, "grr": ("joint",) + _DISTRIBUTION, "rr": ("joint",) + _DISTRIBUTION,
+                  # castell & co. on a mixed product: the factors covering the estimand must be RR
+                  "product": PRODUCT_JOINT + _DISTRIBUTION, "rr_product": PRODUCT_JOINT + _DISTRIBUTION},
+                 "the joint distribution of two or more categorical variables"),
+    EstimandKind("mean", "mean(X)", 1, False, "estimate", ("unbiased", "npmle", "mle"),
+                 {"interval": ("unbiased", "npmle", "mle"), "censored": ("npmle", "mle")},
+                 "the mean of a continuous variable"),
+    EstimandKind("cdf", "cdf(X)", 1, False, "estimate", ("npmle", "mle"),
+                 {"interval": ("npmle", "mle"), "censored": ("npmle", "mle")},
+                 "the distribution function of a continuous variable"),
+    EstimandKind("moment", "moment(X, k)", 1, False, "estimate", ("npmle", "mle"),
+                 {"interval": ("npmle", "mle"), "censored": ("npmle", "mle")},
+                 "the k-th moment E[X^k] of a continuous variable"),
+    EstimandKind("regression", "regression(Y ~ X1 + X2)", None, False, "estimate", ("iterative",),
+                 {"interval": ("iterative",), "censored": ("iterative",)},
+                 "the regression of an interval-reported response on covariates (Algorithm 1)"),
+    EstimandKind("independence", "independence(X, Y)", 2, True, "test", _TESTS,
+                 {"product": _TESTS, "rr_product": _TESTS},
+                 "whether two categorical variables are independent"),
+)}
+
+
+def estimators_for(estimand: str, family: str) -> tuple[str, ...]:
+    """The estimators of ``estimand`` that apply to data from a ``family`` mechanism."""
+    kind = ESTIMANDS.get(estimand)
+    return kind.by_family.get(family, ()) if kind is not None else ()
+
+
+# ---- query kinds -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class QueryKind:
+    """One kind of query.
+
+    ``usage`` is the shape of its arguments; ``needs_data``: ``analyze`` cannot answer it
+    (``run`` with data, or ``simulate``, can); ``result``: the type of its value;
+    ``families``: the mechanism families it accepts (``("release",)``: it reads a
+    release); ``estimands``: for ``estimate``, ``test`` and ``avar``, the estimands it takes
+    (their estimators per family are in :data:`ESTIMANDS`).
+    """
+
+    name: str
+    usage: str
+    needs_data: bool
+    result: str
+    families: tuple[str, ...]
+    doc: str
+    estimands: tuple[str, ...] = ()
+    #: written ``query q = KIND ...`` (estimate, test), not ``query q = KIND(...)``
+    verb: bool = False
+
+    def accepts(self, family: str) -> bool:
+        return family in self.families
+
+
+QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
+    QueryKind("estimate", "estimate ESTIMAND from MECHANISM by ESTIMATOR", True, "estimate",
+              MECHANISM_FAMILIES, "an estimate from privatized data, with its standard error",
+              ("distribution", "joint", "mean", "cdf", "moment", "regression"), verb=True),
+    QueryKind("test", "test independence(X, Y) from MECHANISM by TEST [calibrate CALIBRATION]", True, "test",
+              ("product", "rr_product"), "a test of independence on privatized data",
+              ("independence",), verb=True),
+    QueryKind("avar", "avar(ESTIMAND from MECHANISM by ESTIMATOR)", False, "matrix", MECHANISM_FAMILIES,
+              "the asymptotic covariance of an estimator",
+              ("distribution", "joint", "mean", "cdf", "moment", "regression")),
+    QueryKind("moments", "moments(MECHANISM)", False, "moments", FINITE,
+              "the moments Q, gamma, H, C of a finite mechanism"),
+    QueryKind("fisher", "fisher(MECHANISM)", False, "matrix", FINITE, "the Fisher information per respondent"),
+    QueryKind("coverage", "coverage(MECHANISM[, METRIC])", False, "number", MECHANISM_FAMILIES,
+              "privacy coverage: how much a report leaves hidden"),
+    QueryKind("leakage", "leakage(MECHANISM[, METRIC, ...])", False, "metrics", MECHANISM_FAMILIES,
+              "privacy leakage by metric (size, mutual_information, prediction)"),
+    QueryKind("epsilon", "epsilon(MECHANISM)", False, "number", MECHANISM_FAMILIES,
+              "the local differential privacy level"),
+    QueryKind("identifiable", "identifiable(MECHANISM)", False, "boolean", FINITE,
+              "whether the population can be recovered from the reports"),
+    QueryKind("optimal_anchor", "optimal_anchor(mean(X), MECHANISM)", False, "density", ("interval", "censored"),
+              "the anchor density that minimizes the variance of the mean (Theorem 2)"),
+    QueryKind("budget", "budget(per variable | per release | {a, b})", False, "budget", ("release",),
+              "the privacy budget the releases spend"),
+    QueryKind("variance", "variance(RELEASE[, VARIABLE, ...])", False, "table", ("release",),
+              "the noise variance of a release's cells (or of a margin)"),
+    QueryKind("table", "table(RELEASE[, VARIABLE, ...])", True, "table", ("release",),
+              "a released table read from data (or a margin of it)"),
+    QueryKind("individual", "individual(MECHANISM, {observed, subset}[, true_category])", False, "metrics",
+              ("subset",), "what one subset report reveals about one respondent"),
+    QueryKind("bounds", "bounds(MECHANISM, n = N)", False, "bounds", ("rr_product",),
+              "error bounds of joint estimates from a product of randomized responses"),
+    QueryKind("thresholds", "thresholds(MECHANISM, n = N)", False, "thresholds", ("rr_product",),
+              "the hybrid estimator's thresholds for a product of grr mechanisms"),
+)}
+#: queries written ``KIND(...)`` (not ``estimate``/``test``)
+PLAIN_QUERIES = tuple(k for k, q in QUERY_KINDS.items() if not q.verb)
+#: kinds that ``analyze`` answers (no data needed)
+ANALYTIC_KINDS = tuple(k for k, q in QUERY_KINDS.items() if not q.needs_data)
+
+
+def needs_data(kind: str) -> bool:
+    """Whether a query of this kind needs data (unknown kinds: True, so ``analyze`` skips them)."""
+    q = QUERY_KINDS.get(kind)
+    return True if q is None else q.needs_data
+
+
+# ---- what a back end answers -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Answers:
+    """One row of a back end's declaration: it answers queries of ``kinds`` on mechanisms of
+    ``families`` for the runner ``verbs``; optionally only for some ``estimands``, some
+    ``methods`` (estimators), and estimators carrying all of ``options``.
+
+    A back end's ``supports(query, verb)`` may still refuse a query its rows match (a
+    condition that is not a family, e.g. the estimand's variable being the mechanism's
+    own); the registry then looks at the other back ends.
+
+    Examples
+    --------
+    >>> row = Answers(("epsilon",), ("grr",))
+    >>> row.describe()
+    'epsilon on grr (analyze, run, simulate)'
+    """
+
+    kinds: tuple[str, ...]
+    families: tuple[str, ...]
+    verbs: tuple[str, ...] = VERBS
+    estimands: tuple[str, ...] | None = None
+    methods: tuple[str, ...] | None = None
+    options: tuple[str, ...] = ()
+    note: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.kinds if k not in QUERY_KINDS] + \
+            [f for f in self.families if f not in FAMILIES] + [v for v in self.verbs if v not in VERBS] + \
+            [e for e in self.estimands or () if e not in ESTIMANDS]
+        if unknown:
+            raise ValueError(f"unknown query kind, family, verb or estimand: {', '.join(unknown)}")
+
+    def matches(self, query: Any, verb: str) -> bool:
+        """Whether this row covers ``query`` for ``verb``."""
+        if query.kind not in self.kinds or verb not in self.verbs:
+            return False
+        if family_of(query.mechanism) not in self.families:
+            return False
+        est, method = query.estimand, query.method
+        if self.estimands is not None and (est is None or est.kind not in self.estimands):
+            return False
+        if self.methods is not None and (method is None or method.name not in self.methods):
+            return False
+        if self.options and (method is None or not all(o in method.options for o in self.options)):
+            return False
+        return True
+
+    @property
+    def specificity(self) -> tuple[int, int]:
+        """How narrow the row is: more conditions first, then fewer families.  The registry
+        prefers the most specific matching row (a special case before the general one)."""
+        conditions = sum(x is not None for x in (self.estimands, self.methods)) + len(self.options)
+        return (conditions, -len(self.families))
+
+    def describe(self, kind: str | None = None) -> str:
+        """``"avar of distribution by mom on grr (analyze, run, simulate)"`` (only ``kind``
+        among the row's kinds, when given)."""
+        text = kind if kind is not None else "/".join(self.kinds)
+        if self.estimands is not None:
+            text += f" of {'/'.join(self.estimands)}"
+        if self.methods is not None:
+            text += f" by {'/'.join(self.methods)}"
+        if self.options:
+            text += f" with {', '.join(self.options)}"
+        return f"{text} on {', '.join(self.families)} ({', '.join(self.verbs)})"
+
+
+def analytic(rows: tuple[Answers, ...]) -> tuple[str, ...]:
+    """The kinds that ``rows`` answer without data, in :data:`QUERY_KINDS` order."""
+    kinds = {k for r in rows for k in r.kinds}
+    return tuple(k for k in ANALYTIC_KINDS if k in kinds)
+
+
+def explain(kind: str, declarations: Mapping[str, tuple[Answers, ...]], family: str | None = None) -> str:
+    """Which back ends answer queries of ``kind``, for which families and verbs; for the
+    "not supported yet" message (``declarations``: back-end name -> its rows; ``family``:
+    the mechanism family of the query that none answered).
+
+    Examples
+    --------
+    >>> explain("epsilon", {"rr": (Answers(("epsilon",), ("grr",)),)}, "subset")  # doctest: +NORMALIZE_WHITESPACE
+    'epsilon queries on subset designs have no back end; back ends answering epsilon:
+     rr: epsilon on grr (analyze, run, simulate)'
+    >>> explain("fisher", {})
+    'no back end answers fisher queries in this version'
+    """
+    parts = []
+    for name, rows in sorted(declarations.items()):
+        mine = [r.describe(kind) for r in rows if kind in r.kinds]
+        if mine:
+            parts.append(f"{name}: {' or '.join(mine)}")
+    if not parts:
+        return f"no back end answers {kind} queries in this version"
+    on = f" on {FAMILIES[family]}" if family in FAMILIES and family != "release" else ""
+    return f"{kind} queries{on} have no back end; back ends answering {kind}: " + "; ".join(parts)
