@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -181,6 +182,9 @@ class Channel:
 
     #: results symbolic in w (no population) are refused beyond this many categories
     symbolic_limit = 8
+    #: the channel keeps the true value with one probability and reports each other value
+    #: with another (GRR): :meth:`keep_probabilities`
+    keeps_truth = False
 
     # -- shapes and matrices -------------------------------------------------------------
     @property
@@ -346,6 +350,21 @@ class Channel:
         m = self.moments(w)
         Qi = A.inv(m["Q"])
         return Qi @ m["C"] @ Qi.T if A is _Float else A.simplify(Qi * m["C"] * Qi.T)
+
+    def covariance_closed_form(self, w: Any) -> Any:
+        """The MoM covariance in the design's own closed form where it has one (GRR:
+        Warner's, see :class:`GRRChannel`), else :meth:`avar_mom`: the same matrix,
+        written as the papers write it."""
+        return self.avar_mom(w)
+
+    def keep_probabilities(self) -> tuple[float, float] | None:
+        """``(p, q)`` for a channel that keeps the true value with probability p and reports
+        each other value with probability q (GRR); None for any other channel."""
+        return None
+
+    def epsilon_reason(self) -> str:
+        """Why :meth:`epsilon` is what it is, in words."""
+        return "max over reports of log(max_x Pr(report | x) / min_x Pr(report | x))"
 
     # -- likelihood and Fisher information (section III-A) ---------------------------------------
     def fisher_w(self, w: Any) -> Any:
@@ -526,6 +545,70 @@ def subset_channel(labels: Sequence[str], mu: dict[frozenset, Any], note: str = 
     T = sympy.Matrix(p, len(subsets), lambda j, i: 1 if masks[i] >> j & 1 else 0)
     obs = tuple("|".join(labels[j] for j in range(p) if m >> j & 1) for m in masks)
     return Channel(tuple(labels), obs, K, T, masks, kind="subset", note=note)
+
+
+@dataclass(frozen=True, eq=False)
+class GRRChannel(Channel):
+    """Generalized randomized response (k-RR): ``P = (p - q) I + q J`` with
+    ``p = e^eps / (e^eps + d - 1)``, ``q = 1 / (e^eps + d - 1)``; its epsilon and its MoM
+    covariance have closed forms (the castell paper; Warner for d = 2).
+
+    Examples
+    --------
+    >>> ch = grr_channel(("a", "b"), sympy.log(3))
+    >>> ch.epsilon(), ch.K
+    (log(3), Matrix([
+    [3/4, 1/4],
+    [1/4, 3/4]]))
+    >>> ch.covariance_closed_form(sympy.Matrix([sympy.Rational(2, 5), sympy.Rational(3, 5)]))
+    Matrix([
+    [ 99/100, -99/100],
+    [-99/100,  99/100]])
+    """
+
+    keeps_truth = True
+
+    def covariance_closed_form(self, w: Any) -> Any:
+        """``(diag(lambda) - lambda lambda^T) / (p - q)^2`` with ``lambda = (p - q) w + q``,
+        ``p - q = (e^eps - 1)/(e^eps + d - 1)``.
+
+        ``P = (p - q) I + q J`` and ``p + (d - 1) q = 1`` give ``P^-1 = (I - q J)/(p - q)``;
+        ``(I - q J)`` leaves ``diag(lambda) - lambda lambda^T`` unchanged (its rows and
+        columns sum to 0), hence the closed form of ``P^-T (diag(lambda) - lambda
+        lambda^T) P^-1``.
+        """
+        if algebra(w) is _Float:
+            return self.avar_mom(w)
+        d = self.p
+        e = sympy.exp(dict(self.facts)["epsilon"])
+        gap = (e - 1) / (e + d - 1)
+        q = 1 / (e + d - 1)
+        lam = [gap * x + q for x in w]
+        return sympy.Matrix(d, d, lambda i, j: sympy.factor(sympy.simplify(
+            ((lam[i] if i == j else 0) - lam[i] * lam[j]) / gap ** 2)))
+
+    def keep_probabilities(self) -> tuple[float, float] | None:
+        """``(p, q) = (e^eps, 1) / (e^eps + d - 1)`` in floating point (epsilon must have a value:
+        use :meth:`Channel.at`)."""
+        e, d = math.exp(float(dict(self.facts)["epsilon"])), self.p
+        return e / (e + d - 1), 1 / (e + d - 1)
+
+    def epsilon_reason(self) -> str:
+        return ("GRR: Pr(Y = x | X = x) / Pr(Y = x | X = x') = p/q = e^eps with p = e^eps/(e^eps + d - 1), "
+                "q = 1/(e^eps + d - 1)")
+
+
+def grr_channel(labels: Sequence[str], epsilon: Any, note: str = "", P: Any = None) -> GRRChannel:
+    """The GRR channel on ``labels`` at ``epsilon`` (a number or a symbol); ``P`` the
+    randomization matrix when the caller has it (``P[u][v] = Pr(Y = v | X = u)``)."""
+    d = len(labels)
+    e = sympy.exp(sympy.sympify(epsilon))
+    P = sympy.Matrix(d, d, lambda i, j: e / (e + d - 1) if i == j else 1 / (e + d - 1)) if P is None \
+        else sympy.Matrix(P)
+    # Pr(Y = x | x) / Pr(Y = x | x') = e^eps: epsilon is |eps| (a symbol's sign unknown)
+    return GRRChannel(tuple(labels), tuple(labels), P.T, sympy.eye(d), None, kind="rr",
+                      note=note or "grr randomized response",
+                      facts=(("epsilon", sympy.Abs(sympy.sympify(epsilon))),))
 
 
 def matrix_channel(labels: Sequence[str], P: Any, note: str = "", facts: tuple = ()) -> Channel:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import sympy
 
 from ..model import ProductMechanism, RandomizedResponse, SubsetMechanism
-from .channel import Channel, affine_channel, matrix_channel, product_channel, subset_channel
+from .channel import Channel, affine_channel, grr_channel, matrix_channel, product_channel, subset_channel
 from .uniform import UNIFORM_ENUM_LIMIT, UniformChannel, uniform_facts, uniform_r  # noqa: F401 (uniform_r: re-exported)
 
 #: labels of the two dummy categories of Appendix II (made unique against the variable's)
@@ -87,10 +87,11 @@ def _build(mechanism: Any) -> Channel:
     if isinstance(mechanism, SubsetMechanism):
         return _subset(mechanism)
     if isinstance(mechanism, RandomizedResponse):
-        # GRR's epsilon in closed form: Pr(Y = x | x) / Pr(Y = x | x') = e^eps (|eps| for a symbol)
-        facts = (("epsilon", sympy.Abs(sympy.sympify(mechanism.epsilon))),) if mechanism.kind == "grr" else ()
+        if mechanism.kind == "grr":  # closed forms for its epsilon and covariance
+            return grr_channel(mechanism.variable.labels, mechanism.epsilon, note="grr randomized response",
+                               P=mechanism.randomization_matrix())
         return matrix_channel(mechanism.variable.labels, mechanism.randomization_matrix(),
-                              note=f"{mechanism.kind} randomized response", facts=facts)
+                              note=f"{mechanism.kind} randomized response")
     if isinstance(mechanism, ProductMechanism):
         return product_channel([channel_of(f) for f in mechanism.factors])
     raise TypeError(f"{type(mechanism).__name__} is not a finite mechanism")

@@ -28,10 +28,11 @@ import numpy as np
 import sympy
 
 from ..errors import BackendError, DataError, Diagnostic
-from ..model import ModelGraph, ProductMechanism, Query, RandomizedResponse, Variable
+from ..model import ModelGraph, Query, Variable
 from ..query_kinds import Answers
 from ..results import Matrix, Result, Table, Vector
 from . import register
+from .channel import grr_channel
 from .compile import channel_of
 from .normal import Z95
 from .populations import parameter_values, population_vector, symbolic_vector
@@ -44,13 +45,6 @@ EXACT_CELLS = 64
 
 
 # ---- what the back end takes ------------------------------------------------------------------
-def rr_based(mech: Any) -> bool:
-    """Randomized response, or a product of randomized responses."""
-    if isinstance(mech, ProductMechanism):
-        return all(isinstance(f, RandomizedResponse) for f in mech.factors)
-    return isinstance(mech, RandomizedResponse)
-
-
 #: the mechanism families of randomized response
 _RR = ("grr", "rr", "rr_product")
 
@@ -156,35 +150,26 @@ def estimate_result(model: ModelGraph, q: Query, frame, path) -> Result:
 # ---- epsilon ---------------------------------------------------------------------------------------
 def epsilon_result(model: ModelGraph, q: Query) -> Result:
     mech = q.mechanism
-    factors = mech.factors if isinstance(mech, ProductMechanism) else (mech,)
+    ch = channel_of(mech)
     # GRR: |eps| (p/q = e^eps, Theorem 3's proof), a matrix: the channel's max log ratio
-    parts = [channel_of(f).epsilon() for f in factors]
+    parts = [f.epsilon() for f in (ch.factors or (ch,))]
     eps = sympy.simplify(sympy.Add(*parts))
     subs = parameter_values(model)
     if subs:
         eps = eps.subs(subs)
-    if isinstance(mech, ProductMechanism):
+    if ch.factors:
         reason = ("sequential composition (Theorem 3): the factors' epsilons add up, "
                   + " + ".join(str(p) for p in parts))
-    elif mech.kind == "grr":
-        reason = ("GRR: Pr(Y = x | X = x) / Pr(Y = x | X = x') = p/q = e^eps with p = e^eps/(e^eps + d - 1), "
-                  "q = 1/(e^eps + d - 1)")
     else:
-        reason = "max over reports of log(max_x Pr(report | x) / min_x Pr(report | x))"
-    if not isinstance(mech, ProductMechanism) and mech.variable.is_combined:
-        reason += f"; one RR on the combined domain of {mech.variable.p} categories (RR-Joint)"
+        reason = ch.epsilon_reason()
+        if mech.variable.is_combined:
+            reason += f"; one RR on the combined domain of {mech.variable.p} categories (RR-Joint)"
     return Result("epsilon", eps, {"reason": reason})
 
 
 # ---- asymptotic covariances ---------------------------------------------------------------------
 def grr_avar(d: int, eps: sympy.Expr, w: sympy.Matrix) -> sympy.Matrix:
-    """Closed form of Warner's covariance for GRR: ``(diag(lambda) - lambda lambda^T) /
-    (p - q)^2`` with ``lambda = (p - q) w + q``, ``p - q = (e^eps - 1)/(e^eps + d - 1)``.
-
-    ``P = (p - q) I + q J`` and ``p + (d - 1) q = 1`` give ``P^-1 = (I - q J)/(p - q)``;
-    ``(I - q J)`` leaves ``diag(lambda) - lambda lambda^T`` unchanged (its rows and
-    columns sum to 0), hence the closed form of ``P^-T (diag(lambda) - lambda
-    lambda^T) P^-1``.
+    """Closed form of Warner's covariance for GRR (:meth:`GRRChannel.covariance_closed_form`).
 
     Examples
     --------
@@ -193,12 +178,7 @@ def grr_avar(d: int, eps: sympy.Expr, w: sympy.Matrix) -> sympy.Matrix:
     [ 99/100, -99/100],
     [-99/100,  99/100]])
     """
-    e = sympy.exp(eps)
-    gap = (e - 1) / (e + d - 1)
-    q = 1 / (e + d - 1)
-    lam = [gap * x + q for x in w]
-    return sympy.Matrix(d, d, lambda i, j: sympy.factor(sympy.simplify(
-        ((lam[i] if i == j else 0) - lam[i] * lam[j]) / gap ** 2)))
+    return grr_channel(tuple(f"x{i}" for i in range(d)), eps).covariance_closed_form(w)
 
 
 def _truth(model: ModelGraph, variables: Sequence[Variable]) -> tuple[sympy.Matrix, bool]:
@@ -216,7 +196,7 @@ def avar_result(model: ModelGraph, q: Query) -> Result:
     if est.kind == "distribution":
         var = mech.variable
         w, declared = _truth(model, [var])
-        V = grr_avar(var.p, sympy.sympify(mech.epsilon), w)
+        V = channel_of(mech).covariance_closed_form(w)  # GRR (its ANSWERS row): Warner's closed form
         if subs:
             V = V.subs(subs)
         e = sympy.Symbol("e^eps")
@@ -275,10 +255,7 @@ def _joint_avar(model: ModelGraph, q: Query) -> Result:
         if not declared:
             raise BackendError(Diagnostic("B001", "this needs a population for the combined domain",
                                           hint="declare populations for its parts"))
-        if mech.kind == "grr":
-            V_full = grr_avar(whole.p, sympy.sympify(mech.epsilon), w_full).subs(subs)
-        else:
-            V_full = channel_of(mech).avar_mom(w_full).subs(subs)
+        V_full = channel_of(mech).covariance_closed_form(w_full).subs(subs)
         M = _part_sum_matrix(problem)
         V = sympy.Matrix(M) * V_full * sympy.Matrix(M).T
         V = V.applyfunc(sympy.cancel)
@@ -315,5 +292,5 @@ def _part_sum_matrix(problem: JointProblem) -> np.ndarray:
     return np.array(rows, dtype=int)
 
 
-__all__ = ["RRBackend", "JointProblem", "grr_avar", "epsilon_result", "joint_result", "numeric_K", "rr_based",
+__all__ = ["RRBackend", "JointProblem", "grr_avar", "epsilon_result", "joint_result", "numeric_K",
            "project"]

@@ -10,7 +10,6 @@ import math
 from typing import Any
 
 import numpy as np
-import sympy
 
 from ..errors import BackendError, Diagnostic
 from ..model import ModelGraph, ProductMechanism, Query, RandomizedResponse, Variable
@@ -27,13 +26,15 @@ MLE_CELL_LIMIT = 2048
 
 
 def _grr_keep(model: ModelGraph, mech: RandomizedResponse) -> tuple[float, float] | None:
-    if mech.kind != "grr":
+    """GRR's keep probabilities ``(p, q)`` at the parameters' values (None for another
+    channel); a clear error while epsilon is still a symbol."""
+    ch = channel_of(mech)
+    if not ch.keeps_truth:
         return None
-    eps = sympy.sympify(mech.epsilon).subs(parameter_values(model))
-    if eps.free_symbols:
+    ch = ch.at(parameter_values(model))
+    if ch.is_symbolic():
         numeric_K(model, mech)  # raises the clear error
-    e, d = math.exp(float(eps)), mech.variable.p
-    return e / (e + d - 1), 1 / (e + d - 1)
+    return ch.keep_probabilities()
 
 
 def numeric_K(model: ModelGraph, mech: RandomizedResponse) -> np.ndarray:
