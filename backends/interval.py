@@ -25,6 +25,12 @@ exact), and there is no anchor, so coverage, epsilon, privatize and simulate are
 (B106).
 
 Data enter the estimators as distinct reports with counts (one ``np.unique``).
+
+Nothing here branches on a mechanism's kind: each mechanism's report model
+(:func:`.interval_reports.report_model`, the one place that knows the kinds) says which
+columns to read and how, where its anchors fall, what a report allows, whether it has
+anchors at all (``has_anchors``: censored data do not), which standard errors are honest,
+how to cover and how to draw.  The back end branches only on those stated capabilities.
 """
 from __future__ import annotations
 
@@ -36,17 +42,15 @@ import sympy
 
 from ..errors import BackendError, DataError, Diagnostic
 from ..query_kinds import QUERY_KINDS, Answers, analytic
-from ..model import (CensoredMechanism, IntervalMechanism, ModelGraph, ProgressiveMechanism, Query,
-                     SelectiveMechanism)
+from ..model import ModelGraph, Query
 from ..results import Result, StepFunction, Vector
 from . import register
 from .data import check_no_missing
-from .interval_coverage import coverage_from_data, mechanism_coverage
 from .interval_estimators import (example2_mean, information_bound, npmle_functional,
                                   optimal_anchor, parametric_mle)
-from .interval_mechanisms import (Censored, _ends_form, _f, disclose_of, format_ranges, law_distribution,
-                                  likelihood_pieces, parse_bounds, parse_censored, parse_ranges,
-                                  population_law, range_coverage, sample_reports, support_of, written_intervals)
+from .interval_mechanisms import (_f, format_ranges, law_distribution, population_law, range_coverage,
+                                  support_of, written_intervals)
+from .interval_reports import is_interval_family, report_model
 from .interval_simulate import simulate_query
 
 #: what the interval back end answers (the registry reads it; :mod:`privspec.query_kinds`)
@@ -66,15 +70,14 @@ BAND_QUANTILES = (0.25, 0.5, 0.75)
 
 
 def _is_interval(mech: Any) -> bool:
-    """An interval privacy mechanism (censored data have their own back end, below)."""
-    return getattr(mech, "family", None) == "interval" and not isinstance(mech, CensoredMechanism)
+    """A privacy mechanism of the interval family: one with anchors (censored data, which
+    have none, go to their own back end, below)."""
+    return is_interval_family(mech) and report_model(mech).has_anchors
 
 
-def _base(mech: Any) -> IntervalMechanism | None:
-    """The interval mechanism under a selective one (or itself); None for progressive."""
-    if isinstance(mech, SelectiveMechanism):
-        return mech.base
-    return mech if isinstance(mech, IntervalMechanism) else None
+def _is_censored(mech: Any) -> bool:
+    """Interval data without anchors (``censored(...)``): what the censored back end reads."""
+    return is_interval_family(mech) and not report_model(mech).has_anchors
 
 
 def _named_args(q: Query) -> list:
@@ -101,144 +104,9 @@ def aggregate(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return pairs[:, 0], pairs[:, 1], counts.astype(float)
 
 
-def check_reports(mech: Any, left: np.ndarray, right: np.ndarray, column: str) -> None:
-    """DataError naming the rows whose reports the mechanism cannot have produced."""
-    var = mech.variable
-    lo, hi = support_of(var)
-    disclose = disclose_of(mech)
-    base = _base(mech)
-    point = left == right
-    ring = left > right
-    problems = []
-    if disclose is None and point.any():
-        problems.append((point, "disclosed values, but the mechanism has no acceptable range",
-                         "declare one: interval(X, case1(...), disclose [a, b])"))
-    elif disclose is not None:
-        a, b = _f(disclose[0]), _f(disclose[1])
-        bad = point & ((left < a) | (left > b))
-        problems.append((bad, f"disclosed values outside the acceptable range [{a:g}, {b:g}]",
-                         "only values in the acceptable range are reported exactly"))
-    if not (base is not None and base.scheme == "ring") and ring.any():
-        problems.append((ring, "ring ranges (-inf, a] | (b, inf], but the mechanism is not a ring design",
-                         "ring ranges come from interval(X, ring(q, ...))"))
-    if base is not None and base.scheme == "case1" and disclose is None:
-        # Case I reports are open on one side: (-inf, U] or (U, inf] (or cut at the support)
-        closed = (left < right) & (left > lo) & (right < hi)
-        problems.append((closed, "bounded intervals, but Case-I reports are (-inf, U] or (U, inf]",
-                         "is the data bound to the right mechanism? --data MECHANISM=FILE"))
-    interval = left < right
-    # the whole line is never a report: one anchor always cuts it (nothing collected is null)
-    whole = interval & (left <= lo) & (right >= hi)
-    problems.append((whole, f"the whole range of {var.name} ((-inf, inf]): every report of this mechanism "
-                            "rules some values out", "a respondent who reported nothing is written null"))
-    # finite ends are anchors: they lie where the anchor law puts mass (an end exactly at the
-    # variable's support bound stands for -inf or inf, as when reports are written within the
-    # support; an end beyond it is an anchor, possible only where the anchor law reaches)
-    alo, ahi = _anchor_range(mech)
-    end_l = np.isfinite(left) & (ring | (interval & (left != lo)))
-    end_r = np.isfinite(right) & (ring | (interval & (right != hi)))
-    stray = (end_l & ((left < alo) | (left > ahi))) | (end_r & ((right < alo) | (right > ahi)))
-    problems.append((stray, f"interval ends outside [{alo:g}, {ahi:g}], where this mechanism's anchors fall",
-                     "is the data bound to the right mechanism? --data MECHANISM=FILE"))
-    # a range must meet the support (cut to it: (l, r] with l < hi and r > lo)
-    outside = (interval & ((left >= hi) | (right <= lo))) | (point & ((left < lo) | (left > hi)))
-    problems.append((outside, f"reports outside the support [{lo:g}, {hi:g}] of {var.name}",
-                     "a report must contain possible values of the variable"))
-    for mask, message, hint in problems:
-        if mask.any():
-            rows = np.flatnonzero(mask)
-            raise DataError(Diagnostic("D102", f"{len(rows)} report(s) the mechanism '{mech.name}' cannot "
-                                               f"produce: {message}", rows=tuple(int(r) + 1 for r in rows),
-                                       columns=(column,), hint=hint))
-
-
-def _anchor_range(mech: Any) -> tuple[float, float]:
-    """Where the mechanism's anchors can fall: the anchor law's support, or for the
-    progressive mechanism (anchors uniform on the range left) the variable's support."""
-    base = _base(mech)
-    if base is None:
-        return support_of(mech.variable)
-    lo, hi = law_distribution(base.anchor).support()
-    return float(lo), float(hi)
-
-
-def _reports(mech: Any, frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(mech, CensoredMechanism):
-        return censored_reports(mech, frame).encoded()
-    allow_null = isinstance(mech, (SelectiveMechanism, ProgressiveMechanism))
-    left, right = parse_ranges(frame[column], column, allow_null=allow_null)
-    check_reports(mech, left, right, column)
-    return left, right
-
-
-def _report_columns(mech: Any, column: str) -> list[str]:
-    """The data columns a mechanism's reports of ``column`` are read from."""
-    return list(mech.columns) if isinstance(mech, CensoredMechanism) else [column]
-
-
 # ---- interval-censored data as they come -------------------------------------------------------------
-def censored_reports(mech: CensoredMechanism, frame: pd.DataFrame) -> Censored:
-    """The observations of a ``censored(...)`` mechanism, parsed in its layout and checked.
-
-    One column named after the variable (each row with its brackets), or the two
-    columns ``lower``/``upper``; D1xx errors name the rows and columns.
-    """
-    if mech.lower is not None:
-        columns = (mech.lower, mech.upper)
-        obs = parse_bounds(frame[mech.lower], frame[mech.upper], columns, mech.ends)
-    else:
-        columns = (mech.variable.name,)
-        obs = parse_censored(frame[columns[0]], columns[0], mech.ends)
-    check_censored(mech, obs, columns)
-    return obs
-
-
-def check_censored(mech: CensoredMechanism, obs: Censored, columns: tuple[str, ...]) -> None:
-    """D110 naming the rows whose observation leaves the variable's support.
-
-    A finite end must lie in the support ``[lower, upper]`` (an infinite end says only
-    "beyond", and is always allowed), and the observed set must hold a value of it:
-    ``(upper, inf)`` and ``(-inf, lower)`` hold none.
-
-    Examples
-    --------
-    >>> import sympy
-    >>> from privspec.model import Variable
-    >>> m = CensoredMechanism("obs", Variable("t", "continuous", lower=sympy.Integer(0)))
-    >>> check_censored(m, parse_censored(["(0, 3]", "[2, inf)", "(-inf, 0]", "(-inf, 0)"]), ("t",))
-    Traceback (most recent call last):
-    ...
-    privspec.errors.DataError: ...D110...1 observation(s) of t that hold no value of its support [0, inf]...
-    """
-    var = mech.variable
-    lo, hi = support_of(var)
-    left, right = obs.left, obs.right
-    first, last = columns[0], columns[-1]
-    two = len(columns) > 1
-    support = f"its support [{lo:g}, {hi:g}]"
-    problems = [(np.isfinite(left) & ((left < lo) | (left > hi)),
-                 f"{'lower ends' if two else 'values or ends'} of {var.name} outside {support}", (first,)),
-                (np.isfinite(right) & ((right < lo) | (right > hi)) & (left != right),
-                 f"{'upper ends' if two else 'ends'} of {var.name} outside {support}", (last,))]
-    # the set meets [lo, hi]: its left end against hi, its right end against lo
-    a, b = np.maximum(left, lo), np.minimum(right, hi)
-    a_in = np.where(a == left, obs.left_closed, True)
-    b_in = np.where(b == right, obs.right_closed, True)
-    empty = (a > b) | ((a == b) & ~(a_in & b_in))
-    problems.append((empty, f"observation(s) of {var.name} that hold no value of {support}",
-                     tuple(dict.fromkeys(columns))))
-    for mask, message, cols in problems:
-        if mask.any():
-            rows = np.flatnonzero(mask)
-            raise DataError(Diagnostic(
-                "D110", f"{len(rows)} {message}", rows=tuple(int(r) + 1 for r in rows), columns=cols,
-                hint=f"correct these rows, or declare the support the data need: variable {var.name}: "
-                     "continuous [a, b] (an unknown end is -inf or inf)"))
-
-
-def _no_anchors(q: Any, what: str) -> BackendError:
+def _no_anchors(mech: Any, what: str) -> BackendError:
     """B106: a censored(...) mechanism has no anchors: what describes a privacy mechanism does not apply."""
-    mech = q if isinstance(q, CensoredMechanism) else q.mechanism
     return BackendError(Diagnostic(
         "B106", f"no anchors: '{mech.name}' reads interval-censored data as they come (censored(...)), not "
                 f"reports that privspec drew, so {what} does not apply",
@@ -299,8 +167,9 @@ def fit_npmle(mech: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray
     ``band``: True for the pointwise 95% band at the fit's quartiles (:data:`BAND_QUANTILES`),
     or the points (any finite numbers, an array) where to bound F.
     """
+    rm = report_model(mech)
     support = support_of(mech.variable)
-    disclose = disclose_of(mech)
+    disclose = rm.disclose
     n = float(counts.sum())
     if n == 0:
         raise DataError(Diagnostic("D103", "no report was collected: nothing to estimate from"))
@@ -336,7 +205,7 @@ def fit_npmle(mech: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray
                 except (ValueError, ArithmeticError) as e:  # a band is a bonus, the estimate stands
                     fit.band = {"note": f"no band: {e}"}
         return fit
-    pl, pr, owner = likelihood_pieces(left, right, support, disclose)
+    pl, pr, owner = rm.likelihood_pieces(left, right)
     pieces = np.bincount(owner, minlength=len(counts))
     if np.any(pieces == 0):
         raise DataError(Diagnostic("D104", "a report holds only values of the acceptable range, which "
@@ -418,7 +287,7 @@ class IntervalBackend:
                                                f"[{lo:g}, {hi:g}]", rows=tuple(int(r) + 1 for r in rows),
                                        columns=(column,)))
         rng = RowRandom(seed, rows=np.arange(offset, offset + len(y)), stream=stream_of(mechanism))
-        left, right = sample_reports(model, mechanism, y, rng)
+        left, right = report_model(mechanism).draw(model, y, rng)
         result = frame.copy()
         result[column] = format_ranges(left, right)
         return result
@@ -427,7 +296,7 @@ class IntervalBackend:
     def _coverage(self, model: ModelGraph, q: Query) -> Result:
         mech = q.mechanism
         pop = population_law(model, mech.variable)
-        cov = mechanism_coverage(mech, pop)
+        cov = report_model(mech).coverage(pop)
         extras = {"metric": "size", "meaning": "tau = E[L(S_Z)] (Definition 1)", "evaluation": cov.method}
         if cov.note:
             extras["note"] = cov.note
@@ -491,8 +360,9 @@ class IntervalBackend:
             extras["data"] = (f"no reports of {mech.name} were given (--data {mech.name}=FILE): "
                               "the analytic value only")
             return Result("coverage", analytic.value, extras)
-        frame, path = _load(mech, q, data, [column])
-        left, right = _reports(mech, frame, column)
+        rm = report_model(mech)
+        frame, path = _load(mech, q, data, rm.columns(column))
+        left, right = rm.read(frame, column)
         nulls = np.isnan(left)
         l, r, c = aggregate(left, right)
         if nulls.any():  # a null report counts with coverage 1
@@ -504,13 +374,13 @@ class IntervalBackend:
             keep = ~np.isnan(l)
             fit = fit_npmle(mech, l[keep], r[keep], c[keep])
             cdf, source = fit.result.cdf, "the NPMLE of F"
-        est, how = coverage_from_data(l, r, c, mech, cdf)
+        est, how = rm.coverage_from_data(l, r, c, cdf)
         extras = dict(analytic.extras)
         extras.update({"estimate": est, "estimator": f"{how}, F from {source}", "n": int(c.sum())})
         # the individual coverages L(S_z) of the collected reports (Implication 3)
         keep = ~np.isnan(l)
         if keep.any():
-            ind = range_coverage(l[keep], r[keep], cdf, disclose_of(mech))
+            ind = range_coverage(l[keep], r[keep], cdf, rm.disclose)
             order = np.argsort(ind)
             cum = np.cumsum(c[keep][order]) / c[keep].sum()
             pick = lambda q: float(ind[order][min(np.searchsorted(cum, q), len(cum) - 1)])
@@ -526,8 +396,8 @@ class IntervalBackend:
         column = est.variables[0].name
         if est.kind == "regression":
             return self._regression(model, q, data, seed)
-        frame, _ = _load(mech, q, data, _report_columns(mech, column))
-        left, right = _reports(mech, frame, column)
+        frame, _ = _load(mech, q, data, report_model(mech).columns(column))
+        left, right = report_model(mech).read(frame, column)
         return estimate_from_reports(model, q, left, right, band=est.kind == "cdf", seed=seed)
 
     def _regression(self, model: ModelGraph, q: Query, data: Any, seed: int | None) -> Result:
@@ -535,9 +405,9 @@ class IntervalBackend:
 
         mech = q.mechanism
         response, covariates = q.estimand.variables[0].name, [v.name for v in q.estimand.variables[1:]]
-        frame, path = _load(mech, q, data, _report_columns(mech, response) + covariates)
+        frame, path = _load(mech, q, data, report_model(mech).columns(response) + covariates)
         check_no_missing(frame, covariates, path)
-        left, right = _reports(mech, frame, response)
+        left, right = report_model(mech).read(frame, response)
         X = _numeric(frame, covariates)
         bad = ~np.isfinite(X)
         if bad.any():
@@ -551,7 +421,8 @@ class IntervalBackend:
         regressor = named[0] if named else "linear"
         noise = named[1] if len(named) > 1 else "normal"
         fit = iterative_regression(X[keep], left[keep], right[keep], regressor, noise=noise,
-                                   support=support_of(mech.variable), disclose=disclose_of(mech), seed=seed or 0,
+                                   support=support_of(mech.variable), disclose=report_model(mech).disclose,
+                                   seed=seed or 0,
                                    init="center")
         extras = {"method": f"iterative({regressor}) (Algorithm 1)", "noise": noise, "noise_scale": fit.scale,
                   "start": "f_0 = the location of the marginal law of the response fitted to the reports",
@@ -586,10 +457,10 @@ class CensoredBackend(IntervalBackend):
 
     def supports(self, query: Query, verb: str) -> bool:
         # every query on censored data lands here, so that those that do not apply say why
-        return isinstance(query.mechanism, CensoredMechanism)
+        return _is_censored(query.mechanism)
 
     def privatizes(self, mechanism: Any) -> bool:
-        return isinstance(mechanism, CensoredMechanism)
+        return _is_censored(mechanism)
 
     def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
                   **options: Any) -> pd.DataFrame:
@@ -597,12 +468,12 @@ class CensoredBackend(IntervalBackend):
 
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if verb == "simulate":
-            raise _no_anchors(query, "simulate (it draws reports with a mechanism's anchors)")
+            raise _no_anchors(query.mechanism, "simulate (it draws reports with a mechanism's anchors)")
         if query.kind == "avar":
-            raise _no_anchors(query, "avar (derived from a design's anchor law; 'run' gives standard errors "
+            raise _no_anchors(query.mechanism, "avar (derived from a design's anchor law; 'run' gives standard errors "
                                      "from the data)")
         if query.kind != "estimate":
-            raise _no_anchors(query, f"{query.kind}({query.mechanism.name}) (a property of a privacy "
+            raise _no_anchors(query.mechanism, f"{query.kind}({query.mechanism.name}) (a property of a privacy "
                                      "mechanism's design)")
         if verb != "run":
             raise BackendError(Diagnostic("B120", f"query '{query.name}' needs data",
@@ -614,21 +485,6 @@ class CensoredBackend(IntervalBackend):
             extras["target"] = target.replace("privacy noise", "censoring")
             result = Result(result.kind, result.value, extras)
         return result
-
-
-def censored_extras(mech: CensoredMechanism) -> dict:
-    """What a result from censored data says about how the data were read."""
-    if mech.ends is not None:
-        ends = f"{_ends_form(mech.ends)} ({mech.ends}, declared)"
-    elif mech.lower is not None:
-        ends = "(a, b] (right_closed, the default of the two-column layout)"
-    else:
-        ends = "as each row is written"
-    layout = (f"columns {mech.lower} (lower end) and {mech.upper} (upper end)" if mech.lower is not None
-              else f"one column {mech.variable.name}, written intervals")
-    return {"data": f"interval-censored observations ({layout}); ends {ends}",
-            "assumes": "non-informative censoring: the censoring sets carry no information on Y beyond "
-                       "holding it (as Turnbull's NPMLE and every parametric fit of censored data do)"}
 
 
 def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: np.ndarray, *,
@@ -645,6 +501,7 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
     beside it (``ci95``, made as ``ci_method`` says).
     """
     mech = q.mechanism
+    rm = report_model(mech)
     est = q.estimand
     method = q.method.name
     kind = _se_kind(q)
@@ -671,7 +528,7 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
                                        "anchors": [float(a), float(b)], **extra_null})
     if method == "mle":
         family = _named_args(q)[0]
-        pl, pr, owner = likelihood_pieces(l, r, (lo, hi), disclose_of(mech))
+        pl, pr, owner = rm.likelihood_pieces(l, r)
         fit = parametric_mle(pl, pr, owner, c, family)
         if not fit.converged:
             raise BackendError(Diagnostic("B020", f"the mle({family}) fit did not reach the maximum of the "
@@ -691,13 +548,11 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
     fit = fit_npmle(mech, l, r, c, band=band)
     extras = fit.extras()
     extras.update(extra_null)
-    censored = isinstance(mech, CensoredMechanism)
-    if censored:
-        extras.update(censored_extras(mech))
+    extras.update(rm.extras())
     if est.kind == "cdf":
         if fit.band is not None:
             extras["band"] = fit.band
-        if censored:
+        if rm.written_ends:
             # the innermost intervals with their own brackets (closed ends are data ends too)
             on = np.asarray(fit.result.mass) > 0
             iv = np.asarray(fit.result.intervals, dtype=float)[on]
@@ -708,7 +563,7 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
             return Result("estimate", steps, extras)
         return Result("estimate", fit.step_function(), extras)
     intervals, mass = np.asarray(fit.result.intervals, dtype=float), np.asarray(fit.result.mass, dtype=float)
-    if censored:  # the ends as written ([25, 27], not (24.999999999999996, 27]) for the midpoints
+    if rm.written_ends:  # the ends as written ([25, 27], not (24.999999999999996, 27]) for the midpoints
         on = mass > 0
         wl, wr, _ = written_intervals(intervals[on, 0], intervals[on, 1])
         intervals, mass = np.column_stack([wl, wr]), mass[on]
@@ -775,13 +630,9 @@ def _se_kind(q: Query) -> str:
             "B140", "se = conditional is not offered for a cdf: the pointwise band bounds the population's F; "
                     "no band for the respondents' own distribution is derived",
             hint="drop the option (se = population), or ask for mean/moment by npmle(se = conditional)"))
-    if isinstance(mech, SelectiveMechanism):
-        raise BackendError(Diagnostic(
-            "B140", f"se = conditional is not offered for the selective mechanism '{mech.name}': whether a "
-                    "report is collected depends on the value (its coverage must reach tau), so the reports are "
-                    "not coarsened at random and the conditional variance is not the population one less "
-                    "Var(Y)/n",
-            hint="use se = population (the default)"))
+    refusal = report_model(mech).conditional_se_refusal()
+    if refusal is not None:
+        raise BackendError(Diagnostic("B140", refusal, hint="use se = population (the default)"))
     return "conditional"
 
 

@@ -36,6 +36,7 @@ from scipy.stats import qmc
 
 from ..errors import BackendError, Diagnostic
 from ..model import IntervalMechanism, ModelGraph, Query
+from .interval_reports import report_model
 from ..results import Result
 from .interval_estimators import ParametricFit, _score_ratio, example2_variance, information_bound
 from .interval_mechanisms import _f, law_distribution, population_law
@@ -69,7 +70,8 @@ def avar(model: ModelGraph, q: Query) -> Result:
             extras["note"] = "the population reaches beyond the anchors [a, b]: the estimator has this bias"
         return Result("avar", value if isinstance(value, sympy.Basic) else float(value), extras)
     if method == "npmle":
-        if not (isinstance(mech, IntervalMechanism) and mech.scheme == "case1" and mech.disclose is None):
+        rm = report_model(mech)
+        if not (rm.one_sided and not rm.allows_null):  # plain Case I: every report (-inf, U] or (U, inf]
             raise BackendError(Diagnostic(
                 "B130", "the asymptotic variance of NPMLE functionals is given here for Case-I mechanisms "
                         "(the information bound of Theorem 2's proof)",
@@ -87,7 +89,8 @@ def avar(model: ModelGraph, q: Query) -> Result:
         raise BackendError(Diagnostic(
             "B132", f"mle({family}) under a {pop.family} population is misspecified: no avar is computed",
             hint=f"declare a {family} population, or use simulate to see the misspecified fit"))
-    if not isinstance(mech, IntervalMechanism):
+    rm = report_model(mech)
+    if rm.allows_null or rm.base is None:  # reports selected (selective) or cut in rounds (progressive)
         raise BackendError(Diagnostic("B133", "the Fisher information is computed for interval mechanisms "
                                               "(not selective or progressive ones)"))
     dist = law_distribution(pop)   # a loc-scale scipy law: (mean, sd) or (location, scale)

@@ -349,23 +349,39 @@ def selective_coverage(mech: SelectiveMechanism, cdf: Callable) -> Coverage:
 
 # ---- one entry point ------------------------------------------------------------------------------
 def mechanism_coverage(mech, population: Law | None) -> Coverage:
-    """tau(M) for any interval-family mechanism; symbolic in F when no population is given."""
+    """tau(M) for any interval-family mechanism; symbolic in F when no population is given.
+
+    Which formula applies is the mechanism's report model's to say
+    (:meth:`.interval_reports.ReportModel.coverage`: :func:`interval_mechanism_coverage`,
+    :func:`selective_coverage` or :func:`progressive_mechanism_coverage`).
+    """
     if population is None:
         return symbolic_coverage(mech)
-    dist = law_distribution(population)
-    if isinstance(mech, SelectiveMechanism):
-        return selective_coverage(mech, dist.cdf)
-    if isinstance(mech, ProgressiveMechanism):
-        lo, hi = support_of(mech.variable)
-        ends = population.support() if population.family == "uniform" else None
-        if ends is not None and sympy.simplify(ends[0] - mech.variable.lower) == 0 \
-                and sympy.simplify(ends[1] - mech.variable.upper) == 0:
-            return Coverage(sympy.Rational(2, 3) ** mech.rounds, "exact",
-                            "uniform population on the support: each round keeps 2/3 in expectation")
-        return Coverage(progressive_coverage(dist, lo, hi, mech.rounds), "quadrature",
-                        "trapezoid grid of 1201 points; every round answered")
-    if not isinstance(mech, IntervalMechanism):
+    from .interval_reports import is_interval_family, report_model
+
+    if not is_interval_family(mech):
         raise BackendError(Diagnostic("B103", f"'{mech.name}' is not an interval mechanism"))
+    return report_model(mech).coverage(population)
+
+
+def progressive_mechanism_coverage(mech: ProgressiveMechanism, population: Law) -> Coverage:
+    """tau of the progressive mechanism: exact for a uniform population on the support,
+    otherwise by quadrature (every round answered)."""
+    dist = law_distribution(population)
+    lo, hi = support_of(mech.variable)
+    ends = population.support() if population.family == "uniform" else None
+    if ends is not None and sympy.simplify(ends[0] - mech.variable.lower) == 0 \
+            and sympy.simplify(ends[1] - mech.variable.upper) == 0:
+        return Coverage(sympy.Rational(2, 3) ** mech.rounds, "exact",
+                        "uniform population on the support: each round keeps 2/3 in expectation")
+    return Coverage(progressive_coverage(dist, lo, hi, mech.rounds), "quadrature",
+                    "trapezoid grid of 1201 points; every round answered")
+
+
+def interval_mechanism_coverage(mech: IntervalMechanism, population: Law) -> Coverage:
+    """tau of an interval mechanism: exact for uniform anchors around a uniform population,
+    Theorem 1's formulas for Case I and II, otherwise Gauss-Legendre on the quantile square."""
+    dist = law_distribution(population)
     count = mech.m if mech.scheme == "ring" else mech.m - 1
     exact = exact_uniform_coverage(population, mech.anchor, mech.scheme, count, mech.disclose)
     if exact is not None:
@@ -422,15 +438,7 @@ def coverage_from_data(left: np.ndarray, right: np.ndarray, counts: np.ndarray, 
     individual coverage n^-1 sum_i L(S_{z_i}) (nulls count 1), which is unbiased for
     E[L(S_Z)] but uses only the collected range, as the data hold no other anchors.
     """
-    counts = np.asarray(counts, dtype=float)
-    n = counts.sum()
-    if isinstance(mech, IntervalMechanism) and mech.scheme == "case1" and mech.disclose is None:
-        from .interval_estimators import case1_anchor
+    # the report model knows which estimator the mechanism's reports allow
+    from .interval_reports import report_model
 
-        u, _ = case1_anchor(left, right, *support_of(mech.variable))
-        fu = cdf(u)
-        return float(np.sum(counts * (fu ** 2 + (1 - fu) ** 2)) / n), "Theorem 1 estimator (anchors in the data)"
-    cov = range_coverage(left, right, cdf, getattr(mech, "disclose", None) if isinstance(mech, IntervalMechanism)
-                         else getattr(getattr(mech, "base", None), "disclose", None))
-    cov = np.where(np.isnan(left), 1.0, cov)
-    return float(np.sum(counts * cov) / n), "mean individual coverage L(S_z)"
+    return report_model(mech).coverage_from_data(left, right, counts, cdf)

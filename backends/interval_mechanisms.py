@@ -165,9 +165,11 @@ def population_law(model: ModelGraph, variable: Variable) -> Law | None:
 
 
 def disclose_of(mech) -> tuple | None:
-    """The acceptable range of an interval mechanism (or of a selective one's base)."""
-    base = mech.base if isinstance(mech, SelectiveMechanism) else mech
-    return base.disclose if isinstance(base, IntervalMechanism) else None
+    """The acceptable range of an interval mechanism (or of a selective one's base): its
+    report model's (:attr:`.interval_reports.ReportModel.disclose`); None for anything else."""
+    from .interval_reports import is_interval_family, report_model
+
+    return report_model(mech).disclose if is_interval_family(mech) else None
 
 
 def support_of(variable: Variable) -> tuple[float, float]:
@@ -638,21 +640,13 @@ def sample_progressive(mech: ProgressiveMechanism, y: np.ndarray, rng: np.random
 
 
 def sample_reports(model: ModelGraph, mech, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Reports of any interval-family mechanism for true values ``y``."""
-    if isinstance(mech, IntervalMechanism):
-        return sample_interval(mech, y, rng)
-    if isinstance(mech, SelectiveMechanism):
-        law = population_law(model, mech.variable)
-        if law is None:
-            raise BackendError(Diagnostic(
-                "B102", f"the selective mechanism '{mech.name}' keeps a report only if its coverage "
-                        f"L(S_Z) >= {mech.tau}, and coverage needs the population of {mech.variable.name}",
-                hint=f"declare it: population {mech.variable.name} ~ normal(0, 1) (or an estimate of it: "
-                     "Way II of section III-D)"))
-        return sample_selective(mech, y, rng, law_distribution(law).cdf)
-    if isinstance(mech, ProgressiveMechanism):
-        return sample_progressive(mech, y, rng)
-    raise BackendError(Diagnostic("B103", f"'{getattr(mech, 'name', mech)}' is not an interval mechanism"))
+    """Reports of any interval-family mechanism for true values ``y`` (its report model
+    draws them: :meth:`.interval_reports.ReportModel.draw`); B103 for anything else."""
+    from .interval_reports import is_interval_family, report_model
+
+    if not is_interval_family(mech):
+        raise BackendError(Diagnostic("B103", f"'{getattr(mech, 'name', mech)}' is not an interval mechanism"))
+    return report_model(mech).draw(model, y, rng)
 
 
 # ---- what a report says about Y ----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """``privspec simulate`` for interval mechanisms: replications drawn from the population.
 
 Each replication draws n values of Y from the declared population, privatizes them
-with the mechanism (:func:`.sample_reports`), aggregates the reports, and answers
+with the mechanism (its report model's :meth:`~.interval_reports.ReportModel.draw`), aggregates
+the reports, and answers
 the query as ``run`` would; the summary sets empirical against analytic:
 
 * coverage / leakage: the analytic value beside the mean individual coverage
@@ -24,7 +25,8 @@ from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query
 from ..results import Result
 from .interval_estimators import law_moment
-from .interval_mechanisms import disclose_of, draw, law_distribution, population_law, range_coverage, sample_reports
+from .interval_mechanisms import draw, law_distribution, population_law, range_coverage
+from .interval_reports import report_model
 from .normal import Z95
 
 #: refits of an NPMLE functional's jackknife per replication (``run`` makes up to
@@ -40,6 +42,7 @@ def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: i
     is imported by the back end, not the other way round)."""
 
     mech = q.mechanism
+    reports = report_model(mech)  # draws the reports; says which range a report leaves
     pop = population_law(model, mech.variable)
     if q.kind in ("epsilon", "optimal_anchor"):
         result = getattr(backend, "_" + q.kind)(model, q)
@@ -58,8 +61,8 @@ def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: i
         analytic = backend._coverage(model, q)
         means = []
         for _ in range(reps):
-            left, right = sample_reports(model, mech, draw(pop, n, rng), rng)
-            cov = range_coverage(left, right, dist.cdf, disclose_of(mech))
+            left, right = reports.draw(model, draw(pop, n, rng), rng)
+            cov = range_coverage(left, right, dist.cdf, reports.disclose)
             means.append(float(np.mean(np.where(np.isnan(left), 1.0, cov))))
         emp = float(np.mean(means))
         se = float(np.std(means, ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan")
@@ -77,7 +80,7 @@ def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: i
     grid = dist.ppf(np.linspace(0.005, 0.995, 201))
     for rep in range(reps):
         y = draw(pop, n, rng)
-        left, right = sample_reports(model, mech, y, rng)
+        left, right = reports.draw(model, y, rng)
         try:
             r = estimate_from_reports(model, q, left, right, seed=rep, jackknife_groups=SIMULATE_JACKKNIFE_GROUPS)
         except BackendError as e:
