@@ -495,6 +495,46 @@ class DataBindings:
                 b.default = item
         return b
 
+    @classmethod
+    def of(cls, data: Any, mechanisms: Sequence[str]) -> "DataBindings":
+        """From what the Python API takes: a path, a :class:`pandas.DataFrame`, or a mapping
+        mechanism name -> path or DataFrame (a key ``None`` or ``"*"``: the default table).
+
+        A DataFrame is named ``<DataFrame>`` (or ``<DataFrame for M>``) in messages, where a
+        file would be named by its path.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> b = DataBindings.of({"c1": pd.DataFrame({"salary": ["(0, 5]"]}), "s1": "s1.csv"}, ["c1", "s1"])
+        >>> b.path_for("c1"), b.path_for("s1"), len(b.frame_for("c1"))
+        ('<DataFrame for c1>', 's1.csv', 1)
+        """
+        b = cls()
+
+        def source(value: Any, label: str) -> str:
+            if isinstance(value, pd.DataFrame):
+                b._cache[label] = value
+                return label
+            if isinstance(value, (str, os.PathLike)):
+                return os.fspath(value)
+            raise TypeError(f"data must be a path or a pandas DataFrame, not {type(value).__name__}")
+
+        if isinstance(data, (str, os.PathLike, pd.DataFrame)):
+            b.default = source(data, "<DataFrame>")
+            return b
+        if not isinstance(data, Mapping):
+            raise TypeError(f"data must be a path, a DataFrame or a mapping mechanism -> path/DataFrame, "
+                            f"not {type(data).__name__}")
+        for name, value in data.items():
+            if name in (None, "*"):
+                b.default = source(value, "<DataFrame>")
+                continue
+            if name not in mechanisms:
+                raise ValueError(f"data: no mechanism named '{name}'")
+            b.per_mechanism[name] = source(value, f"<DataFrame for {name}>")
+        return b
+
     def has_source(self, mechanism: str | None) -> bool:
         """Whether a file is bound to ``mechanism`` (explicitly, or the default file)."""
         return (mechanism or "") in self.per_mechanism or self.default is not None

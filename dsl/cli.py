@@ -8,7 +8,6 @@ for the traceback), 130/143 when interrupted by SIGINT/SIGTERM.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 from . import __version__, query_kinds
-from .errors import BackendError, DataError, Diagnostic, PrivspecError
+from .errors import DataError, Diagnostic, PrivspecError
 from .render import FORMATS, check_report
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -168,93 +167,63 @@ def _selected(args: argparse.Namespace, model) -> list:
 
 
 def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
-    """Hand each selected query to the back end that answers it.
+    """Answer the selected queries through the Python API (:func:`privspec.api.answer`).
 
     A query that cannot be answered stops nothing else: its diagnostic goes to stderr,
     naming the query; every other query is answered and printed (JSON: failed queries
     are ``{"kind", "value": null, "error": {...}}`` entries); the exit status is then 1.
     """
-    from .backends import backend_for
+    from .api import answer
 
     model = spec.model
     if args.verb == "privatize":
-        return _privatize(args, model, err)
+        return _privatize(args, spec, err)
     if args.verb == "compare":
         return _compare(args, model, out, err)
-    queries = _selected(args, model)
-    options: dict = {"seed": getattr(args, "seed", None)}
+    if args.verb == "run" and not args.data:
+        raise _Usage("privspec run: give the data with --data FILE (or --data MECHANISM=FILE)")
+    if args.verb == "simulate" and (args.n < 1 or args.reps < 1):
+        raise _Usage("privspec simulate: --n and --reps must be positive")
+    data = None
     if args.verb == "run":
         from .backends.data import DataBindings
 
-        if not args.data:
-            raise _Usage("privspec run: give the data with --data FILE (or --data MECHANISM=FILE)")
         try:
-            options["data"] = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
+            data = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
         except ValueError as e:
             raise _Usage(f"privspec run: {e}") from None
-        try:
-            options["data"].check(queries)
-        except DataError as e:
-            raise e.with_file(options["data"].default) from None
-    if args.verb == "simulate":
-        if args.n < 1 or args.reps < 1:
-            raise _Usage("privspec simulate: --n and --reps must be positive")
-        options.update(n=args.n, reps=args.reps)
-    if not queries:
+    if not _selected(args, model):
         print(f"privspec {args.verb}: {args.spec} has no queries to answer", file=err)
         return EXIT_OK
-    results: dict = {}
-    failures: dict[str, PrivspecError] = {}
+    res = answer(spec, args.verb, queries=args.query or None, data=data, seed=getattr(args, "seed", None),
+                 n=getattr(args, "n", None), reps=getattr(args, "reps", None))
     shown: dict[str, str] = {}  # a rendered error -> the first query it stopped
-    for q in queries:
-        error = _answer_one(args, spec, q, backend_for(q, args.verb), options, results, err)
+    for q in res.queries:
+        error = res.failures.get(q.name)
         if error is None:
             continue
-        failures[q.name] = error
-        if isinstance(error, _Quiet):  # already said, in the runner's words
+        if q.name in res.messages:  # said in the runner's words
+            print(f"privspec {args.verb}: {res.messages[q.name]}", file=err)
             continue
-        text = _render_error(error, spec)
+        text = _render_error(_with_spec_path(error, args.spec, spec), spec)
         if text in shown:
             print(f"privspec {args.verb}: query '{q.name}' ({q.kind}) was not answered: the same error as "
                   f"query '{shown[text]}' ({error.code})", file=err)
         else:
             shown[text] = q.name
             print(f"privspec {args.verb}: query '{q.name}' ({q.kind}) was not answered:\n{text}", file=err)
-    if results or args.format == "json":
-        print(_render(args.format, model, queries, results, failures), file=out)
-    return EXIT_INVALID if failures else EXIT_OK
+    if res.results or args.format == "json":
+        print(res.render(args.format), file=out)
+    return EXIT_INVALID if res.failures else EXIT_OK
 
 
-def _answer_one(args: argparse.Namespace, spec, q, backend, options: dict, results: dict,
-                err: TextIO) -> PrivspecError | None:
-    """Answer one query into ``results``; the error that stopped it, if one did."""
-    model = spec.model
-    if args.verb == "analyze" and query_kinds.needs_data(q.kind):
-        print(f"privspec analyze: query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
-              "or privspec simulate", file=err)
-        return _Quiet(Diagnostic("B002", f"query '{q.name}' ({q.kind}) needs data",
-                                 hint="privspec run SPEC --data FILE, or privspec simulate SPEC --n N"))
-    if backend is None:
-        from .backends import explain_unanswered
-
-        text = spec.source.snippet(q.span) if q.span else q.name
-        why = explain_unanswered(q, args.verb)
-        print(f"privspec {args.verb}: query '{q.name}' is not supported yet ({q.kind} queries of this "
-              f"kind have no back end for '{args.verb}' in this version): {' '.join(text.split())}\n"
-              f"  {why}", file=err)
-        return _Quiet(Diagnostic("B000", f"query '{q.name}' is not supported yet: {q.kind} queries have no "
-                                         f"back end for '{args.verb}' in this version", hint=why))
-    try:
-        results[q.name] = backend.answer(model, q, args.verb, **options)
-    except DataError as e:
-        return _with_data_file(e, q, options.get("data"), args.spec)
-    except PrivspecError as e:
-        return e
-    return None
-
-
-class _Quiet(BackendError):
-    """A failure already explained on stderr in the runner's words (JSON still lists it)."""
+def _with_spec_path(error: PrivspecError, path: str, spec) -> PrivspecError:
+    """Hints name the spec as the user typed it on the command line."""
+    if spec.source.name == path:
+        return error
+    diags = [replace(d, hint=d.hint.replace(f"privspec privatize {spec.source.name}", f"privspec privatize {path}"))
+             for d in error.diagnostics]
+    return type(error)(diags, error.source)
 
 
 def _render_error(error: PrivspecError, spec) -> str:
@@ -263,72 +232,12 @@ def _render_error(error: PrivspecError, spec) -> str:
     return "\n".join(d.render(source) for d in error.diagnostics)
 
 
-def _with_data_file(error: DataError, query, data, spec_path: str) -> DataError:
-    """The error naming the file bound to the query's mechanism; raw data read as reports
-    get a hint at ``privatize``."""
-    mech = getattr(query, "mechanism", None)
-    name = getattr(mech, "name", None) or (str(query.scope) if getattr(query, "kind", "") == "table" else None)
-    if data is None:
-        return error
-    try:
-        path = data.path_for(name)
-    except DataError:
-        return error
-    error = error.with_file(path)
-    first = error.diagnostics[0]
-    if "privspec privatize SPEC" in first.hint:  # the back end's hint, with this run's names
-        hint = first.hint.replace("privspec privatize SPEC", f"privspec privatize {spec_path}").replace(
-            "--input RAW", f"--input {path}")
-        error = DataError([replace(first, hint=hint), *error.diagnostics[1:]], error.source)
-        first = error.diagnostics[0]
-    if first.code in ("D010", "D101", "D102") and "privatize" not in first.hint and _looks_raw(mech, data, path):
-        hint = (f"the column '{mech.variable.name}' holds plain numbers: is this raw data? privatize it first: "
-                f"privspec privatize {spec_path} --mechanism {mech.name} --input {path} --output PRIVATIZED, "
-                "then run on PRIVATIZED")
-        error = DataError([replace(first, hint=hint), *error.diagnostics[1:]], error.source)
-    return error
-
-
-def _looks_raw(mech, data, path: str) -> bool:
-    """Whether an interval mechanism's column holds plain numbers only (raw values)."""
-    if getattr(mech, "family", None) != "interval" or getattr(mech, "variable", None) is None:
-        return False
-    from .backends.data import parse_numbers
-
-    try:
-        frame = data.frame_for(mech.name)
-    except DataError:
-        return False
-    column = mech.variable.name
-    return column in frame.columns and len(frame) > 0 and not parse_numbers(frame[column])[1].any()
-
-
-def _render(fmt: str, model, queries: Sequence, results: dict, failures: dict[str, PrivspecError]) -> str:
-    """The answered results; JSON also lists each failed query, in query order, as
-    ``{"kind", "value": null, "error": {"code", "severity", "message", "hint", ...}}``."""
-    from .results import render_results
-
-    if fmt != "json":
-        return render_results(fmt, model, results)
-    doc = json.loads(render_results("json", model, results))
-    answered = doc.get("queries", {})
-    entries: dict[str, Any] = {}
-    for q in queries:
-        if q.name in answered:
-            entries[q.name] = answered[q.name]
-        elif q.name in failures:
-            diags = failures[q.name].diagnostics
-            entries[q.name] = {"kind": q.kind, "value": None, "error": diags[0].to_dict()}
-            if len(diags) > 1:
-                entries[q.name]["errors"] = [d.to_dict() for d in diags]
-    doc["queries"] = entries
-    return json.dumps(doc, indent=2, default=str)
-
-
-def _privatize(args: argparse.Namespace, model, err: TextIO) -> int:
+def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
+    from .api import privatize
     from .backends import privatizer_for
     from .backends.data import check_output, interrupt_on_signals, read_table, write_table_atomic
 
+    model = spec.model
     # a release privatizes raw records into its released table(s)
     is_release = args.mechanism in model.releases and args.mechanism not in model.mechanisms
     mech = model.mechanisms.get(args.mechanism) or model.releases[args.mechanism]
@@ -349,7 +258,7 @@ def _privatize(args: argparse.Namespace, model, err: TextIO) -> int:
     with interrupt_on_signals():  # SIGTERM too: the temporary file of the write is removed
         try:
             frame = read_table(args.input)
-            result = backend.privatize(model, mech, frame, seed=args.seed, **extra)
+            result = privatize(spec, frame, args.mechanism, seed=args.seed, **extra)
         except DataError as e:
             raise e.with_file(args.input) from None
         try:

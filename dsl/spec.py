@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import Diagnostic, SpecError, SpecSyntaxError, errors_of
 from .model import ModelGraph
@@ -11,8 +12,11 @@ from .parser import parse_declarations
 from .resolve import resolve
 from .source import Source
 
+if TYPE_CHECKING:
+    from .api import Results
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class Spec:
     """A parsed and validated spec.
 
@@ -96,6 +100,79 @@ class Spec:
 
     def render_diagnostics(self) -> str:
         return "\n".join(d.render(self.source) for d in self.diagnostics)
+
+    def raise_for_errors(self) -> None:
+        """Raise :class:`SpecError` (or :class:`SpecSyntaxError`) when the spec has errors."""
+        self.model  # noqa: B018 - the property raises
+
+    # -- answering queries (privspec.api; the command line is a thin layer over these) ----------------
+    def analyze(self, queries: "Sequence[str] | None" = None, *, seed: int | None = None) -> "Results":
+        """Answer the queries that need no data: exact or symbolic analysis.
+
+        Examples
+        --------
+        >>> spec = Spec.from_text("variable x: categorical {a, b, c, d}\\n"
+        ...                       "population x ~ categorical(1/2, 1/4, 1/8, 1/8)\\n"
+        ...                       "mechanism m = subset(x, uniform)\\nquery tau = coverage(m)")
+        >>> spec.analyze()["tau"].value
+        9/16
+        """
+        from .api import answer
+
+        return answer(self, "analyze", queries=queries, seed=seed)
+
+    def run(self, data: Any, queries: "Sequence[str] | None" = None, *, seed: int | None = 0) -> "Results":
+        """Answer the queries from data: ``data`` is a path, a :class:`pandas.DataFrame`, or a
+        mapping mechanism -> path/DataFrame (key ``None`` for the default table)."""
+        from .api import answer
+
+        return answer(self, "run", queries=queries, data=data, seed=seed)
+
+    def simulate(self, n: int, reps: int, seed: int | None = 0, queries: "Sequence[str] | None" = None) -> "Results":
+        """Compare each query's analytic answer with ``reps`` simulated data sets of ``n``
+        respondents drawn from the declared populations."""
+        from .api import answer
+
+        return answer(self, "simulate", queries=queries, n=n, reps=reps, seed=seed)
+
+    def privatize(self, frame: Any, mechanism: str, seed: int | None = None, *, offset: int | None = None,
+                  nonnegative: bool = False) -> Any:
+        """Privatize raw records (a DataFrame) with a mechanism or a release; returns a DataFrame."""
+        from .api import privatize
+
+        return privatize(self, frame, mechanism, seed=seed, offset=offset, nonnegative=nonnegative)
+
+    # -- display --------------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        name = self.title or self.source.name
+        if not self.ok:
+            n = len(self.errors)
+            return f"<Spec {name!r}: {n} error{'s' if n != 1 else ''}>"
+        from .render import _singular
+
+        parts = ", ".join(f"{v} {k if v != 1 else _singular(k)}" for k, v in self.summary().items() if v)
+        return f"<Spec {name!r}: {parts}>"
+
+    def _repr_html_(self) -> str:
+        """The declarations as a table (notebooks)."""
+        import html
+
+        rows = []
+        if self.ok:
+            m = self.model
+            for kind, items in (("variable", m.variables), ("mechanism", m.mechanisms), ("release", m.releases),
+                                ("query", m.queries)):
+                for name, obj in items.items():
+                    span = getattr(obj, "span", None)
+                    text = " ".join(self.source.snippet(span).split()) if span is not None else ""
+                    rows.append(f"<tr><td>{kind}</td><td>{html.escape(name)}</td><td><code>{html.escape(text)}"
+                                "</code></td></tr>")
+        else:
+            for d in self.errors:
+                rows.append(f"<tr><td>error</td><td>{d.code}</td><td>{html.escape(d.message)}</td></tr>")
+        title = html.escape(self.title or self.source.name)
+        return (f"<table><caption>{title}</caption><thead><tr><th>kind</th><th>name</th><th>declaration</th></tr>"
+                f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _names_a_file(text: object) -> bool:

@@ -74,3 +74,14 @@ def test_architecture_names_modules_that_exist() -> None:
     assert not missing, missing
     for dotted in set(re.findall(r"`privspec\.(?:backends\.)?([a-z_]+)`", text)) - {"x", "y"}:
         assert (ROOT / "backends" / f"{dotted}.py").exists() or (ROOT / "dsl" / f"{dotted}.py").exists(), dotted
+
+
+def test_readme_python_api_example_runs(monkeypatch) -> None:
+    """The README's Python example runs as written (from the checkout's root)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    monkeypatch.chdir(ROOT)
+    scope: dict = {}
+    exec(compile("\n".join(line[2:] if line.startswith("  ") else line for line in block.splitlines()),
+                 "README.md", "exec"), scope)
+    assert scope["res"].ok and set(scope["res"]) == {"w", "w_mle"}

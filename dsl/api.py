@@ -1,0 +1,292 @@
+"""The Python API: answer a spec's queries from Python, with DataFrames in and out.
+
+The command line is a thin layer over these functions (``privspec analyze|run|simulate|
+privatize``); :class:`privspec.Spec` offers them as methods:
+
+>>> import privspec
+>>> spec = privspec.load("variable x: categorical {a, b, c, d}\\n"
+...                      "population x ~ categorical(1/2, 1/4, 1/8, 1/8)\\n"
+...                      "mechanism m = subset(x, uniform)\\nquery tau = coverage(m)")
+>>> res = spec.analyze()
+>>> res["tau"].value, res.ok
+(9/16, True)
+
+Nothing here reaches a back end's internals from user code: the registry picks the back
+end that answers each query (:func:`privspec.backends.backend_for`), exactly as the runner
+does.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Sequence
+
+from . import query_kinds
+from .errors import BackendError, DataError, Diagnostic, PrivspecError
+from .results import Result
+
+#: the verbs that answer queries
+VERBS = ("analyze", "run", "simulate")
+
+
+@dataclass
+class Results(Mapping):
+    """The answers to a spec's queries: a mapping query name -> :class:`~privspec.results.Result`
+    (answered queries only), with the queries that could not be answered in :attr:`failures`.
+
+    Attributes
+    ----------
+    verb : str
+        ``analyze``, ``run`` or ``simulate``.
+    queries : tuple
+        The queries asked, in spec order.
+    failures : dict
+        Query name -> the :class:`~privspec.errors.PrivspecError` that stopped it.
+    """
+
+    verb: str
+    model: Any = field(repr=False)
+    queries: tuple
+    results: dict
+    failures: dict = field(default_factory=dict)
+    #: query name -> what the runner says instead of the error's own text (a query that
+    #: needs data under analyze, a kind no back end answers)
+    messages: dict = field(default_factory=dict, repr=False)
+
+    def __getitem__(self, name: str) -> Result:
+        if name in self.results:
+            return self.results[name]
+        if name in self.failures:
+            raise KeyError(f"query '{name}' was not answered: {self.failures[name].diagnostics[0].message}")
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __repr__(self) -> str:
+        failed = f", {len(self.failures)} failed" if self.failures else ""
+        return f"<Results of {self.verb}: {len(self.results)} answered{failed}>"
+
+    @property
+    def ok(self) -> bool:
+        """Every query asked was answered."""
+        return not self.failures
+
+    def render(self, fmt: str = "text") -> str:
+        """The answers as the command line prints them: ``text``, ``json``, ``markdown`` or
+        ``latex``.  JSON also lists each failed query, in query order, as ``{"kind",
+        "value": null, "error": {...}}`` (the documented contract)."""
+        from .results import render_results
+
+        if fmt != "json":
+            return render_results(fmt, self.model, self.results)
+        return json.dumps(self.to_dict(), indent=2, default=str)
+
+    def to_dict(self) -> dict:
+        """The JSON document as a dict (see :meth:`render`)."""
+        from .results import render_results
+
+        doc = json.loads(render_results("json", self.model, self.results))
+        answered = doc.get("queries", {})
+        entries: dict[str, Any] = {}
+        for q in self.queries:
+            if q.name in answered:
+                entries[q.name] = answered[q.name]
+            elif q.name in self.failures:
+                diags = self.failures[q.name].diagnostics
+                entries[q.name] = {"kind": q.kind, "value": None, "error": diags[0].to_dict()}
+                if len(diags) > 1:
+                    entries[q.name]["errors"] = [d.to_dict() for d in diags]
+        doc["queries"] = entries
+        return doc
+
+    def to_json(self) -> str:
+        return self.render("json")
+
+    def summary(self) -> str:
+        """The text the command line prints."""
+        return self.render("text")
+
+    def to_frame(self) -> Any:
+        """One row per query asked: ``kind``, ``value`` (numbers as numbers, anything larger as
+        its text), ``error`` (the code of what stopped it, else empty); indexed by name."""
+        import pandas as pd
+
+        doc = self.to_dict()["queries"]
+        rows = []
+        for q in self.queries:
+            entry = doc.get(q.name)
+            if entry is None:
+                continue
+            value = entry.get("value")
+            if not isinstance(value, (int, float, str, type(None))):
+                value = json.dumps(value, default=str)
+            rows.append({"query": q.name, "kind": entry["kind"], "value": value,
+                         "error": (entry.get("error") or {}).get("code", "")})
+        return pd.DataFrame(rows, columns=["query", "kind", "value", "error"]).set_index("query")
+
+
+def select(model: Any, verb: str, queries: Sequence[str] | None = None) -> list:
+    """The queries a verb answers: the named ones (KeyError for an unknown name), else all of
+    them (``analyze`` leaves out those that need data)."""
+    if queries:
+        unknown = [n for n in queries if n not in model.queries]
+        if unknown:
+            raise KeyError(unknown[0])
+        return [model.queries[n] for n in queries]
+    chosen = list(model.queries.values())
+    if verb == "analyze":
+        chosen = [q for q in chosen if not query_kinds.needs_data(q.kind)]
+    return chosen
+
+
+def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: Any = None,
+           n: int | None = None, reps: int | None = None, seed: int | None = None) -> Results:
+    """Answer a spec's queries for ``verb`` (``analyze``, ``run`` or ``simulate``).
+
+    Parameters
+    ----------
+    spec : privspec.Spec
+        A spec without errors (:class:`~privspec.errors.SpecError` otherwise).
+    queries : sequence of str, optional
+        Names of the queries to answer (default: all; ``analyze`` skips those needing data).
+    data : path, DataFrame or mapping, optional
+        For ``run``: a path or a DataFrame with every mechanism's reports, or a mapping
+        mechanism -> path/DataFrame (key ``None`` for the default table).
+    n, reps : int
+        For ``simulate``: respondents per replication and replications.
+    seed : int, optional
+        Seed of the randomized parts (permutation tests, jackknife groups, simulation).
+
+    A query that cannot be answered stops nothing else: it is in ``failures``.  Errors
+    about the whole call (a data table whose column would feed several mechanisms, D006)
+    are raised.
+    """
+    from .backends import backend_for, explain_unanswered
+    from .backends.data import DataBindings
+
+    if verb not in VERBS:
+        raise ValueError(f"verb must be one of {', '.join(VERBS)}, not {verb!r}")
+    spec.raise_for_errors()
+    model = spec.model
+    chosen = select(model, verb, queries)
+    options: dict[str, Any] = {"seed": seed}
+    if verb == "run":
+        if data is None:
+            raise ValueError("run needs data: a path, a DataFrame, or a mapping mechanism -> path/DataFrame")
+        bindings = data if isinstance(data, DataBindings) else DataBindings.of(data, [*model.mechanisms,
+                                                                                      *model.releases])
+        try:
+            bindings.check(chosen)
+        except DataError as e:
+            raise e.with_file(bindings.default) from None
+        options["data"] = bindings
+    if verb == "simulate":
+        if not (n and reps) or n < 1 or reps < 1:
+            raise ValueError("simulate needs n >= 1 respondents and reps >= 1 replications")
+        options.update(n=n, reps=reps)
+    out = Results(verb, model, tuple(chosen), {})
+    for q in chosen:
+        if verb == "analyze" and query_kinds.needs_data(q.kind):
+            out.failures[q.name] = BackendError(Diagnostic(
+                "B002", f"query '{q.name}' ({q.kind}) needs data",
+                hint="privspec run SPEC --data FILE, or privspec simulate SPEC --n N"))
+            out.messages[q.name] = (f"query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
+                                    "or privspec simulate")
+            continue
+        backend = backend_for(q, verb)
+        if backend is None:
+            why = explain_unanswered(q, verb)
+            text = spec.source.snippet(q.span) if q.span else q.name
+            out.failures[q.name] = BackendError(Diagnostic(
+                "B000", f"query '{q.name}' is not supported yet: {q.kind} queries have no back end for "
+                        f"'{verb}' in this version", hint=why))
+            out.messages[q.name] = (f"query '{q.name}' is not supported yet ({q.kind} queries of this kind have "
+                                    f"no back end for '{verb}' in this version): {' '.join(text.split())}\n  {why}")
+            continue
+        try:
+            out.results[q.name] = backend.answer(model, q, verb, **options)
+        except DataError as e:
+            out.failures[q.name] = with_data_file(e, q, options.get("data"), spec.source.name)
+        except PrivspecError as e:
+            out.failures[q.name] = e
+    return out
+
+
+def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None, offset: int | None = None,
+              nonnegative: bool = False) -> Any:
+    """Privatize raw records with a mechanism (or a release): a DataFrame in, the reports
+    (or the released table) out.  A row's report depends on (seed, row index, value) only,
+    so a file can be privatized in pieces (``offset``: the index of the first row)."""
+    import pandas as pd
+
+    from .backends import privatizer_for
+
+    spec.raise_for_errors()
+    model = spec.model
+    if mechanism not in model.mechanisms and mechanism not in model.releases:
+        from .scope import did_you_mean
+
+        hint = did_you_mean(mechanism, [*model.mechanisms, *model.releases])
+        raise KeyError(f"no mechanism named '{mechanism}'" + (f"; {hint}" if hint else ""))
+    is_release = mechanism in model.releases and mechanism not in model.mechanisms
+    mech = model.mechanisms.get(mechanism) or model.releases[mechanism]
+    if nonnegative and not is_release:
+        raise ValueError("nonnegative applies to releases (count tables) only")
+    if offset is not None and is_release:
+        raise ValueError("offset applies to mechanisms (one report per row); a release's noise is per cell of "
+                         "its table, so privatize the whole table at once")
+    backend = privatizer_for(mech)
+    if backend is None:
+        raise BackendError(Diagnostic("B000", f"privatizing data with mechanism '{mechanism}' "
+                                              f"({getattr(mech, 'family', 'release')}) is not supported yet"))
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
+    extra: dict[str, Any] = {"nonnegative": True} if nonnegative else {}
+    if offset is not None:
+        extra["offset"] = offset
+    return backend.privatize(model, mech, frame, seed=seed, **extra)
+
+
+def with_data_file(error: DataError, query: Any, data: Any, spec_path: str) -> DataError:
+    """The error naming the table bound to the query's mechanism; raw data read as reports
+    get a hint at ``privatize``."""
+    mech = getattr(query, "mechanism", None)
+    name = getattr(mech, "name", None) or (str(query.scope) if getattr(query, "kind", "") == "table" else None)
+    if data is None:
+        return error
+    try:
+        path = data.path_for(name)
+    except DataError:
+        return error
+    error = error.with_file(path)
+    first = error.diagnostics[0]
+    if "privspec privatize SPEC" in first.hint:  # the back end's hint, with this run's names
+        hint = first.hint.replace("privspec privatize SPEC", f"privspec privatize {spec_path}").replace(
+            "--input RAW", f"--input {path}")
+        error = DataError([replace(first, hint=hint), *error.diagnostics[1:]], error.source)
+        first = error.diagnostics[0]
+    if first.code in ("D010", "D101", "D102") and "privatize" not in first.hint and _looks_raw(mech, data):
+        hint = (f"the column '{mech.variable.name}' holds plain numbers: is this raw data? privatize it first: "
+                f"privspec privatize {spec_path} --mechanism {mech.name} --input {path} --output PRIVATIZED, "
+                "then run on PRIVATIZED")
+        error = DataError([replace(first, hint=hint), *error.diagnostics[1:]], error.source)
+    return error
+
+
+def _looks_raw(mech: Any, data: Any) -> bool:
+    """Whether an interval mechanism's column holds plain numbers only (raw values)."""
+    if getattr(mech, "family", None) != "interval" or getattr(mech, "variable", None) is None:
+        return False
+    from .backends.data import parse_numbers
+
+    try:
+        frame = data.frame_for(mech.name)
+    except DataError:
+        return False
+    column = mech.variable.name
+    return column in frame.columns and len(frame) > 0 and not parse_numbers(frame[column])[1].any()

@@ -1,0 +1,128 @@
+"""The Python API (issue 16): everything the runner does, from Python, DataFrames in and
+out, over the same objects (the command line is a thin layer over privspec.api)."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privspec
+from privspec.cli import main
+from privspec.errors import DataError, SpecError
+
+ROOT = Path(__file__).resolve().parent.parent
+URN = ROOT / "specs" / "urn.privspec"
+URN_RAW = ROOT / "specs" / "data" / "urn_raw.csv"
+
+
+def cli(*argv: object) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main([str(a) for a in argv], stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def urn():
+    return privspec.load(URN)
+
+
+@pytest.fixture(scope="module")
+def reports(urn, tmp_path_factory):
+    """The urn's raw data privatized with 'urn' (seed 1), as a DataFrame and as a file."""
+    raw = pd.read_csv(URN_RAW)
+    frame = urn.privatize(raw, "urn", seed=1)
+    path = tmp_path_factory.mktemp("api") / "urn_reports.csv"
+    frame.to_csv(path, index=False)
+    return frame, path
+
+
+def test_analyze_is_the_runners_json(urn) -> None:
+    res = urn.analyze()
+    code, out, _ = cli("analyze", URN, "--format", "json")
+    assert code == 0 and res.ok
+    assert res.to_dict() == json.loads(out)
+    assert set(res) == set(json.loads(out)["queries"])
+    assert res["cov"].value == pytest.approx(0.6841333, abs=1e-6)
+
+
+def test_privatize_returns_the_clis_reports(urn, reports, tmp_path) -> None:
+    frame, path = reports
+    code, _, err = cli("privatize", URN, "--mechanism", "urn", "--input", URN_RAW, "--output",
+                       tmp_path / "o.csv", "--seed", "1")
+    assert code == 0, err
+    assert isinstance(frame, pd.DataFrame)
+    pd.testing.assert_frame_equal(frame.astype(str), pd.read_csv(tmp_path / "o.csv", dtype=str),
+                                  check_dtype=False)
+
+
+@pytest.mark.parametrize("how", ["path", "frame", "mapping", "default-key"])
+def test_run_takes_a_path_a_frame_or_a_mapping(urn, reports, how) -> None:
+    frame, path = reports
+    data = {"path": path, "frame": frame, "mapping": {"urn": frame}, "default-key": {None: str(path)}}[how]
+    res = urn.run(data, queries=["w", "w_mle"])
+    code, out, err = cli("run", URN, "--data", path, "--query", "w", "--query", "w_mle", "--format", "json")
+    assert code == 0 and res.ok, err
+    assert res.to_dict()["queries"] == json.loads(out)["queries"]
+
+
+def test_a_failed_query_stops_nothing_else(urn) -> None:
+    raw = pd.read_csv(URN_RAW)  # plain categories: not subset reports
+    res = urn.run(raw, queries=["w", "cov"])
+    assert not res.ok and list(res) == ["cov"]
+    assert res.failures["w"].diagnostics[0].code == "D010"
+    assert "<DataFrame>" in res.failures["w"].render()            # the table is named, as a file would be
+    with pytest.raises(KeyError, match="was not answered"):
+        res["w"]
+    frame = res.to_frame()
+    assert frame.loc["w", "error"] == "D010" and frame.loc["cov", "error"] == ""
+    assert frame.loc["cov", "value"] == pytest.approx(0.6841333, abs=1e-6)
+
+
+def test_simulate(urn) -> None:
+    res = urn.simulate(n=500, reps=20, seed=3, queries=["cov"])
+    assert res.ok and res.verb == "simulate" and "cov" in res
+
+
+def test_errors_are_raised_for_the_whole_call(urn, reports) -> None:
+    bad = privspec.load("variable x: categorical {a, b}\nmechanism m = subset(x, uniform)")
+    with pytest.raises(SpecError):
+        bad.analyze()
+    with pytest.raises(ValueError, match="no mechanism named 'nope'"):
+        urn.run({"nope": reports[0]})
+    with pytest.raises(TypeError, match="path or a pandas DataFrame"):
+        urn.run({"urn": [1, 2]})
+    with pytest.raises(KeyError, match="did you mean 'urn'"):
+        urn.privatize(pd.read_csv(URN_RAW), "unr")
+    with pytest.raises(ValueError, match="simulate needs"):
+        urn.simulate(n=0, reps=1)
+
+
+def test_d006_from_a_shared_frame() -> None:
+    spec = privspec.load(ROOT / "specs" / "interval_privacy.privspec")
+    frame = pd.DataFrame({"salary": ["(0, 75]"] * 3, "score": ["(-inf, 0.5]"] * 3})
+    with pytest.raises(DataError) as e:
+        spec.run(frame)
+    assert e.value.diagnostics[0].code == "D006" and "<DataFrame>" in e.value.render()
+
+
+def test_spec_repr_is_short_and_html_is_a_table(urn) -> None:
+    assert repr(urn) == ("<Spec 'Obfuscated urn: subset privacy on four colors': 1 variable, 1 population, "
+                         "5 mechanisms, 10 queries>")
+    one = privspec.load("variable x: categorical {a, b}\nmechanism m = grr(x, epsilon = 1)\nquery c = leakage(m)")
+    assert repr(one) == "<Spec '<string>': 1 variable, 1 mechanism, 1 query>"
+    html = urn._repr_html_()
+    assert html.startswith("<table>") and html.count("<tr>") == 1 + 1 + 5 + 10
+    assert "<td>mechanism</td><td>urn</td><td><code>subset(color, uniform)</code></td>" in html
+    bad = privspec.load("variable x: categorical {a}")
+    assert repr(bad) == "<Spec '<string>': 1 error>" and "E309" in bad._repr_html_()
+
+
+def test_results_render_like_the_cli(urn) -> None:
+    res = urn.analyze(queries=["cov", "v_mom"])
+    for fmt in ("text", "markdown", "latex"):
+        code, out, _ = cli("analyze", URN, "--query", "cov", "--query", "v_mom", "--format", fmt)
+        assert code == 0 and res.render(fmt) == out.rstrip("\n")
+    assert np.isclose(json.loads(res.to_json())["queries"]["cov"]["value"], 0.6841333)
