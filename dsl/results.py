@@ -24,6 +24,8 @@ from typing import Any, Mapping, Sequence
 
 import sympy
 
+from .result_views import ResultViews
+
 
 @dataclass(frozen=True)
 class Vector:
@@ -198,7 +200,7 @@ def _has_symbols(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class Result:
+class Result(ResultViews):
     """One query's answer.
 
     Examples
@@ -246,16 +248,6 @@ class Result:
     def as_latex(self) -> str:
         d = self.to_dict()
         return f"${d['latex']}$" if "latex" in d else _text(d["value"])
-
-    def _repr_html_(self) -> str:
-        return f"<pre>{self.summary()}</pre>"
-
-    def to_frame(self):
-        """A tidy pandas DataFrame (one row per number)."""
-        import pandas as pd
-
-        rows = list(_flatten(self.to_dict()["value"]))
-        return pd.DataFrame(rows, columns=["key", "value"])
 
 
 def _flatten(value: Any, prefix: str = "") -> Any:

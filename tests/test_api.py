@@ -126,3 +126,55 @@ def test_results_render_like_the_cli(urn) -> None:
         code, out, _ = cli("analyze", URN, "--query", "cov", "--query", "v_mom", "--format", fmt)
         assert code == 0 and res.render(fmt) == out.rstrip("\n")
     assert np.isclose(json.loads(res.to_json())["queries"]["cov"]["value"], 0.6841333)
+
+
+# ---- typed results ----------------------------------------------------------------------------
+def test_estimates_have_statsmodels_accessors(urn, reports) -> None:
+    res = urn.run(reports[0], queries=["w_mle"])
+    r, d = res["w_mle"], res.to_dict()["queries"]["w_mle"]
+    assert list(r.params.index) == ["black", "red", "green", "blue"]
+    assert r.params.to_dict() == pytest.approx(d["value"]) and r.bse.to_dict() == pytest.approx(d["se"])
+    assert r.nobs == d["n"] == 2000 and r.method == "mle" and r.se_kind == "population"
+    ci = r.conf_int()                               # at 95%: the back end's profile likelihood intervals
+    assert ci.loc["black"].tolist() == pytest.approx(d["ci95"]["black"])
+    wald = r.conf_int(0.1)                          # another level: Wald with scipy's quantile
+    assert (wald["upper"] - r.params).to_numpy() == pytest.approx(1.6448536269514722 * r.bse.to_numpy())
+    frame = r.to_frame()
+    assert list(frame.columns) == ["estimate", "se", "lower", "upper"]
+    html = r._repr_html_()
+    for label, row in frame.iterrows():             # the HTML table, cell by cell
+        assert f"<th>{label}</th>" in html
+        for x in row:
+            assert f"<td>{x:.6f}</td>" in html
+    assert r.cov_params().to_numpy() == pytest.approx(np.diag(r.bse.to_numpy() ** 2))
+
+
+def test_joint_tables_are_multiindexed() -> None:
+    spec = privspec.load(ROOT / "specs" / "castell_example.privspec")
+    res = spec.run(ROOT / "specs" / "data" / "castell_example_reports.csv", queries=["castell"])
+    r, d = res["castell"], res.to_dict()["queries"]["castell"]
+    assert r.params.index.names == ["A", "B"] and r.params.loc[("a1", "b2")] == pytest.approx(-0.15)
+    assert r.to_frame().shape == (4, 4) and r.conf_int().loc[("a1", "b2"), "upper"] == pytest.approx(0.841816, abs=1e-6)
+    np.testing.assert_allclose(r.params.to_numpy().reshape(2, 2), np.asarray(d["value"]["data"], dtype=float))
+
+
+def test_matrices_and_moments_are_labelled_frames(urn) -> None:
+    res = urn.analyze()
+    d = res.to_dict()["queries"]
+    cov = res["v_mom"].cov_params()
+    assert list(cov.index) == list(cov.columns) == d["v_mom"]["value"]["rows"]
+    np.testing.assert_allclose(cov.to_numpy(), np.asarray(d["v_mom"]["value"]["data"], dtype=float))
+    mats = res["mats"].to_frame()
+    assert mats.loc[("Q", "black"), "red"] == pytest.approx(1 / 3) and ("gamma", "gamma") in mats.index
+    cov_row = res["cov"].to_frame()
+    assert cov_row.loc["coverage", "exact"] == "5131/7500"
+    html = res["v_mom"]._repr_html_()
+    assert html.count("<tr") == 1 + 4 and "<td>0.5049</td>" in html and "<th>black</th>" in html
+
+
+def test_test_results_have_statistic_df_pvalue() -> None:
+    from privspec.results import Result, TestResult
+
+    r = Result("test", TestResult("pearson", 3.2, 1.0, 0.0736), {"n": 500, "calibration": "permutation"})
+    assert (r.statistic, r.df, r.pvalue, r.method, r.nobs) == (3.2, 1.0, 0.0736, "pearson", 500)
+    assert r.to_frame().to_dict("records") == [{"method": "pearson", "statistic": 3.2, "df": 1.0, "pvalue": 0.0736}]

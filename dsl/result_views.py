@@ -1,0 +1,227 @@
+"""Results as data scientists read them: pandas objects with labels, statsmodels' names.
+
+:class:`ResultViews` is mixed into :class:`privspec.results.Result`; every accessor reads
+the result's value and extras (the JSON contract), so nothing is computed twice:
+
+* estimates: ``params`` (a Series by category, a MultiIndex Series for joint tables, one
+  entry for a mean or moment), ``bse``, ``conf_int(alpha)``, ``nobs``, ``method``,
+  ``se_kind``;
+* matrices (``avar``, ``fisher``, one of ``moments``): ``frame()`` / ``cov_params()``, a
+  DataFrame labelled by category;
+* tests: ``statistic``, ``df``, ``pvalue``, ``method``;
+* every result: ``to_frame()`` (a labelled table, the natural one for its kind) and
+  ``_repr_html_()`` (that table in HTML).
+
+Examples
+--------
+>>> from privspec.results import Result, Vector
+>>> r = Result("estimate", Vector(("a", "b"), (0.25, 0.75)),
+...            {"method": "mom", "n": 400, "se": Vector(("a", "b"), (0.02, 0.02)), "se_kind": "population"})
+>>> r.params.round(2).to_dict(), r.nobs
+({'a': 0.25, 'b': 0.75}, 400)
+>>> r.conf_int(0.1).round(4).values.tolist()        # Wald at 90%: no interval of that level was computed
+[[0.2171, 0.2829], [0.7171, 0.7829]]
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from scipy import stats
+
+
+def _pd():
+    import pandas as pd
+
+    return pd
+
+
+def _float(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+class ResultViews:
+    """Accessors of :class:`privspec.results.Result` (see the module docstring)."""
+
+    kind: str
+    value: Any
+    extras: Any
+
+    # -- what any result is -------------------------------------------------------------------------
+    @property
+    def method(self) -> str | None:
+        """The estimator, test or method that produced the result."""
+        v = self.extras.get("method")
+        if v is None and self._test is not None:
+            return self._test.method
+        return v
+
+    @property
+    def se_kind(self) -> str | None:
+        """``population`` or ``conditional`` (which question the standard errors answer)."""
+        return self.extras.get("se_kind")
+
+    @property
+    def nobs(self) -> int | None:
+        """Respondents the estimate is from."""
+        n = self.extras.get("n")
+        return int(n) if isinstance(n, (int, float)) else None
+
+    # -- estimates ----------------------------------------------------------------------------------
+    @property
+    def params(self) -> Any:
+        """The estimate as a labelled Series (index: category; joint tables: one level per
+        variable; a mean or moment: the query's kind)."""
+        return self._series(self.value, "estimate")
+
+    @property
+    def bse(self) -> Any:
+        """Standard errors, labelled like :attr:`params` (None when none were computed)."""
+        se = self.extras.get("se")
+        return None if se is None else self._series(se, "se")
+
+    def conf_int(self, alpha: float = 0.05) -> Any:
+        """Confidence intervals at level ``1 - alpha`` as a DataFrame (``lower``, ``upper``).
+
+        At 95% these are the intervals the back end computed (profile likelihood, score,
+        jackknife t: ``extras["ci_method"]``); at another level, Wald intervals
+        ``params -+ z bse`` with ``z`` the normal quantile (scipy).
+        """
+        pd = _pd()
+        params = self.params
+        ci = self.extras.get("ci95")
+        if ci is not None and abs(alpha - 0.05) < 1e-12:
+            if isinstance(ci, dict) and set(ci) == {"lower", "upper"}:  # joint tables: a table each
+                return pd.DataFrame({"lower": self._series(ci["lower"], "lower"),
+                                     "upper": self._series(ci["upper"], "upper")})
+            if isinstance(ci, dict):
+                rows = [ci[str(k)] if str(k) in ci else ci.get(k) for k in params.index]
+            else:
+                rows = [ci]
+            return pd.DataFrame([[_float(a), _float(b)] for a, b in rows], index=params.index,
+                                columns=["lower", "upper"])
+        bse = self.bse
+        if bse is None:
+            raise ValueError(f"no standard errors for this {self.kind} result: no interval")
+        z = float(stats.norm.ppf(1 - alpha / 2))
+        return pd.DataFrame({"lower": params - z * bse, "upper": params + z * bse})
+
+    def _series(self, value: Any, name: str) -> Any:
+        from .results import Table, Vector
+
+        pd = _pd()
+        if isinstance(value, Vector):
+            return pd.Series([_float(v) for v in value.values], index=pd.Index(value.labels, name="category"),
+                             name=name)
+        if isinstance(value, Table):
+            import numpy as np
+
+            index = pd.MultiIndex.from_product([list(lab) for lab in value.labels], names=list(value.variables))
+            return pd.Series(np.asarray(value.data, dtype=float).ravel(), index=index, name=name)
+        if isinstance(value, dict):
+            return pd.Series({k: _float(v) for k, v in value.items()}, name=name)
+        if isinstance(value, (list, tuple)):
+            return pd.Series([_float(v) for v in value], name=name)
+        return pd.Series([_float(value)], index=pd.Index([self.kind]), name=name)
+
+    # -- matrices ------------------------------------------------------------------------------------
+    def frame(self, which: str | None = None) -> Any:
+        """A matrix result as a DataFrame labelled by its rows and columns (``which``: the
+        matrix of a ``moments`` result, ``Q``, ``H`` or ``C``)."""
+        from .results import Matrix, to_json
+
+        value = self.value
+        if which is not None:
+            value = value[which]
+        if not isinstance(value, Matrix):
+            raise TypeError(f"this {self.kind} result is not a matrix")
+        data = to_json(value)["data"]
+        return _pd().DataFrame([[_float(x) for x in row] for row in data], index=list(value.rows),
+                               columns=list(value.cols))
+
+    def cov_params(self) -> Any:
+        """The covariance as a labelled DataFrame: an ``avar`` result's matrix (``n Var`` in
+        the limit), or for an estimate the diagonal ``bse^2`` (the full covariance is the
+        matching ``avar`` query's)."""
+        from .results import Matrix
+
+        if isinstance(self.value, Matrix):
+            return self.frame()
+        bse = self.bse
+        if bse is None:
+            raise ValueError(f"no covariance for this {self.kind} result")
+        pd = _pd()
+        import numpy as np
+
+        return pd.DataFrame(np.diag(bse.to_numpy() ** 2), index=bse.index, columns=bse.index)
+
+    # -- tests -----------------------------------------------------------------------------------------
+    @property
+    def _test(self) -> Any:
+        from .results import TestResult
+
+        return self.value if isinstance(self.value, TestResult) else None
+
+    @property
+    def statistic(self) -> float | None:
+        return None if self._test is None else float(self._test.statistic)
+
+    @property
+    def df(self) -> float | None:
+        return None if self._test is None or self._test.df is None else float(self._test.df)
+
+    @property
+    def pvalue(self) -> float | None:
+        return None if self._test is None else float(self._test.p_value)
+
+    # -- tables ---------------------------------------------------------------------------------------
+    def to_frame(self) -> Any:
+        """The result as a labelled table: estimates with ``estimate``, ``se``, ``lower``,
+        ``upper`` per category; a matrix as itself; a test as one row; ``moments`` as the
+        stacked matrices; anything else as key/value rows."""
+        from .results import Matrix, StepFunction, Table, Vector, _flatten
+
+        pd = _pd()
+        value = self.value
+        if self._test is not None:
+            return pd.DataFrame([{"method": self.method, "statistic": self.statistic, "df": self.df,
+                                  "pvalue": self.pvalue}])
+        if isinstance(value, Matrix):
+            return self.frame()
+        if isinstance(value, dict) and value and any(isinstance(v, Matrix) for v in value.values()):
+            # moments: the matrices stacked (Q, H, C), a vector (gamma) as one row
+            blocks = {k: self.frame(k) if isinstance(v, Matrix) else self._series(v, k).to_frame().T
+                      for k, v in value.items()}
+            return pd.concat(blocks, names=["matrix", "row"])
+        if isinstance(value, StepFunction):
+            return pd.DataFrame({"left": [a for a, _ in value.intervals], "right": [b for _, b in value.intervals],
+                                 "mass": list(value.mass)})
+        if isinstance(value, (Vector, Table)) or (self.kind == "estimate" and not isinstance(value, dict)):
+            out = self.params.to_frame()
+            if self.bse is not None:
+                out["se"] = self.bse
+            try:
+                ci = self.conf_int()
+                out["lower"], out["upper"] = ci["lower"], ci["upper"]
+            except ValueError:
+                pass
+            return out
+        d = self.to_dict()
+        if not isinstance(d["value"], (dict, list)):  # one number (coverage, epsilon, a mean)
+            row = {"value": d["value"] if d["value"] is not None else d.get("expr")}
+            if "expr" in d:
+                row["exact"] = d["expr"]
+            for k in ("se", "ci95"):
+                if k in d:
+                    row[k] = d[k]
+            return pd.DataFrame([row], index=pd.Index([self.kind]))
+        return pd.DataFrame(list(_flatten(d["value"])), columns=["key", "value"])
+
+    def _repr_html_(self) -> str:
+        """:meth:`to_frame` as an HTML table, under the query's kind and method."""
+        import html
+
+        head = html.escape(self.kind + (f" by {self.method}" if self.method else ""))
+        return f"<div><strong>{head}</strong>{self.to_frame().to_html()}</div>"
