@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..errors import DataError, Diagnostic
 from ..model import ProductMechanism, SubsetMechanism, Variable
+from ..progress import progress
 from .channel import Channel
 from .compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
 from .data import MISSING, check_no_missing, describe_values, missing_rows, require_columns
@@ -369,7 +370,7 @@ def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int |
             rng = RowRandom(key, rows=np.arange(offset, offset + n), stream=stream)
             return _privatize_with_dummies(f, x, rng, var.name)
         reports = np.empty(n, dtype=object)
-        for start in range(0, n, size):
+        for start in progress(range(0, n, size), desc=f"privatize {var.name}", unit="chunk"):
             stop = min(n, start + size)
             rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream)
             reports[start:stop] = privatize_factor(f, x[start:stop], rng)

@@ -11,6 +11,7 @@ from scipy import stats
 from ..errors import BackendError, Diagnostic
 from ..model import ModelGraph, Query
 from ..results import Matrix, Result, Vector
+from ..progress import progress
 from ..errors import PrivspecError
 from .finite_truth import Truth, _real_labels, avar_matrix, independence_on_counts
 from .finite_estimates import fit_estimate, marginal_map, se_kind_of
@@ -59,7 +60,7 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
     estimates, targets, covered, widths, methods = [], [], [], [], set()
     skipped = 0
     p_real = len(t.w)
-    for x, counts in zip(truth, draws):
+    for x, counts in progress(zip(truth, draws), total=reps, desc=f"simulate {q.name}", unit="rep"):
         try:
             est = fit_estimate(q, ch, counts)
         except (np.linalg.LinAlgError, ValueError, PrivspecError):

@@ -52,6 +52,7 @@ import numpy as np
 from scipy import stats
 
 from ..errors import BackendError, Diagnostic
+from ..progress import progress
 from .channel import Channel, product_channel
 from .estimators import em, mom
 
@@ -405,13 +406,12 @@ def _random_tables(rows: np.ndarray, cols: np.ndarray, draws: int, rng: np.rando
     keep_r, keep_c = np.nonzero(rows_i > 0)[0], np.nonzero(cols_i > 0)[0]
     dist = stats.random_table(rows_i[keep_r], cols_i[keep_c])
     per_batch = max(1, _CELLS_PER_BATCH // (rows.size * cols.size))
-    done = 0
-    while done < draws:
+    for done in progress(range(0, draws, per_batch), total=-(-draws // per_batch), desc="permutations",
+                         unit="batch"):
         size = min(per_batch, draws - done)
         drawn = dist.rvs(size=size, random_state=rng)
         full = np.zeros((size, rows.size, cols.size))
         full[:, keep_r[:, None], keep_c[None, :]] = drawn
-        done += size
         yield full
 
 

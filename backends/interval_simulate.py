@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query
 from ..results import Result
+from ..progress import progress
 from .interval_estimators import law_moment
 from .interval_mechanisms import draw, law_distribution, population_law, range_coverage
 from .interval_reports import report_model
@@ -60,7 +61,7 @@ def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: i
     if q.kind in ("coverage", "leakage"):
         analytic = backend._coverage(model, q)
         means = []
-        for _ in range(reps):
+        for _ in progress(range(reps), desc=f"simulate {q.name}", unit="rep"):
             left, right = reports.draw(model, draw(pop, n, rng), rng)
             cov = range_coverage(left, right, dist.cdf, reports.disclose)
             means.append(float(np.mean(np.where(np.isnan(left), 1.0, cov))))
@@ -78,7 +79,7 @@ def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: i
     se_kind, se_method = None, None
     truth = float(law_moment(pop, est.order or 1)) if est.kind in ("mean", "moment") else None
     grid = dist.ppf(np.linspace(0.005, 0.995, 201))
-    for rep in range(reps):
+    for rep in progress(range(reps), desc=f"simulate {q.name}", unit="rep"):
         y = draw(pop, n, rng)
         left, right = reports.draw(model, y, rng)
         try:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..progress import progress
 from .npmle_data import Design, as_rows, design_from_rows, merge_rows, row_probs
 from .npmle_result import NPMLEResult, make_result
 from .npmle_solver import cnm, initial, one_blas_thread
@@ -326,7 +327,7 @@ def _bootstrap_band(l: np.ndarray, r: np.ndarray, c: np.ndarray, xs: np.ndarray,
     n = int(round(c.sum()))
     prob = c / c.sum()
     draws = np.empty((reps, xs.size))
-    for k in range(reps):
+    for k in progress(range(reps), desc="bootstrap band", unit="refit"):
         ck = rng.multinomial(n, prob).astype(float)
         on = ck > 0
         des = design_from_rows(l[on], r[on], ck[on])

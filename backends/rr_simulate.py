@@ -15,6 +15,7 @@ import scipy.stats
 from ..errors import BackendError, Diagnostic
 from ..model import ModelGraph, Query
 from ..results import Result, Table, Vector
+from ..progress import progress
 from .kron import kron_apply
 from .populations import population_vector
 from .normal import Z95
@@ -78,7 +79,7 @@ def simulate_joint(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
         channel = problem.K() if problem.product else [numeric_K(model, problem.q.mechanism)]
         truth = _estimand_table(problem, respondents / n)
     estimates, metrics, covered, covered_joint, chosen = [], [], [], [], {}
-    for _ in range(reps):
+    for _ in progress(range(reps), desc="simulate", unit="rep"):
         if conditional:
             counts = privatize_counts(respondents, channel, rng)
         else:
@@ -273,7 +274,7 @@ def joint_coverage(estimate: Callable[[np.ndarray], JointFit], truth: np.ndarray
         lam = lam / lam.sum()
         table = truth
     hits, per_rep = [], []
-    for _ in range(reps):
+    for _ in progress(range(reps), desc="simulate", unit="rep"):
         if se == "conditional":
             counts = privatize_counts(respondents, K, rng)
         else:

@@ -51,9 +51,11 @@ def _natural(what: str):
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("spec", help="the spec file (*.privspec)")
+    common.add_argument("--quiet", action="store_true",
+                        help="no progress bars (they show on a terminal only, never on a pipe; default: off)")
     common.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     common.add_argument("--query", action="append", default=[], metavar="NAME",
-                        help="answer only this query (repeatable)")
+                        help="answer only this query (repeatable; default: every query the command answers)")
 
     p = _Parser(prog="privspec", description="Design and analyse privacy-preserving data collection.")
     p.add_argument("--version", action="version", version=f"privspec {__version__}")
@@ -62,28 +64,36 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("analyze", parents=[common], help="symbolic and numeric results that need no data")
     run = sub.add_parser("run", parents=[common], help="answer every query on data")
     run.add_argument("--data", action="append", default=[], metavar="FILE|M=FILE",
-                     help="privatized data (CSV or Parquet); M=FILE (or M1,M2=FILE) binds a file to mechanism M")
+                     help="privatized data (CSV or Parquet); M=FILE (or M1,M2=FILE) binds a file to mechanism M "
+                          "(required, repeatable)")
     run.add_argument("--seed", type=_natural("--seed"), default=None,
                      help="seed of the randomized parts (permutation p-values, bootstrap): the same seed, "
                           "the same answer (default: 0)")
     priv = sub.add_parser("privatize", parents=[common], help="privatize raw data with a mechanism")
-    priv.add_argument("--mechanism", required=True, metavar="M", help="a mechanism, or a release (count tables)")
-    priv.add_argument("--input", required=True, metavar="RAW")
-    priv.add_argument("--output", required=True, metavar="OUT")
+    priv.add_argument("--mechanism", required=True, metavar="M",
+                      help="a mechanism, or a release (count tables) (required)")
+    priv.add_argument("--input", required=True, metavar="RAW",
+                      help="the raw records (CSV or Parquet) with a column per variable of the mechanism (required)")
+    priv.add_argument("--output", required=True, metavar="OUT",
+                      help="where the reports go (.csv or .parquet; written to a temporary file, then renamed; "
+                           "required)")
     priv.add_argument("--seed", type=_natural("--seed"), default=None,
                       help="the key of every row's randomness (default: fresh OS entropy); keep it secret")
-    priv.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    priv.add_argument("--force", action="store_true", help="replace OUT if it exists (default: refuse)")
     priv.add_argument("--offset", type=_natural("--offset"), default=None, metavar="N",
                       help="the input's first row is row N+1 of the whole file (privatizing a file in pieces: "
-                           "give each piece the number of data rows before it)")
+                           "give each piece the number of data rows before it; default: 0)")
     priv.add_argument("--nonnegative", action="store_true",
-                      help="releases: post-process away negative counts, totals kept (biases small cells)")
+                      help="releases: post-process away negative counts, totals kept (biases small cells; "
+                           "default: off)")
     sim = sub.add_parser("simulate", parents=[common], help="empirical against analytic, from the populations")
-    sim.add_argument("--n", type=int, required=True)
-    sim.add_argument("--reps", type=int, default=1000)
-    sim.add_argument("--seed", type=_natural("--seed"), default=None)
+    sim.add_argument("--n", type=int, required=True, metavar="N", help="respondents per simulated data set (required)")
+    sim.add_argument("--reps", type=int, default=1000, metavar="R",
+                     help="simulated data sets (replications; default: 1000)")
+    sim.add_argument("--seed", type=_natural("--seed"), default=None,
+                     help="seed of the simulation: the same seed, the same table (default: fresh OS entropy)")
     comp = sub.add_parser("compare", parents=[common], help="design comparisons")
-    comp.add_argument("--report", metavar="FILE", default=None, help="write an HTML report")
+    comp.add_argument("--report", metavar="FILE", default=None, help="write an HTML report (default: none)")
     return p
 
 
@@ -99,7 +109,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         if args.verb is None:
             _parser().print_usage(err)
             return EXIT_USAGE
-        return _dispatch(args, out, err)
+        from .progress import enabled, wanted
+
+        with enabled(wanted(err, getattr(args, "quiet", False)), stream=err):
+            return _dispatch(args, out, err)
     except _Usage as e:
         print(str(e), file=err)
         return EXIT_USAGE

@@ -178,3 +178,40 @@ def test_test_results_have_statistic_df_pvalue() -> None:
     r = Result("test", TestResult("pearson", 3.2, 1.0, 0.0736), {"n": 500, "calibration": "permutation"})
     assert (r.statistic, r.df, r.pvalue, r.method, r.nobs) == (3.2, 1.0, 0.0736, "pearson", 500)
     assert r.to_frame().to_dict("records") == [{"method": "pearson", "statistic": 3.2, "df": 1.0, "pvalue": 0.0736}]
+
+
+# ---- the command line around the API: progress and --help --------------------------------------
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_progress_bars_on_a_terminal_only(quiet: bool) -> None:
+    argv = ["simulate", str(URN), "--query", "w", "--n", "200", "--reps", "30", "--seed", "1"]
+    tty, out = _Terminal(), io.StringIO()
+    assert main(argv + (["--quiet"] if quiet else []), stdout=out, stderr=tty) == 0
+    assert ("simulate w" in tty.getvalue()) is not quiet          # tqdm's bar, named after the query
+    pipe = io.StringIO()
+    assert main(argv, stdout=io.StringIO(), stderr=pipe) == 0
+    assert "simulate w" not in pipe.getvalue() and "it/s" not in pipe.getvalue()
+
+
+@pytest.mark.parametrize("verb", ["check", "analyze", "run", "privatize", "simulate", "compare"])
+def test_every_option_in_help_is_described_with_its_default(verb: str) -> None:
+    import re
+    import contextlib
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main([verb, "--help"]) == 0
+    text = buf.getvalue()
+    options = text[text.index("options:"):]
+    entries = re.split(r"\n  (?=-)", options)[1:]
+    assert entries, text
+    for entry in entries:
+        name = entry.split()[0].rstrip(",")
+        if name in ("-h", "--help"):
+            continue
+        words = " ".join(entry.split())
+        assert re.search(r"default|required|repeatable", words), f"{verb} {name}: {words}"
