@@ -483,7 +483,7 @@ class CensoredBackend(IntervalBackend):
         if isinstance(target, str):  # the coarsening here is censoring, not privacy noise
             extras = dict(result.extras)
             extras["target"] = target.replace("privacy noise", "censoring")
-            result = Result(result.kind, result.value, extras)
+            result = Result(result.kind, result.value, extras, fit=result.fit)
         return result
 
 
@@ -560,8 +560,9 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
             extras["innermost"] = written.tolist()
             steps = StepFunction(tuple((float(a), float(b)) for a, b in zip(wl, wr)),
                                  tuple(float(m) for m in np.asarray(fit.result.mass)[on]))
-            return Result("estimate", steps, extras)
-        return Result("estimate", fit.step_function(), extras)
+            return Result("estimate", steps, extras, fit=DistributionFit(fit.result, l, r, c, rm.disclose is None))
+        return Result("estimate", fit.step_function(), extras,
+                      fit=DistributionFit(fit.result, l, r, c, rm.disclose is None))
     intervals, mass = np.asarray(fit.result.intervals, dtype=float), np.asarray(fit.result.mass, dtype=float)
     if rm.written_ends:  # the ends as written ([25, 27], not (24.999999999999996, 27]) for the midpoints
         on = mass > 0
@@ -654,3 +655,38 @@ def _mle_interval(fit: Any, order: int, value: float, se: float) -> dict:
                                 f"values (fewer than {MLE_EFFECTIVE_N_NOTE}): in simulation such intervals covered "
                                 "under 93% (E[Y^2] about 90%; docs/interval-privacy.md)")
     return out
+
+
+class DistributionFit:
+    """The NPMLE behind a ``cdf`` estimate, for the Python API (never in the JSON): ``F``,
+    its survival function and quantiles at any points, and the pointwise band at any
+    points and level (:func:`privspec.backends.npmle.cdf_confidence_band`).
+
+    ``left``, ``right``, ``counts`` are the distinct reports the fit used; ``rows``: they
+    are rows of the engine (an interval, a point or a ring each), so a band can be
+    computed from them (not for reports less an acceptable range).
+    """
+
+    def __init__(self, result: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray, rows: bool):
+        self.result, self.left, self.right, self.counts, self.rows = result, left, right, counts, rows
+
+    def cdf(self, x: Any) -> np.ndarray:
+        return np.asarray(self.result.cdf(np.asarray(x, dtype=float)), dtype=float)
+
+    def quantile(self, q: Any) -> np.ndarray:
+        return np.asarray(self.result.quantile(np.asarray(q, dtype=float)), dtype=float)
+
+    def mean(self) -> float:
+        return float(self.result.mean())
+
+    def band(self, x: Any, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        if not self.rows:
+            raise ValueError("no band for reports less an acceptable range (their pieces): estimate by "
+                             "simulation instead")
+        from .npmle import cdf_confidence_band
+
+        x = np.asarray(x, dtype=float)
+        with np.errstate(all="ignore"):
+            lower, upper = cdf_confidence_band(self.result, self.left, self.right, self.counts, x,
+                                               level=1.0 - alpha, ring=bool(np.any(self.left > self.right)))
+        return np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)

@@ -26,7 +26,18 @@ import numpy as np
 
 from ..errors import BackendError, Diagnostic
 
-__all__ = ["plot_cdf"]
+__all__ = ["plot_cdf", "figure_cdf", "figure_estimates", "figure_matrix"]
+
+
+def _pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise BackendError(Diagnostic("B030", "plotting needs matplotlib",
+                                      hint="pip install 'privspec[plot]'")) from None
+    return plt
 
 
 def _steps(result: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +56,25 @@ def _steps(result: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[str], *,
              title: str | None = None, xlabel: str = "y", truth: Any = None) -> str:
-    """Draw the estimated CDF as a step function, with its pointwise band, to ``path``.
+    """Draw the estimated CDF as a step function, with its pointwise band, to ``path``
+    (:func:`figure_cdf`; the suffix picks the format: ``.png``, ``.svg``, ``.pdf``).
+
+    Returns
+    -------
+    str
+        ``path``.
+    """
+    fig = figure_cdf(result, band, title=title, xlabel=xlabel, truth=truth)
+    try:
+        fig.savefig(os.fspath(path))
+    finally:
+        _pyplot().close(fig)
+    return os.fspath(path)
+
+
+def figure_cdf(result: Any, band: Sequence[Any] | None, *, title: str | None = None, xlabel: str = "y",
+               truth: Any = None) -> Any:
+    """The estimated CDF as a step function, with its pointwise band: a matplotlib Figure.
 
     Parameters
     ----------
@@ -56,25 +85,12 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
     band : (x, lower, upper) or None
         Pointwise confidence bounds at ``x`` (from
         :func:`privspec.backends.npmle.cdf_confidence_band`), drawn as a shaded region.
-    path : str or PathLike
-        The image file; its suffix picks the format (``.png``, ``.svg``, ``.pdf``).
     title, xlabel : str
         Labels.
     truth : callable, optional
         A reference CDF (vectorized) drawn dashed, e.g. the population's in a simulation.
-
-    Returns
-    -------
-    str
-        ``path``.
     """
-    try:
-        import matplotlib
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise BackendError(Diagnostic("B030", "plotting needs matplotlib",
-                                      hint="pip install 'privspec[plot]'")) from None
+    plt = _pyplot()
     intervals, mass = _steps(result)
     cum = np.minimum(np.cumsum(mass), 1.0)
     right = intervals[:, 1]
@@ -84,32 +100,64 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
     pad = 0.05 * (hi - lo) if hi > lo else 1.0
     lo, hi = lo - pad, hi + pad
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    try:
-        if band is not None:
-            bx, blo, bhi = (np.asarray(v, dtype=float) for v in band)
-            order = np.argsort(bx)
-            ax.fill_between(bx[order], blo[order], bhi[order], step="post", alpha=0.25,
-                            color="tab:blue", linewidth=0, label="pointwise band")
-        # the curve: 0 up to the first right end, then a jump at each right end
-        xs = np.concatenate([[lo], np.clip(right, lo, hi), [hi]])
-        ys = np.concatenate([[0.0], cum, [cum[-1] if cum.size else 1.0]])
-        ax.step(xs, ys, where="post", color="tab:blue", label="NPMLE")
-        for (a, b), m in zip(intervals, mass):
-            if m > 0 and b > a:
-                ax.axvspan(max(a, lo), min(b, hi), color="0.85", alpha=0.5, linewidth=0)
-        if truth is not None:
-            grid = np.linspace(lo, hi, 400)
-            ax.plot(grid, truth(grid), "--", color="0.3", label="truth")
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("F")
-        if title:
-            ax.set_title(title)
-        ax.legend(loc="lower right")
-        fig.tight_layout()
-        fig.savefig(os.fspath(path))
-    finally:
-        plt.close(fig)
-    return os.fspath(path)
+    if band is not None:
+        bx, blo, bhi = (np.asarray(v, dtype=float) for v in band)
+        order = np.argsort(bx)
+        ax.fill_between(bx[order], blo[order], bhi[order], step="post", alpha=0.25,
+                        color="tab:blue", linewidth=0, label="pointwise band")
+    # the curve: 0 up to the first right end, then a jump at each right end
+    xs = np.concatenate([[lo], np.clip(right, lo, hi), [hi]])
+    ys = np.concatenate([[0.0], cum, [cum[-1] if cum.size else 1.0]])
+    ax.step(xs, ys, where="post", color="tab:blue", label="NPMLE")
+    for (a, b), m in zip(intervals, mass):
+        if m > 0 and b > a:
+            ax.axvspan(max(a, lo), min(b, hi), color="0.85", alpha=0.5, linewidth=0)
+    if truth is not None:
+        grid = np.linspace(lo, hi, 400)
+        ax.plot(grid, truth(grid), "--", color="0.3", label="truth")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("F")
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    return fig
 
+
+def figure_estimates(params: Any, lower: Any = None, upper: Any = None, *, title: str | None = None) -> Any:
+    """Estimates with their intervals (a pandas Series and two of the same index): a Figure."""
+    plt = _pyplot()
+    labels = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in params.index]
+    y = np.arange(len(labels))
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.2))
+    values = np.asarray(params, dtype=float)
+    if lower is not None and upper is not None:
+        err = np.vstack([values - np.asarray(lower, dtype=float), np.asarray(upper, dtype=float) - values])
+        ax.errorbar(values, y, xerr=np.maximum(err, 0.0), fmt="o", color="tab:blue", capsize=3)
+    else:
+        ax.plot(values, y, "o", color="tab:blue")
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.axvline(0.0, color="0.7", linewidth=0.8)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def figure_matrix(frame: Any, *, title: str | None = None) -> Any:
+    """A labelled matrix (a DataFrame) as a heat map: a Figure."""
+    plt = _pyplot()
+    data = np.asarray(frame, dtype=float)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.6 * data.shape[1], 0.8 + 0.5 * data.shape[0]))
+    bound = float(np.nanmax(np.abs(data))) or 1.0
+    im = ax.imshow(data, cmap="RdBu_r", vmin=-bound, vmax=bound)
+    ax.set_xticks(range(data.shape[1]), [str(c) for c in frame.columns], rotation=45, ha="right")
+    ax.set_yticks(range(data.shape[0]), [str(r) for r in frame.index])
+    fig.colorbar(im, ax=ax)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig

@@ -48,6 +48,7 @@ class ResultViews:
     kind: str
     value: Any
     extras: Any
+    fit: Any
 
     # -- what any result is -------------------------------------------------------------------------
     @property
@@ -156,6 +157,69 @@ class ResultViews:
         import numpy as np
 
         return pd.DataFrame(np.diag(bse.to_numpy() ** 2), index=bse.index, columns=bse.index)
+
+    # -- distribution functions (an NPMLE of F) ---------------------------------------------------------
+    def _distribution(self) -> Any:
+        if self.fit is None or not hasattr(self.fit, "cdf"):
+            raise TypeError(f"this {self.kind} result is not an estimated distribution function "
+                            "(estimate cdf(Y) from M by npmle)")
+        return self.fit
+
+    def cdf(self, x: Any) -> Any:
+        """``F(x)`` of the estimate at any points (the NPMLE's mass at the right end of each
+        innermost interval)."""
+        return self._distribution().cdf(x)
+
+    def survival(self, x: Any) -> Any:
+        """``1 - F(x)``."""
+        return 1.0 - self.cdf(x)
+
+    def quantile(self, q: Any) -> Any:
+        """The estimate's quantiles at probabilities ``q``."""
+        return self._distribution().quantile(q)
+
+    def mean(self) -> float:
+        """The mean of the NPMLE (each innermost interval's mass at its right end); its
+        standard error: ``estimate mean(Y) from M by npmle`` (the jackknife)."""
+        return self._distribution().mean()
+
+    def band(self, x: Any, alpha: float = 0.05) -> Any:
+        """Pointwise ``1 - alpha`` confidence bounds for ``F(x)`` at any points (the profile
+        likelihood ratio), as a DataFrame indexed by ``x``."""
+        import numpy as np
+
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        lower, upper = self._distribution().band(x, alpha)
+        return _pd().DataFrame({"cdf": self.cdf(x), "lower": lower, "upper": upper}, index=_pd().Index(x, name="x"))
+
+    def plot(self, x: Any = None, alpha: float = 0.05) -> Any:
+        """The natural picture of the result, a matplotlib Figure (the ``plot`` extra): a CDF
+        with its pointwise band at ``x`` (default: 41 points over the data), estimates with
+        their intervals, a matrix as a heat map."""
+        from .backends import plots
+        from .results import Matrix, StepFunction
+
+        if isinstance(self.value, StepFunction):
+            band = None
+            if self.fit is not None and getattr(self.fit, "rows", False):
+                import numpy as np
+
+                if x is None:
+                    ends = np.asarray(self.value.intervals, dtype=float)
+                    ends = ends[np.isfinite(ends)]
+                    x = np.linspace(ends.min(), ends.max(), 41) if ends.size else None
+                if x is not None:
+                    b = self.band(x, alpha)
+                    band = (b.index.to_numpy(), b["lower"].to_numpy(), b["upper"].to_numpy())
+            return plots.figure_cdf(self, band, title=self.method)
+        if isinstance(self.value, Matrix):
+            return plots.figure_matrix(self.frame(), title=self.kind)
+        params = self.params
+        try:
+            ci = self.conf_int(alpha)
+            return plots.figure_estimates(params, ci["lower"], ci["upper"], title=self.method)
+        except ValueError:
+            return plots.figure_estimates(params, title=self.method)
 
     # -- tests -----------------------------------------------------------------------------------------
     @property

@@ -215,6 +215,9 @@ class Result(ResultViews):
     kind: str
     value: Any
     extras: Mapping[str, Any] = field(default_factory=dict)
+    #: what the Python API needs beyond the JSON (an NPMLE's fit and data, for ``cdf(x)``,
+    #: ``band(x)``...); never serialized
+    fit: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         """The JSON contract: ``kind``, ``value`` and the extras (``se``, ``method``, ``n`` ...)."""

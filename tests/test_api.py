@@ -215,3 +215,37 @@ def test_every_option_in_help_is_described_with_its_default(verb: str) -> None:
             continue
         words = " ".join(entry.split())
         assert re.search(r"default|required|repeatable", words), f"{verb} {name}: {words}"
+
+
+# ---- distribution functions and plots -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def bcdeter_cdf():
+    spec = privspec.load(ROOT / "specs" / "bcdeter.privspec")
+    return spec.run(ROOT / "tests" / "data" / "bcdeter.csv", queries=["F"])["F"]
+
+
+def test_npmle_results_answer_at_any_point(bcdeter_cdf) -> None:
+    F = bcdeter_cdf
+    x = np.array([5.0, 17.0, 31.0, 48.0])
+    assert np.all(np.diff(F.cdf(x)) >= 0) and F.survival(x) == pytest.approx(1 - F.cdf(x))
+    q = F.quantile([0.25, 0.5])
+    assert np.all(F.cdf(q) >= [0.25, 0.5])                     # the quantile reaches its probability
+    band = F.extras["band"]                                    # the run's band at the quartiles
+    mine = F.band(band["x"])
+    assert mine["lower"].tolist() == pytest.approx(band["lower"]) and mine["upper"].tolist() == pytest.approx(band["upper"])
+    wider = F.band(band["x"], alpha=0.01)
+    assert np.all(wider["lower"] <= mine["lower"] + 1e-12) and np.all(wider["upper"] >= mine["upper"] - 1e-12)
+    steps = np.asarray(F.value.intervals)[:, 1]
+    assert F.mean() == pytest.approx(float(np.sum(np.asarray(F.value.mass) * steps)))   # mass at the right ends
+
+
+def test_plots_return_figures(urn, reports, bcdeter_cdf) -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    for r in (bcdeter_cdf, urn.analyze(queries=["v_mom"])["v_mom"], urn.run(reports[0], queries=["w"])["w"]):
+        fig = r.plot()
+        assert len(fig.axes) >= 1 and fig.axes[0].has_data()
+        plt.close(fig)
+    with pytest.raises(TypeError, match="not an estimated distribution function"):
+        urn.analyze(queries=["cov"])["cov"].cdf(0.5)
