@@ -61,8 +61,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"privspec {__version__}")
     sub = p.add_subparsers(dest="verb", metavar="COMMAND", parser_class=_Parser)
     sub.add_parser("check", parents=[common], help="parse and validate a spec")
-    sub.add_parser("analyze", parents=[common], help="symbolic and numeric results that need no data")
-    run = sub.add_parser("run", parents=[common], help="answer every query on data")
+    analyze = sub.add_parser("analyze", parents=[common], help="symbolic and numeric results that need no data")
+    plot = argparse.ArgumentParser(add_help=False)
+    plot.add_argument("--plot", metavar="DIR", default=None,
+                      help="also write the natural picture of each query that has one to DIR/QUERY.png: a CDF "
+                           "with its band, estimates with intervals, a matrix as a heat map (needs the plot "
+                           "extra; default: no pictures)")
+    run = sub.add_parser("run", parents=[common, plot], help="answer every query on data")
+    analyze.add_argument("--plot", metavar="DIR", default=None, help=plot._actions[0].help)
     run.add_argument("--data", action="append", default=[], metavar="FILE|M=FILE",
                      help="privatized data (CSV or Parquet); M=FILE (or M1,M2=FILE) binds a file to mechanism M "
                           "(required, repeatable)")
@@ -227,7 +233,37 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
             print(f"privspec {args.verb}: query '{q.name}' ({q.kind}) was not answered:\n{text}", file=err)
     if res.results or args.format == "json":
         print(res.render(args.format), file=out)
+    if getattr(args, "plot", None):
+        written = _plots(res, Path(args.plot))
+        print(f"privspec {args.verb}: wrote {len(written)} picture{'s' if len(written) != 1 else ''} to "
+              f"{args.plot}", file=err)
     return EXIT_INVALID if res.failures else EXIT_OK
+
+
+def _plots(res, folder: Path) -> list[Path]:
+    """The natural picture of each answered query that has one (``result.plot()``), as
+    ``folder/QUERY.png``; results without one (a number, a mapping) are skipped."""
+    from .results import Matrix, StepFunction, Table, Vector
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DataError(Diagnostic("D007", f"cannot write pictures to {folder}: {e.strerror or e}", file=str(folder),
+                                   hint="give a folder that can be created and written")) from None
+    written = []
+    for name, result in res.items():
+        if not isinstance(result.value, (StepFunction, Vector, Matrix, Table)):
+            continue
+        fig = result.plot()
+        path = folder / f"{name}.png"
+        try:
+            fig.savefig(path)
+        finally:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+        written.append(path)
+    return written
 
 
 def _with_spec_path(error: PrivspecError, path: str, spec) -> PrivspecError:

@@ -249,3 +249,12 @@ def test_plots_return_figures(urn, reports, bcdeter_cdf) -> None:
         plt.close(fig)
     with pytest.raises(TypeError, match="not an estimated distribution function"):
         urn.analyze(queries=["cov"])["cov"].cdf(0.5)
+
+
+def test_cli_plot_writes_the_pictures(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    code, _, err = cli("run", ROOT / "specs" / "bcdeter.privspec", "--data", ROOT / "tests" / "data" / "bcdeter.csv",
+                       "--plot", tmp_path / "pics")
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "pics").iterdir()) == ["F.png"]   # the means are numbers: no picture
+    assert (tmp_path / "pics" / "F.png").read_bytes()[:4] == b"\x89PNG" and "wrote 1 picture to" in err
