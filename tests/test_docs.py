@@ -85,3 +85,16 @@ def test_readme_python_api_example_runs(monkeypatch) -> None:
     exec(compile("\n".join(line[2:] if line.startswith("  ") else line for line in block.splitlines()),
                  "README.md", "exec"), scope)
     assert scope["res"].ok and set(scope["res"]) == {"w", "w_mle"}
+
+
+def test_tutorial_runs(monkeypatch) -> None:
+    """docs/tutorial.md is a notebook: its python blocks run in order, in one namespace."""
+    text = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 6
+    monkeypatch.chdir(ROOT)
+    scope: dict = {}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/tutorial.md block {i + 1}", "exec"), scope)
+    assert scope["res"].ok and list(scope["table"].index) == ["tau", "v", "w", "F", "mean"]
+    assert scope["w"].to_frame().shape == (4, 4)
