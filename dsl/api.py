@@ -111,6 +111,20 @@ class Results(Mapping):
         """The text the command line prints."""
         return self.render("text")
 
+    def _repr_html_(self) -> str:
+        """Each answer's table under its name; failures with their code and message."""
+        import html
+
+        parts = []
+        for q in self.queries:
+            if q.name in self.results:
+                parts.append(f"<h4>{html.escape(q.name)}</h4>{self.results[q.name]._repr_html_()}")
+            elif q.name in self.failures:
+                d = self.failures[q.name].diagnostics[0]
+                parts.append(f"<h4>{html.escape(q.name)}</h4><p>not answered: {d.code} "
+                             f"{html.escape(d.message)}</p>")
+        return "<div>" + "".join(parts) + "</div>"
+
     def to_frame(self) -> Any:
         """One row per query asked: ``kind``, ``value`` (numbers as numbers, anything larger as
         its text), ``error`` (the code of what stopped it, else empty); indexed by name."""

@@ -258,3 +258,9 @@ def test_cli_plot_writes_the_pictures(tmp_path) -> None:
     assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "pics").iterdir()) == ["F.png"]   # the means are numbers: no picture
     assert (tmp_path / "pics" / "F.png").read_bytes()[:4] == b"\x89PNG" and "wrote 1 picture to" in err
+
+
+def test_results_html_lists_answers_and_failures(urn) -> None:
+    res = urn.run(pd.read_csv(URN_RAW), queries=["w", "cov"])
+    html = res._repr_html_()
+    assert "<h4>cov</h4>" in html and "<td>0.684133</td>" in html and "not answered: D010" in html
