@@ -235,22 +235,19 @@ class Result(ResultViews):
         return out
 
     def summary(self) -> str:
-        """A readable one- or multi-line rendering."""
-        d = self.to_dict()
-        value = d["value"] if d["value"] is not None else d.get("expr")
-        text = _text(value)
-        extras = [f"{k} = {_text(v)}" for k, v in d.items() if k not in ("kind", "value", "expr", "latex")]
-        if "expr" in d and d["value"] is not None and not isinstance(d["value"], (dict, list)) \
-                and d["expr"] != str(d["value"]) and len(d["expr"]) <= 60:  # long exact forms: JSON only
-            text = f"{text} (exactly {d['expr']})"
-        return text + ("".join(f"\n    {e}" for e in extras) if extras else "")
+        """A readable one- or multi-line rendering (:func:`privspec.report.text_summary`)."""
+        from .report import text_summary
+
+        return text_summary(self)
 
     def __str__(self) -> str:
         return self.summary()
 
     def as_latex(self) -> str:
-        d = self.to_dict()
-        return f"${d['latex']}$" if "latex" in d else _text(d["value"])
+        """The result in LaTeX, without a document around it (:func:`privspec.report.latex_body`)."""
+        from .report import latex_body
+
+        return latex_body(self)
 
 
 def _flatten(value: Any, prefix: str = "") -> Any:
@@ -265,23 +262,10 @@ def _flatten(value: Any, prefix: str = "") -> Any:
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, dict):
-        if set(value) == {"rows", "cols", "data"}:
-            width = max(len(str(c)) for c in value["cols"]) + 2
-            head = " " * (max(len(str(r)) for r in value["rows"]) + 2)
-            lines = [head + "".join(f"{c:>{max(width, 12)}}" for c in value["cols"])]
-            for r, row in zip(value["rows"], value["data"]):
-                lines.append(f"{r:<{len(head)}}" + "".join(f"{_text(x):>{max(width, 12)}}" for x in row))
-            return "\n" + "\n".join(lines)
-        if any(isinstance(v, dict) and "rows" in v for v in value.values()):
-            # several matrices (moments: Q, H, C): one block each
-            return "".join(f"\n  {k}: " + _text(v).replace("\n", "\n    ") for k, v in value.items())
-        return "{" + ", ".join(f"{k}: {_text(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_text(v) for v in value) + "]"
-    return str(value)
+    """A JSON value as the text report shows it (:mod:`privspec.report`)."""
+    from .report import _inline_or_block
+
+    return _inline_or_block(value, "")
 
 
 def render_results(fmt: str, model: Any, results: Mapping[str, Result]) -> str:
@@ -289,17 +273,9 @@ def render_results(fmt: str, model: Any, results: Mapping[str, Result]) -> str:
     if fmt == "json":
         return json.dumps({"spec": model.title, "queries": {k: r.to_dict() for k, r in results.items()}},
                           indent=2, default=str)
-    lines = [model.title] if model.title and fmt in ("text", "markdown") else []
-    if lines and fmt == "markdown":
-        lines = [f"## {model.title}"]
-    for name, r in results.items():
-        if fmt == "latex":
-            lines.append(f"\\paragraph{{{name}}} {r.as_latex()}")
-        elif fmt == "markdown":
-            lines.append(f"### {name} ({r.kind})\n\n```\n{r.summary()}\n```")
-        else:
-            lines.append(f"{name} ({r.kind}): {r.summary()}")
-    return "\n".join(lines)
+    from .report import render
+
+    return render(fmt, model.title, results)
 
 
 def rows_of(values: Sequence[Any]) -> list[Any]:

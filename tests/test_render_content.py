@@ -5,8 +5,8 @@ text and Markdown reports are parsed back (values, matrices with their row and c
 labels, vectors and mappings, lists, every extra) and compared with the JSON entry of
 each query, numbers to the 6 significant digits the text shows; the LaTeX report shows
 each exact form as the JSON's ``latex`` (itself the LaTeX of the JSON's exact ``expr``,
-which evaluates to the JSON number) and otherwise the text rendering.  This tests the
-reports as they are today; their layout is to be reworked (a later issue).
+which evaluates to the JSON number) and its numbers in tables.  The layout is issue 16's:
+text grids and folded lines, Markdown tables, a LaTeX document.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 import sympy
 
 from privspec.cli import main
+from privspec.report import from_plain, plain
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 NAMES = ["urn", "randomized_response", "releases"]
@@ -123,24 +124,50 @@ def parse_matrix(lines: list[str]) -> dict:
     return {"rows": rows, "cols": cols, "data": data}
 
 
+_KEY = re.compile(r"^( *)(\S.*?): ?(.*)$")
+
+
 def parse_value(text: str):
-    """A rendered value: inline, a matrix (starts on the next line), or several matrices
-    (``\\n  Q: \\n    <matrix>``, or a vector ``  gamma: {...}``) for moments."""
+    """A rendered value: inline, or a block starting on the next line: a grid (a matrix,
+    or a mapping of mappings), or one ``key: value`` line per key (nested blocks indented
+    two more spaces; moments: ``  Q: `` then the matrix)."""
     if not text.startswith("\n"):
         return parse_inline(text)
-    lines = text.split("\n")[1:]
-    if lines and re.match(r"^  \w+: ", lines[0]):       # several blocks
-        out, key, inline, block = {}, None, "", []
-        for ln in lines + ["  END: "]:
-            m = re.match(r"^  (\w+): (.*)$", ln)
-            if m:
-                if key is not None:
-                    out[key] = parse_matrix(block) if not inline else parse_inline(inline)
-                key, inline, block = m.group(1), m.group(2).strip(), []
-            else:
-                block.append(ln[4:] if ln.startswith("    ") else ln)
-        return out
-    return parse_matrix(lines)
+    return _block([ln for ln in text.split("\n")[1:] if ln.strip()])
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _block(lines: list[str]):
+    if ":" not in lines[0]:                             # a grid has no key lines
+        return parse_matrix(lines)
+    level = _indent(lines[0])
+    out, i = {}, 0
+    while i < len(lines):
+        m = _KEY.match(lines[i])
+        assert m and _indent(lines[i]) == level, (lines[i], level)
+        j = i + 1
+        while j < len(lines) and _indent(lines[j]) > level:
+            j += 1
+        rest = m.group(3).strip()
+        out[m.group(2)] = parse_inline(rest) if rest else _block(lines[i + 1:j])
+        assert not rest or j == i + 1, lines[i:j]
+        i = j
+    return out
+
+
+def unfold(text: str) -> str:
+    """A folded line (continuations indented by 8 spaces) back to one line."""
+    return re.sub(r"\n {8}", " ", text)
+
+
+def same_exact(shown: str, expr: str, where: str) -> None:
+    """An exact form as the text writes it (e, inf, ^) is the JSON's exact form."""
+    assert shown == plain(expr), (where, shown, expr)
+    diff = from_plain(shown) - sympy.sympify(expr)
+    assert diff == 0 or sympy.simplify(diff) == 0, (where, shown, expr)
 
 
 def same(parsed, expected, where: str) -> None:
@@ -167,6 +194,8 @@ def same(parsed, expected, where: str) -> None:
             for j, (p, e) in enumerate(zip(prow, erow, strict=True)):
                 same(p, e, f"{where}[{expected['rows'][i]}, {expected['cols'][j]}]")
     elif isinstance(expected, dict):
+        if isinstance(parsed, dict) and set(parsed) == {"rows", "cols", "data"}:   # a mapping of mappings as a grid
+            parsed = {r: dict(zip(parsed["cols"], row)) for r, row in zip(parsed["rows"], parsed["data"])}
         assert isinstance(parsed, dict) and list(parsed) == [str(k) for k in expected], (where, parsed, expected)
         for k, v in expected.items():
             same(parsed[str(k)], v, f"{where}.{k}")
@@ -202,20 +231,35 @@ def check_summary(summary: str, name: str, entry: dict) -> None:
     """Everything in one query's rendered summary against its JSON entry."""
     value_text, extras = split_summary(summary, entry)
     value, expr = entry["value"], entry.get("expr")
-    if value is None:                                   # symbolic: the exact form is shown
-        assert expr is not None and value_text == expr, (name, value_text[:200])
+    if value is None:                                   # symbolic: the exact form is shown, or summarised
+        assert expr is not None, name
+        if expr.startswith("Matrix("):
+            form = sympy.sympify(expr)
+            if value_text.startswith("\n"):            # a grid of the entries
+                grid = parse_matrix(value_text.split("\n")[1:])
+                for i, row in enumerate(grid["data"]):
+                    for j, x in enumerate(row):
+                        same_exact(x, str(form[i, j]), f"{name}[{i}, {j}]")
+            else:                                       # too long: its size, and where to find it
+                assert value_text.startswith(f"a {form.rows} x {form.cols} matrix in ") \
+                    and "--format json or latex" in value_text, (name, value_text)
+        else:
+            same_exact(unfold(value_text), expr, name)
     else:
         exact = re.match(r"^(.*) \(exactly (.*)\)$", value_text)
         if exact:                                       # "0.684133 (exactly 5131/7500)"
-            assert exact.group(2) == expr, (name, exact.group(2), expr)
+            same_exact(exact.group(2), expr, name)
             value_text = exact.group(1)
-        elif expr is not None and not isinstance(value, (dict, list)) and expr != str(value) and len(expr) <= 60:
+        elif expr is not None and not isinstance(value, (dict, list)) and plain(expr) != value_text \
+                and len(plain(expr)) <= 60:
             raise AssertionError(f"{name}: the short exact form {expr} is not shown")
         same(parse_value(value_text), value, name)
     for k, text in extras.items():
         v = entry[k]
         if isinstance(v, str) and not (v in ("inf", "-inf")):
-            assert text == v, (name, k, text, v)
+            shown = unfold(text)
+            if shown != v:                              # an exact form, as the text writes it
+                same_exact(shown, v, f"{name}.{k}")
         else:
             same(parse_value(text), v, f"{name}.{k}")
 
@@ -282,50 +326,211 @@ def test_text_report_has_the_json_numbers(name: str) -> None:
         check_summary(blocks[q], q, entry)
 
 
+def _md_cells(line: str) -> list[str]:
+    assert line.startswith("| ") and line.endswith(" |"), line
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+    # math ($...$) is LaTeX with only its pipes escaped; text has Markdown's escapes
+    return [c.replace("\\|", "|") if c.startswith("$") and c.endswith("$") else re.sub(r"\\(.)", r"\1", c)
+            for c in cells]
+
+
+def md_table(lines: list[str]):
+    """A Markdown table back to a JSON-like value: a matrix (blank corner, bold row labels),
+    a two-column ``key | value`` mapping, or a one-row mapping (header: the keys)."""
+    header = _md_cells(lines[0])
+    assert re.fullmatch(r"\|(---\|)+", lines[1]), lines[1]
+    rows = [_md_cells(ln) for ln in lines[2:]]
+    if header[0] == "":
+        assert all(r[0].startswith("**") and r[0].endswith("**") for r in rows), rows
+        return {"rows": [r[0][2:-2] for r in rows], "cols": header[1:], "data": [[parse_inline(x) for x in r[1:]]
+                                                                                  for r in rows]}
+    if header == ["key", "value"]:
+        return {r[0]: parse_inline(r[1]) for r in rows}
+    assert len(rows) == 1, lines
+    return dict(zip(header, (parse_inline(x) for x in rows[0])))
+
+
+def md_chunks(body: str) -> list[list[str]]:
+    return [c.split("\n") for c in body.strip("\n").split("\n\n")]
+
+
+def check_markdown(body: str, name: str, entry: dict) -> None:
+    chunks = md_chunks(body)
+    value, expr = entry["value"], entry.get("expr")
+    keys = [k for k in entry if k not in ("kind", "value", "expr", "latex")]
+    # the value: up to the extras' table or the first structured extra
+    n = next((i for i, c in enumerate(chunks) if c[0] == "| extra | value |" or re.fullmatch(r"\*\*.+\*\*:", c[0])),
+             len(chunks))
+    head, tail = chunks[:n], chunks[n:]
+    assert not any(ln.startswith("```") for c in chunks for ln in c), (name, "a code fence")
+    if value is None:
+        form = sympy.sympify(expr)
+        if isinstance(form, sympy.MatrixBase):
+            table = [_md_cells(ln) for ln in head[0][2:]]
+            for i, row in enumerate(table):
+                for j, cell in enumerate(row[1:]):
+                    # the entry's LaTeX (sympify may reorder terms: then the same integers, as many times each)
+                    assert cell.startswith("$") and cell.endswith("$") and sorted(re.findall(r"\d+", cell)) \
+                        == sorted(re.findall(r"\d+", sympy.latex(form[i, j]))), (name, i, j, cell[:100])
+        else:
+            assert head == [["$$", entry["latex"], "$$"]], (name, head)
+    elif head[0][0].startswith("**value**: "):
+        text = head[0][0][len("**value**: "):]
+        exact = re.match(r"^(.*) \(exactly \$(.*)\$\)$", text)
+        if exact:
+            assert exact.group(2) == entry["latex"], (name, exact.group(2), entry["latex"])
+            text = exact.group(1)
+        elif "latex" in entry and plain(expr) != text:
+            raise AssertionError(f"{name}: the exact form {expr} is not shown")
+        same(parse_inline(re.sub(r"\\(.)", r"\1", text)), value, name)
+    elif len(head) > 1:                                 # several tables under captions (moments)
+        parsed, key = {}, None
+        for c in head:
+            if re.fullmatch(r"\*[^*].*\*", c[0]):
+                key = re.sub(r"\\(.)", r"\1", c[0][1:-1])
+            else:
+                parsed[key] = md_table(c)
+        same(parsed, value, name)
+    else:
+        same(md_table(head[0]), value, name)
+    shown: dict = {}
+    for i, c in enumerate(tail):
+        if c[0] == "| extra | value |":
+            for ln in c[2:]:
+                k, cell = _md_cells(ln)
+                shown[k] = cell
+        elif re.fullmatch(r"\*\*.+\*\*:", c[0]):
+            shown[re.sub(r"\\(.)", r"\1", c[0][2:-3])] = md_table(tail[i + 1])
+    assert list(shown) == keys or sorted(shown) == sorted(keys), (name, list(shown), keys)
+    for k in keys:
+        v, cell = entry[k], shown[k]
+        if isinstance(cell, str) and isinstance(v, str) and v not in ("inf", "-inf"):
+            if cell != v:                               # an exact form: its LaTeX
+                assert cell == f"${sympy.latex(sympy.sympify(v))}$", (name, k, cell, v)
+        elif isinstance(cell, str):
+            same(parse_inline(cell), v, f"{name}.{k}")
+        else:
+            same(cell, v, f"{name}.{k}")
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_markdown_report_has_the_json_numbers(name: str) -> None:
-    """``## TITLE``, then per query ``### NAME (KIND)`` and the summary in a code block,
-    with the same content as the text report."""
+    """``## TITLE``, then per query ``### NAME (KIND)``: the value as a table (vectors,
+    matrices, mappings) or ``**value**: ...``, the extras in a ``| extra | value |`` table
+    and structured extras as tables of their own; no code fences."""
     entries = queries(name)
     md = report(name, "markdown")
     title = json.loads(report(name, "json"))["spec"]
     assert md.split("\n")[0] == f"## {title}"
-    blocks = text_blocks(md, entries, lambda q, k: rf"^### {re.escape(q)} \({re.escape(k)}\)\n\n```\n")
+    blocks = text_blocks(md, entries, lambda q, k: rf"^### {re.escape(q)} \({re.escape(k)}\)\n\n")
     for q, entry in entries.items():
-        body = blocks[q]
-        assert body.endswith("```"), (q, body[-40:])
-        check_summary(body[:-len("```")].rstrip("\n"), q, entry)
+        check_markdown(blocks[q], q, entry)
+
+
+_UNTEX = {r"\textbackslash{}": "\\", r"\&": "&", r"\%": "%", r"\$": "$", r"\#": "#", r"\_": "_", r"\{": "{",
+          r"\}": "}", r"\textasciitilde{}": "~", r"\textasciicircum{}": "^", r"\textless{}": "<",
+          r"\textgreater{}": ">", r"\textbar{}": "|"}
+
+
+def untex(s: str) -> str:
+    return re.sub("|".join(re.escape(k) for k in _UNTEX), lambda m: _UNTEX[m.group(0)], s)
+
+
+def tex_items(part: str) -> dict[str, str]:
+    """The top-level items of a description: {key: its LaTeX}."""
+    part = part.strip("\n")
+    assert part.startswith("\\begin{description}"), part[:100]
+    body = part[len("\\begin{description}"):part.rindex("\\end{description}")]
+    out, depth, key, start = {}, 0, None, 0
+    for m in re.finditer(r"\\begin\{description\}|\\end\{description\}|^\\item\[(.*?)\] ", body, re.M):
+        if m.group(0).startswith("\\begin"):
+            depth += 1
+        elif m.group(0).startswith("\\end"):
+            depth -= 1
+        elif depth == 0:
+            if key is not None:
+                out[key] = body[start:m.start()].strip("\n")
+            key, start = untex(m.group(1)), m.end()
+    out[key] = body[start:].strip("\n")
+    return out
+
+
+def tex_value(part: str):
+    """A value's LaTeX back: a description of values (moments: one per matrix; nested
+    mappings), a tabular, or a scalar or list as text."""
+    part = part.strip("\n")
+    if part.startswith("\\begin{description}"):
+        return {k: tex_value(v) for k, v in tex_items(part).items()}
+    if "\\begin{tabular}" in part:
+        return tex_tabular(part)
+    return parse_inline(untex(part))
+
+
+def tex_tabular(block: str):
+    """The first tabular of a block as a value: a matrix (blank corner) or a one-row mapping."""
+    body = block[block.index(r"\begin{tabular}"):block.index(r"\end{tabular}")].split("\n")[1:]
+    rows = [[untex(c.strip()) for c in ln.removesuffix(r" \\").split(" & ")] for ln in body if ln not in (r"\hline", "")]
+    if rows[0][0] == "":
+        return {"rows": [r[0] for r in rows[1:]], "cols": rows[0][1:],
+                "data": [[parse_inline(x) for x in r[1:]] for r in rows[1:]]}
+    assert len(rows) == 2, rows
+    return dict(zip(rows[0], (parse_inline(x) for x in rows[1])))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_latex_report_shows_the_exact_forms(name: str) -> None:
-    """``\\paragraph{NAME}`` per query, followed by ``$LATEX$`` (the JSON's latex, exact)
-    where there is an exact form, else the value as the text renders it."""
+    """A document with ``\\subsection*{NAME (KIND)}`` per query: the exact form as the JSON's
+    ``latex`` (a matrix as ``bmatrix``), numbers in ``tabular``s under their labels or
+    inline, every extra as a ``description`` item."""
     entries = queries(name)
     tex = report(name, "latex")
-    blocks = text_blocks(tex, entries, lambda q, k: rf"^\\paragraph\{{{re.escape(q)}\}} ")
+    assert tex.startswith("\\documentclass{article}") and tex.rstrip().endswith("\\end{document}")
+    blocks = text_blocks(tex, entries, lambda q, k: rf"^\\subsection\*\{{{re.escape(q.replace('_', chr(92) + '_'))} "
+                                                    rf"\({re.escape(k.replace('_', chr(92) + '_'))}\)\}}\n")
     exact = 0
     for q, entry in entries.items():
-        if "latex" in entry:
-            assert blocks[q] == f"${entry['latex']}$", (q, blocks[q][:200])
+        block = blocks[q].removesuffix("\\end{document}").rstrip("\n")
+        value = entry["value"]
+        number = f"{value:.6g}" if isinstance(value, float) else str(value)
+        if "latex" in entry and entry["latex"] != number:     # (an integer is its own exact form)
+            latex = entry["latex"].replace(r"\left[\begin{matrix}", r"\begin{bmatrix}") \
+                .replace(r"\end{matrix}\right]", r"\end{bmatrix}")
+            if value is not None and not isinstance(value, (dict, list)):
+                assert f"${latex}$" in block, (q, block[:300])
+            else:                                   # displayed, or scaled to the page when too wide
+                assert f"\\[\n{latex}\n\\]" in block or f"{{$\\displaystyle\n{latex}\n$}}" in block, (q, block[:300])
             exact += 1
-        else:
-            same(parse_value(blocks[q]), entry["value"], q)
+        if isinstance(value, dict):
+            same(tex_value(block.split("\n\n")[0]), value, q)
+        elif value is not None:
+            first = untex(block.split("\n")[0].split(" (exactly")[0])
+            same(parse_inline(first), value, q)
+        keys = [k for k in entry if k not in ("kind", "value", "expr", "latex")]
+        items = tex_items(block.split("\n\n")[-1]) if keys else {}
+        assert list(items) == keys, (q, list(items), keys)
+        for k in keys:
+            v, body = entry[k], items[k]
+            if isinstance(v, str) and v not in ("inf", "-inf"):
+                assert untex(body) == v or body == f"${sympy.latex(sympy.sympify(v))}$", (q, k, body)
+            else:
+                same(tex_value(body), v, f"{q}.{k}")
     assert exact, "no exact form in the LaTeX report"
 
 
 def _text_mode_parts(tex: str) -> list[str]:
-    """The parts of a LaTeX document outside $...$ (text mode)."""
+    """The parts of a LaTeX document outside math ($...$, \\[...\\], a scaled display), markup removed: the
+    preamble's and environments' commands and arguments, section and item commands, the
+    column and row separators of tabulars, escapes spelled as commands (``\\textbar{}``)."""
+    tex = re.sub(r"\\\[.*?\\\]|\\noindent\\resizebox\{\\linewidth\}\{!\}\{\$.*?\$\}", " ", tex, flags=re.S)
+    tex = re.sub(r"^\\(documentclass|usepackage|setlength).*$", " ", tex, flags=re.M)
+    tex = re.sub(r"\\(begin|end)\{\w+\}(\{[^{}]*\})?", " ", tex)
+    tex = re.sub(r"\\(sub)?section\*\{|\\item\[|\](?= )", " ", tex)
+    tex = re.sub(r" & | \\\\$|\\hline|\\[a-z]+\{\}", " ", tex, flags=re.M)   # ... and \\textbar{} and the like
     return tex.split("$")[0::2]
 
 
-@pytest.mark.xfail(strict=True, reason="the LaTeX report writes query names, metric names and mapping keys "
-                                       "in text mode without escaping: '\\paragraph{v_mom}', "
-                                       "'{size: ..., mutual_information: ...}' do not compile (an underscore "
-                                       "outside math mode is 'Missing $ inserted'), and the braces of a "
-                                       "mapping are taken as a group and vanish")
 @pytest.mark.parametrize("name", ["urn", "randomized_response"])
 def test_latex_report_escapes_text_mode_specials(name: str) -> None:
     tex = report(name, "latex")
     for part in _text_mode_parts(tex):
-        assert not re.search(r"(?<!\\)[_{}^%#&]", re.sub(r"\\paragraph\{|\}\s", " ", part)), part[:200]
+        assert not re.search(r"(?<!\\)[_{}^%#&]", re.sub(r"\\(sub)?section\*\{|\}\s|\}$", " ", part)), part[:200]

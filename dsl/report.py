@@ -1,0 +1,535 @@
+"""Readable renderings of query results: text, Markdown and LaTeX (issue 16).
+
+The JSON contract (:meth:`privspec.results.Result.to_dict`) is the source of every
+number shown here; this module only lays it out:
+
+* **text** -- ``NAME (KIND): VALUE`` then one ``    key = value`` line per extra.
+  Matrices and joint tables are aligned grids under their row and column labels (a
+  slice per extra dimension of a table), mappings too long for one line become one
+  line per key, long strings are folded, exact forms are written as a statistician
+  writes them (``e``, ``inf``, ``x^2``) and only when short (the full forms are in
+  the JSON and LaTeX output).  No line is longer than :data:`MAX_LINE` characters
+  except a label or a number that is itself longer.
+* **markdown** -- ``## TITLE``, ``### NAME (KIND)`` per query, Markdown tables for
+  vectors, matrices and joint tables, the extras as a two-column table.
+* **latex** -- a complete ``article`` (amsmath), a section per query, names escaped,
+  matrices as ``tabular`` with labels (and ``bmatrix`` for exact forms, scaled to the
+  page's width when too wide), extras as a ``description``.  It compiles with ``pdflatex``.
+
+Examples
+--------
+>>> import sympy
+>>> from privspec.results import Result
+>>> print(text_summary(Result("coverage", sympy.Rational(5131, 7500), {"metric": "size"})))
+0.684133 (exactly 5131/7500)
+    metric = size
+>>> plain("-E/(E + 4) + 1"), plain("oo"), plain("2*exp(-1/2)/(1 - exp(-1/2))**2")
+('-e/(e + 4) + 1', 'inf', '2*exp(-1/2)/(1 - exp(-1/2))^2')
+"""
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any, Mapping
+
+import sympy
+
+#: the longest line the text report writes (longer only for one unbreakable word)
+MAX_LINE = 100
+#: a grid wider than this is printed in bands of columns
+WIDE = 160
+#: exact forms longer than this are not repeated after the number in text (``(exactly ...)``)
+EXACT_INLINE = 60
+#: symbolic exact forms longer than this are folded over several lines in text
+FOLD = 80
+
+_META = ("kind", "value", "expr", "latex")
+
+
+# ---- exact forms as a statistician writes them -------------------------------------------------
+def plain(expr: str) -> str:
+    """sympy's spelling of an exact form -> the usual one: ``E`` -> ``e``, ``oo`` -> ``inf``,
+    ``zoo`` -> ``inf``, ``**`` -> ``^``, ``Matrix([[...]])`` -> ``[[...]]``."""
+    s = re.sub(r"\bzoo\b", "inf", expr)
+    s = re.sub(r"\boo\b", "inf", s)
+    s = re.sub(r"\bE\b", "e", s)
+    s = s.replace("**", "^")
+    m = re.fullmatch(r"(?:Immutable)?Matrix\((.*)\)", s, re.S)
+    return m.group(1) if m else s
+
+
+def from_plain(text: str) -> Any:
+    """The sympy expression of a :func:`plain` form (for tests and tools).
+
+    >>> from_plain("-e/(e + 4) + 1") == -sympy.E / (sympy.E + 4) + 1
+    True
+    """
+    s = re.sub(r"\binf\b", "oo", text.replace("^", "**"))
+    return sympy.sympify(s, locals={"e": sympy.E})
+
+
+def _num(x: Any) -> str:
+    """A JSON scalar as the text shows it: floats to 6 significant digits."""
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)
+
+
+def _fold(s: str, width: int, indent: str) -> str:
+    """``s`` folded at spaces to lines of at most ``width`` characters (after the first,
+    each starts with ``indent``)."""
+    if len(s) <= width:
+        return s
+    lines = textwrap.wrap(s, width=width, subsequent_indent=indent, break_long_words=False,
+                          break_on_hyphens=False)
+    return "\n".join(lines)
+
+
+# ---- text ----------------------------------------------------------------------------------------
+def _is_matrix(v: Any) -> bool:
+    return isinstance(v, dict) and set(v) == {"rows", "cols", "data"}
+
+
+def _is_table(v: Any) -> bool:
+    return isinstance(v, dict) and set(v) == {"variables", "labels", "shape", "data"}
+
+
+def _is_step(v: Any) -> bool:
+    return isinstance(v, dict) and set(v) == {"intervals", "mass"}
+
+
+def _grid(rows: list[str], cols: list[str], data: list[list[str]], indent: str = "",
+          corner: str = "") -> list[str]:
+    """An aligned grid: a header of column labels, then a label and cells per row."""
+    first = max([len(corner)] + [len(r) for r in rows]) + 2
+    width = max([12] + [len(c) + 2 for c in cols] + [len(x) + 2 for r in data for x in r])
+    per = max(1, (WIDE - len(indent) - first) // width)  # columns per band: a wide grid in bands
+    lines: list[str] = []
+    for start in range(0, max(len(cols), 1), per):
+        part = slice(start, start + per)
+        if per < len(cols):
+            lines.append(indent + f"(columns {start + 1}-{min(start + per, len(cols))} of {len(cols)})")
+        lines.append(indent + f"{corner:<{first}}" + "".join(f"{c:>{width}}" for c in cols[part]))
+        for r, row in zip(rows, data):
+            lines.append(indent + f"{r:<{first}}" + "".join(f"{x:>{width}}" for x in row[part]))
+    return [ln.rstrip() if ln.strip() else ln for ln in lines]
+
+
+def _matrix_text(v: dict, indent: str = "") -> str:
+    return "\n" + "\n".join(_grid([str(r) for r in v["rows"]], [str(c) for c in v["cols"]],
+                                  [[_num(x) for x in row] for row in v["data"]], indent))
+
+
+def _table_text(v: dict, indent: str = "") -> str:
+    """A joint table: a vector for one variable, a grid for two, a grid per slice of the
+    leading variables for more."""
+    names, labels, data = v["variables"], v["labels"], v["data"]
+    if len(names) == 1:
+        return _inline_or_block(dict(zip(labels[0], data)), indent)
+    lines = []
+    corner = f"{names[-2]} \\ {names[-1]}"
+
+    def walk(prefix: list[str], sub: Any, depth: int) -> None:
+        if depth == len(names) - 2:
+            if prefix:
+                lines.append(indent + "[" + ", ".join(prefix) + "]")
+            lines.extend(_grid([str(x) for x in labels[-2]], [str(x) for x in labels[-1]],
+                               [[_num(x) for x in row] for row in sub], indent, corner))
+            return
+        for lab, part in zip(labels[depth], sub):
+            walk(prefix + [f"{names[depth]} = {lab}"], part, depth + 1)
+
+    walk([], data, 0)
+    return "\n" + "\n".join(lines)
+
+
+def _inline(v: Any) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_inline(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_inline(x) for x in v) + "]"
+    return _num(v)
+
+
+def _uniform_rows(v: dict) -> bool:
+    """A mapping of mappings with the same keys and scalar, space-free values: a grid."""
+    if len(v) < 2 or not all(isinstance(x, dict) and x for x in v.values()):
+        return False
+    keys = [list(x) for x in v.values()]
+    if any(k != keys[0] for k in keys):
+        return False
+    cells = [_num(c) for x in v.values() for c in x.values()]
+    return all(not isinstance(c, (dict, list)) for x in v.values() for c in x.values()) \
+        and all(" " not in c for c in cells) and all(" " not in str(k) for k in [*v, *keys[0]])
+
+
+def _interval(a: Any, b: Any) -> str:
+    """An innermost interval ``(a, b]``; a point mass ``[a, a]``."""
+    return f"[{_num(a)}, {_num(b)}]" if a == b else f"({_num(a)}, {_num(b)}]"
+
+
+def _inline_or_block(v: Any, indent: str) -> str:
+    """A value after ``key: `` or ``key = ``: inline when it fits, else a block below."""
+    if _is_matrix(v):
+        return _matrix_text(v, indent)
+    if _is_table(v):
+        return _table_text(v, indent)
+    if _is_step(v):
+        rows = [_interval(a, b) for a, b in v["intervals"]]
+        return "\n" + "\n".join(_grid(rows, ["mass"], [[_num(m)] for m in v["mass"]], indent, "interval"))
+    if isinstance(v, dict) and any(_grid_like(x) for x in v.values()):  # moments, intervals: a block each
+        return "".join(f"\n{indent}  {k}: " + _inline_or_block(x, indent + "    ") for k, x in v.items())
+    text = _inline(v)
+    if len(indent) + len(text) <= MAX_LINE or not isinstance(v, (dict, list)) or not v:
+        return text
+    if isinstance(v, dict) and _uniform_rows(v):
+        cols = [str(k) for k in next(iter(v.values()))]
+        return "\n" + "\n".join(_grid([str(k) for k in v], cols,
+                                      [[_num(c) for c in x.values()] for x in v.values()], indent + "  "))
+    if isinstance(v, dict):
+        return "".join(f"\n{indent}  {k}: " + (_fold(f"{indent}  {k}: {x}", MAX_LINE, indent + "      ")
+                                                [len(f"{indent}  {k}: "):] if isinstance(x, str) else
+                                                _inline_or_block(x, indent + ("    " if _grid_like(x) else "  ")))
+                       for k, x in v.items())
+    if all(not isinstance(x, (dict, list)) for x in v):  # numbers or labels: folded
+        return _fold(text, MAX_LINE - len(indent) - 8, indent + "    ")
+    return "".join(f"\n{indent}  - " + _inline_or_block(x, indent + ("    " if _grid_like(x) else "  ")) for x in v)
+
+
+def _grid_like(v: Any) -> bool:
+    """A value drawn as a grid below its key (indented under it)."""
+    return _is_matrix(v) or _is_table(v) or _is_step(v)
+
+
+def _symbolic_text(form: Any, expr: str, labels: tuple[list[str], list[str]] | None) -> str:
+    """A symbolic exact form in text: a grid of entries under their labels, the form, or a
+    fold of it; a matrix whose entries are too long is summarised (its form is in the JSON
+    and LaTeX output)."""
+    if isinstance(form, sympy.MatrixBase):
+        entries = [[plain(str(form[i, j])) for j in range(form.cols)] for i in range(form.rows)]
+        syms = ", ".join(sorted(str(s) for s in form.free_symbols))
+        if max(len(x) for r in entries for x in r) > 24:
+            return (f"a {form.rows} x {form.cols} matrix in {syms}; its exact form is "
+                    f"{len(expr):,} characters long: see --format json or latex")
+        rows, cols = labels or ([], [])
+        rows = rows if len(rows) == form.rows else [str(i + 1) for i in range(form.rows)]
+        cols = cols if len(cols) == form.cols else [str(j + 1) for j in range(form.cols)]
+        return "\n" + "\n".join(_grid(rows, cols, entries))
+    return _fold(plain(expr), MAX_LINE, " " * 8)
+
+
+def _looks_exact(s: str) -> bool:
+    """A string that is sympy's spelling of an exact form (a symbolic extra: a trace in eps)."""
+    return bool(re.fullmatch(r"[\w\s*+\-/().]+", s)) and ("*" in s or "/" in s) \
+        and not re.search(r"\w\s+[\w(]", s)
+
+
+def _sympify(s: str) -> Any:
+    try:
+        return sympy.sympify(s)
+    except (sympy.SympifyError, SyntaxError, TypeError, ValueError):
+        return None
+
+
+def _rows_cols(result: Any) -> tuple[list[str], list[str]] | None:
+    from .results import Matrix, Vector
+
+    v = result.value
+    if isinstance(v, Matrix):
+        return [str(r) for r in v.rows], [str(c) for c in v.cols]
+    if isinstance(v, Vector):
+        return [""], [str(x) for x in v.labels]
+    return None
+
+
+def text_summary(result: Any) -> str:
+    """A result as text: the value, then ``    key = value`` per extra."""
+    from .results import _sympy_form
+
+    d = result.to_dict()
+    value, expr = d["value"], d.get("expr")
+    if value is None and expr is not None:
+        text = _symbolic_text(_sympy_form(result.value), expr, _rows_cols(result))
+    else:
+        text = _inline_or_block(value, "")
+        if expr is not None and value is not None and not isinstance(value, (dict, list)):
+            exact = plain(expr)
+            if exact != text and len(exact) <= EXACT_INLINE:
+                text = f"{text} (exactly {exact})"
+    lines = [text]
+    for k, v in d.items():
+        if k in _META:
+            continue
+        raw = result.extras.get(k)
+        if isinstance(v, str):
+            exact = isinstance(raw, sympy.Basic) and raw.free_symbols or _looks_exact(v)
+            shown = _fold(f"    {k} = {plain(v) if exact else v}", MAX_LINE, " " * 8)[len(f"    {k} = "):]
+        else:
+            shown = _inline_or_block(v, "      " if _grid_like(v) else "    ")
+        lines.append(f"    {k} = {shown}")
+    return "\n".join(lines)
+
+
+def render_text(title: str | None, results: Mapping[str, Any]) -> str:
+    lines = [title] if title else []
+    for name, r in results.items():
+        lines.append(f"{name} ({r.kind}): {text_summary(r)}")
+    return "\n".join(lines)
+
+
+# ---- Markdown ------------------------------------------------------------------------------------
+def _md(s: Any) -> str:
+    return str(s).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("*", "\\*") \
+        .replace("_", "\\_")
+
+
+def _md_math(latex: str) -> str:
+    """Inline math for a Markdown table cell (its pipes escaped)."""
+    return "$" + latex.replace("|", "\\|") + "$"
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _md_value(v: Any) -> list[str] | None:
+    """Markdown table lines for a structured value, or None for an inline one."""
+    if _is_matrix(v):
+        return _md_table([" "] + [_md(c) for c in v["cols"]],
+                         [[f"**{_md(r)}**"] + [_md(_num(x)) for x in row] for r, row in zip(v["rows"], v["data"])])
+    if _is_table(v):
+        names, labels, data = v["variables"], v["labels"], v["data"]
+        if len(names) == 1:
+            return _md_table([_md(x) for x in labels[0]], [[_md(_num(x)) for x in data]])
+        out: list[str] = []
+
+        def walk(prefix: list[str], sub: Any, depth: int) -> None:
+            if depth == len(names) - 2:
+                if prefix:
+                    out.extend(["", "*" + _md(", ".join(prefix)) + "*", ""])
+                out.extend(_md_table([_md(f"{names[-2]} \\ {names[-1]}")] + [_md(x) for x in labels[-1]],
+                                     [[f"**{_md(r)}**"] + [_md(_num(x)) for x in row]
+                                      for r, row in zip(labels[-2], sub)]))
+                return
+            for lab, part in zip(labels[depth], sub):
+                walk(prefix + [f"{names[depth]} = {lab}"], part, depth + 1)
+
+        walk([], data, 0)
+        return out
+    if _is_step(v):
+        return _md_table(["interval", "mass"], [[_interval(a, b), _md(_num(m))]
+                                                for (a, b), m in zip(v["intervals"], v["mass"])])
+    if isinstance(v, dict) and v and all(not isinstance(x, (dict, list)) for x in v.values()):
+        return _md_table([_md(k) for k in v], [[_md(_num(x)) for x in v.values()]])
+    if isinstance(v, dict) and _uniform_rows_any(v) and not any(_grid_like(x) for x in v.values()):
+        cols = list(next(iter(v.values())))
+        return _md_table([" "] + [_md(c) for c in cols],
+                         [[f"**{_md(k)}**"] + [_md(_inline(x[c])) for c in cols] for k, x in v.items()])
+    if isinstance(v, dict) and any(_grid_like(x) for x in v.values()):  # moments, intervals: a table each
+        out = []
+        for k, x in v.items():
+            out += ["", f"*{_md(k)}*", ""] + (_md_value(x) or [_md(_inline(x))])
+        return out[1:]
+    if isinstance(v, dict) and v:
+        return _md_table(["key", "value"], [[_md(k), _md(_inline(x))] for k, x in v.items()])
+    return None
+
+
+def _uniform_rows_any(v: dict) -> bool:
+    if not v or not all(isinstance(x, dict) and x for x in v.values()):
+        return False
+    keys = [list(x) for x in v.values()]
+    return all(k == keys[0] for k in keys)
+
+
+def markdown_summary(result: Any) -> str:
+    """A result in Markdown: the value (a table where it has labels), then the extras."""
+    from .results import _sympy_form
+
+    d = result.to_dict()
+    value, expr = d["value"], d.get("expr")
+    out: list[str] = []
+    form = _sympy_form(result.value) if value is None else None
+    labels = _rows_cols(result)
+    if isinstance(form, sympy.MatrixBase) and labels and (form.rows, form.cols) == (len(labels[0]), len(labels[1])):
+        out += _md_table([" "] + [_md(c) for c in labels[1]],
+                         [[f"**{_md(r)}**"] + [_md_math(sympy.latex(form[i, j])) for j in range(form.cols)]
+                          for i, r in enumerate(labels[0])])
+    elif value is None and expr is not None:
+        out.append(f"$$\n{d['latex']}\n$$" if "latex" in d else f"`{expr}`")
+    else:
+        table = _md_value(value)
+        if table:
+            out += table
+        else:
+            line = _md(_inline(value))
+            if expr is not None and not isinstance(value, (dict, list)) and plain(expr) != line:
+                line += f" (exactly ${d['latex']}$)" if len(expr) <= 2000 else ""
+            out.append(f"**value**: {line}")
+    extras = [(k, v) for k, v in d.items() if k not in _META]
+    simple = [(k, v) for k, v in extras if _md_value(v) is None]
+    if simple:
+        rows = []
+        for k, v in simple:
+            raw = result.extras.get(k)
+            if isinstance(raw, sympy.Basic) and raw.free_symbols:
+                cell = _md_math(sympy.latex(raw))
+            elif isinstance(v, str) and _looks_exact(v) and _sympify(v) is not None:
+                cell = _md_math(sympy.latex(_sympify(v)))
+            else:
+                cell = _md(_inline(v))
+            rows.append([_md(k), cell])
+        out += [""] + _md_table(["extra", "value"], rows)
+    for k, v in extras:
+        table = _md_value(v)
+        if table:
+            out += ["", f"**{_md(k)}**:", ""] + table
+    return "\n".join(out)
+
+
+def render_markdown(title: str | None, results: Mapping[str, Any]) -> str:
+    parts = [f"## {title}"] if title else []
+    for name, r in results.items():
+        parts.append(f"### {name} ({r.kind})\n\n{markdown_summary(r)}")
+    return "\n\n".join(parts)
+
+
+# ---- LaTeX ---------------------------------------------------------------------------------------
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+
+
+def tex(s: Any) -> str:
+    """Text-mode LaTeX for a string: the specials escaped, non-ASCII characters dropped
+    to ``?`` (pdflatex knows only some)."""
+    return "".join(_TEX.get(c, c if ord(c) < 128 else "?") for c in str(s))
+
+
+def _tex_num(x: Any) -> str:
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, float):
+        return tex(f"{x:.6g}")
+    return tex(x)
+
+
+def _tabular(header: list[str], rows: list[list[str]], label_col: bool = True) -> str:
+    spec = ("l|" if label_col else "") + "r" * (len(header) - (1 if label_col else 0))
+    out = [r"\begin{tabular}{" + spec + "}", " & ".join(header) + r" \\", r"\hline"]
+    out += [" & ".join(r) + r" \\" for r in rows]
+    out.append(r"\end{tabular}")
+    return "\n".join(out)
+
+
+def _tex_value(v: Any) -> str:
+    """A JSON value in text-mode LaTeX: tables for structured values, escaped text else."""
+    if _is_matrix(v):
+        return _tabular([""] + [tex(c) for c in v["cols"]],
+                        [[tex(r)] + [_tex_num(x) for x in row] for r, row in zip(v["rows"], v["data"])])
+    if _is_table(v):
+        names, labels, data = v["variables"], v["labels"], v["data"]
+        if len(names) == 1:
+            return _tabular([tex(x) for x in labels[0]], [[_tex_num(x) for x in data]], label_col=False)
+        out: list[str] = []
+
+        def walk(prefix: list[str], sub: Any, depth: int) -> None:
+            if depth == len(names) - 2:
+                head = tex(f"{names[-2]} \\ {names[-1]}")
+                cap = (tex(", ".join(prefix)) + r"\\" + "\n") if prefix else ""
+                out.append(cap + _tabular([head] + [tex(x) for x in labels[-1]],
+                                          [[tex(r)] + [_tex_num(x) for x in row] for r, row in zip(labels[-2], sub)]))
+                return
+            for lab, part in zip(labels[depth], sub):
+                walk(prefix + [f"{names[depth]} = {lab}"], part, depth + 1)
+
+        walk([], data, 0)
+        return "\n\n".join(out)
+    if _is_step(v):
+        return _tabular(["interval", "mass"], [[tex(_interval(a, b)), _tex_num(m)]
+                                               for (a, b), m in zip(v["intervals"], v["mass"])])
+    if isinstance(v, dict) and v and all(not isinstance(x, (dict, list)) for x in v.values()):
+        return _tabular([tex(k) for k in v], [[_tex_num(x) for x in v.values()]], label_col=False)
+    if isinstance(v, dict) and _uniform_rows_any(v) and len(v) > 1 and not any(_grid_like(x) for x in v.values()):
+        cols = list(next(iter(v.values())))
+        return _tabular([""] + [tex(c) for c in cols],
+                        [[tex(k)] + [tex(_inline(x[c])) for c in cols] for k, x in v.items()])
+    if isinstance(v, dict) and v:
+        return "\\begin{description}\n" + "\n".join(f"\\item[{tex(k)}] " + _tex_value(x) for k, x in v.items()) \
+            + "\n\\end{description}"
+    if isinstance(v, list):
+        return tex(_inline(v))
+    return _tex_num(v)
+
+
+def _exact_tex(form: Any) -> str:
+    if isinstance(form, sympy.MatrixBase):
+        return sympy.latex(form, mat_str="bmatrix", mat_delim="")
+    return sympy.latex(form)
+
+
+def latex_body(result: Any) -> str:
+    """A result in LaTeX (no document around it): value, exact form, extras."""
+    from .results import _sympy_form, exact_text
+
+    d = result.to_dict()
+    value = d["value"]
+    out: list[str] = []
+    form = _sympy_form(result.value) if "latex" in d else None
+    labels = _rows_cols(result)
+    if value is not None:
+        shown = _tex_value(value)
+        if isinstance(value, (dict, list)) and "\\begin" in shown:
+            out.append(shown)
+        elif "latex" in d and not isinstance(value, (dict, list)):
+            out.append(f"{shown} (exactly ${d['latex']}$)" if exact_text(form) != _num(value) else shown)
+        else:
+            out.append(shown)
+    if form is not None and (value is None or isinstance(value, (dict, list))):
+        if isinstance(form, sympy.MatrixBase) and labels:
+            out.append("Exact form (rows: " + tex(", ".join(labels[0]) or "1") + "; columns: "
+                       + tex(", ".join(labels[1])) + "):")
+        latex = exact_text(form, _exact_tex)
+        if isinstance(form, sympy.MatrixBase) and len(latex) > 100 * form.cols:  # too wide for the page: scaled
+            out.append("\\noindent\\resizebox{\\linewidth}{!}{$\\displaystyle\n" + latex + "\n$}")
+        else:
+            out.append("\\[\n" + latex + "\n\\]")
+    elif value is None:
+        out.append(tex(d.get("expr", "None")))
+    extras = [(k, v) for k, v in d.items() if k not in _META]
+    if extras:
+        items = []
+        for k, v in extras:
+            raw = result.extras.get(k)
+            if isinstance(raw, sympy.Basic) and raw.free_symbols:
+                body = f"${sympy.latex(raw)}$"
+            elif isinstance(v, str) and _looks_exact(v) and _sympify(v) is not None:
+                body = f"${sympy.latex(_sympify(v))}$"
+            else:
+                body = _tex_value(v) if not isinstance(v, str) else tex(v)
+            items.append(f"\\item[{tex(k)}] {body}")
+        out.append("\\begin{description}\n" + "\n".join(items) + "\n\\end{description}")
+    return "\n\n".join(out)
+
+
+def render_latex(title: str | None, results: Mapping[str, Any]) -> str:
+    out = [r"\documentclass{article}", r"\usepackage{amsmath}", r"\usepackage{graphicx}",
+           r"\usepackage[T1]{fontenc}", r"\usepackage{lmodern}",
+           r"\setlength{\emergencystretch}{3em}", r"\begin{document}"]
+    if title:
+        out += [r"\section*{" + tex(title) + "}"]
+    for name, r in results.items():
+        out += [r"\subsection*{" + tex(name) + " (" + tex(r.kind) + ")}", latex_body(r), ""]
+    out.append(r"\end{document}")
+    return "\n".join(out)
+
+
+def render(fmt: str, title: str | None, results: Mapping[str, Any]) -> str:
+    """A report of ``results`` in ``text``, ``markdown`` or ``latex``."""
+    if fmt == "markdown":
+        return render_markdown(title, results)
+    if fmt == "latex":
+        return render_latex(title, results)
+    return render_text(title, results)

@@ -1,0 +1,202 @@
+"""Readable reports (issue 16): text grids and folded lines, Markdown tables, LaTeX
+documents that compile (privspec.report)."""
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+
+import privspec
+from privspec.cli import main
+from privspec.report import from_plain, plain, render, tex
+from privspec.results import Matrix, Result, StepFunction, Table, TestResult, Vector
+
+SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.privspec"))
+PDFLATEX = shutil.which("pdflatex")
+
+
+@lru_cache(maxsize=None)
+def analyzed(path: Path):
+    """``privspec analyze`` of a bundled spec through the API (what the CLI prints)."""
+    res = privspec.load(path).analyze()
+    assert res.results and res.ok, res
+    return res
+
+
+def bundled() -> list:
+    """The bundled specs with a query that ``analyze`` answers (one that needs no data)."""
+    from privspec import query_kinds
+
+    return [pytest.param(p, id=p.stem) for p in SPECS
+            if any(not query_kinds.needs_data(q.kind) for q in privspec.load(p).model.queries.values())]
+
+
+# ---- text ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", bundled())
+def test_text_lines_are_short(path: Path) -> None:
+    """No line of the text report of a bundled spec is longer than 200 characters (the
+    report folds at 100; only a grid of many columns may be wider)."""
+    res = analyzed(path)
+    text = res.render("text")
+    longest = max(text.split("\n"), key=len)
+    assert len(longest) <= 200, (len(longest), longest[:120])
+
+
+def test_cli_text_matches_the_api_and_is_short() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["analyze", str(SPECS[0].parent / "randomized_response.privspec")], stdout=out, stderr=err) == 0
+    assert max(len(ln) for ln in out.getvalue().split("\n")) <= 200
+    assert "Matrix(" not in out.getvalue() and "**" not in out.getvalue()
+
+
+def test_exact_forms_as_a_statistician_writes_them() -> None:
+    e = sympy.E
+    text = Result("coverage", -e / (e + 4) + 1).summary()
+    assert text.startswith(f"{float(-e / (e + 4) + 1):.6g} (exactly ") and "E" not in text, text
+    assert from_plain(text.split("(exactly ")[1][:-1]) == -e / (e + 4) + 1
+    assert Result("epsilon", sympy.oo).summary() == "inf"             # not "inf (exactly oo)"
+    assert Result("epsilon", sympy.log(3)).summary() == "1.09861 (exactly log(3))"
+    assert plain("2*exp(-1/2)/(1 - exp(-1/2))**2") == "2*exp(-1/2)/(1 - exp(-1/2))^2"
+    assert Result("x", sympy.Integer(3)).summary() == "3"
+
+
+def test_long_symbolic_forms_are_folded_or_summarised() -> None:
+    eps = sympy.Symbol("eps", positive=True)
+    long = sum(sympy.Integer(10 ** 9 + k) * sympy.exp(k * eps) for k in range(12)) / (sympy.exp(eps) - 1) ** 2
+    text = Result("avar", long).summary()
+    assert len(text) > 100 and all(len(ln) <= 100 for ln in text.split("\n")), text
+    unfolded = " ".join(ln.strip() for ln in text.split("\n"))
+    assert unfolded == plain(str(long)) and str(from_plain(unfolded)) == str(long)
+    big = Result("avar", Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[long, -long], [-long, long]])))
+    first = big.summary().split("\n")[0]
+    assert first.startswith("a 2 x 2 matrix in eps") and "--format json or latex" in first, first
+    small = Result("avar", Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[eps, 2 * eps], [0, eps ** 2]])))
+    lines = small.summary().split("\n")
+    assert lines[1].split() == ["a", "b"] and lines[2].split() == ["a", "eps", "2*eps"] \
+        and lines[3].split() == ["b", "0", "eps^2"], lines
+    # the JSON keeps the full forms
+    assert big.to_dict()["expr"].startswith("Matrix([[") and "latex" in big.to_dict()
+
+
+def test_joint_tables_as_grids_a_slice_per_extra_dimension() -> None:
+    t2 = Table(("g", "i"), (("F", "M"), ("L", "H")), np.array([[0.1, 0.2], [0.3, 0.4]]))
+    lines = Result("estimate", t2).summary().split("\n")
+    assert lines[1].split() == ["g", "\\", "i", "L", "H"] and lines[2].split() == ["F", "0.1", "0.2"] \
+        and lines[3].split() == ["M", "0.3", "0.4"], lines
+    t3 = Table(("a", "g", "i"), (("x", "y"), ("F", "M"), ("L", "H")), np.arange(8.0).reshape(2, 2, 2) / 8)
+    text = Result("estimate", t3).summary()
+    assert "[a = x]" in text and "[a = y]" in text and "{" not in text, text
+    assert text.split("[a = y]")[1].split("\n")[3].split() == ["M", "0.75", "0.875"]
+    md = render("markdown", "t", {"j": Result("estimate", t3)})
+    assert "*a = x*" in md and "| **M** | 0.75 | 0.875 |" in md
+    latex = render("latex", "t", {"j": Result("estimate", t3)})
+    assert latex.count("\\begin{tabular}") == 2 and "a = y" in latex
+
+
+def test_long_mappings_go_one_key_a_line() -> None:
+    bounds = {f"w={k}": {"attributes": ["race", "sex"][:k], "independent": 0.2 / k, "castell": 0.00037952 * k,
+                         "castell_rounding_exact": 0.0001737, "castell_sd_uniform": 0.0086671} for k in (1, 2)}
+    text = Result("bounds", bounds).summary()
+    assert text.split("\n")[1:3] == ["  w=1: ", "    attributes: [race]"], text
+    grid = {r: {c: i + j for j, c in enumerate(("age", "sex", "region", "race", "degree", "band", "x", "y"))}
+            for i, r in enumerate("ABCD")}
+    lines = Result("budget", grid).summary().split("\n")
+    assert lines[1].split() == ["age", "sex", "region", "race", "degree", "band", "x", "y"]
+    assert lines[2].split() == ["A", "0", "1", "2", "3", "4", "5", "6", "7"]
+
+
+def test_step_functions_and_tests() -> None:
+    f = Result("estimate", StepFunction(((0.0, 1.0), (2.0, float("inf"))), (0.5, 0.5)), {"loglik": -3.2})
+    lines = f.summary().split("\n")
+    assert lines[1].split() == ["interval", "mass"] and lines[3].split() == ["(2,", "inf]", "0.5"], lines
+    t = Result("test", TestResult("lrt", 3.5, 1, 0.06)).summary()
+    assert t == "{method: lrt, statistic: 3.5, df: 1, p_value: 0.06}"
+
+
+# ---- Markdown ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", bundled())
+def test_markdown_has_tables_not_code_fences(path: Path) -> None:
+    res = analyzed(path)
+    md = res.render("markdown")
+    assert "```" not in md
+    assert md.startswith("## ") and md.count("\n### ") == len(res.results)
+    assert "|---|" in md
+    for block in md.split("\n### ")[1:]:
+        tables = [ln for ln in block.split("\n") if ln.startswith("|")]
+        assert all(ln.endswith("|") for ln in tables), block[:200]
+
+
+def test_markdown_vector_and_matrix_tables() -> None:
+    r = Result("estimate", Vector(("a", "b_c"), (0.25, 0.75)), {"se": Vector(("a", "b_c"), (0.1, 0.1)), "n": 100})
+    md = render("markdown", "T", {"w_1": r})
+    assert md.split("\n\n")[:3] == ["## T", "### w_1 (estimate)", "| a | b\\_c |\n|---|---|\n| 0.25 | 0.75 |"], md
+    assert "| n | 100 |" in md and "**se**:" in md
+
+
+# ---- LaTeX ---------------------------------------------------------------------------------------
+SPECIALS = "a_b%c&d#e$f{g}h~i^j\\k"
+
+
+def test_latex_escapes_names_and_is_a_document() -> None:
+    r = Result("estimate", Vector(("x_1", "50%"), (0.25, 0.75)), {"note": "p_k & q^2 ~ 100% #1 {x} $y \\z"})
+    doc = render("latex", SPECIALS, {SPECIALS: r})
+    assert doc.startswith("\\documentclass{article}\n\\usepackage{amsmath}") and doc.endswith("\\end{document}")
+    assert "\\section*{" + tex(SPECIALS) + "}" in doc
+    assert tex(SPECIALS) == r"a\_b\%c\&d\#e\$f\{g\}h\textasciitilde{}i\textasciicircum{}j\textbackslash{}k"
+    assert "x\\_1 & 50\\% \\\\" in doc
+
+
+def test_latex_exact_matrix_is_a_bmatrix_with_labels() -> None:
+    m = Result("moments", Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[1, sympy.Rational(1, 3)], [0, 1]])))
+    body = m.as_latex()
+    assert "\\begin{bmatrix}1 & \\frac{1}{3}\\\\0 & 1\\end{bmatrix}" in body
+    assert "\\begin{tabular}{l|rr}" in body and "a & 1 & 0.333333 \\\\" in body
+
+
+def _compile(tex_source: str, tmp_path: Path) -> None:
+    (tmp_path / "report.tex").write_text(tex_source, encoding="utf-8")
+    done = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "report.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    errors = [ln for ln in done.stdout.split("\n") if ln.startswith("!")]
+    assert done.returncode == 0 and (tmp_path / "report.pdf").exists(), (errors, done.stdout[-2000:])
+
+
+@pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (Debian: apt-get install texlive-latex-base); "
+                                            ".ci/run installs it and compiles every bundled spec's report")
+@pytest.mark.parametrize("name", ["urn", "randomized_response"])
+def test_latex_report_compiles(name: str, tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["analyze", str(SPECS[0].parent / f"{name}.privspec"), "--format", "latex"], stdout=out,
+                stderr=err) == 0
+    _compile(out.getvalue(), tmp_path)
+
+
+@pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (Debian: apt-get install texlive-latex-base)")
+def test_latex_of_every_value_kind_compiles(tmp_path: Path) -> None:
+    eps = sympy.Symbol("eps", positive=True)
+    results = {
+        SPECIALS: Result("estimate", Vector(("x_1", "50%"), (0.25, 0.75)), {"note": SPECIALS, "n": 3}),
+        "t3": Result("estimate", Table(("a_b", "g", "i"), (("x", "y"), ("F", "M"), ("L", "H")),
+                                       np.arange(8.0).reshape(2, 2, 2))),
+        "m": Result("avar", Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[eps, -eps], [-eps, eps]])),
+                    {"trace": 2 * eps, "mapping": {"w=1": {"k_1": 1.5, "l": [1, 2]}, "z": float("inf")}}),
+        "f": Result("estimate", StepFunction(((0.0, 1.0), (2.0, float("inf"))), (0.5, 0.5))),
+        "s": Result("test", TestResult("lrt", 3.5, 1, 0.06)),
+        "e": Result("epsilon", sympy.oo, {"reason": "Pr(Z | Y) < 1 <= 2 > 0"}),
+    }
+    _compile(render("latex", "all kinds", results), tmp_path)
+
+
+def test_wide_grids_come_in_bands_of_columns() -> None:
+    labels = tuple(f"c{i}" for i in range(20))
+    text = Result("avar", Matrix(labels[:3], labels, np.arange(60.0).reshape(3, 20) / 7)).summary()
+    lines = text.split("\n")
+    assert max(len(ln) for ln in lines) <= 160 and "(columns 1-13 of 20)" in lines and "(columns 14-20 of 20)" in lines
+    assert lines[lines.index("(columns 14-20 of 20)") + 2].split() == ["c0", "1.85714", "2", "2.14286", "2.28571",
+                                                                      "2.42857", "2.57143", "2.71429"]
