@@ -231,6 +231,29 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
     return out
 
 
+def privatizer(model: Any, mechanism: str, *, nonnegative: bool = False, offset: int | None = None,
+               records: str = "table") -> tuple[Any, Any]:
+    """The mechanism (or release) named ``mechanism`` and the back end that privatizes with
+    it (None when none does yet), after checking the options fit it: ``nonnegative`` is
+    for releases, ``offset`` for mechanisms.  ``records`` names the input in messages."""
+    from .backends import privatizer_for
+
+    if mechanism not in model.mechanisms and mechanism not in model.releases:
+        from .scope import did_you_mean
+
+        hint = did_you_mean(mechanism, [*model.mechanisms, *model.releases])
+        raise KeyError(f"no mechanism named '{mechanism}'" + (f"; {hint}" if hint else ""))
+    # a release privatizes raw records into its released table(s)
+    is_release = mechanism in model.releases and mechanism not in model.mechanisms
+    if nonnegative and not is_release:
+        raise ValueError("nonnegative applies to releases (count tables) only")
+    if offset is not None and is_release:
+        raise ValueError("offset applies to mechanisms (one report per row); a release's noise is per cell of "
+                         f"its table, so privatize the whole {records} at once")
+    mech = model.mechanisms.get(mechanism) or model.releases[mechanism]
+    return mech, privatizer_for(mech)
+
+
 def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None, offset: int | None = None,
               nonnegative: bool = False) -> Any:
     """Privatize raw records with a mechanism (or a release): a DataFrame in, the reports
@@ -238,23 +261,9 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
     so a file can be privatized in pieces (``offset``: the index of the first row)."""
     import pandas as pd
 
-    from .backends import privatizer_for
-
     spec.raise_for_errors()
     model = spec.model
-    if mechanism not in model.mechanisms and mechanism not in model.releases:
-        from .scope import did_you_mean
-
-        hint = did_you_mean(mechanism, [*model.mechanisms, *model.releases])
-        raise KeyError(f"no mechanism named '{mechanism}'" + (f"; {hint}" if hint else ""))
-    is_release = mechanism in model.releases and mechanism not in model.mechanisms
-    mech = model.mechanisms.get(mechanism) or model.releases[mechanism]
-    if nonnegative and not is_release:
-        raise ValueError("nonnegative applies to releases (count tables) only")
-    if offset is not None and is_release:
-        raise ValueError("offset applies to mechanisms (one report per row); a release's noise is per cell of "
-                         "its table, so privatize the whole table at once")
-    backend = privatizer_for(mech)
+    mech, backend = privatizer(model, mechanism, nonnegative=nonnegative, offset=offset)
     if backend is None:
         raise BackendError(Diagnostic("B000", f"privatizing data with mechanism '{mechanism}' "
                                               f"({getattr(mech, 'family', 'release')}) is not supported yet"))

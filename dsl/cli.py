@@ -14,7 +14,7 @@ import sys
 import traceback
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Sequence, TextIO
 
 from . import __version__, query_kinds
 from .errors import DataError, Diagnostic, PrivspecError
@@ -177,14 +177,6 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return _answer(args, spec, out, err)
 
 
-def _selected(args: argparse.Namespace, model) -> list:
-    names = args.query or list(model.queries)
-    queries = [model.queries[n] for n in names]
-    if args.verb == "analyze" and not args.query:
-        queries = [q for q in queries if not query_kinds.needs_data(q.kind)]
-    return queries
-
-
 def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     """Answer the selected queries through the Python API (:func:`privspec.api.answer`).
 
@@ -192,7 +184,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     naming the query; every other query is answered and printed (JSON: failed queries
     are ``{"kind", "value": null, "error": {...}}`` entries); the exit status is then 1.
     """
-    from .api import answer
+    from .api import answer, select
 
     model = spec.model
     if args.verb == "privatize":
@@ -211,7 +203,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
             data = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
         except ValueError as e:
             raise _Usage(f"privspec run: {e}") from None
-    if not _selected(args, model):
+    if not select(model, args.verb, args.query):
         print(f"privspec {args.verb}: {args.spec} has no queries to answer", file=err)
         return EXIT_OK
     res = answer(spec, args.verb, queries=args.query or None, data=data, seed=getattr(args, "seed", None),
@@ -282,32 +274,24 @@ def _render_error(error: PrivspecError, spec) -> str:
 
 
 def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
-    from .api import privatize
-    from .backends import privatizer_for
+    from .api import privatize, privatizer
     from .backends.data import check_output, interrupt_on_signals, read_table, write_table_atomic
 
-    model = spec.model
-    # a release privatizes raw records into its released table(s)
-    is_release = args.mechanism in model.releases and args.mechanism not in model.mechanisms
-    mech = model.mechanisms.get(args.mechanism) or model.releases[args.mechanism]
-    if args.nonnegative and not is_release:
-        raise _Usage("privspec privatize: --nonnegative applies to releases (count tables) only")
-    if args.offset is not None and is_release:
-        raise _Usage("privspec privatize: --offset applies to mechanisms (one report per row); a release's "
-                     "noise is per cell of its table, so privatize the whole file at once")
-    backend = privatizer_for(mech)
+    try:
+        mech, backend = privatizer(spec.model, args.mechanism, nonnegative=args.nonnegative, offset=args.offset,
+                                   records="file")
+    except ValueError as e:
+        raise _Usage(f"privspec privatize: --{e}") from None
     if backend is None:
         print(f"privspec privatize: privatizing data with mechanism '{args.mechanism}' "
               f"({getattr(mech, 'family', 'release')}) is not supported yet; nothing was written", file=err)
         return EXIT_INVALID
     check_output(args.output, force=args.force)  # before any work
-    extra: dict[str, Any] = {"nonnegative": True} if args.nonnegative else {}
-    if args.offset is not None:
-        extra["offset"] = args.offset
     with interrupt_on_signals():  # SIGTERM too: the temporary file of the write is removed
         try:
             frame = read_table(args.input)
-            result = privatize(spec, frame, args.mechanism, seed=args.seed, **extra)
+            result = privatize(spec, frame, args.mechanism, seed=args.seed, offset=args.offset,
+                               nonnegative=args.nonnegative)
         except DataError as e:
             raise e.with_file(args.input) from None
         try:
