@@ -19,10 +19,6 @@ from .finite_estimates import conditional_covariance, fit_estimate, marginal_map
 from .independence import independence_test
 from .populations import parameter_values, population_vector, symbolic_vector
 
-#: beyond this many categories, results symbolic in w are refused (they would take minutes)
-SYMBOLIC_LIMIT = Channel.symbolic_limit
-
-
 # ---- the truth a result is evaluated at --------------------------------------------------------
 class Truth:
     """w for a channel: exact at the declared population, symbolic without one, with the

@@ -103,7 +103,7 @@ def log2_magnitude(x: sympy.Expr) -> float:
     """
     if x == 0:
         return -math.inf
-    if _infinite(x) or x is sympy.zoo:
+    if infinite(x):
         return math.inf
     if isinstance(x, sympy.Rational):
         # exact to within one bit, and never a float overflow
@@ -200,10 +200,10 @@ def _price_power(x: sympy.Expr, y: sympy.Expr, numbers: bool) -> None:
     """Refuse ``x^y`` before sympy computes it when its exact form or size would be huge."""
     if not y.is_number:
         return  # a symbolic exponent stays a symbolic power: nothing is computed
-    if numbers and sign_of(x) < 0 and not _infinite(y) and not _is_integer(y):
+    if numbers and sign_of(x) < 0 and not infinite(y) and not _is_integer(y):
         raise Refused("a negative number to a non-integer power is not a real number",
                       "write the sign outside: -(8^(1/3)), not (-8)^(1/3)")
-    if _infinite(y) or (x.is_number and (_infinite(x) or x == 0 or x in (1, -1))):
+    if infinite(y) or (x.is_number and (infinite(x) or x == 0 or x in (1, -1))):
         return  # sympy decides these at once (nan and zoo are checked after)
     if not _is_integer(y):
         _price_root(x)
@@ -282,7 +282,6 @@ def infinite(x: sympy.Expr) -> bool:
     return x in (sympy.oo, -sympy.oo, sympy.zoo)
 
 
-_infinite = infinite
 
 
 def call(name: str, x: sympy.Expr) -> sympy.Expr:
@@ -299,12 +298,12 @@ def call(name: str, x: sympy.Expr) -> sympy.Expr:
     """
     fn = FUNCTIONS[name]
     if x.is_number:
-        if name == "exp" and not _infinite(x) and log2_magnitude(x) > math.log2(MAX_EXP):
+        if name == "exp" and not infinite(x) and log2_magnitude(x) > math.log2(MAX_EXP):
             # exp of a huge number cannot be compared or printed (mpmath overflows)
             if sign_of(x) > 0:
                 raise Refused("this number is too large to compute exactly", f"exp() takes arguments up to {MAX_EXP}")
             raise Refused("this number is too small to compute exactly", f"exp() takes arguments down to -{MAX_EXP}")
-        if name == "exp" and not _infinite(x) and x != 0:
+        if name == "exp" and not infinite(x) and x != 0:
             _refuse_near_one(math.log2(math.e), x, "exp() of a number this small")
         s = sign_of(x)
         if name == "log":
