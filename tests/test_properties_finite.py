@@ -55,7 +55,20 @@ RTOL, ATOL = 1e-9, 1e-11
 
 
 # ---- the reference: channels from the papers' definitions, numpy only -----------------------------
-class Ref:
+class _Information:
+    """``I(theta) = B^T I(w) B`` and the MLE covariance ``B I(theta)^-1 B^T`` (Theorem 3),
+    from a reference's own ``fisher_w``."""
+
+    def fisher_theta(self, w):
+        B = B_matrix(self.p)
+        return B.T @ self.fisher_w(w) @ B
+
+    def avar_mle(self, w):
+        B = B_matrix(self.p)
+        return B @ np.linalg.inv(self.fisher_theta(w)) @ B.T
+
+
+class Ref(_Information):
     """A reference channel: ``K[o, x]`` (observations x categories), the moment features
     ``T`` (categories x observations), one key per observation (a frozenset of member
     labels for set-valued reports, a label or tuple of labels otherwise) and the
@@ -92,13 +105,6 @@ class Ref:
         keep = lam > 0
         return self.K[keep].T @ np.diag(1 / lam[keep]) @ self.K[keep]
 
-    def fisher_theta(self, w):
-        B = B_matrix(self.p)
-        return B.T @ self.fisher_w(w) @ B
-
-    def avar_mle(self, w):
-        B = B_matrix(self.p)
-        return B @ np.linalg.inv(self.fisher_theta(w)) @ B.T
 
     def size_coverage(self, w):
         # tau = E[L(A)] = sum_a Pr(A = a) 1_a^T w  (Def. 5)
@@ -194,7 +200,7 @@ def ref_dummies(labels, nu, alpha: float) -> tuple[Ref, "DummyRef"]:
     return Ref(K, T, keys, enlarged, True), DummyRef(K, T, len(labels), alpha)
 
 
-class DummyRef:
+class DummyRef(_Information):
     """The real categories' MoM and MLE with the dummies' mass alpha known: reports have
     probabilities ``lambda = (1 - 2 alpha) K_real w + alpha (K_d1 + K_d2)``; the MoM solves
     ``T_real lambda = T_real lambda_hat`` for w, the MLE maximizes the likelihood in w."""
@@ -221,13 +227,6 @@ class DummyRef:
         keep = lam > 0
         return self.Keff[keep].T @ np.diag(1 / lam[keep]) @ self.Keff[keep]
 
-    def fisher_theta(self, w):
-        B = B_matrix(self.p)
-        return B.T @ self.fisher_w(w) @ B
-
-    def avar_mle(self, w):
-        B = B_matrix(self.p)
-        return B @ np.linalg.inv(self.fisher_theta(w)) @ B.T
 
 
 # ---- privspec's side --------------------------------------------------------------------------
