@@ -34,6 +34,7 @@ how to cover and how to draw.  The back end branches only on those stated capabi
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -560,9 +561,27 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
             extras["innermost"] = written.tolist()
             steps = StepFunction(tuple((float(a), float(b)) for a, b in zip(wl, wr)),
                                  tuple(float(m) for m in np.asarray(fit.result.mass)[on]))
-            return Result("estimate", steps, extras, fit=DistributionFit(fit.result, l, r, c, rm.disclose is None))
+            return Result("estimate", steps, extras, fit=DistributionFit(fit.result, l, r, c, rm.disclose is None,
+                                           moment=partial(npmle_moment, fit, mech, l, r, c)))
         return Result("estimate", fit.step_function(), extras,
-                      fit=DistributionFit(fit.result, l, r, c, rm.disclose is None))
+                      fit=DistributionFit(fit.result, l, r, c, rm.disclose is None,
+                                           moment=partial(npmle_moment, fit, mech, l, r, c)))
+    value, moment_extras = npmle_moment(fit, mech, l, r, c, order, kind=kind, seed=seed,
+                                        groups=jackknife_groups)
+    extras.update(moment_extras)
+    return Result("estimate", value, extras)
+
+
+def npmle_moment(fit: Any, mech: IntervalMechanism, l: np.ndarray, r: np.ndarray, c: np.ndarray, order: int, *,
+                 kind: str = "population", seed: int | None = None, groups: int | None = None,
+                 level: float = 0.95) -> tuple[float, dict]:
+    """``int y^order dF_hat`` of an NPMLE fit of the distinct reports ``l, r, c``, with its
+    jackknife standard error and ``level`` interval as extras (``se``, ``ci95``, ``range``
+    ...): the one computation behind ``estimate moment(Y, k) by npmle`` and the API's
+    ``result.moment(k)`` of a cdf estimate."""
+    rm = report_model(mech)
+    lo, hi = support_of(mech.variable)
+    extras: dict = {}
     intervals, mass = np.asarray(fit.result.intervals, dtype=float), np.asarray(fit.result.mass, dtype=float)
     if rm.written_ends:  # the ends as written ([25, 27], not (24.999999999999996, 27]) for the midpoints
         on = mass > 0
@@ -574,7 +593,6 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
                            "at its finite end if it is still half-infinite; 'range' spans all placements")
     from .interval_resample import RANGE_FIT_GROUPS, RANGE_FIT_MAX_REPORTS, no_interval, npmle_moment_interval
 
-    groups = jackknife_groups
     ranges = "on ranges" in fit.engine
     if ranges:
         groups = min(groups or RANGE_FIT_GROUPS, RANGE_FIT_GROUPS)
@@ -586,10 +604,11 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
     else:
         ci = npmle_moment_interval(l, r, c, order,
                                    refit=lambda L, R, C: fit_npmle(mech, L, R, C).result,
-                                   lower=lo, upper=hi, kind=kind, seed=seed, center=value, groups=groups)
+                                   lower=lo, upper=hi, kind=kind, seed=seed, center=value, groups=groups,
+                                   level=level)
     extras.update(ci.extras())
     extras["target"] = _target(kind, order)
-    return Result("estimate", value, extras)
+    return value, extras
 
 
 # ---- standard errors: which question, and the interval beside them -----------------------------------
@@ -667,17 +686,24 @@ class DistributionFit:
     computed from them (not for reports less an acceptable range).
     """
 
-    def __init__(self, result: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray, rows: bool):
+    def __init__(self, result: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray, rows: bool,
+                 moment: Any = None):
         self.result, self.left, self.right, self.counts, self.rows = result, left, right, counts, rows
+        self._moment = moment
+
+    def moment(self, order: int, level: float = 0.95, kind: str = "population", seed: int | None = None
+               ) -> tuple[float, dict]:
+        """``int y^order dF_hat`` and its jackknife extras, as ``estimate moment(Y, order)
+        by npmle`` answers it (:func:`npmle_moment`)."""
+        if self._moment is None:
+            raise ValueError("this fit carries no moments")
+        return self._moment(order, kind=kind, seed=seed, level=level)
 
     def cdf(self, x: Any) -> np.ndarray:
         return np.asarray(self.result.cdf(np.asarray(x, dtype=float)), dtype=float)
 
     def quantile(self, q: Any) -> np.ndarray:
         return np.asarray(self.result.quantile(np.asarray(q, dtype=float)), dtype=float)
-
-    def mean(self) -> float:
-        return float(self.result.mean())
 
     def band(self, x: Any, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         if not self.rows:

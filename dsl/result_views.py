@@ -75,7 +75,7 @@ class ResultViews:
     def params(self) -> Any:
         """The estimate as a labelled Series (index: category; joint tables: one level per
         variable; a mean or moment: the query's kind)."""
-        return self._series(self.value, "estimate")
+        return self._series(self.value, "estimate" if self.kind == "estimate" else self.kind)
 
     @property
     def bse(self) -> Any:
@@ -114,7 +114,8 @@ class ResultViews:
 
         pd = _pd()
         if isinstance(value, Vector):
-            return pd.Series([_float(v) for v in value.values], index=pd.Index(value.labels, name="category"),
+            index_name = "variable" if self.kind == "budget" else "category"
+            return pd.Series([_float(v) for v in value.values], index=pd.Index(value.labels, name=index_name),
                              name=name)
         if isinstance(value, Table):
             import numpy as np
@@ -178,10 +179,26 @@ class ResultViews:
         """The estimate's quantiles at probabilities ``q``."""
         return self._distribution().quantile(q)
 
-    def mean(self) -> float:
-        """The mean of the NPMLE (each innermost interval's mass at its right end); its
-        standard error: ``estimate mean(Y) from M by npmle`` (the jackknife)."""
-        return self._distribution().mean()
+    def mean(self, alpha: float = 0.05, se: str = "population") -> Any:
+        """The mean of the estimated distribution with its standard error: :meth:`moment` 1."""
+        return self.moment(1, alpha=alpha, se=se)
+
+    def moment(self, order: int = 1, alpha: float = 0.05, se: str = "population") -> Any:
+        """``E[Y^order]`` under the estimate with its jackknife standard error and ``1 - alpha``
+        interval, as ``estimate moment(Y, order) from M by npmle`` answers it (each innermost
+        interval's mass at its midpoint; ``range`` spans every placement).
+
+        Returns a Series: ``estimate``, ``se``, ``lower``, ``upper``, ``range_lower``,
+        ``range_upper``, ``se_kind`` and ``se_method``. ``se``: ``population`` (sampling and
+        privacy noise) or ``conditional`` (the respondents' own mean, privacy noise only).
+        """
+        value, extras = self._distribution().moment(int(order), level=1.0 - alpha, kind=se)
+        lower, upper = extras["ci95"]
+        lo, hi = extras["range"]
+        return _pd().Series({"estimate": float(value), "se": _float(extras["se"]), "lower": _float(lower),
+                             "upper": _float(upper), "range_lower": _float(lo), "range_upper": _float(hi),
+                             "se_kind": extras["se_kind"], "se_method": extras["se_method"]},
+                            name=f"E[Y^{order}]" if order != 1 else "E[Y]")
 
     def band(self, x: Any, alpha: float = 0.05) -> Any:
         """Pointwise ``1 - alpha`` confidence bounds for ``F(x)`` at any points (the profile
@@ -281,6 +298,8 @@ class ResultViews:
                 if k in d:
                     row[k] = d[k]
             return pd.DataFrame([row], index=pd.Index([self.kind]))
+        if isinstance(d["value"], dict):
+            return _records(d["value"], d.get("expr") if isinstance(d.get("expr"), dict) else None)
         return pd.DataFrame(list(_flatten(d["value"])), columns=["key", "value"])
 
     def _repr_html_(self) -> str:
@@ -288,4 +307,53 @@ class ResultViews:
         import html
 
         head = html.escape(self.kind + (f" by {self.method}" if self.method else ""))
-        return f"<div><strong>{head}</strong>{self.to_frame().to_html()}</div>"
+        # six significant digits, not pandas' six decimals (0.000380 would hide a digit)
+        table = self.to_frame().to_html(float_format=lambda v: f"{v:.6g}")
+        return f"<div><strong>{head}</strong>{table}</div>"
+
+
+def _cell(value: Any) -> Any:
+    """A JSON leaf as a table cell: lists of labels joined, ``"inf"`` as a float."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if value in ("inf", "-inf"):
+        return float(value)
+    return value
+
+
+def _records(value: dict, exact: dict | None) -> Any:
+    """A mapping result (leakage, bounds, thresholds, budget) as rows.
+
+    Criterion -> number becomes one ``value`` column (``exact`` beside it where the result
+    has exact forms); group -> fields (``w=2 -> {independent, castell, ...}``) becomes one row
+    per group with a column per field, a group of groups (Theorem 4's pairs) one row per
+    inner group named ``outer[inner]``, and a lone number beside groups (``w_star``) a row
+    with its ``value``.
+    """
+    pd = _pd()
+    rows: dict[str, dict] = {}
+
+    def add(name: str, fields: Any) -> None:
+        if isinstance(fields, dict) and fields and all(isinstance(v, dict) for v in fields.values()):
+            for inner, sub in fields.items():
+                add(f"{name}[{inner}]", sub)
+        elif isinstance(fields, dict):
+            rows[name] = {k: _cell(v) for k, v in _flatten_one(fields)}
+        else:
+            rows[name] = {"value": _cell(fields)}
+            if exact and name in exact:
+                rows[name]["exact"] = exact[name]
+
+    for key, fields in value.items():
+        add(str(key), fields)
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def _flatten_one(fields: dict) -> Any:
+    """A group's fields, with nested mappings spelled ``outer.inner``."""
+    for k, v in fields.items():
+        if isinstance(v, dict):
+            for kk, vv in _flatten_one(v):
+                yield f"{k}.{kk}", vv
+        else:
+            yield k, v

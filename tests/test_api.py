@@ -145,7 +145,7 @@ def test_estimates_have_statsmodels_accessors(urn, reports) -> None:
     for label, row in frame.iterrows():             # the HTML table, cell by cell
         assert f"<th>{label}</th>" in html
         for x in row:
-            assert f"<td>{x:.6f}</td>" in html
+            assert f"<td>{x:.6g}</td>" in html
     assert r.cov_params().to_numpy() == pytest.approx(np.diag(r.bse.to_numpy() ** 2))
 
 
@@ -235,8 +235,24 @@ def test_npmle_results_answer_at_any_point(bcdeter_cdf) -> None:
     assert mine["lower"].tolist() == pytest.approx(band["lower"]) and mine["upper"].tolist() == pytest.approx(band["upper"])
     wider = F.band(band["x"], alpha=0.01)
     assert np.all(wider["lower"] <= mine["lower"] + 1e-12) and np.all(wider["upper"] >= mine["upper"] - 1e-12)
-    steps = np.asarray(F.value.intervals)[:, 1]
-    assert F.mean() == pytest.approx(float(np.sum(np.asarray(F.value.mass) * steps)))   # mass at the right ends
+
+
+
+def test_moments_of_a_cdf_result_are_the_moment_queries(bcdeter_cdf) -> None:
+    """``F.mean()`` / ``F.moment(k)`` answer as ``estimate mean/moment(Y) by npmle`` on the same
+    data: the same estimate, jackknife standard error and interval; other levels widen it."""
+    spec = privspec.load(ROOT / "specs" / "bcdeter.privspec")
+    query = spec.run(ROOT / "tests" / "data" / "bcdeter.csv", queries=["mean_npmle"])["mean_npmle"]
+    m = bcdeter_cdf.mean()
+    assert m["estimate"] == pytest.approx(query.value, rel=1e-12)
+    assert m["se"] == pytest.approx(query.extras["se"], rel=1e-9) and m["se"] > 0
+    assert [m["lower"], m["upper"]] == pytest.approx(query.extras["ci95"], rel=1e-9)
+    assert m["range_lower"] <= m["estimate"] <= m["range_upper"] and m["se_kind"] == "population"
+    wide = bcdeter_cdf.moment(1, alpha=0.01)
+    assert wide["lower"] < m["lower"] and wide["upper"] > m["upper"] and wide["se"] == pytest.approx(m["se"])
+    second = bcdeter_cdf.moment(2)
+    assert second["estimate"] > m["estimate"] ** 2 and second["se"] > 0      # Var(Y) > 0
+    assert bcdeter_cdf.mean(se="conditional")["se"] < m["se"]               # privacy noise only
 
 
 def test_plots_return_figures(urn, reports, bcdeter_cdf) -> None:
@@ -264,3 +280,49 @@ def test_results_html_lists_answers_and_failures(urn) -> None:
     res = urn.run(pd.read_csv(URN_RAW), queries=["w", "cov"])
     html = res._repr_html_()
     assert "<h4>cov</h4>" in html and "<td>0.684133</td>" in html and "not answered: D010" in html
+
+
+# ---- every kind of result is a labelled table -----------------------------------------------------
+def _cells(html: str) -> list[str]:
+    import re
+
+    return [re.sub(r"\s+", " ", c).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", html, re.S)]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "specs").glob("*.privspec")), ids=lambda p: p.stem)
+def test_every_analysis_result_is_a_labelled_table(path) -> None:
+    """No result falls back to key/value rows, and the HTML repr shows the frame cell by cell."""
+    for name, r in privspec.load(path).analyze().items():
+        frame = r.to_frame()
+        assert list(frame.columns) != ["key", "value"], f"{path.stem}.{name} ({r.kind})"
+        cells = _cells(r._repr_html_())
+        for value in frame.to_numpy().ravel():
+            if isinstance(value, float) and np.isnan(value):
+                continue
+            shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+            assert any(c == shown or (isinstance(value, float) and c and _close(c, value)) for c in cells), \
+                f"{path.stem}.{name}: {value!r} not in its HTML table"
+
+
+def _close(cell: str, value: float) -> bool:
+    try:
+        return float(cell) == pytest.approx(value, rel=1e-5, abs=1e-12) or (np.isinf(value) and cell == str(value))
+    except ValueError:
+        return False
+
+
+def test_mapping_results_are_rows_per_group() -> None:
+    castell = privspec.load(ROOT / "specs" / "castell_example.privspec").analyze(queries=["b", "th"])
+    b = castell["b"].to_frame()
+    assert list(b.index) == ["w=1", "w=2", "theorem4[A,B]"]
+    assert b.loc["w=2", "attributes"] == "A, B" and b.loc["w=2", "castell"] == pytest.approx(32 / 45)
+    assert b.loc["theorem4[A,B]", "bound"] == pytest.approx(1 / 9) and np.isnan(b.loc["w=1", "bound"])
+    th = castell["th"].to_frame()
+    assert th.loc["w=2", "n_star"] == pytest.approx(256 / 9) and th.loc["w=2", "eps_star"] == np.inf
+    assert th.loc["w_star", "value"] == pytest.approx(1.160964, abs=1e-6)
+    leak = privspec.load(URN).analyze(queries=["leak"])["leak"].to_frame()
+    assert list(leak.index) == ["size", "mutual_information", "prediction"]
+    assert leak.loc["prediction", "value"] == pytest.approx(0.8566666666666667)
+    budget = privspec.load(ROOT / "specs" / "releases.privspec").analyze(queries=["budget"])["budget"].to_frame()
+    assert budget.index.name == "variable" and list(budget.columns) == ["budget"]
+    assert budget.loc["age", "budget"] == 2.0 and budget.loc["degree", "budget"] == np.inf
