@@ -579,6 +579,13 @@ class GRRChannel(Channel):
         """
         if algebra(w) is _Float:
             return self.avar_mom(w)
+        eps = dict(self.facts)["epsilon"]
+        numeric_w = all(getattr(x, "is_number", True) for x in w)
+        if isinstance(eps, sympy.Float) or (numeric_w and self.p > 8 and eps.is_number
+                                            and not sympy.exp(eps).is_rational):
+            # an epsilon in floating point (a numeric search over it), or exact algebra in e^eps
+            # over many categories (20: 21 s): floating point, nothing exact worth keeping
+            return sympy.Matrix(self.at({}).avar_mom(np.array([float(x) for x in w])))
         d = self.p
         e = sympy.exp(dict(self.facts)["epsilon"])
         gap = (e - 1) / (e + d - 1)

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -396,41 +396,43 @@ def check_output(path: str | os.PathLike[str], force: bool = False) -> None:
                                        hint="pip install pyarrow (a dependency of privspec), or write CSV")) from None
 
 
-def write_table_atomic(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write CSV or Parquet to a temporary file beside ``path``, then rename it into place,
-    so that a failure never leaves a partial file.  SIGINT and SIGTERM during the write
-    remove the temporary file and raise :class:`Interrupted`; only ``kill -9`` can leave
-    it behind: ``.NAME.XXXXXXXX.tmp`` beside ``path`` (docs/cli.md)."""
+def write_atomic(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
+    """``write(tmp)`` to a temporary file beside ``path``, then rename it into place, so that
+    a failure never leaves a partial file.  SIGINT and SIGTERM during the write remove the
+    temporary file and raise :class:`Interrupted`; only ``kill -9`` can leave it behind:
+    ``.NAME.XXXXXXXX.tmp`` beside ``path`` (docs/cli.md).  The file gets the permissions a
+    plain ``open`` would give (``mkstemp``'s are private to the user)."""
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
     with interrupt_on_signals():
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=folder)
         os.close(fd)
         try:
-            if p.suffix.lower() in PARQUET:
-                frame.to_parquet(tmp, index=False)
-            else:
-                frame.to_csv(tmp, index=False)
+            write(tmp)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, p)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+
+
+def write_table_atomic(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """CSV or Parquet (by the suffix), written atomically (:func:`write_atomic`)."""
+    parquet = Path(path).suffix.lower() in PARQUET
+    write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False) if parquet else frame.to_csv(tmp, index=False))
 
 
 def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
-    """Write text through a temporary file and a rename."""
-    p = Path(path)
-    with interrupt_on_signals():
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, p)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+    """Text, written atomically (:func:`write_atomic`)."""
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
+    """Bytes, written atomically (:func:`write_atomic`)."""
+    write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
 def data_role(query: Any) -> str | None:

@@ -79,7 +79,10 @@ def avar(model: ModelGraph, q: Query) -> Result:
         value, outside = information_bound(pop, mech.anchor, order)
         extras = {"method": "npmle", "evaluation": "quadrature", "meaning": meaning,
                   "formula": "int phi'(y)^2 F(y) (1 - F(y)) / p_U(y) dy, phi(y) = y^k (the NPMLE attains it)"}
-        if outside > 0:
+        if not np.isfinite(value):
+            extras["note"] = ("infinite: F(1 - F)/p_U is not integrable (the anchors' tails are thinner than "
+                              "the population's), so the NPMLE of this functional is not root-n consistent")
+        elif outside > 0:
             extras["unidentified_mass"] = outside
             extras["note"] = ("the anchors do not reach every value: strictly the bound is infinite; "
                               "the value is the integral over the anchors' support")

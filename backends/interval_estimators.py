@@ -22,8 +22,10 @@ Examples
 """
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import sympy
@@ -444,9 +446,22 @@ def information_bound(population: Law, anchor: Law | None, order: int = 1) -> tu
     a = law_distribution(anchor)
     alo, ahi = a.support()
     lo2, hi2 = max(lo, alo), min(hi, ahi)
-    val = integrate.quad(lambda x: phi2(x) * dist.cdf(x) * dist.sf(x) / a.pdf(x), lo2, hi2, limit=200)[0]
+
+    def integrand(x: Any) -> Any:
+        # in logs: in the tails F (1 - F) and p_U are both below the smallest double
+        with np.errstate(all="ignore"):
+            return phi2(x) * np.exp(dist.logcdf(x) + dist.logsf(x) - a.logpdf(x))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", integrate.IntegrationWarning)
+        val = float(integrate.quad(integrand, lo2, hi2, limit=200)[0])
+    # anchors with thinner tails than the population (normal anchors, a wider normal or a
+    # logistic population): the integrand grows in the tails and the bound is infinite
+    tails = [x for x in dist.ppf([1e-12, 1 - 1e-12]) if lo2 < x < hi2]
+    if not np.isfinite(val) or any(integrand(x) > 1e-6 * max(val, 1.0) for x in tails):
+        val = math.inf
     outside = float(dist.cdf(lo2) + dist.sf(hi2))
-    return float(val), outside
+    return val, outside
 
 
 # ---- functionals of an NPMLE ----------------------------------------------------------------------

@@ -231,6 +231,62 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
     return out
 
 
+def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None = None, seed: int | None = None,
+            report: Any = None) -> Results:
+    """Evaluate a spec's ``compare`` blocks (all, or those ``names``): a mapping block name ->
+    ``comparison`` result whose value is the comparison document (criteria per candidate,
+    ranks, Pareto frontiers, sample sizes, power curves, inverse designs).
+
+    ``reps``: replications for the simulated value of each utility criterion beside the
+    analytic one (with ``seed``). ``report``: a path ending in ``.html`` (one
+    self-contained page) or ``.md`` (Markdown with PNGs beside it); with several blocks,
+    each gets its own file, the block's name added to the path's stem.
+    """
+    from .backends import comparer_for
+
+    spec.raise_for_errors()
+    model = spec.model
+    if not model.compares:
+        raise ValueError(f"{spec.source.name} declares no compare block")
+    if names:
+        unknown = [n for n in names if n not in model.compares]
+        if unknown:
+            raise KeyError(unknown[0])
+    chosen = [model.compares[n] for n in names] if names else list(model.compares.values())
+    if reps is not None and reps < 2:
+        raise ValueError("reps must be at least 2 (a Monte Carlo error needs two replications)")
+    out = Results("compare", model, tuple(chosen), {})
+    for c in chosen:
+        backend = comparer_for(c)
+        if backend is None:
+            out.failures[c.name] = BackendError(Diagnostic(
+                "B000", f"design comparison ({c.name}) is not supported yet: no back end evaluates compare "
+                        "blocks in this version"))
+            continue
+        try:
+            out.results[c.name] = backend.compare(model, c, reps=reps, seed=seed)
+        except PrivspecError as e:
+            out.failures[c.name] = e
+    if report is not None and out.results:
+        write_reports(out, report)
+    return out
+
+
+def write_reports(results: Results, report: Any) -> list[str]:
+    """Write each comparison's report (see :func:`compare`); returns the paths written."""
+    from pathlib import Path
+
+    from .compare_report import write_report
+
+    path = Path(report)
+    written: list[str] = []
+    many = len(results.results) > 1
+    for name, r in results.results.items():
+        target = path.with_name(f"{path.stem}_{name}{path.suffix}") if many else path
+        written += write_report(r.value, target)
+    return written
+
+
 def privatizer(model: Any, mechanism: str, *, nonnegative: bool = False, offset: int | None = None,
                records: str = "table") -> tuple[Any, Any]:
     """The mechanism (or release) named ``mechanism`` and the back end that privatizes with

@@ -252,12 +252,17 @@ class QueryDecl:
 
 @dataclass(frozen=True)
 class CompareDecl:
+    """``compare NAME for ESTIMAND at SETTINGS target TARGETS { name = MECHANISM [by
+    ESTIMATOR] ... } by CRITERIA``: candidates are (name, mechanism, estimator or None);
+    targets (criterion, ``<=``/``<``/``>=``/``>``, value)."""
+
     name: Ref
     estimand: Node
     settings: tuple[tuple[Ref, Node], ...]
-    candidates: tuple[tuple[Ref, Node], ...]
+    candidates: tuple[tuple[Ref, Node, Node | None], ...]
     criteria: tuple[Node, ...]
     span: Span
+    targets: tuple[tuple[Ref, str, Node], ...] = ()
 
 
 Declaration = Union[SpecTitle, CategoricalDecl, ContinuousDecl, CombinedDecl, ParameterDecl,

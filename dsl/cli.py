@@ -98,8 +98,16 @@ def _parser() -> argparse.ArgumentParser:
                      help="simulated data sets (replications; default: 1000)")
     sim.add_argument("--seed", type=_natural("--seed"), default=None,
                      help="seed of the simulation: the same seed, the same table (default: fresh OS entropy)")
-    comp = sub.add_parser("compare", parents=[common], help="design comparisons")
-    comp.add_argument("--report", metavar="FILE", default=None, help="write an HTML report (default: none)")
+    comp = sub.add_parser("compare", parents=[common], help="design comparisons and planning")
+    comp.add_argument("--report", metavar="FILE", default=None,
+                      help="write a report: FILE.html (one self-contained page) or FILE.md (Markdown with PNGs "
+                           "beside it); with several compare blocks, one file each, the block's name added "
+                           "(default: none)")
+    comp.add_argument("--reps", type=int, default=None, metavar="R",
+                      help="also simulate each utility criterion from R replications, with its Monte Carlo "
+                           "error (default: analytic values only)")
+    comp.add_argument("--seed", type=_natural("--seed"), default=None,
+                      help="seed of the simulation (default: fresh OS entropy)")
     return p
 
 
@@ -125,6 +133,12 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except PrivspecError as e:
         print(e.render(), file=err)
         return EXIT_INVALID
+    except BrokenPipeError:  # the reader went away (privspec ... | head): nothing more to say
+        try:
+            sys.stdout = open(os.devnull, "w")  # so that the interpreter's final flush stays quiet
+        except OSError:
+            pass
+        return EXIT_OK
     except KeyboardInterrupt as e:  # SIGINT, or SIGTERM while privatize runs: temporary files removed
         signum = int(getattr(e, "signum", signal.SIGINT))
         print(f"privspec: interrupted ({signal.Signals(signum).name}); nothing was written", file=err)
@@ -161,12 +175,15 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"privspec {args.verb}: {args.spec} has {n} error{'s' if n != 1 else ''}; nothing was done", file=err)
         return EXIT_INVALID
     model = spec.model
-    unknown = [q for q in args.query if q not in model.queries]
+    # compare selects compare blocks with --query; the other verbs, queries
+    names = model.compares if args.verb == "compare" else model.queries
+    unknown = [q for q in args.query if q not in names]
     if unknown:
         from .scope import did_you_mean
 
-        hint = did_you_mean(unknown[0], model.queries)
-        raise _Usage(f"privspec {args.verb}: no query named '{unknown[0]}' in {args.spec}"
+        hint = did_you_mean(unknown[0], names)
+        what = "compare block" if args.verb == "compare" else "query"
+        raise _Usage(f"privspec {args.verb}: no {what} named '{unknown[0]}' in {args.spec}"
                      + (f"; {hint}" if hint else ""))
     if args.verb == "privatize" and args.mechanism not in model.mechanisms and args.mechanism not in model.releases:
         from .scope import did_you_mean
@@ -190,7 +207,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if args.verb == "privatize":
         return _privatize(args, spec, err)
     if args.verb == "compare":
-        return _compare(args, model, out, err)
+        return _compare(args, spec, out, err)
     if args.verb == "run" and not args.data:
         raise _Usage("privspec run: give the data with --data FILE (or --data MECHANISM=FILE)")
     if args.verb == "simulate" and (args.n < 1 or args.reps < 1):
@@ -303,19 +320,28 @@ def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _compare(args: argparse.Namespace, model, out: TextIO, err: TextIO) -> int:
-    from .backends import comparer_for
+def _compare(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
+    from . import api
 
+    model = spec.model
     if not model.compares:
         print(f"privspec compare: {args.spec} declares no compare block", file=err)
         return EXIT_INVALID
-    plan = [(c, comparer_for(c)) for c in model.compares.values()]
-    missing = [c.name for c, b in plan if b is None]
-    if missing:
-        print(f"privspec compare: design comparison ({', '.join(missing)}) is not supported yet", file=err)
-        return EXIT_INVALID
-    results = {c.name: b.compare(model, c, report=args.report, seed=getattr(args, "seed", None)) for c, b in plan}
-    from .results import render_results
-
-    print(render_results(args.format, model, results), file=out)
-    return EXIT_OK
+    if args.reps is not None and args.reps < 2:
+        raise _Usage("privspec compare: --reps must be at least 2")
+    if args.report is not None:
+        report = Path(args.report)
+        if report.suffix.lower() not in (".html", ".htm", ".md"):
+            raise _Usage(f"privspec compare: --report {args.report}: name an .html or .md file")
+        if not report.resolve().parent.is_dir():
+            raise DataError(Diagnostic("D007", f"cannot write {args.report}: its folder does not exist",
+                                       file=args.report, hint="create the folder first"))
+    results = api.compare(spec, args.query or None, reps=args.reps, seed=args.seed)
+    for name, e in results.failures.items():
+        print(f"privspec compare: {name} was not answered:\n{e}", file=err)
+    if args.report is not None and results.results:
+        written = api.write_reports(results, args.report)
+        print(f"privspec compare: wrote {', '.join(written)}", file=err)
+    if results.results or args.format == "json":
+        print(results.render(args.format), file=out)
+    return EXIT_OK if results.ok else EXIT_INVALID

@@ -563,19 +563,19 @@ def exact_interval_refusal(mech, populations: Sequence[Population]) -> Refusal |
 def compare_refusal(compare: Compare, populations: Sequence[Population]) -> tuple[str, Refusal] | None:
     """E702 for the first candidate of a comparison that its criteria could not afford.
 
-    Candidates are ranked by avar (method of moments), coverage and leakage: each is
-    priced as those queries would be.
+    Every candidate's asymptotic covariance (by its estimator) and, for privacy criteria,
+    its leakage are computed: each is priced as those queries would be.
     """
+    privacy = ("coverage", "size", "mutual_information", "prediction", "individual")
     for name, mech in compare.candidates:
-        kinds = []
-        if any(c.startswith("avar") for c in compare.criteria) and getattr(mech, "is_finite", False):
-            kinds.append(("avar", "mom"))
-        if any(c in ("coverage", "size", "mutual_information", "prediction") for c in compare.criteria):
+        kinds: list[tuple[str, Method | None]] = []
+        if getattr(mech, "is_finite", False):
+            kinds.append(("avar", compare.estimator(name) if compare.estimators else Method("mom")))
+        if any(c in privacy for c in compare.criteria):
             kinds.append(("leakage", None))
         for kind, method in kinds:
             q = Query(name, kind, mechanism=mech,
-                      estimand=Estimand("distribution", mech.variables) if kind == "avar" else None,
-                      method=Method(method) if method else None)
+                      estimand=compare.estimand if kind == "avar" else None, method=method)
             refusal = query_refusal(q, populations)
             if refusal is not None:
                 return name, refusal

@@ -402,6 +402,61 @@ class Method:
 
 
 @dataclass(frozen=True)
+class Target:
+    """A requirement on a comparison criterion: ``max_se <= 0.01``, ``epsilon <= 2``,
+    ``power >= 0.8``."""
+
+    criterion: str
+    op: str
+    value: sympy.Expr
+    span: Span | None = field(default=None, compare=False)
+
+    def met(self, x: float) -> bool:
+        """Whether the criterion's value ``x`` meets the target (NaN never does)."""
+        v = float(self.value)
+        return {"<=": x <= v, "<": x < v, ">=": x >= v, ">": x > v}[self.op]
+
+    def __str__(self) -> str:
+        return f"{self.criterion} {self.op} {float(self.value):g}"
+
+
+@dataclass(frozen=True)
+class PowerTest:
+    """The test a plan is powered for.
+
+    ``proportion``: a one-sample two-sided Wald test of ``w[label] = value``;
+    ``difference``: two independent samples of n respondents each, testing equal
+    ``w[label]`` when the true difference is ``value``; ``independence``: the Pearson
+    test of independence of ``variables`` on the table of a product mechanism's reports.
+    """
+
+    kind: str
+    label: str | None = None
+    value: sympy.Expr | None = None
+    variables: tuple[str, ...] = ()
+    span: Span | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        from .scope import fmt
+
+        if self.kind == "independence":
+            return f"independence({', '.join(self.variables)})"
+        return f"{self.kind}({self.label}, {fmt(self.value)})"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a comparison or a planning query asks beyond the criteria: the sample size
+    ``n``, the level ``alpha`` of intervals and tests, the ``test`` to power and the
+    ``targets`` to meet."""
+
+    n: sympy.Integer | None = None
+    alpha: sympy.Expr = sympy.Rational(1, 20)
+    test: PowerTest | None = None
+    targets: tuple[Target, ...] = ()
+
+
+@dataclass(frozen=True)
 class Query:
     """One named result.
 
@@ -426,6 +481,8 @@ class Query:
     #: ``individual(M, {a, b}, x)``: the observed subset and, if given, the true category
     observed: tuple[str, ...] = ()
     truth: str | None = None
+    #: ``sample_size(...)`` and ``power(...)``: the targets, test, n and alpha
+    plan: Plan | None = None
 
 
 @dataclass(frozen=True)
@@ -438,6 +495,22 @@ class Compare:
     candidates: tuple[tuple[str, Mechanism], ...]
     criteria: tuple[str, ...]
     span: Span | None = field(default=None, compare=False)
+    #: each candidate's estimator (``name = M by ESTIMATOR``, else the family's default)
+    estimators: tuple[tuple[str, Method], ...] = ()
+    #: n, alpha, the test to power and the targets to meet
+    plan: Plan = field(default_factory=Plan)
+
+    @property
+    def n(self) -> int | None:
+        return None if self.plan.n is None else int(self.plan.n)
+
+    def estimator(self, candidate: str) -> Method:
+        return dict(self.estimators)[candidate]
+
+    @property
+    def kind(self) -> str:
+        """What a compare block's answer is (as a query's kind names its result)."""
+        return "comparison"
 
 
 @dataclass(frozen=True)

@@ -374,16 +374,19 @@ class ToAst(Transformer):
     def compare_decl(self, c):
         name, estimand, rest = self._ref(c[0]), c[1], c[2:]
         settings: tuple = ()
+        targets: tuple = ()
         criteria: tuple = ()
         entries = []
         for x in rest:
             if isinstance(x, tuple) and x and x[0] == "at":
                 settings = x[1]
+            elif isinstance(x, tuple) and x and x[0] == "target":
+                targets = x[1]
             elif isinstance(x, tuple) and x and x[0] == "criteria":
                 criteria = x[1]
             else:
                 entries.append(x)
-        return ast.CompareDecl(name, estimand, settings, tuple(entries), criteria, self.decl_span)
+        return ast.CompareDecl(name, estimand, settings, tuple(entries), criteria, self.decl_span, targets)
 
     def at_clause(self, c):
         return ("at", tuple(c))
@@ -391,8 +394,14 @@ class ToAst(Transformer):
     def setting(self, c):
         return (self._ref(c[0]), c[1])
 
+    def target_clause(self, c):
+        return ("target", tuple(c))
+
+    def target(self, c):
+        return (self._ref(c[0]), str(c[1]), c[2])
+
     def compare_entry(self, c):
-        return (self._ref(c[0]), c[1])
+        return (self._ref(c[0]), c[1], c[2] if len(c) > 2 else None)
 
     def criteria(self, c):
         return ("criteria", tuple(c))

@@ -9,7 +9,7 @@ from .mechanisms import build_mechanism
 from .query_kinds import FAMILIES as FAMILY_WORDS
 from .query_kinds import (ESTIMANDS, INTERVAL, PLAIN_QUERIES, PRODUCT_JOINT, QUERY_KINDS, estimators_for,
                           family_of)
-from .model import (Compare, Estimand, IntervalMechanism, Mechanism, Method, ProductMechanism,
+from .model import (Estimand, IntervalMechanism, Mechanism, Method, ProductMechanism,
                     Query, RandomizedResponse, SubsetMechanism, Variable)
 from .scope import Context, compare, describe, did_you_mean, fmt
 from .source import Span
@@ -22,7 +22,6 @@ REGRESSORS = signatures.REGRESSORS
 FAMILIES = signatures.NOISE_LAWS
 NAMED_ARGS = signatures.NAMED_ARGS
 METRICS = signatures.METRICS
-CRITERIA = ("avar_trace", "avar_max", "coverage", "size", "mutual_information", "prediction", "epsilon")
 #: how a test's p-value is calibrated: permutation (the default when no clause is given,
 #: exact in size) or the statistic's chi-square limit where it has one
 CALIBRATIONS = signatures.names("calibration")
@@ -386,6 +385,10 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
         return _release_query(ctx, name, call, span)
     if kind == "individual":
         return _individual(ctx, name, call, span)
+    if kind in ("sample_size", "power"):
+        from .plans import planning_query
+
+        return planning_query(ctx, name, call, span)
     if kind in ("bounds", "thresholds"):
         return _rr_bounds(ctx, name, call, span)
     if kind == "optimal_anchor":
@@ -484,56 +487,6 @@ def _release_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Query
         vars_.append(v)
     est = Estimand("margin", tuple(vars_), span=call.span) if vars_ else None
     return Query(name, kind, estimand=est, scope=release.name, span=span)
-
-
-def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
-    est = _estimand(ctx, decl.estimand, "estimate")
-    settings = []
-    ok = est is not None
-    for key, value in decl.settings:
-        if key.name != "n":
-            ctx.error("E205", f"unknown setting '{key.name}'", key.span, did_you_mean(key.name, ["n"]) or "settings: n = N")
-            ok = False
-            continue
-        n = ctx.integer(value, "the sample size n", 1)
-        if n is None:
-            ok = False
-            continue
-        settings.append(("n", sympy.Integer(n)))
-    candidates = []
-    seen: set[str] = set()
-    for key, value in decl.candidates:
-        if key.name in seen:
-            ctx.error("E202", f"candidate '{key.name}' is declared twice in this comparison", key.span)
-            ok = False
-            continue
-        seen.add(key.name)
-        mech = build_mechanism(ctx, value, key.name)
-        if mech is None:
-            ok = False
-            continue
-        if est is not None and not all(_observes(mech, v) for v in est.variables):
-            ctx.error("E503", f"candidate {key.name} does not observe {', '.join(v.name for v in est.variables)}",
-                      value.span)
-            ok = False
-            continue
-        candidates.append((key.name, mech))
-    if not decl.candidates:
-        ctx.error("E205", "a comparison needs candidate mechanisms in { }", decl.span)
-        ok = False
-    criteria = []
-    for c in decl.criteria:
-        if not isinstance(c, ast.Ref) or c.name not in CRITERIA:
-            shown = c.name if isinstance(c, ast.Ref) else describe(c)
-            ctx.error("E502", f"unknown comparison criterion '{shown}'", c.span,
-                      (did_you_mean(shown, CRITERIA) if isinstance(c, ast.Ref) else "") or f"criteria: {', '.join(CRITERIA)}")
-            ok = False
-            continue
-        criteria.append(c.name)
-    if not ok:
-        return None
-    return Compare(decl.name.name, est, tuple(settings), tuple(candidates),  # type: ignore[arg-type]
-                   tuple(criteria) or ("avar_trace",), decl.span)
 
 
 def _individual(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:

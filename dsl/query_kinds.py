@@ -205,6 +205,13 @@ QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
               "error bounds of joint estimates from a product of randomized responses"),
     QueryKind("thresholds", "thresholds(MECHANISM, n = N)", False, "thresholds", ("rr_product",),
               "the hybrid estimator's thresholds for a product of grr mechanisms"),
+    QueryKind("sample_size", "sample_size(ESTIMAND from MECHANISM [by ESTIMATOR], TARGET = VALUE[, test = TEST])",
+              False, "number", MECHANISM_FAMILIES,
+              "the fewest respondents meeting a target (max_se, ci_width, or the power of a test)",
+              ("distribution", "joint", "mean", "moment")),
+    QueryKind("power", "power(ESTIMAND from MECHANISM [by ESTIMATOR], n = N, test = TEST)", False, "number",
+              MECHANISM_FAMILIES, "the power of a test at n respondents, and its curve over n",
+              ("distribution", "joint", "mean", "moment")),
 )}
 #: queries written ``KIND(...)`` (not ``estimate``/``test``)
 PLAIN_QUERIES = tuple(k for k, q in QUERY_KINDS.items() if not q.verb)
@@ -216,6 +223,61 @@ def needs_data(kind: str) -> bool:
     """Whether a query of this kind needs data (unknown kinds: True, so ``analyze`` skips them)."""
     q = QUERY_KINDS.get(kind)
     return True if q is None else q.needs_data
+
+
+# ---- design comparison criteria ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Criterion:
+    """A criterion of a ``compare`` block: the ``side`` it measures (utility or privacy),
+    which way is ``better`` (``lower`` or ``higher``) and what it is."""
+
+    name: str
+    side: str
+    better: str
+    doc: str
+
+
+CRITERIA: dict[str, Criterion] = {c.name: c for c in (
+    Criterion("avar_trace", "utility", "lower", "trace of the estimator's asymptotic covariance (n Var, summed)"),
+    Criterion("avar_max", "utility", "lower", "largest diagonal entry of the asymptotic covariance"),
+    Criterion("max_se", "utility", "lower", "largest standard error of the estimate at n"),
+    Criterion("ci_width", "utility", "lower", "width of the widest two-sided Wald interval at n (level 1 - alpha)"),
+    Criterion("mse", "utility", "lower",
+              "mean squared error at n summed over cells: variance plus squared bias (RR-Independent's limit "
+              "is the product of the marginals, not the joint)"),
+    Criterion("efficiency", "utility", "higher",
+              "the efficient estimator's asymptotic variance over this one's (traces; 1: efficient)"),
+    Criterion("power", "utility", "higher", "power of the block's test at n (level alpha)"),
+    Criterion("coverage", "privacy", "higher", "size privacy coverage tau = E[mass of the report]"),
+    Criterion("size", "privacy", "lower", "size leakage 1 - tau"),
+    Criterion("mutual_information", "privacy", "lower", "mutual information I(X; report) in bits"),
+    Criterion("prediction", "privacy", "lower", "prediction leakage: the best guess's accuracy from a report"),
+    Criterion("individual", "privacy", "lower",
+              "worst case for one respondent: the largest posterior probability of a category after any report"),
+    Criterion("epsilon", "privacy", "lower", "local-DP epsilon (inf: no finite guarantee)"),
+)}
+#: the tests a plan can be powered for: proportion(LABEL, p0), difference(LABEL, delta), independence(X, Y)
+POWER_TESTS = ("proportion", "difference", "independence")
+#: the estimator a candidate uses when its ``by`` is left out, by estimand and family: an
+#: efficient one where there is one (MLE; GRR's moment estimator is its MLE inside the simplex)
+DEFAULT_ESTIMATORS: dict[str, dict[str, str]] = {
+    "distribution": {"subset": "mle", "grr": "mom", "rr": "mle", "product": "mle", "rr_product": "mom"},
+    "joint": {"subset": "mle", "grr": "joint", "rr": "joint", "product": "mle", "rr_product": "castell"},
+    "mean": {"interval": "npmle", "censored": "npmle"},
+    "moment": {"interval": "npmle", "censored": "npmle"},
+    "cdf": {"interval": "npmle", "censored": "npmle"},
+}
+
+
+def default_estimator(estimand: str, family: str) -> str | None:
+    """The estimator a comparison candidate or a planning query uses without ``by``.
+
+    Examples
+    --------
+    >>> default_estimator("distribution", "subset"), default_estimator("joint", "rr_product")
+    ('mle', 'castell')
+    """
+    return DEFAULT_ESTIMATORS.get(estimand, {}).get(family)
 
 
 # ---- what a back end answers -------------------------------------------------------------------

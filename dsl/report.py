@@ -242,10 +242,40 @@ def _rows_cols(result: Any) -> tuple[list[str], list[str]] | None:
     return None
 
 
+def _text_block(block: Any, indent: str = "  ") -> list[str]:
+    """A comparison table as text: left-aligned columns, in bands of columns (the first
+    repeated) where it would pass :data:`WIDE`; its notes folded below it."""
+    cols = list(zip(block.header, *block.rows)) if block.rows else [(h,) for h in block.header]
+    widths = [max(len(str(x)) for x in col) for col in cols]
+    bands, start = [], 1
+    while start < len(cols) or not bands:
+        width, end = len(indent) + widths[0], start
+        while end < len(cols) and (end == start or width + 2 + widths[end] <= WIDE):
+            width += 2 + widths[end]
+            end += 1
+        bands.append([0] + list(range(start, end)))
+        start = end
+        if start >= len(cols):
+            break
+    lines = [indent + block.title]
+    for band in bands:
+        for row in [block.header] + block.rows:
+            lines.append((indent + "  " + "  ".join(f"{str(row[i]):<{widths[i]}}" for i in band)).rstrip())
+        if len(bands) > 1:
+            lines.append("")
+    for note in block.notes:
+        lines.append(_fold(f"{indent}  - {note}", MAX_LINE, indent + "    "))
+    return lines
+
+
 def text_summary(result: Any) -> str:
     """A result as text: the value, then ``    key = value`` per extra."""
     from .results import _sympy_form
 
+    if result.kind == "comparison":
+        from .comparison_tables import blocks
+
+        return "\n" + "\n".join(line for b in blocks(result.value) for line in _text_block(b) + [""]).rstrip()
     d = result.to_dict()
     value, expr = d["value"], d.get("expr")
     if value is None and expr is not None:
@@ -348,6 +378,15 @@ def markdown_summary(result: Any) -> str:
     """A result in Markdown: the value (a table where it has labels), then the extras."""
     from .results import _sympy_form
 
+    if result.kind == "comparison":
+        from .comparison_tables import blocks
+
+        parts = []
+        for b in blocks(result.value):
+            parts += [f"**{_md(b.title)}**", ""] + _md_table([_md(h) for h in b.header],
+                                                            [[_md(x) for x in r] for r in b.rows])
+            parts += [""] + [f"- {_md(n)}" for n in b.notes] + ([""] if b.notes else [])
+        return "\n".join(parts).rstrip()
     d = result.to_dict()
     value, expr = d["value"], d.get("expr")
     out: list[str] = []
@@ -474,6 +513,17 @@ def latex_body(result: Any) -> str:
     """A result in LaTeX (no document around it): value, exact form, extras."""
     from .results import _sympy_form, exact_text
 
+    if result.kind == "comparison":
+        from .comparison_tables import blocks
+
+        parts = []
+        for b in blocks(result.value):
+            table = _tabular([tex(h) for h in b.header], [[tex(x) for x in r] for r in b.rows])
+            parts.append(r"\paragraph{" + tex(b.title) + "}\n\n\\noindent\\resizebox{\\linewidth}{!}{" + table + "}")
+            if b.notes:
+                parts.append("\\begin{itemize}\n" + "\n".join(r"\item " + tex(n) for n in b.notes)
+                             + "\n\\end{itemize}")
+        return "\n\n".join(parts)
     d = result.to_dict()
     value = d["value"]
     out: list[str] = []

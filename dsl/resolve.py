@@ -11,7 +11,8 @@ from .errors import Diagnostic
 from .mechanisms import build_law, build_mechanism, check_float, check_positive, check_probability, sums_to_one
 from .model import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter, Population, Release, Variable
 from .parser import CONSTANTS, DECLARATION_KEYWORDS
-from .queries import build_compare, build_query
+from .plans import build_compare
+from .queries import build_query
 from .scope import Context, compare, describe, did_you_mean, factors, fmt, sign
 from .source import Source, Span
 

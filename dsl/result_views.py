@@ -266,6 +266,10 @@ class ResultViews:
 
         pd = _pd()
         value = self.value
+        if self.kind == "comparison":
+            from .comparison_tables import frame
+
+            return frame(value)
         if self._test is not None:
             return pd.DataFrame([{"method": self.method, "statistic": self.statistic, "df": self.df,
                                   "pvalue": self.pvalue}])

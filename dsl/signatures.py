@@ -299,6 +299,12 @@ _REGRESSORS = tuple(Signature(r, "regressor", (), r, d) for r, d in (
 _ESTIMANDS = tuple(Signature(e.name, "hypothesis" if e.verb == "test" else "estimand", (), e.usage, e.doc)
                    for e in ESTIMANDS.values())
 _MECH = _p("mechanism", "mechanism", "a declared mechanism, or one written in place")
+_PLANNED = _p("estimator", "estimand", "ESTIMAND from MECHANISM, optionally by ESTIMATOR (default: the family's "
+                                      "efficient one)", keyword=False)
+_TEST = _opt("test", "word", "the test to power: proportion(LABEL, p0) (one sample), difference(LABEL, delta) "
+                             "(two samples of n), independence(X, Y) (product mechanisms)",
+             words=("proportion", "difference", "independence"))
+_ALPHA = _opt("alpha", "probability", "the level of the test or interval", default="0.05")
 #: the arguments of each query (the usage and doc are the query-kind table's)
 _QUERY_PARAMS: dict[str, tuple[Param, ...]] = {
     "estimate": (_p("estimand", "estimand", "from MECHANISM by ESTIMATOR (+ options)"),),
@@ -322,6 +328,12 @@ _QUERY_PARAMS: dict[str, tuple[Param, ...]] = {
                _opt("n", "positive", "the number of respondents", default="symbolic n")),
     "thresholds": (_p("mechanism", "mechanism", "a product of grr", keyword=False),
                    _opt("n", "positive", "the number of respondents", default="symbolic n")),
+    "sample_size": (_PLANNED,
+                    _opt("max_se", "positive", "the largest standard error allowed"),
+                    _opt("ci_width", "positive", "the widest interval allowed (level 1 - alpha)"),
+                    _opt("power", "probability", "the power wanted for the test"),
+                    _TEST, _ALPHA),
+    "power": (_PLANNED, _opt("n", "positive", "the number of respondents", default="required"), _TEST, _ALPHA),
 }
 _QUERIES = tuple(Signature(k.name, "query", _QUERY_PARAMS[k.name], k.usage, k.doc) for k in QUERY_KINDS.values())
 

@@ -142,6 +142,15 @@ class Spec:
 
         return privatize(self, frame, mechanism, seed=seed, offset=offset, nonnegative=nonnegative)
 
+    def compare(self, names: "Sequence[str] | None" = None, *, reps: int | None = None, seed: int | None = None,
+                report: Any = None) -> "Results":
+        """Evaluate the ``compare`` blocks (all, or ``names``): criteria per candidate, ranks,
+        Pareto frontiers, sample sizes and power (:func:`privspec.api.compare`); ``report``:
+        write an HTML or Markdown report there."""
+        from .api import compare
+
+        return compare(self, names, reps=reps, seed=seed, report=report)
+
     # -- display --------------------------------------------------------------------------------------
     def __repr__(self) -> str:
         name = self.title or self.source.name

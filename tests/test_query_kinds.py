@@ -168,7 +168,7 @@ def test_unanswered_query_says_who_answers_that_kind(rr_model) -> None:
     why = backends.explain_unanswered(rr_model.queries["v_subs"], "analyze")
     assert why.startswith("avar queries on products of mechanisms (subset or mixed factors) have no back end")
     assert "; rr: avar of distribution by mom on grr (analyze, run, simulate) or avar of joint by " \
-           "castell/mom/joint on grr, rr, rr_product" in why
+           "castell/mom/joint/independent on grr, rr, rr_product" in why
     assert "finite: avar of distribution on subset, grr, rr, product, rr_product (analyze, run, simulate)" in why
     assert "interval: avar on interval" in why and "coverage" not in why
 
