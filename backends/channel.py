@@ -579,12 +579,16 @@ class GRRChannel(Channel):
         """
         if algebra(w) is _Float:
             return self.avar_mom(w)
-        eps = dict(self.facts)["epsilon"]
+        eps = sympy.sympify(dict(self.facts)["epsilon"])
         numeric_w = all(getattr(x, "is_number", True) for x in w)
-        if isinstance(eps, sympy.Float) or (numeric_w and self.p > 8 and eps.is_number
-                                            and not sympy.exp(eps).is_rational):
+        # exact only where it is cheap: e^eps rational (epsilon = log 3), or epsilon a plain
+        # rational with a small denominator on at most 8 categories (what dsl/costs.py prices)
+        cheap = not eps.is_number or sympy.exp(eps).is_rational or (
+            isinstance(eps, sympy.Rational) and eps.q <= 100 and self.p <= 8)
+        if isinstance(eps, sympy.Float) or (numeric_w and not cheap):
             # an epsilon in floating point (a numeric search over it), or exact algebra in e^eps
-            # over many categories (20: 21 s): floating point, nothing exact worth keeping
+            # over many categories (20: 21 s) or with e^(1/10^6) as its unit (epsilon =
+            # 3.036123: sympy factors polynomials of degree 10^6): floating point
             return sympy.Matrix(self.at({}).avar_mom(np.array([float(x) for x in w])))
         d = self.p
         e = sympy.exp(dict(self.facts)["epsilon"])

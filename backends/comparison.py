@@ -413,11 +413,14 @@ def _planning_text(plan: Plan) -> dict | None:
         return None
     t = plan.test
     alpha = float(plan.alpha)
-    words = {"proportion": f"one-sample two-sided Wald test of w[{t.label}] = {float(t.value):g}",
-             "difference": f"two samples of n respondents each, two-sided Wald test of equal w[{t.label}] "
-                           f"when they differ by {float(t.value):g}",
-             "independence": f"Pearson chi-square test of independence of {' and '.join(t.variables)} on the "
-                             "table of reports"}[t.kind] if t is not None else None
+    words = None
+    if t is not None and t.kind == "proportion":
+        words = f"one-sample two-sided Wald test of w[{t.label}] = {float(t.value):g}"
+    elif t is not None and t.kind == "difference":
+        words = (f"two samples of n respondents each, two-sided Wald test of equal w[{t.label}] "
+                 f"when they differ by {float(t.value):g}")
+    elif t is not None:
+        words = f"Pearson chi-square test of independence of {' and '.join(t.variables)} on the table of reports"
     power = next((float(x.value) for x in plan.targets if x.criterion == "power"), None)
     return {"test": f"{words} (level {alpha:g})" if words else None, "target_power": power}
 
@@ -547,7 +550,6 @@ def _simulated(model: ModelGraph, cand: Candidate, ev: Evaluation, n: int, reps:
         values[c]["simulated"], values[c]["mc_error"] = sim[c]
         if not full and c == "avar_trace":
             values[c]["mc_note"] = "error from the variances alone (the simulation keeps no covariances)"
-    values.setdefault("_reps", R)
 
 
 def _empirical_mse(r: Result, n: int) -> tuple[float, float] | None:

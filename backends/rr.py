@@ -205,12 +205,14 @@ def avar_result(model: ModelGraph, q: Query) -> Result:
         if subs:
             V = V.subs(subs)
         e = sympy.Symbol("e^eps")
-        extras = {"method": "mom", "evaluation": "exact, at the declared population" if declared
-                  else "exact, symbolic in w (no population declared)",
+        floating = V.has(sympy.Float)
+        extras = {"method": "mom", "evaluation": ("floating point" if floating else "exact") + ", at the declared "
+                  "population" if declared else "exact, symbolic in w (no population declared)",
                   "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)",
                   "closed_form": "(diag(lambda) - lambda lambda^T) (e^eps + d - 1)^2 / (e^eps - 1)^2 with "
                                  "lambda = ((e^eps - 1) w + 1) / (e^eps + d - 1)",
-                  "trace": shown(sympy.factor(sympy.simplify(V.trace()))),
+                  "trace": shown(sympy.factor(sympy.simplify(V.trace())) if V.free_symbols
+                                 or not V.has(sympy.Float) else V.trace()),
                   "trace_uniform": shown(sympy.factor((1 - sympy.Rational(1, var.p)) * (e + var.p - 1) ** 2
                                                       / (e - 1) ** 2).subs(e, sympy.exp(sympy.sympify(mech.epsilon)
                                                                                         .subs(subs)))),

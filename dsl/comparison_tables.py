@@ -81,7 +81,7 @@ def blocks(doc: dict) -> list[Block]:
             for k in keys:
                 verdict = {True: "met", False: "not met", None: "n/a"}[met.get(k)]
                 size = sizes.get(k)
-                row.append(verdict + (f"; n >= {number(size)}" if isinstance(size, int) else ""))
+                row.append(verdict + (f"; needs n = {number(size)}" if isinstance(size, int) else ""))
                 if isinstance(size, str) and not any(n.startswith(f"{c['name']}: ") for n in notes):
                     notes.append(f"{c['name']}: {size}")
             rows.append(row)

@@ -457,6 +457,8 @@ def _exact_refusal(query: Query, mech, kind: str, populations: Sequence[Populati
     """Exact (sympy) arithmetic: refused past :data:`EXACT_P_LIMITS` for the numbers involved."""
     if closed_form(mech):
         return None  # O(p^2) closed forms (backends/uniform.py)
+    if kind == "avar_mom" and getattr(mech, "kind", None) == "grr" and population_class(mech, populations):
+        return None  # Warner's closed form: exact where that is cheap, else floating point (GRRChannel)
     p = categories(mech)
     exact = channel_cells(mech) <= EXACT_CELL_LIMIT or kind == "identifiable"  # the rank is always exact
     if not exact:

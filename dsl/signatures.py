@@ -337,11 +337,21 @@ _QUERY_PARAMS: dict[str, tuple[Param, ...]] = {
 }
 _QUERIES = tuple(Signature(k.name, "query", _QUERY_PARAMS[k.name], k.usage, k.doc) for k in QUERY_KINDS.values())
 
+_POWER_TESTS = (
+    Signature("proportion", "power test", (_p("label", "label", "a category", keyword=False),
+                                           _p("p0", "probability", "the null proportion", keyword=False)),
+              "proportion(LABEL, p0)", "one-sample two-sided Wald test of w[LABEL] = p0"),
+    Signature("difference", "power test", (_p("label", "label", "a category", keyword=False),
+                                           _p("delta", "number", "the difference to detect", keyword=False)),
+              "difference(LABEL, delta)", "two samples of n respondents, Wald test of equal w[LABEL]"),
+    Signature("independence", "power test", (_p("x", "variable", keyword=False), _p("y", "variable", keyword=False)),
+              "independence(X, Y)", "Pearson test of independence on a product mechanism's reports"),
+)
 #: every call of the language, by role
 ROLES: dict[str, tuple[Signature, ...]] = {
     "mechanism": _MECHANISMS, "subset design": _DESIGNS, "interval scheme": _SCHEMES, "law": _LAWS,
     "release noise": _NOISES, "query": _QUERIES, "estimand": _ESTIMANDS,
-    "estimator": _ESTIMATORS, "regressor": _REGRESSORS,
+    "estimator": _ESTIMATORS, "regressor": _REGRESSORS, "power test": _POWER_TESTS,
 }
 #: name -> signature (names are unique within a role; across roles the first role wins:
 #: ``uniform`` the design and ``uniform(a, b)`` the law are told apart by :func:`signature`)
@@ -417,7 +427,7 @@ END = "<!-- END GENERATED: call reference -->"
 _TITLES = {"mechanism": "Mechanisms", "subset design": "Subset designs", "interval scheme": "Interval schemes",
            "law": "Continuous laws", "release noise": "Release noise", "query": "Queries",
            "estimand": "Estimands and hypotheses", "estimator": "Estimators, tests and calibrations",
-           "regressor": "Regressors (of `iterative`)"}
+           "regressor": "Regressors (of `iterative`)", "power test": "Tests to power (`test = ...` of plans)"}
 
 
 def _param_line(p: Param) -> str:

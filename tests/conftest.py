@@ -1,5 +1,12 @@
-"""Shared test configuration: the ``--update-golden`` option."""
+"""Shared test configuration: the ``--update-golden`` option, and a headless Chromium
+(``browser``) for the reports' tests."""
 from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -15,3 +22,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def update_golden(request: pytest.FixtureRequest) -> bool:
     """True when the run was started with ``--update-golden``."""
     return bool(request.config.getoption("--update-golden"))
+
+
+#: after the page's own content: writes where each plot is drawn into the DOM (CSS pixels)
+MEASURE = """<script>
+document.body.setAttribute("data-measure", JSON.stringify({
+  height: document.documentElement.scrollHeight,
+  plots: Array.from(document.querySelectorAll("figure.plot svg")).map(function (s) {
+    var r = s.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })}));
+</script>"""
+
+
+class Browser:
+    """Debian's chromium, headless, one fresh profile per run."""
+
+    def __init__(self, exe: str, tmp: Path):
+        self.exe, self.tmp, self.runs = exe, tmp, 0
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        self.runs += 1
+        cmd = [self.exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--force-device-scale-factor=1", "--force-color-profile=srgb", "--no-first-run",
+               f"--user-data-dir={self.tmp / f'profile{self.runs}'}", "--enable-logging=stderr", "--v=0", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+
+    @staticmethod
+    def console(stderr: str) -> list[str]:
+        """The page's console messages (errors, CSP refusals, uncaught exceptions) in Chromium's log."""
+        return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+
+    def measure(self, page: Path) -> dict:
+        """The page's height and each plot's box, from a copy of the page with a measuring
+        script (the report's own CSP forbids scripts; the copy allows inline ones, the
+        layout is the same)."""
+        probe = self.tmp / f"probe-{page.name}"
+        text = page.read_text(encoding="utf-8")
+        probe.write_text(text.replace("default-src 'none'", "default-src 'none'; script-src 'unsafe-inline'")
+                         .replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+        out = self.run("--window-size=1200,3000", "--dump-dom", probe.as_uri())
+        found = re.search(r'data-measure="([^"]*)"', out.stdout)
+        assert found, out.stdout[:2000] + out.stderr[-2000:]
+        return json.loads(found.group(1).replace("&quot;", '"'))
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Browser:
+    """Headless Chromium (skips where Debian's chromium is not installed; .ci/run installs it)."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return Browser(exe, tmp_path)

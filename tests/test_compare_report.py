@@ -11,11 +11,8 @@ them for the extras venv, where it runs.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -385,31 +382,8 @@ def test_html_is_self_contained_with_inline_svg() -> None:
     assert render_html(sample_doc()) == page  # reproducible: no date, fixed ids
 
 
-# ---- a real browser ------------------------------------------------------------------------------
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-#: after the page's own content: writes where each plot is drawn into the DOM (CSS pixels)
-MEASURE = """<script>
-document.body.setAttribute("data-measure", JSON.stringify({
-  height: document.documentElement.scrollHeight,
-  plots: Array.from(document.querySelectorAll("figure.plot svg")).map(function (s) {
-    var r = s.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })}));
-</script>"""
-
-
-def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
-    cmd = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-           "--force-device-scale-factor=1", "--force-color-profile=srgb", "--no-first-run",
-           f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-
-
-def _console(stderr: str) -> list[str]:
-    """The page's console messages (errors, CSP refusals, uncaught exceptions) in Chromium's log."""
-    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
-def test_report_in_headless_chromium(tmp_path: Path) -> None:
+# ---- a real browser (the `browser` fixture of conftest.py) ---------------------------------------
+def test_report_in_headless_chromium(tmp_path: Path, browser) -> None:
     pytest.importorskip("jinja2")
     mimage = pytest.importorskip("matplotlib.image")
     import matplotlib
@@ -422,9 +396,9 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     url = page_path.as_uri()
 
     # the DOM as the browser built it: the four plots are svg elements with their labels
-    dom = _chromium("--dump-dom", url, profile=tmp_path / "p1")
+    dom = browser.run("--dump-dom", url)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert _console(dom.stderr) == []
+    assert browser.console(dom.stderr) == []
     tree = parse(dom.stdout)
     assert len(tree.svg_texts) == 4
     assert {"grr_1", "grr_3"} <= set(tree.svg_texts[0]) and "uniform" in tree.svg_texts[1]
@@ -432,21 +406,15 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
 
     # where the plots are drawn: a copy of the page with a measuring script (the page's own
     # CSP forbids scripts, so the copy allows inline ones; the layout is the same)
-    probe = tmp_path / "probe.html"
-    probe.write_text(page.replace("default-src 'none'", "default-src 'none'; script-src 'unsafe-inline'")
-                     .replace("</body>", MEASURE + "</body>"), encoding="utf-8")
-    measured = _chromium("--window-size=1200,3000", "--dump-dom", probe.as_uri(), profile=tmp_path / "p2")
-    found = re.search(r'data-measure="([^"]*)"', measured.stdout)
-    assert found, measured.stdout[:2000]
-    m = json.loads(found.group(1).replace("&quot;", '"'))
+    m = browser.measure(page_path)
     height = int(m["height"])
     assert len(m["plots"]) == 4 and all(w > 300 and h > 200 for _, _, w, h in m["plots"])
 
     # the screenshot of the real page, tall enough for all of it
     shot = tmp_path / "report.png"
-    run = _chromium(f"--screenshot={shot}", f"--window-size=1200,{height}", url, profile=tmp_path / "p3")
+    run = browser.run(f"--screenshot={shot}", f"--window-size=1200,{height}", url)
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
-    assert _console(run.stderr) == []  # no script error, no load refused by the CSP
+    assert browser.console(run.stderr) == []  # no script error, no load refused by the CSP
     img = mimage.imread(shot)[..., :3]
     assert img.shape[:2] == (height, 1200)
 
