@@ -98,3 +98,20 @@ def test_tutorial_runs(monkeypatch) -> None:
         exec(compile(block, f"docs/tutorial.md block {i + 1}", "exec"), scope)
     assert scope["res"].ok and list(scope["table"].index) == ["tau", "v", "w", "F", "mean"]
     assert scope["w"].to_frame().shape == (4, 4)
+
+
+def test_planning_tutorial_runs(monkeypatch) -> None:
+    """docs/planning.md follows a survey designer from spec to report; its blocks run in order."""
+    pytest.importorskip("jinja2")
+    pytest.importorskip("matplotlib")
+    text = (ROOT / "docs" / "planning.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 6
+    monkeypatch.chdir(ROOT)
+    scope: dict = {}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/planning.md block {i + 1}", "exec"), scope)
+    res, inv = scope["res"], scope["inv"]
+    assert (res["n_se"].value, res["n_pow"].value) == (7802, 11929)          # the numbers the page states
+    assert round(res["pw"].value, 3) == 0.442 and round(inv["most_private"]["value"], 3) == 3.036
+    assert "plan.md" in {p.name for p in scope["folder"].iterdir()}
