@@ -39,6 +39,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Callable, Sequence
 
@@ -602,8 +603,9 @@ def _symbols(x: Any, depth: int = 0) -> set:
     return set()
 
 
-def parameter_range(p: Parameter) -> tuple[float, float, bool]:
-    """``(low, high, integer)`` from the parameter's constraints (``parameter eps > 0 <= 8``)."""
+def parameter_range(p: Parameter) -> tuple[float, float]:
+    """``(low, high)`` from the parameter's constraints (``parameter eps > 0 <= 8``); an open
+    end moves in by 10^-6 of the range."""
     lo, hi = -math.inf, math.inf
     lo_open = hi_open = False
     for op, bound in p.constraints:
@@ -615,9 +617,8 @@ def parameter_range(p: Parameter) -> tuple[float, float, bool]:
             hi, hi_open = b, op == "<"
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise NotApplicable(f"give {p.name} a range to search: parameter {p.name} > 0 <= 8")
-    integer = bool(getattr(p, "integer", False))
     eps = (hi - lo) * 1e-6
-    return lo + (eps if lo_open else 0.0), hi - (eps if hi_open else 0.0), integer
+    return lo + (eps if lo_open else 0.0), hi - (eps if hi_open else 0.0)
 
 
 def _at(model: ModelGraph, p: Parameter, value: float) -> ModelGraph:
@@ -671,16 +672,21 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
             continue
         p = params[0]
         try:
-            lo, hi, _ = parameter_range(p)
+            lo, hi = parameter_range(p)
         except NotApplicable as e:
             entry["none"] = str(e)
             out.append(entry)
             continue
         entry["range"] = [lo, hi]
 
-        def criteria_at(x: float, names: Sequence[str]) -> dict[str, float]:
+        @functools.lru_cache(maxsize=None)
+        def evaluation(x: float) -> Evaluation:
+            # one per value: the feasibility test and the score at a value share its avar
             bound = dataclasses.replace(c, mechanism=bind(c.mechanism, {p.symbol: sympy.Float(x, 17)}))
-            ev = Evaluation(_at(model, p, x), bound, comp.plan)
+            return Evaluation(_at(model, p, x), bound, comp.plan)
+
+        def criteria_at(x: float, names: Sequence[str]) -> dict[str, float]:
+            ev = evaluation(x)
             return {k: ev.at(k, n) for k in names}
 
         def meets(x: float, targets: Sequence[Target]) -> bool:
@@ -691,26 +697,21 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
             return all(t.met(got[t.criterion]) for t in targets)
 
         names = sorted({privacy, utility} | {t.criterion for t in comp.plan.targets})
-
-        def report(x: float, why: str, **kw: Any) -> dict:
+        # the most private value meeting the utility targets at n; the best utility meeting the privacy ones
+        for key, targets, objective, word, at_n in (("most_private", u_targets, privacy, "meets", f" at n = {n}"),
+                                                    ("best_utility", p_targets, utility, "at", "")):
+            if not targets:
+                continue
+            x = _best_feasible(lambda v: meets(v, targets), lo, hi, lambda v: _score(criteria_at, v, objective))
+            text = ", ".join(map(str, targets))
+            if x is None:
+                entry[key] = {"none": f"no value of {p.name} in [{lo:g}, {hi:g}] meets {text}{at_n}"}
+                continue
             try:
-                vals = criteria_at(x, names)
+                vals: dict = criteria_at(x, names)
             except NotApplicable as e:
                 vals = {"n/a": str(e)}
-            return {"value": x, why[0]: why[1], "criteria": vals, **kw}
-
-        if u_targets:
-            x = _best_feasible(lambda v: meets(v, u_targets), lo, hi,
-                               lambda v: _score(criteria_at, v, privacy))
-            text = ", ".join(map(str, u_targets))
-            entry["most_private"] = report(x, ("meets", text)) if x is not None else \
-                {"none": f"no value of {p.name} in [{lo:g}, {hi:g}] meets {text} at n = {n}"}
-        if p_targets:
-            x = _best_feasible(lambda v: meets(v, p_targets), lo, hi,
-                               lambda v: _score(criteria_at, v, utility))
-            text = ", ".join(map(str, p_targets))
-            entry["best_utility"] = report(x, ("at", text)) if x is not None else \
-                {"none": f"no value of {p.name} in [{lo:g}, {hi:g}] meets {text}"}
+            entry[key] = {"value": x, word: text, "criteria": vals}
         out.append(entry)
     return out
 
