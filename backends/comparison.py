@@ -48,7 +48,8 @@ import sympy
 from scipy import stats
 
 from ..errors import BackendError, Diagnostic, PrivspecError
-from ..model import Compare, Estimand, Method, ModelGraph, Parameter, Plan, Query, Target
+from ..model import (Compare, Estimand, Method, ModelGraph, Parameter, Plan, Query, SubsetDesign, SubsetMechanism,
+                     Target)
 from ..query_kinds import CRITERIA, FINITE, INTERVAL, Answers, family_of
 from ..results import Matrix, Result, Table
 from . import backend_for, planning, register
@@ -621,9 +622,37 @@ def parameter_range(p: Parameter) -> tuple[float, float]:
     return lo + (eps if lo_open else 0.0), hi - (eps if hi_open else 0.0)
 
 
-def _at(model: ModelGraph, p: Parameter, value: float) -> ModelGraph:
+def size_parameter_range(mech: Any, p: Parameter, lo: float, hi: float) -> tuple[int, int] | None:
+    """Where ``p`` is a subset size (``subset(race, sizes {k: 1})``): the whole numbers of
+    ``[lo, hi]`` that are sizes of every variable it sizes (2..p); None where it sizes
+    nothing."""
+    ps = [m.variable.p for m in _subset_mechanisms(mech)
+          if m.design.kind == "sizes" and any(k == p.symbol for k, _ in m.design.weights)]
+    if not ps:
+        return None
+    return max(2, math.ceil(lo - 1e-9)), min(min(ps), math.floor(hi + 1e-9))
+
+
+def _subset_mechanisms(mech: Any, depth: int = 0) -> list[SubsetMechanism]:
+    if isinstance(mech, SubsetMechanism):
+        return [mech]
+    if depth > 6 or not dataclasses.is_dataclass(mech) or isinstance(mech, type):
+        return []
+    found = []
+    for f in dataclasses.fields(mech):
+        v = getattr(mech, f.name)
+        for y in (v if isinstance(v, (tuple, list)) else (v,)):
+            found += _subset_mechanisms(y, depth + 1)
+    return found
+
+
+def _value(x: float, integer: bool) -> sympy.Expr:
+    return sympy.Integer(int(round(x))) if integer else sympy.Float(x, 17)
+
+
+def _at(model: ModelGraph, p: Parameter, value: float, integer: bool = False) -> ModelGraph:
     params = dict(model.parameters)
-    params[p.name] = dataclasses.replace(p, value=sympy.Float(value, 17))
+    params[p.name] = dataclasses.replace(p, value=_value(value, integer))
     return dataclasses.replace(model, parameters=params)
 
 
@@ -632,6 +661,17 @@ def bind(x: Any, values: dict, depth: int = 0) -> Any:
     by their values everywhere in it, so that every back end sees plain numbers."""
     if depth > 8:
         return x
+    if isinstance(x, SubsetDesign) and x.kind == "sizes" and any(isinstance(k, sympy.Basic) for k, _ in x.weights):
+        # a size bound to a whole number becomes an int; one size given twice adds its weights
+        merged: dict = {}
+        for k, w in x.weights:
+            k = k.subs(values) if isinstance(k, sympy.Basic) else k
+            if isinstance(k, sympy.Basic):
+                if not k.is_integer:
+                    raise NotApplicable(f"a subset size must be a whole number, not {k}")
+                k = int(k)
+            merged[k] = merged.get(k, 0) + bind(w, values, depth + 1)
+        return dataclasses.replace(x, weights=tuple(merged.items()))
     if isinstance(x, sympy.Basic):
         return x.subs(values) if x.free_symbols & set(values) else x
     if isinstance(x, tuple):
@@ -656,7 +696,7 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
     utility targets at n, and the best utility meeting the privacy targets."""
     out = []
     criteria = list(comp.criteria)
-    privacy = next((c for c in criteria if CRITERIA[c].side == "privacy"), "epsilon")
+    privacies = [c for c in criteria if CRITERIA[c].side == "privacy"] or ["epsilon"]
     utility = next((c for c in criteria if CRITERIA[c].side == "utility"), "max_se")
     u_targets = [t for t in comp.plan.targets if CRITERIA[t.criterion].side == "utility"]
     p_targets = [t for t in comp.plan.targets if CRITERIA[t.criterion].side == "privacy"]
@@ -665,7 +705,7 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
         if not params:
             continue
         entry: dict[str, Any] = {"candidate": c.name, "parameter": ", ".join(p.name for p in params),
-                                 "privacy": privacy, "utility": utility}
+                                 "privacy": privacies[0], "utility": utility}
         if len(params) > 1:
             entry["none"] = "more than one free parameter: give all but one a value"
             out.append(entry)
@@ -677,13 +717,21 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
             entry["none"] = str(e)
             out.append(entry)
             continue
+        sizes = size_parameter_range(c.mechanism, p, lo, hi)
+        integer = sizes is not None
+        if integer:
+            lo, hi = sizes
+            if lo > hi:
+                entry["none"] = f"no whole number in the range of {p.name} is a subset size (2..p)"
+                out.append(entry)
+                continue
         entry["range"] = [lo, hi]
 
         @functools.lru_cache(maxsize=None)
         def evaluation(x: float) -> Evaluation:
             # one per value: the feasibility test and the score at a value share its avar
-            bound = dataclasses.replace(c, mechanism=bind(c.mechanism, {p.symbol: sympy.Float(x, 17)}))
-            return Evaluation(_at(model, p, x), bound, comp.plan)
+            bound = dataclasses.replace(c, mechanism=bind(c.mechanism, {p.symbol: _value(x, integer)}))
+            return Evaluation(_at(model, p, x, integer), bound, comp.plan)
 
         def criteria_at(x: float, names: Sequence[str]) -> dict[str, float]:
             ev = evaluation(x)
@@ -696,13 +744,20 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
                 return False
             return all(t.met(got[t.criterion]) for t in targets)
 
+        # privacy is measured by the first privacy criterion that tells this family's values
+        # apart (epsilon is inf for every subset design: its coverage is the measure there)
+        privacy = next((k for k in privacies if _finite_at(criteria_at, (lo + hi) / 2, k)), privacies[0])
+        entry["privacy"] = privacy
+        if integer:
+            entry["integer"] = True
         names = sorted({privacy, utility} | {t.criterion for t in comp.plan.targets})
         # the most private value meeting the utility targets at n; the best utility meeting the privacy ones
         for key, targets, objective, word, at_n in (("most_private", u_targets, privacy, "meets", f" at n = {n}"),
                                                     ("best_utility", p_targets, utility, "at", "")):
             if not targets:
                 continue
-            x = _best_feasible(lambda v: meets(v, targets), lo, hi, lambda v: _score(criteria_at, v, objective))
+            search = _best_whole if integer else _best_feasible
+            x = search(lambda v: meets(v, targets), lo, hi, lambda v: _score(criteria_at, v, objective))
             text = ", ".join(map(str, targets))
             if x is None:
                 entry[key] = {"none": f"no value of {p.name} in [{lo:g}, {hi:g}] meets {text}{at_n}"}
@@ -714,6 +769,21 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
             entry[key] = {"value": x, word: text, "criteria": vals}
         out.append(entry)
     return out
+
+
+def _finite_at(criteria_at: Callable, x: float, criterion: str) -> bool:
+    try:
+        return math.isfinite(criteria_at(x, [criterion])[criterion])
+    except NotApplicable:
+        return False
+
+
+def _best_whole(feasible: Callable[[float], bool], lo: int, hi: int, score: Callable[[float], float]
+                ) -> int | None:
+    """The best-scoring feasible whole number in ``lo..hi`` (a subset size: few values, each
+    is tried); the smallest among equals."""
+    ok = [k for k in range(lo, hi + 1) if feasible(k)]
+    return min(ok, key=lambda k: (score(k), k)) if ok else None
 
 
 def _score(criteria_at: Callable, x: float, criterion: str) -> float:

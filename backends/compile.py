@@ -141,6 +141,14 @@ def base_independent_design(mechanism: SubsetMechanism) -> dict[frozenset, sympy
 
 def _subset(mechanism: SubsetMechanism) -> Channel:
     labels = mechanism.variable.labels
+    free = [k for k, _ in mechanism.design.weights if isinstance(k, sympy.Symbol)]
+    if mechanism.design.kind == "sizes" and free:
+        from ..errors import BackendError, Diagnostic
+
+        raise BackendError(Diagnostic(
+            "B009", f"the subset size {free[0]} has no value: this needs a number",
+            hint=f"give it a value (parameter {free[0]} = 2), or search its whole numbers in a compare "
+                 f"block with a target (parameter {free[0]} >= 2 <= {len(labels)})", span=mechanism.span))
     if mechanism.min_coverage is None:
         ch = subset_channel(labels, mechanism.conditional_design(), note=f"{mechanism.design.kind} design")
         if mechanism.design.kind == "uniform" and len(labels) >= 4:

@@ -175,7 +175,8 @@ def reports(mech) -> int:
         if kind == "uniform":
             n = 2 ** p - 2 * p - 2 if p >= 4 else 2 ** p - 2
         elif kind == "sizes":
-            n = sum(math.comb(p, k) for k, w in mech.design.weights if w != 0)
+            # a free size (a parameter searched by a comparison) is priced at its worst, p // 2
+            n = sum(math.comb(p, k if isinstance(k, int) else p // 2) for k, w in mech.design.weights if w != 0)
         elif kind == "conditional":
             n = len({a for a, w in mech.design.weights if w != 0})
         else:  # independent: each subset and its complement

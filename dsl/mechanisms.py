@@ -262,11 +262,11 @@ def _subset_design(ctx: Context, node: ast.Node, var: Variable, dummies: bool) -
     for e in entries:
         w = ctx.number(e.value, "a design weight")
         if kind == "sizes":
-            k = ctx.integer(e.key, "a subset size")
+            k = ctx.integer_or_parameter(e.key, "a subset size")
             if k is None:
                 ok = False
                 continue
-            if k < 2 or k > p:
+            if isinstance(k, int) and (k < 2 or k > p):
                 ctx.error("E408", f"subset size {k} is not allowed for {var.name} (p = {p})", e.key.span,
                           "sizes run from 2 (a subset of one category discloses the answer) to p")
                 ok = False

@@ -262,6 +262,24 @@ class Context:
             return None
         return int(x)
 
+    def integer_or_parameter(self, node: ast.Node, what: str) -> int | sympy.Symbol | None:
+        """A whole number, or the symbol of a parameter that has no value yet (a design
+        parameter that a comparison searches over its whole numbers); a parameter with a
+        value gives its value."""
+        if isinstance(node, ast.Ref):
+            found = self.scope.get(node.name)
+            if found is not None and found.kind == "parameter" and found.value.value is None:
+                return found.value.symbol
+        got = self._number(node, what)
+        if got is None:
+            return None
+        x = got[1] if got[1] is not None else got[0]
+        if not (isinstance(x, sympy.Integer) or (isinstance(x, sympy.Rational) and x.q == 1)):
+            self.error("E205", f"{what} must be a whole number, found {fmt(x)}", node.span,
+                       "a parameter without a value stands alone here (sizes {k: 1})")
+            return None
+        return int(x)
+
     def label(self, node: ast.Node) -> str | None:
         if isinstance(node, ast.Ref):
             return node.name

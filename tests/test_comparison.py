@@ -18,6 +18,7 @@ import privspec
 from privspec.backends import comparison as C
 from privspec.backends import planning
 from privspec.cli import main
+from privspec.errors import BackendError
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -227,7 +228,8 @@ def test_inverse_design_finds_the_boundary(docs) -> None:
     """The most private epsilon meeting power >= 0.8 and max_se <= 0.015 at n = 5000: it meets
     both, and a slightly smaller epsilon does not."""
     doc = docs[("planning", "plan")]
-    [inv] = doc["inverse"]
+    inv, sized = doc["inverse"]
+    assert sized["candidate"] == "sized" and sized["most_private"]["value"] == 2    # see the next test
     best = inv["most_private"]
     eps = best["value"]
     assert best["criteria"]["power"] >= 0.8 and best["criteria"]["max_se"] <= 0.015
@@ -241,6 +243,43 @@ def test_inverse_design_finds_the_boundary(docs) -> None:
         assert (ev.at("power", 5000) >= 0.8) is meets
     # at the privacy target epsilon <= 2 the best utility sits on the boundary, epsilon = 2
     assert inv["best_utility"]["value"] == pytest.approx(2, abs=1e-4)
+
+
+def test_inverse_design_over_a_subset_size_is_the_brute_force_choice(docs) -> None:
+    """``subset(race, sizes {k: 1})`` with k free: the search runs over whole sizes, and its
+    answer is what comparing every size as its own candidate gives: the largest coverage
+    (most private) among the sizes meeting max_se <= 0.03 at n = 1000, the smallest max_se
+    among those meeting coverage >= 0.85."""
+    src = """
+variable race: categorical {"Amer-Indian-Eskimo", "Asian-Pac-Islander", Black, Other, White}
+population race ~ categorical(0.009551, 0.031909, 0.095943, 0.008323, 0.854274)
+parameter k >= 3/2 <= 7
+compare sized for distribution(race) at n = 1000 target max_se <= 0.03, coverage >= 0.85 {
+    s2 = subset(race, sizes {2: 1})
+    s3 = subset(race, sizes {3: 1})
+    s4 = subset(race, sizes {4: 1})
+    sk = subset(race, sizes {k: 1})
+} by max_se, epsilon, coverage
+"""
+    doc = privspec.load(src).compare()["sized"].value
+    [inv] = doc["inverse"]
+    assert inv["integer"] and inv["range"] == [2, 5]           # 3/2..7 clipped to the sizes 2..p
+    assert inv["privacy"] == "coverage"                         # epsilon is inf for every size
+    values = {k: cand(doc, f"s{k}")["values"] for k in (2, 3, 4)}
+    se = {k: v["max_se"]["value"] for k, v in values.items()}
+    cov = {k: v["coverage"]["value"] for k, v in values.items()}
+    most_private = max((k for k in se if se[k] <= 0.03), key=lambda k: cov[k])
+    best_utility = min((k for k in cov if cov[k] >= 0.85), key=lambda k: se[k])
+    assert (most_private, best_utility) == (3, 3)               # the targets bind on both sides
+    assert inv["most_private"]["value"] == most_private and inv["best_utility"]["value"] == best_utility
+    assert inv["most_private"]["criteria"]["max_se"] == pytest.approx(se[3], rel=1e-12)
+    # a size parameter without a value, used outside a comparison, says so where it is declared
+    bad = privspec.load(src.split("compare")[0] + "mechanism m = subset(race, sizes {k: 1})\n"
+                        "query a = avar(distribution(race) from m by mle)\n")
+    failure = bad.analyze().failures["a"]
+    assert isinstance(failure, BackendError) and failure.code == "B009"
+    assert failure.diagnostics[0].span == bad.model.mechanisms["m"].span
+    assert "subset size k has no value" in str(failure)
 
 
 def test_interval_anchor_spread(docs) -> None:
