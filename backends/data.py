@@ -469,7 +469,10 @@ class DataBindings:
 
     default: str | None = None
     per_mechanism: dict[str, str] = field(default_factory=dict)
+    #: who counts (:mod:`privspec.backends.engines`): None for the default by input kind
+    engine: str | None = None
     _cache: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _engines: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def parse(cls, items: Sequence[str], mechanisms: Sequence[str]) -> "DataBindings":
@@ -555,7 +558,7 @@ class DataBindings:
             mech = getattr(q, "mechanism", None)
             if role is None or mech is None or not getattr(mech, "name", None) or mech.name in self.per_mechanism:
                 continue
-            if role == "optional" and not observed_columns(mech) <= set(self.default_frame().columns):
+            if role == "optional" and not observed_columns(mech) <= set(self.default_columns()):
                 continue
             readers.setdefault(mech.name, mech)
         owners: dict[str, list[str]] = {}
@@ -573,6 +576,12 @@ class DataBindings:
                     hint=f"bind each mechanism to the file of its reports: {fix} (or answer fewer queries "
                          "with --query)"))
 
+    def default_columns(self) -> list[str]:
+        """The columns of the default table (a file's header only is read)."""
+        if self.default is None:
+            raise DataError(Diagnostic("D005", "no default data file"))
+        return self.engine_for(None).columns()
+
     def default_frame(self) -> pd.DataFrame:
         if self.default is None:
             raise DataError(Diagnostic("D005", "no default data file"))
@@ -586,6 +595,21 @@ class DataBindings:
             raise DataError(Diagnostic("D005", f"no data for mechanism '{mechanism}'",
                                        hint=f"add --data {mechanism}=FILE"))
         return path
+
+    def engine_for(self, mechanism: str | None) -> Any:
+        """The engine that counts the table bound to ``mechanism`` (one per table, shared by
+        every query): the one asked for, else pandas for a DataFrame and DuckDB for a file."""
+        from .engines import engine_for
+
+        path = self.path_for(mechanism)
+        if path not in self._engines:
+            source = self._cache.get(path) if path.startswith("<DataFrame") else path
+            self._engines[path] = engine_for(source if source is not None else path, self.engine, name=path)
+        return self._engines[path]
+
+    def columns_for(self, mechanism: str | None) -> list[str]:
+        """The columns of the table bound to ``mechanism`` (a file's header only is read)."""
+        return self.engine_for(mechanism).columns()
 
     def frame_for(self, mechanism: str | None, columns: Sequence[str] = ()) -> pd.DataFrame:
         """The table bound to ``mechanism`` (read once), checked for ``columns``."""

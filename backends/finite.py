@@ -62,11 +62,11 @@ class FiniteBackend:
         if data is None:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech_name = query.mechanism.name or query.name
-        frame = data.frame_for(mech_name)
+        engine = data.engine_for(mech_name)
         if kind == "test":
-            counts = count_observations(query.mechanism, frame, data.path_for(mech_name))
+            counts = count_observations(query.mechanism, engine)
             return independence_on_counts(query, counts, seed=options.get("seed"))
-        ch, counts = observations(query.mechanism, frame, data.path_for(mech_name))
+        ch, counts = observations(query.mechanism, engine)
         return estimate_on_counts(query, counts, ch)
 
     # -- analysis -----------------------------------------------------------------------------

@@ -9,8 +9,9 @@ gi = gender * income``, or not, ``grr(gender * race * income, ...)``) reads the 
 named after it if there is one, else the part columns ``gender``, ``race``, ``income``
 (each holding its part of the report).
 
-Aggregation is one vectorized pass (``pandas.factorize`` + ``numpy.bincount``); only the
-few distinct strings are parsed in Python.  Rows are numbered from 1 (the first row
+Reports reach the estimators as counts per distinct report tuple: an engine counts them
+(:mod:`privspec.backends.engines`, the contract in :mod:`privspec.backends.tally`), and
+only the few distinct strings are parsed here, in Python, the same for every engine.  Rows are numbered from 1 (the first row
 after the header) in error messages.
 
 Privatizing draws each row's randomness from :class:`~privspec.backends.rowrandom.RowRandom`:
@@ -32,6 +33,7 @@ from .channel import Channel
 from .compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
 from .data import MISSING, check_no_missing, describe_values, missing_rows, require_columns
 from .rowrandom import RowRandom, row_key, stream_of
+from .tally import Tally, describe_distinct
 
 CHUNK = 1_000_000  # rows privatized at a time (the output does not depend on it)
 
@@ -56,8 +58,9 @@ def columns_for(variable: Variable, frame_columns: Sequence[str]) -> list[str]:
     return list(variable.parts)
 
 
-def _column_hint(variable: Variable, frame: pd.DataFrame, what: str) -> str:
-    found = ", ".join(map(str, frame.columns)) or "none"
+def _column_hint(variable: Variable, frame: pd.DataFrame | Sequence[str], what: str) -> str:
+    header = frame.columns if isinstance(frame, pd.DataFrame) else frame
+    found = ", ".join(map(str, header)) or "none"
     parts = f" (or its parts' columns {', '.join(repr(p) for p in variable.parts)})" if variable.is_combined else ""
     return f"{what} of {variable.name} are read from the column '{variable.name}'{parts}; found: {found}"
 
@@ -107,10 +110,10 @@ def _uniform_reason(text: str, labels: Sequence[str]) -> tuple[int | None, str]:
 
 
 def _bad_reports(variable: Variable, cols: Sequence[str], codes: np.ndarray, uniques: Any,
-                 reasons: dict[int, str], subsets: bool, mechanism: str | None) -> DataError:
+                 reasons: dict[int, str], subsets: bool, mechanism: str | None, tally: Tally) -> DataError:
     """D010 naming every distinct report the mechanism cannot produce, each with its rows;
     a column of plain categories where subsets are expected is raw data: say privatize."""
-    text, rows = describe_values(codes, uniques, reasons)
+    text, rows = describe_distinct(tally, codes, uniques, reasons)
     hint = f"categories of {variable.name}: {', '.join(variable.labels)}"
     if subsets and all(str(uniques[k]).strip() in variable.labels for k in reasons):
         hint = (f"these are plain categories, not subset reports: is this raw data? privatize it first: "
@@ -121,22 +124,51 @@ def _bad_reports(variable: Variable, cols: Sequence[str], codes: np.ndarray, uni
                                 rows=rows, columns=tuple(cols), hint=hint))
 
 
-def _factor_codes(ch: Channel | Any, frame: pd.DataFrame, variable: Variable,
-                  path: Any, mechanism: str | None = None) -> tuple[np.ndarray, Channel]:
-    """Observation index per row, and the channel they index.  ``ch`` may be a mechanism
-    that is a large uniform design: its channel is then built from the distinct observed
-    subsets (see :func:`privspec.backends.compile.observed_subset_channel`).  ``mechanism``
-    (its name) goes into the hint when the data look raw."""
-    cols = columns_for(variable, list(frame.columns))
-    require_columns(frame, cols, path, hint=_column_hint(variable, frame, "reports"))
+def report_columns(mechanism: Any, header: Sequence[str]) -> list[str]:
+    """The columns holding a finite mechanism's reports (every factor's), in order."""
+    out: list[str] = []
+    for f in factor_mechanisms(mechanism):
+        for c in columns_for(f.variable, header):
+            if c not in out:
+                out.append(c)
+    return out
+
+
+def tally_of(mechanism: Any, data: Any, path: Any = "data") -> Tally:
+    """The counts of the mechanism's report columns: ``data`` is a :class:`Tally`, an
+    engine, or a DataFrame (counted by :class:`~privspec.backends.engines.PandasEngine`);
+    D003 when a column is missing, with the hint of the variable that lacks it."""
+    if isinstance(data, Tally):
+        return data
+    from .engines import PandasEngine
+
+    engine = PandasEngine(data, str(path)) if isinstance(data, pd.DataFrame) else data
+    header = engine.columns()
+    for f in factor_mechanisms(mechanism):
+        cols = columns_for(f.variable, header)
+        require_columns(pd.DataFrame(columns=header), cols, engine.source,
+                        hint=_column_hint(f.variable, header, "reports"))
+    return engine.tally(report_columns(mechanism, header))
+
+
+def _factor_codes(ch: Channel | Any, tally: Tally, variable: Variable,
+                  mechanism: str | None = None) -> tuple[np.ndarray, Channel]:
+    """Observation index per distinct tuple of the tally, and the channel they index.
+    ``ch`` may be a mechanism that is a large uniform design: its channel is then built
+    from the distinct observed subsets (see
+    :func:`privspec.backends.compile.observed_subset_channel`).  ``mechanism`` (its
+    name) goes into the hint when the data look raw."""
+    cols = columns_for(variable, list(tally.columns))
+    path = tally.source
     if len(cols) > 1:
-        check_no_missing(frame, cols, path)
-    values = _joined(frame, cols)
-    # one pass over the rows (hashing); everything else looks at the few distinct reports
+        tally.check_no_missing(cols)
+    values = _joined(tally.values, cols)
+    # the few distinct reports are parsed here, whatever the number of rows
     codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=True)
     blank = [k for k, u in enumerate(uniques) if str(u).strip() in MISSING]
-    if (codes < 0).any() or blank:
-        rows = tuple(int(i) + 1 for i in np.nonzero((codes < 0) | np.isin(codes, blank))[0])
+    gone = (codes < 0) | np.isin(codes, blank)
+    if gone.any():
+        rows = tally.locate(gone)
         raise DataError(Diagnostic("D004", f"{len(rows)} missing value{'s' if len(rows) > 1 else ''} in {path}",
                                    rows=rows, columns=tuple(cols),
                                    hint="privspec does not impute: remove or complete these rows"))
@@ -151,7 +183,7 @@ def _factor_codes(ch: Channel | Any, frame: pd.DataFrame, variable: Variable,
             else:
                 masks[k] = m
         if reasons:
-            raise _bad_reports(variable, cols, codes, uniques, reasons, True, mechanism)
+            raise _bad_reports(variable, cols, codes, uniques, reasons, True, mechanism, tally)
         distinct = sorted(set(masks))
         ch = observed_subset_channel(ch, distinct)
         position = {m: i for i, m in enumerate(distinct)}
@@ -166,48 +198,68 @@ def _factor_codes(ch: Channel | Any, frame: pd.DataFrame, variable: Variable,
         else:
             mapping[k] = idx
     if reasons:
-        raise _bad_reports(variable, cols, codes, uniques, reasons, ch.masks is not None, mechanism)
+        raise _bad_reports(variable, cols, codes, uniques, reasons, ch.masks is not None, mechanism, tally)
     return mapping[codes], ch
 
 
-def observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") -> tuple[Channel, np.ndarray]:
+def observations(mechanism: Any, data: Any, path: Any = "data") -> tuple[Channel, np.ndarray]:
     """The channel the reports are read against and the counts per observation (products:
-    row-major joint).  For a uniform design on many categories the channel holds only the
-    observed subsets."""
+    row-major joint).  ``data``: a tally, an engine or a DataFrame (:func:`tally_of`).
+    For a uniform design on many categories the channel holds only the observed subsets."""
     factors = factor_mechanisms(mechanism)
     name = getattr(mechanism, "name", None)
+    tally = tally_of(mechanism, data, path)
+    weights = tally.counts.astype(float)
     if large_uniform(mechanism):
-        codes, ch = _factor_codes(mechanism, frame, mechanism.variable, path, name)
-        return ch, np.bincount(codes, minlength=ch.n_obs).astype(float)
+        codes, ch = _factor_codes(mechanism, tally, mechanism.variable, name)
+        return ch, np.bincount(codes, weights=weights, minlength=ch.n_obs)
     ch = channel_of(mechanism)
     chans = [channel_of(f) for f in factors]
-    codes = [_factor_codes(c, frame, f.variable, path, name)[0] for c, f in zip(chans, factors)]
+    codes = [_factor_codes(c, tally, f.variable, name)[0] for c, f in zip(chans, factors)]
     if len(codes) == 1:
         joint = codes[0]
     else:
         joint = np.ravel_multi_index(tuple(codes), tuple(c.n_obs for c in chans))
-    return ch, np.bincount(joint, minlength=ch.n_obs).astype(float)
+    return ch, np.bincount(joint, weights=weights, minlength=ch.n_obs)
 
 
-def count_observations(mechanism: Any, frame: pd.DataFrame, path: Any = "data") -> np.ndarray:
+def count_observations(mechanism: Any, data: Any, path: Any = "data") -> np.ndarray:
     """Counts per observation of the mechanism's channel (see :func:`observations`)."""
-    return observations(mechanism, frame, path)[1]
+    return observations(mechanism, data, path)[1]
 
 
 # ---- privatize -----------------------------------------------------------------------------------
 def _labels_to_index(values: pd.Series, labels: tuple[str, ...], column: str,
-                     cols: Sequence[str] = ()) -> np.ndarray:
-    """Category index per row; D011 naming every distinct value outside the domain."""
+                     cols: Sequence[str] = (), tally: Tally | None = None) -> np.ndarray:
+    """Category index per row (per distinct tuple of ``tally``, whose rows the message
+    names, when given); D011 naming every distinct value outside the domain."""
     codes, uniques = pd.factorize(values.astype(str).str.strip(), sort=False)
     position = {lab: j for j, lab in enumerate(labels)}
     mapping = np.array([position.get(u, -1) for u in uniques], dtype=np.int64)
     bad = np.flatnonzero(mapping < 0)
     if bad.size:
-        text, rows = describe_values(codes, uniques, bad.tolist())
+        text, rows = (describe_values(codes, uniques, bad.tolist()) if tally is None
+                      else describe_distinct(tally, codes, uniques, bad.tolist()))
         raise DataError(Diagnostic("D011", f"{len(rows)} raw value{'s' if len(rows) > 1 else ''} not in the "
                                            f"domain of {column}: {text}", rows=rows, columns=tuple(cols or (column,)),
                                    hint=f"categories: {', '.join(labels)}"))
     return mapping[codes]
+
+
+def check_raw(mechanism: Any, engine: Any) -> None:
+    """The checks :func:`privatize_frame` makes of raw answers (columns, missing values,
+    values outside the domain), on the distinct values an engine counts: the same
+    messages, naming the file's rows, before a file is privatized in pieces."""
+    header = engine.columns()
+    factors = factor_mechanisms(mechanism)
+    per = [columns_for(f.variable, header) for f in factors]
+    for f, cols in zip(factors, per):
+        require_columns(pd.DataFrame(columns=list(header)), cols, "the raw data",
+                        hint=_column_hint(f.variable, header, "raw values"))
+    tally = engine.tally(list(dict.fromkeys(c for cols in per for c in cols)))
+    for f, cols in zip(factors, per):
+        tally.check_no_missing(cols)
+        _labels_to_index(_joined(tally.values, cols), f.variable.labels, f.variable.name, cols, tally)
 
 
 def _inverse_cdf(probs: np.ndarray, u: np.ndarray) -> np.ndarray:

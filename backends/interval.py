@@ -47,6 +47,7 @@ from ..model import ModelGraph, Query
 from ..results import Result, StepFunction, Vector
 from . import register
 from .data import check_no_missing
+from .tally import Tally
 from .interval_estimators import (example2_mean, information_bound, npmle_functional,
                                   optimal_anchor, parametric_mle)
 from .interval_mechanisms import (_f, format_ranges, law_distribution, population_law, range_coverage,
@@ -94,15 +95,56 @@ def _value(x: Any) -> Any:
 
 
 # ---- data --------------------------------------------------------------------------------------------
-def aggregate(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def aggregate(left: np.ndarray, right: np.ndarray, counts: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct collected reports with counts (nulls left out): one sort, no loop.
+    ``counts``: how many rows each entry stands for (a tally's), 1 each by default.
 
     >>> aggregate(np.array([1.0, 0.0, 1.0, np.nan]), np.array([2.0, 1.0, 2.0, np.nan]))
     (array([0., 1.]), array([1., 2.]), array([1., 2.]))
     """
     keep = ~np.isnan(left)
-    pairs, counts = np.unique(np.column_stack([left[keep], right[keep]]), axis=0, return_counts=True)
-    return pairs[:, 0], pairs[:, 1], counts.astype(float)
+    pairs, inverse = np.unique(np.column_stack([left[keep], right[keep]]), axis=0, return_inverse=True)
+    weights = None if counts is None else np.asarray(counts, dtype=float)[keep]
+    c = np.bincount(np.asarray(inverse).ravel(), weights=weights, minlength=len(pairs))
+    return pairs[:, 0], pairs[:, 1], c.astype(float)
+
+
+def _nulls(left: np.ndarray, counts: np.ndarray | None) -> int:
+    null = np.isnan(left)
+    return int(null.sum() if counts is None else np.asarray(counts)[null].sum())
+
+
+def raw_values(mechanism: Any, data: pd.DataFrame | Tally) -> np.ndarray:
+    """The raw values of the mechanism's variable, correctly rounded and checked (D003,
+    D004, D105 not a finite number, D106 outside the support): one per row of a frame, or
+    per distinct tuple of a tally (the check before a file is privatized in pieces, which
+    names the file's rows)."""
+    from .data import parse_numbers, require_columns
+    from .interval_reports import _entries
+
+    var = mechanism.variable
+    column = var.name
+    values, where = _entries(data)
+    if column not in values.columns:
+        require_columns(values, [column], "the raw data")
+    if isinstance(data, Tally):
+        data.check_no_missing([column])
+    else:
+        check_no_missing(data, [column], "the raw data")
+    y = parse_numbers(values[column])[0]  # correctly rounded
+    bad = ~np.isfinite(y)
+    if bad.any():
+        rows = where(bad)
+        raise DataError(Diagnostic("D105", f"{len(rows)} raw value(s) of {column} are not finite numbers",
+                                   rows=rows, columns=(column,), hint="raw data hold the plain values"))
+    lo, hi = support_of(var)
+    out = (y < lo) | (y > hi)
+    if out.any():
+        rows = where(out)
+        raise DataError(Diagnostic("D106", f"{len(rows)} raw value(s) of {column} outside its support "
+                                           f"[{lo:g}, {hi:g}]", rows=rows, columns=(column,)))
+    return y
 
 
 # ---- interval-censored data as they come -------------------------------------------------------------
@@ -116,13 +158,13 @@ def _no_anchors(mech: Any, what: str) -> BackendError:
              "reports, interval(...)"))
 
 
-def _load(mech: Any, query: Query, data: Any, columns: list[str]) -> tuple[pd.DataFrame, str]:
+def _load(mech: Any, query: Query, data: Any, columns: list[str]) -> tuple[Tally, str]:
+    """The counts of the distinct tuples of ``columns`` in the table bound to the mechanism."""
     if data is None:
         raise BackendError(Diagnostic("B120", f"query '{query.name}' needs data",
                                       hint="privspec run SPEC --data FILE"))
     name = mech.name or query.name
-    frame = data.frame_for(name, columns)
-    return frame, data.path_for(name)
+    return data.engine_for(name).tally(columns), data.path_for(name)
 
 
 def _numeric(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
@@ -265,28 +307,10 @@ class IntervalBackend:
         """Replace the variable's column by its reports; other columns and row order kept.
         Row ``i`` is the file's row ``offset + i``: its report depends on (seed, mechanism,
         that index, its value) only (:class:`~privspec.backends.rowrandom.RowRandom`)."""
-        from .data import parse_numbers, require_columns
         from .rowrandom import RowRandom, stream_of
 
-        var = mechanism.variable
-        column = var.name
-        if column not in frame.columns:
-            require_columns(frame, [column], "the raw data")
-        check_no_missing(frame, [column], "the raw data")
-        y = parse_numbers(frame[column])[0]  # correctly rounded
-        bad = ~np.isfinite(y)
-        if bad.any():
-            rows = np.flatnonzero(bad)
-            raise DataError(Diagnostic("D105", f"{len(rows)} raw value(s) of {column} are not finite numbers",
-                                       rows=tuple(int(r) + 1 for r in rows), columns=(column,),
-                                       hint="raw data hold the plain values"))
-        lo, hi = support_of(var)
-        out = (y < lo) | (y > hi)
-        if out.any():
-            rows = np.flatnonzero(out)
-            raise DataError(Diagnostic("D106", f"{len(rows)} raw value(s) of {column} outside its support "
-                                               f"[{lo:g}, {hi:g}]", rows=tuple(int(r) + 1 for r in rows),
-                                       columns=(column,)))
+        column = mechanism.variable.name
+        y = raw_values(mechanism, frame)
         rng = RowRandom(seed, rows=np.arange(offset, offset + len(y)), stream=stream_of(mechanism))
         left, right = report_model(mechanism).draw(model, y, rng)
         result = frame.copy()
@@ -355,19 +379,19 @@ class IntervalBackend:
         mech = q.mechanism
         column = mech.variable.name
         bound = data is not None and (mech.name in data.per_mechanism or
-                                      (data.default is not None and column in data.default_frame().columns))
+                                      (data.default is not None and column in data.default_columns()))
         if not bound:  # coverage needs no data: the analytic value, and why no estimate is beside it
             extras = dict(analytic.extras)
             extras["data"] = (f"no reports of {mech.name} were given (--data {mech.name}=FILE): "
                               "the analytic value only")
             return Result("coverage", analytic.value, extras)
         rm = report_model(mech)
-        frame, path = _load(mech, q, data, rm.columns(column))
-        left, right = rm.read(frame, column)
-        nulls = np.isnan(left)
-        l, r, c = aggregate(left, right)
-        if nulls.any():  # a null report counts with coverage 1
-            l, r, c = np.append(l, np.nan), np.append(r, np.nan), np.append(c, float(nulls.sum()))
+        tally, path = _load(mech, q, data, rm.columns(column))
+        left, right = rm.read(tally, column)
+        nulls = _nulls(left, tally.counts)
+        l, r, c = aggregate(left, right, tally.counts)
+        if nulls:  # a null report counts with coverage 1
+            l, r, c = np.append(l, np.nan), np.append(r, np.nan), np.append(c, float(nulls))
         pop = population_law(model, mech.variable)
         if pop is not None:
             cdf, source = law_distribution(pop).cdf, "the population"
@@ -397,26 +421,27 @@ class IntervalBackend:
         column = est.variables[0].name
         if est.kind == "regression":
             return self._regression(model, q, data, seed)
-        frame, _ = _load(mech, q, data, report_model(mech).columns(column))
-        left, right = report_model(mech).read(frame, column)
-        return estimate_from_reports(model, q, left, right, band=est.kind == "cdf", seed=seed)
+        tally, _ = _load(mech, q, data, report_model(mech).columns(column))
+        left, right = report_model(mech).read(tally, column)
+        return estimate_from_reports(model, q, left, right, band=est.kind == "cdf", seed=seed, counts=tally.counts)
 
     def _regression(self, model: ModelGraph, q: Query, data: Any, seed: int | None) -> Result:
         from .interval_regression import iterative_regression
 
         mech = q.mechanism
         response, covariates = q.estimand.variables[0].name, [v.name for v in q.estimand.variables[1:]]
-        frame, path = _load(mech, q, data, report_model(mech).columns(response) + covariates)
-        check_no_missing(frame, covariates, path)
-        left, right = report_model(mech).read(frame, response)
-        X = _numeric(frame, covariates)
+        tally, path = _load(mech, q, data, list(dict.fromkeys(report_model(mech).columns(response) + covariates)))
+        tally.check_no_missing(covariates)
+        left, right = report_model(mech).read(tally, response)
+        X = _numeric(tally.values, covariates)
         bad = ~np.isfinite(X)
         if bad.any():
-            rows, cols = np.nonzero(bad)
-            raise DataError(Diagnostic("D107", f"{len(set(rows))} covariate value(s) are not numbers",
-                                       rows=tuple(sorted({int(r) + 1 for r in rows})),
-                                       columns=tuple(sorted({covariates[c] for c in cols})),
+            rows = tally.locate(bad.any(axis=1))
+            raise DataError(Diagnostic("D107", f"{len(rows)} covariate value(s) are not numbers",
+                                       rows=rows, columns=tuple(sorted({covariates[c] for c in np.nonzero(bad)[1]})),
                                        hint="covariates are plain numeric columns"))
+        # the regressors fit rows: each distinct tuple repeated by its count (canonical order)
+        X, left, right = tally.expand(X), tally.expand(left), tally.expand(right)
         keep = ~np.isnan(left)
         named = _named_args(q)
         regressor = named[0] if named else "linear"
@@ -490,8 +515,9 @@ class CensoredBackend(IntervalBackend):
 
 def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: np.ndarray, *,
                           band: bool | Any = False, seed: int | None = None,
-                          jackknife_groups: int | None = None) -> Result:
-    """An estimate query answered from reports (``left``, ``right``; NaN for nulls).
+                          jackknife_groups: int | None = None, counts: np.ndarray | None = None) -> Result:
+    """An estimate query answered from reports (``left``, ``right``; NaN for nulls), each
+    standing for ``counts`` rows (a tally's distinct reports; one row each by default).
 
     ``band``: True for the pointwise band of a cdf at the fit's quartiles, or the points
     to bound F at.  ``seed``: for the grouping of a delete-a-group jackknife (0 when None).
@@ -506,8 +532,8 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
     est = q.estimand
     method = q.method.name
     kind = _se_kind(q)
-    nulls = int(np.isnan(left).sum())
-    l, r, c = aggregate(left, right)
+    nulls = _nulls(left, counts)
+    l, r, c = aggregate(left, right, counts)
     extra_null = {"n_null": nulls} if nulls else {}
     lo, hi = support_of(mech.variable)
     order = (est.order or 1) if est.kind in ("mean", "moment") else None

@@ -54,6 +54,7 @@ from scipy import stats
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import (IntervalMechanism, Law, ModelGraph, ProgressiveMechanism, SelectiveMechanism,
                      Variable)
+from .tally import ROWS, Rows
 
 #: how a null (not collected) report is written
 NULL = "null"
@@ -210,9 +211,15 @@ def parse_floats(text: Sequence[str] | pd.Series | np.ndarray) -> np.ndarray:
     return out
 
 
-def _bad(rows: np.ndarray, column: str | tuple[str, ...], message: str, hint: str, code: str = "D101") -> DataError:
+def _bad(rows: Sequence[int], column: str | tuple[str, ...], message: str, hint: str, code: str = "D101") -> DataError:
+    """A data error naming ``rows`` (1-based file rows, from a :class:`.tally.Rows`)."""
     columns = (column,) if isinstance(column, str) else tuple(column)
-    return DataError(Diagnostic(code, message, rows=tuple(int(r) + 1 for r in rows), columns=columns, hint=hint))
+    return DataError(Diagnostic(code, message, rows=tuple(rows), columns=columns, hint=hint))
+
+
+def _shown(text: pd.Series, mask: np.ndarray) -> str:
+    """The first three values where ``mask``, quoted."""
+    return ", ".join(repr(v) for v in text[mask].iloc[:3])
 
 
 _HINT = "write an interval as (a, b] with a < b (-inf and inf allowed), a disclosed value as the number, " \
@@ -220,12 +227,13 @@ _HINT = "write an interval as (a, b] with a < b (-inf and inf allowed), a disclo
 
 
 def parse_ranges(values: Sequence[str] | pd.Series, column: str = "value",
-                 allow_null: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 allow_null: bool = False, where: Rows = ROWS) -> tuple[np.ndarray, np.ndarray]:
     """Parse written reports into ``(left, right)`` arrays (the module's convention).
 
     Raises :class:`DataError` D101 naming the rows that are not a report, and D004
     for missing values unless ``allow_null`` (then they are NaN: not collected).
-    Numbers are correctly rounded (:func:`parse_floats`).
+    Numbers are correctly rounded (:func:`parse_floats`).  ``where`` names the file rows
+    of the values (one value per row by default; a tally's distinct values otherwise).
     """
     s = pd.Series(values, dtype=object).astype(str).str.strip()
     n = len(s)
@@ -233,7 +241,8 @@ def parse_ranges(values: Sequence[str] | pd.Series, column: str = "value",
     right = np.full(n, np.nan)
     null = s.str.lower().isin(_MISSING).to_numpy()
     if null.any() and not allow_null:
-        raise _bad(np.flatnonzero(null), column, f"{int(null.sum())} missing report(s)",
+        rows = where(null)
+        raise _bad(rows, column, f"{len(rows)} missing report(s)",
                    "privspec does not impute: remove these rows, or collect through selective(...) "
                    "where null means 'not collected'", code="D004")
     # points: the number itself
@@ -265,9 +274,8 @@ def parse_ranges(values: Sequence[str] | pd.Series, column: str = "value",
     bad = ~null & (np.isnan(left) | np.isnan(right) | (np.isinf(left) & (left == right))
                    | (left == np.inf) | (right == -np.inf))
     if bad.any():
-        rows = np.flatnonzero(bad)
-        shown = ", ".join(repr(v) for v in s.iloc[rows[:3]])
-        raise _bad(rows, column, f"{len(rows)} value(s) are not interval reports (e.g. {shown})", _HINT)
+        rows = where(bad)
+        raise _bad(rows, column, f"{len(rows)} value(s) are not interval reports (e.g. {_shown(s, bad)})", _HINT)
     return left, right
 
 
@@ -323,7 +331,7 @@ class Censored(NamedTuple):
 
 
 def parse_censored(values: Sequence[str] | pd.Series, column: str = "value",
-                   ends: str | None = None) -> Censored:
+                   ends: str | None = None, where: Rows = ROWS) -> Censored:
     """Parse one column of interval-censored observations, each row written with its brackets.
 
     Forms (mixed freely): ``(a, b]``, ``[a, b]``, ``[a, b)``, ``(a, b)`` with ``a < b``
@@ -348,7 +356,8 @@ def parse_censored(values: Sequence[str] | pd.Series, column: str = "value",
     n = len(s)
     missing = s.str.lower().isin(_MISSING).to_numpy()
     if missing.any():
-        raise _bad(np.flatnonzero(missing), column, f"{int(missing.sum())} missing value(s)",
+        rows = where(missing)
+        raise _bad(rows, column, f"{len(rows)} missing value(s)",
                    "privspec does not impute: remove these rows (an unknown end is written -inf or inf: "
                    "(a, inf) is right-censored)", code="D004")
     point = s.str.fullmatch(_POINT.pattern, flags=re.IGNORECASE).to_numpy()
@@ -356,9 +365,8 @@ def parse_censored(values: Sequence[str] | pd.Series, column: str = "value",
     bracketed = m[1].notna().to_numpy()
     bad = ~(point | bracketed)
     if bad.any():
-        rows = np.flatnonzero(bad)
-        shown = ", ".join(repr(v) for v in s.iloc[rows[:3]])
-        raise _bad(rows, column, f"{len(rows)} value(s) are not intervals or numbers (e.g. {shown})",
+        rows = where(bad)
+        raise _bad(rows, column, f"{len(rows)} value(s) are not intervals or numbers (e.g. {_shown(s, bad)})",
                    _CENSORED_HINT)
     left, right = np.full(n, np.nan), np.full(n, np.nan)
     left_closed, right_closed = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
@@ -375,25 +383,25 @@ def parse_censored(values: Sequence[str] | pd.Series, column: str = "value",
         off = bracketed & (left < right) & (
             (np.isfinite(left) & (left_closed != want_l)) | (np.isfinite(right) & (right_closed != want_r)))
         if off.any():
-            rows = np.flatnonzero(off)
-            shown = ", ".join(repr(v) for v in s.iloc[rows[:3]])
+            rows = where(off)
             raise _bad(rows, column, f"{len(rows)} interval(s) written with other brackets than the declared "
-                                     f"ends = {ends} {_ends_form(ends)} (e.g. {shown})",
+                                     f"ends = {ends} {_ends_form(ends)} (e.g. {_shown(s, off)})",
                        f"write them {_ends_form(ends)}, or leave out ends = ... so that each row's brackets "
                        "say how it is closed", code="D111")
     # a written "[x, x]" is an exact value; "(x, x]" and the like are empty
     empty = bracketed & (left == right) & ~(left_closed & right_closed)
     if empty.any():
-        rows = np.flatnonzero(empty)
+        rows = where(empty)
         raise _bad(rows, column, f"{len(rows)} interval(s) with equal ends that are not closed: an empty set",
                    "an exact value is written as the number or [x, x]", code="D109")
     out = Censored(left, right, left_closed, right_closed)
-    _check_order(out, column, s)
+    _check_order(out, column, s, where)
     return out
 
 
 def parse_bounds(lower: Sequence[str] | pd.Series, upper: Sequence[str] | pd.Series,
-                 columns: tuple[str, str] = ("lower", "upper"), ends: str | None = None) -> Censored:
+                 columns: tuple[str, str] = ("lower", "upper"), ends: str | None = None,
+                 where: Rows = ROWS) -> Censored:
     """Parse the two-column layout of interval-censored data: a lower and an upper end per row.
 
     The layout of R's ``Surv(L, R, type = "interval2")``, npsurv and lifelines
@@ -417,22 +425,22 @@ def parse_bounds(lower: Sequence[str] | pd.Series, upper: Sequence[str] | pd.Ser
     hi_missing = (hi.str.lower().isin(_MISSING) | pd.Series(upper, dtype=object).isna()).to_numpy()
     both = lo_missing & hi_missing
     if both.any():
-        raise _bad(np.flatnonzero(both), columns, f"{int(both.sum())} row(s) with neither end: nothing is known "
+        rows = where(both)
+        raise _bad(rows, columns, f"{len(rows)} row(s) with neither end: nothing is known "
                                                    "about them", "privspec does not impute: remove these rows",
                    code="D004")
     for text, absent, column in ((lo, lo_missing, columns[0]), (hi, hi_missing, columns[1])):
         bad = ~absent & ~text.str.fullmatch(_POINT.pattern, flags=re.IGNORECASE).to_numpy()
         if bad.any():
-            rows = np.flatnonzero(bad)
-            shown = ", ".join(repr(v) for v in text.iloc[rows[:3]])
-            raise _bad(rows, column, f"{len(rows)} end(s) that are not numbers (e.g. {shown})",
+            rows = where(bad)
+            raise _bad(rows, column, f"{len(rows)} end(s) that are not numbers (e.g. {_shown(text, bad)})",
                        "each end is a number; an open end is left empty (or NA, or -inf / inf)")
     left = np.where(lo_missing, -np.inf, parse_floats(lo.where(~lo_missing)))
     right = np.where(hi_missing, np.inf, parse_floats(hi.where(~hi_missing)))
     want_l, want_r = ENDS[ends or "right_closed"]
     exact = left == right
     out = Censored(left, right, exact | (want_l & np.isfinite(left)), exact | (want_r & np.isfinite(right)))
-    _check_order(out, columns, None)
+    _check_order(out, columns, None, where)
     return out
 
 
@@ -441,7 +449,7 @@ def _ends_form(ends: str) -> str:
     return ("[" if lc else "(") + "a, b" + ("]" if rc else ")")
 
 
-def _check_order(c: Censored, column: str | tuple[str, ...], text: pd.Series | None) -> None:
+def _check_order(c: Censored, column: str | tuple[str, ...], text: pd.Series | None, where: Rows = ROWS) -> None:
     """D109 for rows that are no interval: l > r, an infinite exact value, no double inside."""
     left, right = c.left, c.right
     with np.errstate(invalid="ignore"):
@@ -455,8 +463,8 @@ def _check_order(c: Censored, column: str | tuple[str, ...], text: pd.Series | N
                      "check the ends"))
     for mask, what, hint in problems:
         if mask.any():
-            rows = np.flatnonzero(mask)
-            shown = f" (e.g. {', '.join(repr(v) for v in text.iloc[rows[:3]])})" if text is not None else ""
+            rows = where(mask)
+            shown = f" (e.g. {_shown(text, mask)})" if text is not None else ""
             raise _bad(rows, column, f"{len(rows)} row(s) with {what}{shown}", hint, code="D109")
 
 

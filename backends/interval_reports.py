@@ -50,6 +50,7 @@ from ..model import (CensoredMechanism, IntervalMechanism, Law, ModelGraph, Prog
 from .interval_mechanisms import (Censored, _ends_form, _f, law_distribution, likelihood_pieces, parse_bounds,
                                   parse_censored, parse_ranges, population_law, range_coverage, sample_interval,
                                   sample_progressive, sample_selective, support_of)
+from .tally import ROWS, Rows, Tally
 
 __all__ = ["ReportModel", "IntervalReports", "SelectiveReports", "ProgressiveReports", "CensoredReports",
            "report_model", "is_interval_family", "check_censored"]
@@ -141,17 +142,20 @@ class ReportModel:
         """The data columns the reports of ``column`` (the variable's name) are read from."""
         return [column]
 
-    def read(self, frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """The reports in ``frame`` as ``(left, right)`` floats (NaN for nulls), checked.
+    def read(self, frame: pd.DataFrame | Tally, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """The reports in ``frame`` as ``(left, right)`` floats (NaN for nulls), checked:
+        one entry per row, or per distinct tuple of a :class:`~.tally.Tally` (weigh them
+        by its counts).
 
         D101 for what is not a report (or a null where none can be), D102 for reports
         the mechanism cannot produce (:meth:`check`).
         """
-        left, right = parse_ranges(frame[column], column, allow_null=self.allows_null)
-        self.check(left, right, column)
+        values, where = _entries(frame)
+        left, right = parse_ranges(values[column], column, allow_null=self.allows_null, where=where)
+        self.check(left, right, column, where)
         return left, right
 
-    def check(self, left: np.ndarray, right: np.ndarray, column: str) -> None:
+    def check(self, left: np.ndarray, right: np.ndarray, column: str, where: Rows = ROWS) -> None:
         """DataError (D102) naming the rows whose reports the mechanism cannot have produced."""
         mech = self.mechanism
         var = mech.variable
@@ -196,9 +200,9 @@ class ReportModel:
                          "a report must contain possible values of the variable"))
         for mask, message, hint in problems:
             if mask.any():
-                rows = np.flatnonzero(mask)
+                rows = where(mask)
                 raise DataError(Diagnostic("D102", f"{len(rows)} report(s) the mechanism '{mech.name}' cannot "
-                                                   f"produce: {message}", rows=tuple(int(r) + 1 for r in rows),
+                                                   f"produce: {message}", rows=rows,
                                            columns=(column,), hint=hint))
 
     def conditional_se_refusal(self) -> str | None:
@@ -381,19 +385,21 @@ class CensoredReports(ReportModel):
     def columns(self, column: str) -> list[str]:
         return list(self.mechanism.columns)
 
-    def observations(self, frame: pd.DataFrame) -> Censored:
-        """The observations, parsed in the mechanism's layout and checked (D1xx name rows and columns)."""
+    def observations(self, frame: pd.DataFrame | Tally) -> Censored:
+        """The observations, parsed in the mechanism's layout and checked (D1xx name rows and
+        columns); per row, or per distinct tuple of a tally."""
         mech = self.mechanism
+        values, where = _entries(frame)
         if mech.lower is not None:
             columns = (mech.lower, mech.upper)
-            obs = parse_bounds(frame[mech.lower], frame[mech.upper], columns, mech.ends)
+            obs = parse_bounds(values[mech.lower], values[mech.upper], columns, mech.ends, where)
         else:
             columns = (mech.variable.name,)
-            obs = parse_censored(frame[columns[0]], columns[0], mech.ends)
-        check_censored(mech, obs, columns)
+            obs = parse_censored(values[columns[0]], columns[0], mech.ends, where)
+        check_censored(mech, obs, columns, where)
         return obs
 
-    def read(self, frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    def read(self, frame: pd.DataFrame | Tally, column: str) -> tuple[np.ndarray, np.ndarray]:
         return self.observations(frame).encoded()
 
     def extras(self) -> dict:
@@ -411,7 +417,15 @@ class CensoredReports(ReportModel):
                            "holding it (as Turnbull's NPMLE and every parametric fit of censored data do)"}
 
 
-def check_censored(mech: CensoredMechanism, obs: Censored, columns: tuple[str, ...]) -> None:
+def _entries(data: pd.DataFrame | Tally) -> tuple[pd.DataFrame, Rows]:
+    """The values to parse and where they sit in the file: a frame's rows, or a tally's
+    distinct tuples."""
+    if isinstance(data, Tally):
+        return data.values, Rows(data)
+    return data, ROWS
+
+
+def check_censored(mech: CensoredMechanism, obs: Censored, columns: tuple[str, ...], where: Rows = ROWS) -> None:
     """D110 naming the rows whose observation leaves the variable's support.
 
     A finite end must lie in the support ``[lower, upper]`` (an infinite end says only
@@ -447,9 +461,9 @@ def check_censored(mech: CensoredMechanism, obs: Censored, columns: tuple[str, .
                      tuple(dict.fromkeys(columns))))
     for mask, message, cols in problems:
         if mask.any():
-            rows = np.flatnonzero(mask)
+            rows = where(mask)
             raise DataError(Diagnostic(
-                "D110", f"{len(rows)} {message}", rows=tuple(int(r) + 1 for r in rows), columns=cols,
+                "D110", f"{len(rows)} {message}", rows=rows, columns=cols,
                 hint=f"correct these rows, or declare the support the data need: variable {var.name}: "
                      "continuous [a, b] (an unknown end is -inf or inf)"))
 

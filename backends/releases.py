@@ -32,7 +32,8 @@ from ..model import ModelGraph, Query, Release
 from ..query_kinds import Answers
 from ..results import Matrix, Result, Table, Vector
 from . import register
-from .data import check_no_missing, describe_values, parse_numbers, require_columns
+from .data import parse_numbers, require_columns
+from .tally import Tally, describe_distinct
 from .release_budget import bind_parameters, budget_on, budget_table, describe_release, release_privacy_loss
 from .release_noise import (PAPER, algorithm1, cell_covariance, geometric_mechanism, margin_variance,
                             noise_variance, nonnegative)
@@ -175,14 +176,14 @@ def noisy_counts(model: ModelGraph, release: Release, counts: np.ndarray, rng: n
 
 
 # ---- data in and out ----------------------------------------------------------------------
-def _codes(frame: pd.DataFrame, column: str, labels: Sequence[str], path: Any) -> np.ndarray:
-    """Category indices of a column; DataError D601 naming every distinct other value with its rows."""
-    # label the distinct values only (a factorize), not every record
-    which, distinct = pd.factorize(frame[column], use_na_sentinel=False)
+def _codes(tally: Tally, values: pd.Series, column: str, labels: Sequence[str], path: Any) -> np.ndarray:
+    """Category index per distinct tuple of the tally; DataError D601 naming every distinct
+    other value with its rows."""
+    which, distinct = pd.factorize(values, use_na_sentinel=False)
     names = pd.Index(distinct).astype(str).str.strip()
     mapping = pd.Index(list(labels)).get_indexer(names).astype(np.int64)  # -1: not a category
     if (mapping < 0).any():
-        text, rows = describe_values(which, names, np.flatnonzero(mapping < 0).tolist())
+        text, rows = describe_distinct(tally, which, names, np.flatnonzero(mapping < 0).tolist())
         raise DataError(Diagnostic("D601", f"{len(rows)} value{'s' if len(rows) > 1 else ''} in {path} "
                                            f"{'are' if len(rows) > 1 else 'is'} not a category of {column}: {text}",
                                    rows=rows, columns=(column,),
@@ -190,25 +191,37 @@ def _codes(frame: pd.DataFrame, column: str, labels: Sequence[str], path: Any) -
     return mapping[which]
 
 
-def _column_for(model: ModelGraph, frame: pd.DataFrame, var: Any, path: Any) -> pd.Series:
-    """A table variable's values: its own column, or for a combined variable its parts'
-    columns joined with '.' (LANGUAGE.md, Data)."""
-    if var.name in frame.columns or not var.is_combined or not all(p in frame.columns for p in var.parts):
+def _engine(data: Any, path: Any) -> Any:
+    from .engines import PandasEngine
+
+    return PandasEngine(data, str(path)) if isinstance(data, pd.DataFrame) else data
+
+
+def _columns_of(var: Any, header: Sequence[str], path: Any) -> list[str]:
+    """A table variable's column: its own, or for a combined variable its parts' columns
+    (joined with '.', LANGUAGE.md, Data)."""
+    if var.name in header or not var.is_combined or not all(p in header for p in var.parts):
         parts = f" (or its parts' columns {', '.join(var.parts)})" if var.is_combined else ""
-        require_columns(frame, [var.name], path,
+        require_columns(pd.DataFrame(columns=list(header)), [var.name], path,
                         hint=f"records hold one column per variable: {var.name}{parts}; "
-                             f"found: {', '.join(map(str, frame.columns)) or 'none'}")
-        check_no_missing(frame, [var.name], path)
-        return frame[var.name]
-    check_no_missing(frame, list(var.parts), path)
-    joined = frame[var.parts[0]].astype(str).str.strip()
-    for p in var.parts[1:]:
-        joined = joined + "." + frame[p].astype(str).str.strip()
+                             f"found: {', '.join(map(str, header)) or 'none'}")
+        return [var.name]
+    return list(var.parts)
+
+
+def _joined(values: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
+    if len(cols) == 1:
+        return values[cols[0]]
+    joined = values[cols[0]].astype(str).str.strip()
+    for c in cols[1:]:
+        joined = joined + "." + values[c].astype(str).str.strip()
     return joined
 
 
-def count_records(model: ModelGraph, release: Release, frame: pd.DataFrame, path: Any = "input") -> np.ndarray:
-    """The true count table of raw records (one row per respondent) in the release's layout.
+def count_records(model: ModelGraph, release: Release, data: Any, path: Any = "input") -> np.ndarray:
+    """The true count table of raw records (one row per respondent) in the release's
+    layout: ``data`` a DataFrame or an engine (:mod:`privspec.backends.engines`), counted
+    as a tally of the distinct records; only those are labelled.
 
     Examples
     --------
@@ -223,12 +236,18 @@ def count_records(model: ModelGraph, release: Release, frame: pd.DataFrame, path
     [[2, 1], [1, 0]]
     """
     lay = Layout.of(release)
-    if len(frame) == 0:
+    engine = _engine(data, path)
+    header = engine.columns()
+    per_var = [_columns_of(v, header, path) for v in release.variables]
+    tally = engine.tally(list(dict.fromkeys(c for cols in per_var for c in cols)))
+    if tally.n == 0:
         return np.zeros(lay.shape, dtype=np.int64)
-    columns = pd.DataFrame({v.name: _column_for(model, frame, v, path) for v in release.variables})
-    codes = [_codes(columns, v.name, v.labels, path) for v in release.variables]
+    for cols in per_var:
+        tally.check_no_missing(cols)
+    codes = [_codes(tally, _joined(tally.values, cols), v.name, v.labels, path)
+             for v, cols in zip(release.variables, per_var)]
     flat = np.ravel_multi_index(codes, lay.shape)
-    return np.bincount(flat, minlength=math.prod(lay.shape)).reshape(lay.shape).astype(np.int64)
+    return np.bincount(flat, weights=tally.counts, minlength=math.prod(lay.shape)).reshape(lay.shape).astype(np.int64)
 
 
 def tidy(release: Release, table: np.ndarray) -> pd.DataFrame:
@@ -253,8 +272,9 @@ def tidy(release: Release, table: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def read_released(release: Release, frame: pd.DataFrame, path: Any = "data") -> np.ndarray:
-    """A released table in the tidy layout, back as an nd-array.
+def read_released(release: Release, data: Any, path: Any = "data") -> np.ndarray:
+    """A released table in the tidy layout, back as an nd-array: ``data`` a DataFrame or
+    an engine, read as a tally of its distinct rows.
 
     Every cell must appear exactly once with an integer count (negative counts are
     valid: Algorithm 1 does not ensure nonnegativity).  Raises DataError D003/D004
@@ -262,46 +282,50 @@ def read_released(release: Release, frame: pd.DataFrame, path: Any = "data") -> 
     that is not an integer) or D603 (a cell missing or given twice).
     """
     lay = Layout.of(release)
-    if COUNT not in frame.columns and all(n in frame.columns for n in lay.names):
+    engine = _engine(data, path)
+    header = engine.columns()
+    if COUNT not in header and all(n in header for n in lay.names):
         raise DataError(Diagnostic("D003", f"{path} has no column '{COUNT}': it looks like raw records, "
                                            f"not the released table of {release.name}", columns=(COUNT,),
                                    hint=f"privatize the records first: privspec privatize SPEC --mechanism "
                                         f"{release.name} --input RAW --output RELEASED"))
-    require_columns(frame, [*lay.names, COUNT], path)
-    check_no_missing(frame, [*lay.names, COUNT], path)
-    codes = [_codes(frame, name, labels, path) for name, labels in zip(lay.names, lay.labels)]
+    require_columns(pd.DataFrame(columns=list(header)), [*lay.names, COUNT], path)
+    tally = engine.tally([*lay.names, COUNT])
+    tally.check_no_missing([*lay.names, COUNT])
+    codes = [_codes(tally, tally.values[name], name, labels, path) for name, labels in zip(lay.names, lay.labels)]
     # every count exactly: an integer (no decimal that merely rounds to one), and within
     # +-2^53, where doubles hold integers exactly and int64 sums cannot overflow
-    values, not_integer = parse_numbers(frame[COUNT], integer=True)
-    bad = np.flatnonzero(not_integer)
-    if bad.size:
-        raise DataError(Diagnostic("D602", f"{bad.size} count{'s' if bad.size > 1 else ''} in {path} "
-                                           f"{'are' if bad.size > 1 else 'is'} not an integer",
-                                   rows=tuple(int(i) + 1 for i in bad), columns=(COUNT,),
+    values, not_integer = parse_numbers(tally.values[COUNT], integer=True)
+    if not_integer.any():
+        rows = tally.locate(not_integer)
+        raise DataError(Diagnostic("D602", f"{len(rows)} count{'s' if len(rows) > 1 else ''} in {path} "
+                                           f"{'are' if len(rows) > 1 else 'is'} not an integer",
+                                   rows=rows, columns=(COUNT,),
                                    hint="released counts are integers (Proposition 5.1)"))
-    huge = np.flatnonzero(np.isinf(values))
-    if huge.size or np.abs(values).sum() > 2.0 ** 62:
-        rows = huge if huge.size else np.flatnonzero(np.abs(values) > 0)
-        raise DataError(Diagnostic("D602", f"{rows.size} count{'s' if rows.size > 1 else ''} in {path} "
-                                           f"{'are' if rows.size > 1 else 'is'} too large to be a count "
-                                           f"({'beyond +-2^53' if huge.size else 'their total is beyond 2^62'})",
-                                   rows=tuple(int(i) + 1 for i in rows), columns=(COUNT,),
+    huge = np.isinf(values)
+    if huge.any() or (np.abs(values) * tally.counts).sum() > 2.0 ** 62:
+        rows = tally.locate(huge if huge.any() else np.abs(values) > 0)
+        raise DataError(Diagnostic("D602", f"{len(rows)} count{'s' if len(rows) > 1 else ''} in {path} "
+                                           f"{'are' if len(rows) > 1 else 'is'} too large to be a count "
+                                           f"({'beyond +-2^53' if huge.any() else 'their total is beyond 2^62'})",
+                                   rows=rows, columns=(COUNT,),
                                    hint="a count of respondents is at most 2^53 (9007199254740992); "
                                         "check this column of the released table"))
-    flat = np.ravel_multi_index(codes, lay.shape) if codes else np.zeros(len(frame), dtype=np.int64)
-    order = np.argsort(flat, kind="stable")
-    twice = order[1:][flat[order[1:]] == flat[order[:-1]]]
-    if twice.size:
-        raise DataError(Diagnostic("D603", f"{path} gives {twice.size} cell{'s' if twice.size > 1 else ''} "
-                                           "of the table more than once", rows=tuple(int(i) + 1 for i in sorted(twice)),
+    flat = np.ravel_multi_index(codes, lay.shape) if codes else np.zeros(len(tally.counts), dtype=np.int64)
+    given = np.bincount(flat, weights=tally.counts, minlength=math.prod(lay.shape))
+    if (given > 1).any():
+        # every row of a cell given more than once, less the first of each
+        twice = sorted(r for cell in np.flatnonzero(given > 1) for r in tally.locate(flat == cell)[1:])
+        raise DataError(Diagnostic("D603", f"{path} gives {len(twice)} cell{'s' if len(twice) > 1 else ''} "
+                                           "of the table more than once", rows=tuple(twice),
                                    columns=lay.names, hint="one row per cell of the released table"))
     size = math.prod(lay.shape)
-    if len(flat) != size:
-        present = np.zeros(size, dtype=bool)
-        present[flat] = True
+    present = given > 0
+    if not present.all():
         missing = [".".join(lab[i] for lab, i in zip(lay.labels, ix))
                    for ix in zip(*np.unravel_index(np.flatnonzero(~present)[:5], lay.shape))]
-        raise DataError(Diagnostic("D603", f"{path} lacks {size - len(flat)} cell{'s' if size - len(flat) > 1 else ''} "
+        lacking = int((~present).sum())
+        raise DataError(Diagnostic("D603", f"{path} lacks {lacking} cell{'s' if lacking > 1 else ''} "
                                            f"of release {release.name}, e.g. {', '.join(missing)}", columns=lay.names,
                                    hint="one row per cell of the released table, as privspec privatize writes it"))
     table = np.zeros(size, dtype=np.int64)
@@ -403,9 +427,9 @@ class ReleaseBackend:
             return _simulate(model, query, release, keep, **options)
         if query.kind == "variance":
             return variance_result(model, release, keep)
-        frame = options["data"].frame_for(release.name)
+        engine = options["data"].engine_for(release.name)
         path = options["data"].path_for(release.name)
-        return table_result(model, release, keep, read_released(release, frame, path))
+        return table_result(model, release, keep, read_released(release, engine, path))
 
     def privatizes(self, obj: Any) -> bool:
         return isinstance(obj, Release)

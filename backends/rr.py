@@ -93,8 +93,7 @@ class RRBackend:
         if data is None:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech_name = query.mechanism.name or query.name
-        frame = data.frame_for(mech_name)
-        return estimate_result(model, query, frame, data.path_for(mech_name))
+        return estimate_result(model, query, data.engine_for(mech_name), data.path_for(mech_name))
 
 
 def joint_result(problem: JointProblem, fit: JointFit) -> Result:
@@ -136,9 +135,10 @@ def _value(problem: JointProblem, data: np.ndarray):
     return Table(problem.names, problem.labels, np.asarray(data).reshape(problem.shape))
 
 
-def estimate_result(model: ModelGraph, q: Query, frame, path) -> Result:
+def estimate_result(model: ModelGraph, q: Query, data, path) -> Result:
+    """A joint estimate from reports: ``data`` an engine or a DataFrame (counted as a tally)."""
     problem = JointProblem(model, q)
-    counts = problem.counts_from(frame, path)
+    counts = problem.counts_from(data, path)
     if counts.sum() <= 0:
         raise DataError(Diagnostic("D001", f"{path} has no reports"))
     try:

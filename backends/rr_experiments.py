@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..model import Estimand, Method, Query
 from .finite_data import privatize_frame
+from .finite_data import tally_of
 from .rr_problem import JointProblem, _codes
 from .rr_joint import avd
 
@@ -67,15 +68,18 @@ def avd_by_dimension(frame: pd.DataFrame, columns: Sequence[str], epsilon: float
     errors: dict[int, dict[str, list[float]]] = {w: {m: [] for m in methods} for w in widths}
     for r in range(reps):
         reports = privatize_frame(model, mech, raw, seed=seed + 1 + r)
-        # each column's reports are read once; a subset's table is one bincount
-        codes = [_codes(f, reports, "reports") for f in mech.factors]
+        # the reports are counted once (a tally of the distinct report tuples); a subset's
+        # table is one bincount over the tuples
+        tally = tally_of(mech, reports, "reports")
+        codes = [_codes(f, tally) for f in mech.factors]
         for w in widths:
             for S in picks[w]:
                 variables = tuple(model.variables[columns[j]] for j in S)
                 truth = _empirical(raw, variables)
                 shape = tuple(v.p for v in variables)
                 index = np.ravel_multi_index(tuple(codes[j] for j in S), shape)
-                counts = np.bincount(index, minlength=int(np.prod(shape))).reshape(shape).astype(float)
+                counts = np.bincount(index, weights=tally.counts.astype(float),
+                                     minlength=int(np.prod(shape))).reshape(shape)
                 for m in methods:
                     q = Query(f"{m}_{w}", "estimate", mechanism=mech, estimand=Estimand("joint", variables),
                               method=Method(m))

@@ -17,7 +17,7 @@ from .channel import matrix_channel, product_channel
 from .compile import channel_of
 from .estimators import em
 from .finite_estimates import require_answer
-from .finite_data import _factor_codes, count_observations
+from .finite_data import _factor_codes, count_observations, tally_of
 from .populations import parameter_values
 from .rr_joint import SE_KINDS, JointFit, estimate_joint, rr_joint, with_projection
 
@@ -104,9 +104,10 @@ class JointProblem:
         mech = self.q.mechanism
         if not self.product:
             return count_observations(mech, frame, path)
-        codes = [_codes(f, frame, path) for f in self.factors]
+        tally = tally_of(mech, frame, path)
+        codes = [_codes(f, tally) for f in self.factors]
         joint = np.ravel_multi_index(tuple(codes), self.shape) if len(codes) > 1 else codes[0]
-        return np.bincount(joint, minlength=self.cells).astype(float).reshape(self.shape)
+        return np.bincount(joint, weights=tally.counts.astype(float), minlength=self.cells).reshape(self.shape)
 
     def fit(self, counts: np.ndarray, projection: str | None = None) -> JointFit:
         """The query's estimator on report counts (``projection`` overrides the option)."""
@@ -209,9 +210,9 @@ class JointProblem:
                         info=full.info, se_kind=se, se_target="joint")
 
 
-def _codes(factor: Any, frame, path) -> np.ndarray:
-    """Report index per row for one factor (the finite back end's reader)."""
-    out = _factor_codes(channel_of(factor), frame, factor.variable, path)
+def _codes(factor: Any, tally) -> np.ndarray:
+    """Report index per distinct tuple for one factor (the finite back end's reader)."""
+    out = _factor_codes(channel_of(factor), tally, factor.variable)
     return out[0] if isinstance(out, tuple) else out
 
 

@@ -159,7 +159,8 @@ def select(model: Any, verb: str, queries: Sequence[str] | None = None) -> list:
 
 
 def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: Any = None,
-           n: int | None = None, reps: int | None = None, seed: int | None = None) -> Results:
+           n: int | None = None, reps: int | None = None, seed: int | None = None,
+           engine: str | None = None) -> Results:
     """Answer a spec's queries for ``verb`` (``analyze``, ``run`` or ``simulate``).
 
     Parameters
@@ -173,6 +174,9 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         mechanism -> path/DataFrame (key ``None`` for the default table).
     n, reps : int
         For ``simulate``: respondents per replication and replications.
+    engine : {"pandas", "duckdb", "spark"}, optional
+        For ``run``: who counts the reports (:mod:`privspec.backends.engines`); by default
+        pandas for a DataFrame, DuckDB for a file.  Every engine gives the same results.
     seed : int, optional
         Seed of the randomized parts (permutation tests, jackknife groups, simulation).
 
@@ -194,6 +198,8 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
             raise ValueError("run needs data: a path, a DataFrame, or a mapping mechanism -> path/DataFrame")
         bindings = data if isinstance(data, DataBindings) else DataBindings.of(data, [*model.mechanisms,
                                                                                       *model.releases])
+        if engine is not None:
+            bindings.engine = engine
         try:
             bindings.check(chosen)
         except DataError as e:

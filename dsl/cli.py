@@ -75,6 +75,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=_natural("--seed"), default=None,
                      help="seed of the randomized parts (permutation p-values, bootstrap): the same seed, "
                           "the same answer (default: 0)")
+    run.add_argument("--engine", choices=("pandas", "duckdb", "spark"), default=None,
+                     help="who counts the reports: duckdb (the default for files: out of core, all cores), "
+                          "pandas (in memory), spark (a cluster: the spark extra); every engine gives the "
+                          "same results (docs/scale.md)")
     priv = sub.add_parser("privatize", parents=[common], help="privatize raw data with a mechanism")
     priv.add_argument("--mechanism", required=True, metavar="M",
                       help="a mechanism, or a release (count tables) (required)")
@@ -86,6 +90,11 @@ def _parser() -> argparse.ArgumentParser:
     priv.add_argument("--seed", type=_natural("--seed"), default=None,
                       help="the key of every row's randomness (default: fresh OS entropy); keep it secret")
     priv.add_argument("--force", action="store_true", help="replace OUT if it exists (default: refuse)")
+    priv.add_argument("--engine", choices=("pandas", "duckdb", "spark"), default=None,
+                      help="who reads RAW: duckdb (the default: streamed, out of core), pandas (in memory), "
+                           "spark; the output is the same")
+    priv.add_argument("--chunk-rows", type=_natural("--chunk-rows"), default=1_000_000, metavar="N",
+                      help="rows privatized at a time (default 1,000,000); the output does not depend on it")
     priv.add_argument("--offset", type=_natural("--offset"), default=None, metavar="N",
                       help="the input's first row is row N+1 of the whole file (privatizing a file in pieces: "
                            "give each piece the number of data rows before it; default: 0)")
@@ -220,6 +229,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
             data = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
         except ValueError as e:
             raise _Usage(f"privspec run: {e}") from None
+        data.engine = args.engine
     if not select(model, args.verb, args.query):
         print(f"privspec {args.verb}: {args.spec} has no queries to answer", file=err)
         return EXIT_OK
@@ -291,8 +301,9 @@ def _render_error(error: PrivspecError, spec) -> str:
 
 
 def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
-    from .api import privatize, privatizer
-    from .backends.data import check_output, interrupt_on_signals, read_table, write_table_atomic
+    from .api import privatizer
+    from .backends.data import check_output, interrupt_on_signals
+    from .backends.privatize_stream import privatize_file
 
     try:
         mech, backend = privatizer(spec.model, args.mechanism, nonnegative=args.nonnegative, offset=args.offset,
@@ -306,17 +317,17 @@ def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
     check_output(args.output, force=args.force)  # before any work
     with interrupt_on_signals():  # SIGTERM too: the temporary file of the write is removed
         try:
-            frame = read_table(args.input)
-            result = privatize(spec, frame, args.mechanism, seed=args.seed, offset=args.offset,
-                               nonnegative=args.nonnegative)
+            # streamed: the input is read in pieces through the engine, the output written as
+            # it goes to a temporary file renamed into place at the end
+            rows = privatize_file(spec.model, mech, backend, args.input, args.output, seed=args.seed,
+                                  offset=args.offset, nonnegative=args.nonnegative, engine=args.engine,
+                                  chunk_rows=args.chunk_rows)
         except DataError as e:
             raise e.with_file(args.input) from None
-        try:
-            write_table_atomic(result, args.output)
         except OSError as e:
             raise DataError(Diagnostic("D007", f"cannot write {args.output}: {e.strerror or e}", file=args.output,
                                        hint="check the disk space and the folder's permissions")) from None
-    print(f"privspec privatize: wrote {len(result)} rows to {args.output}", file=err)
+    print(f"privspec privatize: wrote {rows} rows to {args.output}", file=err)
     return EXIT_OK
 
 

@@ -121,12 +121,15 @@ class Spec:
 
         return answer(self, "analyze", queries=queries, seed=seed)
 
-    def run(self, data: Any, queries: "Sequence[str] | None" = None, *, seed: int | None = 0) -> "Results":
+    def run(self, data: Any, queries: "Sequence[str] | None" = None, *, seed: int | None = 0,
+            engine: str | None = None) -> "Results":
         """Answer the queries from data: ``data`` is a path, a :class:`pandas.DataFrame`, or a
-        mapping mechanism -> path/DataFrame (key ``None`` for the default table)."""
+        mapping mechanism -> path/DataFrame (key ``None`` for the default table).  ``engine``
+        (``"pandas"``, ``"duckdb"``, ``"spark"``) counts the reports; by default pandas for
+        a DataFrame and DuckDB for a file (docs/scale.md)."""
         from .api import answer
 
-        return answer(self, "run", queries=queries, data=data, seed=seed)
+        return answer(self, "run", queries=queries, data=data, seed=seed, engine=engine)
 
     def simulate(self, n: int, reps: int, seed: int | None = 0, queries: "Sequence[str] | None" = None) -> "Results":
         """Compare each query's analytic answer with ``reps`` simulated data sets of ``n``

@@ -1,0 +1,335 @@
+"""Engines: who counts the distinct tuples of a table (:mod:`privspec.backends.tally`).
+
+- :class:`PandasEngine` for data already in memory (a DataFrame given to the API), and
+  for any file where DuckDB is not installed;
+- :class:`DuckDBEngine`, the default for files: CSV and Parquet read out of core on all
+  cores, the group-by pushed into SQL;
+- :class:`privspec.backends.engine_spark.SparkEngine` for clusters (the ``spark``
+  extra).
+
+Each gives the same :class:`~privspec.backends.tally.Tally` for the same table: the same
+distinct tuples (text as read, with the CSV conventions of :func:`.data.read_table`:
+every cell text, a space after a comma skipped, an empty cell ``""``), the same counts,
+in the same canonical order, and the same rows for an error message.  A file that an
+engine cannot read is read by :func:`.data.read_table`, so that its diagnostic (not
+UTF-8, ragged rows, no header) is the same whichever engine was asked.
+"""
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import Any, Iterator, Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, Diagnostic
+from .data import PARQUET, read_table, require_columns
+from .tally import Tally, canonical
+
+#: the engines by name, and the extra each needs
+ENGINES = {"pandas": None, "duckdb": "duckdb", "spark": "spark"}
+
+
+class Engine(Protocol):
+    """What an engine does: name its table's columns, and count distinct tuples."""
+
+    name: str
+    source: str
+
+    def columns(self) -> list[str]: ...
+
+    def tally(self, columns: Sequence[str]) -> Tally: ...
+
+
+def _missing_extra(engine: str, module: str) -> DataError:
+    return DataError(Diagnostic("D012", f"the {engine} engine needs {module}, which is not installed",
+                                hint=f"pip install 'privspec[{ENGINES[engine]}]', or choose another engine "
+                                     "(--engine pandas)"))
+
+
+def available(engine: str) -> bool:
+    """Whether the engine's library is importable."""
+    import importlib.util
+
+    module = {"pandas": "pandas", "duckdb": "duckdb", "spark": "pyspark"}[engine]
+    return importlib.util.find_spec(module) is not None
+
+
+def default_engine(source: Any) -> str:
+    """pandas for a DataFrame, DuckDB for a file (pandas where DuckDB is not installed)."""
+    if isinstance(source, pd.DataFrame):
+        return "pandas"
+    return "duckdb" if available("duckdb") else "pandas"
+
+
+def engine_for(source: Any, engine: str | None = None, name: str | None = None) -> Engine:
+    """The engine that reads ``source`` (a path or a DataFrame); ``engine`` by name, else
+    :func:`default_engine`.  ``name``: how messages call a DataFrame."""
+    engine = engine or default_engine(source)
+    if engine not in ENGINES:
+        from ..scope import did_you_mean
+
+        raise DataError(Diagnostic("D012", f"no engine named '{engine}'",
+                                   hint=did_you_mean(engine, list(ENGINES)) or f"engines: {', '.join(ENGINES)}"))
+    if engine == "pandas":
+        if isinstance(source, pd.DataFrame):
+            return PandasEngine(source, name or "<DataFrame>")
+        return PandasEngine(read_table(source), name or str(source))
+    if engine == "duckdb":
+        if not available("duckdb"):
+            raise _missing_extra("duckdb", "duckdb")
+        return DuckDBEngine(source, name)
+    if not available("spark"):
+        raise _missing_extra("spark", "pyspark")
+    from .engine_spark import SparkEngine
+
+    return SparkEngine(source, name)
+
+
+# ---- pandas -------------------------------------------------------------------------------------
+class PandasEngine:
+    """Counts in memory: one :func:`pandas.factorize` per column (a categorical column
+    uses its codes: no string is hashed), then :func:`numpy.bincount` on the codes."""
+
+    name = "pandas"
+
+    def __init__(self, frame: pd.DataFrame, source: str = "<DataFrame>"):
+        self.frame = frame
+        self.source = source
+
+    def columns(self) -> list[str]:
+        return [str(c) for c in self.frame.columns]
+
+    def tally(self, columns: Sequence[str]) -> Tally:
+        columns = list(columns)
+        require_columns(self.frame, columns, self.source)
+        ids, values, counts = group_rows([self.frame[c] for c in columns])
+        values.columns = columns
+        values, counts, order = canonical(values, counts)
+        slot = np.empty(len(order), dtype=np.int64)
+        slot[order] = np.arange(len(order))           # old tuple index -> canonical index
+
+        def locator(mask: np.ndarray) -> np.ndarray:
+            return np.flatnonzero(mask[slot][ids]) + 1
+
+        return Tally(tuple(columns), values, counts, self.source, locator)
+
+    def chunks(self, rows: int) -> Iterator[pd.DataFrame]:
+        """The table in pieces of ``rows`` rows, in order (every column)."""
+        for start in range(0, len(self.frame), rows):
+            yield self.frame.iloc[start:start + rows].reset_index(drop=True)
+        if not len(self.frame):
+            yield self.frame
+
+
+def group_rows(series: Sequence[pd.Series]) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
+    """Tuple id per row, the distinct tuples (dtypes kept) and their counts: factorize each
+    column (a categorical column gives its codes, no string hashed; missing values get a
+    code of their own), combine the codes into one integer per row, count with
+    :func:`numpy.bincount`."""
+    codes, uniques = [], []
+    for s in series:
+        c, u = pd.factorize(s, sort=False, use_na_sentinel=True)
+        c = np.asarray(c, dtype=np.int64)
+        if len(c) and c.min() < 0:
+            c = np.where(c < 0, len(u), c)    # missing: one more code
+        codes.append(c)
+        uniques.append(u)
+    sizes = [len(u) + 1 for u in uniques]
+    n = len(series[0]) if series else 0
+    if len(codes) == 1:
+        ids, total = codes[0], sizes[0]
+    elif float(np.prod([float(x) for x in sizes])) < 2.0 ** 62:
+        ids, total = np.ravel_multi_index(tuple(codes), tuple(sizes)), int(np.prod(sizes))
+    else:  # too many combinations for one integer: unique rows of the code matrix
+        _, ids = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
+        ids = np.asarray(ids, dtype=np.int64).ravel()
+        total = int(ids.max()) + 1 if n else 0
+    if total > max(4 * n, 1 << 20):       # sparse combinations: compress the ids first
+        _, ids = np.unique(ids, return_inverse=True)
+        ids = np.asarray(ids, dtype=np.int64).ravel()
+        total = int(ids.max()) + 1 if n else 0
+        present_keys = None
+    counts = np.bincount(ids, minlength=total)
+    present = np.flatnonzero(counts)
+    if len(present) < total:                  # renumber the tuples that occur: 0..m-1
+        new = np.full(total, -1, dtype=np.int64)
+        new[present] = np.arange(len(present))
+        ids = new[ids]
+    keys = present
+    parts = [keys] if len(codes) == 1 else list(np.unravel_index(keys, tuple(sizes)))
+    if len(codes) > 1 and total != int(np.prod(sizes)):   # compressed ids: read the codes of one row each
+        first = np.empty(len(present), dtype=np.int64)
+        first[ids[::-1]] = np.arange(n - 1, -1, -1)
+        parts = [c[first] for c in codes]
+    frame = pd.DataFrame({i: _take(u, k) for i, (u, k) in enumerate(zip(uniques, parts))})
+    return ids, frame, counts[present].astype(np.int64)
+
+
+def _take(uniques: Any, codes: np.ndarray) -> pd.Series:
+    """``uniques[codes]`` with the dtype of the column, missing where a code is ``len(uniques)``."""
+    missing = codes >= len(uniques)
+    if not len(uniques):
+        return pd.Series([None] * len(codes), dtype=object)
+    values = pd.Series(pd.Index(uniques).take(np.where(missing, 0, codes)))
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(values.dtype.categories.dtype)
+    if missing.any():
+        numeric = pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype)
+        values = values.astype(float).where(~missing, np.nan) if numeric else \
+            values.astype(object).where(~missing, None)
+    return values
+
+
+# ---- DuckDB -------------------------------------------------------------------------------------
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class DuckDBEngine:
+    """Counts in DuckDB (embedded): ``SELECT cols, count(*) ... GROUP BY ALL`` over the
+    file, out of core, on all cores.  CSV cells are read as text with the conventions of
+    :func:`.data.read_table` (a space after a comma skipped, an empty cell ``""``)."""
+
+    name = "duckdb"
+
+    def __init__(self, source: Any, name: str | None = None):
+        import duckdb
+
+        self._duckdb = duckdb
+        self.con = duckdb.connect(database=":memory:")
+        self._fallback: PandasEngine | None = None
+        if isinstance(source, pd.DataFrame):
+            self.source = name or "<DataFrame>"
+            self.con.register("privspec_frame", source)
+            self._from = "privspec_frame"
+            self._header = [str(c) for c in source.columns]
+            self._csv = False
+            return
+        self.source = name or str(source)
+        path = Path(source)
+        if not path.is_file():
+            read_table(path)  # D001 as for every engine
+        self._csv = path.suffix.lower() not in PARQUET
+        self._path = os.fspath(path)
+        try:
+            if self._csv:
+                self._header = self._csv_header(path)
+                cols = ", ".join(f"{_literal(c)}: 'VARCHAR'" for c in self._header)
+                self._from = (f"read_csv({_literal(self._path)}, header = true, delim = ',', quote = '\"', "
+                              f"escape = '\"', auto_detect = false, columns = {{{cols}}}, strict_mode = true, "
+                              f"null_padding = false, allow_quoted_nulls = false, encoding = 'utf-8')")
+                if len(self._header) == 1:
+                    # a blank line is no row (as pandas reads it); DuckDB reads it as an empty
+                    # field, which in a one-column file can only be unquoted: NULL, not ''
+                    self._from = f"(SELECT * FROM {self._from} WHERE {_quote(self._header[0])} IS NOT NULL)"
+            else:
+                self._from = f"read_parquet({_literal(self._path)})"
+                self._header = [d[0] for d in self.con.execute(f"SELECT * FROM {self._from} LIMIT 0").description]
+        except DataError:
+            raise
+        except Exception:
+            self._use_pandas()
+
+    def _csv_header(self, path: Path) -> list[str]:
+        with open(path, encoding="utf-8", newline="") as f:
+            for row in csv.reader(f, skipinitialspace=True):
+                if row:
+                    return row
+        return self._use_pandas().columns()
+
+    def _use_pandas(self) -> PandasEngine:
+        """The file as pandas reads it: its diagnostic if it cannot be read, else its frame
+        (DuckDB refused something pandas takes: the results stay the same)."""
+        if self._fallback is None:
+            self._fallback = PandasEngine(read_table(self._path), self.source)
+        return self._fallback
+
+    def columns(self) -> list[str]:
+        if self._fallback is not None:
+            return self._fallback.columns()
+        return list(self._header)
+
+    def _cell(self, column: str) -> str:
+        c = _quote(column)
+        return f"coalesce(ltrim({c}, ' '), '')" if self._csv else c
+
+    def tally(self, columns: Sequence[str]) -> Tally:
+        columns = list(columns)
+        if self._fallback is not None:
+            return self._fallback.tally(columns)
+        require_columns(pd.DataFrame(columns=self._header), columns, self.source)
+        cells = ", ".join(f"{self._cell(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
+        keys = ", ".join(_quote(f"c{i}") for i in range(len(columns)))
+        sql = f"SELECT {cells}, count(*) AS n FROM {self._from} GROUP BY {keys}"
+        try:
+            got = self.con.execute(sql).df()
+        except self._duckdb.Error:
+            return self._use_pandas().tally(columns)
+        values = got[[f"c{i}" for i in range(len(columns))]]
+        values.columns = columns
+        values, counts, _ = canonical(values, got["n"].to_numpy())
+
+        def locator(mask: np.ndarray) -> np.ndarray:
+            return self._rows(columns, values[mask])
+
+        return Tally(tuple(columns), values, counts, self.source, locator)
+
+    def chunks(self, rows: int) -> Iterator[pd.DataFrame]:
+        """The table in pieces of ``rows`` rows, in file order (every column, CSV cells as
+        :func:`.data.read_table` reads them), streamed: never the whole file in memory."""
+        if self._fallback is not None:
+            yield from self._fallback.chunks(rows)
+            return
+        cells = ", ".join(f"{self._cell(c)} AS {_quote(c)}" for c in self._header)
+        con = self._duckdb.connect(database=":memory:")
+        con.execute("SET preserve_insertion_order = true")
+        if self._from == "privspec_frame":
+            con.register("privspec_frame", self.con.execute("SELECT * FROM privspec_frame").df())
+        try:
+            reader = con.sql(f"SELECT {cells} FROM {self._from}").to_arrow_reader(rows)
+            empty = True
+            buffer: list[pd.DataFrame] = []
+            held = 0
+            for batch in reader:
+                # record batches come in the reader's own sizes: regroup them into ``rows``
+                buffer.append(batch.to_pandas())
+                held += batch.num_rows
+                while held >= rows:
+                    whole = pd.concat(buffer, ignore_index=True)
+                    yield whole.iloc[:rows].reset_index(drop=True)
+                    empty = False
+                    rest = whole.iloc[rows:].reset_index(drop=True)
+                    buffer, held = ([rest] if len(rest) else []), len(rest)
+            if held or empty:
+                yield (pd.concat(buffer, ignore_index=True) if buffer else
+                       pd.DataFrame({c: pd.Series([], dtype=object) for c in self._header}))
+        except self._duckdb.Error:
+            yield from self._use_pandas().chunks(rows)
+
+    def _rows(self, columns: list[str], wanted: pd.DataFrame) -> np.ndarray:
+        """The 1-based rows holding one of the ``wanted`` tuples: a second pass, in file order
+        (one thread, insertion order kept; Parquet has its own row numbers)."""
+        con = self._duckdb.connect(database=":memory:")
+        con.execute("SET threads = 1")
+        con.execute("SET preserve_insertion_order = true")
+        if self._from == "privspec_frame":
+            con.register("privspec_frame", self.con.execute("SELECT * FROM privspec_frame").df())
+        want = wanted.copy()
+        want.columns = [f"w{i}" for i in range(len(columns))]
+        con.register("privspec_wanted", want)
+        cells = ", ".join(f"{self._cell(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
+        on = " AND ".join(f"t.{_quote(f'c{i}')} IS NOT DISTINCT FROM w.{_quote(f'w{i}')}" for i in range(len(columns)))
+        if self._csv or self._from == "privspec_frame":
+            numbered = f"SELECT row_number() OVER () AS r, {cells} FROM {self._from}"
+        else:
+            numbered = (f"SELECT file_row_number + 1 AS r, {cells} "
+                        f"FROM read_parquet({_literal(self._path)}, file_row_number = true)")
+        sql = (f"SELECT t.r FROM ({numbered}) t JOIN privspec_wanted w ON {on} ORDER BY t.r")
+        return con.execute(sql).fetchnumpy()["r"].astype(np.int64)

@@ -1,0 +1,140 @@
+"""Privatizing a file of any size: read in pieces through an engine, written as it goes.
+
+``privspec privatize`` never holds the whole input: the raw answers are first checked on
+the distinct values an engine counts (the checks of the in-memory path, naming the
+file's rows), then read in pieces of :data:`CHUNK_ROWS` rows in file order, each
+privatized with its offset -- a row's report depends on (seed, mechanism, row index,
+value) only (:class:`~privspec.backends.rowrandom.RowRandom`), so the output is the same
+for any piece size, engine or number of threads -- and appended to a temporary file
+beside the output, renamed into place at the end (:func:`.data.write_atomic`): a killed
+run leaves no partial file at the target path.
+
+A release adds noise per cell of its table: its records are counted through the engine
+(a tally) and the small released table is written at once.  Dummy respondents
+(``min_coverage``, Appendix II) are inserted at random positions of the whole file, so
+such a mechanism is privatized whole.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model import Release, SubsetMechanism
+from .data import PARQUET, write_atomic, write_table_atomic
+from .engines import engine_for
+from .finite_data import check_raw, factor_mechanisms
+
+#: rows privatized at a time (the output does not depend on it)
+CHUNK_ROWS = 1_000_000
+
+
+def privatize_file(model: Any, mechanism: Any, backend: Any, source: Any, output: str | os.PathLike[str], *,
+                   seed: int | None = None, offset: int | None = None, nonnegative: bool = False,
+                   engine: str | None = None, chunk_rows: int = CHUNK_ROWS) -> int:
+    """Privatize the raw records in ``source`` (a file or a DataFrame) into ``output``
+    (CSV or Parquet, by its suffix); returns the number of rows written.
+
+    ``backend``: the back end that privatizes with ``mechanism``
+    (:func:`privspec.backends.privatizer_for`); ``offset``: the index of the input's first
+    row in the whole file (privatizing a file in pieces); ``engine``: who reads it.
+    """
+    reader = engine_for(source, engine, name="the raw data")
+    if isinstance(mechanism, Release):
+        table = backend.privatize(model, mechanism, reader, seed=seed,
+                                  **({"nonnegative": True} if nonnegative else {}))
+        write_table_atomic(table, output)
+        return len(table)
+    _check(mechanism, reader)
+    whole = any(isinstance(f, SubsetMechanism) and f.min_coverage is not None
+                for f in factor_mechanisms(mechanism) if hasattr(f, "min_coverage"))
+    # one key for every piece: the seed, or (none given) fresh entropy drawn once
+    key = seed if seed is not None else int(np.random.SeedSequence().entropy)
+    base = int(offset or 0)
+    parquet = Path(output).suffix.lower() in PARQUET
+    written = 0
+
+    def write(tmp: str) -> None:
+        nonlocal written
+        sink = _ParquetSink(tmp) if parquet else _CsvSink(tmp)
+        try:
+            start = 0
+            pieces = [_whole(reader)] if whole else reader.chunks(max(1, int(chunk_rows)))
+            for piece in pieces:
+                out = backend.privatize(model, mechanism, piece, seed=key, offset=base + start)
+                sink.add(out)
+                start += len(piece)
+                written += len(out)
+        finally:
+            sink.close()
+
+    write_atomic(output, write)
+    return written
+
+
+def _check(mechanism: Any, reader: Any) -> None:
+    """The raw answers' checks on their distinct values (every family that reads raw rows)."""
+    if getattr(mechanism, "is_finite", False):
+        check_raw(mechanism, reader)
+    elif getattr(mechanism, "family", None) == "interval" and getattr(mechanism, "variable", None) is not None:
+        from .data import require_columns
+        from .interval import raw_values
+
+        column = mechanism.variable.name
+        require_columns(pd.DataFrame(columns=reader.columns()), [column], "the raw data")
+        raw_values(mechanism, reader.tally([column]))
+
+
+def _whole(reader: Any) -> pd.DataFrame:
+    pieces = list(reader.chunks(CHUNK_ROWS))
+    return pd.concat(pieces, ignore_index=True) if len(pieces) > 1 else pieces[0]
+
+
+class _CsvSink:
+    """Appends pieces to one CSV file: the header once."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.header = True
+
+    def add(self, frame: pd.DataFrame) -> None:
+        frame.to_csv(self.path, index=False, header=self.header, mode="w" if self.header else "a",
+                     encoding="utf-8")
+        self.header = False
+
+    def close(self) -> None:
+        pass
+
+
+class _ParquetSink:
+    """Appends pieces to one Parquet file as row groups; every piece takes the first one's
+    schema (a piece whose column is all null keeps the column's type)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.writer = None
+        self.schema = None
+
+    def add(self, frame: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if self.writer is None:
+            self.schema = table.schema
+            self.writer = pq.ParquetWriter(self.path, self.schema)
+        else:
+            table = table.cast(self.schema)
+        self.writer.write_table(table)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        elif self.path:
+            pd.DataFrame().to_parquet(self.path)
+
+
+__all__ = ["privatize_file", "CHUNK_ROWS"]

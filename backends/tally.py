@@ -1,0 +1,183 @@
+"""The aggregation contract: what every estimator reads instead of rows.
+
+Every estimator in privspec needs only counts per distinct report (per distinct tuple of
+report columns for products and joint reports; per distinct covariate-and-report tuple
+for regression; per distinct raw record for releases).  Counting them is a group-by, the
+only step whose cost grows with the number of respondents, and an *engine* does it
+(:mod:`privspec.backends.engines`: pandas in memory, DuckDB for files, Spark for
+clusters).  The engine hands back a :class:`Tally`:
+
+- ``values``: the distinct tuples of the asked columns, as the file holds them (text as
+  read, ``None`` for an empty cell; numbers where a Parquet column is numeric), in one
+  canonical order (sorted), so that everything computed from a tally is the same, to the
+  last digit, whichever engine counted;
+- ``counts``: how many rows hold each tuple;
+- ``locate(mask)``: the file rows (1-based, as a person reads the file) of the tuples
+  where ``mask`` is true.  Only error messages call it, so an engine may answer it by a
+  second pass over the data.
+
+Validation (labels outside the domain, malformed subsets and intervals, missing values,
+reports the mechanism cannot produce) runs on the distinct tuples, in the same Python
+code for every engine, and names rows through ``locate``: the messages are the same too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, Diagnostic
+from .data import MISSING
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Distinct tuples of some columns of one table, with their counts.
+
+    Parameters
+    ----------
+    columns : tuple of str
+        The columns, in the order asked.
+    values : pandas.DataFrame
+        One row per distinct tuple (object columns), in canonical order.
+    counts : ndarray of int64
+        Rows holding each tuple.
+    source : str
+        The file (or ``<DataFrame>``) named in messages.
+    locator : callable
+        ``locator(mask) -> ndarray`` of the 1-based rows whose tuple is one where ``mask``
+        (over the distinct tuples) is true, sorted.
+
+    Examples
+    --------
+    >>> from privspec.backends.engines import PandasEngine
+    >>> t = PandasEngine(pd.DataFrame({"x": ["b", "a", "b", None]})).tally(["x"])
+    >>> t.values["x"].tolist(), t.counts.tolist(), t.n
+    (['a', 'b', None], [1, 2, 1], 4)
+    >>> t.locate(t.values["x"] == "b")
+    (1, 3)
+    """
+
+    columns: tuple[str, ...]
+    values: pd.DataFrame
+    counts: np.ndarray
+    source: str
+    locator: Callable[[np.ndarray], np.ndarray] = field(repr=False, compare=False)
+
+    @property
+    def n(self) -> int:
+        """Rows counted."""
+        return int(self.counts.sum())
+
+    def locate(self, mask: Any) -> tuple[int, ...]:
+        """The 1-based rows whose tuple is selected by ``mask`` (bool over the distinct tuples)."""
+        mask = np.asarray(mask, dtype=bool)
+        if not mask.any():
+            return ()
+        return tuple(int(r) for r in self.locator(mask))
+
+    def column(self, name: str) -> np.ndarray:
+        """The distinct tuples' values in one column (object array)."""
+        return self.values[name].to_numpy(dtype=object)
+
+    def expand(self, values: np.ndarray) -> np.ndarray:
+        """A per-tuple array repeated by the counts (for the few fits that need rows,
+        such as a regressor; in canonical order, not the file's)."""
+        return np.repeat(values, self.counts, axis=0)
+
+    def missing(self, columns: Sequence[str] | None = None) -> np.ndarray:
+        """Bool over the tuples: some of ``columns`` (all by default) is empty or a
+        missing-value word (:data:`privspec.backends.data.MISSING`)."""
+        out = np.zeros(len(self.counts), dtype=bool)
+        for c in columns or self.columns:
+            out |= missing_mask(self.values[c])
+        return out
+
+    def check_no_missing(self, columns: Sequence[str] | None = None) -> None:
+        """D004 naming the rows with a missing value in ``columns``."""
+        for col in columns or self.columns:
+            bad = self.missing([col])
+            if bad.any():
+                rows = self.locate(bad)
+                raise DataError(Diagnostic("D004", f"{len(rows)} missing value{'s' if len(rows) > 1 else ''} in "
+                                                   f"{self.source}", rows=rows, columns=(col,),
+                                           hint="privspec does not impute: remove or complete these rows"))
+
+
+class Rows:
+    """Where the entries of an array came from in the file, for error messages: one entry
+    per row (the default, :data:`ROWS`), or one per distinct tuple of a tally.
+
+    Examples
+    --------
+    >>> ROWS(np.array([False, True, True]))
+    (2, 3)
+    """
+
+    def __init__(self, tally: Tally | None = None):
+        self.tally = tally
+
+    def __call__(self, mask: Any) -> tuple[int, ...]:
+        """The 1-based file rows of the entries where ``mask``."""
+        if self.tally is not None:
+            return self.tally.locate(mask)
+        return tuple(int(r) + 1 for r in np.flatnonzero(np.asarray(mask, dtype=bool)))
+
+
+#: one entry per row
+ROWS = Rows()
+
+
+def canonical(values: pd.DataFrame, counts: np.ndarray) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The distinct tuples sorted (text by code point, numbers by value, missing last) with
+    their counts, and the permutation applied (``order[i]``: the old index of tuple i).
+    Text columns become object columns of ``str`` with ``None`` for a missing cell."""
+    values = values.reset_index(drop=True)
+    out = {}
+    for c in values.columns:
+        col = values[c]
+        if pd.api.types.is_integer_dtype(col.dtype) and not col.isna().any():
+            out[c] = col.astype(np.int64)
+        elif pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
+            out[c] = col.astype(float)
+        else:
+            na = col.isna().to_numpy()
+            obj = col.to_numpy(dtype=object)
+            out[c] = pd.Series([None if m else v if isinstance(v, str) else str(v) for v, m in zip(obj, na)],
+                               dtype=object, index=values.index)
+    frame = pd.DataFrame(out, index=values.index)
+    order = np.arange(len(frame))
+    if len(frame) > 1:
+        order = frame.sort_values(list(frame.columns), na_position="last", kind="mergesort").index.to_numpy()
+    return frame.iloc[order].reset_index(drop=True), np.asarray(counts, dtype=np.int64)[order], order
+
+
+def missing_mask(values: pd.Series) -> np.ndarray:
+    """Bool per value: empty, NaN or a missing-value word (text stripped)."""
+    na = values.isna().to_numpy()
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        return na
+    text = values.astype(object).where(~na, "").astype(str).str.strip()
+    return na | text.isin(MISSING).to_numpy()
+
+
+def describe_distinct(tally: Tally, codes: np.ndarray, uniques: Sequence[Any],
+                      bad: dict[int, str] | Sequence[int], limit: int = 5) -> tuple[str, tuple[int, ...]]:
+    """:func:`privspec.backends.data.describe_values` for a tally: ``codes`` index
+    ``uniques`` per distinct tuple (one column of the tally, or its parts joined); every
+    distinct bad value is named with its file rows, in the order of first appearance."""
+    reasons = dict(bad) if isinstance(bad, dict) else {int(k): "" for k in bad}
+    rows_of = {k: tally.locate(codes == k) for k in reasons}
+    order = sorted(reasons, key=lambda k: rows_of[k][0] if rows_of[k] else 0)
+    groups: dict[str, list[str]] = {}
+    from .data import _rows_text
+
+    for k in order[:limit]:
+        groups.setdefault(reasons[k], []).append(f"{str(uniques[k])!r} ({_rows_text(rows_of[k])})")
+    parts = [", ".join(values) + (f": {why}" if why else "") for why, values in groups.items()]
+    if len(order) > limit:
+        parts.append(f"and {len(order) - limit} more distinct value{'s' if len(order) - limit > 1 else ''}")
+    rows = tally.locate(np.isin(codes, np.asarray(order, dtype=np.int64)))
+    return ("; " if any(reasons.values()) else ", ").join(parts), rows

@@ -1,0 +1,371 @@
+"""The aggregation contract (issue 18): every engine counts the same distinct tuples, and
+every result -- estimates, standard errors, tests, error messages with their rows -- is
+identical to the last digit whichever engine counted, on every bundled spec with data, in
+CSV and in Parquet, and on generated files.
+
+The Spark engine is checked the same way where pyspark is installed (the extras venv of
+``.ci/run``); tests/test_engine_spark.py checks its tallies against the others."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privspec
+from privspec.backends import engines
+from privspec.backends.data import read_table
+from privspec.backends.engines import DuckDBEngine, PandasEngine, engine_for
+from privspec.cli import main
+from privspec.errors import DataError
+from privspec.query_kinds import needs_data
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "specs"
+DATA = SPECS / "data"
+
+#: the engines to compare (Spark where pyspark is installed: tests/test_engine_spark.py)
+ENGINES = ["pandas", "duckdb"] + (["spark"] if engines.available("spark") else [])
+
+
+def cli(*argv: object) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(a) for a in argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _raw(n: int = 500) -> pd.DataFrame:
+    """Raw answers for every variable of the bundled specs, side by side (row i of each file)."""
+    urn = read_table(DATA / "urn_raw.csv").head(n)
+    adult = read_table(DATA / "adult_rr_raw.csv").head(n)
+    interval = read_table(DATA / "interval_raw.csv").head(n)
+    rng = np.random.default_rng(18)
+    raw = pd.concat([urn[["color"]], adult[["gender", "race", "income"]],
+                     interval[["salary", "score", "life", "gdp"]]], axis=1)
+    raw["coin1"] = rng.choice(["heads", "tails"], size=len(raw))
+    raw["coin2"] = rng.choice(["heads", "tails"], size=len(raw))
+    raw["A"] = rng.choice(["a1", "a2"], size=len(raw))
+    raw["B"] = rng.choice(["b1", "b2"], size=len(raw))
+    raw["y"] = rng.normal(0.5, 1, size=len(raw)).astype(str)
+    return raw
+
+
+def _data_for(path: Path, folder: Path, fmt: str) -> dict[str, str]:
+    """Each data-reading mechanism (or release) of a bundled spec bound to a file of its
+    reports, written as ``fmt`` (csv or parquet): privatized from the raw answers with a
+    fixed seed, or the bundled data where the spec reads data as they come."""
+    spec = privspec.load(path)
+    model = spec.model
+    names = []
+    for q in model.queries.values():
+        if not needs_data(q.kind):
+            continue
+        name = getattr(q.mechanism, "name", None) or getattr(getattr(q, "release", None), "name", None)
+        if name is None and q.estimand is not None:
+            name = next(iter(model.releases))
+        if name and name not in names:
+            names.append(name)
+    raw = _raw()
+    out = {}
+    for name in names:
+        if path.stem == "bcdeter":
+            frame = read_table(ROOT / "tests" / "data" / "bcdeter.csv")
+        elif path.stem == "castell_example" and name == "ind":
+            frame = read_table(DATA / "castell_example_reports.csv")
+        elif name in model.releases:
+            frame = spec.privatize(read_table(DATA / "university.csv"), name, seed=7)
+        else:
+            frame = spec.privatize(raw, name, seed=7)
+        target = folder / f"{path.stem}_{name}.{fmt}"
+        if fmt == "parquet":
+            frame.astype(str).to_parquet(target, index=False)
+        else:
+            frame.to_csv(target, index=False)
+        out[name] = str(target)
+    return out
+
+
+DATA_SPECS = sorted(p for p in SPECS.glob("*.privspec")
+                    if any(needs_data(q.kind) for q in privspec.load(p).model.queries.values()))
+
+
+def _answers(spec_path: Path, data: dict[str, str], engine: str) -> dict:
+    res = privspec.load(spec_path).run(data, engine=engine, seed=3)
+    doc = res.to_dict()
+    # the file names differ between formats only in their suffix: compare without them
+    return json.loads(json.dumps(doc, sort_keys=True, default=str).replace(".parquet", ".FILE").replace(".csv", ".FILE"))
+
+
+def test_the_bundled_specs_with_data() -> None:
+    assert [p.stem for p in DATA_SPECS] == ["adult_race", "bcdeter", "castell_example", "gender_income",
+                                           "interval_privacy", "interval_table2", "language",
+                                           "randomized_response", "university", "urn"]
+
+
+@pytest.mark.parametrize("path", DATA_SPECS, ids=lambda p: p.stem)
+def test_every_engine_gives_the_same_results_on_every_bundled_spec(path: Path, tmp_path: Path) -> None:
+    """The JSON of ``run`` (every data query: values, standard errors, tests, failures) is the
+    same string for each engine and each file format."""
+    docs = {}
+    for fmt in ("csv", "parquet"):
+        data = _data_for(path, tmp_path, fmt)
+        for engine in ENGINES:
+            docs[(engine, fmt)] = _answers(path, data, engine)
+    first = docs[("pandas", "csv")]
+    failed = {k: v.get("error") for k, v in first["queries"].items() if v.get("value") is None}
+    assert not failed, f"{path.stem}: {failed}"
+    for key, doc in docs.items():
+        assert doc == first, f"{path.stem}: {key} differs from pandas on CSV"
+
+
+# ---- the tallies themselves --------------------------------------------------------------------------
+def _tallies(path: Path, columns: list[str]) -> list:
+    return [engine_for(path, e).tally(columns) for e in ENGINES] + [PandasEngine(read_table(path)).tally(columns)]
+
+
+def _same(tallies: list) -> None:
+    first = tallies[0]
+    for t in tallies[1:]:
+        assert t.values.equals(first.values) and list(t.values.dtypes) == list(first.values.dtypes)
+        assert np.array_equal(t.counts, first.counts)
+
+
+def test_csv_conventions_are_the_same_for_every_engine(tmp_path: Path) -> None:
+    """Text as read, a space after a comma skipped, an empty cell "", a blank line no row,
+    quoted commas and quotes kept; the rows of a tuple are the file's rows."""
+    f = tmp_path / "r.csv"
+    f.write_text('race,note\nBlack|White, a\n\n"Asian-Pac-Islander|Other","x, ""y"""\n,\n Black|White,a\n')
+    tallies = _tallies(f, ["race", "note"])
+    _same(tallies)
+    t = tallies[0]
+    assert t.values.to_dict("list") == {"race": ["", "Asian-Pac-Islander|Other", "Black|White"],
+                                        "note": ["", 'x, "y"', "a"]}
+    assert t.counts.tolist() == [1, 1, 2]
+    for u in tallies:
+        assert u.locate(u.values["race"] == "Black|White") == (1, 4)
+        assert u.locate(u.values["race"] == "") == (3,)
+
+
+def test_one_column_blank_lines(tmp_path: Path) -> None:
+    f = tmp_path / "r.csv"
+    f.write_text('color\nred|blue\n\n""\nred|blue\n')
+    tallies = _tallies(f, ["color"])
+    _same(tallies)
+    assert tallies[0].counts.tolist() == [1, 2] and tallies[0].locate(tallies[0].values["color"] == "") == (2,)
+
+
+def test_parquet_types_and_nulls(tmp_path: Path) -> None:
+    f = tmp_path / "r.parquet"
+    pd.DataFrame({"x": ["b", None, "b", "a"], "v": [1.5, np.nan, 1.5, 2.0], "k": [1, 2, 1, 3]}).to_parquet(f)
+    tallies = _tallies(f, ["x", "v", "k"])
+    _same(tallies)
+    t = tallies[0]
+    assert t.values["v"].dtype == float and t.values["k"].dtype == np.int64
+    assert t.counts.tolist() == [1, 2, 1] and t.locate(t.values["x"].isna()) == (2,)
+
+
+def test_a_dataframe_is_counted_by_pandas_and_a_file_by_duckdb(tmp_path: Path) -> None:
+    f = tmp_path / "r.csv"
+    f.write_text("x\na\n")
+    assert engines.default_engine(pd.DataFrame({"x": ["a"]})) == "pandas"
+    assert isinstance(engine_for(f), DuckDBEngine)
+    assert isinstance(engine_for(pd.DataFrame({"x": ["a"]})), PandasEngine)
+
+
+def test_an_unknown_engine_and_a_missing_extra(monkeypatch, tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="no engine named 'duckbd'") as e:
+        engine_for(tmp_path / "r.csv", "duckbd")
+    assert "duckdb" in e.value.diagnostics[0].hint
+    monkeypatch.setattr(engines, "available", lambda name: name == "pandas")
+    with pytest.raises(DataError, match=r"needs pyspark.*") as e:
+        engine_for(tmp_path / "r.csv", "spark")
+    assert "privspec[spark]" in e.value.diagnostics[0].hint
+
+
+# ---- errors: the same message, the same rows ---------------------------------------------------------
+SUBSET = """
+variable color: categorical {black, red, green, blue}
+mechanism urn = subset(color, uniform)
+query w = estimate distribution(color) from urn by mom
+"""
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_error_messages_name_the_same_rows_for_every_engine(tmp_path: Path, fmt: str) -> None:
+    """Bad reports, missing values and stray labels scattered over a generated file: each
+    engine's message is the same text, rows included."""
+    rng = np.random.default_rng(5)
+    reports = rng.choice(["black|red", "green|blue", "black|green", "red|blue"], size=20_000).astype(object)
+    reports[[17, 4_000, 19_998]] = "black|purple"
+    reports[[250, 9_999]] = "black"
+    reports[[12_345]] = ""
+    f = tmp_path / f"r.{fmt}"
+    frame = pd.DataFrame({"color": reports})
+    frame.to_parquet(f) if fmt == "parquet" else frame.to_csv(f, index=False)
+    spec = tmp_path / "s.privspec"
+    spec.write_text(SUBSET)
+    messages = set()
+    for engine in ENGINES:
+        code, _, err = cli("run", spec, "--data", f, "--engine", engine)
+        assert code == 1
+        messages.add(err)
+    assert len(messages) == 1, messages
+    [err] = messages
+    assert "D004" in err and "12346" in err          # the missing value first (as pandas reads it)
+    frame.loc[12_345, "color"] = "black|red"
+    frame.to_parquet(f) if fmt == "parquet" else frame.to_csv(f, index=False)
+    messages = set()
+    for engine in ENGINES:
+        code, _, err = cli("run", spec, "--data", f, "--engine", engine)
+        messages.add(err)
+    [err] = messages
+    assert "'black|purple' (rows 18, 4001, 19999)" in err and "'black' (rows 251, 10000)" in err
+
+
+def test_an_unreadable_file_says_the_same_for_every_engine(tmp_path: Path) -> None:
+    spec = tmp_path / "s.privspec"
+    spec.write_text(SUBSET)
+    bad = tmp_path / "r.csv"
+    bad.write_bytes(b"color\nblack|red\nred|\xff\n")
+    ragged = tmp_path / "q.csv"
+    ragged.write_text("color\nblack|red\nred|blue,extra\n")
+    for f in (bad, ragged):
+        errs = {cli("run", spec, "--data", f, "--engine", e)[2] for e in ENGINES}
+        assert len(errs) == 1, errs
+        assert "D002" in errs.pop()
+
+
+# ---- a generated larger file --------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_generated_files_give_identical_estimates(tmp_path: Path, fmt: str) -> None:
+    """300,000 subset reports over five categories and a product of two GRRs: the estimate,
+    its standard errors and the test statistic, to the last digit."""
+    spec = privspec.load("""
+variable race: categorical {"Amer-Indian-Eskimo", "Asian-Pac-Islander", Black, Other, White}
+variable gender: categorical {Female, Male}
+population race ~ categorical(0.009551, 0.031909, 0.095943, 0.008323, 0.854274)
+population gender ~ categorical(1/3, 2/3)
+mechanism sub = subset(race, uniform)
+mechanism both = product(grr(race, epsilon = 1), grr(gender, epsilon = 1))
+query w = estimate distribution(race) from sub by mle
+query j = estimate joint(race, gender) from both by castell
+""")
+    rng = np.random.default_rng(1)
+    n = 300_000
+    labels = np.array(["Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White"], dtype=object)
+    raw = pd.DataFrame({"race": labels[rng.choice(5, size=n, p=[0.009551, 0.031909, 0.095943, 0.008323,
+                                                                 0.854274])],
+                        "gender": np.array(["Female", "Male"], dtype=object)[rng.integers(0, 2, size=n)]})
+    files = {}
+    for name in ("sub", "both"):
+        frame = spec.privatize(raw, name, seed=11)
+        files[name] = tmp_path / f"{name}.{fmt}"
+        frame.to_parquet(files[name]) if fmt == "parquet" else frame.to_csv(files[name], index=False)
+    docs = [json.dumps(spec.run({k: str(v) for k, v in files.items()}, engine=e).to_dict(), sort_keys=True)
+            for e in ENGINES]
+    assert len(set(docs)) == 1
+    doc = json.loads(docs[0])["queries"]
+    assert doc["w"]["n"] == n and doc["j"]["n"] == n
+
+
+# ---- privatize, streamed -------------------------------------------------------------------------------
+FINITE_RAW = """
+variable race: categorical {"Amer-Indian-Eskimo", "Asian-Pac-Islander", Black, Other, White}
+variable gender: categorical {Female, Male}
+mechanism sub = subset(race, uniform)
+mechanism both = product(grr(race, epsilon = 1), grr(gender, epsilon = 1))
+variable y: continuous
+mechanism c2 = interval(y, case2(normal(0, 2)))
+"""
+
+
+def _raw_file(tmp_path: Path, n: int, fmt: str) -> Path:
+    rng = np.random.default_rng(4)
+    labels = np.array(["Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White"], dtype=object)
+    frame = pd.DataFrame({"id": np.arange(n).astype(str), "race": labels[rng.integers(0, 5, size=n)],
+                          "gender": np.array(["Female", "Male"], dtype=object)[rng.integers(0, 2, size=n)],
+                          "y": rng.normal(size=n).astype(str)})
+    f = tmp_path / f"raw.{fmt}"
+    frame.to_parquet(f) if fmt == "parquet" else frame.to_csv(f, index=False)
+    return f
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_privatize_streams_the_same_rows_whatever_the_chunks_and_the_engine(tmp_path: Path, fmt: str) -> None:
+    """Every piece size and engine writes the same bytes, equal to privatizing the whole table
+    in memory with the same seed; row order and count kept."""
+    spec_path = tmp_path / "s.privspec"
+    spec_path.write_text(FINITE_RAW)
+    raw = _raw_file(tmp_path, 5_003, fmt)
+    spec = privspec.load(spec_path)
+    whole = read_table(raw)
+    for mech in ("sub", "both", "c2"):
+        expected = spec.privatize(whole, mech, seed=9)
+        outputs = set()
+        for engine in ("pandas", "duckdb"):
+            for chunk in (1, 999, 1_000_000):
+                if chunk == 1 and mech != "sub":
+                    continue        # one row at a time is slow: once is enough
+                out = tmp_path / f"{mech}_{engine}_{chunk}.{fmt}"
+                code, _, err = cli("privatize", spec_path, "--mechanism", mech, "--input", raw, "--output", out,
+                                   "--seed", 9, "--engine", engine, "--chunk-rows", chunk)
+                assert code == 0, err
+                outputs.add(out.read_bytes() if fmt == "csv" else read_table(out).to_json())
+                got = read_table(out)
+                assert len(got) == len(whole) and got["id"].tolist() == whole["id"].tolist()
+                assert got[expected.columns[1]].astype(str).tolist() == expected[expected.columns[1]].astype(str).tolist()
+        assert len(outputs) == 1, mech
+
+
+def test_privatize_checks_the_whole_file_before_writing_and_names_its_rows(tmp_path: Path) -> None:
+    """A bad value in the third piece: nothing is written, and the message names the file's
+    row, as privatizing the whole table in memory does."""
+    spec_path = tmp_path / "s.privspec"
+    spec_path.write_text(FINITE_RAW)
+    raw = tmp_path / "raw.csv"
+    rows = ["White"] * 2_500
+    rows[2_345] = "Purple"
+    rows[17] = ""
+    pd.DataFrame({"race": rows}).to_csv(raw, index=False)
+    out = tmp_path / "out.csv"
+    errs = set()
+    for engine in ("pandas", "duckdb"):
+        code, _, err = cli("privatize", spec_path, "--mechanism", "sub", "--input", raw, "--output", out,
+                           "--seed", 1, "--engine", engine, "--chunk-rows", 1_000)
+        assert code == 1 and not out.exists()
+        errs.add(err)
+    [err] = errs
+    assert "D004" in err and "rows 18 (column race)" in err
+    rows[17] = "White"
+    pd.DataFrame({"race": rows}).to_csv(raw, index=False)
+    code, _, err = cli("privatize", spec_path, "--mechanism", "sub", "--input", raw, "--output", out,
+                       "--chunk-rows", 1_000)
+    assert code == 1 and "'Purple' (row 2346)" in err and not out.exists()
+
+
+def test_a_killed_privatize_leaves_nothing_at_the_target(tmp_path: Path) -> None:
+    """kill -9 in the middle of a streamed write: the target path does not exist (only the
+    temporary file beside it can remain, as docs/cli.md says)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec_path = tmp_path / "s.privspec"
+    spec_path.write_text(FINITE_RAW)
+    raw = _raw_file(tmp_path, 400_000, "csv")
+    out = tmp_path / "out.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "privspec", "privatize", str(spec_path), "--mechanism", "both",
+                             "--input", str(raw), "--output", str(out), "--seed", "1", "--chunk-rows", "2000"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(p.name.startswith(".out.csv.") for p in tmp_path.iterdir()):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.csv.")]   # the write had begun
