@@ -16,7 +16,6 @@ UTF-8, ragged rows, no header) is the same whichever engine was asked.
 """
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
@@ -220,29 +219,40 @@ class DuckDBEngine:
         self._path = os.fspath(path)
         try:
             if self._csv:
-                self._header = self._csv_header(path)
-                cols = ", ".join(f"{_literal(c)}: 'VARCHAR'" for c in self._header)
-                self._from = (f"read_csv({_literal(self._path)}, header = true, delim = ',', quote = '\"', "
-                              f"escape = '\"', auto_detect = false, columns = {{{cols}}}, strict_mode = true, "
-                              f"null_padding = false, allow_quoted_nulls = false, encoding = 'utf-8')")
+                self._header, skip = self._csv_header(path)
+                cols = ", ".join(f"{_literal(f'f{i}')}: 'VARCHAR'" for i in range(len(self._header)))
+                names = ", ".join(f"{_quote(f'f{i}')} AS {_quote(c)}" for i, c in enumerate(self._header))
+                self._from = (f"(SELECT {names} FROM read_csv({_literal(self._path)}, header = true, skip = {skip}, "
+                              f"delim = ',', quote = '\"', escape = '\"', auto_detect = false, columns = {{{cols}}}, "
+                              f"strict_mode = true, null_padding = false, allow_quoted_nulls = false, "
+                              f"encoding = 'utf-8'))")
                 if len(self._header) == 1:
                     # a blank line is no row (as pandas reads it); DuckDB reads it as an empty
                     # field, which in a one-column file can only be unquoted: NULL, not ''
                     self._from = f"(SELECT * FROM {self._from} WHERE {_quote(self._header[0])} IS NOT NULL)"
             else:
                 self._from = f"read_parquet({_literal(self._path)})"
-                self._header = [d[0] for d in self.con.execute(f"SELECT * FROM {self._from} LIMIT 0").description]
+                described = self.con.execute(f"SELECT * FROM {self._from} LIMIT 0").description
+                self._header = [d[0] for d in described]
+                self._floats = {d[0] for d in described if str(d[1]).upper() in ("DOUBLE", "FLOAT", "REAL")}
         except DataError:
             raise
         except Exception:
             self._use_pandas()
 
-    def _csv_header(self, path: Path) -> list[str]:
-        with open(path, encoding="utf-8", newline="") as f:
-            for row in csv.reader(f, skipinitialspace=True):
-                if row:
-                    return row
-        return self._use_pandas().columns()
+    def _csv_header(self, path: Path) -> tuple[list[str], int]:
+        """The column names as pandas reads them (a byte-order mark dropped, duplicate and
+        blank names renamed), and how many blank lines come before the header."""
+        from .data import _read_csv
+
+        names = [str(c) for c in _read_csv(path, nrows=0).columns]
+        skip = 0
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            for line in f:
+                if line.strip("\r\n"):
+                    break
+                skip += 1
+        return names, skip
 
     def _use_pandas(self) -> PandasEngine:
         """The file as pandas reads it: its diagnostic if it cannot be read, else its frame
@@ -256,18 +266,31 @@ class DuckDBEngine:
             return self._fallback.columns()
         return list(self._header)
 
-    def _cell(self, column: str) -> str:
-        c = _quote(column)
-        return f"coalesce(ltrim({c}, ' '), '')" if self._csv else c
+    _floats: set = set()
+
+    def _cell(self, column: str, name: str | None = None) -> str:
+        """The SQL of a cell as the other engines read it: CSV text with a space after the
+        comma skipped and an empty cell '' (pandas' skipinitialspace, keep_default_na=False);
+        a Parquet NaN missing, as pandas counts it."""
+        c = _quote(name or column)
+        if self._csv:
+            return f"coalesce(ltrim({c}, ' '), '')"
+        return f"nullif({c}, 'NaN'::DOUBLE)" if column in self._floats else c
 
     def tally(self, columns: Sequence[str]) -> Tally:
         columns = list(columns)
         if self._fallback is not None:
             return self._fallback.tally(columns)
         require_columns(pd.DataFrame(columns=self._header), columns, self.source)
-        cells = ", ".join(f"{self._cell(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
+        raw = ", ".join(f"{_quote(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
+        cells = ", ".join(f"{self._cell(c, f'c{i}')} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         keys = ", ".join(_quote(f"c{i}") for i in range(len(columns)))
-        sql = f"SELECT {cells}, count(*) AS n FROM {self._from} GROUP BY {keys}"
+        # the rows are grouped as they are (the one pass over the data); the cells are
+        # normalized on the distinct values, and equal ones merged; sorted in SQL (UTF-8
+        # byte order is code-point order, NULLs last): the canonical order, which
+        # tally.canonical then only confirms
+        sql = (f"SELECT {cells}, sum(n)::BIGINT AS n FROM (SELECT {raw}, count(*) AS n FROM {self._from} "
+               f"GROUP BY ALL) GROUP BY ALL ORDER BY {keys}")
         try:
             got = self.con.execute(sql).df()
         except self._duckdb.Error:
@@ -331,5 +354,5 @@ class DuckDBEngine:
         else:
             numbered = (f"SELECT file_row_number + 1 AS r, {cells} "
                         f"FROM read_parquet({_literal(self._path)}, file_row_number = true)")
-        sql = (f"SELECT t.r FROM ({numbered}) t JOIN privspec_wanted w ON {on} ORDER BY t.r")
+        sql = (f"SELECT DISTINCT t.r FROM ({numbered}) t JOIN privspec_wanted w ON {on} ORDER BY t.r")
         return con.execute(sql).fetchnumpy()["r"].astype(np.int64)

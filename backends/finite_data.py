@@ -339,13 +339,14 @@ def _uniform_subset_bits(rng: Any, p: int, size: int) -> np.ndarray:
     return out
 
 
-def _bits_labels(bits: np.ndarray, labels: Sequence[str]) -> np.ndarray:
-    """Each row of a membership-bit matrix as its report text ``a|b|c`` (distinct rows joined once)."""
+def _bits_labels(bits: np.ndarray, labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row of a membership-bit matrix as a code into its distinct reports' texts
+    ``a|b|c`` (each distinct row joined once)."""
     packed = np.packbits(bits, axis=1)
     uniq, first, inv = np.unique(packed, axis=0, return_index=True, return_inverse=True)
     names = np.asarray(labels, dtype=object)
     text = np.array(["|".join(names[bits[i]]) for i in first], dtype=object)
-    return text[np.asarray(inv).ravel()]
+    return np.asarray(inv).ravel(), text
 
 
 def _mask_labels(mask: int, labels: Sequence[str]) -> str:
@@ -353,7 +354,15 @@ def _mask_labels(mask: int, labels: Sequence[str]) -> str:
 
 
 def privatize_factor(mechanism: Any, x: np.ndarray, rng: RowRandom | np.random.Generator) -> np.ndarray:
-    """Reports (as strings) for true category indices ``x``.
+    """Reports (as strings) for true category indices ``x`` (see :func:`privatize_codes`)."""
+    codes, texts = privatize_codes(mechanism, x, rng)
+    return texts[codes]
+
+
+def privatize_codes(mechanism: Any, x: np.ndarray, rng: RowRandom | np.random.Generator
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Reports for true category indices ``x``, as codes into their texts: a dictionary
+    encoding, so that no report string is built per row (nor hashed back when counted).
 
     The independent (and uniform) subset mechanism is realized as a survey would: draw
     A~ from nu and report A~ if it holds the answer, else its complement (Definition 3).
@@ -383,10 +392,10 @@ def privatize_factor(mechanism: Any, x: np.ndarray, rng: RowRandom | np.random.G
         reported = np.where((drawn >> x) & 1 == 1, drawn, full ^ drawn)
         uniq, inv = np.unique(reported, return_inverse=True)
         text = np.array([_mask_labels(int(m), labels) for m in uniq], dtype=object)
-        return text[inv]
+        return np.asarray(inv).ravel(), text
     ch = channel_of(mechanism)
     obs = _sample_from_columns(rng, ch.Kn, x)
-    return np.asarray(ch.obs_labels, dtype=object)[obs]
+    return obs, np.asarray(ch.obs_labels, dtype=object)
 
 
 def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int | None,
@@ -421,15 +430,30 @@ def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int |
                                            "supported by privatize"))
             rng = RowRandom(key, rows=np.arange(offset, offset + n), stream=stream)
             return _privatize_with_dummies(f, x, rng, var.name)
-        reports = np.empty(n, dtype=object)
+        pieces = []
         for start in progress(range(0, n, size), desc=f"privatize {var.name}", unit="chunk"):
             stop = min(n, start + size)
             rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream)
-            reports[start:stop] = privatize_factor(f, x[start:stop], rng)
+            pieces.append(privatize_codes(f, x[start:stop], rng))
         if len(cols) > 1:
             out = out.drop(columns=cols)
-        out[var.name] = reports
+        out[var.name] = _categorical(pieces, n)
     return out
+
+
+def _categorical(pieces: list[tuple[np.ndarray, np.ndarray]], n: int) -> pd.Categorical:
+    """The reports of the pieces as one categorical column (codes into report texts)."""
+    if not pieces:
+        return pd.Categorical(np.empty(0, dtype=object))
+    texts = pieces[0][1]
+    if all(t is texts or (len(t) == len(texts) and (t == texts).all()) for _, t in pieces):
+        codes = np.concatenate([c for c, _ in pieces]) if len(pieces) > 1 else pieces[0][0]
+        return pd.Categorical.from_codes(codes, categories=pd.Index(texts, dtype=object), validate=False)
+    # the pieces found different subsets (designs on many categories): one dictionary of all
+    merged, inverse = np.unique(np.concatenate([t for _, t in pieces]), return_inverse=True)
+    starts = np.cumsum([0] + [len(t) for _, t in pieces])
+    codes = np.concatenate([inverse[a:b][c] for (c, _), a, b in zip(pieces, starts[:-1], starts[1:])])
+    return pd.Categorical.from_codes(codes, categories=pd.Index(merged, dtype=object), validate=False)
 
 
 def _privatize_with_dummies(mechanism: SubsetMechanism, x: np.ndarray, rng: RowRandom,

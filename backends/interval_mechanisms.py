@@ -186,6 +186,92 @@ _POINT = re.compile(rf"^{_NUM}$", re.IGNORECASE)
 _MISSING = ("", "na", "n/a", "nan", "none", NULL)
 
 
+def _re2(rx: re.Pattern) -> str:
+    """The RE2 form of one of this module's patterns (Arrow's regular expressions): the
+    same syntax, case folded as the pattern is."""
+    return ("(?i)" if rx.flags & re.IGNORECASE else "") + rx.pattern
+
+
+def _extract(text: pd.Series, rx: re.Pattern) -> pd.DataFrame:
+    """``text.str.extract(rx)`` (its groups, NaN where no match), in one vectorized pass
+    of Arrow's RE2 over the values; the values RE2 does not match (its \\s and \\d are
+    ASCII, Python's Unicode) are matched by Python's ``re``, so the groups are Python's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = rx.groups
+    values = np.asarray(text.to_numpy(dtype=object), dtype=object)
+    out = pd.DataFrame({i: pd.Series(np.full(len(values), np.nan, dtype=object), index=text.index)
+                        for i in range(n)})
+    if not len(values):
+        return out
+    try:
+        got = pc.extract_regex(pa.array(values, type=pa.string()), _named(rx))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
+        return text.str.extract(rx)
+    matched = got.is_valid().to_numpy(zero_copy_only=False)
+    for i in range(n):
+        col = got.field(i).to_numpy(zero_copy_only=False)
+        out.iloc[np.flatnonzero(matched), i] = col[matched]
+    rest = np.flatnonzero(~matched & _unusual(values))
+    if len(rest):
+        slow = text.iloc[rest].str.extract(rx)
+        for i in range(n):
+            out.iloc[rest, i] = slow[i].to_numpy(dtype=object)
+    return out
+
+
+def _fullmatch(text: pd.Series, rx: re.Pattern) -> np.ndarray:
+    """``text.str.fullmatch(rx)`` as a bool array (the patterns are anchored), by Arrow's RE2,
+    the values it does not match checked again by Python's ``re`` (see :func:`_extract`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = np.asarray(text.to_numpy(dtype=object), dtype=object)
+    if not len(values):
+        return np.zeros(0, dtype=bool)
+    try:
+        hit = pc.match_substring_regex(pa.array(values, type=pa.string()), _re2(rx)).to_numpy(zero_copy_only=False)
+        hit = np.asarray(hit, dtype=object)
+        hit = np.where(pd.isna(hit), False, hit).astype(bool)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
+        return text.str.fullmatch(rx.pattern, flags=rx.flags).to_numpy(dtype=bool, na_value=False)
+    rest = np.flatnonzero(~hit & _unusual(values))
+    if len(rest):
+        hit[rest] = text.iloc[rest].str.fullmatch(rx.pattern, flags=rx.flags).to_numpy(dtype=bool, na_value=False)
+    return hit
+
+
+def _unusual(values: np.ndarray) -> np.ndarray:
+    """The values with a character outside printable ASCII (or missing): where RE2's classes
+    (ASCII \\s, \\d) and Python's (Unicode; \\v and \\x1c-\\x1f are spaces) can disagree."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    got = pc.match_substring_regex(pa.array(values, type=pa.string()), r"[^\x20-\x7e]")
+    hit = np.asarray(got.to_numpy(zero_copy_only=False), dtype=object)
+    return np.where(pd.isna(hit), True, hit).astype(bool)
+
+
+def _named(rx: re.Pattern) -> str:
+    """RE2 form of ``rx`` with its capturing groups named g0, g1, ... (Arrow requires names)."""
+    pattern, k, out, i = _re2(rx), 0, [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "(" and not pattern.startswith("(?", i):
+            out.append(f"(?P<g{k}>")
+            k += 1
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def parse_floats(text: Sequence[str] | pd.Series | np.ndarray) -> np.ndarray:
     """Correctly rounded doubles of number strings (NaN where an entry is missing).
 
@@ -246,15 +332,15 @@ def parse_ranges(values: Sequence[str] | pd.Series, column: str = "value",
                    "privspec does not impute: remove these rows, or collect through selective(...) "
                    "where null means 'not collected'", code="D004")
     # points: the number itself
-    point = s.str.fullmatch(_POINT.pattern, flags=re.IGNORECASE).to_numpy() & ~null
+    point = _fullmatch(s, _POINT) & ~null
     if point.any():
         left[point] = right[point] = parse_floats(s[point])
     # ring ranges: (-inf, a] | (b, inf]
     union = s.str.contains("|", regex=False).to_numpy() & ~null
     if union.any():
         parts = s[union].str.split("|", n=1, expand=True)
-        a = parts[0].str.strip().str.extract(_INTERVAL)
-        b = parts[1].str.strip().str.extract(_INTERVAL) if parts.shape[1] > 1 else a * np.nan
+        a = _extract(parts[0].str.strip(), _INTERVAL)
+        b = _extract(parts[1].str.strip(), _INTERVAL) if parts.shape[1] > 1 else a * np.nan
         al, ar = parse_floats(a[0]), parse_floats(a[1])
         bl, br = parse_floats(b[0]), parse_floats(b[1])
         ok = (al == -np.inf) & (br == np.inf) & (ar < bl) & np.isfinite(ar) & np.isfinite(bl)
@@ -263,7 +349,7 @@ def parse_ranges(values: Sequence[str] | pd.Series, column: str = "value",
         right[idx[ok]] = ar[ok]
     plain = ~(null | point | union)
     if plain.any():
-        m = s[plain].str.extract(_INTERVAL)
+        m = _extract(s[plain], _INTERVAL)
         lo, hi = parse_floats(m[0]), parse_floats(m[1])
         closing = m[2].to_numpy()
         ok = (lo < hi) & ((closing == "]") | (hi == np.inf))
@@ -360,8 +446,8 @@ def parse_censored(values: Sequence[str] | pd.Series, column: str = "value",
         raise _bad(rows, column, f"{len(rows)} missing value(s)",
                    "privspec does not impute: remove these rows (an unknown end is written -inf or inf: "
                    "(a, inf) is right-censored)", code="D004")
-    point = s.str.fullmatch(_POINT.pattern, flags=re.IGNORECASE).to_numpy()
-    m = s.str.extract(_BRACKETED)
+    point = _fullmatch(s, _POINT)
+    m = _extract(s, _BRACKETED)
     bracketed = m[1].notna().to_numpy()
     bad = ~(point | bracketed)
     if bad.any():
@@ -430,7 +516,7 @@ def parse_bounds(lower: Sequence[str] | pd.Series, upper: Sequence[str] | pd.Ser
                                                    "about them", "privspec does not impute: remove these rows",
                    code="D004")
     for text, absent, column in ((lo, lo_missing, columns[0]), (hi, hi_missing, columns[1])):
-        bad = ~absent & ~text.str.fullmatch(_POINT.pattern, flags=re.IGNORECASE).to_numpy()
+        bad = ~absent & ~_fullmatch(text, _POINT)
         if bad.any():
             rows = where(bad)
             raise _bad(rows, column, f"{len(rows)} end(s) that are not numbers (e.g. {_shown(text, bad)})",

@@ -124,7 +124,11 @@ class _ParquetSink:
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
         if self.writer is None:
-            self.schema = table.schema
+            # a dictionary column (the reports' categorical) is written as its values: each
+            # piece has its own dictionary, and Parquet dictionary-encodes text by itself
+            self.schema = pa.schema([pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
+                                     for f in table.schema])
+            table = table.cast(self.schema)
             self.writer = pq.ParquetWriter(self.path, self.schema)
         else:
             table = table.cast(self.schema)
