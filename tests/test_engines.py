@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
 DATA = SPECS / "data"
 
-#: the engines to compare (Spark where pyspark is installed: tests/test_engine_spark.py)
-ENGINES = ["pandas", "duckdb"] + (["spark"] if engines.available("spark") else [])
+#: the engines to compare (Spark where pyspark is installed: tests/test_engine_spark.py;
+#: required in the extras venv of .ci/run)
+ENGINES = ["pandas", "duckdb"] + (["spark"] if engines.available("spark") or os.environ.get("PRIVSPEC_REQUIRE_SPARK")
+                                  else [])
 
 
 def cli(*argv: object) -> tuple[int, str, str]:
