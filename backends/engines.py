@@ -183,6 +183,14 @@ def _take(uniques: Any, codes: np.ndarray) -> pd.Series:
 
 
 # ---- DuckDB -------------------------------------------------------------------------------------
+def _layers(query: str, prepare: Sequence[tuple[str, str]]) -> str:
+    """``query`` with each named expression of ``prepare`` added as a column, one nested
+    SELECT each (a later expression may use an earlier one's name; each is computed once)."""
+    for name, expr in prepare:
+        query = f"SELECT *, ({expr}) AS {name} FROM ({query})"
+    return query
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -336,23 +344,72 @@ class DuckDBEngine:
         except self._duckdb.Error:
             yield from self._use_pandas().chunks(rows)
 
-    def _rows(self, columns: list[str], wanted: pd.DataFrame) -> np.ndarray:
+    def tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str]
+                     ) -> tuple[Tally, np.ndarray, Tally]:
+        """Counts of one column with part of the parsing done in SQL: where ``ok`` (SQL over
+        the cell, ``x``) holds, the rows are grouped by the values of ``exprs`` (SQL over
+        ``x``, numbers: the parse of the values every parser reads alike); elsewhere by the
+        cell's text, for the caller's parser.  Returns the parsed groups (a tally of the
+        ``exprs`` values, named ``e0, e1, ...``; its rows located by recomputing them), and
+        the tally of the rest."""
+        if self._fallback is not None:
+            raise NotImplementedError("a file DuckDB cannot read: no SQL parse")
+        require_columns(pd.DataFrame(columns=self._header), [column], self.source)
+        cell = self._cell(column, "x")
+        named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
+        keys = ", ".join(f"e{i}" for i in range(len(exprs)))
+        inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {_quote(column)} AS x, count(*) AS n "
+                 f"FROM {self._from} GROUP BY ALL) GROUP BY ALL")
+        con = self.con
+        con.execute(f"CREATE OR REPLACE TEMP TABLE privspec_parsed AS SELECT x, n, coalesce(({ok}), false) AS ok, "
+                    f"{named} FROM ({_layers(inner, prepare)})")
+        try:
+            got = con.execute(f"SELECT {keys}, sum(n)::BIGINT AS n FROM privspec_parsed WHERE ok GROUP BY ALL "
+                              f"ORDER BY {keys}").fetchnumpy()
+            rest = con.execute("SELECT x, n FROM privspec_parsed WHERE NOT ok ORDER BY x").df()
+        finally:
+            con.execute("DROP TABLE IF EXISTS privspec_parsed")
+        names = [f"e{i}" for i in range(len(exprs))]
+        parsed_values = pd.DataFrame({k: np.asarray(got[k], dtype=float) for k in names})
+        parsed_counts = np.asarray(got["n"], dtype=np.int64)
+
+        def parsed_rows(mask: np.ndarray) -> np.ndarray:
+            return self._rows([column], parsed_values[mask].reset_index(drop=True), exprs=exprs, ok=ok,
+                              prepare=prepare)
+
+        parsed = Tally(tuple(names), parsed_values, parsed_counts, self.source, parsed_rows)
+        values, counts, _ = canonical(rest[["x"]].rename(columns={"x": column}), rest["n"].to_numpy())
+
+        def rest_rows(mask: np.ndarray) -> np.ndarray:
+            return self._rows([column], values[mask])
+
+        return parsed, parsed_counts, Tally((column,), values, counts, self.source, rest_rows)
+
+    def _rows(self, columns: list[str], wanted: pd.DataFrame, exprs: Sequence[str] | None = None,
+              ok: str | None = None, prepare: Sequence[tuple[str, str]] = ()) -> np.ndarray:
         """The 1-based rows holding one of the ``wanted`` tuples: a second pass, in file order
-        (one thread, insertion order kept; Parquet has its own row numbers)."""
+        (one thread, insertion order kept; Parquet has its own row numbers).  With ``exprs``
+        (one column), the tuples are their values, where ``ok`` holds (:meth:`tally_parsed`)."""
         con = self._duckdb.connect(database=":memory:")
         con.execute("SET threads = 1")
         con.execute("SET preserve_insertion_order = true")
         if self._from == "privspec_frame":
             con.register("privspec_frame", self.con.execute("SELECT * FROM privspec_frame").df())
         want = wanted.copy()
-        want.columns = [f"w{i}" for i in range(len(columns))]
+        want.columns = [f"w{i}" for i in range(want.shape[1])]
         con.register("privspec_wanted", want)
         cells = ", ".join(f"{self._cell(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         on = " AND ".join(f"t.{_quote(f'c{i}')} IS NOT DISTINCT FROM w.{_quote(f'w{i}')}" for i in range(len(columns)))
+        if exprs is not None:  # the cell as x, then the parsed values computed from it
+            cells = f"{self._cell(columns[0])} AS x"
+            on = " AND ".join(f"t.{_quote(f'c{i}')} = w.{_quote(f'w{i}')}" for i in range(len(exprs))) + " AND t.ok"
         if self._csv or self._from == "privspec_frame":
             numbered = f"SELECT row_number() OVER () AS r, {cells} FROM {self._from}"
         else:
             numbered = (f"SELECT file_row_number + 1 AS r, {cells} "
                         f"FROM read_parquet({_literal(self._path)}, file_row_number = true)")
+        if exprs is not None:
+            parsed = ", ".join(f"({e}) AS {_quote(f'c{i}')}" for i, e in enumerate(exprs))
+            numbered = f"SELECT r, {parsed}, coalesce(({ok}), false) AS ok FROM ({_layers(numbered, prepare)})"
         sql = (f"SELECT DISTINCT t.r FROM ({numbered}) t JOIN privspec_wanted w ON {on} ORDER BY t.r")
         return con.execute(sql).fetchnumpy()["r"].astype(np.int64)

@@ -158,13 +158,18 @@ def _no_anchors(mech: Any, what: str) -> BackendError:
              "reports, interval(...)"))
 
 
-def _load(mech: Any, query: Query, data: Any, columns: list[str]) -> tuple[Tally, str]:
-    """The counts of the distinct tuples of ``columns`` in the table bound to the mechanism."""
+def _engine(mech: Any, query: Query, data: Any) -> Any:
+    """The engine that counts the table bound to the mechanism."""
     if data is None:
         raise BackendError(Diagnostic("B120", f"query '{query.name}' needs data",
                                       hint="privspec run SPEC --data FILE"))
-    name = mech.name or query.name
-    return data.engine_for(name).tally(columns), data.path_for(name)
+    return data.engine_for(mech.name or query.name)
+
+
+def _load(mech: Any, query: Query, data: Any, columns: list[str]) -> tuple[Tally, str]:
+    """The counts of the distinct tuples of ``columns`` in the table bound to the mechanism."""
+    engine = _engine(mech, query, data)
+    return engine.tally(columns), data.path_for(mech.name or query.name)
 
 
 def _numeric(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
@@ -386,10 +391,9 @@ class IntervalBackend:
                               "the analytic value only")
             return Result("coverage", analytic.value, extras)
         rm = report_model(mech)
-        tally, path = _load(mech, q, data, rm.columns(column))
-        left, right = rm.read(tally, column)
-        nulls = _nulls(left, tally.counts)
-        l, r, c = aggregate(left, right, tally.counts)
+        left, right, counts = rm.read_counts(_engine(mech, q, data), column)
+        nulls = _nulls(left, counts)
+        l, r, c = aggregate(left, right, counts)
         if nulls:  # a null report counts with coverage 1
             l, r, c = np.append(l, np.nan), np.append(r, np.nan), np.append(c, float(nulls))
         pop = population_law(model, mech.variable)
@@ -421,9 +425,8 @@ class IntervalBackend:
         column = est.variables[0].name
         if est.kind == "regression":
             return self._regression(model, q, data, seed)
-        tally, _ = _load(mech, q, data, report_model(mech).columns(column))
-        left, right = report_model(mech).read(tally, column)
-        return estimate_from_reports(model, q, left, right, band=est.kind == "cdf", seed=seed, counts=tally.counts)
+        left, right, counts = report_model(mech).read_counts(_engine(mech, q, data), column)
+        return estimate_from_reports(model, q, left, right, band=est.kind == "cdf", seed=seed, counts=counts)
 
     def _regression(self, model: ModelGraph, q: Query, data: Any, seed: int | None) -> Result:
         from .interval_regression import iterative_regression

@@ -192,6 +192,31 @@ def _re2(rx: re.Pattern) -> str:
     return ("(?i)" if rx.flags & re.IGNORECASE else "") + rx.pattern
 
 
+#: the reports :func:`parse_ranges` reads that SQL (DuckDB, whose regular expressions are
+#: RE2 and whose cast to DOUBLE rounds correctly) reads alike: ``(a, b]`` with a < b,
+#: ``(a, inf)`` and a finite disclosed value, written with plain numbers and ASCII spaces.
+#: Everything else (rings, nulls, other spellings, what is not a report) is left to
+#: parse_ranges, so that every engine gives the same values and the same messages.
+_SQL_NUM = r"[+-]?(?:inf(?:inity)?|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+
+
+def ranges_sql() -> tuple[tuple[tuple[str, str], ...], str, tuple[str, str]]:
+    """``(prepare, ok, (left, right))``: SQL over a report's text ``x`` -- ``prepare`` names
+    values computed once (the match of the patterns), then where ``ok`` holds the report's
+    ends as :func:`parse_ranges` reads them (see :data:`_SQL_NUM`)."""
+    interval = rf"(?i)^\(\s*({_SQL_NUM})\s*,\s*({_SQL_NUM})\s*(\]|\))$"
+    point = rf"(?i)^{_SQL_NUM}$"
+    # each in turn (a later one may use an earlier one): the text trimmed as Python strips
+    # ASCII spaces, its match as an interval, and else as a number
+    prepare = (("t", "trim(x, ' \t\n\r\x0b\x0c')"),
+               ("m", f"regexp_extract(t, '{interval}', ['a', 'b', 'c'])"),
+               ("v", f"CASE WHEN m.c = '' AND regexp_full_match(t, '{point}') THEN TRY_CAST(t AS DOUBLE) END"))
+    a, b = "TRY_CAST(m.a AS DOUBLE)", "TRY_CAST(m.b AS DOUBLE)"
+    is_interval = f"(m.c <> '' AND {a} < {b} AND (m.c = ']' OR {b} = 'inf'::DOUBLE))"
+    ok = f"({is_interval} OR isfinite(v))"
+    return prepare, ok, (f"CASE WHEN {is_interval} THEN {a} ELSE v END", f"CASE WHEN {is_interval} THEN {b} ELSE v END")
+
+
 def _extract(text: pd.Series, rx: re.Pattern) -> pd.DataFrame:
     """``text.str.extract(rx)`` (its groups, NaN where no match), in one vectorized pass
     of Arrow's RE2 over the values; the values RE2 does not match (its \\s and \\d are

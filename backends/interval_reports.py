@@ -48,6 +48,7 @@ from ..errors import BackendError, DataError, Diagnostic
 from ..model import (CensoredMechanism, IntervalMechanism, Law, ModelGraph, ProgressiveMechanism,
                      SelectiveMechanism)
 from .interval_mechanisms import (Censored, _ends_form, _f, law_distribution, likelihood_pieces, parse_bounds,
+                                  ranges_sql,
                                   parse_censored, parse_ranges, population_law, range_coverage, sample_interval,
                                   sample_progressive, sample_selective, support_of)
 from .tally import ROWS, Rows, Tally
@@ -81,6 +82,9 @@ class ReportModel:
 
     has_anchors: bool = True
     allows_null: bool = False
+    #: reports written as parse_ranges reads them (one column): an engine may parse the
+    #: plain ones in SQL (:meth:`read_counts`)
+    written_as_ranges: bool = True
     written_ends: bool = False
 
     def __init__(self, mechanism: Any, *, weak: bool = False):
@@ -154,6 +158,29 @@ class ReportModel:
         left, right = parse_ranges(values[column], column, allow_null=self.allows_null, where=where)
         self.check(left, right, column, where)
         return left, right
+
+    def read_counts(self, engine: Any, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The reports an engine counts, as ``(left, right, counts)`` per distinct report,
+        checked (:meth:`read`).  An engine that parses in SQL (DuckDB) reads the plain
+        reports' numbers itself (:func:`.interval_mechanisms.ranges_sql`): no report text
+        reaches Python but the few others; the values and the messages are the same."""
+        parsed_tally = getattr(engine, "tally_parsed", None)
+        if parsed_tally is None or getattr(engine, "_fallback", None) is not None or not self.written_as_ranges:
+            tally = engine.tally(self.columns(column))
+            left, right = self.read(tally, column)
+            return left, right, tally.counts
+        prepare, ok, exprs = ranges_sql()
+        parsed, counts, rest = parsed_tally(column, prepare, ok, exprs)
+        lt, rt = parse_ranges(rest.values[column], column, allow_null=self.allows_null, where=Rows(rest))
+        left = np.concatenate([parsed.values["e0"].to_numpy(), lt])
+        right = np.concatenate([parsed.values["e1"].to_numpy(), rt])
+        k = len(counts)
+
+        def rows(mask: np.ndarray) -> tuple[int, ...]:
+            return tuple(sorted(set(parsed.locate(mask[:k])) | set(rest.locate(mask[k:]))))
+
+        self.check(left, right, column, Rows(locator=rows))
+        return left, right, np.concatenate([counts, rest.counts])
 
     def check(self, left: np.ndarray, right: np.ndarray, column: str, where: Rows = ROWS) -> None:
         """DataError (D102) naming the rows whose reports the mechanism cannot have produced."""
@@ -381,6 +408,7 @@ class CensoredReports(ReportModel):
 
     has_anchors = False
     written_ends = True
+    written_as_ranges = False
 
     def columns(self, column: str) -> list[str]:
         return list(self.mechanism.columns)

@@ -116,11 +116,14 @@ class Rows:
     (2, 3)
     """
 
-    def __init__(self, tally: Tally | None = None):
+    def __init__(self, tally: Tally | None = None, locator: Callable[[np.ndarray], tuple[int, ...]] | None = None):
         self.tally = tally
+        self.locator = locator
 
     def __call__(self, mask: Any) -> tuple[int, ...]:
         """The 1-based file rows of the entries where ``mask``."""
+        if self.locator is not None:
+            return self.locator(np.asarray(mask, dtype=bool))
         if self.tally is not None:
             return self.tally.locate(mask)
         return tuple(int(r) + 1 for r in np.flatnonzero(np.asarray(mask, dtype=bool)))

@@ -436,3 +436,70 @@ def test_arrow_casts_decimals_as_python_rounds_them() -> None:
         texts.append(format((Decimal(y) + Decimal(float(np.nextafter(y, np.inf)))) / 2, "f"))
     got, bad = parse_numbers(texts)
     assert not bad.any() and np.array_equal(got, np.array([float(t) for t in texts]))
+
+
+INTERVAL = """
+variable salary: continuous [0, 150]
+mechanism c2 = interval(salary, case2(uniform(0, 150)))
+query F = estimate cdf(salary) from c2 by npmle
+"""
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_interval_reports_parsed_in_sql_give_the_same_values_and_messages(tmp_path: Path, fmt: str) -> None:
+    """DuckDB reads the plain reports' numbers in SQL, the rest in Python: the NPMLE and the
+    messages (D102 for reports the mechanism cannot produce, D101 for what is no report)
+    with their rows are those of the other engines."""
+    spec = tmp_path / "s.privspec"
+    spec.write_text(INTERVAL)
+    rng = np.random.default_rng(2)
+    a = np.sort(rng.uniform(0, 150, size=(3_000, 2)), axis=1)
+    reports = np.array([f"({float(x)!r}, {float(y)!r}]" for x, y in a], dtype=object)
+    reports[::7] = [f"({float(x)!r}, inf]" for x in a[::7, 0]]
+    reports[5] = " (1.5e1 ,  2.25E1] "                        # other spacing and exponents
+    reports[11] = "(-INF, 3]"                                  # a word in capitals
+    f = tmp_path / f"r.{fmt}"
+
+    def write(values) -> None:
+        frame = pd.DataFrame({"salary": values})
+        frame.to_parquet(f) if fmt == "parquet" else frame.to_csv(f, index=False)
+
+    write(reports)
+    docs = {json.dumps(privspec.load(spec).run(str(f), engine=e).to_dict(), sort_keys=True) for e in ENGINES}
+    assert len(docs) == 1 and json.loads(docs.pop())["queries"]["F"]["n"] == 3_000
+    bad = reports.copy()
+    bad[[40, 2_000]] = "(160, 170]"                           # parsed in SQL, outside the support
+    write(bad)
+    errs = {cli("run", spec, "--data", f, "--engine", e)[2] for e in ENGINES}
+    assert len(errs) == 1 and "D102" in errs.pop()
+    bad[[40, 2_000]] = "(160; 170]"                           # no report: Python's parser
+    write(bad)
+    errs = {cli("run", spec, "--data", f, "--engine", e)[2] for e in ENGINES}
+    [err] = errs
+    assert "D101" in err and "41" in err and "2001" in err
+
+
+_REPORT_BITS = st.sampled_from(["(", ")", "]", "[", ",", ", ", " ", "-", "+", "inf", "INF", "Infinity", "1", "2.5",
+                                "1e3", "1E-2", ".5", "7.", "|", "null", "nan", "\u00a0", "\t", "0x1", "1_0", "e"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_REPORT_BITS, max_size=8).map("".join), min_size=1, max_size=40))
+def test_sql_reads_interval_reports_as_python_does(texts) -> None:
+    """Every text SQL parses (ranges_sql's ok) is a report parse_ranges reads to the same
+    ends, to the bit; what SQL leaves goes to parse_ranges itself."""
+    import duckdb
+
+    from privspec.backends.engines import _layers
+    from privspec.backends.interval_mechanisms import parse_ranges, ranges_sql
+
+    prepare, ok, (left, right) = ranges_sql()
+    con = duckdb.connect()
+    con.register("t", pd.DataFrame({"y": texts}))
+    rows = con.execute(f"SELECT x, coalesce(({ok}), false), {left}, {right} FROM "
+                       f"({_layers('SELECT y AS x FROM t', prepare)})").fetchall()
+    for text, parsed, l, r in rows:
+        if not parsed:
+            continue
+        got = parse_ranges([text])
+        assert (float(got[0][0]), float(got[1][0])) == (l, r), text
