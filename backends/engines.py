@@ -104,14 +104,15 @@ class PandasEngine:
     def tally(self, columns: Sequence[str]) -> Tally:
         columns = list(columns)
         require_columns(self.frame, columns, self.source)
-        ids, values, counts = group_rows([self.frame[c] for c in columns])
+        ids, present, values, counts = group_rows([self.frame[c] for c in columns])
         values.columns = columns
         values, counts, order = canonical(values, counts)
-        slot = np.empty(len(order), dtype=np.int64)
-        slot[order] = np.arange(len(order))           # old tuple index -> canonical index
+        ids_of = present[order]                        # canonical tuple -> its id
 
         def locator(mask: np.ndarray) -> np.ndarray:
-            return np.flatnonzero(mask[slot][ids]) + 1
+            chosen = np.zeros(int(present[-1]) + 1 if len(present) else 0, dtype=bool)
+            chosen[ids_of[mask]] = True
+            return np.flatnonzero(chosen[ids]) + 1
 
         return Tally(tuple(columns), values, counts, self.source, locator)
 
@@ -123,48 +124,50 @@ class PandasEngine:
             yield self.frame
 
 
-def group_rows(series: Sequence[pd.Series]) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
-    """Tuple id per row, the distinct tuples (dtypes kept) and their counts: factorize each
-    column (a categorical column gives its codes, no string hashed; missing values get a
-    code of their own), combine the codes into one integer per row, count with
-    :func:`numpy.bincount`."""
-    codes, uniques = [], []
+def group_rows(series: Sequence[pd.Series]) -> tuple[np.ndarray, np.ndarray, pd.DataFrame, np.ndarray]:
+    """Per row an id, the ids that occur (one per distinct tuple), the distinct tuples
+    (dtypes kept) and their counts: factorize each column (a categorical column gives its
+    codes: no string hashed; missing values get a code of their own), combine the codes
+    into one integer per row, count with :func:`numpy.bincount`."""
+    codes, uniques, sizes = [], [], []
     for s in series:
-        c, u = pd.factorize(s, sort=False, use_na_sentinel=True)
-        c = np.asarray(c, dtype=np.int64)
-        if len(c) and c.min() < 0:
+        if isinstance(s.dtype, pd.CategoricalDtype):   # the codes are the factorization
+            c, u = s.cat.codes.to_numpy(), s.cat.categories
+        else:
+            c, u = pd.factorize(s, sort=False, use_na_sentinel=True)
+        c = np.asarray(c)
+        missing = bool(len(c)) and bool((c < 0).any())
+        if missing:
             c = np.where(c < 0, len(u), c)    # missing: one more code
         codes.append(c)
         uniques.append(u)
-    sizes = [len(u) + 1 for u in uniques]
+        sizes.append(len(u) + int(missing))
     n = len(series[0]) if series else 0
     if len(codes) == 1:
         ids, total = codes[0], sizes[0]
     elif float(np.prod([float(x) for x in sizes])) < 2.0 ** 62:
-        ids, total = np.ravel_multi_index(tuple(codes), tuple(sizes)), int(np.prod(sizes))
+        ids = np.ravel_multi_index(tuple(c.astype(np.int64) for c in codes), tuple(sizes))
+        total = int(np.prod(sizes))
     else:  # too many combinations for one integer: unique rows of the code matrix
         _, ids = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
         ids = np.asarray(ids, dtype=np.int64).ravel()
         total = int(ids.max()) + 1 if n else 0
+    combined = len(codes) > 1 and total != int(np.prod(sizes))
     if total > max(4 * n, 1 << 20):       # sparse combinations: compress the ids first
         _, ids = np.unique(ids, return_inverse=True)
         ids = np.asarray(ids, dtype=np.int64).ravel()
         total = int(ids.max()) + 1 if n else 0
-        present_keys = None
-    counts = np.bincount(ids, minlength=total)
+        combined = len(codes) > 1
+    counts = np.bincount(ids, minlength=total) if n else np.zeros(total, dtype=np.int64)
     present = np.flatnonzero(counts)
-    if len(present) < total:                  # renumber the tuples that occur: 0..m-1
-        new = np.full(total, -1, dtype=np.int64)
-        new[present] = np.arange(len(present))
-        ids = new[ids]
-    keys = present
-    parts = [keys] if len(codes) == 1 else list(np.unravel_index(keys, tuple(sizes)))
-    if len(codes) > 1 and total != int(np.prod(sizes)):   # compressed ids: read the codes of one row each
-        first = np.empty(len(present), dtype=np.int64)
+    if combined:   # compressed ids: read the codes of each tuple's first row
+        first = np.empty(total, dtype=np.int64)
         first[ids[::-1]] = np.arange(n - 1, -1, -1)
-        parts = [c[first] for c in codes]
+        parts = [c[first[present]] for c in codes]
+    else:
+        parts = [present] if len(codes) == 1 else list(np.unravel_index(present, tuple(sizes)))
     frame = pd.DataFrame({i: _take(u, k) for i, (u, k) in enumerate(zip(uniques, parts))})
-    return ids, frame, counts[present].astype(np.int64)
+    return ids, present, frame, counts[present].astype(np.int64)
 
 
 def _take(uniques: Any, codes: np.ndarray) -> pd.Series:
