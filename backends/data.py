@@ -495,7 +495,7 @@ class DataBindings:
     per_mechanism: dict[str, str] = field(default_factory=dict)
     #: who counts (:mod:`privspec.backends.engines`): None for the default by input kind
     engine: str | None = None
-    _cache: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _cache: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)  # DataFrames given to the API
     _engines: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -536,8 +536,8 @@ class DataBindings:
         --------
         >>> import pandas as pd
         >>> b = DataBindings.of({"c1": pd.DataFrame({"salary": ["(0, 5]"]}), "s1": "s1.csv"}, ["c1", "s1"])
-        >>> b.path_for("c1"), b.path_for("s1"), len(b.frame_for("c1"))
-        ('<DataFrame for c1>', 's1.csv', 1)
+        >>> b.path_for("c1"), b.path_for("s1"), b.columns_for("c1")
+        ('<DataFrame for c1>', 's1.csv', ['salary'])
         """
         b = cls()
 
@@ -606,13 +606,6 @@ class DataBindings:
             raise DataError(Diagnostic("D005", "no default data file"))
         return self.engine_for(None).columns()
 
-    def default_frame(self) -> pd.DataFrame:
-        if self.default is None:
-            raise DataError(Diagnostic("D005", "no default data file"))
-        if self.default not in self._cache:
-            self._cache[self.default] = read_table(self.default)
-        return self._cache[self.default]
-
     def path_for(self, mechanism: str | None) -> str:
         path = self.per_mechanism.get(mechanism or "", self.default)
         if path is None:
@@ -634,13 +627,3 @@ class DataBindings:
     def columns_for(self, mechanism: str | None) -> list[str]:
         """The columns of the table bound to ``mechanism`` (a file's header only is read)."""
         return self.engine_for(mechanism).columns()
-
-    def frame_for(self, mechanism: str | None, columns: Sequence[str] = ()) -> pd.DataFrame:
-        """The table bound to ``mechanism`` (read once), checked for ``columns``."""
-        path = self.path_for(mechanism)
-        if path not in self._cache:
-            self._cache[path] = read_table(path)
-        frame = self._cache[path]
-        if columns:
-            require_columns(frame, columns, path)
-        return frame

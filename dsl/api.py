@@ -369,9 +369,12 @@ def _looks_raw(mech: Any, data: Any) -> bool:
         return False
     from .backends.data import parse_numbers
 
+    column = mech.variable.name
     try:
-        frame = data.frame_for(mech.name)
+        engine = data.engine_for(mech.name)
+        if column not in engine.columns():
+            return False
+        tally = engine.tally([column])  # the distinct values only, whatever the file's size
     except DataError:
         return False
-    column = mech.variable.name
-    return column in frame.columns and len(frame) > 0 and not parse_numbers(frame[column])[1].any()
+    return tally.n > 0 and not parse_numbers(tally.values[column])[1].any()
