@@ -43,7 +43,7 @@ class Engine(Protocol):
 
 
 def _missing_extra(engine: str, module: str) -> DataError:
-    return DataError(Diagnostic("D012", f"the {engine} engine needs {module}, which is not installed",
+    return DataError(Diagnostic("D008", f"the {engine} engine needs {module}, which is not installed",
                                 hint=f"pip install 'privspec[{ENGINES[engine]}]', or choose another engine "
                                      "(--engine pandas)"))
 
@@ -70,7 +70,7 @@ def engine_for(source: Any, engine: str | None = None, name: str | None = None) 
     if engine not in ENGINES:
         from ..scope import did_you_mean
 
-        raise DataError(Diagnostic("D012", f"no engine named '{engine}'",
+        raise DataError(Diagnostic("D008", f"no engine named '{engine}'",
                                    hint=did_you_mean(engine, list(ENGINES)) or f"engines: {', '.join(ENGINES)}"))
     if engine == "pandas":
         if isinstance(source, pd.DataFrame):
