@@ -351,28 +351,6 @@ class Channel:
         Qi = A.inv(m["Q"])
         return Qi @ m["C"] @ Qi.T if A is _Float else A.simplify(Qi * m["C"] * Qi.T)
 
-    def _closed_form_float(self, eps: Any, w: Sequence[float]) -> np.ndarray:
-        """The closed form in floating point, ``e^eps - 1`` by ``expm1`` (accurate for small
-        epsilon); B404 where it is 0 in doubles (epsilon below about 1e-308)."""
-        x = float(eps)
-        gap_num = math.expm1(x) if x < 700 else math.inf
-        if gap_num <= 0:
-            from ..errors import BackendError, Diagnostic
-
-            raise BackendError(Diagnostic("B404", f"epsilon = {sympy.sstr(sympy.N(eps, 3))} is too small for floating "
-                                          "point: e^eps - 1 is 0 in doubles, so the randomization matrix is "
-                                          "singular and the variance (about d^2 / eps^2) overflows",
-                                          hint="use an epsilon above 1e-300, or one whose e^eps is a fraction "
-                                               "(epsilon = log(1001/1000)), which is computed exactly"))
-        d = self.p
-        if math.isinf(gap_num):
-            gap, q = 1.0, 0.0
-        else:
-            e = math.exp(x)
-            gap, q = gap_num / (e + d - 1), 1.0 / (e + d - 1)
-        lam = gap * np.asarray(w, dtype=float) + q
-        return (np.diag(lam) - np.outer(lam, lam)) / gap ** 2
-
     def covariance_closed_form(self, w: Any) -> Any:
         """The MoM covariance in the design's own closed form where it has one (GRR:
         Warner's, see :class:`GRRChannel`), else :meth:`avar_mom`: the same matrix,

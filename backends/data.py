@@ -62,12 +62,16 @@ def _rows_text(rows: np.ndarray | Sequence[int], limit: int = 5) -> str:
 
 
 def describe_values(codes: np.ndarray, uniques: Sequence[Any], bad: Mapping[int, str] | Sequence[int],
-                    limit: int = 5) -> tuple[str, tuple[int, ...]]:
+                    limit: int = 5, locate: Callable[[np.ndarray], Sequence[int]] | None = None
+                    ) -> tuple[str, tuple[int, ...]]:
     """Name every distinct bad value (up to ``limit``, then "and N more") with its rows.
 
-    ``codes`` index ``uniques`` row by row (an unsorted :func:`pandas.factorize`, so codes
-    follow first appearance); ``bad`` lists the codes of bad values, or maps each to why
-    it is bad.  Returns the text and all the bad rows (1-based), so that a diagnostic
+    ``codes`` index ``uniques`` entry by entry (an unsorted :func:`pandas.factorize`);
+    ``bad`` lists the codes of bad values, or maps each to why it is bad.  ``locate``
+    gives the 1-based file rows of the entries where a mask holds: by default an entry is
+    a row (entry i is row i + 1); a tally's entries are its distinct tuples
+    (:meth:`privspec.backends.tally.Tally.locate`).  Values are listed in the order they
+    first appear in the file.  Returns the text and all the bad rows, so that a diagnostic
     shows each distinct problem, not only the first.
 
     Examples
@@ -76,16 +80,20 @@ def describe_values(codes: np.ndarray, uniques: Sequence[Any], bad: Mapping[int,
     >>> describe_values(codes, uniques, [1, 3])
     ("'x' (rows 2, 4), 'y' (row 5)", (2, 4, 5))
     """
+    if locate is None:
+        def locate(mask: np.ndarray) -> tuple[int, ...]:
+            return tuple(int(r) + 1 for r in np.flatnonzero(mask))
     reasons = dict(bad) if isinstance(bad, Mapping) else {int(k): "" for k in bad}
-    order = sorted(reasons)  # first appearance in the file
+    rows_of = {k: locate(codes == k) for k in reasons}
+    order = sorted(reasons, key=lambda k: (rows_of[k][0] if len(rows_of[k]) else 0, k))
     groups: dict[str, list[str]] = {}  # values that share a reason are listed together
     for k in order[:limit]:
-        groups.setdefault(reasons[k], []).append(f"{str(uniques[k])!r} ({_rows_text(np.flatnonzero(codes == k) + 1)})")
+        groups.setdefault(reasons[k], []).append(f"{str(uniques[k])!r} ({_rows_text(rows_of[k])})")
     parts = [", ".join(values) + (f": {why}" if why else "") for why, values in groups.items()]
     if len(order) > limit:
         parts.append(f"and {len(order) - limit} more distinct value{'s' if len(order) - limit > 1 else ''}")
-    rows = np.flatnonzero(np.isin(codes, np.asarray(order, dtype=np.int64)))
-    return ("; " if any(reasons.values()) else ", ").join(parts), tuple(int(r) + 1 for r in rows)
+    rows = tuple(int(r) for r in locate(np.isin(codes, np.asarray(order, dtype=np.int64))))
+    return ("; " if any(reasons.values()) else ", ").join(parts), rows
 
 
 def parse_numbers(values: Sequence[Any] | pd.Series | np.ndarray,

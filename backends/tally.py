@@ -189,16 +189,6 @@ def describe_distinct(tally: Tally, codes: np.ndarray, uniques: Sequence[Any],
     """:func:`privspec.backends.data.describe_values` for a tally: ``codes`` index
     ``uniques`` per distinct tuple (one column of the tally, or its parts joined); every
     distinct bad value is named with its file rows, in the order of first appearance."""
-    reasons = dict(bad) if isinstance(bad, dict) else {int(k): "" for k in bad}
-    rows_of = {k: tally.locate(codes == k) for k in reasons}
-    order = sorted(reasons, key=lambda k: rows_of[k][0] if rows_of[k] else 0)
-    groups: dict[str, list[str]] = {}
-    from .data import _rows_text
+    from .data import describe_values
 
-    for k in order[:limit]:
-        groups.setdefault(reasons[k], []).append(f"{str(uniques[k])!r} ({_rows_text(rows_of[k])})")
-    parts = [", ".join(values) + (f": {why}" if why else "") for why, values in groups.items()]
-    if len(order) > limit:
-        parts.append(f"and {len(order) - limit} more distinct value{'s' if len(order) - limit > 1 else ''}")
-    rows = tally.locate(np.isin(codes, np.asarray(order, dtype=np.int64)))
-    return ("; " if any(reasons.values()) else ", ").join(parts), rows
+    return describe_values(codes, uniques, bad, limit, locate=tally.locate)
