@@ -33,6 +33,7 @@ from ..query_kinds import Answers
 from ..results import Matrix, Result, Table, Vector
 from . import register
 from .data import parse_numbers, require_columns
+from .finite_data import _joined
 from .tally import Tally, describe_distinct
 from .release_budget import bind_parameters, budget_on, budget_table, describe_release, release_privacy_loss
 from .release_noise import (PAPER, algorithm1, cell_covariance, geometric_mechanism, margin_variance,
@@ -207,15 +208,6 @@ def _columns_of(var: Any, header: Sequence[str], path: Any) -> list[str]:
                              f"found: {', '.join(map(str, header)) or 'none'}")
         return [var.name]
     return list(var.parts)
-
-
-def _joined(values: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
-    if len(cols) == 1:
-        return values[cols[0]]
-    joined = values[cols[0]].astype(str).str.strip()
-    for c in cols[1:]:
-        joined = joined + "." + values[c].astype(str).str.strip()
-    return joined
 
 
 def count_records(model: ModelGraph, release: Release, data: Any, path: Any = "input") -> np.ndarray:
