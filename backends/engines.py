@@ -16,7 +16,9 @@ UTF-8, ragged rows, no header) is the same whichever engine was asked.
 """
 from __future__ import annotations
 
+import itertools
 import os
+import weakref
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
 
@@ -186,6 +188,28 @@ def _take(uniques: Any, codes: np.ndarray) -> pd.Series:
 
 
 # ---- DuckDB -------------------------------------------------------------------------------------
+_IDS = itertools.count()
+_CONNECTIONS: dict[int, Any] = {}
+
+
+def _unregister(con: Any, view: str) -> None:
+    try:
+        con.unregister(view)
+    except Exception:  # the connection is gone: nothing to release
+        pass
+
+
+def _connection() -> Any:
+    """One in-memory DuckDB connection per process (opening one costs ~12 ms): engines
+    name their views and tables apart.  A forked child opens its own."""
+    import duckdb
+
+    pid = os.getpid()
+    if pid not in _CONNECTIONS:
+        _CONNECTIONS.clear()
+        _CONNECTIONS[pid] = duckdb.connect(database=":memory:")
+    return _CONNECTIONS[pid]
+
 def _layers(query: str, prepare: Sequence[tuple[str, str]]) -> str:
     """``query`` with each named expression of ``prepare`` added as a column, one nested
     SELECT each (a later expression may use an earlier one's name; each is computed once)."""
@@ -213,12 +237,17 @@ class DuckDBEngine:
         import duckdb
 
         self._duckdb = duckdb
-        self.con = duckdb.connect(database=":memory:")
+        self.con = _connection()
+        self._id = next(_IDS)
         self._fallback: PandasEngine | None = None
+        self._frame_view: str | None = None
         if isinstance(source, pd.DataFrame):
             self.source = name or "<DataFrame>"
-            self.con.register("privspec_frame", source)
-            self._from = "privspec_frame"
+            self._frame_view = f"privspec_frame_{self._id}"
+            self.con.register(self._frame_view, source)
+            weakref.finalize(self, _unregister, self.con, self._frame_view)  # the frame is not held after
+            self._frame = source
+            self._from = self._frame_view
             self._header = [str(c) for c in source.columns]
             self._csv = False
             return
@@ -300,8 +329,11 @@ class DuckDBEngine:
         # normalized on the distinct values, and equal ones merged; sorted in SQL (UTF-8
         # byte order is code-point order, NULLs last): the canonical order, which
         # tally.canonical then only confirms
-        sql = (f"SELECT {cells}, sum(n)::BIGINT AS n FROM (SELECT {raw}, count(*) AS n FROM {self._from} "
-               f"GROUP BY ALL) GROUP BY ALL ORDER BY {keys}")
+        if self._csv or any(c in self._floats for c in columns):
+            sql = (f"SELECT {cells}, sum(n)::BIGINT AS n FROM (SELECT {raw}, count(*) AS n FROM {self._from} "
+                   f"GROUP BY ALL) GROUP BY ALL ORDER BY {keys}")
+        else:   # the cells as they are: one GROUP BY
+            sql = f"SELECT {raw}, count(*)::BIGINT AS n FROM {self._from} GROUP BY ALL ORDER BY {keys}"
         try:
             got = self.con.execute(sql).df()
         except self._duckdb.Error:
@@ -324,8 +356,8 @@ class DuckDBEngine:
         cells = ", ".join(f"{self._cell(c)} AS {_quote(c)}" for c in self._header)
         con = self._duckdb.connect(database=":memory:")
         con.execute("SET preserve_insertion_order = true")
-        if self._from == "privspec_frame":
-            con.register("privspec_frame", self.con.execute("SELECT * FROM privspec_frame").df())
+        if self._frame_view is not None:
+            con.register(self._frame_view, self._frame)
         try:
             reader = con.sql(f"SELECT {cells} FROM {self._from}").to_arrow_reader(rows)
             empty = True
@@ -364,14 +396,15 @@ class DuckDBEngine:
         inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {_quote(column)} AS x, count(*) AS n "
                  f"FROM {self._from} GROUP BY ALL) GROUP BY ALL")
         con = self.con
-        con.execute(f"CREATE OR REPLACE TEMP TABLE privspec_parsed AS SELECT x, n, coalesce(({ok}), false) AS ok, "
+        table = f"privspec_parsed_{self._id}"
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT x, n, coalesce(({ok}), false) AS ok, "
                     f"{named} FROM ({_layers(inner, prepare)})")
         try:
-            got = con.execute(f"SELECT {keys}, sum(n)::BIGINT AS n FROM privspec_parsed WHERE ok GROUP BY ALL "
+            got = con.execute(f"SELECT {keys}, sum(n)::BIGINT AS n FROM {table} WHERE ok GROUP BY ALL "
                               f"ORDER BY {keys}").fetchnumpy()
-            rest = con.execute("SELECT x, n FROM privspec_parsed WHERE NOT ok ORDER BY x").df()
+            rest = con.execute(f"SELECT x, n FROM {table} WHERE NOT ok ORDER BY x").df()
         finally:
-            con.execute("DROP TABLE IF EXISTS privspec_parsed")
+            con.execute(f"DROP TABLE IF EXISTS {table}")
         names = [f"e{i}" for i in range(len(exprs))]
         parsed_values = pd.DataFrame({k: np.asarray(got[k], dtype=float) for k in names})
         parsed_counts = np.asarray(got["n"], dtype=np.int64)
@@ -396,8 +429,8 @@ class DuckDBEngine:
         con = self._duckdb.connect(database=":memory:")
         con.execute("SET threads = 1")
         con.execute("SET preserve_insertion_order = true")
-        if self._from == "privspec_frame":
-            con.register("privspec_frame", self.con.execute("SELECT * FROM privspec_frame").df())
+        if self._frame_view is not None:
+            con.register(self._frame_view, self._frame)
         want = wanted.copy()
         want.columns = [f"w{i}" for i in range(want.shape[1])]
         con.register("privspec_wanted", want)
@@ -406,7 +439,7 @@ class DuckDBEngine:
         if exprs is not None:  # the cell as x, then the parsed values computed from it
             cells = f"{self._cell(columns[0])} AS x"
             on = " AND ".join(f"t.{_quote(f'c{i}')} = w.{_quote(f'w{i}')}" for i in range(len(exprs))) + " AND t.ok"
-        if self._csv or self._from == "privspec_frame":
+        if self._csv or self._frame_view is not None:
             numbered = f"SELECT row_number() OVER () AS r, {cells} FROM {self._from}"
         else:
             numbered = (f"SELECT file_row_number + 1 AS r, {cells} "
