@@ -104,19 +104,27 @@ class PandasEngine:
         return [str(c) for c in self.frame.columns]
 
     def tally(self, columns: Sequence[str]) -> Tally:
+        return self.tally_rows(columns)[0]
+
+    def tally_rows(self, columns: Sequence[str]) -> tuple[Tally, np.ndarray]:
+        """The tally, and for each row the index of its tuple in it (in memory the rows are
+        at hand: a privatizer maps each row's value through its tuple's)."""
         columns = list(columns)
         require_columns(self.frame, columns, self.source)
         ids, present, values, counts = group_rows([self.frame[c] for c in columns])
         values.columns = columns
         values, counts, order = canonical(values, counts)
         ids_of = present[order]                        # canonical tuple -> its id
+        size = int(present[-1]) + 1 if len(present) else 0
+        tuple_of_id = np.zeros(size, dtype=np.int64)
+        tuple_of_id[ids_of] = np.arange(len(ids_of))
 
         def locator(mask: np.ndarray) -> np.ndarray:
-            chosen = np.zeros(int(present[-1]) + 1 if len(present) else 0, dtype=bool)
+            chosen = np.zeros(size, dtype=bool)
             chosen[ids_of[mask]] = True
             return np.flatnonzero(chosen[ids]) + 1
 
-        return Tally(tuple(columns), values, counts, self.source, locator)
+        return Tally(tuple(columns), values, counts, self.source, locator), tuple_of_id[ids]
 
     def chunks(self, rows: int) -> Iterator[pd.DataFrame]:
         """The table in pieces of ``rows`` rows, in order (every column)."""

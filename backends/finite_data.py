@@ -275,7 +275,12 @@ def _sample_from_columns(rng: Any, P: np.ndarray, x: np.ndarray) -> np.ndarray:
     uniform per row (loops over categories, not respondents)."""
     u = rng.random(len(x))
     out = np.empty(len(x), dtype=np.int64)
-    for j in np.unique(x):
+    if not len(x):
+        return out
+    present = np.flatnonzero(np.bincount(x))      # the categories that occur (x are small ints)
+    if len(present) == 1:
+        return _inverse_cdf(np.asarray(P[:, present[0]], dtype=float), u)
+    for j in present:
         rows = np.flatnonzero(x == j)
         out[rows] = _inverse_cdf(np.asarray(P[:, j], dtype=float), u[rows])
     return out
@@ -417,12 +422,17 @@ def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int |
     factors = factor_mechanisms(mechanism)
     out = frame.copy()
     n = len(frame)
+    from .engines import PandasEngine
+
+    raw = PandasEngine(frame, "the raw data")
     for i, f in enumerate(factors):
         var = f.variable
         cols = columns_for(var, list(frame.columns))
         require_columns(frame, cols, "the raw data", hint=_column_hint(var, frame, "raw values"))
-        check_no_missing(frame, cols, "the raw data")
-        x = _labels_to_index(_joined(frame, cols), var.labels, var.name, cols)
+        # one hashing pass over the rows; the checks and labels on the distinct values
+        tally, row_tuple = raw.tally_rows(cols)
+        tally.check_no_missing(cols)
+        x = _labels_to_index(_joined(tally.values, cols), var.labels, var.name, cols, tally)[row_tuple]
         stream = stream_of(mechanism, i)
         if isinstance(f, SubsetMechanism) and f.min_coverage is not None:
             if len(factors) > 1:
