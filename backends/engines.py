@@ -104,11 +104,15 @@ class PandasEngine:
         return [str(c) for c in self.frame.columns]
 
     def tally(self, columns: Sequence[str]) -> Tally:
-        return self.tally_rows(columns)[0]
+        return self._tally(columns)[0]
 
     def tally_rows(self, columns: Sequence[str]) -> tuple[Tally, np.ndarray]:
         """The tally, and for each row the index of its tuple in it (in memory the rows are
         at hand: a privatizer maps each row's value through its tuple's)."""
+        tally, ids, tuple_of_id = self._tally(columns)
+        return tally, tuple_of_id[ids]
+
+    def _tally(self, columns: Sequence[str]) -> tuple[Tally, np.ndarray, np.ndarray]:
         columns = list(columns)
         require_columns(self.frame, columns, self.source)
         ids, present, values, counts = group_rows([self.frame[c] for c in columns])
@@ -124,7 +128,7 @@ class PandasEngine:
             chosen[ids_of[mask]] = True
             return np.flatnonzero(chosen[ids]) + 1
 
-        return Tally(tuple(columns), values, counts, self.source, locator), tuple_of_id[ids]
+        return Tally(tuple(columns), values, counts, self.source, locator), ids, tuple_of_id
 
     def chunks(self, rows: int) -> Iterator[pd.DataFrame]:
         """The table in pieces of ``rows`` rows, in order (every column)."""

@@ -1,7 +1,7 @@
 """Engines at scale: privspec's aggregation against the floor measured in the same run.
 
 Every figure is measured in a fresh subprocess (this script run with ``--one CASE``), so
-that its peak memory (``ru_maxrss``) is the case's own; the floor of each case runs the
+that its peak memory (VmHWM) is the case's own; the floor of each case runs the
 same way, on the same data, in the same run, and every ratio is privspec / floor.
 
 1. Files (DuckDB SQL writes them: Parquet and CSV, column ``race``, p = 5 labels):
@@ -375,7 +375,7 @@ def main() -> None:
     free = shutil.disk_usage(directory).free / 2 ** 30
     print(f"privspec engines bench: sizes {', '.join(map(fmt_n, sizes))}; files in {directory} "
           f"({free:.0f} GiB free); {os.cpu_count()} cores; every figure from a fresh subprocess "
-          f"(peak = ru_maxrss, base = after setup, before the timed call)")
+          f"(peak = VmHWM, the high-water mark of resident memory; base = after setup, before the timed call)")
     summary: list[tuple[str, str, str, bool | None]] = []
     try:
         if "file" in cases:
