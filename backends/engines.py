@@ -404,19 +404,20 @@ class DuckDBEngine:
         require_columns(pd.DataFrame(columns=self._header), [column], self.source)
         cell = self._cell(column, "x")
         named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
-        keys = ", ".join(f"e{i}" for i in range(len(exprs)))
         inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {_quote(column)} AS x, count(*) AS n "
                  f"FROM {self._from} GROUP BY ALL) GROUP BY ALL")
-        con = self.con
-        table = f"privspec_parsed_{self._id}"
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT x, n, coalesce(({ok}), false) AS ok, "
-                    f"{named} FROM ({_layers(inner, prepare)})")
-        try:
-            got = con.execute(f"SELECT {keys}, sum(n)::BIGINT AS n FROM {table} WHERE ok GROUP BY ALL "
-                              f"ORDER BY {keys}").fetchnumpy()
-            rest = con.execute(f"SELECT x, n FROM {table} WHERE NOT ok ORDER BY x").df()
-        finally:
-            con.execute(f"DROP TABLE IF EXISTS {table}")
+        # one query: the parsed reports grouped by their ends (no text), the others by their
+        # text (no ends); the two kinds are told apart by the ends being null
+        picked = ", ".join(f"CASE WHEN ok THEN e{i} END AS e{i}" for i in range(len(exprs)))
+        sql = (f"SELECT CASE WHEN ok THEN NULL ELSE x END AS x, {picked}, sum(n)::BIGINT AS n FROM "
+               f"(SELECT x, n, coalesce(({ok}), false) AS ok, {named} FROM ({_layers(inner, prepare)})) GROUP BY ALL")
+        got = self.con.execute(sql).fetchnumpy()
+        is_parsed = ~np.ma.getmaskarray(got["e0"]) if np.ma.isMaskedArray(got["e0"]) else \
+            ~pd.isna(np.asarray(got["e0"], dtype=object)).astype(bool)
+        rest = pd.DataFrame({"x": pd.Series(np.asarray(got["x"], dtype=object)[~is_parsed], dtype=object),
+                             "n": np.asarray(got["n"], dtype=np.int64)[~is_parsed]})
+        got = {k: np.ma.filled(got[k], np.nan)[is_parsed] if np.ma.isMaskedArray(got[k]) else
+               np.asarray(got[k])[is_parsed] for k in [f"e{i}" for i in range(len(exprs))] + ["n"]}
         names = [f"e{i}" for i in range(len(exprs))]
         parsed_values = pd.DataFrame({k: np.asarray(got[k], dtype=float) for k in names})
         parsed_counts = np.asarray(got["n"], dtype=np.int64)
