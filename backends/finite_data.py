@@ -29,7 +29,7 @@ import pandas as pd
 from ..errors import DataError, Diagnostic
 from ..model import ProductMechanism, SubsetMechanism, Variable
 from ..progress import progress
-from .channel import Channel
+from .channel import Channel, GRRChannel
 from .compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
 from .data import MISSING, check_no_missing, describe_values, missing_rows, require_columns
 from .rowrandom import RowRandom, row_key, stream_of
@@ -399,8 +399,29 @@ def privatize_codes(mechanism: Any, x: np.ndarray, rng: RowRandom | np.random.Ge
         text = np.array([_mask_labels(int(m), labels) for m in uniq], dtype=object)
         return np.asarray(inv).ravel(), text
     ch = channel_of(mechanism)
+    if isinstance(ch, GRRChannel) and list(ch.obs_labels) == list(ch.x_labels) and ch.p > 1:
+        return _sample_grr(ch, x, rng.random(len(x))), np.asarray(ch.obs_labels, dtype=object)
     obs = _sample_from_columns(rng, ch.Kn, x)
     return obs, np.asarray(ch.obs_labels, dtype=object)
+
+
+def _sample_grr(ch: Any, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """GRR reports by the inverse CDF of column ``x`` of ``P = (p - q) I + q J`` in closed
+    form: the categories before ``x`` hold ``[0, x q)``, ``x`` holds ``[x q, x q + p)``, the
+    rest ``q`` each after it.  The same map from a row's uniform to its report as
+    :func:`_sample_from_columns` (but for ties at block ends, of probability ~1e-16), in one
+    pass over the rows instead of one per category (the cost of GRR's privatize at 1e6)."""
+    d = ch.p
+    p, q = float(ch.Kn[0, 0]), float(ch.Kn[1, 0])
+    if q <= 0:
+        return np.asarray(x, dtype=np.int64)
+    x = np.asarray(x, dtype=np.int64)
+    start = x * q                                   # where the truth's block begins
+    keep = (u >= start) & (u < start + p)
+    j = ((u - np.where(u >= start, p, 0.0)) * (1.0 / q)).astype(np.int64)  # among the d - 1 others
+    j += j >= x                                     # ... skipping the truth
+    np.minimum(j, d - 1, out=j)                     # rounding at the top end
+    return np.where(keep, x, j)
 
 
 def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int | None,

@@ -10,6 +10,10 @@ that names the row::
     counter = (r * B + b, draw, attempt, stream)      # 4 x 64 bits
 
 ``B = ceil(k / 4)`` blocks of four 64-bit words give a row its ``k`` words for one draw;
+a draw of one or two words per row shares a block between four or two consecutive rows
+(row ``r`` takes words ``(r mod 4/k) k ...`` of block ``floor(r k / 4)``): a whole block
+per row would compute and throw away three words of every four, most of the cost of a
+one-uniform sampler such as GRR's;
 ``draw`` counts the calls made on a :class:`RowRandom` (the 1st, 2nd ... use of
 randomness by a sampler: every row makes the same calls, whatever its value);
 ``attempt`` numbers the redraws of a rejection sampler (:meth:`RowRandom.retry`);
@@ -114,12 +118,28 @@ def row_words(key: np.ndarray, rows: np.ndarray | range, k: int, draw: int = 0, 
         return np.zeros((n, max(k, 0)), dtype=np.uint64)
     if rows.min() < 0:
         raise ValueError("row indices are >= 0")
+    high = (draw << 64) + (attempt << 128) + (stream << 192)
+    if k <= 2:   # 4 // k rows share a block: row r's words are those at r*k .. r*k + k - 1
+        share = 4 // k
+        first = int(rows[0])
+        if n == 1 or (int(rows[-1]) - first == n - 1 and bool(np.all(np.diff(rows) == 1))):
+            b0, b1 = first // share, (first + n - 1) // share + 1
+            start = (b0 + high - 1) % (1 << 256)
+            raw = np.random.Philox(key=key, counter=start).random_raw((b1 - b0) * 4)
+            skip = (first - b0 * share) * k
+            return raw[skip:skip + n * k].reshape(n, k)
+        counters = np.empty((n, 4), dtype=np.uint64)
+        counters[:, 0] = (rows // share).astype(np.uint64)
+        counters[:, 1], counters[:, 2], counters[:, 3] = draw, attempt, stream
+        block = philox4x64(key, counters)
+        at = ((rows % share) * k)[:, None] + np.arange(k)
+        return np.take_along_axis(block, at, axis=1)
     blocks = -(-k // 4)
     first = int(rows[0])
     if n == 1 or (int(rows[-1]) - first == n - 1 and bool(np.all(np.diff(rows) == 1))):
         # contiguous rows: numpy's Philox in C, started one block before the first row's
         # (the counter as one Python int: numpy would pass a list's words through float64)
-        start = (first * blocks + (draw << 64) + (attempt << 128) + (stream << 192) - 1) % (1 << 256)
+        start = (first * blocks + high - 1) % (1 << 256)
         raw = np.random.Philox(key=key, counter=start).random_raw(n * blocks * 4)
         return raw.reshape(n, blocks * 4)[:, :k]
     index = (rows[:, None].astype(np.uint64) * np.uint64(blocks) + np.arange(blocks, dtype=np.uint64)).ravel()

@@ -75,10 +75,14 @@ def test_philox_is_numpys_word_for_word() -> None:
 def test_row_words_are_the_same_by_any_path() -> None:
     key = row_key(5)
     rows = np.arange(2 ** 40, 2 ** 40 + 300)
-    whole = row_words(key, rows, 6, draw=2, attempt=1, stream=9)       # contiguous: numpy's C Philox
     shuffled = np.random.default_rng(0).permutation(300)
-    assert np.array_equal(row_words(key, rows[shuffled], 6, draw=2, attempt=1, stream=9), whole[shuffled])
-    assert not np.array_equal(row_words(key, rows, 6, draw=3, attempt=1, stream=9), whole)
+    for k in (1, 2, 3, 6):   # 1 and 2 words: rows share a Philox block
+        whole = row_words(key, rows, k, draw=2, attempt=1, stream=9)       # contiguous: numpy's C Philox
+        assert whole.shape == (300, k) and len(np.unique(whole)) == whole.size
+        assert np.array_equal(row_words(key, rows[shuffled], k, draw=2, attempt=1, stream=9), whole[shuffled])
+        for a, b in ((1, 2), (3, 10), (5, 300), (7, 8)):   # pieces starting inside a shared block
+            assert np.array_equal(row_words(key, rows[a:b], k, draw=2, attempt=1, stream=9), whole[a:b])
+        assert not np.array_equal(row_words(key, rows, k, draw=3, attempt=1, stream=9), whole)
     u = row_uniforms(5, range(10 ** 5))[:, 0]
     assert 0 < u.min() and u.max() < 1 and stats.kstest(u, "uniform").pvalue > 1e-3
 
@@ -348,3 +352,24 @@ def test_uniform_design_beyond_64_bit_masks(tmp_path: Path) -> None:
     w = json.loads(out)["queries"]["w"]["value"]
     # Q = (1 - c2) I + c2 J with c2 -> 1/2: the MoM sd of a 50% category is about sqrt(1/n)
     assert abs(w["c0"] - 0.5) < 5 * np.sqrt(1 / n)
+
+
+def test_grr_closed_form_sampler_is_the_channels_inverse_cdf() -> None:
+    """GRR's one-pass sampler maps each uniform to the report the generic inverse CDF of
+    the channel's column gives (the fast path changes no report)."""
+    import sympy
+
+    from privspec.backends.channel import grr_channel
+    from privspec.backends.finite_data import _sample_from_columns, _sample_grr
+
+    for d, eps in ((2, 1.0), (5, 1.0), (7, 0.1), (16, 4.0), (3, 30.0)):
+        ch = grr_channel(tuple(f"c{i}" for i in range(d)), sympy.Float(eps))
+        gen = np.random.default_rng(d)
+        x, u = gen.integers(0, d, 200_000), gen.random(200_000)
+        u[:d] = np.cumsum(np.asarray(ch.Kn[:, 0], dtype=float))[:d] * 0.999999  # near block ends
+
+        class Fixed:
+            def random(self, n: int) -> np.ndarray:
+                return u
+
+        assert np.array_equal(_sample_grr(ch, x, u), _sample_from_columns(Fixed(), ch.Kn, x))
