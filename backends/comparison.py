@@ -236,6 +236,10 @@ class Evaluation:
             K = ch.at(t.subs).Kn if t.subs else ch.Kn
             return worst_posterior(K, w)
         kind, metric = PRIVACY_QUERIES[criterion]
+        if family_of(mech) in ("oracle", "multi_oracle"):
+            raise NotApplicable(f"{metric} is computed from a channel's report probabilities; a frequency "
+                                f"oracle's reports ({mech.protocol}: bit vectors, hashes, Hadamard indices) have no "
+                                "channel here: compare it on epsilon")
         if metric != "size" and family_of(mech) in INTERVAL:
             raise NotApplicable(f"{metric} is computed for finite mechanisms")
         if metric == "size" and not _set_valued(mech):

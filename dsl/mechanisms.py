@@ -16,7 +16,7 @@ from . import arith, ast, costs
 from .model import (CONTINUOUS_FAMILIES, IntervalMechanism, Law, Mechanism, ProductMechanism,
                     ProgressiveMechanism, RandomizedResponse, SelectiveMechanism, SubsetDesign,
                     SubsetMechanism, Variable)
-from .model import CensoredMechanism
+from .model import CensoredMechanism, FrequencyOracle, MultiAttributeOracle
 from .scope import Context, compare, describe, did_you_mean, fmt, sign
 from .signatures import Signature, bind, names, signature
 from .source import Span
@@ -380,6 +380,159 @@ def build_grr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedRespo
     return RandomizedResponse(name, var, epsilon=eps, span=call.span)
 
 
+#: the local-DP frequency oracles of one variable (docs/oracles.md); l_*: longitudinal forms
+ORACLES = ("sue", "oue", "blh", "olh", "ss", "hr", "adp", "l_grr", "l_sue", "l_oue", "l_osue")
+
+
+def build_oracle(ctx: Context, call: ast.Call, name: str | None) -> FrequencyOracle | None:
+    """``sue(X, epsilon = e)`` and the other frequency oracles: a categorical variable of at
+    least 2 categories, epsilon > 0, a hash range g >= 2 (olh), a subset size 1 <= k < d
+    (ss), and for a longitudinal form 0 < first < epsilon."""
+    protocol = call.name
+    sig = signature(protocol, "mechanism")
+    args = bind(ctx, call, sig)
+    if args is None:
+        return None
+    var = _categorical(ctx, args["variable"], protocol)
+    eps = value(ctx, args, sig, "epsilon")
+    g = value(ctx, args, sig, "g") if "g" in args else None
+    k = value(ctx, args, sig, "k") if "k" in args else None
+    first = value(ctx, args, sig, "first") if "first" in args else None
+    if var is None or eps is None or ("g" in args and g is None) or ("k" in args and k is None) \
+            or ("first" in args and first is None):
+        return None
+    if var.p < 2:
+        ctx.error("E405", f"{protocol}() needs at least 2 categories; {var.name} has {var.p}", args["variable"].span)
+        return None
+    if k is not None and k >= var.p:
+        ctx.error("E309", f"the subset size k must be below the number of categories ({var.p}), found {k}",
+                  args["k"].span, f"ss reports k of {var.name}'s {var.p} categories: 1 <= k <= {var.p - 1}")
+        return None
+    if first is not None and (compare(first, eps) or 0) >= 0:
+        ctx.error("E304", f"first (the privacy of one collection) must be below epsilon (that of every "
+                          f"collection together), found first = {fmt(first)} >= epsilon = {fmt(eps)}",
+                  args["first"].span, "memoization: the permanent report spends epsilon once; each collection "
+                                      "re-randomizes it at first < epsilon")
+        return None
+    return FrequencyOracle(name, var, protocol, eps, sympy.Integer(g) if g is not None else None,
+                           sympy.Integer(k) if k is not None else None, first, call.span)
+
+
+#: the oracles an spl/smp attribute may use (written without epsilon: the protocol's budget)
+ATTRIBUTE_ORACLES = ("grr", "sue", "oue", "blh", "olh", "ss", "hr", "adp")
+
+
+def _keyword_args(ctx: Context, call: ast.Call, allowed: tuple[str, ...]) -> dict[str, ast.Node] | None:
+    """The keyword arguments of a call with variadic positional ones (E205 for an unknown
+    or repeated option, with did-you-mean)."""
+    out: dict[str, ast.Node] = {}
+    for kw in call.keywords:
+        key = kw.key.name if isinstance(kw.key, ast.Ref) else None
+        if key is None or key not in allowed:
+            shown = key or kw.key.text  # type: ignore[union-attr]
+            ctx.error("E205", f"{call.name}() has no option '{shown}'", kw.key.span,
+                      did_you_mean(shown, allowed) or f"options: {', '.join(allowed)}")
+            return None
+        if key in out:
+            ctx.error("E205", f"'{key}' is given twice", kw.key.span)
+            return None
+        out[key] = kw.value
+    return out
+
+
+def _distinct_attributes(ctx: Context, call: ast.Call, nodes: list[ast.Node], variables: list[Variable]) -> bool:
+    if len(variables) < 2:
+        ctx.error("E205", f"{call.name}() collects at least two attributes", call.span,
+                  f"for one attribute use its oracle alone: oue(race, epsilon = 1)")
+        return False
+    seen: dict[str, Variable] = {}
+    for node, v in zip(nodes, variables):
+        for c in v.components():
+            if c in seen:
+                ctx.error("E205", f"variable {c} is collected twice by {call.name}()", node.span,
+                          "each attribute is one variable, given once")
+                return False
+            seen[c] = v
+    return True
+
+
+def build_multi_oracle(ctx: Context, call: ast.Call, name: str | None) -> MultiAttributeOracle | None:
+    """``spl(oue(race), grr(gender), epsilon = 2)`` and ``smp(...)``: at least two oracles,
+    each on its own categorical variable and written without epsilon (the protocol's
+    budget), and the budget epsilon > 0."""
+    sig = signature(call.name, "mechanism")
+    kws = _keyword_args(ctx, call, ("epsilon",))
+    if kws is None:
+        return None
+    if "epsilon" not in kws:
+        ctx.error("E205", f"{call.name}() needs epsilon = ...", call.span, sig.usage)
+        return None
+    eps = ctx.number(kws["epsilon"], "epsilon")
+    if eps is None or not check_positive(ctx, eps, kws["epsilon"], "epsilon"):
+        return None
+    kinds, variables, nodes = [], [], []
+    for arg in call.positional:
+        if not (isinstance(arg, ast.Call) and arg.name in ATTRIBUTE_ORACLES):
+            found = arg.name if isinstance(arg, ast.Call) else None
+            ctx.error("E205", f"{call.name}() takes an oracle per attribute, found "
+                              f"{repr(found + '(...)') if found else describe(arg)}", arg.span,
+                      (did_you_mean(found, ATTRIBUTE_ORACLES) if found else "") or
+                      f"e.g. {call.name}(oue(race), grr(gender), epsilon = 2); oracles: {', '.join(ATTRIBUTE_ORACLES)}")
+            return None
+        if arg.keywords or len(arg.positional) != 1:
+            ctx.error("E205", f"inside {call.name}() an oracle takes its variable only: {arg.name}(X)",
+                      (arg.keywords[0].span if arg.keywords else arg.span),
+                      f"the budget is {call.name}()'s epsilon (split or sampled among the attributes)")
+            return None
+        var = _categorical(ctx, arg.positional[0], arg.name)
+        if var is None:
+            return None
+        kinds.append(arg.name)
+        variables.append(var)
+        nodes.append(arg)
+    if not _distinct_attributes(ctx, call, nodes, variables):
+        return None
+    if call.name == "smp" and any(v.name == "sampled" for v in variables):
+        ctx.error("E205", "smp() writes the sampled attribute in a column named 'sampled': no attribute may be "
+                          "called so", call.span)
+        return None
+    return MultiAttributeOracle(name, call.name, tuple(kinds), tuple(variables), eps, None, call.span)
+
+
+def build_rsfd(ctx: Context, call: ast.Call, name: str | None) -> MultiAttributeOracle | None:
+    """``rsfd(race, gender, epsilon = 1, fake = grr)``: at least two categorical
+    variables, epsilon > 0, a fake-data variant."""
+    sig = signature("rsfd", "mechanism")
+    kws = _keyword_args(ctx, call, ("epsilon", "fake"))
+    if kws is None:
+        return None
+    if "epsilon" not in kws:
+        ctx.error("E205", "rsfd() needs epsilon = ...", call.span, sig.usage)
+        return None
+    eps = ctx.number(kws["epsilon"], "epsilon")
+    if eps is None or not check_positive(ctx, eps, kws["epsilon"], "epsilon"):
+        return None
+    fake = "grr"
+    if "fake" in kws:
+        node = kws["fake"]
+        words = sig.param("fake").words
+        if not (isinstance(node, ast.Ref) and node.name in words):
+            shown = node.name if isinstance(node, ast.Ref) else describe(node)
+            ctx.error("E205", f"unknown fake-data variant {shown!r}", node.span,
+                      (did_you_mean(shown, words) if isinstance(node, ast.Ref) else "") or f"fake = {' | '.join(words)}")
+            return None
+        fake = node.name
+    variables = []
+    for arg in call.positional:
+        var = _categorical(ctx, arg, "rsfd")
+        if var is None:
+            return None
+        variables.append(var)
+    if not _distinct_attributes(ctx, call, list(call.positional), variables):
+        return None
+    return MultiAttributeOracle(name, "rsfd", (fake,) * len(variables), tuple(variables), eps, fake, call.span)
+
+
 def _matrix(ctx: Context, node: ast.Node, what: str = "matrix") -> list[list[tuple[sympy.Expr, ast.Node]]] | None:
     if isinstance(node, ast.Tagged) and node.tag.name == "matrix":
         node = node.body
@@ -683,6 +836,10 @@ def build_censored(ctx: Context, call: ast.Call, name: str | None) -> CensoredMe
 BUILDERS: dict[str, Callable[[Context, ast.Call, str | None], Mechanism | None]] = {
     "subset": build_subset,
     "grr": build_grr,
+    **{o: build_oracle for o in ORACLES},
+    "spl": build_multi_oracle,
+    "smp": build_multi_oracle,
+    "rsfd": build_rsfd,
     "rr": build_rr,
     "product": build_product,
     "interval": build_interval,

@@ -245,6 +245,64 @@ class RandomizedResponse(_OneVariable):
 
 
 @dataclass(frozen=True)
+class FrequencyOracle(_OneVariable):
+    """A local-DP frequency oracle on one categorical variable (``docs/oracles.md``).
+
+    ``protocol``: ``sue`` (symmetric unary encoding, basic RAPPOR), ``oue`` (optimized
+    unary encoding), ``blh`` / ``olh`` (binary / optimized local hashing, ``hash_range``
+    g), ``ss`` (subset selection, ``subset_size`` k), ``hr`` (Hadamard response), ``adp``
+    (GRR or OUE, whichever has the smaller variance at this epsilon and domain size).
+    Longitudinal forms (``l_grr``, ``l_sue``, ``l_oue``, ``l_osue``) memoize a permanent
+    report at ``epsilon`` (the privacy of any number of collections) and randomize it again
+    at ``first`` (the privacy of one collection) each time.  ``None``: the protocol's
+    default (g = round(e^epsilon) + 1 for olh; k = d / (e^epsilon + 1) rounded for ss).
+    """
+
+    name: str | None
+    variable: Variable
+    protocol: str
+    epsilon: sympy.Expr
+    hash_range: sympy.Expr | None = None
+    subset_size: sympy.Expr | None = None
+    first: sympy.Expr | None = None
+    span: Span | None = field(default=None, compare=False)
+    family = "oracle"
+    is_finite = False
+
+    @property
+    def kind(self) -> str:
+        return self.protocol
+
+
+@dataclass(frozen=True)
+class MultiAttributeOracle:
+    """Several categorical attributes collected under one local-DP budget ``epsilon``
+    (Arcolezi et al. 2021, ``docs/oracles.md``): ``spl`` (every attribute through its
+    oracle at epsilon / A), ``smp`` (one attribute drawn at random, at epsilon; the server
+    learns which) or ``rsfd`` (one attribute drawn at random, at the amplified epsilon, and
+    fake reports for the others; ``fake``: grr, oue_z, oue_r, sue_z, sue_r, adp).
+    ``oracles``: the oracle of each attribute (spl, smp; for rsfd the fake variant's)."""
+
+    name: str | None
+    protocol: str
+    oracles: tuple[str, ...]
+    attributes: tuple[Variable, ...]
+    epsilon: sympy.Expr
+    fake: str | None = None
+    span: Span | None = field(default=None, compare=False)
+    family = "multi_oracle"
+    is_finite = False
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return self.attributes
+
+    @property
+    def kind(self) -> str:
+        return self.protocol
+
+
+@dataclass(frozen=True)
 class ProductMechanism:
     """``product(M1, ..., Md)`` (Def. 8; RR-Independent): factors kept separate."""
 
@@ -342,7 +400,8 @@ class CensoredMechanism(_OneVariable):
 
 
 Mechanism = Union[SubsetMechanism, RandomizedResponse, ProductMechanism, IntervalMechanism,
-                  SelectiveMechanism, ProgressiveMechanism, CensoredMechanism]
+                  SelectiveMechanism, ProgressiveMechanism, CensoredMechanism, FrequencyOracle,
+                  MultiAttributeOracle]
 
 
 # ---- releases, queries, comparisons ---------------------------------------------------

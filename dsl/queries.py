@@ -9,8 +9,8 @@ from .mechanisms import build_mechanism
 from .query_kinds import FAMILIES as FAMILY_WORDS
 from .query_kinds import (ESTIMANDS, INTERVAL, PLAIN_QUERIES, PRODUCT_JOINT, QUERY_KINDS, estimators_for,
                           family_of)
-from .model import (Estimand, IntervalMechanism, Mechanism, Method, ProductMechanism,
-                    Query, RandomizedResponse, SubsetMechanism, Variable)
+from .model import (Estimand, FrequencyOracle, IntervalMechanism, Mechanism, Method, MultiAttributeOracle,
+                    ProductMechanism, Query, RandomizedResponse, SubsetMechanism, Variable)
 from .scope import Context, compare, describe, did_you_mean, fmt
 from .source import Span
 
@@ -203,7 +203,9 @@ def _method_option(ctx: Context, method: str, kw: ast.KwArg, seen: list[str]) ->
 
 
 def _rr_based(mech: Mechanism) -> bool:
-    """Randomized response, or a product of randomized responses."""
+    """Randomized response, a product of randomized responses, or a frequency oracle."""
+    if isinstance(mech, (FrequencyOracle, MultiAttributeOracle)):
+        return True
     if isinstance(mech, ProductMechanism):
         return all(isinstance(f, RandomizedResponse) for f in mech.factors)
     return isinstance(mech, RandomizedResponse)
@@ -275,7 +277,7 @@ def _fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src: ast.
                 ctx.error("E503", f"no single factor of {src.name} observes {v.name}", src.span)
                 return False
     if "project" in method.options and not _rr_based(mech):
-        ctx.error("E501", "project applies to randomized-response estimates (grr, rr, products of them)", span,
+        ctx.error("E501", "project applies to randomized-response estimates (grr, rr, products of them, frequency oracles)", span,
                   "the MLE (by mle) stays on the simplex for any finite mechanism")
         return False
     if m in ("newton", "one_step") and not isinstance(mech, SubsetMechanism):

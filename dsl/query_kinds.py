@@ -42,11 +42,14 @@ FAMILIES: dict[str, str] = {
     "rr_product": "products of randomized responses",
     "interval": "interval privacy (interval, selective, progressive)",
     "censored": "interval-censored data (censored)",
+    "oracle": "local-DP frequency oracles (sue, oue, blh, olh, ss, hr, adp, l_grr, l_sue, l_oue, l_osue)",
+    "multi_oracle": "several attributes under one local-DP budget (spl, smp, rsfd)",
     "release": "releases of count tables (no mechanism)",
 }
 FINITE = ("subset", "grr", "rr", "product", "rr_product")
 INTERVAL = ("interval", "censored")
-MECHANISM_FAMILIES = FINITE + INTERVAL
+ORACLE = ("oracle", "multi_oracle")
+MECHANISM_FAMILIES = FINITE + INTERVAL + ORACLE
 
 
 def family_of(mechanism: Any) -> str:
@@ -112,13 +115,17 @@ _TESTS = ("pearson", "lrt", "lrt_mom", "bonferroni")
 ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
     EstimandKind("distribution", "distribution(X)", 1, True, "estimate", _SUBSET_DISTRIBUTION,
                  {"subset": _SUBSET_DISTRIBUTION, "grr": _DISTRIBUTION, "rr": _DISTRIBUTION,
-                  "product": _SUBSET_DISTRIBUTION, "rr_product": _DISTRIBUTION},
+                  "product": _SUBSET_DISTRIBUTION, "rr_product": _DISTRIBUTION,
+                  # frequency oracles: the unbiased (support-count) estimator and the IBU (EM)
+                  "oracle": ("mom", "mle"), "multi_oracle": ("mom",)},
                  "the distribution of a categorical variable"),
     EstimandKind("joint", "joint(X, Y, ...)", None, True, "estimate",
                  ("independent", "joint", "castell", "hybrid", "truncated", "clusters", "mom", "mle", "em"),
                  {"subset": _DISTRIBUTION, "grr": ("joint",) + _DISTRIBUTION, "rr": ("joint",) + _DISTRIBUTION,
                   # castell & co. on a mixed product: the factors covering the estimand must be RR
-                  "product": PRODUCT_JOINT + _DISTRIBUTION, "rr_product": PRODUCT_JOINT + _DISTRIBUTION},
+                  "product": PRODUCT_JOINT + _DISTRIBUTION, "rr_product": PRODUCT_JOINT + _DISTRIBUTION,
+                  # an oracle on the combined variable (oue(gender * race, ...)): its distribution
+                  "oracle": ("mom", "mle")},
                  "the joint distribution of two or more categorical variables"),
     EstimandKind("mean", "mean(X)", 1, False, "estimate", ("unbiased", "npmle", "mle"),
                  {"interval": ("unbiased", "npmle", "mle"), "censored": ("npmle", "mle")},
@@ -261,8 +268,10 @@ POWER_TESTS = ("proportion", "difference", "independence")
 #: the estimator a candidate uses when its ``by`` is left out, by estimand and family: an
 #: efficient one where there is one (MLE; GRR's moment estimator is its MLE inside the simplex)
 DEFAULT_ESTIMATORS: dict[str, dict[str, str]] = {
-    "distribution": {"subset": "mle", "grr": "mom", "rr": "mle", "product": "mle", "rr_product": "mom"},
-    "joint": {"subset": "mle", "grr": "joint", "rr": "joint", "product": "mle", "rr_product": "castell"},
+    "distribution": {"subset": "mle", "grr": "mom", "rr": "mle", "product": "mle", "rr_product": "mom",
+                     "oracle": "mom", "multi_oracle": "mom"},
+    "joint": {"subset": "mle", "grr": "joint", "rr": "joint", "product": "mle", "rr_product": "castell",
+              "oracle": "mom"},
     "mean": {"interval": "npmle", "censored": "npmle"},
     "moment": {"interval": "npmle", "censored": "npmle"},
     "cdf": {"interval": "npmle", "censored": "npmle"},

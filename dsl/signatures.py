@@ -50,6 +50,7 @@ VALUE_KINDS: dict[str, str] = {
     "categorical variable": "the name of a categorical variable",
     "continuous variable": "the name of a continuous variable",
     "mechanism": "a mechanism (a call, or the name of one declared above)",
+    "oracle": "a frequency oracle on one categorical variable, without epsilon: oue(race)",
     "interval mechanism": "an interval mechanism",
     "design": "a subset design",
     "scheme": "an interval scheme",
@@ -143,6 +144,8 @@ NOISE_LAWS = ("normal", "logistic")
 METRICS = ("size", "mutual_information", "prediction")
 SE_KINDS = ("population", "conditional")
 RELEASE_CALIBRATIONS = ("tight", "paper")
+#: rsfd's variants (fake data): grr (a uniform value), oue/sue of the zero vector or of a random value, adp
+RSFD_FAKES = ("grr", "oue_z", "oue_r", "sue_z", "sue_r", "adp")
 
 _MECHANISMS = (
     Signature("subset", "mechanism", (
@@ -155,6 +158,48 @@ _MECHANISMS = (
         _p("variable", "categorical variable", "the variable privatized"),
         _p("epsilon", "positive", "the local differential privacy level"),
     ), "grr(VARIABLE, epsilon = e)", "generalized (k-ary) randomized response"),
+    *(Signature(name, "mechanism", (
+        _p("variable", "categorical variable", "the variable privatized"),
+        _p("epsilon", "positive", "the local differential privacy level"),
+        *extra,
+    ), usage, doc) for name, extra, usage, doc in (
+        ("sue", (), "sue(VARIABLE, epsilon = e)", "symmetric unary encoding (basic RAPPOR; Wang et al. 2017)"),
+        ("oue", (), "oue(VARIABLE, epsilon = e)", "optimized unary encoding (Wang et al. 2017)"),
+        ("blh", (), "blh(VARIABLE, epsilon = e)", "binary local hashing: a hash to {0, 1}, then grr (Wang et al. 2017)"),
+        ("olh", (_opt("g", "integer", "the hash range (default round(e^epsilon) + 1)", minimum=2),),
+         "olh(VARIABLE, epsilon = e, g = G)", "optimized local hashing: a hash to g values, then grr "
+                                              "(Wang et al. 2017)"),
+        ("ss", (_opt("k", "integer", "the subset size (default d / (e^epsilon + 1), rounded, at least 1)",
+                     minimum=1),),
+         "ss(VARIABLE, epsilon = e, k = K)", "subset selection: a random k-subset (Wang et al. 2016; "
+                                            "Ye and Barg 2018)"),
+        ("hr", (), "hr(VARIABLE, epsilon = e)", "Hadamard response (Acharya, Sun and Zhang 2019)"),
+        ("adp", (), "adp(VARIABLE, epsilon = e)", "adaptive: grr or oue, whichever has the smaller variance "
+                                                 "(Arcolezi et al.)"),
+        *((f"l_{base}", (Param("first", "positive", positional=False, doc="the privacy of one collection (< epsilon)"),),
+           f"l_{base}(VARIABLE, epsilon = e_inf, first = e_1)",
+           f"longitudinal {base.upper()}: a memoized {base.upper()} report at epsilon, randomized again at "
+           f"first each collection (Arcolezi et al. 2022)")
+          for base in ("grr", "sue", "oue", "osue")),
+    )),
+    *(Signature(name, "mechanism", (
+        _p("oracles", "oracle", "one oracle per attribute, without epsilon (sue, oue, blh, olh, ss, hr, adp, grr)",
+           variadic=True),
+        Param("epsilon", "positive", positional=False, doc="the local-DP budget of one respondent"),
+    ), f"{name}(ORACLE(X1), ORACLE(X2), ..., epsilon = e)", doc) for name, doc in (
+        ("spl", "several attributes, each through its oracle at epsilon / A (split the budget; Arcolezi et al. "
+                "2021)"),
+        ("smp", "several attributes: each respondent reports one drawn at random, at epsilon (sample; Arcolezi "
+                "et al. 2021)"),
+    )),
+    Signature("rsfd", "mechanism", (
+        _p("variables", "categorical variable", "the attributes collected", variadic=True),
+        Param("epsilon", "positive", positional=False, doc="the local-DP budget of one attribute's change"),
+        _opt("fake", "word", "the oracle of the sampled attribute and the fake reports of the others",
+             default="grr", words=RSFD_FAKES),
+    ), "rsfd(X1, X2, ..., epsilon = e, fake = grr | oue_z | oue_r | sue_z | sue_r | adp)",
+        "random sampling plus fake data: one attribute at the amplified epsilon, fake reports for the others "
+        "(Arcolezi et al. 2021)"),
     Signature("rr", "mechanism", (
         _p("variable", "categorical variable", "the variable privatized"),
         _p("matrix", "matrix", "P[u][v] = Pr(Y = v | X = u), rows summing to 1"),

@@ -54,7 +54,7 @@ def cand(doc: dict, name: str) -> dict:
 # ---- every bundled comparison answers -----------------------------------------------------------
 def test_the_bundled_comparisons() -> None:
     assert [p.stem for p in COMPARE_SPECS] == ["compare_interval", "compare_race", "compare_survey", "language",
-                                              "planning"]
+                                              "oracles", "planning"]
 
 
 @pytest.mark.parametrize("path", COMPARE_SPECS, ids=lambda p: p.stem)

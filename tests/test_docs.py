@@ -43,7 +43,7 @@ def test_language_example_is_bundled_verbatim_and_checks() -> None:
     assert len(model.queries) == 24 and list(model.compares) == ["race_designs"]
 
 
-@pytest.mark.parametrize("page", ["subset-privacy.md", "randomized-response.md"])
+@pytest.mark.parametrize("page", ["subset-privacy.md", "randomized-response.md", "oracles.md"])
 def test_doc_page_commands_work(page: str, tmp_path, monkeypatch) -> None:
     """Every `privspec ...` line in the page's sh blocks runs and exits 0 (from the
     repository root, as the page says; outputs go to a temporary folder)."""
@@ -115,3 +115,25 @@ def test_planning_tutorial_runs(monkeypatch) -> None:
     assert (res["n_se"].value, res["n_pow"].value) == (7802, 11929)          # the numbers the page states
     assert round(res["pw"].value, 3) == 0.442 and round(inv["most_private"]["value"], 3) == 3.036
     assert "plan.md" in {p.name for p in scope["folder"].iterdir()}
+
+
+def test_oracle_page_specs_check_clean() -> None:
+    """docs/oracles.md: its spec block checks clean (its compare block with that spec's declarations)."""
+    import privspec
+
+    text = (ROOT / "docs" / "oracles.md").read_text(encoding="utf-8")
+    blocks, fence, lines = [], None, []
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if fence is None:
+                fence, lines = line, []
+            else:
+                if fence == "```":          # spec blocks (sh blocks are run above)
+                    blocks.append("\n".join(lines) + "\n")
+                fence = None
+        elif fence is not None:
+            lines.append(line)
+    assert len(blocks) == 2
+    privspec.load(blocks[0])
+    privspec.load(blocks[0] + blocks[1]).compare()
+

@@ -1,0 +1,295 @@
+"""Several attributes under one local-DP budget (``spl``, ``smp``, ``rsfd``): what the
+frequency-oracle back end (:mod:`privspec.backends.frequency_oracles`) answers for them,
+with :mod:`privspec.backends.oracles_multi`.
+
+A report file holds one column per attribute, named after its variable (``smp`` adds the
+column ``sampled``: which attribute the respondent reported; the other cells of its row
+are empty).  ``distribution(X)`` of one attribute reads its column only (``smp``: with
+``sampled``), as distinct reports and their counts.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sympy
+
+from ..errors import BackendError, DataError, Diagnostic
+from ..model import ModelGraph, Query
+from ..results import Matrix, Result, Vector
+from . import oracles as core
+from . import oracles_multi as multi
+from .data import require_columns
+from .finite_truth import _mat, _vec
+from .normal import Z95
+from .populations import bind_parameters, population_vector
+from .rowrandom import RowRandom, row_key, stream_of
+
+#: rows privatized at once (per-row randomness: the result does not depend on it)
+CHUNK = 1 << 19
+
+
+def multi_of(model: ModelGraph, mech: Any) -> multi.MultiOracle:
+    """The :class:`~privspec.backends.oracles_multi.MultiOracle` a mechanism declares."""
+    eps = bind_parameters(model, mech.epsilon)
+    if not getattr(eps, "is_number", False):
+        raise BackendError(Diagnostic("B410", f"epsilon = {eps} has no value: a frequency oracle is analysed and "
+                                      "run at numbers", hint="give the parameter a value (parameter eps = 1)"))
+    ds = tuple(v.p for v in mech.attributes)
+    try:
+        if mech.protocol == "rsfd":
+            return multi.multi_oracle("rsfd", None, ds, float(eps), variant=mech.fake.replace("_", "-"))
+        return multi.multi_oracle(mech.protocol, mech.oracles, ds, float(eps))
+    except ValueError as e:
+        raise BackendError(Diagnostic("B412", str(e))) from None
+
+
+def attribute_of(mech: Any, query: Query) -> int | None:
+    """The attribute a one-variable estimand is about (None: not one of them)."""
+    est = query.estimand
+    if est is None or est.kind != "distribution":
+        return None
+    return next((j for j, v in enumerate(mech.attributes) if v == est.variables[0]), None)
+
+
+def _others_uniform(mo: multi.MultiOracle, j: int, f: np.ndarray) -> list[np.ndarray]:
+    """Marginals for :func:`~privspec.backends.oracles_multi.covariance`: attribute ``j``'s
+    ``f``, the others uniform (an attribute's covariance depends on its own marginal only)."""
+    return [f if i == j else np.full(d, 1.0 / d) for i, d in enumerate(mo.ds)]
+
+
+def attribute_covariance(mo: multi.MultiOracle, j: int, f: np.ndarray, conditional: bool, n: int,
+                         split: int | None = None) -> np.ndarray:
+    """``n`` times the covariance of attribute ``j``'s estimate from ``n`` respondents (smp:
+    given that ``split`` of them reported it; without it, averaged over the split)."""
+    split_all = None
+    if mo.protocol == "smp" and split is not None:
+        split_all = [split if i == j else 1 for i in range(mo.A)]
+    return n * multi.covariance(mo, _others_uniform(mo, j, f), n, conditional, n_attribute=split_all)[j]
+
+
+def facts(mo: multi.MultiOracle, j: int | None = None) -> dict:
+    """What the protocol is: its attributes' oracles and epsilons, the two privacy levels."""
+    out: dict = {"protocol": mo.protocol, "attributes": mo.A, "oracles": list(mo.kinds),
+                 "attribute_epsilon": mo.attribute_epsilon,
+                 "epsilon_any_change": multi.epsilon_of(mo, "any"),
+                 "epsilon_one_attribute": multi.epsilon_of(mo, "attribute")}
+    if mo.protocol == "rsfd":
+        out["fake"] = mo.variant
+        out["fakes"] = list(mo.fakes)
+    if j is not None:
+        if mo.protocol == "rsfd":
+            pe, qe, _, _ = multi.rsfd_probs(mo, j)
+        else:
+            pe, qe = core.support_probs(mo.oracles[j])
+        out.update(attribute=j, p_star=pe, q_star=qe)
+    return out
+
+
+def epsilon_result(model: ModelGraph, mech: Any, mo: multi.MultiOracle) -> Result:
+    """The local-DP epsilon of one respondent's whole report (any two tuples), read back
+    from the probabilities; the one-attribute level beside it."""
+    declared = bind_parameters(model, mech.epsilon)
+    any_change = multi.epsilon_of(mo, "any")
+    extras = facts(mo)
+    extras["declared"] = declared
+    if mo.protocol == "rsfd":
+        extras["reason"] = ("random sampling plus fake data: the sampled attribute is privatized at eps' = "
+                            "ln(A (e^eps - 1) + 1); two respondents' tuples that differ in every attribute are "
+                            "separated by eps' (the report that equals x everywhere), tuples that differ in one "
+                            "attribute by epsilon_one_attribute; the paper's eps is the latter")
+        return Result("epsilon", sympy.Float(any_change, 15), extras)
+    extras["reason"] = ("sequential composition of the attributes' oracles at epsilon / A" if mo.protocol == "spl"
+                        else "one attribute's oracle at epsilon; which attribute does not depend on the answers")
+    if abs(any_change - float(declared)) > 1e-9 * max(1.0, float(declared)):
+        raise BackendError(Diagnostic("B414", f"the epsilon read back ({any_change}) differs from the declared "
+                                      f"one ({declared})"))
+    return Result("epsilon", declared, extras)
+
+
+def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
+    mech = q.mechanism
+    j = attribute_of(mech, q)
+    var = mech.attributes[j]
+    w = population_vector(model, [var])
+    if w is None:
+        raise BackendError(Diagnostic("B001", f"avar needs a population for {var.name}"))
+    f = np.array([float(x) for x in w], dtype=float)
+    f = f / f.sum()
+    kind = str(q.method.options.get("se", "population"))
+    if mo.protocol == "smp":
+        # the split averaged over n_j ~ Binomial(n, 1/A): n enters beyond 1/n; asymptotically A Sigma
+        V = mo.A * core.covariance(mo.oracles[j], f, 1.0, conditional=(kind == "conditional"))
+        if kind == "conditional":
+            V = V + (mo.A - 1) * (np.diag(f) - np.outer(f, f))
+        note = "n_j ~ n / A respondents report the attribute: A times its oracle's covariance (and the sampled " \
+               "respondents' spread, given the table)"
+    else:
+        V = attribute_covariance(mo, j, f, kind == "conditional", n=1)   # n Cov does not depend on n
+        note = "its oracle at epsilon / A" if mo.protocol == "spl" else \
+            "a pure protocol per attribute with p_eff, q_eff (real report with probability 1/A, else fake)"
+    extras = {"method": "mom", "se_kind": kind, **facts(mo, j), "trace": float(np.trace(V)), "note": note,
+              "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
+              "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi"}
+    return Result("avar", _mat(V, var.labels, var.labels), extras)
+
+
+# ---- data ------------------------------------------------------------------------------------------
+def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tuple[Any, np.ndarray, int]:
+    """Attribute ``j``'s distinct reports (parsed) and their counts, and the number of
+    respondents ``n`` (smp: all rows; the reports are those of the rows that sampled j)."""
+    var = mech.attributes[j]
+    o = mo.oracles[j]
+    source = getattr(engine, "source", "the data")
+    if mo.protocol == "smp":
+        require_columns(pd.DataFrame(columns=engine.columns()), [var.name, multi.SAMPLED], source)
+        tally = engine.tally([multi.SAMPLED, var.name])
+        tally.check_no_missing([multi.SAMPLED])
+        sampled = np.array([str(v).strip() for v in tally.column(multi.SAMPLED)], dtype=object)
+        valid = np.isin(sampled, [str(i) for i in range(mo.A)])
+        mine = sampled == str(j)
+        text = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
+                         for v in tally.column(var.name)], dtype=object)
+        reports, bad = core.parse_reports(o, text[mine])
+        bad_mask = ~valid
+        bad_mask[np.flatnonzero(mine)[np.asarray(bad, dtype=np.int64)]] = True
+        _raise_bad(tally, bad_mask, np.where(valid, text, sampled), var.name if valid.all() else multi.SAMPLED,
+                   mech, o)
+        counts = np.asarray(tally.counts, dtype=float)
+        return reports, counts[mine], int(counts.sum())
+    require_columns(pd.DataFrame(columns=engine.columns()), [var.name], source)
+    tally = engine.tally([var.name])
+    tally.check_no_missing([var.name])
+    text = np.array([str(v).strip() for v in tally.column(var.name)], dtype=object)
+    reports, bad = core.parse_reports(o, text)
+    mask = np.zeros(len(text), dtype=bool)
+    mask[np.asarray(bad, dtype=np.int64)] = True
+    _raise_bad(tally, mask, text, var.name, mech, o)
+    counts = np.asarray(tally.counts, dtype=float)
+    return reports, counts, int(counts.sum())
+
+
+def _raise_bad(tally: Any, mask: np.ndarray, text: np.ndarray, column: str, mech: Any, o: core.Oracle) -> None:
+    if not mask.any():
+        return
+    from .frequency_oracles import _form_hint
+
+    rows = tally.locate(mask)
+    bad = text[mask]
+    shown = ", ".join(repr(t) for t in bad[:5]) + (" ..." if len(bad) > 5 else "")
+    raise DataError(Diagnostic("D013", f"{len(bad)} distinct value{'s' if len(bad) > 1 else ''} in {tally.source} "
+                                       f"{'are' if len(bad) > 1 else 'is'} not {mech.protocol} reports of {column}: "
+                                       f"{shown}", rows=rows, columns=(column,),
+                               hint=_form_hint(o) + ("; the column 'sampled' holds the index of the attribute "
+                                                     "reported (0 .. A-1, in the order of smp(...))"
+                                                     if mech.protocol == "smp" else "")))
+
+
+def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, counts: np.ndarray,
+                       n: int) -> dict:
+    """Attribute ``j``'s estimate from its distinct reports and counts: ``w`` and ``V`` (n
+    times its covariance at the estimate, of the kind ``se`` asks)."""
+    o = mo.oracles[j]
+    project = str(q.method.options.get("project", "none"))
+    se_kind = str(q.method.options.get("se", "population"))
+    m = float(counts.sum())              # reports of the attribute (smp: those who sampled it)
+    if m <= 0:
+        raise DataError(Diagnostic("D103", f"no respondent reported {q.estimand.variables[0].name}: nothing to "
+                                           "estimate from"))
+    C = core.support_counts(o, reports, counts)
+    if mo.protocol == "rsfd":
+        pe, qe, _, _ = multi.rsfd_probs(mo, j)
+        raw = (C / m - qe) / (pe - qe)
+        from .rr_joint import project as _project
+
+        w, at = _project(raw, project), _project(raw, "clip")
+    else:
+        w, at = core.unbiased(o, C, m, project=project), core.unbiased(o, C, m, project="clip")
+    split = int(round(m)) if mo.protocol == "smp" else None
+    V = attribute_covariance(mo, j, at, se_kind == "conditional", n=n, split=split)
+    return {"w": w, "V": V, "n": n, "reports": int(round(m)), "projection": project, "se_kind": se_kind}
+
+
+def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Result:
+    var = q.mechanism.attributes[j]
+    n = est["n"]
+    se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
+    extras: dict = {"method": "mom", "n": n, **facts(mo, j), "projection": est["projection"],
+                    "se": _vec(se, var.labels), "se_kind": est["se_kind"],
+                    "ci95": {lab: [float(x - Z95 * s), float(x + Z95 * s)] for lab, x, s in
+                             zip(var.labels, est["w"], se)}, "ci_method": "wald"}
+    if mo.protocol == "smp":
+        extras["reports_of_attribute"] = est["reports"]
+    return Result("estimate", _vec(est["w"], var.labels), extras)
+
+
+def privatize_frame(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int | None, offset: int = 0
+                    ) -> pd.DataFrame:
+    """Each attribute's column replaced by its reports (smp: and the column ``sampled``)."""
+    from .engines import PandasEngine
+    from .finite_data import _labels_to_index
+
+    mo = multi_of(model, mech)
+    names = [v.name for v in mech.attributes]
+    require_columns(frame, names, "the raw data")
+    engine = PandasEngine(frame, "the raw data")
+    codes = np.empty((len(frame), mo.A), dtype=np.int64)
+    for j, v in enumerate(mech.attributes):
+        tally, row_tuple = engine.tally_rows([v.name])
+        tally.check_no_missing([v.name])
+        codes[:, j] = _labels_to_index(tally.values[v.name], v.labels, v.name, (v.name,), tally)[row_tuple]
+    key = row_key(seed)
+    pieces: list[dict[str, np.ndarray]] = []
+    for start in range(0, len(frame), CHUNK):
+        stop = min(len(frame), start + CHUNK)
+        rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream_of(mech))
+        pieces.append(multi.format_reports(mo, multi.privatize(mo, codes[start:stop], rng), names))
+    out = frame.copy()
+    for c in multi.column_names(mo, names):
+        out[c] = np.concatenate([p[c].astype(object) for p in pieces]) if pieces else np.empty(0, dtype=object)
+    return out
+
+
+def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: int, n: int, reps: int,
+                       seed: int | None) -> Result:
+    """``reps`` surveys of ``n`` respondents: every attribute drawn from its population
+    marginal (independently: one attribute's estimate depends on its own marginal only),
+    privatized by the protocol's sampler, attribute ``j`` estimated as on data."""
+    mech = q.mechanism
+    ws = []
+    for v in mech.attributes:
+        w = population_vector(model, [v])
+        if w is None:
+            raise BackendError(Diagnostic("B001", f"simulate needs a population for {v.name}"))
+        f = np.array([float(x) for x in w], dtype=float)
+        ws.append(f / f.sum())
+    rng = np.random.default_rng(seed)
+    key = row_key(rng.integers(0, 2 ** 63))
+    se_kind = str(q.method.options.get("se", "population"))
+    var = mech.attributes[j]
+    E, A, covered = [], [], []
+    for r in range(reps):
+        codes = np.column_stack([rng.choice(len(f), size=n, p=f) for f in ws])
+        reports = multi.privatize(mo, codes, RowRandom(key, rows=np.arange(r * n, (r + 1) * n),
+                                                       stream=stream_of(mech)))
+        values = reports.values[j]
+        est = estimate_attribute(q, mo, j, values, np.ones(len(values)), n)
+        aim = ws[j] if se_kind == "population" else np.bincount(codes[:, j], minlength=var.p) / n
+        se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
+        E.append(est["w"])
+        A.append(aim)
+        covered.append(np.abs(est["w"] - aim) <= Z95 * se)
+    E, A = np.array(E), np.array(A)
+    labels = var.labels
+    value = {"mean": Vector(labels, tuple(E.mean(axis=0))), "truth": Vector(labels, tuple(ws[j])),
+             "bias": Vector(labels, tuple(E.mean(axis=0) - A.mean(axis=0))),
+             "n_cov_empirical": Matrix(labels, labels, np.cov(E - A, rowvar=False) * n),
+             "ci95_coverage": Vector(labels, tuple(np.mean(covered, axis=0)))}
+    if str(q.method.options.get("project", "none")) == "none":
+        V = attribute_covariance(mo, j, ws[j], se_kind == "conditional", n=n)
+        value["n_cov_analytic"] = Matrix(labels, labels, V)
+    extras = {"method": "mom", "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **facts(mo, j),
+              "note": "attributes drawn independently from their marginals; every respondent privatized by the "
+                      "protocol's sampler"}
+    return Result("simulation", value, extras)

@@ -1,0 +1,481 @@
+"""The back end of the local-DP frequency oracles (``sue``, ``oue``, ``blh``, ``olh``, ``ss``,
+``hr``, ``adp``): what a spec asks of them, answered with :mod:`privspec.backends.oracles`.
+
+* ``epsilon(M)``: the declared epsilon, and the one read back from the mechanism's report
+  probabilities (they must agree: a test and this back end check it);
+* ``avar(distribution(X) from M by mom)``: ``n`` times the full covariance of the unbiased
+  estimator at the declared population, sampling plus privacy noise (``se = population``)
+  or privacy noise alone given the collected table (``mom(se = conditional)``), with the
+  closed forms of ``p*, q*`` and of ``n Var(f_hat_v)`` in epsilon and d;
+* ``estimate distribution(X) from M by mom(project = none | clip | euclidean)`` (the
+  unbiased estimator) or ``by mle`` (the iterative Bayesian update), on data (``run``) and
+  in seeded simulations (``simulate``), with standard errors and 95% intervals;
+* ``privatize``: reports drawn per row (a row's report a function of seed, row index and
+  value), written as text (:func:`privspec.backends.oracles.format_reports`).
+
+Data reach the estimators as the distinct reports of the column and their counts (the
+engine's tally): parsed once per distinct report, reduced to support counts (``mom``) or
+to the distinct support sets (``mle``).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sympy
+
+from ..errors import BackendError, DataError, Diagnostic
+from ..model import ModelGraph, Query
+from ..query_kinds import ORACLE, Answers
+from ..results import Matrix, Result, Table, Vector
+from . import register
+from . import frequency_multi
+from . import oracles as core
+from .data import require_columns
+from .finite_estimates import conditional_covariance
+from .finite_truth import _mat, _vec
+from .normal import Z95
+from .populations import bind_parameters, population_vector
+from .rowrandom import RowRandom, row_key, stream_of
+from .rr_joint import PROJECTIONS
+
+#: what this back end answers (:mod:`privspec.query_kinds`)
+_ANSWERS = (
+    Answers(("epsilon",), ORACLE),
+    Answers(("avar",), ("oracle",), estimands=("distribution", "joint"), methods=("mom",)),
+    Answers(("estimate",), ("oracle",), ("run", "simulate"), estimands=("distribution", "joint"),
+            methods=("mom", "mle")),
+    # several attributes (spl, smp, rsfd): one attribute's distribution at a time
+    Answers(("avar",), ("multi_oracle",), estimands=("distribution",), methods=("mom",)),
+    Answers(("estimate",), ("multi_oracle",), ("run", "simulate"), estimands=("distribution",), methods=("mom",)),
+)
+#: the observed information of the MLE (``by mle``) is a d x d sum over the distinct support
+#: sets: computed up to this many set x category^2 products (about 2 s), else no standard error
+MLE_SE_WORK = 2e9
+#: rows privatized at once (per-row randomness: the result does not depend on it)
+CHUNK = 1 << 20
+#: exact (sympy) covariances up to this many categories (at exact epsilon and population); floats beyond
+EXACT_CATEGORIES = 16
+
+
+def _exact(x: Any) -> bool:
+    """A number sympy holds exactly (a rational, e, a logarithm...), not a float."""
+    x = sympy.sympify(x)
+    return bool(x.is_number) and not x.atoms(sympy.Float)
+
+
+# ---- the oracle of a mechanism --------------------------------------------------------------------
+def _number(model: ModelGraph, value: Any, what: str) -> float:
+    v = bind_parameters(model, value)
+    if not getattr(v, "is_number", False):
+        raise BackendError(Diagnostic("B410", f"{what} = {v} has no value: a frequency oracle is analysed and run "
+                                      "at numbers", hint="give the parameter a value (parameter eps = 1)"))
+    return float(v)
+
+
+def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
+    """The :class:`privspec.backends.oracles.Oracle` a mechanism declares, at the
+    parameters' values."""
+    if mech.protocol.startswith("l_"):
+        raise BackendError(Diagnostic("B411", f"the longitudinal oracle {mech.protocol} is declared but not "
+                                      "analysed yet", hint="use its one-round form (grr, sue or oue)"))
+    g = int(mech.hash_range) if mech.hash_range is not None else None
+    k = int(mech.subset_size) if mech.subset_size is not None else None
+    try:
+        return core.oracle(mech.protocol, mech.variable.p, _number(model, mech.epsilon, "epsilon"), g=g, k=k)
+    except ValueError as e:
+        raise BackendError(Diagnostic("B412", str(e))) from None
+
+
+def _population(model: ModelGraph, mech: Any) -> sympy.Matrix | None:
+    return population_vector(model, [mech.variable])
+
+
+@functools.lru_cache(maxsize=None)
+def closed_forms(kind: str) -> tuple[str, str, str]:
+    """``p*``, ``q*`` and ``n Var(f_hat_v)`` given the table, simplified, in epsilon, d (g, k), f."""
+    o = core.oracle(kind, 16, 1.0)
+    pe, qe = core.support_probs(o, exact=True)
+    var = sympy.factor(sympy.simplify(core.variance_formula(o, exact=True, conditional=True)))
+    return sympy.sstr(sympy.simplify(pe)), sympy.sstr(sympy.simplify(qe)), sympy.sstr(var)
+
+
+def _facts(o: core.Oracle) -> dict:
+    """What the oracle is: its protocol (after adp's choice), p*, q*, g, k, and the closed forms."""
+    p, q = core.support_probs(o)
+    pe, qe, var = closed_forms(o.kind)
+    facts: dict = {"protocol": o.kind if o.via is None else f"{o.kind} (chosen by adp)", "p_star": p, "q_star": q,
+                   "p_star_formula": pe, "q_star_formula": qe, "variance_formula": var,
+                   "variance_meaning": "n Var(f_hat_v) given the collected table (Wang et al. 2017, Eq. (1)); "
+                                       "at a population add f (1 - f)"}
+    if o.g is not None:
+        facts["g"] = o.g
+    if o.k is not None:
+        facts["k"] = o.k
+    if o.kind == "hr":
+        facts["K"] = o.K
+    return facts
+
+
+# ---- reading reports ------------------------------------------------------------------------------
+def read_reports(mech: Any, o: core.Oracle, engine: Any) -> tuple[Any, np.ndarray]:
+    """The distinct reports of the mechanism's column (parsed) and their counts; D004 for
+    missing values and D013 naming every distinct value that is not a report of the oracle."""
+    column = mech.variable.name
+    require_columns(pd.DataFrame(columns=engine.columns()), [column], engine.source if hasattr(engine, "source")
+                    else "the data")
+    tally = engine.tally([column])
+    tally.check_no_missing([column])
+    text = np.array([str(v).strip() for v in tally.column(column)], dtype=object)
+    reports, bad = core.parse_reports(o, text)
+    bad = np.asarray(bad, dtype=np.int64)
+    if bad.size:
+        mask = np.zeros(len(text), dtype=bool)
+        mask[bad] = True
+        rows = tally.locate(mask)
+        shown = ", ".join(repr(t) for t in text[bad[:5]]) + (" ..." if bad.size > 5 else "")
+        raise DataError(Diagnostic("D013", f"{bad.size} distinct value{'s' if bad.size > 1 else ''} in "
+                                           f"{tally.source} {'are' if bad.size > 1 else 'is'} not {mech.protocol} "
+                                           f"reports of {column}: {shown}", rows=rows, columns=(column,),
+                                   hint=_form_hint(o)))
+    return reports, np.asarray(tally.counts, dtype=float)
+
+
+def _form_hint(o: core.Oracle) -> str:
+    forms = {"grr": "a category code 0 .. d-1",
+             "sue": f"the {o.d} bits as {2 * o.packed_width} hexadecimal digits (bit v of byte v // 8)",
+             "oue": f"the {o.d} bits as {2 * o.packed_width} hexadecimal digits (bit v of byte v // 8)",
+             "blh": "SEED:VALUE (the hash seed, then the hashed value in 0 .. g-1)",
+             "olh": "SEED:VALUE (the hash seed, then the hashed value in 0 .. g-1)",
+             "ss": f"{o.k} distinct category codes in increasing order joined by | (0|3|4)",
+             "hr": f"an index j in 0 .. {o.K - 1}"}
+    return f"{o.kind} reports are {forms.get(o.kind, 'what privatize writes')}; privatize writes them"
+
+
+# ---- estimates ------------------------------------------------------------------------------------
+def _mle_covariance(o: core.Oracle, sets: np.ndarray, counts: np.ndarray, f: np.ndarray) -> np.ndarray | None:
+    """n times the covariance of the MLE from the observed information (the Hessian of the
+    log-likelihood ``sum_y c_y log(L f)_y``, ``-sum_y c_y g_y g_y^T`` with ``g_y = L_y / (L
+    f)_y``) on the simplex (``f = alpha + B theta``); None when too large or singular (an
+    estimate on the boundary)."""
+    m, d = sets.shape
+    if m * d * d > MLE_SE_WORK:
+        return None
+    a, b = core._likelihood_pair(o)
+    J = np.zeros((d, d))
+    step = max(1, int(4e6 // d))
+    for lo in range(0, m, step):
+        L = np.where(sets[lo:lo + step], a, b)
+        g = L / (L @ f)[:, None]
+        J += g.T @ (g * counts[lo:lo + step, None])
+    n = counts.sum()
+    B = np.vstack([np.eye(d - 1), -np.ones((1, d - 1))])
+    try:
+        Vt = np.linalg.inv(B.T @ J @ B / n)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(Vt)) or np.any(np.diag(Vt) < 0):
+        return None
+    return B @ Vt @ B.T
+
+
+def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray) -> dict:
+    """The estimate of ``q`` (``mom`` or ``mle``) from distinct reports and their counts:
+    ``w``, ``V`` (n times its covariance, of the kind ``se`` asks; None when unknown), and notes."""
+    n = float(counts.sum())
+    if n <= 0:
+        raise DataError(Diagnostic("D103", "no report was collected: nothing to estimate from"))
+    method = q.method.name
+    options = q.method.options
+    se_kind = str(options.get("se", "population"))
+    out: dict = {"n": n, "se_kind": se_kind, "notes": []}
+    if method == "mom":
+        project = str(options.get("project", "none"))
+        C = core.support_counts(o, reports, counts)
+        raw = core.unbiased(o, C, n)
+        w = core.unbiased(o, C, n, project=project)
+        out.update(w=w, projection=project)
+        # the covariance of the linear estimator, at the estimate brought onto the simplex
+        at = core.unbiased(o, C, n, project="clip")
+        V = core.covariance(o, at, 1.0, conditional=(se_kind == "conditional"))
+        if project != "none" and np.any(raw < 0):
+            out["notes"].append("the projection moved the estimate: its standard errors are the linear "
+                                "estimator's (conservative near the boundary)")
+        out["V"] = V
+    else:
+        sets, c = core.support_sets(o, reports, counts)
+        w = core.ibu(o, sets, c)
+        out["w"] = w
+        a, b = core._likelihood_pair(o)
+        out["loglik"] = float(np.sum(c * np.log(np.where(sets, a, b) @ w)))
+        V = _mle_covariance(o, sets, c, w)
+        if V is None:
+            out["notes"].append("no standard errors: the observed information is too large to form or singular "
+                                "(an estimate on the boundary)")
+        elif se_kind == "conditional":
+            V = conditional_covariance(V, w)
+        out["V"] = V
+    return out
+
+
+def _result(q: Query, labels: tuple[str, ...], o: core.Oracle, est: dict) -> Result:
+    n = est["n"]
+    extras: dict = {"method": q.method.name, "n": int(round(n)), **_facts(o)}
+    if est.get("projection"):
+        extras["projection"] = est["projection"]
+    V = est["V"]
+    if V is not None:
+        se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
+        extras["se"] = _vec(se, labels)
+        extras["se_kind"] = est["se_kind"]
+        extras["ci95"] = {lab: [float(x - Z95 * s), float(x + Z95 * s)] for lab, x, s in zip(labels, est["w"], se)}
+        extras["ci_method"] = "wald"
+    if "loglik" in est:
+        extras["loglik"] = est["loglik"]
+    if est["notes"]:
+        extras["note"] = "; ".join(est["notes"])
+    return Result("estimate", _shaped(q, est["w"], labels), extras)
+
+
+# ---- simulation -----------------------------------------------------------------------------------
+def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, seed: int | None) -> Result:
+    """``reps`` surveys of ``n`` respondents drawn from the population, privatized report by
+    report (the sampler of ``privatize``), estimated as on data; empirical against analytic."""
+    mech = q.mechanism
+    w_exact = _population(model, mech)
+    if w_exact is None:
+        raise BackendError(Diagnostic("B001", f"simulate needs a population for {mech.variable.name}"))
+    w = np.array([float(x) for x in w_exact], dtype=float)
+    w = w / w.sum()
+    labels = mech.variable.labels
+    rng = np.random.default_rng(seed)
+    key = row_key(rng.integers(0, 2 ** 63))
+    tables = rng.multinomial(n, w, size=reps)
+    se_kind = str(q.method.options.get("se", "population"))
+    estimates, targets, covered, widths = [], [], [], []
+    for r, table in enumerate(tables):
+        x = np.repeat(np.arange(o.d), table)
+        reports = core.privatize(o, x, RowRandom(key, rows=np.arange(r * n, (r + 1) * n), stream=stream_of(mech)))
+        est = fit(q, o, reports, np.ones(n))
+        aim = w if se_kind == "population" else table / n
+        estimates.append(est["w"])
+        targets.append(aim)
+        if est["V"] is not None:
+            se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
+            covered.append(np.abs(est["w"] - aim) <= Z95 * se)
+            widths.append(2 * Z95 * se)
+    E, A = np.array(estimates), np.array(targets)
+    emp = np.cov(E - A, rowvar=False) * n
+    value: dict = {
+        "mean": Vector(labels, tuple(E.mean(axis=0))),
+        "truth": Vector(labels, tuple(w)),
+        "bias": Vector(labels, tuple(E.mean(axis=0) - A.mean(axis=0))),
+        "n_cov_empirical": Matrix(labels, labels, emp),
+    }
+    if q.method.name == "mom" and str(q.method.options.get("project", "none")) == "none":
+        V = core.covariance(o, w, 1.0, conditional=(se_kind == "conditional"))
+        value["n_cov_analytic"] = Matrix(labels, labels, V)
+        value["scaled_loss_limit"] = float(np.trace(V))
+    loss = n * np.sum((E - A) ** 2, axis=1)
+    value["scaled_loss_mean"] = float(loss.mean())
+    value["scaled_loss_se"] = float(loss.std(ddof=1) / math.sqrt(len(loss))) if len(loss) > 1 else float("nan")
+    if covered:
+        value["ci95_coverage"] = Vector(labels, tuple(np.mean(covered, axis=0)))
+        value["ci95_mean_width"] = Vector(labels, tuple(np.mean(widths, axis=0)))
+    extras = {"method": q.method.name, "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **_facts(o),
+              "note": "true tables ~ Multinomial(n, w); every respondent's report drawn by privatize's sampler"
+                      + ("; errors against each replication's own true table (se = conditional)"
+                         if se_kind == "conditional" else "")}
+    return Result("simulation", value, extras)
+
+
+def _covers(query: Query) -> bool:
+    """The estimand is the mechanism's own variable: ``distribution(X)`` from an oracle on
+    X, or ``joint(X, Y)`` from an oracle on the combined ``X * Y`` (its cells in order)."""
+    comps = [c for v in query.estimand.variables for c in v.components()]
+    return comps == list(query.mechanism.variable.components())
+
+
+def _shaped(query: Query, value: Any, labels: tuple[str, ...]) -> Any:
+    """A joint's estimate as a table over its variables; a distribution as a vector."""
+    if query.estimand.kind == "joint":
+        variables = query.estimand.variables
+        shape = tuple(len(v.labels) for v in variables)
+        return Table(tuple(v.name for v in variables), tuple(v.labels for v in variables),
+                     np.asarray(value, dtype=float).reshape(shape))
+    return _vec(value, labels)
+
+
+# ---- the back end ---------------------------------------------------------------------------------
+@register
+class FrequencyOracleBackend:
+    """Local-DP frequency oracles: closed forms, estimates on data, simulation, privatize."""
+
+    REGISTER_NAME = "oracle"
+    ANSWERS = _ANSWERS
+
+    def supports(self, query: Query, verb: str) -> bool:
+        """Its ``ANSWERS``, for an estimand on the mechanism's own variable."""
+        if not any(row.matches(query, verb) for row in self.ANSWERS):
+            return False
+        if query.estimand is not None:
+            if query.mechanism.family == "multi_oracle":
+                return frequency_multi.attribute_of(query.mechanism, query) is not None
+            return _covers(query)
+        return True
+
+    def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
+        mech = query.mechanism
+        if mech.family == "multi_oracle":
+            return self._multi(model, query, verb, **options)
+        o = oracle_of(model, mech)
+        labels = mech.variable.labels
+        if query.kind == "epsilon":
+            return self._epsilon(model, mech, o)
+        if query.kind == "avar":
+            return self._avar(model, query, o)
+        project = str(query.method.options.get("project", "none"))
+        if project not in PROJECTIONS:
+            raise BackendError(Diagnostic("B413", f"unknown projection {project!r}",
+                                          hint=f"project = {' | '.join(PROJECTIONS)}"))
+        if verb == "simulate":
+            return simulate(model, query, o, n=int(options["n"]), reps=int(options["reps"]), seed=options.get("seed"))
+        data = options.get("data")
+        if data is None:
+            raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
+        engine = data.engine_for(mech.name or query.name)
+        reports, counts = read_reports(mech, o, engine)
+        return _result(query, labels, o, fit(query, o, reports, counts))
+
+    def _multi(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
+        mech = query.mechanism
+        mo = frequency_multi.multi_of(model, mech)
+        if query.kind == "epsilon":
+            return frequency_multi.epsilon_result(model, mech, mo)
+        if query.kind == "avar":
+            return frequency_multi.avar_result(model, query, mo)
+        j = frequency_multi.attribute_of(mech, query)
+        if verb == "simulate":
+            return frequency_multi.simulate_attribute(model, query, mo, j, n=int(options["n"]),
+                                                      reps=int(options["reps"]), seed=options.get("seed"))
+        data = options.get("data")
+        if data is None:
+            raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
+        engine = data.engine_for(mech.name or query.name)
+        reports, counts, n = frequency_multi.read_attribute(mech, mo, j, engine)
+        return frequency_multi.estimate_result(query, mo, j,
+                                               frequency_multi.estimate_attribute(query, mo, j, reports, counts, n))
+
+    def _epsilon(self, model: ModelGraph, mech: Any, o: core.Oracle) -> Result:
+        declared = bind_parameters(model, mech.epsilon)
+        values = {core.EPSILON: declared, core.D: sympy.Integer(o.d)}
+        if o.g is not None:
+            values[core.G] = sympy.Integer(o.g)
+        if o.k is not None:
+            values[core.K] = sympy.Integer(o.k)
+        back = sympy.simplify(core.epsilon_of(o, exact=True).subs(values))
+        extras = {**_facts(o), "read_back": back,
+                  "reason": "max over reports of log(max_x Pr(report | x) / min_x Pr(report | x)), from the "
+                            "oracle's report probabilities"}
+        if sympy.simplify(back - declared) != 0:
+            raise BackendError(Diagnostic("B414", f"the epsilon read back from {o.kind}'s report probabilities "
+                                          f"({back}) differs from the declared one ({declared})"))
+        return Result("epsilon", declared, extras)
+
+    def _avar(self, model: ModelGraph, q: Query, o: core.Oracle) -> Result:
+        mech = q.mechanism
+        w_exact = _population(model, mech)
+        if w_exact is None:
+            raise BackendError(Diagnostic("B001", f"avar needs a population for {mech.variable.name}",
+                                          hint=f"population {mech.variable.name} ~ categorical(...)"))
+        w = np.array([float(x) for x in w_exact], dtype=float)
+        kind = str(q.method.options.get("se", "population"))
+        V = core.covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
+        labels = mech.variable.labels
+        eps = bind_parameters(model, mech.epsilon)
+        value: Any = V
+        if o.d <= EXACT_CATEGORIES and _exact(eps) and all(_exact(x) for x in w_exact):
+            total = sum(w_exact)
+            exact = core.exact_covariance(o, eps, [x / total for x in w_exact], conditional=(kind == "conditional"))
+            value = exact.applyfunc(sympy.factor)
+        eig = np.sort(np.linalg.eigvalsh((V + V.T) / 2))[::-1]
+        extras = {"method": "mom", "se_kind": kind, **_facts(o), "trace": float(np.trace(V)),
+                  "evaluation": "exact, at the declared population" if value is not V else
+                  "floating point, at the declared population",
+                  "eigenvalues": [float(x) for x in eig],
+                  "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
+                  "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi "
+                  "(privacy noise only)"}
+        return Result("avar", _mat(value, labels, labels), extras)
+
+    # -- privatize --------------------------------------------------------------------------------
+    def privatizes(self, mechanism: Any) -> bool:
+        return getattr(mechanism, "family", None) in ORACLE
+
+    def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
+                  offset: int = 0) -> pd.DataFrame:
+        """The mechanism's column(s) of ``frame`` replaced by its reports (text); other columns kept."""
+        if mechanism.family == "multi_oracle":
+            return frequency_multi.privatize_frame(model, mechanism, frame, seed, offset=offset)
+        from .engines import PandasEngine
+        from .finite_data import _labels_to_index
+
+        o = oracle_of(model, mechanism)
+        var = mechanism.variable
+        require_columns(frame, [var.name], "the raw data")
+        tally, row_tuple = PandasEngine(frame, "the raw data").tally_rows([var.name])
+        tally.check_no_missing([var.name])
+        x = _labels_to_index(tally.values[var.name], var.labels, var.name, (var.name,), tally)[row_tuple]
+        key = row_key(seed)
+        stream = stream_of(mechanism)
+        pieces = []
+        for start in range(0, len(x), CHUNK):
+            stop = min(len(x), start + CHUNK)
+            rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream)
+            pieces.append(report_column(o, core.privatize(o, x[start:stop], rng)))
+        out = frame.copy()
+        out[var.name] = _concatenate(pieces)
+        return out
+
+
+def _small_key(o: core.Oracle, reports: Any) -> np.ndarray | None:
+    """One integer per report when a report fits in 8 bytes (grr and hr indices; unary
+    encoding and subset bitmasks of at most 64 categories), else None."""
+    if o.kind in ("grr", "hr"):
+        return np.asarray(reports, dtype=np.int64)
+    if o.kind in ("sue", "oue", "ss") and o.packed_width <= 8:
+        packed = np.zeros((len(reports), 8), dtype=np.uint8)
+        packed[:, :o.packed_width] = reports
+        return packed.view(np.uint64).ravel()
+    return None
+
+
+def report_column(o: core.Oracle, reports: Any) -> Any:
+    """The reports as a column: where a report fits in 8 bytes, a categorical (codes into the
+    texts of the distinct reports: no string built per row, none hashed back when counted,
+    as for finite mechanisms); else one text per row."""
+    key = _small_key(o, reports)
+    if key is None:
+        return core.format_reports(o, reports)
+    codes, uniq = pd.factorize(key, sort=False)          # hashing, not a sort
+    uniq = np.asarray(uniq, dtype=key.dtype)
+    distinct = uniq if o.kind in ("grr", "hr") else \
+        np.ascontiguousarray(uniq).view(np.uint8).reshape(-1, 8)[:, :o.packed_width]
+    text = core.format_reports(o, distinct)
+    return pd.Categorical.from_codes(np.asarray(codes).ravel(), categories=pd.Index(text, dtype=object),
+                                     validate=False)
+
+
+def _concatenate(pieces: list[Any]) -> Any:
+    """Pieces of a report column as one (categoricals merged on their texts)."""
+    if not pieces:
+        return np.empty(0, dtype=object)
+    if all(isinstance(p, pd.Categorical) for p in pieces):
+        return pieces[0] if len(pieces) == 1 else pd.api.types.union_categoricals(pieces)
+    return np.concatenate([np.asarray(p, dtype=object) for p in pieces])
+
+
+__all__ = ["FrequencyOracleBackend", "oracle_of", "read_reports", "fit", "simulate"]

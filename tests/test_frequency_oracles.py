@@ -1,0 +1,262 @@
+"""Frequency oracles from a spec (issue 19): the language, analysis, privatize, run on
+every engine, simulate, compare and the errors, through the public API and the CLI.
+
+The oracles' mathematics (closed forms, Monte Carlo covariances, peers, the privacy
+audit) is tested on the core in tests/test_oracles.py; here each oracle is driven as a
+user drives it.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privspec
+from privspec.backends import oracles as core
+
+LABELS = ("Asian", "Black", "Hispanic", "Other", "White")
+W = np.array([0.1, 0.2, 0.3, 0.15, 0.25])
+SPEC = """
+variable race: categorical {Asian, Black, Hispanic, Other, White}
+population race ~ categorical(0.1, 0.2, 0.3, 0.15, 0.25)
+parameter eps > 0 = 1
+mechanism sue = sue(race, epsilon = eps)
+mechanism oue = oue(race, epsilon = 1)
+mechanism blh = blh(race, epsilon = 1)
+mechanism olh = olh(race, epsilon = 2, g = 5)
+mechanism ss = ss(race, epsilon = 1, k = 2)
+mechanism hr = hr(race, epsilon = 1)
+mechanism adp = adp(race, epsilon = 1)
+"""
+KINDS = ("sue", "oue", "blh", "olh", "ss", "hr", "adp")
+
+
+def _queries(kind: str, method: str = "mom") -> str:
+    return (f"query eps_{kind} = epsilon({kind})\n"
+            f"query avar_{kind} = avar(distribution(race) from {kind} by mom)\n"
+            f"query est_{kind} = estimate distribution(race) from {kind} by {method}\n")
+
+
+@pytest.fixture(scope="module")
+def spec() -> privspec.Spec:
+    return privspec.load(SPEC + "".join(_queries(k) for k in KINDS)
+                         + "query ibu_ss = estimate distribution(race) from ss by mle\n"
+                         + "query clip_oue = estimate distribution(race) from oue by mom(project = euclidean)\n")
+
+
+@pytest.fixture(scope="module")
+def raw() -> pd.DataFrame:
+    x = np.random.default_rng(0).choice(5, size=40_000, p=W)
+    return pd.DataFrame({"race": np.asarray(LABELS, dtype=object)[x], "id": np.arange(40_000)})
+
+
+def test_every_oracle_analyses_with_its_declared_epsilon(spec) -> None:
+    res = spec.analyze()
+    for kind in KINDS:
+        eps = res[f"eps_{kind}"]
+        declared = 2 if kind == "olh" else 1
+        assert float(eps.value) == declared and float(eps.extras["read_back"]) == declared
+        V = np.asarray(res[f"avar_{kind}"].to_frame(), dtype=float)
+        o = core.oracle(kind, 5, float(declared), g=5 if kind == "olh" else None, k=2 if kind == "ss" else None)
+        assert np.allclose(V, core.covariance(o, W, 1.0), rtol=1e-12)
+    assert res["eps_adp"].extras["protocol"] == "grr (chosen by adp)"     # d = 5 <= 3 e + 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_privatize_then_run_recovers_the_population(spec, raw, kind) -> None:
+    reports = spec.privatize(raw, kind, seed=7)
+    assert reports["id"].tolist() == raw["id"].tolist()          # other columns kept, in order
+    res = spec.run(reports, [f"est_{kind}"])[f"est_{kind}"]
+    est = np.array(res.value.values, dtype=float)
+    se = np.array(res.extras["se"].values, dtype=float)
+    # within 4 standard errors of the truth, each category (fixed seed)
+    assert np.all(np.abs(est - W) <= 4 * se), (est, se)
+
+
+def test_reports_depend_on_row_and_seed_only(spec, raw) -> None:
+    for kind in ("oue", "olh", "ss", "hr"):
+        whole = spec.privatize(raw, kind, seed=3)["race"]
+        piece = spec.privatize(raw.iloc[1000:2000].reset_index(drop=True), kind, seed=3, offset=1000)["race"]
+        assert whole.iloc[1000:2000].tolist() == piece.tolist()
+        assert not whole.equals(spec.privatize(raw, kind, seed=4)["race"])
+
+
+def test_mle_and_projection(spec, raw) -> None:
+    ss = spec.privatize(raw, "ss", seed=1)
+    r = spec.run(ss, ["ibu_ss", "est_ss"])
+    mle = np.array(r["ibu_ss"].value.values, dtype=float)
+    mom = np.array(r["est_ss"].value.values, dtype=float)
+    assert mle.min() >= 0 and abs(mle.sum() - 1) < 1e-9
+    assert np.abs(mle - mom).max() < 0.03                       # both consistent
+    se = np.array(r["ibu_ss"].extras["se"].values, dtype=float)
+    assert np.all(se > 0) and np.all(np.abs(mle - W) <= 4 * se)
+    oue = spec.privatize(raw, "oue", seed=1)
+    p = np.array(spec.run(oue, ["clip_oue"])["clip_oue"].value.values, dtype=float)
+    assert p.min() >= 0 and abs(p.sum() - 1) < 1e-12
+
+
+def test_engines_agree_to_the_last_digit(spec, raw, tmp_path) -> None:
+    pytest.importorskip("duckdb")
+    for kind in ("oue", "olh", "ss", "hr"):
+        path = tmp_path / f"{kind}.csv"
+        spec.privatize(raw, kind, seed=2).to_csv(path, index=False)
+        outs = [spec.run(str(path), [f"est_{kind}"], engine=e)[f"est_{kind}"] for e in ("pandas", "duckdb")]
+        a, b = (json.dumps(o.value.values, default=float) for o in outs)
+        assert a == b
+
+
+def _failure(results, name: str):
+    return results.failures[name].diagnostics[0]
+
+
+def test_bad_reports_name_their_rows(spec, raw) -> None:
+    reports = spec.privatize(raw.iloc[:50], "olh", seed=1)
+    reports["race"] = reports["race"].astype(object)            # edited by hand
+    reports.loc[[3, 17], "race"] = ["White", "12:99"]           # a raw label; a value outside [0, g)
+    d = _failure(spec.run(reports, ["est_olh"]), "est_olh")
+    assert d.code == "D013" and d.rows == (4, 18) and d.columns == ("race",)
+    assert "'12:99'" in d.message and "'White'" in d.message and "SEED:VALUE" in d.hint
+    hr = spec.privatize(raw.iloc[:20], "hr", seed=1)
+    hr["race"] = hr["race"].astype(object)
+    hr.loc[5, "race"] = "8"                                       # K = 8: indices 0 .. 7
+    assert _failure(spec.run(hr, ["est_hr"]), "est_hr").rows == (6,)
+
+
+def test_simulate_agrees_with_the_analytic_covariance(spec) -> None:
+    sim = spec.simulate(n=2000, reps=300, seed=5, queries=["est_oue"])["est_oue"]
+    emp = np.asarray(sim.value["n_cov_empirical"].data, dtype=float)
+    ana = np.asarray(sim.value["n_cov_analytic"].data, dtype=float)
+    # trace of 5 variances from 300 reps: relative sd about sqrt(2/300/5) = 3.7%; 15% is 4 sd
+    assert abs(np.trace(emp) / np.trace(ana) - 1) < 0.15
+    cover = np.array(sim.value["ci95_coverage"].values, dtype=float)
+    assert np.all(np.abs(cover - 0.95) < 0.05)
+
+
+def test_errors_in_the_spec(tmp_path) -> None:
+    bad = ("variable r: categorical {a, b, c}\n"
+           "mechanism m1 = ss(r, epsilon = 1, k = 3)\n"
+           "mechanism m2 = olh(r, epsilon = 1, g = 1)\n"
+           "mechanism m3 = l_oue(r, epsilon = 1, first = 2)\n"
+           "mechanism m4 = ouee(r, epsilon = 1)\n"
+           "mechanism m5 = hr(r, epsilon = 0)\n")
+    path = tmp_path / "bad.privspec"
+    path.write_text(bad)
+    proc = subprocess.run([sys.executable, "-m", "privspec", "check", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    err = proc.stderr
+    assert "k must be below the number of categories (3)" in err
+    assert "must be at least 2" in err
+    assert "first (the privacy of one collection) must be below epsilon" in err
+    assert "did you mean 'oue'?" in err
+    assert "epsilon must be > 0" in err
+
+
+def test_compare_puts_oracles_beside_subset_and_grr() -> None:
+    spec = privspec.load(SPEC.replace("parameter eps > 0 = 1\n", "").replace("epsilon = eps", "epsilon = 1")
+                         + "compare c for distribution(race) at n = 1000 {\n  g = grr(race, epsilon = 1)\n"
+                           "  o = oue(race, epsilon = 1)\n  h = hr(race, epsilon = 1)\n  s = subset(race, uniform)\n"
+                           "} by avar_trace, max_se, coverage, epsilon\n")
+    res = spec.compare()["c"]
+    text = str(res)
+    assert "o " in text and "h " in text
+    assert "frequency oracle" in text                              # the reason of n/a coverage
+
+
+# ---- several attributes: spl, smp, rsfd --------------------------------------------------------------
+MULTI = """
+variable race: categorical {Asian, Black, Hispanic, Other, White}
+variable gender: categorical {F, M}
+variable income: categorical {Low, Mid, High}
+population race ~ categorical(0.1, 0.2, 0.3, 0.15, 0.25)
+population gender ~ categorical(0.45, 0.55)
+population income ~ categorical(0.5, 0.3, 0.2)
+mechanism s = spl(oue(race), grr(gender), olh(income), epsilon = 3)
+mechanism m = smp(oue(race), grr(gender), hr(income), epsilon = 1)
+mechanism r = rsfd(race, gender, income, epsilon = 1, fake = oue_z)
+mechanism g = rsfd(race, gender, income, epsilon = 1)
+query es = epsilon(s)
+query er = epsilon(r)
+query vm = avar(distribution(income) from m by mom)
+query fs = estimate distribution(race) from s by mom
+query fm = estimate distribution(income) from m by mom
+query fr = estimate distribution(race) from r by mom
+query fg = estimate distribution(gender) from g by mom(project = clip)
+"""
+TRUTH = {"race": W, "gender": np.array([0.45, 0.55]), "income": np.array([0.5, 0.3, 0.2])}
+
+
+@pytest.fixture(scope="module")
+def multi_spec() -> privspec.Spec:
+    return privspec.load(MULTI)
+
+
+@pytest.fixture(scope="module")
+def raw3() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    n = 30_000
+    return pd.DataFrame({"race": rng.choice(LABELS, n, p=W), "gender": rng.choice(["F", "M"], n, p=[.45, .55]),
+                         "income": rng.choice(["Low", "Mid", "High"], n, p=[.5, .3, .2])})
+
+
+@pytest.mark.parametrize("mech,query,variable", [("s", "fs", "race"), ("m", "fm", "income"),
+                                                 ("r", "fr", "race"), ("g", "fg", "gender")])
+def test_multi_attribute_protocols_recover_each_marginal(multi_spec, raw3, mech, query, variable) -> None:
+    reports = multi_spec.privatize(raw3, mech, seed=4)
+    if mech == "m":                          # smp: one attribute per row, which one in 'sampled'
+        assert set(reports["sampled"]) == {"0", "1", "2"}
+        assert ((reports[["race", "gender", "income"]] != "").sum(axis=1) == 1).all()
+    res = multi_spec.run(reports, [query])[query]
+    est = np.array(res.value.values, dtype=float)
+    se = np.array(res.extras["se"].values, dtype=float)
+    assert np.all(np.abs(est - TRUTH[variable]) <= 4 * se), (est, se)
+
+
+def test_multi_attribute_privacy_levels(multi_spec) -> None:
+    res = multi_spec.analyze()
+    assert float(res["es"].value) == 3 and res["es"].extras["attribute_epsilon"] == 1
+    # rsfd: eps' = ln(A (e^eps - 1) + 1) between tuples that differ everywhere, eps for one attribute
+    er = res["er"]
+    assert abs(float(er.value) - np.log(3 * (np.e - 1) + 1)) < 1e-12
+    assert abs(er.extras["epsilon_one_attribute"] - 1) < 1e-12
+
+
+def test_multi_attribute_engines_and_pieces(multi_spec, raw3, tmp_path) -> None:
+    whole = multi_spec.privatize(raw3, "m", seed=5)
+    piece = multi_spec.privatize(raw3.iloc[700:900].reset_index(drop=True), "m", seed=5, offset=700)
+    assert whole.iloc[700:900].reset_index(drop=True).equals(piece)
+    path = tmp_path / "smp.csv"
+    whole.to_csv(path, index=False)
+    outs = [multi_spec.run(str(path), ["fm"], engine=e)["fm"].value.values for e in ("pandas", "duckdb")]
+    assert json.dumps(outs[0], default=float) == json.dumps(outs[1], default=float)
+
+
+def test_multi_attribute_simulation_matches_its_covariance(multi_spec) -> None:
+    sim = multi_spec.simulate(n=1500, reps=300, seed=2, queries=["fm"])["fm"]
+    emp = np.asarray(sim.value["n_cov_empirical"].data, dtype=float)
+    ana = np.asarray(sim.value["n_cov_analytic"].data, dtype=float)
+    assert abs(np.trace(emp) / np.trace(ana) - 1) < 0.15       # 300 reps: about 4.5% sd on a trace of 3
+    V = np.asarray(multi_spec.analyze()["vm"].to_frame(), dtype=float)
+    assert np.allclose(V, ana, rtol=0.01)                        # n Cov at n = 1500 ~ its limit
+
+
+def test_multi_attribute_errors(tmp_path) -> None:
+    bad = ("variable a: categorical {x, y}\nvariable b: categorical {u, v, w}\n"
+           "mechanism m1 = spl(oue(a, epsilon = 1), grr(b), epsilon = 2)\n"
+           "mechanism m2 = rsfd(a, b, epsilon = 1, fake = oue_zz)\n"
+           "mechanism m3 = smp(oue(a), epsilon = 1)\n"
+           "mechanism m4 = spl(oue(a), grrr(b), epsilon = 1)\n"
+           "mechanism m5 = smp(oue(a), grr(a), epsilon = 1)\n")
+    path = tmp_path / "bad.privspec"
+    path.write_text(bad)
+    proc = subprocess.run([sys.executable, "-m", "privspec", "check", str(path)], capture_output=True, text=True)
+    err = proc.stderr
+    assert proc.returncode == 1
+    assert "an oracle takes its variable only" in err
+    assert "did you mean 'oue_z'?" in err
+    assert "collects at least two attributes" in err
+    assert "did you mean 'grr'?" in err
+    assert "variable a is collected twice" in err
