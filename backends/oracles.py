@@ -46,6 +46,8 @@ Examples
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
@@ -740,6 +742,25 @@ def _ue_bits(rng: RowRandom, x: np.ndarray, d: int, p: float, q: float) -> np.nd
     return bits
 
 
+#: subset selection draws a subset by its index among all of them when there are at most
+#: this many (and d <= 64: one word per subset); else d keys per row and a partition
+SS_TABLE = 1 << 20
+
+
+def _ss_enumerable(o: Oracle) -> bool:
+    return o.d <= 64 and max(math.comb(o.d - 1, o.k - 1), math.comb(o.d - 1, o.k)) <= SS_TABLE
+
+
+@functools.lru_cache(maxsize=32)
+def _ss_table(d: int, m: int) -> np.ndarray:
+    """Every m-subset of the d - 1 other positions, as uint64 bitmasks (in lexicographic
+    order: a uniform index gives a uniform subset)."""
+    if m == 0:
+        return np.zeros(1, dtype=np.uint64)
+    combos = np.array(list(itertools.combinations(range(d - 1), m)), dtype=np.uint64)
+    return np.bitwise_or.reduce(np.uint64(1) << combos, axis=1)
+
+
 def _k_smallest(keys: np.ndarray, k: int) -> np.ndarray:
     """Bool mask of each row's k smallest keys: those at most the row's k-th smallest value
     (np.partition: 2-3 times faster than argpartition); a row with a tie there
@@ -774,9 +795,13 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
     :func:`format_reports` writes the sorted codes.
 
     Draws per row: grr: 1 uniform; sue/oue: ``ceil(d/4)`` 64-bit words (four 16-bit lanes
-    per word, ties resolved exactly: :func:`_ue_bits`) and 3 more; ss: d + 1 uniforms
-    (the true value in or out, then the k smallest keys); blh/olh: 3 uniforms for the
-    seed's coefficients, 1 for the GRR; hr: one integer in [K] and one uniform (pure-ldp's ``Hadamard_Rand_high_priv.encode_symbol``).
+    per word, ties resolved exactly: :func:`_ue_bits`) and 3 more; ss: 2 uniforms (the
+    true value in or out, then the index of a subset of the others among all of them,
+    :data:`SS_TABLE`; an index from a 53-bit uniform is uniform to ``C(d-1, k) 2^-53``)
+    where d <= 64 and the subsets fit a table, else d + 1 (the true value in or out, then
+    the k smallest keys); blh/olh: 3 uniforms for the seed's coefficients, 1 for the GRR;
+    hr: one integer in [K] and one uniform (pure-ldp's
+    ``Hadamard_Rand_high_priv.encode_symbol``).
 
     Parameters
     ----------
@@ -819,6 +844,23 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
         for lo, hi, sub in _pieces(rng, o.d):
             out[lo:hi] = np.packbits(_ue_bits(sub, x[lo:hi], o.d, p, q), axis=1, bitorder="little")
         return out
+    if o.kind == "ss" and _ss_enumerable(o):
+        # two uniforms per row: the truth in or out, then which subset of the others
+        # (an index into all of them: one lookup instead of d keys and a partition)
+        out = np.zeros((n, 8), dtype=np.uint8)
+        u = rng.random((n, 2))
+        take = u[:, 0] < p
+        masks = np.empty(n, dtype=np.uint64)
+        for m, rows in ((o.k - 1, take), (o.k, ~take)):
+            table = _ss_table(o.d, m)
+            pick = np.minimum((u[rows, 1] * len(table)).astype(np.int64), len(table) - 1)
+            masks[rows] = table[pick]
+        xs = x.astype(np.uint64)
+        low = (np.uint64(1) << xs) - np.uint64(1)
+        full = (masks & low) | ((masks & ~low) << np.uint64(1))   # the others' positions skip x
+        full |= take.astype(np.uint64) << xs
+        out[:] = full.view(np.uint8).reshape(n, 8)
+        return np.ascontiguousarray(out[:, :o.packed_width])
     if o.kind == "ss":
         out = np.empty((n, o.packed_width), dtype=np.uint8)
         for lo, hi, sub in _pieces(rng, o.d + 1):

@@ -532,3 +532,20 @@ def test_ibu_exact_em_is_the_mle() -> None:
         g = np.clip(f + np.random.default_rng(seed).normal(0, 0.01, 6), 0, None)
         assert loglik(g / g.sum()) <= loglik(f) + 1e-9
     assert np.abs(f[:4] - [0.4, 0.3, 0.2, 0.1]).max() < 0.05
+
+
+@pytest.mark.parametrize("d,eps", [(6, 1.0), (16, 2.0), (70, 1.0)])   # a table of subsets; keys and a partition
+def test_subset_selection_samplers_have_the_right_support_rates(d, eps) -> None:
+    from privspec.backends.oracles import _ss_enumerable
+
+    o = oracle("ss", d, eps)
+    assert _ss_enumerable(o) == (d <= 64)
+    n = 60_000
+    x = np.random.default_rng(d).integers(0, d, n)
+    bits = np.unpackbits(privatize(o, x, RowRandom(3, rows=range(n))), axis=1, count=d, bitorder="little")
+    assert (bits.sum(axis=1) == o.k).all()                          # exactly k categories
+    p, q = support_probs(o)
+    truth = bits[np.arange(n), x].mean()
+    others = (bits.sum() - bits[np.arange(n), x].sum()) / (n * (d - 1))
+    assert abs(truth - p) < 5 * np.sqrt(p * (1 - p) / n)
+    assert abs(others - q) < 5 * np.sqrt(q * (1 - q) / (n * (d - 1))) * 3   # positions within a row: dependent
