@@ -34,6 +34,7 @@ from ..results import Matrix, Result, Table, Vector
 from . import register
 from . import frequency_multi
 from . import oracles as core
+from . import oracles_longitudinal as longitudinal
 from .data import require_columns
 from .finite_estimates import conditional_covariance
 from .finite_truth import _mat, _vec
@@ -80,14 +81,30 @@ def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
     """The :class:`privspec.backends.oracles.Oracle` a mechanism declares, at the
     parameters' values."""
     if mech.protocol.startswith("l_"):
-        raise BackendError(Diagnostic("B411", f"the longitudinal oracle {mech.protocol} is declared but not "
-                                      "analysed yet", hint="use its one-round form (grr, sue or oue)"))
+        try:
+            return longitudinal.longitudinal(mech.protocol, mech.variable.p, _number(model, mech.epsilon, "epsilon"),
+                                             _number(model, mech.first, "first"))
+        except ValueError as e:
+            raise BackendError(Diagnostic("B412", str(e))) from None
     g = int(mech.hash_range) if mech.hash_range is not None else None
     k = int(mech.subset_size) if mech.subset_size is not None else None
     try:
         return core.oracle(mech.protocol, mech.variable.p, _number(model, mech.epsilon, "epsilon"), g=g, k=k)
     except ValueError as e:
         raise BackendError(Diagnostic("B412", str(e))) from None
+
+
+def ops(o: Any) -> Any:
+    """The module whose functions (``privatize``, ``support_counts``, ``unbiased``,
+    ``covariance``, ``format_reports``, ``parse_reports``, ``support_probs``) take ``o``:
+    the one-round oracles' or the longitudinal ones'."""
+    return longitudinal if isinstance(o, longitudinal.LongitudinalOracle) else core
+
+
+def _one_round(o: Any) -> core.Oracle:
+    """The one-round oracle whose reports ``o`` writes (itself, or a longitudinal oracle's
+    second round: grr codes or unary bits)."""
+    return longitudinal.report_oracle(o) if isinstance(o, longitudinal.LongitudinalOracle) else o
 
 
 def _population(model: ModelGraph, mech: Any) -> sympy.Matrix | None:
@@ -103,8 +120,14 @@ def closed_forms(kind: str) -> tuple[str, str, str]:
     return sympy.sstr(sympy.simplify(pe)), sympy.sstr(sympy.simplify(qe)), sympy.sstr(var)
 
 
-def _facts(o: core.Oracle) -> dict:
+def _facts(o: Any) -> dict:
     """What the oracle is: its protocol (after adp's choice), p*, q*, g, k, and the closed forms."""
+    if isinstance(o, longitudinal.LongitudinalOracle):
+        p, q = longitudinal.support_probs(o)
+        return {"protocol": o.kind, "p_star": p, "q_star": q, "permanent": {"p1": o.p1, "q1": o.q1},
+                "instantaneous": {"p2": o.p2, "q2": o.q2},
+                "composition": "p* = p1 p2 + (1 - p1) q2, q* = q1 p2 + (1 - q1) q2 (a memoized permanent "
+                               "response at epsilon, an instantaneous one each collection, one report at first)"}
     p, q = core.support_probs(o)
     pe, qe, var = closed_forms(o.kind)
     facts: dict = {"protocol": o.kind if o.via is None else f"{o.kind} (chosen by adp)", "p_star": p, "q_star": q,
@@ -130,7 +153,7 @@ def read_reports(mech: Any, o: core.Oracle, engine: Any) -> tuple[Any, np.ndarra
     tally = engine.tally([column])
     tally.check_no_missing([column])
     text = np.array([str(v).strip() for v in tally.column(column)], dtype=object)
-    reports, bad = core.parse_reports(o, text)
+    reports, bad = ops(o).parse_reports(o, text)
     bad = np.asarray(bad, dtype=np.int64)
     if bad.size:
         mask = np.zeros(len(text), dtype=bool)
@@ -140,7 +163,7 @@ def read_reports(mech: Any, o: core.Oracle, engine: Any) -> tuple[Any, np.ndarra
         raise DataError(Diagnostic("D013", f"{bad.size} distinct value{'s' if bad.size > 1 else ''} in "
                                            f"{tally.source} {'are' if bad.size > 1 else 'is'} not {mech.protocol} "
                                            f"reports of {column}: {shown}", rows=rows, columns=(column,),
-                                   hint=_form_hint(o)))
+                                   hint=_form_hint(_one_round(o))))
     return reports, np.asarray(tally.counts, dtype=float)
 
 
@@ -194,13 +217,14 @@ def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray) -> dict:
     out: dict = {"n": n, "se_kind": se_kind, "notes": []}
     if method == "mom":
         project = str(options.get("project", "none"))
-        C = core.support_counts(o, reports, counts)
-        raw = core.unbiased(o, C, n)
-        w = core.unbiased(o, C, n, project=project)
+        m = ops(o)
+        C = m.support_counts(o, reports, counts)
+        raw = m.unbiased(o, C, n)
+        w = m.unbiased(o, C, n, project=project)
         out.update(w=w, projection=project)
         # the covariance of the linear estimator, at the estimate brought onto the simplex
-        at = core.unbiased(o, C, n, project="clip")
-        V = core.covariance(o, at, 1.0, conditional=(se_kind == "conditional"))
+        at = m.unbiased(o, C, n, project="clip")
+        V = m.covariance(o, at, 1.0, conditional=(se_kind == "conditional"))
         if project != "none" and np.any(raw < 0):
             out["notes"].append("the projection moved the estimate: its standard errors are the linear "
                                 "estimator's (conservative near the boundary)")
@@ -258,7 +282,7 @@ def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, see
     estimates, targets, covered, widths = [], [], [], []
     for r, table in enumerate(tables):
         x = np.repeat(np.arange(o.d), table)
-        reports = core.privatize(o, x, RowRandom(key, rows=np.arange(r * n, (r + 1) * n), stream=stream_of(mech)))
+        reports = ops(o).privatize(o, x, RowRandom(key, rows=np.arange(r * n, (r + 1) * n), stream=stream_of(mech)))
         est = fit(q, o, reports, np.ones(n))
         aim = w if se_kind == "population" else table / n
         estimates.append(est["w"])
@@ -276,7 +300,7 @@ def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, see
         "n_cov_empirical": Matrix(labels, labels, emp),
     }
     if q.method.name == "mom" and str(q.method.options.get("project", "none")) == "none":
-        V = core.covariance(o, w, 1.0, conditional=(se_kind == "conditional"))
+        V = ops(o).covariance(o, w, 1.0, conditional=(se_kind == "conditional"))
         value["n_cov_analytic"] = Matrix(labels, labels, V)
         value["scaled_loss_limit"] = float(np.trace(V))
     loss = n * np.sum((E - A) ** 2, axis=1)
@@ -309,6 +333,26 @@ def _shaped(query: Query, value: Any, labels: tuple[str, ...]) -> Any:
     return _vec(value, labels)
 
 
+def _longitudinal_epsilon(model: ModelGraph, mech: Any, o: Any, declared: Any) -> Result:
+    """A longitudinal oracle: the privacy of any number of collections (the declared
+    epsilon, the memoized response's) read back as the limit of the exact loss of t
+    collections; one collection's (``first``); and the table of t = 1 .. 10."""
+    first = bind_parameters(model, mech.first)
+    limit = longitudinal.epsilon_of(o, math.inf)
+    one = longitudinal.epsilon_of(o, 1)
+    table = longitudinal.epsilon_table(o, 10)
+    extras = {**_facts(o), "first": first, "read_back": limit, "read_back_first": one,
+              "after_collections": {int(t): float(e) for t, e in zip(table["collections"], table["epsilon"])},
+              "reason": "the exact loss of t reports of the same value, max over report sequences of "
+                        "log(Pr(y_1..y_t | x) / Pr(y_1..y_t | x')): first at t = 1, rising to epsilon (the memoized "
+                        "response's) as t grows; t * first is no bound (the reports share the memoized response)"}
+    for got, want, what in ((limit, declared, "epsilon"), (one, first, "first")):
+        if abs(got - float(want)) > 1e-9 * max(1.0, float(want)):
+            raise BackendError(Diagnostic("B414", f"the {what} read back from {o.kind}'s report probabilities "
+                                          f"({got}) differs from the declared one ({want})"))
+    return Result("epsilon", declared, extras)
+
+
 # ---- the back end ---------------------------------------------------------------------------------
 @register
 class FrequencyOracleBackend:
@@ -321,6 +365,9 @@ class FrequencyOracleBackend:
         """Its ``ANSWERS``, for an estimand on the mechanism's own variable."""
         if not any(row.matches(query, verb) for row in self.ANSWERS):
             return False
+        if query.method is not None and query.method.name == "mle" and \
+                getattr(query.mechanism, "protocol", "").startswith("l_"):
+            return False       # the IBU of the longitudinal oracles: not yet
         if query.estimand is not None:
             if query.mechanism.family == "multi_oracle":
                 return frequency_multi.attribute_of(query.mechanism, query) is not None
@@ -369,8 +416,10 @@ class FrequencyOracleBackend:
         return frequency_multi.estimate_result(query, mo, j,
                                                frequency_multi.estimate_attribute(query, mo, j, reports, counts, n))
 
-    def _epsilon(self, model: ModelGraph, mech: Any, o: core.Oracle) -> Result:
+    def _epsilon(self, model: ModelGraph, mech: Any, o: Any) -> Result:
         declared = bind_parameters(model, mech.epsilon)
+        if isinstance(o, longitudinal.LongitudinalOracle):
+            return _longitudinal_epsilon(model, mech, o, declared)
         values = {core.EPSILON: declared, core.D: sympy.Integer(o.d)}
         if o.g is not None:
             values[core.G] = sympy.Integer(o.g)
@@ -393,11 +442,11 @@ class FrequencyOracleBackend:
                                           hint=f"population {mech.variable.name} ~ categorical(...)"))
         w = np.array([float(x) for x in w_exact], dtype=float)
         kind = str(q.method.options.get("se", "population"))
-        V = core.covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
+        V = ops(o).covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
         labels = mech.variable.labels
         eps = bind_parameters(model, mech.epsilon)
         value: Any = V
-        if o.d <= EXACT_CATEGORIES and _exact(eps) and all(_exact(x) for x in w_exact):
+        if ops(o) is core and o.d <= EXACT_CATEGORIES and _exact(eps) and all(_exact(x) for x in w_exact):
             total = sum(w_exact)
             exact = core.exact_covariance(o, eps, [x / total for x in w_exact], conditional=(kind == "conditional"))
             value = exact.applyfunc(sympy.factor)
@@ -435,7 +484,7 @@ class FrequencyOracleBackend:
         for start in range(0, len(x), CHUNK):
             stop = min(len(x), start + CHUNK)
             rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream)
-            pieces.append(report_column(o, core.privatize(o, x[start:stop], rng)))
+            pieces.append(report_column(_one_round(o), ops(o).privatize(o, x[start:stop], rng)))
         out = frame.copy()
         out[var.name] = _concatenate(pieces)
         return out

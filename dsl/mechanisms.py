@@ -414,6 +414,15 @@ def build_oracle(ctx: Context, call: ast.Call, name: str | None) -> FrequencyOra
                   args["first"].span, "memoization: the permanent report spends epsilon once; each collection "
                                       "re-randomizes it at first < epsilon")
         return None
+    if protocol == "l_oue" and first is not None:
+        # p2 = 1/2 leaves one report at most log((2 e^eps + 1)/3)-private (Arcolezi et al.)
+        ceiling = sympy.log((2 * sympy.exp(eps) + 1) / 3)
+        if (compare(first, ceiling) or 0) > 0:
+            ctx.error("E304", f"l_oue's first must be at most log((2 e^epsilon + 1)/3) = {float(ceiling):.6g} "
+                              f"at epsilon = {fmt(eps)}, found {fmt(first)}", args["first"].span,
+                      "its instantaneous response keeps the permanent 1-bit with probability 1/2; use l_osue "
+                      "or a smaller first")
+            return None
     return FrequencyOracle(name, var, protocol, eps, sympy.Integer(g) if g is not None else None,
                            sympy.Integer(k) if k is not None else None, first, call.span)
 

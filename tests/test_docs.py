@@ -133,7 +133,8 @@ def test_oracle_page_specs_check_clean() -> None:
                 fence = None
         elif fence is not None:
             lines.append(line)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     privspec.load(blocks[0])
     privspec.load(blocks[0] + blocks[1]).compare()
+    privspec.load(blocks[0] + blocks[2]).analyze()
 
