@@ -133,6 +133,23 @@ def _adp_choice(d: int, epsilon: float) -> str:
     return "grr" if var_grr <= var_ue else "oue"
 
 
+def check_epsilon(epsilon: Any, what: str = "epsilon") -> float:
+    """``epsilon`` as a float; ValueError unless it is a positive finite number.
+
+    Examples
+    --------
+    >>> check_epsilon(1)
+    1.0
+    """
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a positive finite number, not {epsilon!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{what} must be a positive finite number, not {epsilon!r}")
+    return value
+
+
 def oracle(kind: str, d: int, epsilon: float, g: int | None = None, k: int | None = None) -> Oracle:
     """A validated :class:`Oracle`, with the peers' defaults.
 
@@ -175,12 +192,7 @@ def oracle(kind: str, d: int, epsilon: float, g: int | None = None, k: int | Non
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
         raise ValueError(f"a frequency oracle needs d >= 2 categories, not {d!r}")
     d = int(d)
-    try:
-        epsilon = float(epsilon)
-    except (TypeError, ValueError):
-        raise ValueError(f"epsilon must be a positive finite number, not {epsilon!r}") from None
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be a positive finite number, not {epsilon!r}")
+    epsilon = check_epsilon(epsilon)
     if g is not None and kind not in _LH:
         raise ValueError(f"g (the hash range) is a parameter of blh and olh, not of {kind}")
     if k is not None and kind != "ss":
@@ -1155,14 +1167,7 @@ def ibu(o: Oracle, supports: np.ndarray, counts: Sequence[float], n: float | Non
         obs = c / total
         L = np.where(M, a, b)
         back = L.T
-    est = np.ones(o.d) / o.d
-    est_t = est
-    for _ in range(iters):
-        est_t = est * np.dot(back, obs / np.dot(L, est))
-        if change(est, est_t) < tol:
-            return est_t
-        est = est_t
-    return est_t
+    return _iterate(L, back, obs, iters, tol, change)
 
 
 def ibu_support_counts(o: Oracle, C: Sequence[float], iters: int = 10000, tol: float = 1e-12,
@@ -1188,11 +1193,17 @@ def ibu_support_counts(o: Oracle, C: Sequence[float], iters: int = 10000, tol: f
     A = np.eye(o.d)
     A[A == 1] = p
     A[A == 0] = q
-    obs = C / sum(C)
-    est = np.ones(o.d) / o.d
+    return _iterate(A, A, C / sum(C), iters, tol, change)
+
+
+def _iterate(L: np.ndarray, back: np.ndarray, obs: np.ndarray, iters: int, tol: float, change: Any) -> np.ndarray:
+    """The IBU step ``f <- f * back (obs / (L f))`` from the uniform ``f``, stopped after
+    ``iters`` steps or at the first whose ``change`` is below ``tol`` (multi-freq-ldpy's
+    rule), in their order of operations (so that iterates agree to the last bits)."""
+    est = np.ones(L.shape[1]) / L.shape[1]
     est_t = est
     for _ in range(iters):
-        est_t = est * np.dot(A, obs / np.dot(A, est))
+        est_t = est * np.dot(back, obs / np.dot(L, est))
         if change(est, est_t) < tol:
             return est_t
         est = est_t

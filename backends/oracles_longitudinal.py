@@ -77,7 +77,6 @@ import pandas as pd
 
 from privspec.backends import oracles as orc
 from privspec.backends.oracles import Oracle, PairProbs
-from privspec.backends.oracles_multi import _pure_covariance
 from privspec.backends.rowrandom import RowRandom
 from privspec.backends.rr_joint import project as _project
 
@@ -250,16 +249,7 @@ def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: 
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
         raise ValueError(f"a frequency oracle needs d >= 2 categories, not {d!r}")
     d = int(d)
-    vals = []
-    for name, v in (("eps_perm", eps_perm), ("eps_1", eps_1)):
-        try:
-            v = float(v)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a positive finite number, not {v!r}") from None
-        if not (math.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be a positive finite number, not {v!r}")
-        vals.append(v)
-    eps_perm, eps_1 = vals
+    eps_perm, eps_1 = orc.check_epsilon(eps_perm, "eps_perm"), orc.check_epsilon(eps_1, "eps_1")
     if eps_1 >= eps_perm:
         raise ValueError(f"eps_1 (one collection) must be below eps_perm (every collection): {eps_1} >= {eps_perm}")
     top = max_eps_1(kind, eps_perm)
@@ -388,7 +378,7 @@ def covariance(lo: LongitudinalOracle, f: Sequence[float], n: float, conditional
         raise ValueError("n must be positive")
     p, q = support_probs(lo)
     one, neither, _ = pair_probs(lo)
-    return _pure_covariance(p, q, one, neither, f, n, conditional)
+    return orc.pure_covariance(p, q, one, neither, f, n, conditional)
 
 
 def variance(lo: LongitudinalOracle, f: Any, n: float = 1, conditional: bool = False) -> Any:

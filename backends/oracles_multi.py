@@ -226,12 +226,7 @@ def multi_oracle(protocol: str, kinds: str | Sequence[str] | None, ds: Sequence[
             raise ValueError(f"every attribute needs an integer domain size >= 2, not {d!r}")
     ds_t = tuple(int(d) for d in ds_t)
     A = len(ds_t)
-    try:
-        epsilon = float(epsilon)
-    except (TypeError, ValueError):
-        raise ValueError(f"epsilon must be a positive finite number, not {epsilon!r}") from None
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be a positive finite number, not {epsilon!r}")
+    epsilon = orc.check_epsilon(epsilon)
     if protocol == "rsfd":
         if kinds is not None:
             raise ValueError(f"rsfd takes a variant (one of {', '.join(RSFD_VARIANTS)}), not kinds")
@@ -430,13 +425,6 @@ def estimate(mo: MultiOracle, data: MultiReports | MultiStats, project: str = "n
 
 
 # ---- covariance ------------------------------------------------------------------------------------
-def _pure_covariance(p: float, q: float, one: float, neither: float, f: np.ndarray, n: float,
-                     conditional: bool) -> np.ndarray:
-    """Wang et al.'s pure-protocol covariance from constants that are not an
-    :class:`Oracle`'s (:func:`privspec.backends.oracles.pure_covariance`)."""
-    return orc.pure_covariance(p, q, one, neither, np.asarray(f, dtype=float), n, conditional)
-
-
 def inverse_binomial_mean(n: int, pi: float) -> float:
     """``E[1/N | N >= 1]`` for ``N ~ Binomial(n, pi)``, summed over the pmf within 40
     standard deviations of the mean (the rest weighs below 1e-300).  About ``1/(n pi) (1 +
@@ -507,7 +495,7 @@ def covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, conditiona
         if mo.protocol == "spl":
             out.append(orc.covariance(o, fj, n, conditional))
         elif mo.protocol == "rsfd":
-            out.append(_pure_covariance(*rsfd_probs(mo, j), fj, n, conditional))
+            out.append(orc.pure_covariance(*rsfd_probs(mo, j), fj, n, conditional))
         else:
             D = np.diag(fj) - np.outer(fj, fj)
             if n_attribute is not None:

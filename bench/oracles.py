@@ -13,7 +13,8 @@ from a Zipf(1) distribution over d categories (seed 11), for each d in --d and e
    where asked): ``spec.privatize(frame, "m", seed=1)`` of a string column ``x`` (labels
    ``c0 .. c{d-1}``) and ``spec.run(reports, ["q"], engine="pandas")`` of
    ``estimate distribution(x) from m by mom``.  Its reports are *text* (oue: the packed
-   bits in hex, one string per record), read back and parsed by the run.
+   bits in hex): a categorical column of the distinct reports' texts where a report fits
+   in 8 bytes (d <= 64), one string per record beyond; the run reads the distinct ones back.
 3. The peers on the same codes, one record per Python call (client), then their
    aggregator on the list of reports:
    * multi-freq-ldpy (``multi_freq_ldpy.pure_frequency_oracles``): ``GRR_Client`` +
@@ -574,7 +575,7 @@ def main() -> None:
     if spec_kinds and spec_ds:
         print("\n2. privspec end to end through the spec API: spec.privatize(frame, 'm', seed=1) of a string "
               "column + spec.run(reports, ['q'], engine='pandas') (estimate distribution(x) from m by mom); "
-              "the reports are text (one string per record), parsed back by the run")
+              "the reports are text (categorical over the distinct reports when d <= 64), parsed back by the run")
         print(f"{'mechanism':<10} {'d':>5} {'eps':>4} {'privatize':>9} {'run':>9} {'total':>9} {'1st':>8} "
               f"{'peak MiB':>8} {'faster peer':>11} {'ratio':>7}  report e.g.")
         for kind in spec_kinds:

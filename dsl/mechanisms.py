@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Callable
+from typing import Callable, Iterable
 
 import sympy
 
@@ -454,15 +454,25 @@ def _distinct_attributes(ctx: Context, call: ast.Call, nodes: list[ast.Node], va
         ctx.error("E205", f"{call.name}() collects at least two attributes", call.span,
                   f"for one attribute use its oracle alone: oue(race, epsilon = 1)")
         return False
-    seen: dict[str, Variable] = {}
-    for node, v in zip(nodes, variables):
+    repeated = _repeated_component(zip(nodes, variables))
+    if repeated is not None:
+        c, node = repeated
+        ctx.error("E205", f"variable {c} is collected twice by {call.name}()", node.span,
+                  "each attribute is one variable, given once")
+        return False
+    return True
+
+
+def _repeated_component(pairs: Iterable[tuple[ast.Node, Variable]]) -> tuple[str, ast.Node] | None:
+    """The first variable component that two of ``(node, variable)`` share, with the node of
+    the second (a product's factors, a protocol's attributes observe different variables)."""
+    seen: set[str] = set()
+    for node, v in pairs:
         for c in v.components():
             if c in seen:
-                ctx.error("E205", f"variable {c} is collected twice by {call.name}()", node.span,
-                          "each attribute is one variable, given once")
-                return False
-            seen[c] = v
-    return True
+                return c, node
+            seen.add(c)
+    return None
 
 
 def build_multi_oracle(ctx: Context, call: ast.Call, name: str | None) -> MultiAttributeOracle | None:
@@ -615,15 +625,12 @@ def build_product(ctx: Context, call: ast.Call, name: str | None) -> ProductMech
             ctx.error("E401", "product() combines finite mechanisms (subset, grr, rr)", arg.span)
             return None
         factors.append(m)
-    seen: dict[str, ast.Node] = {}
-    for arg, f in zip(call.args, factors):
-        for v in f.variables:
-            for c in v.components():
-                if c in seen:
-                    ctx.error("E205", f"variable {c} is privatized by two factors of this product", arg.span,
-                              "each factor of a product mechanism observes different variables (Definition 8)")
-                    return None
-                seen[c] = arg
+    repeated = _repeated_component((arg, v) for arg, f in zip(call.args, factors) for v in f.variables)
+    if repeated is not None:
+        c, arg = repeated
+        ctx.error("E205", f"variable {c} is privatized by two factors of this product", arg.span,
+                  "each factor of a product mechanism observes different variables (Definition 8)")
+        return None
     return ProductMechanism(name, tuple(factors), call.span)
 
 
