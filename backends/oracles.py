@@ -754,6 +754,23 @@ def _ue_bits(rng: RowRandom, x: np.ndarray, d: int, p: float, q: float) -> np.nd
     return bits
 
 
+def _ranked_subset(u: np.ndarray, N: int, m: np.ndarray) -> np.ndarray:
+    """Per row, ``m`` (at most ``u.shape[1]``) distinct positions of ``range(N)``, uniform: the
+    i-th is the ``floor(u_i (N - i))``-th position not taken yet (shifted past the taken
+    ones, in increasing order).  Unused slots are -1.  A rank from a 53-bit uniform is
+    uniform to ``N 2^-53``."""
+    rows, width = u.shape
+    taken = np.full((rows, width), np.iinfo(np.int64).max, dtype=np.int64)   # sorted, unused at the end
+    for i in range(width):
+        v = np.minimum((u[:, i] * (N - i)).astype(np.int64), N - i - 1)
+        for j in range(i):                      # taken[:, :i] sorted: pass each taken position
+            v += v >= taken[:, j]
+        active = i < m
+        taken[active, i] = v[active]
+        taken[:, :i + 1] = np.sort(taken[:, :i + 1], axis=1)
+    return np.where(taken == np.iinfo(np.int64).max, -1, taken)
+
+
 #: subset selection draws a subset by its index among all of them when there are at most
 #: this many (and d <= 64: one word per subset); else d keys per row and a partition
 SS_TABLE = 1 << 20
@@ -810,8 +827,9 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
     per word, ties resolved exactly: :func:`_ue_bits`) and 3 more; ss: 2 uniforms (the
     true value in or out, then the index of a subset of the others among all of them,
     :data:`SS_TABLE`; an index from a 53-bit uniform is uniform to ``C(d-1, k) 2^-53``)
-    where d <= 64 and the subsets fit a table, else d + 1 (the true value in or out, then
-    the k smallest keys); blh/olh: 3 uniforms for the seed's coefficients, 1 for the GRR;
+    where d <= 64 and the subsets fit a table; else k + 1 where ``k^2 <= d`` (each of the
+    k positions by its rank among those not yet taken, :func:`_ranked_subset`); else d + 1
+    (the true value in or out, then the k smallest keys); blh/olh: 3 uniforms for the seed's coefficients, 1 for the GRR;
     hr: one integer in [K] and one uniform (pure-ldp's
     ``Hadamard_Rand_high_priv.encode_symbol``).
 
@@ -873,6 +891,22 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
         full |= take.astype(np.uint64) << xs
         out[:] = full.view(np.uint8).reshape(n, 8)
         return np.ascontiguousarray(out[:, :o.packed_width])
+    if o.kind == "ss" and o.k * o.k <= o.d:
+        # few positions among many: k uniforms per row, each the rank of a new position
+        # among those not yet taken (O(k^2) per row instead of d keys and a partition)
+        out = np.empty((n, o.packed_width), dtype=np.uint8)
+        for lo, hi, sub in _pieces(rng, max(o.d // 4, o.k + 1)):
+            u = sub.random((hi - lo, o.k + 1))
+            take = u[:, 0] < p
+            m = np.where(take, o.k - 1, o.k)
+            chosen = _ranked_subset(u[:, 1:], o.d - 1, m)           # positions among the d - 1 others
+            xs = x[lo:hi, None]
+            cats = chosen + (chosen >= xs)                         # the others skip the truth
+            bits = np.zeros((hi - lo, o.d + 1), dtype=bool)        # column d: unused slots
+            np.put_along_axis(bits, np.where(chosen < 0, o.d, cats), True, axis=1)
+            bits[np.arange(hi - lo), x[lo:hi]] |= take
+            out[lo:hi] = np.packbits(bits[:, :o.d], axis=1, bitorder="little")
+        return out
     if o.kind == "ss":
         out = np.empty((n, o.packed_width), dtype=np.uint8)
         for lo, hi, sub in _pieces(rng, o.d + 1):

@@ -534,7 +534,8 @@ def test_ibu_exact_em_is_the_mle() -> None:
     assert np.abs(f[:4] - [0.4, 0.3, 0.2, 0.1]).max() < 0.05
 
 
-@pytest.mark.parametrize("d,eps", [(6, 1.0), (16, 2.0), (70, 1.0)])   # a table of subsets; keys and a partition
+# a table of subsets; ranks of k positions (k^2 <= d); keys and a partition
+@pytest.mark.parametrize("d,eps", [(6, 1.0), (16, 2.0), (70, 3.0), (70, 1.0)])
 def test_subset_selection_samplers_have_the_right_support_rates(d, eps) -> None:
     from privspec.backends.oracles import _ss_enumerable
 
@@ -549,3 +550,20 @@ def test_subset_selection_samplers_have_the_right_support_rates(d, eps) -> None:
     others = (bits.sum() - bits[np.arange(n), x].sum()) / (n * (d - 1))
     assert abs(truth - p) < 5 * np.sqrt(p * (1 - p) / n)
     assert abs(others - q) < 5 * np.sqrt(q * (1 - q) / (n * (d - 1))) * 3   # positions within a row: dependent
+
+
+def test_subset_selection_by_ranks_draws_uniform_pairs() -> None:
+    """The ranked sampler (k^2 <= d, beyond the table): given the truth, every pair of other
+    categories is equally likely to be reported together (chi-square over the C(d-1, 2)
+    pairs), at the rate pair_probs gives."""
+    o = oracle("ss", 70, 3.0)                        # k = 3: ranks
+    n = 200_000
+    bits = np.unpackbits(privatize(o, np.zeros(n, dtype=np.int64), RowRandom(5, rows=range(n))), axis=1,
+                         count=o.d, bitorder="little").astype(np.int64)
+    others = bits[:, 1:]
+    pairs = (others.T @ others)[np.triu_indices(o.d - 1, 1)]
+    want = n * pair_probs(o).neither
+    assert abs(pairs.mean() / want - 1) < 0.02
+    stat = float(((pairs - pairs.mean()) ** 2 / pairs.mean()).sum())
+    assert stats.chi2.sf(stat, len(pairs) - 1) > 1e-4
+
