@@ -961,6 +961,19 @@ def _weights(counts: Any, m: int) -> np.ndarray | None:
     return w
 
 
+def _collected(o: Oracle, reports: Any, counts: Any) -> tuple[Any, Any, Any, int, np.ndarray | None]:
+    """Reports as arrays: ``(reports, seed, value, m, weights)`` (local hashing: its seeds and
+    values; the others: None, None), ``m`` reports, their weights (None: one each)."""
+    seed = value = None
+    if o.kind in _LH:
+        seed, value = _lh_fields(reports)
+        m = len(seed)
+    else:
+        reports = np.asarray(reports)
+        m = len(reports)
+    return reports, seed, value, m, _weights(counts, m)
+
+
 def _lh_fields(reports: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(reports["seed"]), np.asarray(reports["value"], dtype=np.int64)
 
@@ -993,13 +1006,7 @@ def support_counts(o: Oracle, reports: Any, counts: Sequence[float] | None = Non
     >>> support_counts(o, np.array([0, 1, 2, 3, 3]))
     array([2, 2, 3])
     """
-    if o.kind in _LH:
-        seed, value = _lh_fields(reports)
-        m = len(seed)
-    else:
-        reports = np.asarray(reports)
-        m = len(reports)
-    w = _weights(counts, m)
+    reports, seed, value, m, w = _collected(o, reports, counts)
     out = np.zeros(o.d, dtype=float if w is not None else np.int64)
     if m == 0:
         return out
@@ -1061,13 +1068,7 @@ def support_sets(o: Oracle, reports: Any, counts: Sequence[float] | None = None)
     >>> sets.astype(int).tolist(), c.tolist()
     ([[1, 0, 0], [0, 0, 1]], [1.0, 3.0])
     """
-    if o.kind in _LH:
-        seed, value = _lh_fields(reports)
-        m = len(seed)
-    else:
-        reports = np.asarray(reports)
-        m = len(reports)
-    w = _weights(counts, m)
+    reports, seed, value, m, w = _collected(o, reports, counts)
     if w is None:
         w = np.ones(m)
     if o.kind in ("grr", "hr"):
