@@ -186,6 +186,29 @@ def _raise_bad(tally: Any, mask: np.ndarray, text: np.ndarray, column: str, mech
                                                      if mech.protocol == "smp" else "")))
 
 
+def likelihood_pair(mo: multi.MultiOracle, j: int) -> tuple[float, float]:
+    """Attribute ``j``'s report likelihood for a category in / not in its support, up to a
+    common factor (the IBU's ``pair``): its oracle's for spl and smp; for rsfd the
+    mixture ``(1/A) real + ((A-1)/A) fake`` of the oracle at the amplified epsilon and a
+    fake report: a uniform value (grr: ``p/A + (A-1)/(A d)`` vs ``q/A + (A-1)/(A d)``) or
+    the zero vector's bits (unary encoding, ``k0 = (1-p)/(1-q)``, ``r = p(1-q)/(q(1-p))``:
+    ``k0 r/A + (A-1)/A`` vs ``k0/A + (A-1)/A``).  A random value's bits (``_r``) make the
+    fake's likelihood depend on the support's size: no pair, no MLE (B415)."""
+    o = mo.oracles[j]
+    if mo.protocol != "rsfd":
+        return core._likelihood_pair(o)
+    p, q = core.support_probs(o)
+    A, fake = mo.A, mo.fakes[j]
+    if fake == "uniform":
+        return p / A + (A - 1) / (A * o.d), q / A + (A - 1) / (A * o.d)
+    if fake == "zero":
+        k0, r = (1 - p) / (1 - q), p * (1 - q) / (q * (1 - p))
+        return k0 * r / A + (A - 1) / A, k0 / A + (A - 1) / A
+    raise BackendError(Diagnostic("B415", f"rsfd with fake = {mo.variant.replace('-', '_')}: a fake report of a random "
+                                  "value makes the likelihood depend on the support's size, so there is no IBU "
+                                  "here", hint="use by mom, or fake = grr | oue_z | sue_z"))
+
+
 def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, counts: np.ndarray,
                        n: int) -> dict:
     """Attribute ``j``'s estimate from its distinct reports and counts: ``w`` and ``V`` (n
@@ -197,6 +220,17 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
     if m <= 0:
         raise DataError(Diagnostic("D103", f"no respondent reported {q.estimand.variables[0].name}: nothing to "
                                            "estimate from"))
+    if q.method.name == "mle":
+        from .finite_estimates import conditional_covariance
+        from .frequency_oracles import mle_fit
+
+        w, V, loglik = mle_fit(o, reports, counts, likelihood_pair(mo, j))
+        if V is not None:
+            V = V * (n / m)              # m reports of the attribute among n respondents (smp)
+            if se_kind == "conditional":
+                V = conditional_covariance(V, w)
+        return {"w": w, "V": V, "n": n, "reports": int(round(m)), "projection": "none", "se_kind": se_kind,
+                "loglik": loglik}
     C = core.support_counts(o, reports, counts)
     if mo.protocol == "rsfd":
         pe, qe, _, _ = multi.rsfd_probs(mo, j)
@@ -214,13 +248,18 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
 def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Result:
     var = q.mechanism.attributes[j]
     n = est["n"]
-    se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
-    extras: dict = {"method": "mom", "n": n, **facts(mo, j), "projection": est["projection"],
-                    "se": _vec(se, var.labels), "se_kind": est["se_kind"],
-                    "ci95": {lab: [float(x - Z95 * s), float(x + Z95 * s)] for lab, x, s in
-                             zip(var.labels, est["w"], se)}, "ci_method": "wald"}
+    extras: dict = {"method": q.method.name, "n": n, **facts(mo, j), "projection": est["projection"]}
+    if est["V"] is not None:
+        se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
+        extras.update(se=_vec(se, var.labels), se_kind=est["se_kind"],
+                      ci95={lab: [float(x - Z95 * s), float(x + Z95 * s)] for lab, x, s in
+                            zip(var.labels, est["w"], se)}, ci_method="wald")
+    else:
+        extras["note"] = "no standard errors: the observed information is singular (an estimate on the boundary)"
     if mo.protocol == "smp":
         extras["reports_of_attribute"] = est["reports"]
+    if "loglik" in est:
+        extras["loglik"] = est["loglik"]
     return Result("estimate", _vec(est["w"], var.labels), extras)
 
 
@@ -276,17 +315,19 @@ def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: in
         values = reports.values[j]
         est = estimate_attribute(q, mo, j, values, np.ones(len(values)), n)
         aim = ws[j] if se_kind == "population" else np.bincount(codes[:, j], minlength=var.p) / n
-        se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
         E.append(est["w"])
         A.append(aim)
-        covered.append(np.abs(est["w"] - aim) <= Z95 * se)
+        if est["V"] is not None:
+            se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
+            covered.append(np.abs(est["w"] - aim) <= Z95 * se)
     E, A = np.array(E), np.array(A)
     labels = var.labels
     value = {"mean": Vector(labels, tuple(E.mean(axis=0))), "truth": Vector(labels, tuple(ws[j])),
              "bias": Vector(labels, tuple(E.mean(axis=0) - A.mean(axis=0))),
-             "n_cov_empirical": Matrix(labels, labels, np.cov(E - A, rowvar=False) * n),
-             "ci95_coverage": Vector(labels, tuple(np.mean(covered, axis=0)))}
-    if str(q.method.options.get("project", "none")) == "none":
+             "n_cov_empirical": Matrix(labels, labels, np.cov(E - A, rowvar=False) * n)}
+    if covered:
+        value["ci95_coverage"] = Vector(labels, tuple(np.mean(covered, axis=0)))
+    if q.method.name == "mom" and str(q.method.options.get("project", "none")) == "none":
         V = attribute_covariance(mo, j, ws[j], se_kind == "conditional", n=n)
         value["n_cov_analytic"] = Matrix(labels, labels, V)
     extras = {"method": "mom", "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **facts(mo, j),

@@ -51,7 +51,8 @@ _ANSWERS = (
             methods=("mom", "mle")),
     # several attributes (spl, smp, rsfd): one attribute's distribution at a time
     Answers(("avar",), ("multi_oracle",), estimands=("distribution",), methods=("mom",)),
-    Answers(("estimate",), ("multi_oracle",), ("run", "simulate"), estimands=("distribution",), methods=("mom",)),
+    Answers(("estimate",), ("multi_oracle",), ("run", "simulate"), estimands=("distribution",),
+            methods=("mom", "mle")),
 )
 #: the observed information of the MLE (``by mle``) is a d x d sum over the distinct support
 #: sets: computed up to this many set x category^2 products (about 2 s), else no standard error
@@ -179,7 +180,8 @@ def _form_hint(o: core.Oracle) -> str:
 
 
 # ---- estimates ------------------------------------------------------------------------------------
-def _mle_covariance(o: core.Oracle, sets: np.ndarray, counts: np.ndarray, f: np.ndarray) -> np.ndarray | None:
+def _mle_covariance(sets: np.ndarray, counts: np.ndarray, f: np.ndarray, pair: tuple[float, float]
+                    ) -> np.ndarray | None:
     """n times the covariance of the MLE from the observed information (the Hessian of the
     log-likelihood ``sum_y c_y log(L f)_y``, ``-sum_y c_y g_y g_y^T`` with ``g_y = L_y / (L
     f)_y``) on the simplex (``f = alpha + B theta``); None when too large or singular (an
@@ -187,7 +189,7 @@ def _mle_covariance(o: core.Oracle, sets: np.ndarray, counts: np.ndarray, f: np.
     m, d = sets.shape
     if m * d * d > MLE_SE_WORK:
         return None
-    a, b = core._likelihood_pair(o)
+    a, b = pair
     J = np.zeros((d, d))
     step = max(1, int(4e6 // d))
     for lo in range(0, m, step):
@@ -203,6 +205,18 @@ def _mle_covariance(o: core.Oracle, sets: np.ndarray, counts: np.ndarray, f: np.
     if not np.all(np.isfinite(Vt)) or np.any(np.diag(Vt) < 0):
         return None
     return B @ Vt @ B.T
+
+
+def mle_fit(o: core.Oracle, reports: Any, counts: np.ndarray, pair: tuple[float, float]
+            ) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """The MLE (the IBU) from reports of ``o``'s form whose likelihood is ``pair`` in / out of
+    their support: the estimate, n times its covariance (None when unknown) and the
+    log-likelihood (up to a constant)."""
+    sets, c = core.support_sets(o, reports, counts)
+    w = core.ibu(o, sets, c, pair=pair)
+    a, b = pair
+    loglik = float(np.sum(c * np.log(np.where(sets, a, b) @ w)))
+    return w, _mle_covariance(sets, c, w, pair), loglik
 
 
 def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray) -> dict:
@@ -230,12 +244,11 @@ def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray) -> dict:
                                 "estimator's (conservative near the boundary)")
         out["V"] = V
     else:
-        sets, c = core.support_sets(o, reports, counts)
-        w = core.ibu(o, sets, c)
+        one = _one_round(o)
+        pair = longitudinal.likelihood_pair(o) if one is not o else core._likelihood_pair(o)
+        w, V, loglik = mle_fit(one, reports, counts, pair)
         out["w"] = w
-        a, b = core._likelihood_pair(o)
-        out["loglik"] = float(np.sum(c * np.log(np.where(sets, a, b) @ w)))
-        V = _mle_covariance(o, sets, c, w)
+        out["loglik"] = loglik
         if V is None:
             out["notes"].append("no standard errors: the observed information is too large to form or singular "
                                 "(an estimate on the boundary)")
@@ -365,9 +378,6 @@ class FrequencyOracleBackend:
         """Its ``ANSWERS``, for an estimand on the mechanism's own variable."""
         if not any(row.matches(query, verb) for row in self.ANSWERS):
             return False
-        if query.method is not None and query.method.name == "mle" and \
-                getattr(query.mechanism, "protocol", "").startswith("l_"):
-            return False       # the IBU of the longitudinal oracles: not yet
         if query.estimand is not None:
             if query.mechanism.family == "multi_oracle":
                 return frequency_multi.attribute_of(query.mechanism, query) is not None

@@ -1131,7 +1131,7 @@ def _stop(err: str):
 
 
 def ibu(o: Oracle, supports: np.ndarray, counts: Sequence[float], n: float | None = None, iters: int = 10000,
-        tol: float = 1e-12, err: str = "max_abs") -> np.ndarray:
+        tol: float = 1e-12, err: str = "max_abs", pair: tuple[float, float] | None = None) -> np.ndarray:
     """The iterative Bayesian update (Agrawal & Aggarwal 2001): EM for the maximum-likelihood
     estimate of ``f`` from the distinct support sets (:func:`support_sets`) and counts.
 
@@ -1160,6 +1160,11 @@ def ibu(o: Oracle, supports: np.ndarray, counts: Sequence[float], n: float | Non
         The number of reports, checked against ``sum(counts)``.
     iters, tol, err
         The stopping rule (multi-freq-ldpy's ``nb_iter``, ``tol``, ``err_func``).
+    pair : (a, b), optional
+        The likelihood of a report for a category in / not in its support, up to a factor
+        common to all categories, when it is not ``o``'s own (:func:`_likelihood_pair`):
+        a protocol built on ``o``'s reports (longitudinal collection, random sampling plus
+        fake data) whose reports keep that form.
 
     Returns
     -------
@@ -1186,7 +1191,7 @@ def ibu(o: Oracle, supports: np.ndarray, counts: Sequence[float], n: float | Non
     if not (isinstance(iters, int) and iters > 0 and tol > 0):
         raise ValueError("iters (int) and tol need values > 0")
     change = _stop(err)
-    a, b = _likelihood_pair(o)
+    a, b = _likelihood_pair(o) if pair is None else pair
     if o.kind == "grr":
         # the d x d channel and the report frequencies over all d codes, built and
         # multiplied as multi-freq-ldpy does (A symmetric: A, not A^T), so that the

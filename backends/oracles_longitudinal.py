@@ -413,6 +413,25 @@ def variance(lo: LongitudinalOracle, f: Any, n: float = 1, conditional: bool = F
     return float(v) if v.ndim == 0 else v
 
 
+def likelihood_pair(lo: LongitudinalOracle) -> tuple[float, float]:
+    """``(a, b)``: the likelihood of one collection's report for a category in / not in its
+    support, up to a common factor (:func:`privspec.backends.oracles.ibu`'s ``pair``).  A
+    report is a pure protocol in ``p*, q*`` (:func:`support_probs`): the grr report's
+    channel, or independent bits given x (unary encoding; the permanent bits are
+    independent given x, and so are their instantaneous copies).
+
+    Examples
+    --------
+    >>> a, b = likelihood_pair(longitudinal("l_grr", 4, 2.0, 1.0))
+    >>> round(math.log(a / b), 12)                  # one report spends first
+    1.0
+    """
+    p, q = support_probs(lo)
+    if lo.kind == "l_grr":
+        return p, q
+    return p * (1 - q), (1 - p) * q
+
+
 def unbiased(lo: LongitudinalOracle, C: Sequence[float], n: float, project: str = "none") -> np.ndarray:
     """``f_hat = (C/n - q*) / (p* - q*)`` from one collection's support counts ``C``
     (:func:`support_counts`), optionally projected onto the simplex (``clip``: negatives

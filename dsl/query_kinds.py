@@ -117,7 +117,7 @@ ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
                  {"subset": _SUBSET_DISTRIBUTION, "grr": _DISTRIBUTION, "rr": _DISTRIBUTION,
                   "product": _SUBSET_DISTRIBUTION, "rr_product": _DISTRIBUTION,
                   # frequency oracles: the unbiased (support-count) estimator and the IBU (EM)
-                  "oracle": ("mom", "mle"), "multi_oracle": ("mom",)},
+                  "oracle": ("mom", "mle"), "multi_oracle": ("mom", "mle")},
                  "the distribution of a categorical variable"),
     EstimandKind("joint", "joint(X, Y, ...)", None, True, "estimate",
                  ("independent", "joint", "castell", "hybrid", "truncated", "clusters", "mom", "mle", "em"),
