@@ -50,7 +50,7 @@ from scipy import stats
 from ..errors import BackendError, Diagnostic, PrivspecError
 from ..model import (Compare, Estimand, Method, ModelGraph, Parameter, Plan, Query, SubsetDesign, SubsetMechanism,
                      Target)
-from ..query_kinds import CRITERIA, FINITE, INTERVAL, Answers, family_of
+from ..query_kinds import CRITERIA, FINITE, INTERVAL, ORACLE, Answers, family_of
 from ..results import Matrix, Result, Table
 from . import backend_for, planning, register
 from .compile import channel_of
@@ -857,7 +857,7 @@ class ComparisonBackend:
     """Compare blocks, and the planning queries ``sample_size`` and ``power``."""
 
     REGISTER_NAME = "comparison"
-    ANSWERS = (Answers(("sample_size", "power"), FINITE + INTERVAL),)
+    ANSWERS = (Answers(("sample_size", "power"), FINITE + INTERVAL + ORACLE),)
 
     def supports(self, query: Query, verb: str) -> bool:
         return any(row.matches(query, verb) for row in self.ANSWERS)

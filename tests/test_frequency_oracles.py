@@ -334,3 +334,15 @@ def test_mle_of_one_round_oracles_covers(spec) -> None:
     sim = spec.simulate(n=3000, reps=150, seed=7, queries=["ibu_ss"])["ibu_ss"]
     cover = np.array(sim.value["ci95_coverage"].values, dtype=float)
     assert np.all(np.abs(cover - 0.95) < 0.07), cover
+
+
+def test_planning_for_oracles() -> None:
+    """sample_size(...) from an oracle is the smallest n whose largest standard error meets
+    the target (from the oracle's covariance), and power(...) answers."""
+    spec = privspec.load(SPEC + "query n_oue = sample_size(distribution(race) from oue, max_se = 0.01)\n"
+                         "query pw = power(distribution(race) from hr, n = 5000, test = proportion(Asian, 0.08))\n")
+    res = spec.analyze(queries=["n_oue", "pw"])
+    V = core.covariance(core.oracle("oue", 5, 1.0), W, 1.0)
+    want = int(np.ceil(np.max(np.diag(V)) / 0.01 ** 2 - 1e-9))
+    assert int(res["n_oue"].value) == want
+    assert 0.05 < float(res["pw"].value) < 1
