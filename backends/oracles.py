@@ -771,6 +771,11 @@ def _ranked_subset(u: np.ndarray, N: int, m: np.ndarray) -> np.ndarray:
     return np.where(taken == np.iinfo(np.int64).max, -1, taken)
 
 
+#: subset selection draws its k positions by their ranks (k^2 / 2 passes over the rows)
+#: where k^2 <= SS_RANKS d, else d keys per row and a partition: the two cost about the
+#: same per k^2 / 2 and per d (measured per 1e6 rows: d = 200, k = 24: 3.4 s by ranks,
+#: 2.5 s by keys; d = 256, k = 12: 1.1 s, 2.9 s; d = 4096, k = 74: 23 s, 42 s)
+SS_RANKS = 2
 #: subset selection draws a subset by its index among all of them when there are at most
 #: this many (and d <= 64: one word per subset); else d keys per row and a partition
 SS_TABLE = 1 << 20
@@ -827,7 +832,7 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
     per word, ties resolved exactly: :func:`_ue_bits`) and 3 more; ss: 2 uniforms (the
     true value in or out, then the index of a subset of the others among all of them,
     :data:`SS_TABLE`; an index from a 53-bit uniform is uniform to ``C(d-1, k) 2^-53``)
-    where d <= 64 and the subsets fit a table; else k + 1 where ``k^2 <= d`` (each of the
+    where d <= 64 and the subsets fit a table; else k + 1 where ``k^2 <= 2 d`` (each of the
     k positions by its rank among those not yet taken, :func:`_ranked_subset`); else d + 1
     (the true value in or out, then the k smallest keys); blh/olh: 3 uniforms for the seed's coefficients, 1 for the GRR;
     hr: one integer in [K] and one uniform (pure-ldp's
@@ -891,11 +896,11 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
         full |= take.astype(np.uint64) << xs
         out[:] = full.view(np.uint8).reshape(n, 8)
         return np.ascontiguousarray(out[:, :o.packed_width])
-    if o.kind == "ss" and o.k * o.k <= o.d:
+    if o.kind == "ss" and o.k * o.k <= SS_RANKS * o.d:
         # few positions among many: k uniforms per row, each the rank of a new position
         # among those not yet taken (O(k^2) per row instead of d keys and a partition)
         out = np.empty((n, o.packed_width), dtype=np.uint8)
-        for lo, hi, sub in _pieces(rng, max(o.d // 4, o.k + 1)):
+        for lo, hi, sub in _pieces(rng, max(o.d // 16, o.k + 1)):
             u = sub.random((hi - lo, o.k + 1))
             take = u[:, 0] < p
             m = np.where(take, o.k - 1, o.k)

@@ -534,7 +534,7 @@ def test_ibu_exact_em_is_the_mle() -> None:
     assert np.abs(f[:4] - [0.4, 0.3, 0.2, 0.1]).max() < 0.05
 
 
-# a table of subsets; ranks of k positions (k^2 <= d); keys and a partition
+# a table of subsets; ranks of k positions (k^2 <= 2 d); keys and a partition
 @pytest.mark.parametrize("d,eps", [(6, 1.0), (16, 2.0), (70, 3.0), (70, 1.0)])
 def test_subset_selection_samplers_have_the_right_support_rates(d, eps) -> None:
     from privspec.backends.oracles import _ss_enumerable
@@ -553,7 +553,7 @@ def test_subset_selection_samplers_have_the_right_support_rates(d, eps) -> None:
 
 
 def test_subset_selection_by_ranks_draws_uniform_pairs() -> None:
-    """The ranked sampler (k^2 <= d, beyond the table): given the truth, every pair of other
+    """The ranked sampler (k^2 <= 2 d, beyond the table): given the truth, every pair of other
     categories is equally likely to be reported together (chi-square over the C(d-1, 2)
     pairs), at the rate pair_probs gives."""
     o = oracle("ss", 70, 3.0)                        # k = 3: ranks
