@@ -246,6 +246,20 @@ def _labels_to_index(values: pd.Series, labels: tuple[str, ...], column: str,
     return mapping[codes]
 
 
+def raw_codes(raw: Any, var: Variable) -> tuple[np.ndarray, list[str]]:
+    """Each row's category index of ``var`` in a raw table (a
+    :class:`~privspec.backends.engines.PandasEngine`), and the columns read: its own, or its
+    parts' joined (``F.Low``).  One hashing pass over the rows; the checks on the distinct
+    values: D003 without the column(s), D004 for missing values, D011 naming every value
+    outside the domain with its rows."""
+    frame = raw.frame
+    cols = columns_for(var, list(frame.columns))
+    require_columns(frame, cols, "the raw data", hint=_column_hint(var, frame, "raw values"))
+    tally, row_tuple = raw.tally_rows(cols)
+    tally.check_no_missing(cols)
+    return _labels_to_index(_joined(tally.values, cols), var.labels, var.name, cols, tally)[row_tuple], cols
+
+
 def check_raw(mechanism: Any, engine: Any) -> None:
     """The checks :func:`privatize_frame` makes of raw answers (columns, missing values,
     values outside the domain), on the distinct values an engine counts: the same
@@ -448,12 +462,7 @@ def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int |
     raw = PandasEngine(frame, "the raw data")
     for i, f in enumerate(factors):
         var = f.variable
-        cols = columns_for(var, list(frame.columns))
-        require_columns(frame, cols, "the raw data", hint=_column_hint(var, frame, "raw values"))
-        # one hashing pass over the rows; the checks and labels on the distinct values
-        tally, row_tuple = raw.tally_rows(cols)
-        tally.check_no_missing(cols)
-        x = _labels_to_index(_joined(tally.values, cols), var.labels, var.name, cols, tally)[row_tuple]
+        x, cols = raw_codes(raw, var)
         stream = stream_of(mechanism, i)
         if isinstance(f, SubsetMechanism) and f.min_coverage is not None:
             if len(factors) > 1:
@@ -509,4 +518,4 @@ def _privatize_with_dummies(mechanism: SubsetMechanism, x: np.ndarray, rng: RowR
     return pd.DataFrame({column: arranged})
 
 
-__all__ = ["count_observations", "privatize_frame", "dummy_labels", "missing_rows"]
+__all__ = ["count_observations", "privatize_frame", "raw_codes", "dummy_labels", "missing_rows"]

@@ -18,13 +18,18 @@ import sympy
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query
 from ..results import Matrix, Result, Vector
+from . import frequency_oracles as single   # its helpers, called at run time (it imports this module)
 from . import oracles as core
 from . import oracles_multi as multi
 from .data import require_columns
+from .engines import PandasEngine
+from .finite_data import raw_codes
+from .finite_estimates import conditional_covariance
 from .finite_truth import _mat, _vec
 from .normal import Z95
 from .populations import bind_parameters, population_vector
 from .rowrandom import RowRandom, row_key, stream_of
+from .rr_joint import project as project_onto
 
 #: rows privatized at once (per-row randomness: the result does not depend on it)
 CHUNK = 1 << 19
@@ -32,15 +37,12 @@ CHUNK = 1 << 19
 
 def multi_of(model: ModelGraph, mech: Any) -> multi.MultiOracle:
     """The :class:`~privspec.backends.oracles_multi.MultiOracle` a mechanism declares."""
-    eps = bind_parameters(model, mech.epsilon)
-    if not getattr(eps, "is_number", False):
-        raise BackendError(Diagnostic("B410", f"epsilon = {eps} has no value: a frequency oracle is analysed and "
-                                      "run at numbers", hint="give the parameter a value (parameter eps = 1)"))
+    eps = single.number_of(model, mech.epsilon, "epsilon")
     ds = tuple(v.p for v in mech.attributes)
     try:
         if mech.protocol == "rsfd":
-            return multi.multi_oracle("rsfd", None, ds, float(eps), variant=mech.fake.replace("_", "-"))
-        return multi.multi_oracle(mech.protocol, mech.oracles, ds, float(eps))
+            return multi.multi_oracle("rsfd", None, ds, eps, variant=mech.fake.replace("_", "-"))
+        return multi.multi_oracle(mech.protocol, mech.oracles, ds, eps)
     except ValueError as e:
         raise BackendError(Diagnostic("B412", str(e))) from None
 
@@ -141,49 +143,28 @@ def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tup
     respondents ``n`` (smp: all rows; the reports are those of the rows that sampled j)."""
     var = mech.attributes[j]
     o = mo.oracles[j]
-    source = getattr(engine, "source", "the data")
-    if mo.protocol == "smp":
-        require_columns(pd.DataFrame(columns=engine.columns()), [var.name, multi.SAMPLED], source)
-        tally = engine.tally([multi.SAMPLED, var.name])
-        tally.check_no_missing([multi.SAMPLED])
-        sampled = np.array([str(v).strip() for v in tally.column(multi.SAMPLED)], dtype=object)
-        valid = np.isin(sampled, [str(i) for i in range(mo.A)])
-        mine = sampled == str(j)
-        text = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
-                         for v in tally.column(var.name)], dtype=object)
-        reports, bad = core.parse_reports(o, text[mine])
-        bad_mask = ~valid
-        bad_mask[np.flatnonzero(mine)[np.asarray(bad, dtype=np.int64)]] = True
-        _raise_bad(tally, bad_mask, np.where(valid, text, sampled), var.name if valid.all() else multi.SAMPLED,
-                   mech, o)
-        counts = np.asarray(tally.counts, dtype=float)
-        return reports, counts[mine], int(counts.sum())
-    require_columns(pd.DataFrame(columns=engine.columns()), [var.name], source)
-    tally = engine.tally([var.name])
-    tally.check_no_missing([var.name])
-    text = np.array([str(v).strip() for v in tally.column(var.name)], dtype=object)
-    reports, bad = core.parse_reports(o, text)
-    mask = np.zeros(len(text), dtype=bool)
-    mask[np.asarray(bad, dtype=np.int64)] = True
-    _raise_bad(tally, mask, text, var.name, mech, o)
+    if mo.protocol != "smp":
+        reports, counts = single.read_reports(var.name, mech.protocol, o, engine)
+        return reports, counts, int(counts.sum())
+    require_columns(pd.DataFrame(columns=engine.columns()), [var.name, multi.SAMPLED],
+                    getattr(engine, "source", "the data"))
+    tally = engine.tally([multi.SAMPLED, var.name])
+    tally.check_no_missing([multi.SAMPLED])
+    sampled = np.array([str(v).strip() for v in tally.column(multi.SAMPLED)], dtype=object)
+    valid = np.isin(sampled, [str(i) for i in range(mo.A)])
+    mine = sampled == str(j)
+    # the cells of the attributes a row did not report are empty (missing to the engines)
+    text = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
+                     for v in tally.column(var.name)], dtype=object)
+    reports, bad = core.parse_reports(o, text[mine])
+    bad_mask = ~valid
+    bad_mask[np.flatnonzero(mine)[np.asarray(bad, dtype=np.int64)]] = True
+    single.check_reports(tally, bad_mask, np.where(valid, text, sampled),
+                         var.name if valid.all() else multi.SAMPLED, mech.protocol,
+                         single._form_hint(o) + "; the column 'sampled' holds the index of the attribute reported "
+                                                "(0 .. A-1, in the order of smp(...))")
     counts = np.asarray(tally.counts, dtype=float)
-    return reports, counts, int(counts.sum())
-
-
-def _raise_bad(tally: Any, mask: np.ndarray, text: np.ndarray, column: str, mech: Any, o: core.Oracle) -> None:
-    if not mask.any():
-        return
-    from .frequency_oracles import _form_hint
-
-    rows = tally.locate(mask)
-    bad = text[mask]
-    shown = ", ".join(repr(t) for t in bad[:5]) + (" ..." if len(bad) > 5 else "")
-    raise DataError(Diagnostic("D013", f"{len(bad)} distinct value{'s' if len(bad) > 1 else ''} in {tally.source} "
-                                       f"{'are' if len(bad) > 1 else 'is'} not {mech.protocol} reports of {column}: "
-                                       f"{shown}", rows=rows, columns=(column,),
-                               hint=_form_hint(o) + ("; the column 'sampled' holds the index of the attribute "
-                                                     "reported (0 .. A-1, in the order of smp(...))"
-                                                     if mech.protocol == "smp" else "")))
+    return reports, counts[mine], int(counts.sum())
 
 
 def likelihood_pair(mo: multi.MultiOracle, j: int) -> tuple[float, float]:
@@ -221,10 +202,7 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
         raise DataError(Diagnostic("D103", f"no respondent reported {q.estimand.variables[0].name}: nothing to "
                                            "estimate from"))
     if q.method.name == "mle":
-        from .finite_estimates import conditional_covariance
-        from .frequency_oracles import mle_fit
-
-        w, V, loglik = mle_fit(o, reports, counts, likelihood_pair(mo, j))
+        w, V, loglik = single.mle_fit(o, reports, counts, likelihood_pair(mo, j))
         if V is not None:
             V = V * (n / m)              # m reports of the attribute among n respondents (smp)
             if se_kind == "conditional":
@@ -235,14 +213,12 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
     if mo.protocol == "rsfd":
         pe, qe, _, _ = multi.rsfd_probs(mo, j)
         raw = (C / m - qe) / (pe - qe)
-        from .rr_joint import project as _project
-
-        w, at = _project(raw, project), _project(raw, "clip")
     else:
-        w, at = core.unbiased(o, C, m, project=project), core.unbiased(o, C, m, project="clip")
+        raw = core.unbiased(o, C, m)
     split = int(round(m)) if mo.protocol == "smp" else None
-    V = attribute_covariance(mo, j, at, se_kind == "conditional", n=n, split=split)
-    return {"w": w, "V": V, "n": n, "reports": int(round(m)), "projection": project, "se_kind": se_kind}
+    V = attribute_covariance(mo, j, project_onto(raw, "clip"), se_kind == "conditional", n=n, split=split)
+    return {"w": project_onto(raw, project), "V": V, "n": n, "reports": int(round(m)), "projection": project,
+            "se_kind": se_kind}
 
 
 def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Result:
@@ -266,25 +242,21 @@ def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Resul
 def privatize_frame(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int | None, offset: int = 0
                     ) -> pd.DataFrame:
     """Each attribute's column replaced by its reports (smp: and the column ``sampled``)."""
-    from .engines import PandasEngine
-    from .finite_data import _labels_to_index
-
     mo = multi_of(model, mech)
     names = [v.name for v in mech.attributes]
-    require_columns(frame, names, "the raw data")
     engine = PandasEngine(frame, "the raw data")
     codes = np.empty((len(frame), mo.A), dtype=np.int64)
+    parts: list[str] = []                    # combined attributes read from their parts' columns
     for j, v in enumerate(mech.attributes):
-        tally, row_tuple = engine.tally_rows([v.name])
-        tally.check_no_missing([v.name])
-        codes[:, j] = _labels_to_index(tally.values[v.name], v.labels, v.name, (v.name,), tally)[row_tuple]
+        codes[:, j], cols = raw_codes(engine, v)
+        parts += cols if len(cols) > 1 else []
     key = row_key(seed)
     pieces: list[dict[str, np.ndarray]] = []
     for start in range(0, len(frame), CHUNK):
         stop = min(len(frame), start + CHUNK)
         rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream_of(mech))
         pieces.append(multi.format_reports(mo, multi.privatize(mo, codes[start:stop], rng), names))
-    out = frame.copy()
+    out = frame.drop(columns=parts) if parts else frame.copy()
     for c in multi.column_names(mo, names):
         out[c] = np.concatenate([p[c].astype(object) for p in pieces]) if pieces else np.empty(0, dtype=object)
     return out
@@ -330,7 +302,7 @@ def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: in
     if q.method.name == "mom" and str(q.method.options.get("project", "none")) == "none":
         V = attribute_covariance(mo, j, ws[j], se_kind == "conditional", n=n)
         value["n_cov_analytic"] = Matrix(labels, labels, V)
-    extras = {"method": "mom", "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **facts(mo, j),
+    extras = {"method": q.method.name, "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **facts(mo, j),
               "note": "attributes drawn independently from their marginals; every respondent privatized by the "
                       "protocol's sampler"}
     return Result("simulation", value, extras)

@@ -36,12 +36,15 @@ from . import frequency_multi
 from . import oracles as core
 from . import oracles_longitudinal as longitudinal
 from .data import require_columns
+from .engines import PandasEngine
+from .finite_data import raw_codes
 from .finite_estimates import conditional_covariance
 from .finite_truth import _mat, _vec
 from .normal import Z95
 from .populations import bind_parameters, population_vector
 from .rowrandom import RowRandom, row_key, stream_of
 from .rr_joint import PROJECTIONS
+from .rr_joint import project as project_onto
 
 #: what this back end answers (:mod:`privspec.query_kinds`)
 _ANSWERS = (
@@ -70,7 +73,8 @@ def _exact(x: Any) -> bool:
 
 
 # ---- the oracle of a mechanism --------------------------------------------------------------------
-def _number(model: ModelGraph, value: Any, what: str) -> float:
+def number_of(model: ModelGraph, value: Any, what: str) -> float:
+    """A value at the parameters' values, as a float; B410 while a parameter has none."""
     v = bind_parameters(model, value)
     if not getattr(v, "is_number", False):
         raise BackendError(Diagnostic("B410", f"{what} = {v} has no value: a frequency oracle is analysed and run "
@@ -83,14 +87,14 @@ def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
     parameters' values."""
     if mech.protocol.startswith("l_"):
         try:
-            return longitudinal.longitudinal(mech.protocol, mech.variable.p, _number(model, mech.epsilon, "epsilon"),
-                                             _number(model, mech.first, "first"))
+            return longitudinal.longitudinal(mech.protocol, mech.variable.p, number_of(model, mech.epsilon, "epsilon"),
+                                             number_of(model, mech.first, "first"))
         except ValueError as e:
             raise BackendError(Diagnostic("B412", str(e))) from None
     g = int(mech.hash_range) if mech.hash_range is not None else None
     k = int(mech.subset_size) if mech.subset_size is not None else None
     try:
-        return core.oracle(mech.protocol, mech.variable.p, _number(model, mech.epsilon, "epsilon"), g=g, k=k)
+        return core.oracle(mech.protocol, mech.variable.p, number_of(model, mech.epsilon, "epsilon"), g=g, k=k)
     except ValueError as e:
         raise BackendError(Diagnostic("B412", str(e))) from None
 
@@ -145,35 +149,37 @@ def _facts(o: Any) -> dict:
 
 
 # ---- reading reports ------------------------------------------------------------------------------
-def read_reports(mech: Any, o: core.Oracle, engine: Any) -> tuple[Any, np.ndarray]:
-    """The distinct reports of the mechanism's column (parsed) and their counts; D004 for
+def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, np.ndarray]:
+    """The distinct reports of ``column`` (parsed by ``o``'s reader) and their counts; D004 for
     missing values and D013 naming every distinct value that is not a report of the oracle."""
-    column = mech.variable.name
-    require_columns(pd.DataFrame(columns=engine.columns()), [column], engine.source if hasattr(engine, "source")
-                    else "the data")
+    require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
     tally = engine.tally([column])
     tally.check_no_missing([column])
     text = np.array([str(v).strip() for v in tally.column(column)], dtype=object)
     reports, bad = ops(o).parse_reports(o, text)
-    bad = np.asarray(bad, dtype=np.int64)
-    if bad.size:
-        mask = np.zeros(len(text), dtype=bool)
-        mask[bad] = True
-        rows = tally.locate(mask)
-        shown = ", ".join(repr(t) for t in text[bad[:5]]) + (" ..." if bad.size > 5 else "")
-        raise DataError(Diagnostic("D013", f"{bad.size} distinct value{'s' if bad.size > 1 else ''} in "
-                                           f"{tally.source} {'are' if bad.size > 1 else 'is'} not {mech.protocol} "
-                                           f"reports of {column}: {shown}", rows=rows, columns=(column,),
-                                   hint=_form_hint(_one_round(o))))
+    mask = np.zeros(len(text), dtype=bool)
+    mask[np.asarray(bad, dtype=np.int64)] = True
+    check_reports(tally, mask, text, column, protocol, _form_hint(_one_round(o)))
     return reports, np.asarray(tally.counts, dtype=float)
 
 
+def check_reports(tally: Any, bad: np.ndarray, text: np.ndarray, column: str, protocol: str, hint: str) -> None:
+    """D013 naming every distinct value of ``column`` that is not a report (``bad``, over
+    the tally's distinct tuples; ``text`` their values) with its rows."""
+    if not bad.any():
+        return
+    shown_values = text[bad]
+    shown = ", ".join(repr(t) for t in shown_values[:5]) + (" ..." if len(shown_values) > 5 else "")
+    many = len(shown_values) > 1
+    raise DataError(Diagnostic("D013", f"{len(shown_values)} distinct value{'s' if many else ''} in {tally.source} "
+                                       f"{'are' if many else 'is'} not {protocol} reports of {column}: {shown}",
+                               rows=tally.locate(bad), columns=(column,), hint=hint))
+
+
 def _form_hint(o: core.Oracle) -> str:
-    forms = {"grr": "a category code 0 .. d-1",
-             "sue": f"the {o.d} bits as {2 * o.packed_width} hexadecimal digits (bit v of byte v // 8)",
-             "oue": f"the {o.d} bits as {2 * o.packed_width} hexadecimal digits (bit v of byte v // 8)",
-             "blh": "SEED:VALUE (the hash seed, then the hashed value in 0 .. g-1)",
-             "olh": "SEED:VALUE (the hash seed, then the hashed value in 0 .. g-1)",
+    bits = f"the {o.d} bits as {2 * o.packed_width} hexadecimal digits (bit v of byte v // 8)"
+    hashed = "SEED:VALUE (the hash seed, then the hashed value in 0 .. g-1)"
+    forms = {"grr": "a category code 0 .. d-1", "sue": bits, "oue": bits, "blh": hashed, "olh": hashed,
              "ss": f"{o.k} distinct category codes in increasing order joined by | (0|3|4)",
              "hr": f"an index j in 0 .. {o.K - 1}"}
     return f"{o.kind} reports are {forms.get(o.kind, 'what privatize writes')}; privatize writes them"
@@ -232,13 +238,10 @@ def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray) -> dict:
     if method == "mom":
         project = str(options.get("project", "none"))
         m = ops(o)
-        C = m.support_counts(o, reports, counts)
-        raw = m.unbiased(o, C, n)
-        w = m.unbiased(o, C, n, project=project)
-        out.update(w=w, projection=project)
+        raw = m.unbiased(o, m.support_counts(o, reports, counts), n)
+        out.update(w=project_onto(raw, project), projection=project)
         # the covariance of the linear estimator, at the estimate brought onto the simplex
-        at = m.unbiased(o, C, n, project="clip")
-        V = m.covariance(o, at, 1.0, conditional=(se_kind == "conditional"))
+        V = m.covariance(o, project_onto(raw, "clip"), 1.0, conditional=(se_kind == "conditional"))
         if project != "none" and np.any(raw < 0):
             out["notes"].append("the projection moved the estimate: its standard errors are the linear "
                                 "estimator's (conservative near the boundary)")
@@ -366,6 +369,14 @@ def _longitudinal_epsilon(model: ModelGraph, mech: Any, o: Any, declared: Any) -
     return Result("epsilon", declared, extras)
 
 
+def _engine(query: Query, options: dict) -> Any:
+    """The engine holding the reports of ``query``'s mechanism (``run``'s data); B002 without."""
+    data = options.get("data")
+    if data is None:
+        raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
+    return data.engine_for(query.mechanism.name or query.name)
+
+
 # ---- the back end ---------------------------------------------------------------------------------
 @register
 class FrequencyOracleBackend:
@@ -400,11 +411,7 @@ class FrequencyOracleBackend:
                                           hint=f"project = {' | '.join(PROJECTIONS)}"))
         if verb == "simulate":
             return simulate(model, query, o, n=int(options["n"]), reps=int(options["reps"]), seed=options.get("seed"))
-        data = options.get("data")
-        if data is None:
-            raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
-        engine = data.engine_for(mech.name or query.name)
-        reports, counts = read_reports(mech, o, engine)
+        reports, counts = read_reports(mech.variable.name, mech.protocol, o, _engine(query, options))
         return _result(query, labels, o, fit(query, o, reports, counts))
 
     def _multi(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
@@ -418,11 +425,7 @@ class FrequencyOracleBackend:
         if verb == "simulate":
             return frequency_multi.simulate_attribute(model, query, mo, j, n=int(options["n"]),
                                                       reps=int(options["reps"]), seed=options.get("seed"))
-        data = options.get("data")
-        if data is None:
-            raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
-        engine = data.engine_for(mech.name or query.name)
-        reports, counts, n = frequency_multi.read_attribute(mech, mo, j, engine)
+        reports, counts, n = frequency_multi.read_attribute(mech, mo, j, _engine(query, options))
         return frequency_multi.estimate_result(query, mo, j,
                                                frequency_multi.estimate_attribute(query, mo, j, reports, counts, n))
 
@@ -479,15 +482,9 @@ class FrequencyOracleBackend:
         """The mechanism's column(s) of ``frame`` replaced by its reports (text); other columns kept."""
         if mechanism.family == "multi_oracle":
             return frequency_multi.privatize_frame(model, mechanism, frame, seed, offset=offset)
-        from .engines import PandasEngine
-        from .finite_data import _labels_to_index
-
         o = oracle_of(model, mechanism)
         var = mechanism.variable
-        require_columns(frame, [var.name], "the raw data")
-        tally, row_tuple = PandasEngine(frame, "the raw data").tally_rows([var.name])
-        tally.check_no_missing([var.name])
-        x = _labels_to_index(tally.values[var.name], var.labels, var.name, (var.name,), tally)[row_tuple]
+        x, cols = raw_codes(PandasEngine(frame, "the raw data"), var)
         key = row_key(seed)
         stream = stream_of(mechanism)
         pieces = []
@@ -495,7 +492,7 @@ class FrequencyOracleBackend:
             stop = min(len(x), start + CHUNK)
             rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream)
             pieces.append(report_column(_one_round(o), ops(o).privatize(o, x[start:stop], rng)))
-        out = frame.copy()
+        out = frame.drop(columns=cols) if len(cols) > 1 else frame.copy()   # parts joined: one column
         out[var.name] = _concatenate(pieces)
         return out
 
@@ -537,4 +534,5 @@ def _concatenate(pieces: list[Any]) -> Any:
     return np.concatenate([np.asarray(p, dtype=object) for p in pieces])
 
 
-__all__ = ["FrequencyOracleBackend", "oracle_of", "read_reports", "fit", "simulate"]
+__all__ = ["FrequencyOracleBackend", "oracle_of", "number_of", "read_reports", "check_reports", "fit", "mle_fit",
+           "simulate"]

@@ -452,7 +452,7 @@ def _keyword_args(ctx: Context, call: ast.Call, allowed: tuple[str, ...]) -> dic
 def _distinct_attributes(ctx: Context, call: ast.Call, nodes: list[ast.Node], variables: list[Variable]) -> bool:
     if len(variables) < 2:
         ctx.error("E205", f"{call.name}() collects at least two attributes", call.span,
-                  f"for one attribute use its oracle alone: oue(race, epsilon = 1)")
+                  "for one attribute use its oracle alone: oue(race, epsilon = 1)")
         return False
     repeated = _repeated_component(zip(nodes, variables))
     if repeated is not None:

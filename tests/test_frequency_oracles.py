@@ -346,3 +346,19 @@ def test_planning_for_oracles() -> None:
     want = int(np.ceil(np.max(np.diag(V)) / 0.01 ** 2 - 1e-9))
     assert int(res["n_oue"].value) == want
     assert 0.05 < float(res["pw"].value) < 1
+
+
+def test_an_oracle_on_a_combined_variable_reads_its_parts_columns() -> None:
+    """Raw values of ``oue(gender * income, ...)`` come from the parts' columns (as for every
+    mechanism: one reader of raw values), and the joint is estimated from the reports."""
+    spec = privspec.load("variable gender: categorical {F, M}\nvariable income: categorical {Low, High}\n"
+                         "mechanism j = oue(gender * income, epsilon = 2)\n"
+                         "query t = estimate joint(gender, income) from j by mom\n")
+    rng = np.random.default_rng(0)
+    g, i = rng.choice(["F", "M"], 20_000, p=[0.4, 0.6]), rng.choice(["Low", "High"], 20_000, p=[0.7, 0.3])
+    reports = spec.privatize(pd.DataFrame({"gender": g, "income": i, "id": np.arange(20_000)}), "j", seed=1)
+    assert reports.columns.tolist() == ["id", "gender*income"]
+    res = spec.run(reports, ["t"])["t"]
+    truth = np.outer([0.4, 0.6], [0.7, 0.3])
+    se = np.array(res.extras["se"].values, dtype=float).reshape(2, 2)
+    assert np.all(np.abs(np.asarray(res.value.data) - truth) <= 4 * se)
