@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -48,6 +47,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from measure import fmt_n, peak_mib, size  # bench/ is sys.path[0] when a script runs
 
 RACE = ("Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White")
 W_RACE = (0.009551, 0.031909, 0.095943, 0.008323, 0.854274)
@@ -72,23 +73,6 @@ MECH = {"subset": "s", "grr": "m"}
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-def peak_mib() -> float:
-    """This process's peak resident memory so far, MiB.  On Linux ``VmHWM`` of
-    /proc/self/status: ``ru_maxrss`` survives fork + exec (it is kept per process, not
-    per address space), so a child started by this script would report the parent's peak
-    (the driver's, after it generated data) whenever that is higher; elsewhere ru_maxrss
-    (KiB on Linux, bytes on macOS)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / 2 ** 20 if sys.platform == "darwin" else rss / 1024
-
-
 FIRST: list[float] = []   # the first call's time of each best(): cold caches, lazy imports
 
 
@@ -101,15 +85,6 @@ def best(fn, repeat: int) -> tuple[float, object]:
         times.append(time.perf_counter() - t0)
     FIRST.append(times[0])
     return min(times), out
-
-
-def size(text: str) -> int:
-    return int(float(text))
-
-
-def fmt_n(n: int) -> str:
-    e = int(round(np.log10(n)))
-    return f"1e{e}" if 10 ** e == n else f"{n:,}"
 
 
 def report_weights(kind: str) -> tuple[list[str], np.ndarray]:

@@ -71,12 +71,13 @@ import argparse
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+from measure import fmt_n, peak_mib, size  # bench/ is sys.path[0] when a script runs
 
 KINDS = ("grr", "sue", "oue", "blh", "olh", "ss", "hr")
 PEERS = ("multi-freq-ldpy", "pure-ldp")
@@ -90,29 +91,6 @@ CALIBRATE = 500     # records timed first to size a peer's run
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-def peak_mib() -> float:
-    """This process's peak resident memory so far, MiB (``VmHWM``; see bench/engines.py:
-    ``ru_maxrss`` survives fork + exec, so it could report the driver's peak)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / 2 ** 20 if sys.platform == "darwin" else rss / 1024
-
-
-def size(text: str) -> int:
-    return int(float(text))
-
-
-def fmt_n(n: int) -> str:
-    e = int(round(np.log10(n))) if n > 0 else 0
-    return f"1e{e}" if 10 ** e == n else f"{n:,}"
-
-
 def population(d: int) -> np.ndarray:
     """Zipf(1) frequencies over d categories."""
     w = 1.0 / np.arange(1, d + 1)
