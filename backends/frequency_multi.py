@@ -134,7 +134,33 @@ def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
     extras = {"method": "mom", "se_kind": kind, **facts(mo, j), "trace": float(np.trace(V)), "note": note,
               "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
               "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi"}
+    for l, other in enumerate(mech.attributes):
+        C = None if l == j else cross_avar(model, mo, j, l, var, other, kind == "conditional")
+        if C is not None:
+            extras[f"cross_covariance_{other.name}"] = _mat(C, var.labels, other.labels)
     return Result("avar", _mat(V, var.labels, var.labels), extras)
+
+
+def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: Any, other: Any,
+               conditional: bool) -> np.ndarray | None:
+    """``n`` times the covariance of attribute ``j``'s and ``l``'s estimates as ``n`` grows
+    (:func:`~privspec.backends.oracles_multi.cross_covariance`), at the population; None
+    where the spec does not give both attributes' populations.  Two populations declared
+    apart are independent (their joint is the product, exactly: D = 0)."""
+    pair = population_vector(model, [var, other])
+    if pair is None:
+        return None
+    exact = sympy.Matrix(len(var.labels), len(other.labels), list(pair))
+    exact = exact / sum(exact)
+    fj_x = [sum(exact.row(i)) for i in range(exact.rows)]
+    fl_x = [sum(exact.col(k)) for k in range(exact.cols)]
+    fj, fl = np.array(fj_x, dtype=float), np.array(fl_x, dtype=float)
+    independent = all(sympy.simplify(exact[i, k] - fj_x[i] * fl_x[k]) == 0
+                      for i in range(exact.rows) for k in range(exact.cols))
+    P = np.outer(fj, fl) if independent else np.array(exact.tolist(), dtype=float)
+    if mo.protocol == "smp" and conditional:        # -n D / (n - 1) -> -D
+        return -(P - np.outer(fj, fl))
+    return multi.cross_covariance(mo, j, l, fj, fl, 1, conditional, P)
 
 
 # ---- data ------------------------------------------------------------------------------------------

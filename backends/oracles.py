@@ -701,22 +701,31 @@ def _grr_from_uniform(x: np.ndarray, u: np.ndarray, m: int, p: float) -> np.ndar
 
 
 #: bits per lane of a random word in unary encoding's sampler (see _ue_bits)
-_LANE_BITS = 16
+_LANE_BITS = 8
+
+
+def _coins_for(d: int, bits: int) -> int:
+    """Tie coins per row in :func:`_ue_bits`: the ties' number is Binomial(d, 2^-bits);
+    its mean plus four standard deviations, plus 1 (a row with more redraws)."""
+    mean = d * 2.0 ** -bits
+    return int(math.ceil(mean + 4 * math.sqrt(mean))) + 1
 
 
 def _ue_bits(rng: RowRandom, x: np.ndarray, d: int, p: float, q: float) -> np.ndarray:
     """``(m, d)`` independent bits, bit ``x_i`` of row i 1 with probability p, the others q:
-    exactly (to 2^-64), with ``d / 4`` random words per row instead of d.
+    exactly (to 2^-63), with ``d / 8`` random words per row instead of d.
 
-    Each 64-bit word gives four 16-bit lanes ``L`` (one per category; read as uint16
-    without arithmetic, so the comparison runs at memory speed); with ``q 2^16 = t +
+    Each 64-bit word gives eight 8-bit lanes ``L`` (one per category; read as uint8
+    without arithmetic, so the comparison runs at memory speed); with ``q 2^8 = t +
     frac``, a bit is 1 when ``L < t``, 0 when ``L > t`` and, on a tie ``L = t``
-    (probability 2^-16), 1 with probability ``frac``: ``Pr(1) = t/2^16 + frac/2^16 = q``.
-    The ties' coins and the true value's bit (``word < p 2^63``) come from three more
-    words per row; a row with more than two ties (probability ~ (d 2^-16)^3 / 6) redraws
-    a word per category with :meth:`RowRandom.retry`, which depends on the row alone.  So
-    every row makes the same calls and its bits are a function of (seed, row, value).
-    (Philox costs ~5 ns a word here: one word per bit made UE's sampler 3-4 times slower.)
+    (probability 2^-8), 1 with probability ``frac``: ``Pr(1) = t/2^8 + frac/2^8 = q``.
+    The ties' coins (:func:`_coins_for` per row: about ``d/256 + 4 sqrt(d/256) + 1``
+    words) and the true value's bit (``word < p 2^63``) come from more words per row; a
+    row with more ties than coins (well under one in 10^4) redraws a word per category
+    with :meth:`RowRandom.retry`, which depends on the row alone.  So every row makes the
+    same calls and its bits are a function of (seed, row, value).  (Philox costs ~4-5 ns
+    a word here, most of the sampler: one word per bit made UE's sampler 3-4 times
+    slower, 16-bit lanes 1.5 times.)
 
     The full 64-bit words come from ``RowRandom._next_words``, the draw that ``random``
     and ``integers`` make (``integers`` keeps 63 bits at most)."""
@@ -724,28 +733,28 @@ def _ue_bits(rng: RowRandom, x: np.ndarray, d: int, p: float, q: float) -> np.nd
     per = 64 // _LANE_BITS
     nw = -(-d // per)
     words = rng._next_words(nw)
-    if _LANE_BITS == 16:
+    if _LANE_BITS in (8, 16):
         # little-endian order fixed, so that a seed gives the same bits on every platform
-        lanes = words.astype("<u8", copy=False).view("<u2").reshape(m, per * nw)[:, :d]
+        lanes = words.astype("<u8", copy=False).view(f"<u{_LANE_BITS // 8}").reshape(m, per * nw)[:, :d]
     else:            # other widths: tests only (many ties)
         shifts = np.arange(per, dtype=np.uint64) * np.uint64(_LANE_BITS)
         lanes = ((words[:, :, None] >> shifts) & np.uint64((1 << _LANE_BITS) - 1)).reshape(m, per * nw)[:, :d]
     scaled = q * float(1 << _LANE_BITS)
     t = int(scaled)
     coin = np.int64(min(round((scaled - t) * 2.0 ** 63), 2 ** 63 - 1))   # Pr(word < coin) = frac
+    coins = _coins_for(d, _LANE_BITS)
     bits = lanes < t
     tie = lanes == t
-    extra = rng.integers(0, 1 << 63, size=(m, 3))
+    extra = rng.integers(0, 1 << 63, size=(m, 1 + coins))
     rows = np.arange(m)
     bits[rows, x] = extra[:, 0] < np.int64(min(round(p * 2.0 ** 63), 2 ** 63 - 1))
     tie[rows, x] = False
-    tied = np.flatnonzero(tie.any(axis=1))        # few rows: d 2^-16 ties per row on average
-    tr, tc = np.nonzero(tie[tied])                # row-major: a row's ties in column order
-    tr = tied[tr]
-    if len(tr):
+    at = np.flatnonzero(tie)                      # row-major: a row's ties in column order
+    if len(at):
+        tr, tc = np.divmod(at, d)
         rank = np.arange(len(tr)) - np.searchsorted(tr, tr)
-        many = np.unique(tr[rank >= 2])
-        few = ~np.isin(tr, many)
+        many = np.unique(tr[rank >= coins])
+        few = ~np.isin(tr, many) if len(many) else np.ones(len(tr), dtype=bool)
         bits[tr[few], tc[few]] = extra[tr[few], 1 + rank[few]] < coin
         if len(many):
             fresh = rng.retry(many).integers(0, 1 << 63, size=(len(many), d))
@@ -754,30 +763,149 @@ def _ue_bits(rng: RowRandom, x: np.ndarray, d: int, p: float, q: float) -> np.nd
     return bits
 
 
-def _ranked_subset(u: np.ndarray, N: int, m: np.ndarray) -> np.ndarray:
-    """Per row, ``m`` (at most ``u.shape[1]``) distinct positions of ``range(N)``, uniform: the
-    i-th is the ``floor(u_i (N - i))``-th position not taken yet (shifted past the taken
-    ones, in increasing order).  Unused slots are -1.  A rank from a 53-bit uniform is
-    uniform to ``N 2^-53``."""
-    rows, width = u.shape
-    taken = np.full((rows, width), np.iinfo(np.int64).max, dtype=np.int64)   # sorted, unused at the end
-    for i in range(width):
-        v = np.minimum((u[:, i] * (N - i)).astype(np.int64), N - i - 1)
-        for j in range(i):                      # taken[:, :i] sorted: pass each taken position
-            v += v >= taken[:, j]
-        active = i < m
-        taken[active, i] = v[active]
-        taken[:, :i + 1] = np.sort(taken[:, :i + 1], axis=1)
-    return np.where(taken == np.iinfo(np.int64).max, -1, taken)
+#: a row's positions come from a fixed number of uniform draws (:func:`_draws_for`); a row
+#: whose draws hold too few distinct positions (about one in 10^4 or fewer) redraws by keys
+#: (:func:`_subset_by_keys`): fewer spare draws for all rows cost more than the redraws
+_SPARE_SD = 4.0
 
 
-#: subset selection draws its k positions by their ranks (k^2 / 2 passes over the rows)
-#: where k^2 <= SS_RANKS d, else d keys per row and a partition: the two cost about the
-#: same per k^2 / 2 and per d (measured per 1e6 rows: d = 200, k = 24: 3.4 s by ranks,
-#: 2.5 s by keys; d = 256, k = 12: 1.1 s, 2.9 s; d = 4096, k = 74: 23 s, 42 s)
-SS_RANKS = 2
+def _draws_for(N: int, m: int) -> int:
+    """Uniform draws on ``range(N)`` that hold ``m`` distinct values but for a small
+    probability: the waiting time's mean plus four standard deviations, plus 4.  The wait
+    for the i-th new value is geometric with success probability ``(N - i)/N``.
+
+    Examples
+    --------
+    >>> _draws_for(4095, 74), _draws_for(255, 69), _draws_for(10, 0)
+    (82, 100, 0)
+    """
+    if m <= 0:
+        return 0
+    frac = np.arange(m) / N
+    mean = float(np.sum(1 / (1 - frac)))
+    sd = math.sqrt(float(np.sum(frac / (1 - frac) ** 2)))
+    return int(math.ceil(mean + _SPARE_SD * sd)) + 4
+
+
+def _first_distinct(u: np.ndarray, N: int, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, the first ``m`` distinct values of ``floor(u_j N)`` in draw order ``j``: a
+    uniform m-subset of ``range(N)`` (the law of i.i.d. uniform draws is the same under any
+    relabelling of ``range(N)``, so is the set of the first m distinct; a position from a
+    53-bit uniform is uniform to ``N 2^-53``).
+
+    Two sorts per row: of ``value * 2^s + j`` (``j`` the draw's index), where equal values
+    sit together with their first draw first; then of the first draws' indices, whose
+    m-th smallest is the last draw to keep.
+
+    Returns ``(pos, keep, short)``: ``pos`` each row's draws sorted by value, ``keep`` the
+    mask of the chosen ones (the kept positions of a row in increasing order), ``short``
+    the rows whose draws held fewer than m distinct values (to redraw).
+
+    Examples
+    --------
+    >>> u = np.array([[0.05, 0.55, 0.05, 0.95, 0.35]])      # values 0, 5, 0, 9, 3 (N = 10)
+    >>> pos, keep, short = _first_distinct(u, 10, np.array([3]))
+    >>> pos[keep].tolist(), short.tolist()
+    ([0, 5, 9], [False])
+    """
+    rows, w = u.shape
+    shift = max(w - 1, 1).bit_length()
+    dt = np.int32 if (N << shift) < 2 ** 31 else np.int64
+    key = np.multiply(u, N, out=u).astype(dt)            # (u is the caller's scratch)
+    np.minimum(key, N - 1, out=key)
+    key <<= shift
+    key |= np.arange(w, dtype=dt)
+    key.sort(axis=1)
+    order = key & dt((1 << shift) - 1)
+    pos = key >> shift
+    new = np.empty((rows, w), dtype=bool)
+    new[:, :1] = True
+    np.not_equal(pos[:, 1:], pos[:, :-1], out=new[:, 1:])
+    late = dt(1 << shift)                                 # after every draw
+    first = np.where(new, order, late)                    # the draw that first gave each value
+    first.sort(axis=1)
+    last = first[np.arange(rows), np.clip(m - 1, 0, max(w - 1, 0))] if w else np.full(rows, late)
+    last = np.where(m > 0, last, -1)
+    short = (m > w) | (last == late)
+    return pos, new & (order <= last[:, None]), short
+
+
+def _subset_by_keys(u: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the positions of the ``m`` smallest of ``N`` keys: ``(pos, keep)`` as
+    :func:`_first_distinct` gives them (a sort: exactly m per row, ties or not)."""
+    rows, N = u.shape
+    rank = np.empty((rows, N), dtype=np.int64)
+    np.put_along_axis(rank, np.argsort(u, axis=1), np.arange(N), axis=1)
+    return np.broadcast_to(np.arange(N), (rows, N)), rank < m[:, None]
+
+
+def _pack_positions(pos: np.ndarray, keep: np.ndarray, d: int) -> np.ndarray:
+    """The packed bits ``(rows, ceil(d/8))`` (:func:`numpy.packbits`'s little bit order) of
+    each row's kept positions (distinct within a row).
+
+    A weighted histogram over 32-bit lanes, each position adding ``2^(v % 32)`` to lane
+    ``v // 32`` of its row: distinct positions sum to their OR, exactly in float64 (below
+    2^32); measured 1.2-3x faster than an OR-reduction per word or a bool matrix packed.
+    """
+    rows = pos.shape[0]
+    lanes = -(-d // 32)
+    flat = keep.ravel()            # np.compress: 4x faster than a boolean index here
+    v = np.compress(flat, pos.ravel()).astype(np.int64)
+    at = np.repeat(np.arange(rows, dtype=np.int64) * lanes, np.count_nonzero(keep, axis=1)) + (v >> 5)
+    sums = np.bincount(at, weights=np.left_shift(1, v & 31).astype(np.float64), minlength=rows * lanes)
+    return sums.astype("<u4").view(np.uint8).reshape(rows, lanes * 4)[:, :-(-d // 8)]
+
+
+def _other_positions(rng: RowRandom, u: np.ndarray, x: np.ndarray, d: int, m: np.ndarray) -> np.ndarray:
+    """Packed bits (:func:`_pack_positions`) of a uniform ``m``-subset of the ``d - 1``
+    categories other than each row's ``x``, from the row's draws ``u`` (at least
+    :func:`_draws_for` of them); rows they leave short redraw ``d - 1`` keys by
+    ``rng.retry`` (``rng``'s last call made ``u``): every row's subset is a function of
+    (seed, row, m)."""
+    N = d - 1
+    pos, keep, short = _first_distinct(u, N, m)
+    bits = _pack_positions(pos + (pos >= x[:, None]), keep, d)     # the others skip x
+    if short.any():
+        s = np.flatnonzero(short)
+        kpos, kkeep = _subset_by_keys(rng.retry(s).random((len(s), N)), m[s])
+        bits[s] = _pack_positions(kpos + (kpos >= x[s, None]), kkeep, d)
+    return bits
+
+
+def _flip_bit(bits: np.ndarray, x: np.ndarray, on: np.ndarray) -> None:
+    """Flip bit ``x_i`` of row i's packed bits where ``on_i``."""
+    bits[np.arange(len(x)), x >> 3] ^= on.astype(np.uint8) << (x & 7).astype(np.uint8)
+
+
+def _all_but_truth(d: int, x: np.ndarray) -> np.ndarray:
+    """Packed bits with every category but each row's ``x`` on."""
+    bits = np.tile(np.packbits(np.ones(d, dtype=bool), bitorder="little"), (len(x), 1))
+    _flip_bit(bits, x, np.ones(len(x), dtype=bool))
+    return bits
+
+
+@functools.lru_cache(maxsize=64)
+def _ue_sparse_plan(d: int, q: float) -> tuple[np.ndarray, int] | None:
+    """Unary encoding's sparse sampler where the other bits are rarely 1: their number is
+    ``Binomial(d - 1, q)`` (drawn by the inverse of its CDF) and their positions a uniform
+    subset of that size (:func:`_other_positions`): the same law as d - 1 independent
+    Bernoulli(q) bits.  ``(cdf, draws)`` where that takes fewer random words than the dense
+    sampler's ``d / 4`` (half as many: a sparse word costs about twice a dense one), else
+    None.  ``draws`` covers counts up to the ``1 - 1e-9`` quantile."""
+    from scipy import stats
+
+    N = d - 1
+    cap = int(stats.binom.ppf(1 - 1e-9, N, q))
+    draws = _draws_for(N, min(cap, N))
+    if 2 * (2 + draws) >= d / 4:
+        return None
+    cdf = stats.binom.cdf(np.arange(N + 1), N, q)
+    cdf[-1] = 1.0
+    return cdf, draws
+
+
 #: subset selection draws a subset by its index among all of them when there are at most
-#: this many (and d <= 64: one word per subset); else d keys per row and a partition
+#: this many (and d <= 64: one word per subset); else its positions by draws (:func:`_other_positions`)
 SS_TABLE = 1 << 20
 
 
@@ -794,21 +922,6 @@ def _ss_table(d: int, m: int) -> np.ndarray:
     combos = np.array(list(itertools.combinations(range(d - 1), m)), dtype=np.uint64)
     return np.bitwise_or.reduce(np.uint64(1) << combos, axis=1)
 
-
-def _k_smallest(keys: np.ndarray, k: int) -> np.ndarray:
-    """Bool mask of each row's k smallest keys: those at most the row's k-th smallest value
-    (np.partition: 2-3 times faster than argpartition); a row with a tie there
-    (probability ~ d 2^-53 with uniform keys) takes argpartition's k instead, so that a
-    row always has exactly k."""
-    kth = np.partition(keys, k - 1, axis=1)[:, k - 1:k]
-    bits = keys <= kth
-    tied = np.flatnonzero(np.count_nonzero(bits, axis=1) != k)
-    if len(tied):
-        idx = np.argpartition(keys[tied], k - 1, axis=1)[:, :k]
-        fix = np.zeros((len(tied), keys.shape[1]), dtype=bool)
-        np.put_along_axis(fix, idx, True, axis=1)
-        bits[tied] = fix
-    return bits
 
 
 def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> np.ndarray:
@@ -876,8 +989,18 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
         return out
     if o.kind in _UE:
         out = np.empty((n, o.packed_width), dtype=np.uint8)
-        for lo, hi, sub in _pieces(rng, o.d):
-            out[lo:hi] = np.packbits(_ue_bits(sub, x[lo:hi], o.d, p, q), axis=1, bitorder="little")
+        plan = _ue_sparse_plan(o.d, q)
+        if plan is None:
+            for lo, hi, sub in _pieces(rng, -(-o.d // 4)):
+                out[lo:hi] = np.packbits(_ue_bits(sub, x[lo:hi], o.d, p, q), axis=1, bitorder="little")
+            return out
+        # few ones: the truth's bit, then how many of the others are 1 and which
+        cdf, draws = plan
+        for lo, hi, sub in _pieces(rng, draws + 2):
+            u = sub.random((hi - lo, draws + 2))
+            ones = np.minimum(np.searchsorted(cdf, u[:, 1], side="right"), o.d - 1)
+            out[lo:hi] = _other_positions(sub, u[:, 2:], x[lo:hi], o.d, ones)
+            _flip_bit(out[lo:hi], x[lo:hi], u[:, 0] < p)           # the truth's bit was 0
         return out
     if o.kind == "ss" and _ss_enumerable(o):
         # two uniforms per row: the truth in or out, then which subset of the others
@@ -896,35 +1019,25 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
         full |= take.astype(np.uint64) << xs
         out[:] = full.view(np.uint8).reshape(n, 8)
         return np.ascontiguousarray(out[:, :o.packed_width])
-    if o.kind == "ss" and o.k * o.k <= SS_RANKS * o.d:
-        # few positions among many: k uniforms per row, each the rank of a new position
-        # among those not yet taken (O(k^2) per row instead of d keys and a partition)
+    if o.kind == "ss":
+        # the truth in or out, then the k - 1 or k others: where k > (d - 1)/2 the others
+        # left out instead (fewer draws), then every other bit flipped
         out = np.empty((n, o.packed_width), dtype=np.uint8)
-        for lo, hi, sub in _pieces(rng, max(o.d // 16, o.k + 1)):
-            u = sub.random((hi - lo, o.k + 1))
+        N = o.d - 1
+        flip = 2 * o.k > N
+        draws = _draws_for(N, N - o.k + 1 if flip else o.k)
+        for lo, hi, sub in _pieces(rng, draws + 1):
+            u = sub.random((hi - lo, draws + 1))
             take = u[:, 0] < p
             m = np.where(take, o.k - 1, o.k)
-            chosen = _ranked_subset(u[:, 1:], o.d - 1, m)           # positions among the d - 1 others
-            xs = x[lo:hi, None]
-            cats = chosen + (chosen >= xs)                         # the others skip the truth
-            bits = np.zeros((hi - lo, o.d + 1), dtype=bool)        # column d: unused slots
-            np.put_along_axis(bits, np.where(chosen < 0, o.d, cats), True, axis=1)
-            bits[np.arange(hi - lo), x[lo:hi]] |= take
-            out[lo:hi] = np.packbits(bits[:, :o.d], axis=1, bitorder="little")
+            xs = x[lo:hi]
+            bits = _other_positions(sub, u[:, 1:], xs, o.d, N - m if flip else m)
+            if flip:                                   # every bit but the truth's (0 until here)
+                bits ^= _all_but_truth(o.d, xs)
+            _flip_bit(bits, xs, take)
+            out[lo:hi] = bits
         return out
-    if o.kind == "ss":
-        out = np.empty((n, o.packed_width), dtype=np.uint8)
-        for lo, hi, sub in _pieces(rng, o.d + 1):
-            u = sub.random((hi - lo, o.d + 1))
-            rows = np.arange(hi - lo)
-            keys = u[:, 1:]
-            # the true value first (key -1: always among the k smallest) with prob pi, else
-            # never (key 2 > every uniform, and k < d); the rest: the smallest keys, a
-            # uniform subset of the others
-            keys[rows, x[lo:hi]] = np.where(u[:, 0] < p, -1.0, 2.0)
-            bits = _k_smallest(keys, o.k)
-            out[lo:hi] = np.packbits(bits, axis=1, bitorder="little")
-        return out
+
     if o.kind in _LH:
         out = np.empty(n, dtype=[("seed", np.uint64), ("value", np.int64)])
         for lo, hi, sub in _pieces(rng, 4):
@@ -990,8 +1103,8 @@ def support_counts(o: Oracle, reports: Any, counts: Sequence[float] | None = Non
     counts); without it every report counts once and C is an int array.
 
     grr/hr: a weighted histogram (hr: then a fast Walsh-Hadamard transform, ``C_u = (N +
-    (H h)[u+1]) / 2``); sue/oue/ss: per byte column a 256-bin histogram times the bits of
-    each byte value (8 times fewer entries than unpacking); blh/olh: hashing in blocks.
+    (H h)[u+1]) / 2``); sue/oue/ss: the unpacked bits summed (weighted: per byte column a
+    256-bin histogram times the bits of each byte value); blh/olh: hashing in blocks.
 
     Parameters
     ----------
@@ -1027,15 +1140,24 @@ def support_counts(o: Oracle, reports: Any, counts: Sequence[float] | None = Non
         nb = o.packed_width
         if reports.ndim != 2 or reports.shape[1] != nb:
             raise ValueError(f"packed reports have shape (n, {nb})")
-        hist = np.zeros(nb * 256, dtype=float if w is not None else np.int64)
+        if w is None:
+            # unpacked in blocks of 255 rows summed in uint8 (no overflow), then in int64:
+            # 2.5x faster than a histogram of the bytes
+            step = 255 * max(1, _CHUNK // (255 * 8 * nb))
+            for lo in range(0, m, step):
+                bits = np.unpackbits(reports[lo:lo + step], axis=1, count=o.d, bitorder="little")
+                full = len(bits) // 255 * 255
+                if full:
+                    out += bits[:full].reshape(-1, 255, o.d).sum(axis=1, dtype=np.uint8).sum(axis=0, dtype=np.int64)
+                out += bits[full:].sum(axis=0, dtype=np.int64)
+            return out
+        hist = np.zeros(nb * 256)
         offsets = np.arange(nb, dtype=np.int64) * 256
         step = max(1, _CHUNK // nb)
         for lo in range(0, m, step):
             idx = (reports[lo:lo + step].astype(np.int64) + offsets).ravel()
-            ww = None if w is None else np.repeat(w[lo:lo + step], nb)
-            hist += np.bincount(idx, weights=ww, minlength=nb * 256).astype(hist.dtype, copy=False)
-        c = (hist.reshape(nb, 256) @ _BITS).ravel()[:o.d]
-        return c if w is not None else np.rint(c).astype(np.int64)
+            hist += np.bincount(idx, weights=np.repeat(w[lo:lo + step], nb), minlength=nb * 256)
+        return (hist.reshape(nb, 256) @ _BITS).ravel()[:o.d]
     if o.kind in _LH:
         step = max(1, _LH_CHUNK // o.d)
         u = np.arange(o.d)

@@ -45,15 +45,15 @@ neither``: :func:`~privspec.backends.oracles.pair_probs` of the oracle; ``c``: b
 fake support: grr 0, ``-z`` ``q^2``, ``-r`` ``(2/d) p q + (1 - 2/d) q^2``), which gives
 the full covariance by Wang et al.'s pure-protocol formulas (:func:`covariance`).
 
-**Cross-attribute covariances** (not returned; they need the population's pairwise
-joint tables ``P_jl``, which the marginals do not determine): SPL, population:
-``Cov(f_hat_j, f_hat_l) = (P_jl - f_j f_l^T)/n`` (the reports are independent given
-``x``, so only the true values' covariance remains); conditional on the table: 0.  SMP,
-conditional on the split: 0 in the population (disjoint i.i.d. respondents).  RS+FD,
-population: ``A^2 Cov(Z_j, Z_l)/(n (p_j - q_j)(p_l - q_l))`` with ``E[Z_j Z_l^T] = (mu_j
+**Cross-attribute covariances** (:func:`cross_covariance`, :func:`joint_covariance`):
+SPL, population ``(P_jl - f_j f_l^T)/n`` (``P_jl`` the two attributes' joint table; the
+reports are independent given ``x``, so only the true values' covariance remains),
+conditional on the table 0.  SMP, population 0 (disjoint i.i.d. respondents), given
+the table ``-(P_jl - f_j f_l^T)/(n - 1)`` (disjoint parts of one table).  RS+FD,
+population ``A^2 Cov(Z_j, Z_l)/(n (p_j - q_j)(p_l - q_l))`` with ``E[Z_j Z_l^T] = (mu_j
 phi_l^T + phi_j mu_l^T + (A - 2) phi_j phi_l^T)/A`` (``mu_j = q_j + (p_j - q_j) f_j``): at
 most one attribute is real, so it needs the marginals only (and is not 0: sampling makes
-attributes' noise negatively dependent).
+attributes' noise dependent); given the table, that minus ``(P_jl - f_j f_l^T)/n``.
 
 **Privacy** (:func:`epsilon_of`).  SPL spends ``eps`` (composition), SMP ``eps`` (a report
 is one oracle's at ``eps``, labelled by a data-independent index).  RS+FD: the paper's
@@ -95,6 +95,7 @@ from privspec.backends.rr_joint import project as _project
 
 __all__ = ["PROTOCOLS", "RSFD_VARIANTS", "SAMPLED", "MultiOracle", "MultiReports", "MultiStats", "multi_oracle",
            "amplified_epsilon", "rsfd_probs", "privatize", "statistics", "estimate", "covariance",
+           "cross_covariance", "joint_covariance",
            "inverse_binomial_mean", "epsilon_of", "format_reports", "parse_reports", "column_names"]
 
 #: the protocols of :func:`multi_oracle`
@@ -264,18 +265,26 @@ def rsfd_probs(mo: MultiOracle, j: int) -> tuple[float, float, float, float]:
     """
     if mo.protocol != "rsfd":
         raise ValueError("rsfd_probs is for the rsfd protocol")
-    o = mo.oracles[j]
-    A, d, fake = mo.A, o.d, mo.fakes[j]
-    p, q = orc.support_probs(o)
-    one, neither, _ = orc.pair_probs(o)
-    if fake == "uniform":      # a uniform value: in the support {y} with prob 1/d; never two
-        phi, c = 1.0 / d, 0.0
-    elif fake == "zero":       # every bit 1 with prob q, independently
-        phi, c = q, q * q
-    else:                      # the oracle applied to a uniform value
-        phi, c = p / d + (1 - 1 / d) * q, (2 / d) * one + (1 - 2 / d) * neither
+    A = mo.A
+    p, q = orc.support_probs(mo.oracles[j])
+    one, neither, _ = orc.pair_probs(mo.oracles[j])
+    phi, c = _fake_support(mo, j)
     return ((p + (A - 1) * phi) / A, (q + (A - 1) * phi) / A,
             (one + (A - 1) * c) / A, (neither + (A - 1) * c) / A)
+
+
+def _fake_support(mo: MultiOracle, j: int) -> tuple[float, float]:
+    """RS+FD's fake report on attribute ``j``: the probability ``phi`` that its support holds
+    a given category and ``c`` that it holds two given ones (module docstring)."""
+    o = mo.oracles[j]
+    d, fake = o.d, mo.fakes[j]
+    p, q = orc.support_probs(o)
+    if fake == "uniform":      # a uniform value: in the support {y} with prob 1/d; never two
+        return 1.0 / d, 0.0
+    if fake == "zero":         # every bit 1 with prob q, independently
+        return q, q * q
+    one, neither, _ = orc.pair_probs(o)   # the oracle applied to a uniform value
+    return p / d + (1 - 1 / d) * q, (2 / d) * one + (1 - 2 / d) * neither
 
 
 # ---- reports ---------------------------------------------------------------------------------------
@@ -452,7 +461,7 @@ def covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, conditiona
 
     ``conditional=False``: respondents drawn i.i.d. from the population; ``True``: given
     the collected table (its marginals ``f``), privacy noise (and smp's sampling) only.
-    The cross-attribute blocks need the joint tables: see the module docstring.
+    The cross-attribute blocks: :func:`cross_covariance`, :func:`joint_covariance`.
 
     * spl: the oracle's (:func:`privspec.backends.oracles.covariance`) at ``eps/A``, n.
     * smp, given ``n_attribute`` (the split ``n_j``, conditioned on): population
@@ -510,6 +519,110 @@ def covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, conditiona
             one = orc.covariance(o, fj, 1, conditional)
             out.append(one * inv + D * spread if conditional else one * inv)
     return out
+
+
+def cross_covariance(mo: MultiOracle, j: int, l: int, f_j: Sequence[float], f_l: Sequence[float], n: int,
+                     conditional: bool = False, joint: Any = None) -> np.ndarray:
+    """The ``d_j x d_l`` covariance of attribute ``j``'s and attribute ``l``'s estimates
+    (:func:`estimate`, unprojected) from ``n`` respondents, ``j != l``.
+
+    ``joint`` is the ``d_j x d_l`` table ``P_jl`` of the two attributes (the population's,
+    or given the collected table its own), ``D = P_jl - f_j f_l^T`` the covariance of one
+    respondent's two one-hot answers.  Population (``conditional=False``) and
+    conditional on the collected table:
+
+    * spl: ``D / n`` and 0.  Given x the attributes are randomized independently, so
+      only the answers' own dependence remains, and none given the table.
+    * smp: 0 and ``-D / (n - 1)``.  In the population the two estimates come from
+      disjoint sets of i.i.d. respondents (whatever the split).  Given the table, the
+      respondents who sampled ``j`` and those who sampled ``l`` are disjoint parts of
+      one table, so their empirical distributions are negatively dependent: a random
+      partition gives ``-D/(n-1)`` whatever the sizes ``n_j, n_l >= 1``.
+    * rsfd: ``A^2 Cov(Z_j, Z_l) / (n (p_j - q_j)(p_l - q_l))`` (``Z``: one respondent's
+      support indicators; ``p, q`` the oracles' at eps') with ``E[Z_j Z_l^T] = (mu_j
+      phi_l^T + phi_j mu_l^T + (A - 2) phi_j phi_l^T) / A``, ``mu_j = q_j + (p_j - q_j)
+      f_j`` (at most one of the two is real, the fake one independent of everything):
+      the marginals suffice, no joint; and it is not 0, sampling makes the attributes'
+      noise dependent.  Given the table: that minus ``D / n``.
+
+    In each case population minus conditional is ``D / n`` (smp: ``D / (n - 1)``), as
+    within one attribute (:func:`covariance`).  A form that needs ``joint`` raises
+    ValueError without it.
+
+    Examples
+    --------
+    >>> mo = multi_oracle("spl", "grr", (2, 2), 1.0)
+    >>> P = np.array([[0.4, 0.1], [0.1, 0.4]])            # two agreeing answers
+    >>> cross_covariance(mo, 0, 1, [.5, .5], [.5, .5], 100, joint=P).round(6).tolist()
+    [[0.0015, -0.0015], [-0.0015, 0.0015]]
+    >>> rs = multi_oracle("rsfd", None, (2, 2), 1.0, variant="grr")     # no joint needed
+    >>> cross_covariance(rs, 0, 1, [.8, .2], [.7, .3], 100).round(6).tolist()
+    [[-0.0006, 0.0006], [0.0006, -0.0006]]
+    """
+    if j == l or not (0 <= j < mo.A and 0 <= l < mo.A):
+        raise ValueError(f"two different attributes in [0, {mo.A})")
+    if not n >= 1:
+        raise ValueError("n >= 1")
+    fj, fl = np.asarray(f_j, dtype=float), np.asarray(f_l, dtype=float)
+    dj, dl = mo.ds[j], mo.ds[l]
+    if fj.shape != (dj,) or fl.shape != (dl,):
+        raise ValueError(f"f_j and f_l are distributions over {dj} and {dl} categories")
+    D = None
+    if joint is not None:
+        P = np.asarray(joint, dtype=float)
+        if P.shape != (dj, dl) or not abs(P.sum() - 1.0) <= 1e-6:
+            raise ValueError(f"joint is a {dj} x {dl} table of probabilities")
+        if not (np.allclose(P.sum(axis=1), fj, atol=1e-9) and np.allclose(P.sum(axis=0), fl, atol=1e-9)):
+            raise ValueError("joint's margins differ from f_j and f_l")
+        D = P - np.outer(fj, fl)
+
+    def need() -> np.ndarray:
+        if D is None:
+            raise ValueError(f"{mo.protocol}'s {'conditional' if conditional else 'population'} cross-attribute "
+                             "covariance needs the attributes' joint table")
+        return D
+
+    if mo.protocol == "spl":
+        return np.zeros((dj, dl)) if conditional else need() / n
+    if mo.protocol == "smp":
+        if not conditional:
+            return np.zeros((dj, dl))
+        return -need() / (n - 1) if n > 1 else np.full((dj, dl), np.nan)
+    A = mo.A
+    (pj, qj), (pl, ql) = orc.support_probs(mo.oracles[j]), orc.support_probs(mo.oracles[l])
+    phj, phl = _fake_support(mo, j)[0], _fake_support(mo, l)[0]
+    mu_j, mu_l = qj + (pj - qj) * fj, ql + (pl - ql) * fl
+    both = (np.outer(mu_j, np.full(dl, phl)) + np.outer(np.full(dj, phj), mu_l) + (A - 2) * phj * phl) / A
+    cov_z = both - np.outer(mu_j + (A - 1) * phj, mu_l + (A - 1) * phl) / A ** 2
+    pop = A ** 2 * cov_z / (n * (pj - qj) * (pl - ql))
+    return pop - need() / n if conditional else pop
+
+
+def joint_covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, conditional: bool = False,
+                     joints: dict | None = None) -> np.ndarray:
+    """The covariance of all attributes' estimates stacked (``sum d_j`` square): the
+    blocks of :func:`covariance` on the diagonal, :func:`cross_covariance` off it.
+    ``joints[(j, l)]`` (``j < l``) holds the pairwise tables a form needs; smp's diagonal
+    blocks are averaged over the split.
+
+    Examples
+    --------
+    >>> mo = multi_oracle("rsfd", None, (2, 3), 1.0, variant="oue-z")
+    >>> V = joint_covariance(mo, [[.5, .5], [.2, .3, .5]], 1000)
+    >>> V.shape, bool(np.allclose(V, V.T))
+    ((5, 5), True)
+    """
+    joints = joints or {}
+    blocks = covariance(mo, f, n, conditional)
+    at = np.concatenate([[0], np.cumsum(mo.ds)])
+    V = np.zeros((at[-1], at[-1]))
+    for j in range(mo.A):
+        V[at[j]:at[j + 1], at[j]:at[j + 1]] = blocks[j]
+        for l in range(j + 1, mo.A):
+            C = cross_covariance(mo, j, l, f[j], f[l], n, conditional, joints.get((j, l)))
+            V[at[j]:at[j + 1], at[l]:at[l + 1]] = C
+            V[at[l]:at[l + 1], at[j]:at[j + 1]] = C.T
+    return V
 
 
 # ---- privacy ---------------------------------------------------------------------------------------

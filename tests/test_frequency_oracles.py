@@ -362,3 +362,42 @@ def test_an_oracle_on_a_combined_variable_reads_its_parts_columns() -> None:
     truth = np.outer([0.4, 0.6], [0.7, 0.3])
     se = np.array(res.extras["se"].values, dtype=float).reshape(2, 2)
     assert np.all(np.abs(np.asarray(res.value.data) - truth) <= 4 * se)
+
+
+CROSS = """
+variable gender: categorical {F, M}
+variable income: categorical {Low, High}
+population (gender, income) ~ counts [[40, 10], [15, 35]]
+mechanism s = spl(grr(gender), grr(income), epsilon = 4)
+mechanism m = smp(grr(gender), grr(income), epsilon = 4)
+mechanism r = rsfd(gender, income, epsilon = 2, fake = sue_z)
+query vs = avar(distribution(gender) from s by mom)
+query vs_given = avar(distribution(gender) from s by mom(se = conditional))
+query vm = avar(distribution(gender) from m by mom)
+query vm_given = avar(distribution(gender) from m by mom(se = conditional))
+query vr = avar(distribution(income) from r by mom)
+"""
+
+
+def test_avar_of_one_attribute_gives_its_covariance_with_the_others() -> None:
+    """n Cov(gender's estimate, income's) beside gender's avar, from the population's joint
+    (the core's formulas are checked by simulation in test_oracles_multi)."""
+    from privspec.backends import oracles_multi as om
+
+    res = privspec.load(CROSS).analyze()
+    P = np.array([[0.4, 0.1], [0.15, 0.35]])
+    D = P - np.outer(P.sum(axis=1), P.sum(axis=0))           # [[.125, -.125], [-.125, .125]]
+
+    def cross(name: str, other: str) -> np.ndarray:
+        return np.asarray(res[name].extras[f"cross_covariance_{other}"].data, dtype=float)
+
+    assert np.allclose(cross("vs", "income"), D, atol=1e-15)             # spl: the answers' own
+    assert np.allclose(cross("vs_given", "income"), 0, atol=1e-15)       # ... none given the table
+    assert np.allclose(cross("vm", "income"), 0, atol=1e-15)             # smp: disjoint respondents
+    assert np.allclose(cross("vm_given", "income"), -D, atol=1e-15)      # ... parts of one table
+    mo = om.multi_oracle("rsfd", None, (2, 2), 2.0, variant="sue-z")
+    want = om.cross_covariance(mo, 1, 0, P.sum(axis=0), P.sum(axis=1), 1, joint=P.T)
+    assert np.allclose(cross("vr", "gender"), want, atol=1e-15) and np.abs(want).max() > 0.01
+    # the labels: this attribute's rows, the other's columns
+    m = res["vs"].extras["cross_covariance_income"]
+    assert tuple(m.rows) == ("F", "M") and tuple(m.cols) == ("Low", "High")

@@ -485,8 +485,8 @@ def test_chunking_weights_and_text(kind: str, monkeypatch) -> None:
 
 @pytest.mark.parametrize("kind", ["sue", "oue"])
 def test_unary_encoding_lanes_and_ties_are_exact(kind: str, monkeypatch) -> None:
-    # with 3-bit lanes (instead of 16) a lane ties its threshold with probability 1/8:
-    # both tie paths (a row's first two ties from its extra words, more from a retry)
+    # with 3-bit lanes (instead of 8) a lane ties its threshold with probability 1/8:
+    # both tie paths (a row's ties from its coin words, more than its coins from a retry)
     # run on most rows; every bit must still be Bernoulli(q) (Bernoulli(p) for the true
     # value), independent, and the same whatever the chunks
     monkeypatch.setattr(orc, "_LANE_BITS", 3)
@@ -507,11 +507,87 @@ def test_unary_encoding_lanes_and_ties_are_exact(kind: str, monkeypatch) -> None
     assert np.array_equal(privatize(o, x, RowRandom(3, rows=range(n))), reps)
 
 
-def test_subset_selection_ties() -> None:
-    keys = np.array([[0.1, 0.5, 0.5, 0.9], [0.3, 0.2, 0.1, 0.0], [0.5, 0.5, 0.5, 0.5]])
-    bits = orc._k_smallest(keys, 2)
-    assert bits.sum(axis=1).tolist() == [2, 2, 2]
-    assert bits[0, 0] and bits[0, 1:3].sum() == 1 and bits[1].tolist() == [False, False, True, True]
+def test_first_distinct_draws_give_the_first_m_distinct_values() -> None:
+    # values 3, 3, 7, 0, 7, 5 (N = 10): the first three distinct are {3, 7, 0}
+    u = np.array([[0.35, 0.31, 0.75, 0.05, 0.71, 0.55]] * 4)
+    m = np.array([3, 0, 4, 5])
+    pos, keep, short = orc._first_distinct(u.copy(), 10, m)
+    assert [pos[i][keep[i]].tolist() for i in range(4)] == [[0, 3, 7], [], [0, 3, 5, 7], [0, 3, 5, 7]]
+    assert short.tolist() == [False, False, False, True]       # only 4 distinct values drawn
+    # the keys' fallback: exactly m of the N, the smallest keys
+    kpos, kkeep = orc._subset_by_keys(np.array([[0.9, 0.1, 0.5, 0.3]]), np.array([2]))
+    assert kpos[kkeep].tolist() == [1, 3]
+    # packed as numpy.packbits would
+    bits = np.zeros((2, 70), dtype=bool)
+    bits[0, [0, 9, 31, 32, 69]] = True
+    bits[1, [5]] = True
+    pos = np.array([[0, 9, 31, 32, 69], [5, 6, 7, 8, 9]])
+    keep = np.array([[True] * 5, [True] + [False] * 4])
+    assert np.array_equal(orc._pack_positions(pos, keep, 70), np.packbits(bits, axis=1, bitorder="little"))
+
+
+# first distinct draws (d > 64); the same, of the others left out (2k > d - 1)
+@pytest.mark.parametrize("d,eps,k", [(70, 3.0, None), (300, 0.5, None), (90, 1.0, 60)])
+@pytest.mark.parametrize("spare", [None, -3.0])
+def test_subset_selection_draws_uniform_subsets(d, eps, k, spare, monkeypatch) -> None:
+    """Given the truth, every other category is reported at the same rate and every pair of
+    them equally often (chi-square over the C(d-1, 2) pairs), at the rates pair_probs
+    gives; with too few spare draws (spare = -3 sd) many rows redraw by keys, to the same
+    law.  The result does not depend on the chunks."""
+    if spare is not None:
+        monkeypatch.setattr(orc, "_SPARE_SD", spare)
+    o = oracle("ss", d, eps, k=k)
+    n = 100_000
+    x = np.zeros(n, dtype=np.int64)
+    reps = privatize(o, x, RowRandom(5, rows=range(n)))
+    bits = np.unpackbits(reps, axis=1, count=o.d, bitorder="little").astype(np.int64)
+    assert (bits.sum(axis=1) == o.k).all()
+    p, q = support_probs(o)
+    assert abs(bits[:, 0].mean() - p) < 4.5 * math.sqrt(p * (1 - p) / n)
+    others = bits[:, 1:]
+    col = others.sum(axis=0)
+    assert abs(col.mean() / n - q) < 4.5 * math.sqrt(q / (n * (d - 1)))
+    stat = float(((col - col.mean()) ** 2).sum() / (col.mean() * (1 - q)))
+    assert stats.chi2.sf(stat, d - 2) > 1e-4
+    pairs = (others.T @ others)[np.triu_indices(o.d - 1, 1)]
+    want = n * pair_probs(o).neither
+    assert abs(pairs.mean() / want - 1) < 0.02
+    stat = float(((pairs - pairs.mean()) ** 2 / pairs.mean()).sum())
+    assert stats.chi2.sf(stat * (1 - want / n), len(pairs) - 1) > 1e-4
+    monkeypatch.setattr(orc, "_CHUNK", 3000)
+    assert np.array_equal(privatize(o, x, RowRandom(5, rows=range(n))), reps)
+
+
+@pytest.mark.parametrize("spare", [None, -3.0])
+def test_sparse_unary_encoding_is_independent_bits(spare, monkeypatch) -> None:
+    """OUE at a large epsilon draws how many of the other bits are 1 (binomial), then which:
+    the truth's bit must be Bernoulli(p), the others' count binomial, the others
+    Bernoulli(q) and pairs independent; rows left short redraw by keys; chunks change
+    nothing."""
+    if spare is not None:
+        monkeypatch.setattr(orc, "_SPARE_SD", spare)
+    o = oracle("oue", 1024, 5.0)
+    p, q = support_probs(o)
+    assert orc._ue_sparse_plan(o.d, q) is not None
+    n = 60_000
+    x = np.random.default_rng(2).integers(0, o.d, n)
+    reps = privatize(o, x, RowRandom(8, rows=range(n)))
+    bits = np.unpackbits(reps, axis=1, count=o.d, bitorder="little").astype(np.int64)
+    rows = np.arange(n)
+    truth = bits[rows, x]
+    assert abs(truth.mean() - p) < 4.5 * math.sqrt(p * (1 - p) / n)
+    bits[rows, x] = 0
+    ones = bits.sum(axis=1)
+    counts = np.bincount(ones, minlength=40)[:40]
+    want = n * stats.binom.pmf(np.arange(40), o.d - 1, q)
+    ok = want > 5
+    assert stats.chi2.sf(float(((counts[ok] - want[ok]) ** 2 / want[ok]).sum()), ok.sum() - 1) > 1e-4
+    assert abs(ones.sum() / (n * (o.d - 1)) - q) < 4.5 * math.sqrt(q / (n * (o.d - 1)))
+    for v, w in ((0, 1), (7, 8), (63, 64), (100, 900)):
+        both = (bits[:, v] * bits[:, w]).mean()
+        assert abs(both - q * q) < 5 * math.sqrt(q * q / n)
+    monkeypatch.setattr(orc, "_CHUNK", 4000)
+    assert np.array_equal(privatize(o, x, RowRandom(8, rows=range(n))), reps)
 
 
 def test_ibu_exact_em_is_the_mle() -> None:
@@ -534,7 +610,7 @@ def test_ibu_exact_em_is_the_mle() -> None:
     assert np.abs(f[:4] - [0.4, 0.3, 0.2, 0.1]).max() < 0.05
 
 
-# a table of subsets; ranks of k positions (k^2 <= 2 d); keys and a partition
+# a table of subsets; first distinct draws
 @pytest.mark.parametrize("d,eps", [(6, 1.0), (16, 2.0), (70, 3.0), (70, 1.0)])
 def test_subset_selection_samplers_have_the_right_support_rates(d, eps) -> None:
     from privspec.backends.oracles import _ss_enumerable
@@ -550,20 +626,3 @@ def test_subset_selection_samplers_have_the_right_support_rates(d, eps) -> None:
     others = (bits.sum() - bits[np.arange(n), x].sum()) / (n * (d - 1))
     assert abs(truth - p) < 5 * np.sqrt(p * (1 - p) / n)
     assert abs(others - q) < 5 * np.sqrt(q * (1 - q) / (n * (d - 1))) * 3   # positions within a row: dependent
-
-
-def test_subset_selection_by_ranks_draws_uniform_pairs() -> None:
-    """The ranked sampler (k^2 <= 2 d, beyond the table): given the truth, every pair of other
-    categories is equally likely to be reported together (chi-square over the C(d-1, 2)
-    pairs), at the rate pair_probs gives."""
-    o = oracle("ss", 70, 3.0)                        # k = 3: ranks
-    n = 200_000
-    bits = np.unpackbits(privatize(o, np.zeros(n, dtype=np.int64), RowRandom(5, rows=range(n))), axis=1,
-                         count=o.d, bitorder="little").astype(np.int64)
-    others = bits[:, 1:]
-    pairs = (others.T @ others)[np.triu_indices(o.d - 1, 1)]
-    want = n * pair_probs(o).neither
-    assert abs(pairs.mean() / want - 1) < 0.02
-    stat = float(((pairs - pairs.mean()) ** 2 / pairs.mean()).sum())
-    assert stats.chi2.sf(stat, len(pairs) - 1) > 1e-4
-

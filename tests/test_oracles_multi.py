@@ -60,6 +60,12 @@ def draw_tuples(joint: np.ndarray, size: int, rng: np.random.Generator) -> np.nd
     return np.column_stack(np.unravel_index(flat, joint.shape)).astype(np.int64)
 
 
+def pair_table(table: np.ndarray, j: int, l: int, ds: tuple[int, ...] = DS) -> np.ndarray:
+    """The empirical joint table of attributes j < l of collected tuples."""
+    dj, dl = ds[j], ds[l]
+    return np.bincount(table[:, j] * dl + table[:, l], minlength=dj * dl).reshape(dj, dl) / len(table)
+
+
 def per_survey_counts(o: orc.Oracle, values, group: np.ndarray, reps: int) -> np.ndarray:
     """``(reps, d)`` support counts of the reports of each survey (``group``: its index),
     vectorized for grr and packed bits (ue, ss), one call per survey otherwise."""
@@ -130,6 +136,54 @@ def test_monte_carlo_covariance(protocol: str, kinds, variant, eps: float, condi
     cov = om.covariance(mo, f, N_RESP, conditional=conditional)
     for j in range(mo.A):
         check_covariance(E[j], f[j], cov[j])
+    # the whole covariance, across attributes: pairwise tables of the population or the table
+    pairs = {(j, l): (pair_table(table, j, l) if conditional else joint.sum(axis=3 - j - l))   # A = 3
+             for j in range(mo.A) for l in range(j + 1, mo.A)}
+    V = om.joint_covariance(mo, f, N_RESP, conditional, pairs)
+    S = np.cov(np.column_stack(E).T)
+    sd = np.sqrt((np.outer(np.diag(V), np.diag(V)) + V ** 2) / (R - 1))
+    assert np.all(np.abs(S - V) <= 4.5 * sd)
+    block = np.repeat(np.arange(mo.A), DS)
+    cross = block[:, None] != block[None, :]
+    if np.any(np.abs(V[cross]) > 9 * sd[cross]):      # the check can tell these blocks from 0
+        assert np.any(np.abs(S[cross]) > 4.5 * sd[cross])
+
+
+# strongly dependent answers and little noise: cross-attribute blocks far from 0
+PAIR = np.array([[0.45, 0.03, 0.02], [0.03, 0.25, 0.02], [0.02, 0.03, 0.35]]) / 1.2
+CROSS = [("spl", "grr", None, 6.0, False), ("spl", "oue", None, 6.0, False), ("smp", "grr", None, 6.0, True),
+         ("rsfd", None, "grr", 4.0, True), ("rsfd", None, "sue-z", 4.0, False), ("rsfd", None, "sue-z", 4.0, True)]
+
+
+@pytest.mark.parametrize("protocol, kinds, variant, eps, conditional", CROSS,
+                         ids=[f"{c[0]}-{c[2] or c[1]}-{'cond' if c[4] else 'pop'}" for c in CROSS])
+def test_cross_attribute_covariance_monte_carlo(protocol, kinds, variant, eps, conditional) -> None:
+    """The covariance between two attributes' estimates (spl: the answers' own dependence;
+    smp given the table: disjoint parts of one table; rsfd: sampling and fake data) agrees
+    with 4,000 simulated surveys, and those surveys tell it from 0."""
+    reps, n, ds = 4000, 300, (3, 3)
+    mo = om.multi_oracle(protocol, kinds, ds, eps, variant=variant)
+    rng = np.random.default_rng(zlib.crc32(f"cross/{protocol}/{variant}/{conditional}".encode()))
+    if conditional:
+        table = draw_tuples(PAIR, n, rng)
+        x = np.tile(table, (reps, 1))
+        P = pair_table(table, 0, 1, ds)
+    else:
+        x = draw_tuples(PAIR, reps * n, rng)
+        P = PAIR
+    f = [P.sum(axis=1), P.sum(axis=0)]
+    reports = om.privatize(mo, x, RowRandom(int(rng.integers(2 ** 32)), rows=range(reps * n)))
+    E = per_survey_estimates(mo, reports, reps, n)
+    V = om.joint_covariance(mo, f, n, conditional, {(0, 1): P})
+    S = np.cov(np.column_stack(E).T)
+    sd = np.sqrt((np.outer(np.diag(V), np.diag(V)) + V ** 2) / (reps - 1))
+    assert np.all(np.abs(S - V) <= 4.5 * sd)
+    block, noise = V[:3, 3:], sd[:3, 3:]
+    assert np.abs(block / noise).max() > 9                  # the formula: far from 0 ...
+    assert np.abs(S[:3, 3:] / noise).max() > 4.5            # ... and so are the surveys
+    # the other form (population vs conditional) differs by D / n: the surveys tell them apart
+    other = om.cross_covariance(mo, 0, 1, f[0], f[1], n, not conditional, P)
+    assert np.any(np.abs(S[:3, 3:] - other) > 4.5 * noise)
 
 
 def test_covariance_forms() -> None:
