@@ -787,11 +787,34 @@ def _draws_for(N: int, m: int) -> int:
     return int(math.ceil(mean + _SPARE_SD * sd)) + 4
 
 
-def _first_distinct(u: np.ndarray, N: int, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row, the first ``m`` distinct values of ``floor(u_j N)`` in draw order ``j``: a
-    uniform m-subset of ``range(N)`` (the law of i.i.d. uniform draws is the same under any
-    relabelling of ``range(N)``, so is the set of the first m distinct; a position from a
-    53-bit uniform is uniform to ``N 2^-53``).
+def _positions(words: np.ndarray, N: int) -> np.ndarray:
+    """Two uniform positions in ``range(N)`` per 64-bit word (its 32-bit halves), exactly:
+    Lemire's multiply-shift ``floor(h N / 2^32)``, rejecting a half whose low product falls
+    below ``2^32 mod N`` (probability below ``N 2^-32``); a rejected one is ``N``, which
+    :func:`_first_distinct` skips.  ``N < 2^21``.
+
+    Examples
+    --------
+    >>> w = np.array([[(3 << 62) | (1 << 31) | 1, 1 << 31]], dtype=np.uint64)
+    >>> _positions(w, 10).tolist()      # halves 2^31 + 1, 3 2^30; 2^31 and 0: low products 0 < 6
+    [[5, 7, 10, 10]]
+    """
+    if not 0 < N < 2 ** 21:
+        raise ValueError("positions in range(N), 0 < N < 2^21")
+    halves = words.astype("<u8", copy=False).view("<u4").reshape(len(words), -1)
+    # h N < 2^53: exact in float64, and so is its scaling by 2^-32 (1.5x faster than uint64)
+    out = np.multiply(halves, N * 2.0 ** -32, dtype=np.float64).astype(np.int32)
+    bad = halves * np.uint32(N) < np.uint32((1 << 32) % N)      # the low product, mod 2^32
+    if bad.any():
+        np.putmask(out, bad, N)
+    return out
+
+
+def _first_distinct(v: np.ndarray, N: int, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, the first ``m`` distinct values of the draws ``v`` (uniform on ``range(N)``,
+    ``N`` marking a rejected draw) in draw order: a uniform m-subset of ``range(N)`` (the
+    law of i.i.d. uniform draws is the same under any relabelling of ``range(N)``, so is
+    the set of the first m distinct).
 
     Two sorts per row: of ``value * 2^s + j`` (``j`` the draw's index), where equal values
     sit together with their first draw first; then of the first draws' indices, whose
@@ -803,17 +826,15 @@ def _first_distinct(u: np.ndarray, N: int, m: np.ndarray) -> tuple[np.ndarray, n
 
     Examples
     --------
-    >>> u = np.array([[0.05, 0.55, 0.05, 0.95, 0.35]])      # values 0, 5, 0, 9, 3 (N = 10)
-    >>> pos, keep, short = _first_distinct(u, 10, np.array([3]))
+    >>> v = np.array([[0, 5, 0, 10, 9, 3]])       # N = 10: the 10 was rejected
+    >>> pos, keep, short = _first_distinct(v, 10, np.array([3]))
     >>> pos[keep].tolist(), short.tolist()
     ([0, 5, 9], [False])
     """
-    rows, w = u.shape
+    rows, w = v.shape
     shift = max(w - 1, 1).bit_length()
-    dt = np.int32 if (N << shift) < 2 ** 31 else np.int64
-    key = np.multiply(u, N, out=u).astype(dt)            # (u is the caller's scratch)
-    np.minimum(key, N - 1, out=key)
-    key <<= shift
+    dt = np.int32 if ((N + 1) << (shift + 1)) < 2 ** 31 else np.int64
+    key = v.astype(dt) << shift
     key |= np.arange(w, dtype=dt)
     key.sort(axis=1)
     order = key & dt((1 << shift) - 1)
@@ -821,12 +842,14 @@ def _first_distinct(u: np.ndarray, N: int, m: np.ndarray) -> tuple[np.ndarray, n
     new = np.empty((rows, w), dtype=bool)
     new[:, :1] = True
     np.not_equal(pos[:, 1:], pos[:, :-1], out=new[:, 1:])
+    new &= pos < N                                        # rejected draws are never chosen
     late = dt(1 << shift)                                 # after every draw
-    first = np.where(new, order, late)                    # the draw that first gave each value
+    first = (~new).astype(dt) << shift                    # the draw that first gave each value;
+    first |= order                                        # late for the others
     first.sort(axis=1)
     last = first[np.arange(rows), np.clip(m - 1, 0, max(w - 1, 0))] if w else np.full(rows, late)
     last = np.where(m > 0, last, -1)
-    short = (m > w) | (last == late)
+    short = (m > w) | (last >= late)
     return pos, new & (order <= last[:, None]), short
 
 
@@ -856,14 +879,13 @@ def _pack_positions(pos: np.ndarray, keep: np.ndarray, d: int) -> np.ndarray:
     return sums.astype("<u4").view(np.uint8).reshape(rows, lanes * 4)[:, :-(-d // 8)]
 
 
-def _other_positions(rng: RowRandom, u: np.ndarray, x: np.ndarray, d: int, m: np.ndarray) -> np.ndarray:
+def _other_positions(rng: RowRandom, draws: int, x: np.ndarray, d: int, m: np.ndarray) -> np.ndarray:
     """Packed bits (:func:`_pack_positions`) of a uniform ``m``-subset of the ``d - 1``
-    categories other than each row's ``x``, from the row's draws ``u`` (at least
-    :func:`_draws_for` of them); rows they leave short redraw ``d - 1`` keys by
-    ``rng.retry`` (``rng``'s last call made ``u``): every row's subset is a function of
-    (seed, row, m)."""
+    categories other than each row's ``x``, from ``draws`` (at least :func:`_draws_for`)
+    positions per row, two per word of one call on ``rng``; rows they leave short redraw
+    ``d - 1`` keys by ``rng.retry``: every row's subset is a function of (seed, row, m)."""
     N = d - 1
-    pos, keep, short = _first_distinct(u, N, m)
+    pos, keep, short = _first_distinct(_positions(rng._next_words(-(-draws // 2)), N), N, m)
     bits = _pack_positions(pos + (pos >= x[:, None]), keep, d)     # the others skip x
     if short.any():
         s = np.flatnonzero(short)
@@ -889,15 +911,17 @@ def _ue_sparse_plan(d: int, q: float) -> tuple[np.ndarray, int] | None:
     """Unary encoding's sparse sampler where the other bits are rarely 1: their number is
     ``Binomial(d - 1, q)`` (drawn by the inverse of its CDF) and their positions a uniform
     subset of that size (:func:`_other_positions`): the same law as d - 1 independent
-    Bernoulli(q) bits.  ``(cdf, draws)`` where that takes fewer random words than the dense
-    sampler's ``d / 4`` (half as many: a sparse word costs about twice a dense one), else
-    None.  ``draws`` covers counts up to the ``1 - 1e-9`` quantile."""
+    Bernoulli(q) bits.  ``(cdf, draws)`` where its positions number less than half the
+    dense sampler's ``d / 8`` words, else None (measured at n = 2e5: oue eps = 4: d = 512
+    even, 1024 1.4x and 4096 2x faster; eps = 3, d = 4096, 309 positions against 512
+    words: 1.1x slower).  ``draws`` covers counts up to the ``1 - 1e-9`` quantile; a row
+    with more redraws by keys."""
     from scipy import stats
 
     N = d - 1
     cap = int(stats.binom.ppf(1 - 1e-9, N, q))
     draws = _draws_for(N, min(cap, N))
-    if 2 * (2 + draws) >= d / 4:
+    if 2 * draws >= d / 8:
         return None
     cdf = stats.binom.cdf(np.arange(N + 1), N, q)
     cdf[-1] = 1.0
@@ -941,15 +965,20 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
     and :func:`support_counts` and :func:`support_sets` share unary encoding's code;
     :func:`format_reports` writes the sorted codes.
 
-    Draws per row: grr: 1 uniform; sue/oue: ``ceil(d/4)`` 64-bit words (four 16-bit lanes
-    per word, ties resolved exactly: :func:`_ue_bits`) and 3 more; ss: 2 uniforms (the
+    Draws per row: grr: 1 uniform; sue/oue: ``ceil(d/8)`` 64-bit words (eight 8-bit lanes
+    per word, ties resolved exactly: :func:`_ue_bits`) and about ``2 + d/256`` more, or,
+    where the other bits are rarely 1 (:func:`_ue_sparse_plan`: oue at a large epsilon),
+    2 uniforms (the true value's bit; how many others are 1, Binomial(d - 1, q)) and that
+    many positions among the others (:func:`_other_positions`); ss: 2 uniforms (the
     true value in or out, then the index of a subset of the others among all of them,
     :data:`SS_TABLE`; an index from a 53-bit uniform is uniform to ``C(d-1, k) 2^-53``)
-    where d <= 64 and the subsets fit a table; else k + 1 where ``k^2 <= 2 d`` (each of the
-    k positions by its rank among those not yet taken, :func:`_ranked_subset`); else d + 1
-    (the true value in or out, then the k smallest keys); blh/olh: 3 uniforms for the seed's coefficients, 1 for the GRR;
-    hr: one integer in [K] and one uniform (pure-ldp's
-    ``Hadamard_Rand_high_priv.encode_symbol``).
+    where d <= 64 and the subsets fit a table; else 1 uniform (the true value in or out)
+    and the first k - 1 or k distinct of about ``k + k^2/(2d)`` uniform positions among
+    the others, two per word, exactly (:func:`_positions`, :func:`_first_distinct`; where
+    ``2k > d - 1`` the others left out instead); blh/olh: 3 uniforms for the seed's
+    coefficients, 1 for the GRR; hr: one integer in [K] and one uniform (pure-ldp's
+    ``Hadamard_Rand_high_priv.encode_symbol``).  A row whose draws fall short (too many
+    ties or repeats: well under one row in 10^4) redraws by :meth:`RowRandom.retry`.
 
     Parameters
     ----------
@@ -996,10 +1025,10 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
             return out
         # few ones: the truth's bit, then how many of the others are 1 and which
         cdf, draws = plan
-        for lo, hi, sub in _pieces(rng, draws + 2):
-            u = sub.random((hi - lo, draws + 2))
+        for lo, hi, sub in _pieces(rng, draws // 2 + 2):
+            u = sub.random((hi - lo, 2))
             ones = np.minimum(np.searchsorted(cdf, u[:, 1], side="right"), o.d - 1)
-            out[lo:hi] = _other_positions(sub, u[:, 2:], x[lo:hi], o.d, ones)
+            out[lo:hi] = _other_positions(sub, draws, x[lo:hi], o.d, ones)
             _flip_bit(out[lo:hi], x[lo:hi], u[:, 0] < p)           # the truth's bit was 0
         return out
     if o.kind == "ss" and _ss_enumerable(o):
@@ -1026,12 +1055,11 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
         N = o.d - 1
         flip = 2 * o.k > N
         draws = _draws_for(N, N - o.k + 1 if flip else o.k)
-        for lo, hi, sub in _pieces(rng, draws + 1):
-            u = sub.random((hi - lo, draws + 1))
-            take = u[:, 0] < p
+        for lo, hi, sub in _pieces(rng, draws // 2 + 1):
+            take = sub.random(hi - lo) < p
             m = np.where(take, o.k - 1, o.k)
             xs = x[lo:hi]
-            bits = _other_positions(sub, u[:, 1:], xs, o.d, N - m if flip else m)
+            bits = _other_positions(sub, draws, xs, o.d, N - m if flip else m)
             if flip:                                   # every bit but the truth's (0 until here)
                 bits ^= _all_but_truth(o.d, xs)
             _flip_bit(bits, xs, take)

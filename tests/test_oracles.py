@@ -508,12 +508,21 @@ def test_unary_encoding_lanes_and_ties_are_exact(kind: str, monkeypatch) -> None
 
 
 def test_first_distinct_draws_give_the_first_m_distinct_values() -> None:
-    # values 3, 3, 7, 0, 7, 5 (N = 10): the first three distinct are {3, 7, 0}
-    u = np.array([[0.35, 0.31, 0.75, 0.05, 0.71, 0.55]] * 4)
+    # values 3, 3, 7, 0, 7, (rejected), 5 (N = 10): the first three distinct are {3, 7, 0}
+    v = np.array([[3, 3, 7, 0, 7, 10, 5]] * 4)
     m = np.array([3, 0, 4, 5])
-    pos, keep, short = orc._first_distinct(u.copy(), 10, m)
+    pos, keep, short = orc._first_distinct(v, 10, m)
     assert [pos[i][keep[i]].tolist() for i in range(4)] == [[0, 3, 7], [], [0, 3, 5, 7], [0, 3, 5, 7]]
     assert short.tolist() == [False, False, False, True]       # only 4 distinct values drawn
+    # positions from 32-bit halves: each value of range(N) from exactly floor(2^32 / N) halves
+    # (Lemire), the others rejected; checked on a small word size by brute force
+    N = 10
+    halves = np.arange(0, 1 << 32, 4099, dtype=np.uint64)
+    words = (halves[:len(halves) // 2 * 2].reshape(-1, 2) * np.array([1, 1 << 32], dtype=np.uint64)).sum(axis=1)
+    got = orc._positions(words.astype(np.uint64)[:, None], N).ravel()
+    prod = halves[:len(got)] * N
+    want = np.where(prod % (1 << 32) < (1 << 32) % N, N, prod >> 32)
+    assert np.array_equal(got, want)
     # the keys' fallback: exactly m of the N, the smallest keys
     kpos, kkeep = orc._subset_by_keys(np.array([[0.9, 0.1, 0.5, 0.3]]), np.array([2]))
     assert kpos[kkeep].tolist() == [1, 3]
