@@ -1063,7 +1063,6 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
             _flip_bit(bits, xs, take)
             out[lo:hi] = bits
         return out
-
     if o.kind in _LH:
         out = np.empty(n, dtype=[("seed", np.uint64), ("value", np.int64)])
         for lo, hi, sub in _pieces(rng, 4):
