@@ -463,7 +463,8 @@ def main() -> None:
                     help="seconds a peer's run may take before it is timed on a subsample and extrapolated")
     ap.add_argument("--peer-mem", type=float, default=2048.0,
                     help="MiB a peer's list of reports may take before it is subsampled")
-    ap.add_argument("--spec-kinds", default="oue", help="mechanisms run end to end through the spec API")
+    ap.add_argument("--spec-kinds", default="oue",
+                    help="mechanisms run end to end through the spec API ('' or none: no such rows)")
     ap.add_argument("--spec-d", default="16,256", help="domain sizes of the end-to-end rows (those also in --d)")
     ap.add_argument("--no-ranking", action="store_true", help="skip the variance ranking")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many calls per subprocess")
@@ -491,7 +492,7 @@ def main() -> None:
         if pe not in PEERS:
             raise SystemExit(f"unknown peer {pe}: one of {', '.join(PEERS)}")
     spec_ds = [d for d in (size(v) for v in args.spec_d.split(",") if v) if d in ds]
-    spec_kinds = [k for k in args.spec_kinds.split(",") if k]
+    spec_kinds = [k for k in args.spec_kinds.split(",") if k and k != "none"]
     peer_n = size(args.peer_n)
 
     print(f"privspec frequency-oracle bench: n = {fmt_n(n)} in-memory records (Zipf(1) codes), d in {ds}, "
