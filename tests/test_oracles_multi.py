@@ -142,11 +142,9 @@ def test_monte_carlo_covariance(protocol: str, kinds, variant, eps: float, condi
     V = om.joint_covariance(mo, f, N_RESP, conditional, pairs)
     S = np.cov(np.column_stack(E).T)
     sd = np.sqrt((np.outer(np.diag(V), np.diag(V)) + V ** 2) / (R - 1))
+    # (these cross blocks are within 4 sd of 0 here: test_cross_attribute_covariance_monte_carlo
+    # checks them where the surveys can tell them from 0)
     assert np.all(np.abs(S - V) <= 4.5 * sd)
-    block = np.repeat(np.arange(mo.A), DS)
-    cross = block[:, None] != block[None, :]
-    if np.any(np.abs(V[cross]) > 9 * sd[cross]):      # the check can tell these blocks from 0
-        assert np.any(np.abs(S[cross]) > 4.5 * sd[cross])
 
 
 # strongly dependent answers and little noise: cross-attribute blocks far from 0
