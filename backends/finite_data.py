@@ -32,7 +32,7 @@ from ..progress import progress
 from .channel import Channel, GRRChannel
 from .compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
 from .data import MISSING, check_no_missing, describe_values, missing_rows, require_columns
-from .rowrandom import RowRandom, row_key, stream_of
+from .rowrandom import BLOCK, RowRandom, row_key, stream_of
 from .tally import Tally, describe_distinct
 
 CHUNK = 1_000_000  # rows privatized at a time (the output does not depend on it)
@@ -246,18 +246,20 @@ def _labels_to_index(values: pd.Series, labels: tuple[str, ...], column: str,
     return mapping[codes]
 
 
-def raw_codes(raw: Any, var: Variable) -> tuple[np.ndarray, list[str]]:
+def raw_codes(raw: Any, var: Variable, dtype: Any = np.int64) -> tuple[np.ndarray, list[str]]:
     """Each row's category index of ``var`` in a raw table (a
     :class:`~privspec.backends.engines.PandasEngine`), and the columns read: its own, or its
     parts' joined (``F.Low``).  One hashing pass over the rows; the checks on the distinct
     values: D003 without the column(s), D004 for missing values, D011 naming every value
-    outside the domain with its rows."""
+    outside the domain with its rows.  ``dtype``: of the indices (a smaller one is a
+    smaller array to write and read for a sampler that takes it)."""
     frame = raw.frame
     cols = columns_for(var, list(frame.columns))
     require_columns(frame, cols, "the raw data", hint=_column_hint(var, frame, "raw values"))
-    tally, row_tuple = raw.tally_rows(cols)
+    tally, per_row = raw.tally_rows(cols)
     tally.check_no_missing(cols)
-    return _labels_to_index(_joined(tally.values, cols), var.labels, var.name, cols, tally)[row_tuple], cols
+    index = _labels_to_index(_joined(tally.values, cols), var.labels, var.name, cols, tally)
+    return per_row(index.astype(dtype, copy=False)), cols
 
 
 def check_raw(mechanism: Any, engine: Any) -> None:
@@ -429,20 +431,24 @@ def _sample_grr(ch: Any, x: np.ndarray, u: np.ndarray) -> np.ndarray:
     p, q = float(ch.Kn[0, 0]), float(ch.Kn[1, 0])
     if q <= 0:
         return np.asarray(x, dtype=np.int64)
-    x = np.asarray(x, dtype=np.int64)
-    start = x * q                                   # where the truth's block begins
-    after = u >= start
-    start += p                                      # (in place: where it ends)
-    keep = u < start
-    keep &= after
-    t = after * p                                   # p past the block's start, else 0 (exactly)
-    np.subtract(u, t, out=t)
-    t *= 1.0 / q
-    j = t.astype(np.int64)                          # among the d - 1 others
-    j += j >= x                                     # ... skipping the truth
-    np.minimum(j, d - 1, out=j)                     # rounding at the top end
-    np.copyto(j, x, where=keep)                     # in place: 30% faster than where(keep, x, j)
-    return j
+    x = np.asarray(x)
+    out = np.empty(len(x), dtype=np.min_scalar_type(-d))   # the smallest signed type (codes)
+    for s in range(0, len(x), BLOCK):              # cache-sized blocks: 2x faster at 1e6 rows
+        xb, ub = x[s:s + BLOCK], u[s:s + BLOCK]
+        start = xb * q                              # where the truth's block begins
+        after = ub >= start
+        start += p                                  # (in place: where it ends)
+        keep = ub < start
+        keep &= after
+        np.multiply(after, p, out=start)            # p past the block's start, else 0 (exactly)
+        np.subtract(ub, start, out=start)
+        start *= 1.0 / q
+        j = start.astype(np.int64)                  # among the d - 1 others ...
+        j += j >= xb                                # ... skipping the truth
+        np.minimum(j, d - 1, out=j)                 # rounding at the top end
+        j -= (j - xb) * keep                        # the truth where kept (arithmetic: a masked
+        out[s:s + BLOCK] = j                        # copy mispredicts, 2x slower here)
+    return out
 
 
 def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int | None,
@@ -469,18 +475,18 @@ def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int |
     raw = PandasEngine(frame, "the raw data")
     for i, f in enumerate(factors):
         var = f.variable
-        x, cols = raw_codes(raw, var)
+        x, cols = raw_codes(raw, var, np.min_scalar_type(-max(var.p, 1)))   # int8 up to 128 categories
         stream = stream_of(mechanism, i)
         if isinstance(f, SubsetMechanism) and f.min_coverage is not None:
             if len(factors) > 1:
                 raise DataError(Diagnostic("D012", "dummy categories inside a product mechanism are not "
                                            "supported by privatize"))
-            rng = RowRandom(key, rows=np.arange(offset, offset + n), stream=stream)
+            rng = RowRandom(key, rows=range(offset, offset + n), stream=stream)
             return _privatize_with_dummies(f, x, rng, var.name)
         pieces = []
         for start in progress(range(0, n, size), desc=f"privatize {var.name}", unit="chunk"):
             stop = min(n, start + size)
-            rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream)
+            rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream)
             pieces.append(privatize_codes(f, x[start:stop], rng))
         if len(cols) > 1:
             out = out.drop(columns=cols)

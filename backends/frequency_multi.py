@@ -280,7 +280,7 @@ def privatize_frame(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int
     pieces: list[dict[str, np.ndarray]] = []
     for start in range(0, len(frame), CHUNK):
         stop = min(len(frame), start + CHUNK)
-        rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream_of(mech))
+        rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream_of(mech))
         pieces.append(multi.format_reports(mo, multi.privatize(mo, codes[start:stop], rng), names))
     out = frame.drop(columns=parts) if parts else frame.copy()
     for c in multi.column_names(mo, names):
@@ -308,7 +308,7 @@ def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: in
     E, A, covered = [], [], []
     for r in range(reps):
         codes = np.column_stack([rng.choice(len(f), size=n, p=f) for f in ws])
-        reports = multi.privatize(mo, codes, RowRandom(key, rows=np.arange(r * n, (r + 1) * n),
+        reports = multi.privatize(mo, codes, RowRandom(key, rows=range(r * n, (r + 1) * n),
                                                        stream=stream_of(mech)))
         values = reports.values[j]
         est = estimate_attribute(q, mo, j, values, np.ones(len(values)), n)

@@ -298,7 +298,7 @@ def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, see
     estimates, targets, covered, widths = [], [], [], []
     for r, table in enumerate(tables):
         x = np.repeat(np.arange(o.d), table)
-        reports = ops(o).privatize(o, x, RowRandom(key, rows=np.arange(r * n, (r + 1) * n), stream=stream_of(mech)))
+        reports = ops(o).privatize(o, x, RowRandom(key, rows=range(r * n, (r + 1) * n), stream=stream_of(mech)))
         est = fit(q, o, reports, np.ones(n))
         aim = w if se_kind == "population" else table / n
         estimates.append(est["w"])
@@ -490,7 +490,7 @@ class FrequencyOracleBackend:
         pieces = []
         for start in range(0, len(x), CHUNK):
             stop = min(len(x), start + CHUNK)
-            rng = RowRandom(key, rows=np.arange(offset + start, offset + stop), stream=stream)
+            rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream)
             pieces.append(report_column(_one_round(o), ops(o).privatize(o, x[start:stop], rng)))
         out = frame.drop(columns=cols) if len(cols) > 1 else frame.copy()   # parts joined: one column
         out[var.name] = _concatenate(pieces)

@@ -316,7 +316,7 @@ class IntervalBackend:
 
         column = mechanism.variable.name
         y = raw_values(mechanism, frame)
-        rng = RowRandom(seed, rows=np.arange(offset, offset + len(y)), stream=stream_of(mechanism))
+        rng = RowRandom(seed, rows=range(offset, offset + len(y)), stream=stream_of(mechanism))
         left, right = report_model(mechanism).draw(model, y, rng)
         result = frame.copy()
         result[column] = format_ranges(left, right)

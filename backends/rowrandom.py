@@ -100,9 +100,18 @@ def philox4x64(key: np.ndarray, counters: np.ndarray) -> np.ndarray:
         return np.stack([c0, c1, c2, c3], axis=1)
 
 
+def _consecutive(rows: np.ndarray) -> bool:
+    """Whether int64 ``rows`` are ``r, r + 1, ..., r + n - 1``."""
+    n = len(rows)
+    return n <= 1 or (int(rows[-1]) - int(rows[0]) == n - 1 and bool(np.all(np.diff(rows) == 1)))
+
+
 def row_words(key: np.ndarray, rows: np.ndarray | range, k: int, draw: int = 0, attempt: int = 0,
-              stream: int = 0) -> np.ndarray:
+              stream: int = 0, contiguous: bool | None = None) -> np.ndarray:
     """``(len(rows), k)`` uint64 words; row ``r``'s depend only on (key, r, draw, attempt, stream).
+
+    ``contiguous`` says whether ``rows`` are consecutive integers (None: look; a caller that
+    knows saves the pass over the rows).
 
     Examples
     --------
@@ -112,17 +121,22 @@ def row_words(key: np.ndarray, rows: np.ndarray | range, k: int, draw: int = 0, 
     >>> bool(np.array_equal(a[[4, 1]], b))
     True
     """
-    rows = np.asarray(rows, dtype=np.int64).ravel()
-    n = len(rows)
+    if isinstance(rows, range) and (rows.step == 1 or len(rows) <= 1):
+        first, n, contiguous = rows.start, len(rows), True      # no array of the rows needed
+    else:
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        n = len(rows)
+        if contiguous is None:
+            contiguous = _consecutive(rows)
+        first = int(rows[0]) if n else 0
     if k <= 0 or n == 0:
         return np.zeros((n, max(k, 0)), dtype=np.uint64)
-    if rows.min() < 0:
+    if (first if contiguous else int(rows.min())) < 0:
         raise ValueError("row indices are >= 0")
     high = (draw << 64) + (attempt << 128) + (stream << 192)
     if k <= 2:   # 4 // k rows share a block: row r's words are those at r*k .. r*k + k - 1
         share = 4 // k
-        first = int(rows[0])
-        if n == 1 or (int(rows[-1]) - first == n - 1 and bool(np.all(np.diff(rows) == 1))):
+        if contiguous:
             b0, b1 = first // share, (first + n - 1) // share + 1
             start = (b0 + high - 1) % (1 << 256)
             raw = np.random.Philox(key=key, counter=start).random_raw((b1 - b0) * 4)
@@ -135,8 +149,7 @@ def row_words(key: np.ndarray, rows: np.ndarray | range, k: int, draw: int = 0, 
         at = ((rows % share) * k)[:, None] + np.arange(k)
         return np.take_along_axis(block, at, axis=1)
     blocks = -(-k // 4)
-    first = int(rows[0])
-    if n == 1 or (int(rows[-1]) - first == n - 1 and bool(np.all(np.diff(rows) == 1))):
+    if contiguous:
         # contiguous rows: numpy's Philox in C, started one block before the first row's
         # (the counter as one Python int: numpy would pass a list's words through float64)
         start = (first * blocks + high - 1) % (1 << 256)
@@ -162,10 +175,22 @@ def stream_of(mechanism: Any, factor: int = 0) -> int:
     return zlib.crc32(f"{name}/{factor}".encode())
 
 
+#: rows per block of a chained elementwise computation: its temporaries stay in the cache
+#: (2.5x faster than whole-array steps at 1e6 rows, each step otherwise a pass over memory)
+BLOCK = 1 << 14
+
+
 def _uniforms(words: np.ndarray) -> np.ndarray:
     """Words -> doubles in the open interval (0, 1) (53 bits, centred: never 0 or 1, so that
-    inverse CDFs stay finite)."""
-    return ((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53
+    inverse CDFs stay finite): ``((w >> 11) + 0.5) * 2^-53``, exactly, in cache-sized blocks."""
+    out = np.empty(words.shape, dtype=np.float64)
+    flat_w, flat_u = words.reshape(-1), out.reshape(-1)
+    for s in range(0, flat_w.size, BLOCK):
+        u = flat_u[s:s + BLOCK]
+        u[...] = flat_w[s:s + BLOCK] >> np.uint64(11)   # < 2^53: exact in a double
+        u += 0.5
+        u *= 2.0 ** -53                                   # a power of two: exact
+    return out
 
 
 def row_uniforms(seed: int | np.ndarray, rows: np.ndarray | range, k: int = 1, draw: int = 0,
@@ -213,31 +238,51 @@ class RowRandom:
     def __init__(self, seed: Any = None, rows: np.ndarray | range | None = None, stream: int = 0,
                  _draw: int = 0, _attempt: int = 0):
         self.key = seed if isinstance(seed, np.ndarray) and seed.dtype == np.uint64 else row_key(seed)
-        if isinstance(rows, range):  # np.asarray(range) would go through Python ints
-            rows = np.arange(rows.start, rows.stop, rows.step)
-        self.rows = np.asarray(rows if rows is not None else [], dtype=np.int64).ravel()
+        # consecutive rows are kept as a range (their array is made only if asked for) and
+        # an array is looked at once, on the first draw, not on every draw
+        self._range: range | None = None
+        self._rows: np.ndarray | None = None
+        self._contiguous: bool | None = None
+        if isinstance(rows, range) and (rows.step == 1 or len(rows) <= 1):
+            self._range, self._contiguous = rows, True
+        elif isinstance(rows, range):  # np.asarray(range) would go through Python ints
+            self._rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.int64)
+        else:
+            self._rows = np.asarray(rows if rows is not None else [], dtype=np.int64).ravel()
         self.stream = int(stream)
         self._draw = _draw
         self._attempt = _attempt
         self._last = _draw
 
+    @property
+    def rows(self) -> np.ndarray:
+        """The absolute indices of the rows (int64)."""
+        if self._rows is None:
+            r = self._range
+            self._rows = np.arange(r.start, r.stop, dtype=np.int64)
+        return self._rows
+
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self._range) if self._range is not None else len(self._rows)
 
     def _shape(self, size: Any) -> tuple[int, tuple[int, ...]]:
         shape = (size,) if np.isscalar(size) else tuple(size)
-        if not shape or shape[0] != len(self.rows):
-            raise ValueError(f"a per-row draw has one row per respondent ({len(self.rows)}), not shape {shape}")
+        if not shape or shape[0] != len(self):
+            raise ValueError(f"a per-row draw has one row per respondent ({len(self)}), not shape {shape}")
         return int(np.prod(shape[1:], dtype=np.int64)), shape
 
     def _next_words(self, k: int) -> np.ndarray:
         self._last = self._draw
         self._draw += 1
-        return row_words(self.key, self.rows, k, draw=self._last, attempt=self._attempt, stream=self.stream)
+        rows = self._range if self._range is not None else self.rows
+        if self._contiguous is None:
+            self._contiguous = _consecutive(rows)
+        return row_words(self.key, rows, k, draw=self._last, attempt=self._attempt, stream=self.stream,
+                         contiguous=self._contiguous)
 
     def random(self, size: Any = None) -> np.ndarray:
         """Uniforms on (0, 1) of shape ``size`` (its first axis: the rows)."""
-        k, shape = self._shape(len(self.rows) if size is None else size)
+        k, shape = self._shape(len(self) if size is None else size)
         return _uniforms(self._next_words(k)).reshape(shape)
 
     def integers(self, low: int, high: int | None = None, size: Any = None, dtype: Any = np.int64) -> np.ndarray:
@@ -249,7 +294,7 @@ class RowRandom:
         bits = span.bit_length() - 1
         if span <= 0 or span != 1 << bits or bits > 63:
             raise ValueError("RowRandom.integers draws from ranges of 2^b values (b <= 63)")
-        k, shape = self._shape(len(self.rows) if size is None else size)
+        k, shape = self._shape(len(self) if size is None else size)
         words = self._next_words(k)
         top = (words >> np.uint64(64 - bits)).view(np.int64) if bits else np.zeros(words.shape, np.int64)
         if low:
@@ -267,6 +312,6 @@ class RowRandom:
         """A sequential :class:`numpy.random.Generator` under the same key for draws that are
         not per row (dummy respondents), separate from every per-row draw: ``tag`` and the
         first row's index name it."""
-        first = int(self.rows[0]) if len(self.rows) else 0
+        first = (self._range.start if self._range is not None else int(self.rows[0])) if len(self) else 0
         counter = ((1 << 63 | tag) << 64) + (first << 128) + (self.stream << 192)
         return np.random.Generator(np.random.Philox(key=self.key, counter=counter))
