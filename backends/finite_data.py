@@ -31,7 +31,7 @@ from ..model import ProductMechanism, SubsetMechanism, Variable
 from ..progress import progress
 from .channel import Channel, GRRChannel
 from .compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
-from .data import MISSING, check_no_missing, describe_values, missing_rows, require_columns
+from .data import MISSING, describe_values, missing_rows, require_columns
 from .rowrandom import BLOCK, RowRandom, row_key, stream_of
 from .tally import Tally, describe_distinct
 
