@@ -42,6 +42,30 @@ def test_parse_and_write_round_trip(text, left, right):
     assert (again[0][0], again[1][0]) == (left, right)
 
 
+def test_written_numbers_are_pythons_shortest_repr_at_every_magnitude():
+    """format_ranges writes with Arrow's cast where it agrees with Python's repr and with
+    repr where Arrow would choose another notation (exponents by digit count, 0.00001):
+    every end is spelled as ``repr`` (whole numbers below 2^53 without .0, -0 as 0) and
+    reads back to the same double."""
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.standard_normal(20_000) * 10.0 ** rng.integers(-25, 25, 20_000),
+                        rng.standard_normal(5_000), np.round(rng.standard_normal(2_000) * 1e4),
+                        [0.0, -0.0, 1e-4, 9.99e-5, 1e14, 41163053637.413284, 1e15, 1e16, 2.0 ** 53,
+                         5e-324, -1.7976931348623157e308, 123456789012345.6]])
+    hi = x + np.abs(x) + 1.0
+    text = format_ranges(x, hi)
+
+    def spell(v: float) -> str:
+        r = repr(float(v) + 0.0)
+        return r.removesuffix(".0") if abs(v) < 2.0 ** 53 else r
+
+    assert text.tolist() == [f"({spell(a)}, {spell(b)}]" for a, b in zip(x, hi)]
+    lo2, hi2 = parse_ranges(text)
+    assert np.array_equal(lo2, x + 0.0) and np.array_equal(hi2, hi)
+    assert format_ranges(np.array([1.0, 3.0, np.nan]), np.array([1.0, -2.0, 1.0])).tolist() == \
+        ["1", "(-inf, -2] | (3, inf]", "null"]
+
+
 @pytest.mark.parametrize("bad", ["(2, 1]", "[1, 2]", "(1, 2)", "(inf, inf]", "inf", "abc", "(-inf, 1] | (0, inf]",
                                  "(1, 2] | (3, 4]"])
 def test_bad_reports_are_named_by_row(bad):
