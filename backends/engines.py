@@ -425,8 +425,11 @@ class DuckDBEngine:
         require_columns(pd.DataFrame(columns=self._header), [column], self.source)
         cell = self._cell(column, "x")
         named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
-        inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {_quote(column)} AS x, count(*) AS n "
-                 f"FROM {self._from} GROUP BY ALL) GROUP BY ALL")
+        if cell == _quote("x"):   # the cells as they are: one GROUP BY
+            inner = f"SELECT {_quote(column)} AS x, count(*) AS n FROM {self._from} GROUP BY ALL"
+        else:                     # normalized on the distinct values, equal ones merged
+            inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {_quote(column)} AS x, count(*) AS n "
+                     f"FROM {self._from} GROUP BY ALL) GROUP BY ALL")
         # one query: the parsed reports grouped by their ends (no text), the others by their
         # text (no ends); the two kinds are told apart by the ends being null
         picked = ", ".join(f"CASE WHEN ok THEN e{i} END AS e{i}" for i in range(len(exprs)))

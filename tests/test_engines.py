@@ -480,7 +480,8 @@ def test_interval_reports_parsed_in_sql_give_the_same_values_and_messages(tmp_pa
 
 
 _REPORT_BITS = st.sampled_from(["(", ")", "]", "[", ",", ", ", " ", "-", "+", "inf", "INF", "Infinity", "1", "2.5",
-                                "1e3", "1E-2", ".5", "7.", "|", "null", "nan", "\u00a0", "\t", "0x1", "1_0", "e"])
+                                "1e3", "1E-2", ".5", "7.", "|", "null", "nan", "\u00a0", "\t", "\x0b", "\x0c", "\n", "0x1",
+                                "1_0", "e"])
 
 
 @settings(max_examples=200, deadline=None)
