@@ -434,7 +434,10 @@ class DuckDBEngine:
         # text (no ends); the two kinds are told apart by the ends being null
         picked = ", ".join(f"CASE WHEN ok THEN e{i} END AS e{i}" for i in range(len(exprs)))
         sql = (f"SELECT CASE WHEN ok THEN NULL ELSE x END AS x, {picked}, sum(n)::BIGINT AS n FROM "
-               f"(SELECT x, n, coalesce(({ok}), false) AS ok, {named} FROM ({_layers(inner, prepare)})) GROUP BY ALL")
+               f"(SELECT x, n, coalesce(({ok}), false) AS ok, {named} FROM ({_layers(inner, prepare)})) GROUP BY ALL "
+               # sorted by the values (in parallel, 3x faster than a lexsort in numpy): an
+               # estimator that needs them sorted (the NPMLE's rows) finds them so
+               f"ORDER BY {', '.join(f'e{i}' for i in range(len(exprs)))}")
         got = self.con.execute(sql).fetchnumpy()
         is_parsed = ~np.ma.getmaskarray(got["e0"]) if np.ma.isMaskedArray(got["e0"]) else \
             ~pd.isna(np.asarray(got["e0"], dtype=object)).astype(bool)

@@ -198,6 +198,8 @@ def _aggregate(l: np.ndarray, r: np.ndarray, c: np.ndarray | None = None
     """Distinct pairs (one sort) with their counts: row counts, or the sums of ``c``."""
     if l.size == 0:
         return l, r, np.zeros(0, dtype=np.int64 if c is None else float)
+    if c is not None and l.size > 1 and bool(np.all((l[1:] > l[:-1]) | ((l[1:] == l[:-1]) & (r[1:] > r[:-1])))):
+        return l, r, c          # already distinct and sorted (an engine's tally): one pass, no sort
     order = np.lexsort((r, l))
     ls, rs = l[order], r[order]
     first = np.empty(ls.size, dtype=bool)
@@ -213,6 +215,48 @@ def _aggregate(l: np.ndarray, r: np.ndarray, c: np.ndarray | None = None
 
 
 # ---- innermost intervals ------------------------------------------------------------------
+def _ranks(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray | None]]:
+    """The distinct values of all ``arrays`` (sorted), each entry's index among them
+    (``np.unique(concatenate(arrays), return_inverse=True)``, 2-3x faster on millions of
+    ends), and the order that sorts each array (None: already sorted).  Each array is
+    sorted on its own (one already sorted, such as the left ends of rows in order, is not
+    sorted again), the sorted values merged, and the ranks found by binary search of
+    sorted keys (cache-friendly; unsorted keys would miss the cache at every step)."""
+    sorted_parts, orders = [], []
+    for x in arrays:
+        if x.size < 2 or bool(np.all(x[1:] >= x[:-1])):
+            orders.append(None)
+            sorted_parts.append(x)
+        else:
+            order = np.argsort(x)
+            orders.append(order)
+            sorted_parts.append(x[order])
+    merged = np.sort(np.concatenate(sorted_parts))
+    keep = np.empty(merged.size, dtype=bool)
+    keep[:1] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    values = merged[keep]
+    ranks = []
+    for xs, order in zip(sorted_parts, orders):
+        r = np.searchsorted(values, xs).astype(np.intp, copy=False)
+        if order is not None:
+            out = np.empty_like(r)
+            out[order] = r
+            r = out
+        ranks.append(r)
+    return values, ranks, orders
+
+
+def _search(hay: np.ndarray, keys: np.ndarray, order: np.ndarray | None, side: str) -> np.ndarray:
+    """``np.searchsorted(hay, keys, side)``, the keys searched in ``order`` (sorting them:
+    each search starts near the last one's end) and put back in place."""
+    if order is None:
+        return np.searchsorted(hay, keys, side=side)
+    out = np.empty(keys.size, dtype=np.intp)
+    out[order] = np.searchsorted(hay, keys[order], side=side)
+    return out
+
+
 def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Turnbull's innermost intervals of a set of pieces, and each piece's run over them.
@@ -252,9 +296,7 @@ def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = Non
     cut_values = np.zeros(0) if cuts is None else np.asarray(cuts, dtype=float)
     # cuts bring the ends -inf+ and inf (of their ranges): the last two entries of `extra`
     extra = np.concatenate([cut_values, [-np.inf, np.inf]]) if cuts is not None else np.zeros(0)
-    values, inverse = np.unique(np.concatenate([left, right, extra]), return_inverse=True)
-    inverse = inverse.ravel()
-    rank_l, rank_r = inverse[:n_rows], inverse[n_rows:2 * n_rows]
+    values, (rank_l, rank_r, rank_x), (order_l, order_r, _) = _ranks(left, right, extra)
     # key 2*rank is the point x itself, 2*rank + 1 is "just after x": (l, r] = [l+, r]
     lkey = 2 * rank_l + (~point)
     rkey = 2 * rank_r
@@ -265,12 +307,12 @@ def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = Non
     present[2 * lkey] = True
     present[2 * rkey + 1] = True
     if cut_values.size:
-        lowest = 2 * int(inverse[-2]) + 1      # -inf+: the left end of (-inf, x]
-        highest = 2 * int(inverse[-1])         # inf: the right end of (x, inf)
+        lowest = 2 * int(rank_x[-2]) + 1       # -inf+: the left end of (-inf, x]
+        highest = 2 * int(rank_x[-1])          # inf: the right end of (x, inf)
         present[2 * lowest] = True
         present[2 * highest + 1] = True
         # the ranges (-inf, x] and (x, inf): a right end at x and a left end at x+
-        cut_rank = inverse[2 * n_rows:2 * n_rows + cut_values.size]
+        cut_rank = rank_x[:cut_values.size]
         present[2 * (2 * cut_rank + 1)] = True
         present[2 * (2 * cut_rank) + 1] = True
     events = np.flatnonzero(present)
@@ -281,8 +323,9 @@ def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = Non
     inner_left = values[inner_lkey >> 1]
     inner_right = values[inner_rkey >> 1]
     # innermost j lies in a range [L, R] (keys) iff L <= inner_lkey[j] and inner_rkey[j] <= R
-    a = np.searchsorted(inner_lkey, lkey, side="left").astype(np.intp)
-    b = (np.searchsorted(inner_rkey, rkey, side="right") - 1).astype(np.intp)
+    # (the keys ordered as their ends are: rkey = 2 rank_r, lkey = 2 rank_l + 0 or 1)
+    a = _search(inner_lkey, lkey, order_l, "left").astype(np.intp, copy=False)
+    b = (_search(inner_rkey, rkey, order_r, "right") - 1).astype(np.intp, copy=False)
     if a.size and not np.all(a <= b):  # pragma: no cover - Turnbull: every range holds one
         raise AssertionError("a piece covers no innermost interval")
     return inner_left, inner_right, a, b
@@ -380,7 +423,10 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
     # rows with the same run are one row of the likelihood
     if a.size > 1:
         code = a.astype(np.int64) * (m + 1) + b
-        uniq, inv = np.unique(code, return_inverse=True)
+        # rows in order of their ends have their runs mostly in order too: no duplicate
+        # run is possible where the codes increase strictly (one pass instead of a sort)
+        distinct = bool(np.all(code[1:] > code[:-1]))
+        uniq, inv = (code, None) if distinct else np.unique(code, return_inverse=True)
         if uniq.size < code.size:
             c = np.bincount(inv.ravel(), weights=c, minlength=uniq.size)
             a, b = uniq // (m + 1), uniq % (m + 1)
