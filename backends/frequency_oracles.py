@@ -471,6 +471,11 @@ class FrequencyOracleBackend:
                   "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
                   "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi "
                   "(privacy noise only)"}
+        if isinstance(o, longitudinal.LongitudinalOracle):
+            # two collections of the same respondents share their permanent responses
+            X = longitudinal.cross_collection_covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
+            extras["cross_collection_covariance"] = _mat(X, labels, labels)
+            extras["change_covariance"] = _mat(longitudinal.change_covariance(o, w / w.sum(), 1.0), labels, labels)
         return Result("avar", _mat(value, labels, labels), extras)
 
     # -- privatize --------------------------------------------------------------------------------

@@ -81,7 +81,8 @@ from privspec.backends.rowrandom import RowRandom
 from privspec.backends.rr_joint import project as _project
 
 __all__ = ["KINDS", "CALIBRATIONS", "LongitudinalOracle", "longitudinal", "round_oracles", "report_oracle",
-           "support_probs", "pair_probs", "covariance", "variance", "unbiased", "permanent",
+           "support_probs", "pair_probs", "covariance", "cross_collection_covariance", "change_covariance",
+           "variance", "unbiased", "permanent",
            "instantaneous", "privatize", "privatize_collections", "support_counts", "format_reports",
            "parse_reports", "epsilon_of", "epsilon_by_counts", "epsilon_table", "max_eps_1"]
 
@@ -363,7 +364,7 @@ def covariance(lo: LongitudinalOracle, f: Sequence[float], n: float, conditional
     ``conditional=True``, given the table ``n f`` (both rounds' noise): diagonal ``[f
     p*(1-p*) + (1-f) q*(1-q*)] / (n (p*-q*)^2)``.  (Across collections of the same
     respondents the estimates are correlated through the shared PRR; that covariance is
-    not this one.)
+    not this one: :func:`cross_collection_covariance`.)
 
     Examples
     --------
@@ -379,6 +380,79 @@ def covariance(lo: LongitudinalOracle, f: Sequence[float], n: float, conditional
     p, q = support_probs(lo)
     one, neither, _ = pair_probs(lo)
     return orc.pure_covariance(p, q, one, neither, f, n, conditional)
+
+
+def cross_collection_covariance(lo: LongitudinalOracle, f: Sequence[float], n: float,
+                                conditional: bool = False) -> np.ndarray:
+    """``Cov(f_hat_t, f_hat_s)``: the ``d x d`` covariance between the :func:`unbiased`
+    estimates of two different collections ``t != s`` of the same respondents, whose
+    values stay the same (so each keeps one PRR).
+
+    Given a respondent's value x the two reports are independent given the memoized PRR
+    ``B``, so the covariance of their supports is that of the IRR's means given B:
+    ``Cov(Z_t, Z_s | x) = (p2 - q2)^2 Cov(b | x)``, with ``b`` the PRR's support (UE: B's
+    bits, independent given x, so a diagonal ``pi (1 - pi)``; L-GRR: the indicator of B,
+    ``diag(pi) - pi pi^T``), where ``pi = q1 + (p1 - q1) e_x``.  Summed over the table and
+    divided by ``n^2 (p* - q*)^2 = n^2 (p1 - q1)^2 (p2 - q2)^2``, the IRR cancels:
+
+    * ``conditional=True`` (given the table ``n f``), with ``delta = p1 - q1``:
+      UE ``diag(f p1 (1 - p1) + (1 - f) q1 (1 - q1)) / (n delta^2)``; L-GRR
+      ``[diag(q1 + delta f) - q1^2 J - q1 delta (1 f^T + f 1^T) - delta^2 diag(f)] / (n delta^2)``;
+    * ``conditional=False`` (respondents drawn from ``f``): that plus the sampling term
+      ``(diag(f) - f f^T) / n``, the same respondents' values being in both collections.
+
+    It is below the one-collection :func:`covariance`: with ``Var(f_hat_t - f_hat_s) =
+    2 (covariance - cross_collection_covariance)`` a change between collections is
+    measured with only the IRR's noise (and the PRR's where values differ).  As eps_perm
+    grows (p1 -> 1, q1 -> 0) the conditional part vanishes.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_grr", 3, 2.0, 1.0)
+    >>> f = np.array([0.5, 0.3, 0.2])
+    >>> C = cross_collection_covariance(lo, f, 1000)
+    >>> bool(np.all(np.diag(C) < np.diag(covariance(lo, f, 1000))))
+    True
+    >>> D = cross_collection_covariance(lo, f, 1000, conditional=True)
+    >>> bool(np.allclose(C - D, (np.diag(f) - np.outer(f, f)) / 1000))
+    True
+    """
+    f = _frequencies(lo, f)
+    if not n > 0:
+        raise ValueError("n must be positive")
+    p1, q1 = lo.p1, lo.q1
+    delta = p1 - q1
+    if lo.kind == "l_grr":
+        one = np.ones(lo.d)
+        M = (np.diag(q1 + delta * f) - q1 * q1 * np.outer(one, one)
+             - q1 * delta * (np.outer(one, f) + np.outer(f, one)) - delta * delta * np.diag(f))
+    else:
+        M = np.diag(f * p1 * (1 - p1) + (1 - f) * q1 * (1 - q1))
+    V = M / (n * delta * delta)
+    if not conditional:
+        V = V + (np.diag(f) - np.outer(f, f)) / n
+    return V
+
+
+def change_covariance(lo: LongitudinalOracle, f: Sequence[float], n: float) -> np.ndarray:
+    """``Cov(f_hat_t - f_hat_s)``, the covariance of the measured change between two
+    collections ``t != s`` of the same respondents whose values stay the same:
+    ``2 (covariance - cross_collection_covariance)``.  The respondents' sampling is
+    common to both collections and cancels, so population and conditional forms agree,
+    and it is computed from the conditional ones (UE's bits, independent given x, leave
+    exact zeros off the diagonal).
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_osue", 4, 2.0, 1.0)
+    >>> f = np.array([0.4, 0.3, 0.2, 0.1])
+    >>> W = change_covariance(lo, f, 100)
+    >>> bool(np.allclose(W, 2 * (covariance(lo, f, 100) - cross_collection_covariance(lo, f, 100))))
+    True
+    >>> float(W[0, 1])
+    0.0
+    """
+    return 2 * (covariance(lo, f, n, conditional=True) - cross_collection_covariance(lo, f, n, conditional=True))
 
 
 def variance(lo: LongitudinalOracle, f: Any, n: float = 1, conditional: bool = False) -> Any:

@@ -181,6 +181,46 @@ def test_covariance_equals_the_enumerated_mechanism(kind: str) -> None:
         assert np.allclose(ol.unbiased(lo, n * mean, n), f, atol=1e-12)
 
 
+def cross_moments(lo: ol.LongitudinalOracle) -> np.ndarray:
+    """``E[Z_t Z_s^T | x]`` (d x d x d) of two collections' supports of one respondent, by
+    enumerating the shared memoized B: the reports are independent given B, so it is
+    ``sum_B Pr(B | x) E[Z | B] E[Z | B]^T``."""
+    d = lo.d
+    g = lo.p2 - lo.q2
+    out = np.zeros((d, d, d))
+    for x in range(d):
+        if lo.kind == "l_grr":
+            states = [(lo.p1 if b == x else lo.q1, lo.q2 + g * np.eye(d)[b]) for b in range(d)]
+        else:
+            pi = np.full(d, lo.q1)
+            pi[x] = lo.p1
+            states = [(np.prod(np.where(B == 1, pi, 1 - pi)), lo.q2 + g * B)
+                      for B in np.array(list(itertools.product([0, 1], repeat=d)), dtype=float)]
+        for prob, mean in states:
+            out[x] += prob * np.outer(mean, mean)
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cross_collection_covariance_equals_the_enumerated_mechanism(kind: str) -> None:
+    for eps_perm, eps_1 in ((1.5, 0.7), (4.0, 0.5)):
+        lo = ol.longitudinal(kind, 4, eps_perm, eps_1)
+        f, n = np.array([0.4, 0.3, 0.2, 0.1]), 250
+        m1, _ = channel_moments(lo)
+        m2 = cross_moments(lo)
+        p, q = ol.support_probs(lo)
+        scale = n * (p - q) ** 2
+        mean = f @ m1
+        pop = (np.tensordot(f, m2, axes=1) - np.outer(mean, mean)) / scale
+        cond = np.tensordot(f, m2 - np.einsum("xi,xj->xij", m1, m1), axes=1) / scale
+        assert np.allclose(ol.cross_collection_covariance(lo, f, n), pop, rtol=1e-10, atol=1e-15)
+        assert np.allclose(ol.cross_collection_covariance(lo, f, n, conditional=True), cond, rtol=1e-10, atol=1e-15)
+        # below one collection's covariance: the IRR's noise is not shared (L-GRR's
+        # estimates sum to 1, so both are 0 along the ones vector)
+        gap = ol.covariance(lo, f, n) - ol.cross_collection_covariance(lo, f, n)
+        assert np.all(np.linalg.eigvalsh(gap) > -1e-15) and np.all(np.diag(gap) > 0)
+
+
 # ---- 1. Monte Carlo covariance ---------------------------------------------------------------------
 R, N_MC = 2000, 2000
 
@@ -230,6 +270,46 @@ def test_covariance_monte_carlo(kind: str) -> None:
     table = np.repeat(np.arange(D), np.rint(F * N_MC).astype(int))
     est = survey_estimates(lo, np.tile(table, (R, 1)), seed + 50, collection=3)
     check_covariance(est, ol.covariance(lo, F, N_MC, conditional=True))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cross_collection_covariance_monte_carlo(kind: str) -> None:
+    """Two collections of the same respondents (one PRR each, fresh IRRs): the empirical
+    covariance between their estimates over R surveys against
+    :func:`cross_collection_covariance`, entrywise within 4.5 of its standard deviations
+    ``sqrt((s_tt,vv s_ss,ww + s_ts,vw^2) / (R-1))`` (a cross-covariance is small beside
+    the variances that make its noise: its trace has a standard deviation of 4-6% here);
+    its trace above 4.5 of them (the PRR is shared); and the covariance of the change
+    ``f_hat_t - f_hat_s`` (:func:`change_covariance`, ``2 (covariance -
+    cross_collection_covariance)`` in both forms), within 5% in
+    trace (its Wishart sd asserted below 2.5%) and per diagonal entry inside the central
+    ``1 - 1e-4`` interval of chi2(R-1)/(R-1)."""
+    lo = ol.longitudinal(kind, D, EPS_PERM, EPS_1)
+    seed = 300 + KINDS.index(kind)
+    table = np.repeat(np.arange(D), np.rint(F * N_MC).astype(int))
+    cases = ((np.random.default_rng(seed).choice(D, size=(R, N_MC), p=F), False),   # population
+             (np.tile(table, (R, 1)), True))                                      # given the table
+    for x, conditional in cases:
+        # the same seed and rows: the same PRRs; collections 2 and 5: independent IRRs
+        a = survey_estimates(lo, x, seed, collection=2)
+        b = survey_estimates(lo, x, seed, collection=5)
+        V = ol.cross_collection_covariance(lo, F, N_MC, conditional=conditional)
+        one = ol.covariance(lo, F, N_MC, conditional=conditional)
+        dof = R - 1
+        S = (a - a.mean(axis=0)).T @ (b - b.mean(axis=0)) / dof
+        sd = np.sqrt((np.outer(np.diag(one), np.diag(one)) + V ** 2) / dof)
+        assert np.abs((S - V) / sd).max() < 4.5, (S - V) / sd
+        trace_sd = math.sqrt(((np.outer(np.diag(one), np.diag(one)) + V ** 2) / dof)[np.diag_indices(D)].sum())
+        assert abs(np.trace(S) - np.trace(V)) < 4.5 * trace_sd
+        assert np.trace(S) > 4.5 * trace_sd        # the shared PRR is seen
+        change = np.cov((a - b).T)
+        W = ol.change_covariance(lo, F, N_MC)
+        assert np.allclose(W, 2 * (one - V), rtol=1e-12, atol=1e-18)
+        assert math.sqrt(2 * (W ** 2).sum() / dof) / np.trace(W) < 0.025
+        assert np.trace(change) == pytest.approx(np.trace(W), rel=0.05)
+        lo_, hi_ = stats.chi2.ppf([0.5e-4, 1 - 0.5e-4], dof) / dof
+        ratio = np.diag(change) / np.diag(W)
+        assert np.all((ratio > lo_) & (ratio < hi_)), ratio
 
 
 # ---- 2. memoization --------------------------------------------------------------------------------
