@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +55,9 @@ from ..errors import BackendError, DataError, Diagnostic
 from ..model import (IntervalMechanism, Law, ModelGraph, ProgressiveMechanism, SelectiveMechanism,
                      Variable)
 from .tally import ROWS, Rows
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: how a null (not collected) report is written
 NULL = "null"
@@ -645,7 +648,7 @@ def _num(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _num_arrow(x: np.ndarray) -> "pa.StringArray":
+def _num_arrow(x: np.ndarray) -> pa.StringArray:
     """:func:`_num` of every value, as an Arrow string array: Arrow's cast (the shortest
     round-trip digits, in C++, 4x faster than numpy's text and Python objects), and
     :func:`_num`'s own spelling where the two may differ.  Arrow chooses exponent notation

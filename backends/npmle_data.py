@@ -291,7 +291,6 @@ def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = Non
     >>> lo.tolist(), hi.tolist(), a.tolist(), b.tolist()
     ([0.5, 1.0, 2.0], [0.5, 2.0, 3.0], [0, 1, 2, 0], [0, 1, 2, 0])
     """
-    n_rows = left.size
     point = left == right
     cut_values = np.zeros(0) if cuts is None else np.asarray(cuts, dtype=float)
     # cuts bring the ends -inf+ and inf (of their ranges): the last two entries of `extra`
@@ -425,11 +424,11 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
         code = a.astype(np.int64) * (m + 1) + b
         # rows in order of their ends have their runs mostly in order too: no duplicate
         # run is possible where the codes increase strictly (one pass instead of a sort)
-        distinct = bool(np.all(code[1:] > code[:-1]))
-        uniq, inv = (code, None) if distinct else np.unique(code, return_inverse=True)
-        if uniq.size < code.size:
-            c = np.bincount(inv.ravel(), weights=c, minlength=uniq.size)
-            a, b = uniq // (m + 1), uniq % (m + 1)
+        if not np.all(code[1:] > code[:-1]):
+            uniq, inv = np.unique(code, return_inverse=True)
+            if uniq.size < code.size:
+                c = np.bincount(inv.ravel(), weights=c, minlength=uniq.size)
+                a, b = uniq // (m + 1), uniq % (m + 1)
     return Design(m=m, inner_left=inner_left, inner_right=inner_right,
                   a=a.astype(np.intp), b=b.astype(np.intp), c=np.asarray(c, dtype=float),
                   pa=pa.astype(np.intp), pb=pb.astype(np.intp), powner=po.astype(np.intp),

@@ -397,6 +397,8 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
     maximum): ``converged`` says which.
     """
     m, n = des.m, des.n
+    # a dense step up to _K_DENSE_MAX candidates while k^3 <= _DENSE_PER_ROW x rows
+    dense_budget = _DENSE_PER_ROW * (des.a.size + des.pa.size)
     if grp is None:
         grp = np.zeros(m, dtype=np.intp)
         sums = np.ones(1)
@@ -439,8 +441,7 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
         step = _Step(des, J, P, MP, n)
         h = 2.0 * d[J]
         gJ = grp[J]
-        rows = des.a.size + des.pa.size
-        if step.k <= _K_FULL or (step.k <= _K_DENSE_MAX and float(step.k) ** 3 <= _DENSE_PER_ROW * rows):
+        if step.k <= _K_FULL or (step.k <= _K_DENSE_MAX and float(step.k) ** 3 <= dense_budget):
             # only the groups with candidates take part (a group with sum 0 has none)
             live, gl = np.unique(gJ, return_inverse=True)
             x = qp(step.gram(), h, p[J], gl.ravel().astype(np.intp), sums[live])
