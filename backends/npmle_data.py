@@ -231,7 +231,9 @@ def _ranks(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.n
             order = np.argsort(x)
             orders.append(order)
             sorted_parts.append(x[order])
-    merged = np.sort(np.concatenate(sorted_parts))
+    # a stable sort (timsort) merges the sorted runs in linear time: 5x faster than
+    # quicksort on 2e7 ends in two runs
+    merged = np.sort(np.concatenate(sorted_parts), kind="stable")
     keep = np.empty(merged.size, dtype=bool)
     keep[:1] = True
     np.not_equal(merged[1:], merged[:-1], out=keep[1:])
@@ -291,6 +293,14 @@ def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = Non
     >>> lo.tolist(), hi.tolist(), a.tolist(), b.tolist()
     ([0.5, 1.0, 2.0], [0.5, 2.0, 3.0], [0, 1, 2, 0], [0, 1, 2, 0])
     """
+    if cuts is None and left.size and not np.any(left == right):
+        return _innermost_ranges(left, right)
+    return _innermost_keys(left, right, cuts)
+
+
+def _innermost_keys(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`innermost` in general: the ends ranked, each a key ``x`` or ``x+``."""
     point = left == right
     cut_values = np.zeros(0) if cuts is None else np.asarray(cuts, dtype=float)
     # cuts bring the ends -inf+ and inf (of their ranges): the last two entries of `extra`
@@ -328,6 +338,51 @@ def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = Non
     if a.size and not np.all(a <= b):  # pragma: no cover - Turnbull: every range holds one
         raise AssertionError("a piece covers no innermost interval")
     return inner_left, inner_right, a, b
+
+
+def _innermost_ranges(left: np.ndarray, right: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`innermost` of ranges ``(l, r]`` alone (no points, no cuts), from the ends'
+    values without ranking them (2.5x faster on 1e7 Case-II reports).
+
+    Every left key is ``L+`` and every right key ``R``; ``R`` comes before ``L+`` iff
+    ``R <= L``.  So a left ``L_i`` (in increasing order of the distinct lefts) is followed
+    by a right iff the first right beyond it, ``R = min{r > L_i}``, comes before the next
+    left's key, ``R <= L_{i+1}``: then ``(L_i, R]`` is an innermost interval.  A range holds
+    the innermost intervals whose left is at or after its own and whose right is at or
+    before its own.
+    """
+    lorder = None if bool(np.all(left[1:] >= left[:-1])) else np.argsort(left, kind="stable")
+    rorder = None if bool(np.all(right[1:] >= right[:-1])) else np.argsort(right, kind="stable")
+    ls = left if lorder is None else left[lorder]
+    rs = right if rorder is None else right[rorder]
+    lnew = np.concatenate([[True], ls[1:] != ls[:-1]])
+    rnew = np.concatenate([[True], rs[1:] != rs[:-1]])
+    lefts, rights = ls[lnew], rs[rnew]
+    beyond = np.searchsorted(rights, lefts, side="right")
+    has = beyond < rights.size
+    first_right = rights[np.minimum(beyond, rights.size - 1)]
+    inner = has & (first_right <= np.append(lefts[1:], np.inf))
+    inner_left, inner_right = lefts[inner], first_right[inner]
+    # the runs by counting, not searching (the innermost ends are among the distinct ends):
+    # a = the innermost intervals whose left is below the range's, b + 1 = those whose
+    # right is at or below the range's
+    below = np.cumsum(inner) - inner
+    a = below[np.cumsum(lnew) - 1]
+    upto = np.cumsum(np.bincount(beyond[inner], minlength=rights.size))
+    b = upto[np.cumsum(rnew) - 1] - 1
+    if lorder is not None:
+        a = _unsort(a, lorder)
+    if rorder is not None:
+        b = _unsort(b, rorder)
+    return inner_left, inner_right, a.astype(np.intp, copy=False), b.astype(np.intp, copy=False)
+
+
+def _unsort(x: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The values of sorted entries (``x[i]`` belongs to entry ``order[i]``) put back in place."""
+    out = np.empty_like(x)
+    out[order] = x
+    return out
 
 
 # ---- the design -------------------------------------------------------------------------
@@ -425,9 +480,17 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
         # rows in order of their ends have their runs mostly in order too: no duplicate
         # run is possible where the codes increase strictly (one pass instead of a sort)
         if not np.all(code[1:] > code[:-1]):
-            uniq, inv = np.unique(code, return_inverse=True)
-            if uniq.size < code.size:
-                c = np.bincount(inv.ravel(), weights=c, minlength=uniq.size)
+            # a stable sort finds the runs of increasing codes (a increases with the
+            # rows): 0.13 s on 1e7 codes, where np.unique(return_inverse) takes 1.3 s
+            order = np.argsort(code, kind="stable")
+            sc = code[order]
+            first = np.empty(sc.size, dtype=bool)
+            first[0] = True
+            np.not_equal(sc[1:], sc[:-1], out=first[1:])
+            if not first.all():
+                starts = np.flatnonzero(first)
+                c = np.add.reduceat(np.asarray(c, dtype=float)[order], starts)
+                uniq = sc[starts]
                 a, b = uniq // (m + 1), uniq % (m + 1)
     return Design(m=m, inner_left=inner_left, inner_right=inner_right,
                   a=a.astype(np.intp), b=b.astype(np.intp), c=np.asarray(c, dtype=float),
