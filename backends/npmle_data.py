@@ -30,7 +30,7 @@ Examples
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -352,8 +352,8 @@ def _innermost_ranges(left: np.ndarray, right: np.ndarray
     the innermost intervals whose left is at or after its own and whose right is at or
     before its own.
     """
-    lorder = None if bool(np.all(left[1:] >= left[:-1])) else np.argsort(left, kind="stable")
-    rorder = None if bool(np.all(right[1:] >= right[:-1])) else np.argsort(right, kind="stable")
+    lorder = None if bool(np.all(left[1:] >= left[:-1])) else np.argsort(left)
+    rorder = None if bool(np.all(right[1:] >= right[:-1])) else np.argsort(right)
     ls = left if lorder is None else left[lorder]
     rs = right if rorder is None else right[rorder]
     lnew = np.concatenate([[True], ls[1:] != ls[:-1]])
@@ -426,6 +426,11 @@ class Design:
     pair_j: np.ndarray
     n: float
     all_points: bool
+    #: ``b + 1``: where each plain run ends (exclusive), kept for the solver's many passes
+    b1: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "b1", self.b + 1)
 
     @property
     def has_multi(self) -> bool:
@@ -588,7 +593,7 @@ def row_probs(des: Design, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     S = np.empty(des.m + 1)
     S[0] = 0.0
     np.cumsum(p, out=S[1:])
-    P = S[des.b + 1] - S[des.a]
+    P = S[des.b1] - S[des.a]
     # a row on one innermost interval (an exact point, say) takes its mass itself: the
     # difference of prefix sums near 1 would keep only ~1e-16 / p of it (1e-10 at p = 1e-6)
     single = des.a == des.b
@@ -616,7 +621,7 @@ def gradient(des: Design, P: np.ndarray, MP: np.ndarray) -> np.ndarray:
     w = des.c / P
     # (float even without plain rows: bincount of nothing counts in integers)
     diff = np.bincount(des.a, w, minlength=m + 1).astype(float, copy=False)
-    diff -= np.bincount(des.b + 1, w, minlength=m + 1)
+    diff -= np.bincount(des.b1, w, minlength=m + 1)
     if des.pc.size:
         ww = (des.pc / MP)[des.powner]
         diff += np.bincount(des.pa, ww, minlength=m + 1)

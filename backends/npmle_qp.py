@@ -27,6 +27,7 @@ array([0., 1.])
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
 __all__ = ["run_gram", "cross_gram", "qp"]
 
@@ -69,12 +70,27 @@ def cross_gram(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray, w
 
 def _eq_solve(G: np.ndarray, h: np.ndarray, grp: np.ndarray, sums: np.ndarray, ngroups: int
               ) -> tuple[np.ndarray, np.ndarray]:
-    """Minimize 1/2 z'Gz - h'z subject to the group sums (no sign constraints)."""
+    """Minimize 1/2 z'Gz - h'z subject to the group sums (no sign constraints).
+
+    ``G`` is positive definite but for collinear candidates: by its Cholesky factor, the
+    multipliers from the small system ``E G^-1 E' mu = E G^-1 h - sums`` (half the work of
+    an LU of the whole KKT system, which is the fallback).
+    """
     k = h.size
-    K = np.zeros((k + ngroups, k + ngroups))
-    K[:k, :k] = G
     E = np.zeros((ngroups, k))
     E[grp, np.arange(k)] = 1.0
+    try:
+        factor = cho_factor(G, check_finite=False)
+        Y = cho_solve(factor, np.column_stack([h, E.T]), check_finite=False)
+        yh, YE = Y[:, 0], Y[:, 1:]
+        mu = np.linalg.solve(E @ YE, E @ yh - sums)
+        z = yh - YE @ mu
+        if np.all(np.isfinite(z)) and np.all(np.isfinite(mu)):
+            return z, mu
+    except np.linalg.LinAlgError:
+        pass
+    K = np.zeros((k + ngroups, k + ngroups))
+    K[:k, :k] = G
     K[k:, :k] = E
     K[:k, k:] = E.T
     rhs = np.concatenate([h, sums])

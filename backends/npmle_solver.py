@@ -160,7 +160,9 @@ class _Step:
         before = np.zeros(des.m + 1, dtype=np.intp)
         before[J + 1] = 1
         np.cumsum(before, out=before)          # before[t] = #J below t
-        ra, rb = before[des.a], before[des.b + 1] - 1
+        ra = before[des.a]
+        rb = before[des.b1]
+        rb -= 1
         #: each plain row's run over J as one number (``ra * k + rb``), when rows are merged
         self.key: np.ndarray | None = None
         self.c = des.c
@@ -387,7 +389,7 @@ def _coarse_step(des: Design, p: np.ndarray, J: np.ndarray, starts: np.ndarray, 
         run = np.where(lo <= hi, Sq[np.maximum(hi, lo - 1) + 1] - Sq[lo], 0.0)
         return run + al * dq[b1] + ar * dq[b2]
 
-    plain = coefficients(before[des.a], before[des.b + 1] - 1)
+    plain = coefficients(before[des.a], before[des.b1] - 1)
     G = gram(plain, des.c / (P * P) / n)
     V = None
     if des.has_multi:

@@ -479,6 +479,32 @@ def test_interval_reports_parsed_in_sql_give_the_same_values_and_messages(tmp_pa
     assert "D101" in err and "41" in err and "2001" in err
 
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_interval_texts_with_equal_ends_are_one_row(tmp_path: Path, fmt: str) -> None:
+    """Texts that parse to the same ends (other spellings, spaces) are one row of DuckDB's
+    counts, which come sorted and distinct, as the NPMLE's design wants them; the pandas
+    engine's rows (one per text) merged are the same."""
+    from privspec.backends.engines import DuckDBEngine, PandasEngine
+    from privspec.backends.interval_reports import report_model
+    from privspec.backends.npmle_data import merge_rows
+
+    spec = tmp_path / "s.privspec"
+    spec.write_text(INTERVAL)
+    mech = privspec.load(spec).model.mechanisms["c2"]
+    texts = ["(10, 20]", "(10.0, 2e1]", " (10, 20] ", "(1, 2]", "(10, 20]", "(-inf, 5]", "(1.0, 2.0]", "(3, inf]"]
+    frame = pd.DataFrame({"salary": texts})
+    f = tmp_path / f"r.{fmt}"
+    frame.to_parquet(f) if fmt == "parquet" else frame.to_csv(f, index=False)
+    got = {}
+    for name, engine in [("duckdb", DuckDBEngine(str(f))), ("pandas", PandasEngine(frame))]:
+        left, right, counts = report_model(mech).read_counts(engine, "salary")
+        if name == "duckdb":
+            assert left.tolist() == [-np.inf, 1.0, 3.0, 10.0] and right.tolist() == [5.0, 2.0, np.inf, 20.0]
+        left, right, counts = merge_rows(left, right, np.asarray(counts, dtype=float))
+        got[name] = list(zip(left.tolist(), right.tolist(), counts.tolist()))
+    assert got["duckdb"] == got["pandas"] == [(-np.inf, 5.0, 1), (1.0, 2.0, 2), (3.0, np.inf, 1), (10.0, 20.0, 4)]
+
+
 _REPORT_BITS = st.sampled_from(["(", ")", "]", "[", ",", ", ", " ", "-", "+", "inf", "INF", "Infinity", "1", "2.5",
                                 "1e3", "1E-2", ".5", "7.", "|", "null", "nan", "\u00a0", "\t", "\x0b", "\x0c", "\n", "0x1",
                                 "1_0", "e"])
