@@ -90,6 +90,11 @@ def engine_for(source: Any, engine: str | None = None, name: str | None = None) 
 
 
 # ---- pandas -------------------------------------------------------------------------------------
+def _arrow_text(col: pd.Series) -> bool:
+    """Whether a column holds its texts in Arrow already (``string[pyarrow]``, Arrow dtypes)."""
+    return isinstance(col.dtype, pd.ArrowDtype) or getattr(col.dtype, "storage", None) == "pyarrow"
+
+
 class PandasEngine:
     """Counts in memory: one :func:`pandas.factorize` per column (a categorical column
     uses its codes: no string is hashed), then :func:`numpy.bincount` on the codes."""
@@ -123,6 +128,39 @@ class PandasEngine:
             return table[ids]
 
         return tally, per_row
+
+    def text_blocks(self, column: str, width: int, rows: int = 1 << 14) -> Iterator[np.ndarray] | None:
+        """The column's texts as blocks of at most ``rows`` rows of their UTF-8 bytes (uint8
+        matrices ``(m, width)``), when every value is a text of exactly ``width`` bytes; else
+        None (a missing value, another length, not text: the caller then tallies).
+
+        For reports with one sufficient statistic per row position (unary encoding's bits)
+        and nearly every report distinct: they are counted from the rows' bytes, where a
+        tally would hash millions of distinct texts.  An Arrow-backed column is read in
+        place; an object column is converted once.
+        """
+        import pyarrow as pa
+
+        col = self.frame[column]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            return None                     # few distinct values: the tally is cheaper
+        try:
+            arr = pa.chunked_array([pa.array(col, type=None if _arrow_text(col) else pa.string(), from_pandas=True)])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            return None
+        if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            return None
+        mats = []
+        for chunk in arr.chunks:
+            if not len(chunk):
+                continue
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if pa.types.is_large_string(chunk.type)
+                                    else np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
+            if not np.array_equal(np.diff(offsets), np.full(len(chunk), width)):
+                return None
+            data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
+            mats.append(data[offsets[0]:offsets[-1]].reshape(len(chunk), width))
+        return (m[lo:lo + rows] for m in mats for lo in range(0, len(m), rows))
 
     def _tally(self, columns: Sequence[str]) -> tuple[Tally, np.ndarray, np.ndarray]:
         columns = list(columns)

@@ -163,6 +163,36 @@ def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, 
     return reports, np.asarray(tally.counts, dtype=float)
 
 
+def read_support_counts(column: str, protocol: str, o: Any, engine: Any) -> tuple[np.ndarray, float]:
+    """``C`` (the reports whose support holds each category) and the number of reports of
+    ``column``: all the unbiased estimator needs.
+
+    Unary-encoding reports of more than a few categories are nearly all distinct (d = 256,
+    epsilon = 4: a million reports, a million texts), so an engine that has the rows'
+    texts at hand (:meth:`.engines.PandasEngine.text_blocks`) gives them as bytes and the
+    bits are counted row by row, in blocks, without grouping them.  Anything else (other
+    oracles, a text that is not a report, a missing value) is read as distinct reports
+    (:func:`read_reports`), with its messages.
+    """
+    one = _one_round(o)
+    if one.kind in core._UE and hasattr(engine, "text_blocks"):
+        require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
+        blocks = engine.text_blocks(column, 2 * one.packed_width)
+        if blocks is not None:
+            C = np.zeros(one.d, dtype=np.int64)
+            n = 0
+            for chars in blocks:
+                packed, ok = core.unhex(one, chars)
+                if not ok.all():
+                    break                   # not every row is a report: read them as reports
+                C += core.support_counts(one, packed)
+                n += len(chars)
+            else:
+                return C.astype(float), float(n)
+    reports, counts = read_reports(column, protocol, o, engine)
+    return ops(o).support_counts(o, reports, counts), float(counts.sum())
+
+
 def check_reports(tally: Any, bad: np.ndarray, text: np.ndarray, column: str, protocol: str, hint: str) -> None:
     """D013 naming every distinct value of ``column`` that is not a report (``bad``, over
     the tally's distinct tuples; ``text`` their values) with its rows."""
@@ -225,10 +255,13 @@ def mle_fit(o: core.Oracle, reports: Any, counts: np.ndarray, pair: tuple[float,
     return w, _mle_covariance(sets, c, w, pair), loglik
 
 
-def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray) -> dict:
+def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray, support: np.ndarray | None = None) -> dict:
     """The estimate of ``q`` (``mom`` or ``mle``) from distinct reports and their counts:
-    ``w``, ``V`` (n times its covariance, of the kind ``se`` asks; None when unknown), and notes."""
-    n = float(counts.sum())
+    ``w``, ``V`` (n times its covariance, of the kind ``se`` asks; None when unknown), and notes.
+
+    ``mom`` needs only the support counts: given as ``support`` (with ``counts`` then the
+    number of reports, :func:`read_support_counts`), the reports are not looked at."""
+    n = float(np.sum(counts))
     if n <= 0:
         raise DataError(Diagnostic("D103", "no report was collected: nothing to estimate from"))
     method = q.method.name
@@ -238,7 +271,7 @@ def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray) -> dict:
     if method == "mom":
         project = str(options.get("project", "none"))
         m = ops(o)
-        raw = m.unbiased(o, m.support_counts(o, reports, counts), n)
+        raw = m.unbiased(o, m.support_counts(o, reports, counts) if support is None else support, n)
         out.update(w=project_onto(raw, project), projection=project)
         # the covariance of the linear estimator, at the estimate brought onto the simplex
         V = m.covariance(o, project_onto(raw, "clip"), 1.0, conditional=(se_kind == "conditional"))
@@ -411,7 +444,11 @@ class FrequencyOracleBackend:
                                           hint=f"project = {' | '.join(PROJECTIONS)}"))
         if verb == "simulate":
             return simulate(model, query, o, n=int(options["n"]), reps=int(options["reps"]), seed=options.get("seed"))
-        reports, counts = read_reports(mech.variable.name, mech.protocol, o, _engine(query, options))
+        engine = _engine(query, options)
+        if query.method.name == "mom":
+            C, n = read_support_counts(mech.variable.name, mech.protocol, o, engine)
+            return _result(query, labels, o, fit(query, o, None, np.array([n]), support=C))
+        reports, counts = read_reports(mech.variable.name, mech.protocol, o, engine)
         return _result(query, labels, o, fit(query, o, reports, counts))
 
     def _multi(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
@@ -517,9 +554,12 @@ def _small_key(o: core.Oracle, reports: Any) -> np.ndarray | None:
 def report_column(o: core.Oracle, reports: Any) -> Any:
     """The reports as a column: where a report fits in 8 bytes, a categorical (codes into the
     texts of the distinct reports: no string built per row, none hashed back when counted,
-    as for finite mechanisms); else one text per row."""
+    as for finite mechanisms); unary encoding's longer bit vectors as Arrow text built from
+    one buffer of hex digits (no Python string per report); else one text per row."""
     key = _small_key(o, reports)
     if key is None:
+        if o.kind in core._UE:
+            return _arrow_texts(core.hex_chars(reports))
         return core.format_reports(o, reports)
     codes, uniq = pd.factorize(key, sort=False)          # hashing, not a sort
     uniq = np.asarray(uniq, dtype=key.dtype)
@@ -530,12 +570,33 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
                                      validate=False)
 
 
+def _arrow_texts(chars: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """Texts of one width (rows of ASCII codes) as an Arrow string column, from one buffer."""
+    import pyarrow as pa
+
+    m, width = chars.shape
+    big = m * width >= 2 ** 31
+    offsets = np.arange(m + 1, dtype=np.int64 if big else np.int32) * width
+    kind = pa.LargeStringArray if big else pa.StringArray
+    arr = kind.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(chars)))
+    return pd.arrays.ArrowExtensionArray(arr)
+
+
 def _concatenate(pieces: list[Any]) -> Any:
-    """Pieces of a report column as one (categoricals merged on their texts)."""
+    """Pieces of a report column as one (categoricals merged on their texts, Arrow texts
+    chunked)."""
     if not pieces:
         return np.empty(0, dtype=object)
     if all(isinstance(p, pd.Categorical) for p in pieces):
         return pieces[0] if len(pieces) == 1 else pd.api.types.union_categoricals(pieces)
+    if all(isinstance(p, pd.arrays.ArrowExtensionArray) for p in pieces):
+        import pyarrow as pa
+
+        if len(pieces) == 1:
+            return pieces[0]
+        arrays = [pa.array(p) for p in pieces]
+        if len({a.type for a in arrays}) == 1:
+            return pd.arrays.ArrowExtensionArray(pa.chunked_array(arrays))
     return np.concatenate([np.asarray(p, dtype=object) for p in pieces])
 
 

@@ -62,7 +62,7 @@ from privspec.backends.rr_joint import project as _project
 __all__ = ["KINDS", "Oracle", "oracle", "support_probs", "PairProbs", "pair_probs", "covariance",
            "pure_covariance", "exact_covariance",
            "variance_formula", "epsilon_of", "privatize", "support_counts", "support_sets",
-           "format_reports", "parse_reports", "unbiased", "ibu", "ibu_support_counts",
+           "format_reports", "parse_reports", "hex_chars", "unhex", "unbiased", "ibu", "ibu_support_counts",
            "standard_errors", "hash_values", "symbols_of", "LH_PRIME", "EPSILON", "D", "G", "K", "F"]
 
 #: the kinds :func:`oracle` accepts (``adp`` resolves to ``grr`` or ``oue``)
@@ -1450,9 +1450,7 @@ def format_reports(o: Oracle, reports: Any) -> np.ndarray:
     packed = np.asarray(reports, dtype=np.uint8)
     m, nb = packed.shape
     if o.kind in _UE:
-        chars = np.empty((m, 2 * nb), dtype=np.uint8)
-        chars[:, 0::2], chars[:, 1::2] = _HEX[packed >> 4], _HEX[packed & 15]
-        return np.ascontiguousarray(chars).view(f"S{2 * nb}").ravel().astype(str)
+        return hex_chars(packed).view(f"S{2 * nb}").ravel().astype(str)
     bits = np.unpackbits(packed, axis=1, count=o.d, bitorder="little").astype(bool)
     if m and not np.all(bits.sum(axis=1) == o.k):
         raise ValueError(f"a subset-selection report has exactly k = {o.k} categories")
@@ -1461,6 +1459,57 @@ def format_reports(o: Oracle, reports: Any) -> np.ndarray:
     for j in range(1, o.k):
         out = np.char.add(np.char.add(out, "|"), codes[:, j])
     return np.asarray(out, dtype=str)
+
+
+def hex_chars(packed: np.ndarray) -> np.ndarray:
+    """Packed bits as the ASCII codes of their text (:func:`format_reports` of sue/oue): an
+    ``(m, 2 nb)`` uint8 matrix, two lower-case hex digits per byte, high nibble first.
+
+    Examples
+    --------
+    >>> hex_chars(np.array([[5, 162]], dtype=np.uint8)).tobytes()
+    b'05a2'
+    """
+    packed = np.asarray(packed, dtype=np.uint8)
+    m, nb = packed.shape
+    chars = np.empty((m, nb, 2), dtype=np.uint8)
+    # in cache-sized blocks, by arithmetic on contiguous nibbles (a table lookup gathers
+    # through an index array 8x the size): '0' + v, and 39 more for v > 9 ('a' - '0' - 10)
+    step = max(1, _CHUNK // nb)
+    for lo in range(0, m, step):
+        block = packed[lo:lo + step]
+        out = chars[lo:lo + step]
+        np.right_shift(block, 4, out=out[:, :, 0])
+        np.bitwise_and(block, 15, out=out[:, :, 1])
+        letter = out > 9
+        out += 48
+        out += letter * np.uint8(39)
+    return chars.reshape(m, 2 * nb)
+
+
+def unhex(o: Oracle, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sue/oue reports of texts given as ASCII codes (:func:`hex_chars`' inverse): an
+    ``(m, 2 ceil(d/8))`` uint8 matrix in, ``(packed reports of the valid rows, which rows are
+    valid)`` out.  A row is valid when every character is a lower-case hex digit and the
+    padding bits of the last byte are 0.
+
+    Examples
+    --------
+    >>> o = oracle("oue", 10, 1.0)
+    >>> packed, ok = unhex(o, np.frombuffer(b"0502" b"05f2" b"0A02", dtype=np.uint8).reshape(3, 4))
+    >>> packed.tolist(), ok.tolist()
+    ([[5, 2]], [True, False, False])
+    """
+    # arithmetic, as hex_chars: v = c - '0' is a digit's value (< 10); past '9', v - 39 is
+    # a letter's (10 .. 15); anything else is above 15, or below 10 past '9' (uint8 wraps)
+    nib = chars - np.uint8(48)
+    past = nib > 9
+    nib -= past * np.uint8(39)
+    ok = ~((nib > 15) | (past & (nib < 10))).any(axis=1)
+    packed = (nib[:, 0::2] << 4) | nib[:, 1::2]
+    if o.d % 8:   # the padding bits of the last byte are 0
+        ok &= (packed[:, -1] >> (o.d % 8)) == 0
+    return (packed if ok.all() else packed[ok]), ok
 
 
 def parse_reports(o: Oracle, strings: Sequence[Any]) -> tuple[Any, np.ndarray]:
@@ -1515,13 +1564,8 @@ def parse_reports(o: Oracle, strings: Sequence[Any]) -> tuple[Any, np.ndarray]:
         ok = is_str & s.str.fullmatch(f"[0-9a-f]{{{2 * nb}}}").fillna(False).to_numpy(dtype=bool)
         good = s[ok].to_numpy(dtype=object)
         chars = np.frombuffer("".join(good).encode("ascii"), dtype=np.uint8).reshape(len(good), 2 * nb)
-        nib = _UNHEX[chars]
-        packed = ((nib[:, 0::2] << 4) | nib[:, 1::2]).astype(np.uint8)
-        if o.d % 8:   # the padding bits of the last byte are 0
-            pad_ok = (packed[:, -1] >> (o.d % 8)) == 0
-            idx = np.flatnonzero(ok)
-            ok[idx[~pad_ok]] = False
-            packed = packed[pad_ok]
+        packed, valid = unhex(o, chars)
+        ok[np.flatnonzero(ok)[~valid]] = False
         return packed, np.flatnonzero(~ok)
     # ss: exactly k decimal codes separated by "|", strictly increasing, below d
     pattern = _DEC + (rf"(?:\|{_DEC}){{{o.k - 1}}}" if o.k > 1 else "")

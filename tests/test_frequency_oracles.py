@@ -109,6 +109,47 @@ def test_engines_agree_to_the_last_digit(spec, raw, tmp_path) -> None:
         assert a == b
 
 
+def test_wide_unary_reports_counted_by_row_equal_the_tally(tmp_path) -> None:
+    """Unary encoding of more than 64 categories writes Arrow text from one buffer, and the
+    unbiased estimate counts its bits row by row (no grouping of the nearly all distinct
+    texts): the same estimate, to the last digit, as from the distinct reports (an object
+    column, a file through DuckDB); texts that are not reports still get D013 with their
+    rows, missing ones D004."""
+    pytest.importorskip("duckdb")
+    from privspec.backends import frequency_oracles
+
+    labels = [f"c{i}" for i in range(100)]
+    wide = privspec.load("variable x: categorical {" + ", ".join(labels) + "}\n"
+                         "mechanism m = oue(x, epsilon = 2)\n"
+                         "query q = estimate distribution(x) from m by mom\n")
+    x = np.random.default_rng(3).integers(0, 100, 3_000)
+    reports = wide.privatize(pd.DataFrame({"x": np.asarray(labels, dtype=object)[x]}), "m", seed=1)
+    assert isinstance(reports["x"].dtype, pd.ArrowDtype) or str(reports["x"].dtype).startswith("string")
+    assert reports["x"].str.len().eq(26).all()                  # 13 bytes as hex
+    calls = []
+    original = frequency_oracles.read_reports
+    frequency_oracles.read_reports = lambda *a: calls.append(1) or original(*a)
+    try:
+        rowwise = wide.run(reports, ["q"])["q"]
+        assert not calls                                         # no distinct reports read
+        as_text = wide.run(reports.astype({"x": object}), ["q"])["q"]
+        assert not calls                                         # an object column converted once
+        path = tmp_path / "wide.csv"
+        reports.to_csv(path, index=False)
+        from_file = wide.run(str(path), ["q"], engine="duckdb")["q"]
+        assert calls                                             # DuckDB: the distinct reports
+    finally:
+        frequency_oracles.read_reports = original
+    got = [json.dumps([r.value.values, r.extras["se"].values], default=float) for r in (rowwise, as_text, from_file)]
+    assert got[0] == got[1] == got[2]
+    bad = reports.astype({"x": object})
+    bad.loc[[10, 2_000], "x"] = ["G" + bad.loc[10, "x"][1:], "0" * 25]     # not hex; 25 digits
+    d = _failure(wide.run(bad, ["q"]), "q")
+    assert d.code == "D013" and d.rows == (11, 2001)
+    bad.loc[[10, 2_000], "x"] = [reports.loc[10, "x"], None]
+    assert _failure(wide.run(bad, ["q"]), "q").code == "D004"
+
+
 def _failure(results, name: str):
     return results.failures[name].diagnostics[0]
 
