@@ -38,6 +38,7 @@ from . import oracles_longitudinal as longitudinal
 from .data import require_columns
 from .engines import PandasEngine
 from .finite_data import raw_codes
+from .tally import all_text, strip_texts
 from .finite_estimates import conditional_covariance
 from .finite_truth import _mat, _vec
 from .normal import Z95
@@ -155,7 +156,8 @@ def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, 
     require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
     tally = engine.tally([column])
     tally.check_no_missing([column])
-    text = np.array([str(v).strip() for v in tally.column(column)], dtype=object)
+    values = np.asarray(tally.column(column), dtype=object)
+    text = strip_texts(values) if all_text(values) else np.array([str(v).strip() for v in values], dtype=object)
     reports, bad = ops(o).parse_reports(o, text)
     mask = np.zeros(len(text), dtype=bool)
     mask[np.asarray(bad, dtype=np.int64)] = True
@@ -541,31 +543,52 @@ class FrequencyOracleBackend:
 
 def _small_key(o: core.Oracle, reports: Any) -> np.ndarray | None:
     """One integer per report when a report fits in 8 bytes (grr and hr indices; unary
-    encoding and subset bitmasks of at most 64 categories), else None."""
+    encoding and subset bitmasks of at most 64 categories), else None.  Bitmasks are read
+    big-endian (byte 0 highest), so that unary encoding's keys are in the order of its texts."""
     if o.kind in ("grr", "hr"):
         return np.asarray(reports, dtype=np.int64)
     if o.kind in ("sue", "oue", "ss") and o.packed_width <= 8:
         packed = np.zeros((len(reports), 8), dtype=np.uint8)
-        packed[:, :o.packed_width] = reports
-        return packed.view(np.uint64).ravel()
+        packed[:, 8 - o.packed_width:] = reports
+        return packed.view(">u8").ravel().astype(np.uint64)
     return None
+
+
+#: keys below this many values are grouped by a table (a bincount), not by hashing
+_DENSE_KEYS = 1 << 20
 
 
 def report_column(o: core.Oracle, reports: Any) -> Any:
     """The reports as a column: where a report fits in 8 bytes, a categorical (codes into the
-    texts of the distinct reports: no string built per row, none hashed back when counted,
-    as for finite mechanisms); unary encoding's longer bit vectors as Arrow text built from
-    one buffer of hex digits (no Python string per report); else one text per row."""
+    texts of the distinct reports, sorted as text, so that a tally of it is in canonical
+    order already: no string built per row, none hashed back when counted, as for finite
+    mechanisms); unary encoding's longer bit vectors as Arrow text built from one buffer of
+    hex digits (no Python string per report); else one text per row."""
     key = _small_key(o, reports)
     if key is None:
         if o.kind in core._UE:
             return _arrow_texts(core.hex_chars(reports))
         return core.format_reports(o, reports)
-    codes, uniq = pd.factorize(key, sort=False)          # hashing, not a sort
-    uniq = np.asarray(uniq, dtype=key.dtype)
+    top = o.d if o.kind == "grr" else o.K if o.kind == "hr" else 1 << (8 * o.packed_width)
+    if top <= _DENSE_KEYS:
+        # a table over every possible key: the distinct ones in increasing order, no hashing
+        seen = np.bincount(key.astype(np.intp), minlength=top) > 0
+        uniq = np.flatnonzero(seen).astype(key.dtype)
+        index = np.zeros(top, dtype=np.int32)
+        index[uniq.astype(np.intp)] = np.arange(uniq.size, dtype=np.int32)
+        codes = index[key.astype(np.intp)]
+    else:
+        codes, uniq = pd.factorize(key, sort=False)          # hashing, not a sort
+        uniq = np.asarray(uniq, dtype=key.dtype)
     distinct = uniq if o.kind in ("grr", "hr") else \
-        np.ascontiguousarray(uniq).view(np.uint8).reshape(-1, 8)[:, :o.packed_width]
-    text = core.format_reports(o, distinct)
+        np.ascontiguousarray(uniq.astype(">u8")).view(np.uint8).reshape(-1, 8)[:, 8 - o.packed_width:]
+    text = np.asarray(core.format_reports(o, distinct))
+    if o.kind not in core._UE or top > _DENSE_KEYS:
+        # the texts sorted (decimal codes and subsets do not sort as their keys do)
+        order = np.argsort(text, kind="stable")
+        rank = np.empty(order.size, dtype=np.int32)
+        rank[order] = np.arange(order.size, dtype=np.int32)
+        codes, text = rank[np.asarray(codes).ravel()], text[order]
     return pd.Categorical.from_codes(np.asarray(codes).ravel(), categories=pd.Index(text, dtype=object),
                                      validate=False)
 

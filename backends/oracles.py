@@ -58,6 +58,7 @@ import sympy
 
 from privspec.backends.rowrandom import RowRandom
 from privspec.backends.rr_joint import project as _project
+from privspec.backends.tally import all_text
 
 __all__ = ["KINDS", "Oracle", "oracle", "support_probs", "PairProbs", "pair_probs", "covariance",
            "pure_covariance", "exact_covariance",
@@ -1538,7 +1539,8 @@ def parse_reports(o: Oracle, strings: Sequence[Any]) -> tuple[Any, np.ndarray]:
     ([12, 5], [3, 0], [1, 2, 4])
     """
     raw = pd.Series(list(strings) if not isinstance(strings, pd.Series) else strings.tolist(), dtype=object)
-    is_str = raw.map(lambda s: isinstance(s, str)).to_numpy(dtype=bool)
+    is_str = np.ones(len(raw), dtype=bool) if all_text(raw.to_numpy(dtype=object)) else \
+        raw.map(lambda s: isinstance(s, str)).to_numpy(dtype=bool)
     s = raw.where(is_str, "").astype("string[pyarrow]")
     if o.kind in ("grr", "hr"):
         top = o.d if o.kind == "grr" else o.K

@@ -146,8 +146,11 @@ def canonical(values: pd.DataFrame, counts: np.ndarray) -> tuple[pd.DataFrame, n
         elif pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
             out[c] = col.astype(float)
         else:
-            na = col.isna().to_numpy()
             obj = col.to_numpy(dtype=object)
+            if all_text(obj):        # text already, none missing: as it is
+                out[c] = pd.Series(obj, dtype=object, index=values.index)
+                continue
+            na = col.isna().to_numpy()
             out[c] = pd.Series([None if m else v if isinstance(v, str) else str(v) for v, m in zip(obj, na)],
                                dtype=object, index=values.index)
     frame = pd.DataFrame(out, index=values.index)
@@ -180,8 +183,39 @@ def missing_mask(values: pd.Series) -> np.ndarray:
     na = values.isna().to_numpy()
     if pd.api.types.is_numeric_dtype(values.dtype):
         return na
+    obj = values.to_numpy(dtype=object)
+    if all_text(obj):
+        return pd.Series(strip_texts(obj), dtype=object).isin(MISSING).to_numpy()
     text = values.astype(object).where(~na, "").astype(str).str.strip()
     return na | text.isin(MISSING).to_numpy()
+
+
+def all_text(values: np.ndarray) -> bool:
+    """Whether every value of an object array is a ``str`` (none missing): a C loop."""
+    return pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty")
+
+
+def strip_texts(values: np.ndarray) -> np.ndarray:
+    """``str.strip`` of every value of an object array of ``str`` (:func:`all_text`), as an
+    object array: by Arrow where a value is printable ASCII (only the space is then
+    whitespace), by Python for the others (Python's whitespace is Unicode's and more).
+
+    Examples
+    --------
+    >>> strip_texts(np.array([" a ", "b", "\\u2003c\\x1c"], dtype=object)).tolist()
+    ['a', 'b', 'c']
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not len(values):
+        return np.asarray(values, dtype=object)
+    arr = pa.array(values, type=pa.string())
+    out = pc.utf8_trim(arr, " ").to_numpy(zero_copy_only=False)
+    other = np.flatnonzero(pc.match_substring_regex(arr, r"[^\x20-\x7e]").to_numpy(zero_copy_only=False))
+    for i in other:
+        out[i] = values[i].strip()
+    return out
 
 
 def describe_distinct(tally: Tally, codes: np.ndarray, uniques: Sequence[Any],

@@ -10,11 +10,14 @@ from a Zipf(1) distribution over d categories (seed 11), for each d in --d and e
    RowRandom(seed, rows=range(n)))``, ``unbiased(o, support_counts(o, reports), n)``.
    Best of --repeat calls; the first call (lazy imports, cold caches) is shown apart.
 2. privspec end to end through the spec API (--spec-kinds, default oue, at d = 16 and 256
-   where asked): ``spec.privatize(frame, "m", seed=1)`` of a string column ``x`` (labels
-   ``c0 .. c{d-1}``) and ``spec.run(reports, ["q"], engine="pandas")`` of
+   where asked): ``spec.privatize(frame, "m", seed=1)`` of a column ``x`` (labels
+   ``c0 .. c{d-1}``; --spec-input: as text, ``str``, every label then hashed once as for a
+   column read from CSV, and as a pandas ``categorical``, whose codes are used as they
+   are, as the peers are given codes) and ``spec.run(reports, ["q"], engine="pandas")`` of
    ``estimate distribution(x) from m by mom``.  Its reports are *text* (oue: the packed
    bits in hex): a categorical column of the distinct reports' texts where a report fits
-   in 8 bytes (d <= 64), one string per record beyond; the run reads the distinct ones back.
+   in 8 bytes (d <= 64), read back as distinct reports; beyond, Arrow text built from one
+   buffer, whose bits the run counts row by row (no grouping of nearly all distinct texts).
 3. The peers on the same codes, one record per Python call (client), then their
    aggregator on the list of reports:
    * multi-freq-ldpy (``multi_freq_ldpy.pure_frequency_oracles``): ``GRR_Client`` +
@@ -68,6 +71,7 @@ Timings are never asserted in tests: this prints, a person reads.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -282,7 +286,10 @@ def one(case: str, p: dict, repeat: int) -> dict:
                              f"mechanism m = {p['kind']}(x, epsilon = {eps!r})\n"
                              "query q = estimate distribution(x) from m by mom\n")
         x = codes_of(d, n)
-        frame = pd.DataFrame({"x": np.asarray(labels, dtype=object)[x]})
+        if p.get("input") == "categorical":      # a pandas categorical: its codes, no string hashed
+            frame = pd.DataFrame({"x": pd.Categorical.from_codes(x, categories=labels)})
+        else:
+            frame = pd.DataFrame({"x": np.asarray(labels, dtype=object)[x]})
         base = peak_mib()
 
         def ours():
@@ -466,6 +473,8 @@ def main() -> None:
     ap.add_argument("--spec-kinds", default="oue",
                     help="mechanisms run end to end through the spec API ('' or none: no such rows)")
     ap.add_argument("--spec-d", default="16,256", help="domain sizes of the end-to-end rows (those also in --d)")
+    ap.add_argument("--spec-input", default="str,categorical",
+                    help="the raw column of the end-to-end rows: str (text), categorical, or both")
     ap.add_argument("--no-ranking", action="store_true", help="skip the variance ranking")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many calls per subprocess")
     ap.add_argument("--case-timeout", type=float, default=600.0, help="seconds one measurement may take")
@@ -493,6 +502,7 @@ def main() -> None:
             raise SystemExit(f"unknown peer {pe}: one of {', '.join(PEERS)}")
     spec_ds = [d for d in (size(v) for v in args.spec_d.split(",") if v) if d in ds]
     spec_kinds = [k for k in args.spec_kinds.split(",") if k and k != "none"]
+    spec_inputs = [v for v in args.spec_input.split(",") if v]
     peer_n = size(args.peer_n)
 
     print(f"privspec frequency-oracle bench: n = {fmt_n(n)} in-memory records (Zipf(1) codes), d in {ds}, "
@@ -555,33 +565,33 @@ def main() -> None:
         print("\n2. privspec end to end through the spec API: spec.privatize(frame, 'm', seed=1) of a string "
               "column + spec.run(reports, ['q'], engine='pandas') (estimate distribution(x) from m by mom); "
               "the reports are text (categorical over the distinct reports when d <= 64), parsed back by the run")
-        print(f"{'mechanism':<10} {'d':>5} {'eps':>4} {'privatize':>9} {'run':>9} {'total':>9} {'1st':>8} "
+        print("   input: the raw column as text (str: every label hashed once, as for a column read from "
+              "CSV) or as a pandas categorical (its codes, as the peers are given)")
+        print(f"{'mechanism':<10} {'input':<11} {'d':>5} {'eps':>4} {'privatize':>9} {'run':>9} {'total':>9} {'1st':>8} "
               f"{'peak MiB':>8} {'faster peer':>11} {'ratio':>7}  report e.g.")
-        for kind in spec_kinds:
-            for d in spec_ds:
-                for eps in epss:
-                    r = run_one(args, "spec", kind=kind, d=d, eps=eps, n=n)
-                    row = results.get((kind, d, eps))
-                    if row is None:   # the peers of this configuration were not run above: run them now
-                        row = {pe: run_one(args, "peer", peer=pe, kind=kind, d=d, eps=eps, n=n, peer_n=peer_n,
-                                           budget=args.peer_budget, mem_mib=args.peer_mem)
-                               for pe in peers if kind in PEER_KINDS[pe]}
-                        results[(kind, d, eps)] = row
-                    times = [row[pe]["seconds"] for pe in peers if pe in row and row[pe]["seconds"] == row[pe]["seconds"]]
-                    faster = min(times) if times else float("nan")
-                    ratio = faster / r["seconds"]
-                    print(f"{kind:<10} {d:>5} {eps:>4g} {cell(r, 'privatize')} {cell(r, 'estimate')} {cell(r)} "
-                          f"{cell(r, 'first', '8.3f')} {cell(r, 'peak_mib', '8.0f')} {faster:11.2f} "
-                          + (f"{ratio:6.1f}x" if ratio == ratio else f"{'n/a':>7}") + "  "
-                          + f"{r.get('sample_report', '')!r}", flush=True)
-                    if "error" in r:
-                        print(f"      error: {r['error']}")
-                    for pe in peers:
-                        if pe in row and "error" in row[pe]:
-                            print(f"      {pe}: error: {row[pe]['error']}")
-                    summary.append((f"spec e2e {kind} d={d} eps={eps:g}: faster peer / privspec", f">= {TARGET:g}x",
-                                    f"{ratio:.1f}x" if ratio == ratio else "n/a",
-                                    ratio >= TARGET if ratio == ratio else None))
+        for kind, d, eps, given in itertools.product(spec_kinds, spec_ds, epss, spec_inputs):
+            r = run_one(args, "spec", kind=kind, d=d, eps=eps, n=n, input=given)
+            row = results.get((kind, d, eps))
+            if row is None:   # the peers of this configuration were not run above: run them now
+                row = {pe: run_one(args, "peer", peer=pe, kind=kind, d=d, eps=eps, n=n, peer_n=peer_n,
+                                   budget=args.peer_budget, mem_mib=args.peer_mem)
+                       for pe in peers if kind in PEER_KINDS[pe]}
+                results[(kind, d, eps)] = row
+            times = [row[pe]["seconds"] for pe in peers if pe in row and row[pe]["seconds"] == row[pe]["seconds"]]
+            faster = min(times) if times else float("nan")
+            ratio = faster / r["seconds"]
+            print(f"{kind:<10} {given:<11} {d:>5} {eps:>4g} {cell(r, 'privatize')} {cell(r, 'estimate')} {cell(r)} "
+                  f"{cell(r, 'first', '8.3f')} {cell(r, 'peak_mib', '8.0f')} {faster:11.2f} "
+                  + (f"{ratio:6.1f}x" if ratio == ratio else f"{'n/a':>7}") + "  "
+                  + f"{r.get('sample_report', '')!r}", flush=True)
+            if "error" in r:
+                print(f"      error: {r['error']}")
+            for pe in peers:
+                if pe in row and "error" in row[pe]:
+                    print(f"      {pe}: error: {row[pe]['error']}")
+            summary.append((f"spec e2e {kind} {given} d={d} eps={eps:g}: peer / privspec", f">= {TARGET:g}x",
+                            f"{ratio:.1f}x" if ratio == ratio else "n/a",
+                            ratio >= TARGET if ratio == ratio else None))
 
     if not args.no_ranking:
         summary.extend(ranking())
