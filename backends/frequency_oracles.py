@@ -153,7 +153,7 @@ def _facts(o: Any) -> dict:
 def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, np.ndarray]:
     """The distinct reports of ``column`` (parsed by ``o``'s reader) and their counts; D004 for
     missing values and D013 naming every distinct value that is not a report of the oracle."""
-    require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
+    _require(column, engine)
     tally = engine.tally([column])
     tally.check_no_missing([column])
     values = np.asarray(tally.column(column), dtype=object)
@@ -163,6 +163,11 @@ def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, 
     mask[np.asarray(bad, dtype=np.int64)] = True
     check_reports(tally, mask, text, column, protocol, _form_hint(_one_round(o)))
     return reports, np.asarray(tally.counts, dtype=float)
+
+
+def _require(column: str, engine: Any) -> None:
+    """D003 (as for every mechanism) when the engine's data have no such column."""
+    require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
 
 
 def read_support_counts(column: str, protocol: str, o: Any, engine: Any) -> tuple[np.ndarray, float]:
@@ -178,7 +183,7 @@ def read_support_counts(column: str, protocol: str, o: Any, engine: Any) -> tupl
     """
     one = _one_round(o)
     if one.kind in core._UE and hasattr(engine, "text_blocks"):
-        require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
+        _require(column, engine)
         blocks = engine.text_blocks(column, 2 * one.packed_width)
         if blocks is not None:
             C = np.zeros(one.d, dtype=np.int64)
@@ -579,7 +584,7 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
         codes = index[key.astype(np.intp)]
     else:
         codes, uniq = pd.factorize(key, sort=False)          # hashing, not a sort
-        uniq = np.asarray(uniq, dtype=key.dtype)
+        codes, uniq = np.asarray(codes).ravel(), np.asarray(uniq, dtype=key.dtype)
     distinct = uniq if o.kind in ("grr", "hr") else \
         np.ascontiguousarray(uniq.astype(">u8")).view(np.uint8).reshape(-1, 8)[:, 8 - o.packed_width:]
     text = np.asarray(core.format_reports(o, distinct))
@@ -588,8 +593,8 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
         order = np.argsort(text, kind="stable")
         rank = np.empty(order.size, dtype=np.int32)
         rank[order] = np.arange(order.size, dtype=np.int32)
-        codes, text = rank[np.asarray(codes).ravel()], text[order]
-    return pd.Categorical.from_codes(np.asarray(codes).ravel(), categories=pd.Index(text, dtype=object),
+        codes, text = rank[codes], text[order]
+    return pd.Categorical.from_codes(codes, categories=pd.Index(text, dtype=object),
                                      validate=False)
 
 

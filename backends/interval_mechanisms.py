@@ -54,7 +54,7 @@ from scipy import stats
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import (IntervalMechanism, Law, ModelGraph, ProgressiveMechanism, SelectiveMechanism,
                      Variable)
-from .tally import ROWS, Rows
+from .tally import ROWS, Rows, unusual_text
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -243,7 +243,7 @@ def _extract(text: pd.Series, rx: re.Pattern) -> pd.DataFrame:
     for i in range(n):
         col = got.field(i).to_numpy(zero_copy_only=False)
         out.iloc[np.flatnonzero(matched), i] = col[matched]
-    rest = np.flatnonzero(~matched & _unusual(values))
+    rest = np.flatnonzero(~matched & unusual_text(values))
     if len(rest):
         slow = text.iloc[rest].str.extract(rx)
         for i in range(n):
@@ -266,21 +266,10 @@ def _fullmatch(text: pd.Series, rx: re.Pattern) -> np.ndarray:
         hit = np.where(pd.isna(hit), False, hit).astype(bool)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
         return text.str.fullmatch(rx.pattern, flags=rx.flags).to_numpy(dtype=bool, na_value=False)
-    rest = np.flatnonzero(~hit & _unusual(values))
+    rest = np.flatnonzero(~hit & unusual_text(values))
     if len(rest):
         hit[rest] = text.iloc[rest].str.fullmatch(rx.pattern, flags=rx.flags).to_numpy(dtype=bool, na_value=False)
     return hit
-
-
-def _unusual(values: np.ndarray) -> np.ndarray:
-    """The values with a character outside printable ASCII (or missing): where RE2's classes
-    (ASCII \\s, \\d) and Python's (Unicode; \\v and \\x1c-\\x1f are spaces) can disagree."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    got = pc.match_substring_regex(pa.array(values, type=pa.string()), r"[^\x20-\x7e]")
-    hit = np.asarray(got.to_numpy(zero_copy_only=False), dtype=object)
-    return np.where(pd.isna(hit), True, hit).astype(bool)
 
 
 def _named(rx: re.Pattern) -> str:

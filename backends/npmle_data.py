@@ -215,6 +215,29 @@ def _aggregate(l: np.ndarray, r: np.ndarray, c: np.ndarray | None = None
 
 
 # ---- innermost intervals ------------------------------------------------------------------
+def _sort_order(x: np.ndarray) -> np.ndarray | None:
+    """The order that sorts ``x``, or None when it is sorted already (one pass, no sort)."""
+    return None if x.size < 2 or bool(np.all(x[1:] >= x[:-1])) else np.argsort(x)
+
+
+def _run_starts(xs: np.ndarray) -> np.ndarray:
+    """Bool over sorted ``xs``: where a run of equal values starts."""
+    first = np.empty(xs.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(xs[1:], xs[:-1], out=first[1:])
+    return first
+
+
+def _unsort(x: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+    """The values of sorted entries (``x[i]`` belongs to entry ``order[i]``) put back in
+    place; ``x`` itself where nothing was sorted (``order`` None)."""
+    if order is None:
+        return x
+    out = np.empty_like(x)
+    out[order] = x
+    return out
+
+
 def _ranks(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray | None]]:
     """The distinct values of all ``arrays`` (sorted), each entry's index among them
     (``np.unique(concatenate(arrays), return_inverse=True)``, 2-3x faster on millions of
@@ -222,30 +245,14 @@ def _ranks(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.n
     sorted on its own (one already sorted, such as the left ends of rows in order, is not
     sorted again), the sorted values merged, and the ranks found by binary search of
     sorted keys (cache-friendly; unsorted keys would miss the cache at every step)."""
-    sorted_parts, orders = [], []
-    for x in arrays:
-        if x.size < 2 or bool(np.all(x[1:] >= x[:-1])):
-            orders.append(None)
-            sorted_parts.append(x)
-        else:
-            order = np.argsort(x)
-            orders.append(order)
-            sorted_parts.append(x[order])
+    orders = [_sort_order(x) for x in arrays]
+    sorted_parts = [x if order is None else x[order] for x, order in zip(arrays, orders)]
     # a stable sort (timsort) merges the sorted runs in linear time: 5x faster than
     # quicksort on 2e7 ends in two runs
     merged = np.sort(np.concatenate(sorted_parts), kind="stable")
-    keep = np.empty(merged.size, dtype=bool)
-    keep[:1] = True
-    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
-    values = merged[keep]
-    ranks = []
-    for xs, order in zip(sorted_parts, orders):
-        r = np.searchsorted(values, xs).astype(np.intp, copy=False)
-        if order is not None:
-            out = np.empty_like(r)
-            out[order] = r
-            r = out
-        ranks.append(r)
+    values = merged[_run_starts(merged)]
+    ranks = [_unsort(np.searchsorted(values, xs).astype(np.intp, copy=False), order)
+             for xs, order in zip(sorted_parts, orders)]
     return values, ranks, orders
 
 
@@ -254,9 +261,7 @@ def _search(hay: np.ndarray, keys: np.ndarray, order: np.ndarray | None, side: s
     each search starts near the last one's end) and put back in place."""
     if order is None:
         return np.searchsorted(hay, keys, side=side)
-    out = np.empty(keys.size, dtype=np.intp)
-    out[order] = np.searchsorted(hay, keys[order], side=side)
-    return out
+    return _unsort(np.searchsorted(hay, keys[order], side=side), order)
 
 
 def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = None
@@ -352,12 +357,10 @@ def _innermost_ranges(left: np.ndarray, right: np.ndarray
     the innermost intervals whose left is at or after its own and whose right is at or
     before its own.
     """
-    lorder = None if bool(np.all(left[1:] >= left[:-1])) else np.argsort(left)
-    rorder = None if bool(np.all(right[1:] >= right[:-1])) else np.argsort(right)
+    lorder, rorder = _sort_order(left), _sort_order(right)
     ls = left if lorder is None else left[lorder]
     rs = right if rorder is None else right[rorder]
-    lnew = np.concatenate([[True], ls[1:] != ls[:-1]])
-    rnew = np.concatenate([[True], rs[1:] != rs[:-1]])
+    lnew, rnew = _run_starts(ls), _run_starts(rs)
     lefts, rights = ls[lnew], rs[rnew]
     beyond = np.searchsorted(rights, lefts, side="right")
     has = beyond < rights.size
@@ -368,21 +371,10 @@ def _innermost_ranges(left: np.ndarray, right: np.ndarray
     # a = the innermost intervals whose left is below the range's, b + 1 = those whose
     # right is at or below the range's
     below = np.cumsum(inner) - inner
-    a = below[np.cumsum(lnew) - 1]
+    a = _unsort(below[np.cumsum(lnew) - 1], lorder)
     upto = np.cumsum(np.bincount(beyond[inner], minlength=rights.size))
-    b = upto[np.cumsum(rnew) - 1] - 1
-    if lorder is not None:
-        a = _unsort(a, lorder)
-    if rorder is not None:
-        b = _unsort(b, rorder)
+    b = _unsort(upto[np.cumsum(rnew) - 1] - 1, rorder)
     return inner_left, inner_right, a.astype(np.intp, copy=False), b.astype(np.intp, copy=False)
-
-
-def _unsort(x: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """The values of sorted entries (``x[i]`` belongs to entry ``order[i]``) put back in place."""
-    out = np.empty_like(x)
-    out[order] = x
-    return out
 
 
 # ---- the design -------------------------------------------------------------------------
@@ -489,9 +481,7 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
             # rows): 0.13 s on 1e7 codes, where np.unique(return_inverse) takes 1.3 s
             order = np.argsort(code, kind="stable")
             sc = code[order]
-            first = np.empty(sc.size, dtype=bool)
-            first[0] = True
-            np.not_equal(sc[1:], sc[:-1], out=first[1:])
+            first = _run_starts(sc)
             if not first.all():
                 starts = np.flatnonzero(first)
                 c = np.add.reduceat(np.asarray(c, dtype=float)[order], starts)
@@ -590,22 +580,33 @@ def row_probs(des: Design, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> [x.tolist() for x in row_probs(des, np.array([0.5, 0.25, 0.25]))]
     [[0.25], [0.75]]
     """
-    S = np.empty(des.m + 1)
-    S[0] = 0.0
-    np.cumsum(p, out=S[1:])
-    P = S[des.b1] - S[des.a]
-    # a row on one innermost interval (an exact point, say) takes its mass itself: the
-    # difference of prefix sums near 1 would keep only ~1e-16 / p of it (1e-10 at p = 1e-6)
-    single = des.a == des.b
-    P[single] = p[des.a[single]]
+    S = prefix_sums(p)
+    P = run_mass(p, S, des.a, des.b, des.b1)
     if not des.pc.size:
         return P, np.zeros(0)
     # a multi row's probability is the sum over its runs, each summed directly (a ring's
     # two ends, not 1 minus its complement, which loses digits near 1)
-    piece = S[des.pb + 1] - S[des.pa]
-    one = des.pa == des.pb
-    piece[one] = p[des.pa[one]]
-    return P, np.bincount(des.powner, piece, minlength=des.pc.size)
+    return P, np.bincount(des.powner, run_mass(p, S, des.pa, des.pb), minlength=des.pc.size)
+
+
+def prefix_sums(p: np.ndarray) -> np.ndarray:
+    """``S[t] = p[0] + ... + p[t-1]`` (``S[0] = 0``), for sums over runs."""
+    S = np.empty(p.size + 1)
+    S[0] = 0.0
+    np.cumsum(p, out=S[1:])
+    return S
+
+
+def run_mass(p: np.ndarray, S: np.ndarray, a: np.ndarray, b: np.ndarray, b1: np.ndarray | None = None
+             ) -> np.ndarray:
+    """``p[a_i] + ... + p[b_i]`` per run, from the prefix sums ``S`` of ``p`` (``b1``:
+    ``b + 1`` where the caller keeps it).  A run of one takes its mass itself (an exact
+    point, say): the difference of prefix sums near 1 would keep only ~1e-16 / p of it
+    (1e-10 at p = 1e-6)."""
+    P = S[b + 1 if b1 is None else b1] - S[a]
+    one = a == b
+    P[one] = p[a[one]]
+    return P
 
 
 def gradient(des: Design, P: np.ndarray, MP: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .npmle_data import Design, gradient, loglik, row_probs
+from .npmle_data import Design, gradient, loglik, prefix_sums, row_probs, run_mass
 from .npmle_qp import cross_gram, qp, run_gram
 
 __all__ = ["Fit", "cnm", "initial", "one_blas_thread"]
@@ -192,17 +192,8 @@ class _Step:
             self.xw = self.mw[des.powner[i[both]]]
 
     def probs(self, pJ: np.ndarray) -> np.ndarray:
-        """The probability of each (merged) plain row under masses ``pJ`` on J.
-
-        A run over one candidate takes its mass itself (as :func:`.npmle_data.row_probs`:
-        a difference of prefix sums would lose the digits of a small mass)."""
-        S = np.empty(self.k + 1)
-        S[0] = 0.0
-        np.cumsum(pJ, out=S[1:])
-        P = S[self.rb + 1] - S[self.ra]
-        one = self.ra == self.rb
-        P[one] = pJ[self.ra[one]]
-        return P
+        """The probability of each (merged) plain row under masses ``pJ`` on J."""
+        return run_mass(pJ, prefix_sums(pJ), self.ra, self.rb)
 
     def row_probs(self, P: np.ndarray) -> np.ndarray:
         """Per-run probabilities (:meth:`probs`) given back to the design's plain rows."""

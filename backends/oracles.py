@@ -1424,9 +1424,6 @@ def standard_errors(o: Oracle, f_hat: Sequence[float], n: float, conditional: bo
 
 
 # ---- text form -------------------------------------------------------------------------------------
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-_UNHEX = np.full(256, 255, dtype=np.uint8)
-_UNHEX[_HEX] = np.arange(16, dtype=np.uint8)
 _DEC = r"(?:0|[1-9][0-9]{0,17})"
 
 

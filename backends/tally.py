@@ -212,10 +212,27 @@ def strip_texts(values: np.ndarray) -> np.ndarray:
         return np.asarray(values, dtype=object)
     arr = pa.array(values, type=pa.string())
     out = pc.utf8_trim(arr, " ").to_numpy(zero_copy_only=False)
-    other = np.flatnonzero(pc.match_substring_regex(arr, r"[^\x20-\x7e]").to_numpy(zero_copy_only=False))
-    for i in other:
+    for i in np.flatnonzero(unusual_text(arr)):
         out[i] = values[i].strip()
     return out
+
+
+def unusual_text(values: Any) -> np.ndarray:
+    """Bool per value: a character outside printable ASCII, or missing.  Where vectorized
+    text tools (Arrow's trim, RE2's ASCII ``\\s`` and ``\\d``) and Python's (Unicode; ``\\v``
+    and ``\\x1c``-``\\x1f`` are spaces) can disagree: such values go to Python.
+
+    Examples
+    --------
+    >>> unusual_text(np.array(["a b", "\\x0bc", None], dtype=object)).tolist()
+    [False, True, True]
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    got = pc.match_substring_regex(pa.array(values, type=pa.string()), r"[^\x20-\x7e]")
+    hit = np.asarray(got.to_numpy(zero_copy_only=False), dtype=object)
+    return np.where(pd.isna(hit), True, hit).astype(bool)
 
 
 def describe_distinct(tally: Tally, codes: np.ndarray, uniques: Sequence[Any],
