@@ -210,15 +210,21 @@ def ranges_sql() -> tuple[tuple[tuple[str, str], ...], str, tuple[str, str]]:
     # the ASCII spaces Python strips, matched by the patterns rather than trimmed first
     # (trim writes a new string per report: a quarter of the parse at 1e7 reports)
     ws = r"[ \t\n\r\x0B\f]*"
-    interval = rf"(?i)^{ws}\(\s*({_SQL_NUM})\s*,\s*({_SQL_NUM})\s*(\]|\)){ws}$"
-    point = rf"(?i)^{ws}{_SQL_NUM}{ws}$"
-    # each in turn (a later one may use an earlier one): its match as an interval, and
-    # else as a number (trimmed only then)
-    prepare = (("m", f"regexp_extract(x, '{interval}', ['a', 'b', 'c'])"),
-               ("v", f"CASE WHEN m.c = '' AND regexp_full_match(x, '{point}') "
+    # a whole match without groups runs as RE2's DFA; the ends are then cut at the one
+    # '(', ',' and ']' or ')' a matching text has (numbers hold none of them) and cast,
+    # the cast skipping the spaces around them as the pattern allows (1e7 reports: 1.4 s
+    # where extracting the pattern's groups took 3.9 s)
+    interval = rf"(?i){ws}\(\s*{_SQL_NUM}\s*,\s*{_SQL_NUM}\s*[\])]{ws}"
+    point = rf"(?i){ws}{_SQL_NUM}{ws}"
+    prepare = (("f", f"regexp_full_match(x, '{interval}')"),
+               ("o", "CASE WHEN f THEN instr(x, '(') END"),
+               ("c", "CASE WHEN f THEN instr(x, ',') END"),
+               ("e", "CASE WHEN f THEN greatest(instr(x, ']'), instr(x, ')')) END"),
+               ("ma", "TRY_CAST(substr(x, o + 1, c - o - 1) AS DOUBLE)"),
+               ("mb", "TRY_CAST(substr(x, c + 1, e - c - 1) AS DOUBLE)"),
+               ("v", f"CASE WHEN NOT f AND regexp_full_match(x, '{point}') "
                      f"THEN TRY_CAST(trim(x, ' \t\n\r\x0b\x0c') AS DOUBLE) END"),
-               ("ma", "TRY_CAST(m.a AS DOUBLE)"), ("mb", "TRY_CAST(m.b AS DOUBLE)"),   # cast once
-               ("iv", "(m.c <> '' AND ma < mb AND (m.c = ']' OR mb = 'inf'::DOUBLE))"))
+               ("iv", "(f AND ma < mb AND (x[e] = ']' OR mb = 'inf'::DOUBLE))"))
     return prepare, "(iv OR isfinite(v))", ("CASE WHEN iv THEN ma ELSE v END", "CASE WHEN iv THEN mb ELSE v END")
 
 

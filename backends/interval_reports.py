@@ -172,15 +172,17 @@ class ReportModel:
         prepare, ok, exprs = ranges_sql()
         parsed, counts, rest = parsed_tally(column, prepare, ok, exprs)
         lt, rt = parse_ranges(rest.values[column], column, allow_null=self.allows_null, where=Rows(rest))
-        left = np.concatenate([parsed.values["e0"].to_numpy(), lt])
-        right = np.concatenate([parsed.values["e1"].to_numpy(), rt])
         k = len(counts)
+        left, right = parsed.values["e0"].to_numpy(), parsed.values["e1"].to_numpy()
+        if len(lt):   # (no copy of millions of ends where every report parsed in SQL)
+            left, right = np.concatenate([left, lt]), np.concatenate([right, rt])
+            counts = np.concatenate([counts, rest.counts])
 
         def rows(mask: np.ndarray) -> tuple[int, ...]:
             return tuple(sorted(set(parsed.locate(mask[:k])) | set(rest.locate(mask[k:]))))
 
         self.check(left, right, column, Rows(locator=rows))
-        return left, right, np.concatenate([counts, rest.counts])
+        return left, right, counts
 
     def check(self, left: np.ndarray, right: np.ndarray, column: str, where: Rows = ROWS) -> None:
         """DataError (D102) naming the rows whose reports the mechanism cannot have produced."""

@@ -445,11 +445,20 @@ query F = estimate cdf(salary) from c2 by npmle
 """
 
 
+@pytest.fixture(params=["per row", "grouped"])
+def sql_parse(request, monkeypatch) -> str:
+    """DuckDB's two ways to the parsed reports, each taken whatever the data: every row
+    parsed (mostly different texts), or the distinct texts grouped first."""
+    monkeypatch.setattr(engines, "_DISTINCT_SHARE", 0.0 if request.param == "per row" else 2.0)
+    return request.param
+
+
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
-def test_interval_reports_parsed_in_sql_give_the_same_values_and_messages(tmp_path: Path, fmt: str) -> None:
+def test_interval_reports_parsed_in_sql_give_the_same_values_and_messages(tmp_path: Path, fmt: str,
+                                                                          sql_parse: str) -> None:
     """DuckDB reads the plain reports' numbers in SQL, the rest in Python: the NPMLE and the
     messages (D102 for reports the mechanism cannot produce, D101 for what is no report)
-    with their rows are those of the other engines."""
+    with their rows are those of the other engines, whichever way DuckDB parses."""
     spec = tmp_path / "s.privspec"
     spec.write_text(INTERVAL)
     rng = np.random.default_rng(2)
@@ -480,10 +489,11 @@ def test_interval_reports_parsed_in_sql_give_the_same_values_and_messages(tmp_pa
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
-def test_interval_texts_with_equal_ends_are_one_row(tmp_path: Path, fmt: str) -> None:
+def test_interval_texts_with_equal_ends_are_one_row(tmp_path: Path, fmt: str, sql_parse: str) -> None:
     """Texts that parse to the same ends (other spellings, spaces) are one row of DuckDB's
     counts, which come sorted and distinct, as the NPMLE's design wants them; the pandas
-    engine's rows (one per text) merged are the same."""
+    engine's rows (one per text) merged are the same; texts that are no report, repeated,
+    are one row each of what is left to Python's parser."""
     from privspec.backends.engines import DuckDBEngine, PandasEngine
     from privspec.backends.interval_reports import report_model
     from privspec.backends.npmle_data import merge_rows
@@ -503,6 +513,14 @@ def test_interval_texts_with_equal_ends_are_one_row(tmp_path: Path, fmt: str) ->
         left, right, counts = merge_rows(left, right, np.asarray(counts, dtype=float))
         got[name] = list(zip(left.tolist(), right.tolist(), counts.tolist()))
     assert got["duckdb"] == got["pandas"] == [(-np.inf, 5.0, 1), (1.0, 2.0, 2), (3.0, np.inf, 1), (10.0, 20.0, 4)]
+    from privspec.backends.interval_mechanisms import ranges_sql
+
+    frame = pd.DataFrame({"salary": texts + ["(1; 2]", "x", "(1; 2]", "(1, 2]"]})
+    frame.to_parquet(f) if fmt == "parquet" else frame.to_csv(f, index=False)
+    parsed, counts, rest = DuckDBEngine(str(f)).tally_parsed("salary", *ranges_sql())
+    assert counts.tolist() == [1, 3, 1, 4] and parsed.values["e1"].tolist() == [5.0, 2.0, np.inf, 20.0]
+    assert rest.values["salary"].tolist() == ["(1; 2]", "x"] and rest.counts.tolist() == [2, 1]
+    assert rest.locate([True, False]) == (9, 11) and parsed.locate([False, True, False, False]) == (4, 7, 12)
 
 
 _REPORT_BITS = st.sampled_from(["(", ")", "]", "[", ",", ", ", " ", "-", "+", "inf", "INF", "Infinity", "1", "2.5",
