@@ -615,6 +615,22 @@ def test_likelihood_ratio_at_the_band_ends_is_the_critical_value():
     assert likelihood_ratio(fit, left, right, None, x, fit.cdf(x)) == pytest.approx([0.0, 0.0], abs=1e-7)
 
 
+def test_band_reaches_the_end_where_the_profile_is_flat():
+    """Where the likelihood does not bound F(x) on one side (below 0 here every range
+    straddles x, so F(0) = 0 fits as well as the maximum), the band runs to that end; its
+    other ends are the roots of the likelihood-ratio statistic at the critical value."""
+    from privspec.backends.npmle import likelihood_ratio
+
+    left, right = np.array([-1.0] * 10 + [2.0] * 5), np.array([1.0] * 10 + [3.0] * 5)
+    fit = npmle(left, right)
+    lower, upper = cdf_confidence_band(fit, left, right, None, [0.0, 1.5], calibration="chi2")
+    assert lower[0] == 0.0
+    # F(1.5) = 10/15 exactly: the binomial likelihood ratio's interval, inside (0, 1)
+    assert 2 / 3 < upper[0] < 1 and 0 < lower[1] < 2 / 3 < upper[1] < 1
+    lr = likelihood_ratio(fit, left, right, None, [0.0, 1.5, 1.5], [upper[0], lower[1], upper[1]])
+    assert lr == pytest.approx([3.8415] * 3, abs=1e-3)
+
+
 # ---- one engine for reports in several pieces (issue 15) ---------------------------------------------
 def interval_reports(scheme: str, m: int, disclose, n: int, seed: int):
     """Reports of an interval mechanism (uniform(-3, 3) anchors, Y ~ N(0, 1)) as the back end
