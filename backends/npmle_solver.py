@@ -168,7 +168,10 @@ class _Step:
         self.c = des.c
         if ra.size and k * k <= _MERGE_PER_ROW * ra.size:
             # (ra <= rb: every row holds mass, and the masses are on J)
-            self.key = ra * k + rb
+            # in place (ra is this step's own): two fresh arrays of millions of rows less
+            self.key = ra
+            ra *= k
+            ra += rb
             total = np.bincount(self.key, des.c, minlength=k * k)
             runs = np.flatnonzero(total)
             ra, rb, self.c = runs // k, runs % k, total[runs]
@@ -455,22 +458,12 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
             break
         support = np.flatnonzero(p > 0)
         # candidates: the largest gradient between each two support points (and beyond
-        # the ends); group boundaries also split the blocks
+        # the ends); group boundaries also split the blocks.  Only the innermost
+        # intervals with a positive excess can be one: the search runs over them alone
+        # (a handful of arrays the size of those, not of all innermost intervals)
         starts = np.union1d(support, np.flatnonzero(np.diff(grp)) + 1)
         starts = np.union1d(starts, [0])
-        seg_max = np.maximum.reduceat(excess, starts)
-        marks = np.zeros(m, dtype=np.intp)
-        marks[starts] = 1
-        seg_id = np.cumsum(marks) - 1
-        at_max = np.flatnonzero((excess == seg_max[seg_id]) & (excess > 0))
-        if at_max.size:
-            segs = seg_id[at_max]
-            keep = np.empty(at_max.size, dtype=bool)
-            keep[0] = True
-            keep[1:] = segs[1:] != segs[:-1]
-            new = at_max[keep]
-        else:
-            new = at_max
+        new = _segment_maxima(excess, starts)
         J = np.union1d(support, new)
         step = _Step(des, J, p, MP, n)
         h = 2.0 * d[J]
@@ -551,7 +544,24 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
 def _levels(d: np.ndarray, p: np.ndarray, grp: np.ndarray, sums: np.ndarray) -> np.ndarray:
     """lambda_g: the gradient's mass-weighted mean over group g (1 without groups, as
     sum p D = n), the level it takes on the group's support at the maximum."""
+    if sums.size == 1:                      # one group: a dot product
+        return np.array([float(p @ d) / (float(sums[0]) if sums[0] > 0 else 1.0)])
     return np.bincount(grp, weights=p * d, minlength=sums.size) / np.where(sums > 0, sums, 1.0)
+
+
+def _segment_maxima(excess: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """In each segment (``starts``: where each begins, the first at 0), the first index of
+    the segment's largest excess, where that is positive."""
+    pos = np.flatnonzero(excess > 0)
+    if not pos.size:
+        return pos
+    ex = excess[pos]
+    seg = np.searchsorted(starts, pos, side="right") - 1
+    first = np.flatnonzero(np.concatenate([[True], seg[1:] != seg[:-1]]))
+    top = np.maximum.reduceat(ex, first)
+    at_max = np.flatnonzero(ex == np.repeat(top, np.diff(np.append(first, ex.size))))
+    keep = np.concatenate([[True], seg[at_max[1:]] != seg[at_max[:-1]]])
+    return pos[at_max[keep]]
 
 
 def _kkt(d: np.ndarray, p: np.ndarray, grp: np.ndarray, sums: np.ndarray, allowed: np.ndarray
@@ -559,6 +569,9 @@ def _kkt(d: np.ndarray, p: np.ndarray, grp: np.ndarray, sums: np.ndarray, allowe
     """The KKT measure (the largest directional derivative toward a point mass, scaled by
     its group's sum) and each innermost interval's excess over its group's level."""
     lam = _levels(d, p, grp, sums)
+    if sums.size == 1 and sums[0] > 0:     # one group, all allowed: no per-interval gathers
+        excess = d - lam[0]
+        return (float(excess.max()) * float(sums[0]) if d.size else 0.0), excess
     excess = np.where(allowed, d - lam[grp], -np.inf)
     kkt = float(np.max(excess * np.where(allowed, sums[grp], 1.0))) if d.size else 0.0
     return kkt, excess

@@ -840,3 +840,21 @@ def test_property_pieces_at_the_maximum(data):
     assert np.all(fit.mass >= 0) and abs(fit.mass.sum() - 1) < 1e-12
     A = np.minimum(piece_containment(fit.intervals, pl, pr, owner, counts.size), 1.0)
     check_kkt(fit, A, counts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([-2.0, -1.0, -1e-300, 0.0, 1e-300, 0.5, 1.0, 2.0, -np.inf]), min_size=1, max_size=40),
+       st.data())
+def test_candidates_are_the_first_largest_positive_excess_of_each_segment(excess, data) -> None:
+    """The CNM's new candidates, searched over the positive excesses only, are those of the
+    plain definition: in each segment the first index where the excess takes the segment's
+    maximum, where that maximum is positive (ties, zeros, -inf and empty answers)."""
+    ex = np.array(excess)
+    m = ex.size
+    starts = np.array(sorted({0} | set(data.draw(st.lists(st.integers(0, m - 1), max_size=m)))))
+    want = []
+    for s, e in zip(starts, np.append(starts[1:], m)):
+        seg = ex[s:e]
+        if seg.max() > 0:
+            want.append(s + int(np.argmax(seg)))
+    assert npmle_solver._segment_maxima(ex, starts).tolist() == want
