@@ -440,7 +440,7 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
         grp = np.zeros(m, dtype=np.intp)
         sums = np.ones(1)
     assert sums is not None
-    allowed = sums[grp] > 0
+    groups = _Groups(grp, sums)
     p = p0.copy()
     P, MP = row_probs(des, p)
     ll = loglik(des, P, MP)
@@ -450,7 +450,7 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
     kkt = math.inf
     while True:
         d = u / n
-        kkt, excess = _kkt(d, p, grp, sums, allowed)
+        kkt, excess = groups.kkt(d, p)
         if kkt <= tol:
             converged = True
             break
@@ -461,8 +461,7 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
         # the ends); group boundaries also split the blocks.  Only the innermost
         # intervals with a positive excess can be one: the search runs over them alone
         # (a handful of arrays the size of those, not of all innermost intervals)
-        starts = np.union1d(support, np.flatnonzero(np.diff(grp)) + 1)
-        starts = np.union1d(starts, [0])
+        starts = np.union1d(np.union1d(support, groups.starts), [0])
         new = _segment_maxima(excess, starts)
         J = np.union1d(support, new)
         step = _Step(des, J, p, MP, n)
@@ -508,8 +507,7 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
             if moved is not None:
                 p = moved
         # keep each group's sum exact against round-off
-        tot = np.bincount(grp, weights=p, minlength=sums.size)
-        p *= np.where(tot > 0, sums / np.where(tot > 0, tot, 1.0), 0.0)[grp]
+        groups.rescale(p)
         if blocks is None and not des.has_multi:
             # the masses are on J: the merged rows give every row's probability
             Pm = step.probs(p[J])
@@ -524,29 +522,20 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
         # masses round-off left (<= 1e-12 of their group) where the gradient is clearly
         # below its group's level: the maximum has none there (on its support d_j = lambda),
         # and "exact zeros off the support" is what the result promises
-        lam = _levels(u / n, p, grp, sums)
+        lam = groups.levels(u / n, p)
         off = (p > 0) & (p <= 1e-12 * sums[grp]) & (u / n - lam[grp] < -1e-8)
         if off.any():
             q = p.copy()
             q[off] = 0.0
-            tot = np.bincount(grp, weights=q, minlength=sums.size)
-            q *= np.where(tot > 0, sums / np.where(tot > 0, tot, 1.0), 0.0)[grp]
+            groups.rescale(q)
             P2, MP2 = row_probs(des, q)
             if np.all(P2 > 0) and np.all(MP2 > 0):
                 u2 = gradient(des, P2, MP2)
-                kkt2, _ = _kkt(u2 / n, q, grp, sums, allowed)
+                kkt2, _ = groups.kkt(u2 / n, q)
                 if kkt2 <= tol:
                     p, u, kkt, ll = q, u2, kkt2, loglik(des, P2, MP2)
-    lam = _levels(u / n, p, grp, sums)
+    lam = groups.levels(u / n, p)
     return Fit(p=p, loglik=ll, iterations=it, kkt=kkt, converged=converged, lam=lam)
-
-
-def _levels(d: np.ndarray, p: np.ndarray, grp: np.ndarray, sums: np.ndarray) -> np.ndarray:
-    """lambda_g: the gradient's mass-weighted mean over group g (1 without groups, as
-    sum p D = n), the level it takes on the group's support at the maximum."""
-    if sums.size == 1:                      # one group: a dot product
-        return np.array([float(p @ d) / (float(sums[0]) if sums[0] > 0 else 1.0)])
-    return np.bincount(grp, weights=p * d, minlength=sums.size) / np.where(sums > 0, sums, 1.0)
 
 
 def _segment_maxima(excess: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -564,14 +553,67 @@ def _segment_maxima(excess: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return pos[at_max[keep]]
 
 
-def _kkt(d: np.ndarray, p: np.ndarray, grp: np.ndarray, sums: np.ndarray, allowed: np.ndarray
-         ) -> tuple[float, np.ndarray]:
-    """The KKT measure (the largest directional derivative toward a point mass, scaled by
-    its group's sum) and each innermost interval's excess over its group's level."""
-    lam = _levels(d, p, grp, sums)
-    if sums.size == 1 and sums[0] > 0:     # one group, all allowed: no per-interval gathers
-        excess = d - lam[0]
-        return (float(excess.max()) * float(sums[0]) if d.size else 0.0), excess
-    excess = np.where(allowed, d - lam[grp], -np.inf)
-    kkt = float(np.max(excess * np.where(allowed, sums[grp], 1.0))) if d.size else 0.0
-    return kkt, excess
+class _Groups:
+    """The groups of innermost intervals whose masses have fixed sums (the plain fit: one,
+    summing to 1; the profile likelihood: those below and above a cut).  Where each group
+    is one run of innermost intervals (both of those cases) it is read by slices, not by
+    gathers over every innermost interval."""
+
+    def __init__(self, grp: np.ndarray, sums: np.ndarray):
+        self.grp, self.sums = grp, sums
+        runs = grp.size < 2 or bool(np.all(grp[1:] >= grp[:-1]))
+        #: where each group's run begins and ends (None: groups not in runs)
+        self.bounds = np.searchsorted(grp, np.arange(sums.size + 1)) if runs else None
+        #: where a group begins (candidates are searched within groups)
+        self.starts = self.bounds[1:-1] if self.bounds is not None else np.flatnonzero(np.diff(grp)) + 1
+        self.allowed = None if runs else sums[grp] > 0
+
+    def _runs(self) -> Iterator[tuple[int, int, int]]:
+        assert self.bounds is not None
+        return zip(range(self.sums.size), self.bounds[:-1].tolist(), self.bounds[1:].tolist())
+
+    def totals(self, p: np.ndarray) -> np.ndarray:
+        """Each group's mass."""
+        if self.bounds is None:
+            return np.bincount(self.grp, weights=p, minlength=self.sums.size)
+        return np.array([p[s:e].sum() for _, s, e in self._runs()])
+
+    def rescale(self, p: np.ndarray) -> None:
+        """Each group's masses scaled (in place) to its sum exactly (0 where it has none)."""
+        tot = self.totals(p)
+        f = np.where(tot > 0, self.sums / np.where(tot > 0, tot, 1.0), 0.0)
+        if self.bounds is None:
+            p *= f[self.grp]
+        else:
+            for g, s, e in self._runs():
+                p[s:e] *= f[g]
+
+    def levels(self, d: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """lambda_g: the gradient's mass-weighted mean over group g (1 without groups, as
+        sum p D = n), the level it takes on the group's support at the maximum."""
+        scale = np.where(self.sums > 0, self.sums, 1.0)
+        if self.bounds is None:
+            return np.bincount(self.grp, weights=p * d, minlength=self.sums.size) / scale
+        return np.array([float(p[s:e] @ d[s:e]) for _, s, e in self._runs()]) / scale
+
+    def kkt(self, d: np.ndarray, p: np.ndarray) -> tuple[float, np.ndarray]:
+        """The KKT measure (the largest directional derivative toward a point mass, scaled
+        by its group's sum) and each innermost interval's excess over its group's level
+        (-inf in a group with sum 0, which holds no mass)."""
+        lam = self.levels(d, p)
+        sums = self.sums
+        if self.bounds is None:
+            assert self.allowed is not None
+            excess = np.where(self.allowed, d - lam[self.grp], -np.inf)
+            kkt = float(np.max(excess * np.where(self.allowed, sums[self.grp], 1.0))) if d.size else 0.0
+            return kkt, excess
+        excess = np.empty_like(d)
+        kkt = -math.inf if d.size else 0.0
+        for g, s, e in self._runs():
+            if sums[g] > 0:
+                np.subtract(d[s:e], lam[g], out=excess[s:e])
+                if e > s:
+                    kkt = max(kkt, float(excess[s:e].max()) * float(sums[g]))
+            else:
+                excess[s:e] = -np.inf
+        return kkt, excess
