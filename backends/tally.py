@@ -211,8 +211,13 @@ def strip_texts(values: np.ndarray) -> np.ndarray:
     if not len(values):
         return np.asarray(values, dtype=object)
     arr = pa.array(values, type=pa.string())
+    unusual = unusual_text(arr)
+    if not unusual.any() and not pc.any(pc.or_(pc.starts_with(arr, " "), pc.ends_with(arr, " "))).as_py():
+        # printable ASCII, no space at either end (reports privspec wrote): as they are,
+        # without a new string for each
+        return np.array(values, dtype=object)
     out = pc.utf8_trim(arr, " ").to_numpy(zero_copy_only=False)
-    for i in np.flatnonzero(unusual_text(arr)):
+    for i in np.flatnonzero(unusual):
         out[i] = values[i].strip()
     return out
 
@@ -231,8 +236,7 @@ def unusual_text(values: Any) -> np.ndarray:
     import pyarrow.compute as pc
 
     got = pc.match_substring_regex(pa.array(values, type=pa.string()), r"[^\x20-\x7e]")
-    hit = np.asarray(got.to_numpy(zero_copy_only=False), dtype=object)
-    return np.where(pd.isna(hit), True, hit).astype(bool)
+    return pc.fill_null(got, True).to_numpy(zero_copy_only=False).astype(bool, copy=False)
 
 
 def describe_distinct(tally: Tally, codes: np.ndarray, uniques: Sequence[Any],
