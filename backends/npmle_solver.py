@@ -37,7 +37,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .npmle_data import Design, gradient, loglik, prefix_sums, row_probs, run_mass
+from .npmle_data import Design, _run_starts, gradient, loglik, prefix_sums, row_probs, run_mass
 from .npmle_qp import cross_gram, qp, run_gram
 
 __all__ = ["Fit", "cnm", "initial", "one_blas_thread"]
@@ -428,8 +428,9 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
     """Maximize the log-likelihood over masses on the innermost intervals from ``p0``.
 
     With ``grp``/``sums`` the masses of each group of innermost intervals are fixed
-    (``sums[g]``; a group with sum 0 is excluded): the profile likelihood.  ``p0`` must
-    give every report a positive probability.  It ends at the maximum (``kkt <= tol``),
+    (``sums[g]``; a group with sum 0 is excluded): the profile likelihood.  Each group is
+    a run of innermost intervals (``grp`` non-decreasing), as on either side of a cut.
+    ``p0`` must give every report a positive probability.  It ends at the maximum (``kkt <= tol``),
     after ``max_iter`` steps, or when no step rises any more (round-off near the
     maximum): ``converged`` says which.
     """
@@ -546,54 +547,39 @@ def _segment_maxima(excess: np.ndarray, starts: np.ndarray) -> np.ndarray:
         return pos
     ex = excess[pos]
     seg = np.searchsorted(starts, pos, side="right") - 1
-    first = np.flatnonzero(np.concatenate([[True], seg[1:] != seg[:-1]]))
+    first = np.flatnonzero(_run_starts(seg))
     top = np.maximum.reduceat(ex, first)
     at_max = np.flatnonzero(ex == np.repeat(top, np.diff(np.append(first, ex.size))))
-    keep = np.concatenate([[True], seg[at_max[1:]] != seg[at_max[:-1]]])
-    return pos[at_max[keep]]
+    return pos[at_max[_run_starts(seg[at_max])]]
 
 
 class _Groups:
     """The groups of innermost intervals whose masses have fixed sums (the plain fit: one,
-    summing to 1; the profile likelihood: those below and above a cut).  Where each group
-    is one run of innermost intervals (both of those cases) it is read by slices, not by
-    gathers over every innermost interval."""
+    summing to 1; the profile likelihood: those below and above a cut), each a run of
+    innermost intervals: read by slices, not by gathers over every innermost interval."""
 
     def __init__(self, grp: np.ndarray, sums: np.ndarray):
-        self.grp, self.sums = grp, sums
-        runs = grp.size < 2 or bool(np.all(grp[1:] >= grp[:-1]))
-        #: where each group's run begins and ends (None: groups not in runs)
-        self.bounds = np.searchsorted(grp, np.arange(sums.size + 1)) if runs else None
+        if grp.size > 1 and not bool(np.all(grp[1:] >= grp[:-1])):
+            raise ValueError("each group must be a run of innermost intervals (grp non-decreasing)")
+        self.sums = sums
+        #: where each group's run begins and ends
+        self.bounds = np.searchsorted(grp, np.arange(sums.size + 1))
         #: where a group begins (candidates are searched within groups)
-        self.starts = self.bounds[1:-1] if self.bounds is not None else np.flatnonzero(np.diff(grp)) + 1
-        self.allowed = None if runs else sums[grp] > 0
+        self.starts = self.bounds[1:-1]
 
     def _runs(self) -> Iterator[tuple[int, int, int]]:
-        assert self.bounds is not None
         return zip(range(self.sums.size), self.bounds[:-1].tolist(), self.bounds[1:].tolist())
-
-    def totals(self, p: np.ndarray) -> np.ndarray:
-        """Each group's mass."""
-        if self.bounds is None:
-            return np.bincount(self.grp, weights=p, minlength=self.sums.size)
-        return np.array([p[s:e].sum() for _, s, e in self._runs()])
 
     def rescale(self, p: np.ndarray) -> None:
         """Each group's masses scaled (in place) to its sum exactly (0 where it has none)."""
-        tot = self.totals(p)
-        f = np.where(tot > 0, self.sums / np.where(tot > 0, tot, 1.0), 0.0)
-        if self.bounds is None:
-            p *= f[self.grp]
-        else:
-            for g, s, e in self._runs():
-                p[s:e] *= f[g]
+        for g, s, e in self._runs():
+            tot = p[s:e].sum()
+            p[s:e] *= self.sums[g] / tot if tot > 0 else 0.0
 
     def levels(self, d: np.ndarray, p: np.ndarray) -> np.ndarray:
         """lambda_g: the gradient's mass-weighted mean over group g (1 without groups, as
         sum p D = n), the level it takes on the group's support at the maximum."""
         scale = np.where(self.sums > 0, self.sums, 1.0)
-        if self.bounds is None:
-            return np.bincount(self.grp, weights=p * d, minlength=self.sums.size) / scale
         return np.array([float(p[s:e] @ d[s:e]) for _, s, e in self._runs()]) / scale
 
     def kkt(self, d: np.ndarray, p: np.ndarray) -> tuple[float, np.ndarray]:
@@ -601,19 +587,13 @@ class _Groups:
         by its group's sum) and each innermost interval's excess over its group's level
         (-inf in a group with sum 0, which holds no mass)."""
         lam = self.levels(d, p)
-        sums = self.sums
-        if self.bounds is None:
-            assert self.allowed is not None
-            excess = np.where(self.allowed, d - lam[self.grp], -np.inf)
-            kkt = float(np.max(excess * np.where(self.allowed, sums[self.grp], 1.0))) if d.size else 0.0
-            return kkt, excess
         excess = np.empty_like(d)
         kkt = -math.inf if d.size else 0.0
         for g, s, e in self._runs():
-            if sums[g] > 0:
+            if self.sums[g] > 0:
                 np.subtract(d[s:e], lam[g], out=excess[s:e])
                 if e > s:
-                    kkt = max(kkt, float(excess[s:e].max()) * float(sums[g]))
+                    kkt = max(kkt, float(excess[s:e].max()) * float(self.sums[g]))
             else:
                 excess[s:e] = -np.inf
         return kkt, excess

@@ -858,3 +858,16 @@ def test_candidates_are_the_first_largest_positive_excess_of_each_segment(excess
         if seg.max() > 0:
             want.append(s + int(np.argmax(seg)))
     assert npmle_solver._segment_maxima(ex, starts).tolist() == want
+
+
+def test_constrained_fit_takes_groups_as_runs_of_innermost_intervals() -> None:
+    """The profile's groups are runs (below and above a cut); groups that interleave are
+    refused rather than read wrongly by slices."""
+    from privspec.backends.npmle_data import design_from_rows
+
+    des = design_from_rows(np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0]), np.array([2.0, 1.0, 1.0]))
+    p0 = np.array([0.4, 0.3, 0.3])               # a start that meets the group sums
+    fit = npmle_solver.cnm(des, p0, tol=1e-10, max_iter=100, grp=np.array([0, 1, 1]), sums=np.array([0.4, 0.6]))
+    assert fit.p[0] == pytest.approx(0.4) and fit.p[1:].sum() == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="run of innermost intervals"):
+        npmle_solver.cnm(des, p0, tol=1e-10, max_iter=100, grp=np.array([0, 1, 0]), sums=np.array([0.4, 0.6]))
