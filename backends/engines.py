@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..errors import DataError, Diagnostic
 from .data import PARQUET, read_table, require_columns
-from .tally import Tally, canonical
+from .tally import Tally, canonical, run_starts
 
 #: the engines by name, and the extra each needs
 ENGINES = {"pandas": None, "duckdb": "duckdb", "spark": "spark"}
@@ -511,10 +511,7 @@ class DuckDBEngine:
                 at += len(chunk)
         parsed_counts = kept.column("n").to_numpy().astype(np.int64, copy=False)
         if parsed_counts.size > 1:
-            new = np.zeros(parsed_counts.size, dtype=bool)
-            new[0] = True
-            for e in block:     # (ok leaves no NaN, which would never equal itself)
-                new[1:] |= e[1:] != e[:-1]
+            new = run_starts(*block)     # (ok leaves no NaN, which would never equal itself)
             if not new.all():
                 starts = np.flatnonzero(new)
                 block = block[:, starts]

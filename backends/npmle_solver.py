@@ -37,8 +37,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .npmle_data import Design, _run_starts, gradient, loglik, prefix_sums, row_probs, run_mass
+from .npmle_data import Design, gradient, loglik, prefix_sums, row_probs, run_mass
 from .npmle_qp import cross_gram, qp, run_gram
+from .tally import run_starts
 
 __all__ = ["Fit", "cnm", "initial", "one_blas_thread"]
 
@@ -547,10 +548,10 @@ def _segment_maxima(excess: np.ndarray, starts: np.ndarray) -> np.ndarray:
         return pos
     ex = excess[pos]
     seg = np.searchsorted(starts, pos, side="right") - 1
-    first = np.flatnonzero(_run_starts(seg))
+    first = np.flatnonzero(run_starts(seg))
     top = np.maximum.reduceat(ex, first)
     at_max = np.flatnonzero(ex == np.repeat(top, np.diff(np.append(first, ex.size))))
-    return pos[at_max[_run_starts(seg[at_max])]]
+    return pos[at_max[run_starts(seg[at_max])]]
 
 
 class _Groups:

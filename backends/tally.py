@@ -160,6 +160,26 @@ def canonical(values: pd.DataFrame, counts: np.ndarray) -> tuple[pd.DataFrame, n
     return frame.iloc[order].reset_index(drop=True), np.asarray(counts, dtype=np.int64)[order], order
 
 
+def run_starts(*columns: np.ndarray) -> np.ndarray:
+    """Bool per row of tuples in sorted order (equal tuples adjacent): where a run of equal
+    tuples starts.  Merging such runs (their counts added) is how sorted rows become
+    distinct tuples with counts, without a second group-by.  A NaN never equals itself,
+    so each NaN row starts a run of its own.
+
+    Examples
+    --------
+    >>> run_starts(np.array([1.0, 1.0, 2.0, 2.0]), np.array([5.0, 5.0, 5.0, 6.0])).tolist()
+    [True, False, True, True]
+    """
+    head, *rest = columns
+    first = np.empty(head.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(head[1:], head[:-1], out=first[1:])   # in place: no temporary for one column
+    for x in rest:
+        first[1:] |= x[1:] != x[:-1]
+    return first
+
+
 def _sorted(frame: pd.DataFrame) -> bool:
     """Whether a one-column frame is already in canonical order (an engine that sorts in
     its own query): one vectorized comparison instead of a sort."""
