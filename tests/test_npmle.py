@@ -871,3 +871,57 @@ def test_constrained_fit_takes_groups_as_runs_of_innermost_intervals() -> None:
     assert fit.p[0] == pytest.approx(0.4) and fit.p[1:].sum() == pytest.approx(0.6)
     with pytest.raises(ValueError, match="run of innermost intervals"):
         npmle_solver.cnm(des, p0, tol=1e-10, max_iter=100, grp=np.array([0, 1, 0]), sums=np.array([0.4, 0.6]))
+
+
+# ---- the working set (column generation) over many rows --------------------------------------------
+def _case2_reports(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct Case-II reports of N(0, 1) values, anchors uniform(-3, 3): (-inf, a], (a, b], (b, inf)."""
+    rng = np.random.default_rng(seed)
+    y = rng.normal(size=n)
+    a, b = np.sort(rng.uniform(-3, 3, size=(2, n)), axis=0)
+    left = np.where(y <= a, -np.inf, np.where(y <= b, a, b))
+    right = np.where(y <= a, a, np.where(y <= b, b, np.inf))
+    return aggregate_intervals(left, right)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_working_set_reaches_the_same_maximum_as_the_direct_method(seed: int) -> None:
+    """Forced onto a few thousand reports, the working set (solve on the candidates, then
+    the gradient on every innermost interval) ends at the maximum the direct method
+    reaches: the same log-likelihood and report probabilities (unique at the NPMLE),
+    and the KKT condition on every innermost interval, not only on the candidates."""
+    from privspec.backends.npmle_data import design_from_rows, row_probs
+
+    left, right, counts = _case2_reports(3000, seed)
+    des = design_from_rows(left, right, counts.astype(float))
+    p0 = npmle_solver.initial(des)
+    direct = npmle_solver.cnm(des, p0, tol=1e-10, max_iter=10_000, working_set_rows=10 ** 12)
+    ws = npmle_solver.cnm(des, p0, tol=1e-10, max_iter=10_000, working_set_rows=0)
+    assert direct.converged and ws.converged and ws.kkt <= 1e-10
+    assert ws.loglik == pytest.approx(direct.loglik, rel=1e-12, abs=1e-9)
+    P_direct, _ = row_probs(des, direct.p)
+    P_ws, _ = row_probs(des, ws.p)
+    assert np.abs(P_ws - P_direct).max() < 1e-7
+    assert ws.p.min() >= 0 and ws.p.sum() == pytest.approx(1.0, abs=1e-12)
+    # more than one round: the first candidates alone do not hold the maximum
+    assert ws.iterations > direct.iterations
+
+
+def test_working_set_keeps_the_profile_groups() -> None:
+    """The profile likelihood's constrained fits (groups below and above a cut, each with its
+    sum) through the working set: the band is the direct method's to the fits' round-off."""
+    left, right, counts = _case2_reports(2000, 3)
+    fit = npmle(left, right, counts)
+    xs = [-0.5, 0.0, 0.8]
+    want = cdf_confidence_band(fit, left, right, counts, xs, calibration="chi2")
+    saved = npmle_solver._WORKING_SET_ROWS
+    try:
+        npmle_solver._WORKING_SET_ROWS = 0
+        fit_ws = npmle(left, right, counts)
+        got = cdf_confidence_band(fit_ws, left, right, counts, xs, calibration="chi2")
+    finally:
+        npmle_solver._WORKING_SET_ROWS = saved
+    assert fit_ws.loglik == pytest.approx(fit.loglik, rel=1e-12)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-7)
+    np.testing.assert_allclose(got[1], want[1], atol=1e-7)
+    assert np.all(got[0] < fit.cdf(xs)) and np.all(fit.cdf(xs) < got[1])
