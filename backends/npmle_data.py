@@ -350,20 +350,31 @@ def _innermost_ranges(left: np.ndarray, right: np.ndarray
     lorder, rorder = _sort_order(left), _sort_order(right)
     ls = left if lorder is None else left[lorder]
     rs = right if rorder is None else right[rorder]
+    # (in place where it can be: every fresh array of millions is first-touched memory,
+    # which on some machines costs more than the arithmetic in it)
     lnew, rnew = run_starts(ls), run_starts(rs)
     lefts, rights = ls[lnew], rs[rnew]
     beyond = np.searchsorted(rights, lefts, side="right")
-    has = beyond < rights.size
-    first_right = rights[np.minimum(beyond, rights.size - 1)]
-    inner = has & (first_right <= np.append(lefts[1:], np.inf))
+    inner = beyond < rights.size
+    first_right = rights.take(beyond, mode="clip")
+    # the last left is followed by a right whenever it has one beyond it
+    inner[:-1] &= first_right[:-1] <= lefts[1:]
     inner_left, inner_right = lefts[inner], first_right[inner]
+    del first_right
     # the runs by counting, not searching (the innermost ends are among the distinct ends):
     # a = the innermost intervals whose left is below the range's, b + 1 = those whose
     # right is at or below the range's
-    below = np.cumsum(inner) - inner
-    a = _unsort(below[np.cumsum(lnew) - 1], lorder)
-    upto = np.cumsum(np.bincount(beyond[inner], minlength=rights.size))
-    b = _unsort(upto[np.cumsum(rnew) - 1] - 1, rorder)
+    below = np.cumsum(inner)
+    below -= inner
+    at = np.cumsum(lnew)
+    at -= 1
+    a = _unsort(below.take(at), lorder)
+    upto = np.bincount(beyond[inner], minlength=rights.size)
+    np.cumsum(upto, out=upto)
+    upto -= 1
+    at = np.cumsum(rnew)
+    at -= 1
+    b = _unsort(upto.take(at), rorder)
     return inner_left, inner_right, a.astype(np.intp, copy=False), b.astype(np.intp, copy=False)
 
 
@@ -463,7 +474,9 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
         pair_i, pair_j = _pairs(po)
     # rows with the same run are one row of the likelihood
     if a.size > 1:
-        code = a.astype(np.int64) * (m + 1) + b
+        code = a.astype(np.int64)        # a copy: the in-place steps leave a as it is
+        code *= m + 1
+        code += b
         # rows in order of their ends have their runs mostly in order too: no duplicate
         # run is possible where the codes increase strictly (one pass instead of a sort)
         if not np.all(code[1:] > code[:-1]):
@@ -478,7 +491,7 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
                 uniq = sc[starts]
                 a, b = uniq // (m + 1), uniq % (m + 1)
     return Design(m=m, inner_left=inner_left, inner_right=inner_right,
-                  a=a.astype(np.intp), b=b.astype(np.intp), c=np.asarray(c, dtype=float),
+                  a=a.astype(np.intp, copy=False), b=b.astype(np.intp, copy=False), c=np.asarray(c, dtype=float),
                   pa=pa.astype(np.intp), pb=pb.astype(np.intp), powner=po.astype(np.intp),
                   pc=np.asarray(pc, dtype=float), pair_i=pair_i, pair_j=pair_j,
                   n=float(np.sum(c) + np.sum(pc)), all_points=all_points)
