@@ -488,16 +488,19 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
     p = p0.copy()
     none = np.zeros(0)
     its = 0
-    best = -math.inf
+    # the log-likelihood of each round's masses is its smaller design's (the same sum over
+    # merged rows, as a step's line search has it): no log of every row per round
+    ll: float | None = None
+    before = -math.inf
     while True:
         P, _ = row_probs(des, p)
-        ll = loglik(des, P, none)
         u = gradient(des, P, none)
         kkt, excess = groups.kkt(u / n, p)
         # a round that did not rise (round-off near the maximum) ends it, as a step does
-        if kkt <= tol or its >= max_iter or not ll > best:
+        if kkt <= tol or its >= max_iter or (ll is not None and not ll > before):
             break
-        best = ll
+        if ll is not None:
+            before = ll
         J = _candidates(p, excess, groups)
         step = _Step(des, J, p, none, n)
         empty = np.zeros(0, dtype=np.intp)
@@ -508,6 +511,9 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
         its += fit.iterations
         p = np.zeros(m)
         p[J] = fit.p
+        ll = fit.loglik
+    if ll is None:          # at the maximum from the start
+        ll = loglik(des, P, none)
     lam = groups.levels(u / n, p)
     return Fit(p=p, loglik=ll, iterations=its, kkt=kkt, converged=kkt <= tol, lam=lam)
 
