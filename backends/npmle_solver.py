@@ -106,6 +106,8 @@ class Fit:
     #: the gradient level of each group (d_j on its support at the maximum): the Lagrange
     #: multipliers, so that d loglik / d sums[g] = n * lam[g]
     lam: np.ndarray = field(default_factory=lambda: np.ones(1))
+    #: full passes that chose a working set (0: the direct method, one step per pass)
+    rounds: int = 0
 
 
 def initial(des: Design) -> np.ndarray:
@@ -482,12 +484,15 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
     live on the candidates, so each merged row's probability is its reports'; a
     maximum on the candidates that no innermost interval outside them improves on
     (``kkt <= tol`` on every one) is the maximum.  ``iterations`` counts the Newton steps
-    of all rounds; ``max_iter`` bounds them."""
+    of all rounds; ``max_iter`` bounds them.  Where the candidates' runs do not shrink the
+    rows (many candidates: the k x k table of runs too large to merge them, or merged runs
+    still more than a quarter of the rows) a round would cost more than it saves: the
+    direct method takes over from the masses at hand."""
     m, n = des.m, des.n
     groups = _Groups(grp, sums)
     p = p0.copy()
     none = np.zeros(0)
-    its = 0
+    its = rounds = 0
     # the log-likelihood of each round's masses is its smaller design's (the same sum over
     # merged rows, as a step's line search has it): no log of every row per round
     ll: float | None = None
@@ -503,6 +508,12 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
             before = ll
         J = _candidates(p, excess, groups)
         step = _Step(des, J, p, none, n)
+        if step.key is None or 4 * step.c.size > des.a.size:
+            fit = _cnm(des, p, tol=tol, max_iter=max_iter - its, grp=grp, sums=sums)
+            fit.iterations += its
+            fit.rounds = rounds
+            return fit
+        rounds += 1
         empty = np.zeros(0, dtype=np.intp)
         sub = Design(m=J.size, inner_left=des.inner_left[J], inner_right=des.inner_right[J],
                      a=step.ra, b=step.rb, c=step.c, pa=empty, pb=empty, powner=empty, pc=none,
@@ -515,7 +526,7 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
     if ll is None:          # at the maximum from the start
         ll = loglik(des, P, none)
     lam = groups.levels(u / n, p)
-    return Fit(p=p, loglik=ll, iterations=its, kkt=kkt, converged=kkt <= tol, lam=lam)
+    return Fit(p=p, loglik=ll, iterations=its, kkt=kkt, converged=kkt <= tol, lam=lam, rounds=rounds)
 
 
 def _cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp: np.ndarray, sums: np.ndarray

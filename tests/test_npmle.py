@@ -904,7 +904,26 @@ def test_working_set_reaches_the_same_maximum_as_the_direct_method(seed: int) ->
     assert np.abs(P_ws - P_direct).max() < 1e-7
     assert ws.p.min() >= 0 and ws.p.sum() == pytest.approx(1.0, abs=1e-12)
     # more than one round: the first candidates alone do not hold the maximum
-    assert ws.iterations > direct.iterations
+    assert direct.rounds == 0 and ws.rounds >= 2 and ws.iterations > direct.iterations
+
+
+def test_working_set_gives_way_where_the_candidates_do_not_merge_rows() -> None:
+    """Exact points among intervals: nearly every report keeps its own run over the
+    candidates, so a round would not shrink the rows; the direct method takes over from
+    the start and gives its own answer, bit for bit."""
+    from privspec.backends.npmle_data import design_from_rows
+
+    rng = np.random.default_rng(5)
+    x = np.round(rng.normal(size=60), 3)
+    lo = np.round(rng.normal(size=60), 3)
+    hi = lo + np.round(rng.uniform(0.2, 1.5, size=60), 3)
+    left, right, counts = aggregate_intervals(np.concatenate([x, lo]), np.concatenate([x, hi]))
+    des = design_from_rows(left, right, counts.astype(float))
+    p0 = npmle_solver.initial(des)
+    direct = npmle_solver.cnm(des, p0, tol=1e-10, max_iter=10_000, working_set_rows=10 ** 12)
+    ws = npmle_solver.cnm(des, p0, tol=1e-10, max_iter=10_000, working_set_rows=0)
+    assert ws.rounds == 0 and ws.converged and direct.iterations > 1
+    assert np.array_equal(ws.p, direct.p) and ws.loglik == direct.loglik
 
 
 def test_working_set_keeps_the_profile_groups() -> None:
