@@ -491,7 +491,7 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
     m, n = des.m, des.n
     groups = _Groups(grp, sums)
     p = p0.copy()
-    none = np.zeros(0)
+    none, empty = np.zeros(0), np.zeros(0, dtype=np.intp)
     its = rounds = 0
     # the log-likelihood of each round's masses is its smaller design's (the same sum over
     # merged rows, as a step's line search has it): no log of every row per round
@@ -514,7 +514,6 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
             fit.rounds = rounds
             return fit
         rounds += 1
-        empty = np.zeros(0, dtype=np.intp)
         sub = Design(m=J.size, inner_left=des.inner_left[J], inner_right=des.inner_right[J],
                      a=step.ra, b=step.rb, c=step.c, pa=empty, pb=empty, powner=empty, pc=none,
                      pair_i=empty, pair_j=empty, n=n, all_points=False)
