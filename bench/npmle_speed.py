@@ -18,8 +18,14 @@ solved to the maximum (KKT within 1e-8) in under 0.5 s.
   a 23 GB machine); ``--npsurv-max-n 100000`` to try.
 * lifelines: ``lifelines.fitters.npmle.npmle`` at n = 2,000 only (about a minute each).
 
+Last, privspec against itself at scale: the constrained Newton method step by step (one
+pass over every row per Newton step) and by its working set (column generation, which
+``cnm`` uses from ``_WORKING_SET_ROWS`` plain rows on), on the same design of
+``--working-set-n`` Case-II intervals from the same start, in one run: seconds, the
+ratio, full passes, and the gap between the two maxima.
+
 Run:  python bench/npmle_speed.py [--sizes 10000 100000] [--repeat 3] [--npsurv-max-n N]
-      [--lifelines-n 2000 | --lifelines-n 0]
+      [--lifelines-n 2000 | --lifelines-n 0] [--working-set-n 10000000 | --working-set-n 0]
 """
 from __future__ import annotations
 
@@ -153,6 +159,8 @@ def main() -> int:
     ap.add_argument("--npsurv-max-n", type=int, default=10_000)
     ap.add_argument("--lifelines-n", type=int, default=2000, help="0 to skip lifelines")
     ap.add_argument("--no-mixture", action="store_true", help="skip the 20%% exact-points setting")
+    ap.add_argument("--working-set-n", type=int, default=10_000_000,
+                    help="Case-II intervals of the direct-against-working-set comparison (0 to skip)")
     args = ap.parse_args()
 
     from privspec.backends.npmle import npmle
@@ -197,9 +205,35 @@ def main() -> int:
                 ok = t_ours < 0.5 and fit.kkt <= 1e-8
                 verdicts.append(f"target (10^5 Case II under 0.5 s, KKT <= 1e-8): "
                                 f"{'met' if ok else 'NOT met'} ({t_ours:.3f} s, kkt {fit.kkt:.1e})")
+    if args.working_set_n:
+        working_set(args.working_set_n, args.seed)
     for v in verdicts:
         print("\n" + v)
     return 0
+
+
+def working_set(n: int, seed: int) -> None:
+    """The direct method and the working set on one design, from one start, in one run."""
+    from privspec.backends.npmle_data import as_rows, design_from_rows, row_probs
+    from privspec.backends.npmle_solver import cnm, initial, one_blas_thread
+
+    des = design_from_rows(*as_rows(*case2(n, seed + n)))
+    p0 = initial(des)
+    print(f"\nCase II, n = {n:,}: {des.a.size:,} rows, {des.m:,} innermost intervals; "
+          "cnm step by step against its working set (one BLAS thread)")
+    with one_blas_thread():
+        fits = {}
+        for label, rows in (("direct", 10 ** 18), ("working set", 0)):
+            t0 = time.perf_counter()
+            fits[label] = (cnm(des, p0, tol=1e-10, max_iter=10_000, working_set_rows=rows), time.perf_counter() - t0)
+    (d, td), (w, tw) = fits["direct"], fits["working set"]
+    for label, (f, t) in fits.items():
+        passes = f.iterations if f.rounds == 0 else f.rounds + 1
+        print(f"  {label:<12}{t:>8.3f} s  {passes:>3} full passes, {f.iterations:>3} Newton steps, "
+              f"loglik {f.loglik:.9f}, kkt {f.kkt:.1e}")
+    gap = float(np.abs(row_probs(des, d.p)[0] - row_probs(des, w.p)[0]).max())
+    print(f"  direct / working set: {td / tw:.2f}x; max |P_i difference| {gap:.1e}, "
+          f"loglik difference {d.loglik - w.loglik:.2g}")
 
 
 if __name__ == "__main__":
