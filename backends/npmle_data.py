@@ -246,6 +246,14 @@ def _ranks(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.n
     return values, ranks, orders
 
 
+def _running_count(mask: np.ndarray) -> np.ndarray:
+    """``np.cumsum(mask)`` of a bool array in one int array (``np.cumsum`` would first
+    cast the bools into a second one: at 1e7 entries, 76 MiB more at the peak)."""
+    out = mask.astype(np.intp)
+    np.cumsum(out, out=out)
+    return out
+
+
 def _search(hay: np.ndarray, keys: np.ndarray, order: np.ndarray | None, side: str) -> np.ndarray:
     """``np.searchsorted(hay, keys, side)``, the keys searched in ``order`` (sorting them:
     each search starts near the last one's end) and put back in place."""
@@ -347,34 +355,53 @@ def _innermost_ranges(left: np.ndarray, right: np.ndarray
     the innermost intervals whose left is at or after its own and whose right is at or
     before its own.
     """
+    # Memory is what this costs at 1e7 reports: every fresh array of millions is
+    # first-touched memory (about 3 s/GB on the 2-core VM of bench/engines.py, more than
+    # the arithmetic in it).  So no array is copied where it need not be (distinct ends
+    # are the ends themselves; sorted lefts need no order), the runs are running counts
+    # over the ranges (no index arrays), and each array is let go as soon as it is used:
+    # at 1e7 Case-II reports the peak is 364 MiB over the ends, where it was 415 MiB
+    # (and the design's 411, where it was 564).
     lorder, rorder = _sort_order(left), _sort_order(right)
     ls = left if lorder is None else left[lorder]
     rs = right if rorder is None else right[rorder]
-    # (in place where it can be: every fresh array of millions is first-touched memory,
-    # which on some machines costs more than the arithmetic in it)
     lnew, rnew = run_starts(ls), run_starts(rs)
-    lefts, rights = ls[lnew], rs[rnew]
+    lall, rall = bool(lnew.all()), bool(rnew.all())
+    lefts = ls if lall else ls[lnew]
+    rights = rs if rall else rs[rnew]
+    del ls, rs
+    # beyond[i] = the number of rights at or below L_i, so the first right beyond L_i is
+    # rights[beyond[i]], and it is at or below L_{i+1} iff beyond[i + 1] > beyond[i]; the
+    # last left is followed by a right whenever it has one beyond it
     beyond = np.searchsorted(rights, lefts, side="right")
     inner = beyond < rights.size
-    first_right = rights.take(beyond, mode="clip")
-    # the last left is followed by a right whenever it has one beyond it
-    inner[:-1] &= first_right[:-1] <= lefts[1:]
-    inner_left, inner_right = lefts[inner], first_right[inner]
-    del first_right
-    # the runs by counting, not searching (the innermost ends are among the distinct ends):
-    # a = the innermost intervals whose left is below the range's, b + 1 = those whose
-    # right is at or below the range's
-    below = np.cumsum(inner)
-    below -= inner
-    at = np.cumsum(lnew)
-    at -= 1
-    a = _unsort(below.take(at), lorder)
-    upto = np.bincount(beyond[inner], minlength=rights.size)
-    np.cumsum(upto, out=upto)
-    upto -= 1
-    at = np.cumsum(rnew)
-    at -= 1
-    b = _unsort(upto.take(at), rorder)
+    inner[:-1] &= beyond[1:] > beyond[:-1]
+    innermost_right_rank = beyond[inner]
+    inner_left, inner_right = lefts[inner], rights[innermost_right_rank]
+    nrights = rights.size
+    del lefts, rights, beyond
+    # the runs by counting, not searching (the innermost ends are among the distinct ends),
+    # each a running count over the sorted ranges (no index per range into the ends):
+    # a = the innermost intervals whose left is below the range's: those left ends that
+    # close a run of equal lefts before the range's own run
+    closes = np.empty(lnew.size, dtype=bool)
+    closes[:-1] = lnew[1:]
+    closes[-1] = True
+    ended = np.zeros(lnew.size, dtype=bool)
+    ended[closes] = inner
+    del closes, inner
+    a = _running_count(ended)
+    a -= ended
+    del ended
+    a = _unsort(a, lorder)
+    # b + 1 = those whose right is at or below the range's: each innermost interval
+    # counted at the first range with its right end, then summed over the ranges
+    b = np.zeros(rnew.size, dtype=np.intp)
+    b[rnew] = np.bincount(innermost_right_rank, minlength=nrights)
+    del innermost_right_rank
+    np.cumsum(b, out=b)
+    b -= 1
+    b = _unsort(b, rorder)
     return inner_left, inner_right, a.astype(np.intp, copy=False), b.astype(np.intp, copy=False)
 
 
@@ -472,29 +499,45 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
     else:
         a, b, c, pa, pb, po, pc = _split(a, b, owner, c, m)
         pair_i, pair_j = _pairs(po)
-    # rows with the same run are one row of the likelihood
-    if a.size > 1:
-        code = a.astype(np.int64)        # a copy: the in-place steps leave a as it is
+    # rows with the same run are one row of the likelihood; rows in order of their ends
+    # have their runs mostly in order too: none is the same where the runs increase
+    # strictly (one pass instead of a sort)
+    c = np.asarray(c, dtype=float)
+    if a.size > 1 and not _increasing(a, b):
+        # each run as one number, computed in a's own memory (a and b are this function's:
+        # innermost made them), each array let go once used (see _innermost_ranges)
+        code = a if a.dtype == np.int64 else a.astype(np.int64)
         code *= m + 1
         code += b
-        # rows in order of their ends have their runs mostly in order too: no duplicate
-        # run is possible where the codes increase strictly (one pass instead of a sort)
-        if not np.all(code[1:] > code[:-1]):
+        del a, b
+        if c[0] == c.min() == c.max():
+            # equal counts (one report per row, as continuous reports are): the codes
+            # sorted in place, the counts from the runs' lengths
+            code.sort()
+            starts = np.flatnonzero(run_starts(code))
+            c = np.diff(starts, append=code.size) * c[0]
+        else:
             # a stable sort finds the runs of increasing codes (a increases with the
             # rows): 0.13 s on 1e7 codes, where np.unique(return_inverse) takes 1.3 s
             order = np.argsort(code, kind="stable")
-            sc = code[order]
-            first = run_starts(sc)
-            if not first.all():
-                starts = np.flatnonzero(first)
-                c = np.add.reduceat(np.asarray(c, dtype=float)[order], starts)
-                uniq = sc[starts]
-                a, b = uniq // (m + 1), uniq % (m + 1)
+            code = code[order]
+            starts = np.flatnonzero(run_starts(code))
+            c = np.add.reduceat(c[order], starts)
+            del order
+        a, b = np.divmod(code[starts], m + 1)
+        del code
     return Design(m=m, inner_left=inner_left, inner_right=inner_right,
                   a=a.astype(np.intp, copy=False), b=b.astype(np.intp, copy=False), c=np.asarray(c, dtype=float),
                   pa=pa.astype(np.intp), pb=pb.astype(np.intp), powner=po.astype(np.intp),
                   pc=np.asarray(pc, dtype=float), pair_i=pair_i, pair_j=pair_j,
                   n=float(np.sum(c) + np.sum(pc)), all_points=all_points)
+
+
+def _increasing(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the runs ``a..b`` increase strictly (by ``a``, then ``b``)."""
+    up = a[1:] > a[:-1]
+    up |= (a[1:] == a[:-1]) & (b[1:] > b[:-1])
+    return bool(up.all())
 
 
 def _split(a: np.ndarray, b: np.ndarray, owner: np.ndarray, c: np.ndarray, m: int
@@ -606,7 +649,8 @@ def run_mass(p: np.ndarray, S: np.ndarray, a: np.ndarray, b: np.ndarray, b1: np.
     ``b + 1`` where the caller keeps it).  A run of one takes its mass itself (an exact
     point, say): the difference of prefix sums near 1 would keep only ~1e-16 / p of it
     (1e-10 at p = 1e-6)."""
-    P = S[b + 1 if b1 is None else b1] - S[a]
+    P = S[b + 1 if b1 is None else b1]
+    P -= S[a]           # (in place: one fresh array of all rows less)
     one = a == b
     P[one] = p[a[one]]
     return P

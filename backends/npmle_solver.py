@@ -135,8 +135,11 @@ def initial(des: Design) -> np.ndarray:
         first[1:] = des.powner[1:] != des.powner[:-1]
         first &= ~met[des.powner]
         ra, rb = np.concatenate([ra, des.pa[first]]), np.concatenate([rb, des.pb[first]])
-    count = np.concatenate([[0], np.cumsum(chosen)])
-    rest = count[rb + 1] == count[ra]
+    # (chosen ones up to each end in 32 bits, read without a shifted copy of the ends:
+    # two gathers over all rows, at 1e7 reports fresh memory is the cost)
+    count = np.zeros(m + 1, dtype=np.int32)
+    np.cumsum(chosen, out=count[1:])
+    rest = count[1:][rb] == count[ra]
     if rest.any():
         # the greedy stabbing of the runs not met yet
         first_end = np.full(m + 1, m, dtype=np.intp)
@@ -151,7 +154,7 @@ def initial(des: Design) -> np.ndarray:
         chosen[0] = True
     picks = np.flatnonzero(chosen)
     # the counts covering each point: the gradient with every P_i = 1
-    cover = gradient(des, np.ones(des.a.size), np.ones(des.pc.size))
+    cover = gradient(des, np.ones(()), np.ones(()))      # (0-d: one for every row)
     p = np.zeros(m)
     p[picks] = np.maximum(cover[picks], 1e-300)
     return p / p.sum()
@@ -503,12 +506,18 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
         kkt, excess = groups.kkt(u / n, p)
         # a round that did not rise (round-off near the maximum) ends it, as a step does
         if kkt <= tol or its >= max_iter or (ll is not None and not ll > before):
+            if ll is None:          # at the maximum from the start
+                ll = loglik(des, P, none)
             break
+        # (each array of all rows let go once used: at 1e7 reports fresh memory costs
+        # more than the passes over it, see npmle_data._innermost_ranges)
+        del P
         if ll is not None:
             before = ll
         J = _candidates(p, excess, groups)
         step = _Step(des, J, p, none, n)
         if step.key is None or 4 * step.c.size > des.a.size:
+            del step
             fit = _cnm(des, p, tol=tol, max_iter=max_iter - its, grp=grp, sums=sums)
             fit.iterations += its
             fit.rounds = rounds
@@ -517,13 +526,12 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
         sub = Design(m=J.size, inner_left=des.inner_left[J], inner_right=des.inner_right[J],
                      a=step.ra, b=step.rb, c=step.c, pa=empty, pb=empty, powner=empty, pc=none,
                      pair_i=empty, pair_j=empty, n=n, all_points=False)
+        del step
         fit = _cnm(sub, p[J], tol=tol, max_iter=max_iter - its, grp=grp[J], sums=sums)
         its += fit.iterations
         p = np.zeros(m)
         p[J] = fit.p
         ll = fit.loglik
-    if ll is None:          # at the maximum from the start
-        ll = loglik(des, P, none)
     lam = groups.levels(u / n, p)
     return Fit(p=p, loglik=ll, iterations=its, kkt=kkt, converged=kkt <= tol, lam=lam, rounds=rounds)
 

@@ -330,6 +330,29 @@ def test_innermost_of_ranges_by_counting_equals_the_ranking(pairs, in_order):
     assert npmle_data.innermost(left, right)[2].tolist() == general[2].tolist()
 
 
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([-INF, 0.0, 0.5, 1.0, 2.0, 3.0]), st.sampled_from([0.5, 1.0, 2.0, 3.0, INF]),
+                          st.integers(1, 3)), min_size=2, max_size=30),
+       st.booleans())
+def test_design_merges_the_rows_of_one_run(rows, equal_counts):
+    """Rows with the same run over the innermost intervals are one row of the design, their
+    counts added, whether the counts are all equal (the runs' lengths counted) or not
+    (the counts summed): against a dict built row by row."""
+    from privspec.backends.npmle_data import design_from_rows, innermost
+    rows = [(a, b, 2 if equal_counts else k) for a, b, k in rows if a < b]
+    if len(rows) < 2:
+        return
+    left, right, counts = (np.array(v, dtype=float) for v in zip(*rows))
+    _, _, a, b = innermost(left, right)
+    want: dict = {}
+    for i, j, k in zip(a.tolist(), b.tolist(), counts.tolist()):
+        want[(i, j)] = want.get((i, j), 0.0) + k
+    des = design_from_rows(left, right, counts)
+    assert dict(zip(zip(des.a.tolist(), des.b.tolist()), des.c.tolist())) == want
+    assert des.a.size == len(want) and des.a.dtype == des.b.dtype == np.intp
+    assert np.array_equal(des.b1, des.b + 1) and des.n == counts.sum()
+
+
 @settings(derandomize=True, max_examples=60, deadline=None)
 @given(interval_data())
 def test_property_maximum(data):
