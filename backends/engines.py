@@ -471,7 +471,8 @@ class DuckDBEngine:
         named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
         per_row = self._parse_every_row(column, prepare, ok)
         if per_row:               # every row parsed: no grouping of texts that are all different
-            inner = f"SELECT {self._cell(column)} AS x, 1::BIGINT AS n FROM {self._from}"
+            # (and no count column: each row counts once, which numpy writes, not the sort)
+            inner = f"SELECT {self._cell(column)} AS x FROM {self._from}"
         elif cell == _quote("x"):   # the cells as they are: one GROUP BY
             inner = f"SELECT {_quote(column)} AS x, count(*) AS n FROM {self._from} GROUP BY ALL"
         else:                     # normalized on the distinct values, equal ones merged
@@ -486,8 +487,9 @@ class DuckDBEngine:
         # in no order: canonical sorts them)
         picked = ", ".join(f"CASE WHEN ok THEN e{i} END AS e{i}" for i in range(len(exprs)))
         names = [f"e{i}" for i in range(len(exprs))]
-        sql = (f"SELECT CASE WHEN ok THEN NULL ELSE x END AS x, {picked}, n FROM "
-               f"(SELECT x, n, coalesce(({ok}), false) AS ok, {named} FROM ({_layers(inner, prepare)})) "
+        n = "" if per_row else ", n"
+        sql = (f"SELECT CASE WHEN ok THEN NULL ELSE x END AS x, {picked}{n} FROM "
+               f"(SELECT x{n}, coalesce(({ok}), false) AS ok, {named} FROM ({_layers(inner, prepare)})) "
                f"ORDER BY {', '.join(f'{e} NULLS LAST' for e in names)}")
         # fetched as Arrow: the text column is null on the parsed rows (most of them), which
         # Arrow holds as a bitmap and numpy would hold as millions of None objects
@@ -496,8 +498,13 @@ class DuckDBEngine:
         # the parsed rows come first (NULL ends sort last)
         k = got.num_rows - got.column("e0").null_count
         kept, rest_of = got.slice(0, k), got.slice(k)
+        def counts_of(part: Any) -> np.ndarray:
+            if per_row:
+                return np.ones(part.num_rows, dtype=np.int64)
+            return part.column("n").to_numpy().astype(np.int64, copy=False)
+
         rest = pd.DataFrame({"x": pd.Series(rest_of.column("x").to_numpy(zero_copy_only=False), dtype=object),
-                             "n": rest_of.column("n").to_numpy().astype(np.int64, copy=False)})
+                             "n": counts_of(rest_of)})
         if per_row and len(rest):   # one row per report: equal texts counted together
             rest = rest.groupby("x", dropna=False, sort=False, as_index=False)["n"].sum()
             rest["x"] = rest["x"].astype(object).where(rest["x"].notna(), None)
@@ -509,7 +516,7 @@ class DuckDBEngine:
             for chunk in kept.column(name).chunks:
                 row[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
                 at += len(chunk)
-        parsed_counts = kept.column("n").to_numpy().astype(np.int64, copy=False)
+        parsed_counts = counts_of(kept)
         if parsed_counts.size > 1:
             new = run_starts(*block)     # (ok leaves no NaN, which would never equal itself)
             if not new.all():

@@ -144,6 +144,7 @@ def npmle(left: Any, right: Any, counts: Any = None, *, tol: float = 1e-10,
     l, r, c = as_rows(left, right, counts, ring=ring)
     l, r, c = merge_rows(l, r, c)
     des = design_from_rows(l, r, c)
+    del l, r, c         # (copies of millions of rows, at times: not kept through the fit)
     with one_blas_thread():
         fit = cnm(des, initial(des), tol=tol, max_iter=max_iter)
     return make_result(des, fit)

@@ -164,6 +164,30 @@ PRIVACY_FRAMES = [
 ]
 
 
+@pytest.mark.parametrize("bad_at", [0, 4, 9, None])
+def test_block_wise_check_finds_a_bad_report_in_any_block(monkeypatch, model, bad_at):
+    """Millions of reports are checked a block at a time: a bad report in the first, a
+    middle or the last (short) block is found and named as the check of all at once names
+    it; good reports pass."""
+    from privspec.backends import interval_reports
+    rm = report_model(model.mechanisms["c2"])
+    left = np.array([-np.inf, 10.0, 20.0, 5.0, -np.inf, 30.0, 40.0, 1.0, 2.0, -np.inf])
+    right = np.array([40.0, 75.0, np.inf, 60.0, 50.0, 90.0, np.inf, 3.0, 100.0, 80.0])
+    if bad_at is not None:
+        left[bad_at], right[bad_at] = -np.inf, np.inf      # the whole line: never a report
+    monkeypatch.setattr(interval_reports, "_CHECK_BLOCK", 4)
+    if bad_at is None:
+        rm.check(left, right, "salary")
+        return
+    with pytest.raises(DataError) as blocks:
+        rm.check(left, right, "salary")
+    monkeypatch.setattr(interval_reports, "_CHECK_BLOCK", 1 << 20)
+    with pytest.raises(DataError) as whole:
+        rm.check(left, right, "salary")
+    assert blocks.value.diagnostics[0].rows == whole.value.diagnostics[0].rows == (bad_at + 1,)
+    assert "the whole range" in blocks.value.diagnostics[0].message
+
+
 @pytest.mark.parametrize("name, query, cell, code, words", PRIVACY_FRAMES)
 def test_invalid_reports_same_diagnostic_as_the_back_end(tmp_path, model, name, query, cell, code, words):
     good = {"c1": ["(-inf, 40]", "(75, inf]"], "open": ["(-inf, 40]", "5"], "cm": ["(10, 40]", "(75, inf]"],
