@@ -500,8 +500,8 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
     # merged rows, as a step's line search has it): no log of every row per round
     ll: float | None = None
     before = -math.inf
+    P, _ = row_probs(des, p)
     while True:
-        P, _ = row_probs(des, p)
         u = gradient(des, P, none)
         kkt, excess = groups.kkt(u / n, p)
         # a round that did not rise (round-off near the maximum) ends it, as a step does
@@ -526,12 +526,15 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
         sub = Design(m=J.size, inner_left=des.inner_left[J], inner_right=des.inner_right[J],
                      a=step.ra, b=step.rb, c=step.c, pa=empty, pb=empty, powner=empty, pc=none,
                      pair_i=empty, pair_j=empty, n=n, all_points=False)
-        del step
         fit = _cnm(sub, p[J], tol=tol, max_iter=max_iter - its, grp=grp[J], sums=sums)
         its += fit.iterations
         p = np.zeros(m)
         p[J] = fit.p
         ll = fit.loglik
+        # every row's probability is its merged run's: one gather from the k x k table of
+        # runs, where the prefix sums over all innermost intervals take two random ones
+        P = step.row_probs(step.probs(fit.p))
+        del step
     lam = groups.levels(u / n, p)
     return Fit(p=p, loglik=ll, iterations=its, kkt=kkt, converged=kkt <= tol, lam=lam, rounds=rounds)
 
