@@ -263,6 +263,28 @@ _IDS = itertools.count()
 _CONNECTIONS: dict[int, Any] = {}
 
 
+def _sort_runs(block: np.ndarray) -> None:
+    """Rows ``block[:, i]`` of two values, sorted by the first, put in order of both in
+    place: the second values sorted within each run of equal firsts (each row counts once,
+    so nothing else moves with them; where -0.0 and 0.0 make one run, the rows move
+    whole).  A few runs are sorted one by one; many, by a lexsort of all rows."""
+    first, second = block
+    new = run_starts(first)
+    if new.all():
+        return
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], first.size)
+    long = np.flatnonzero(ends - starts > 1)
+    if long.size > _RUN_SORTS:
+        block[:] = block[:, np.lexsort((second, first))]
+        return
+    for s, e in zip(starts[long].tolist(), ends[long].tolist()):
+        if first[s] == 0:
+            block[:, s:e] = block[:, s:e][:, np.argsort(second[s:e], kind="stable")]
+        else:
+            second[s:e].sort()
+
+
 def _unregister(con: Any, view: str) -> None:
     try:
         con.unregister(view)
@@ -301,6 +323,9 @@ def _literal(text: str) -> str:
 #: above which :meth:`DuckDBEngine.tally_parsed` parses every row instead of the distinct texts
 _DISTINCT_SAMPLE = 65536
 _DISTINCT_SHARE = 0.5
+#: runs of equal first values above which the rows parsed one by one are sorted by numpy's
+#: lexsort rather than a sort of each run's second values (:func:`_sort_runs`)
+_RUN_SORTS = 4096
 
 
 class DuckDBEngine:
@@ -488,9 +513,13 @@ class DuckDBEngine:
         picked = ", ".join(f"CASE WHEN ok THEN e{i} END AS e{i}" for i in range(len(exprs)))
         names = [f"e{i}" for i in range(len(exprs))]
         n = "" if per_row else ", n"
+        # rows parsed one by one (every count 1) and two values: sorted by the first in SQL,
+        # the second sorted within runs of equal firsts by numpy (1e7 Case-II reports: a
+        # sort on one key is 0.6 s less, the runs one run of (-inf, r] reports, 0.03 s)
+        by_first = per_row and len(names) == 2
         sql = (f"SELECT CASE WHEN ok THEN NULL ELSE x END AS x, {picked}{n} FROM "
                f"(SELECT x{n}, coalesce(({ok}), false) AS ok, {named} FROM ({_layers(inner, prepare)})) "
-               f"ORDER BY {', '.join(f'{e} NULLS LAST' for e in names)}")
+               f"ORDER BY {', '.join(f'{e} NULLS LAST' for e in (names[:1] if by_first else names))}")
         # fetched as Arrow: the text column is null on the parsed rows (most of them), which
         # Arrow holds as a bitmap and numpy would hold as millions of None objects
         rel = self.con.sql(sql)
@@ -517,6 +546,8 @@ class DuckDBEngine:
                 row[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
                 at += len(chunk)
         parsed_counts = counts_of(kept)
+        if by_first:
+            _sort_runs(block)
         if parsed_counts.size > 1:
             new = run_starts(*block)     # (ok leaves no NaN, which would never equal itself)
             if not new.all():

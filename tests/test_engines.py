@@ -568,3 +568,26 @@ def test_sql_reads_interval_reports_as_python_does(texts) -> None:
             continue
         got = parse_ranges([text])
         assert (float(got[0][0]), float(got[1][0])) == (l, r), text
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([-np.inf, -0.0, 0.0, 1.0, 2.5]),
+                          st.sampled_from([-0.0, 0.0, 1.0, 3.0, 7.0, np.inf])), min_size=1, max_size=40),
+       st.booleans())
+def test_rows_sorted_by_the_first_value_are_put_in_order_of_both(pairs, many_runs):
+    """DuckDB sorts the rows parsed one by one on their first value only; the second is
+    sorted within each run of equal firsts here (one by one, or by a lexsort where the runs
+    are many): the same rows (pairs kept, signed zeros too) in the order of both values."""
+    rows = np.array(pairs, dtype=float).T.copy()
+    rows = rows[:, np.argsort(rows[0], kind="stable")]       # what DuckDB hands over
+    want = sorted(tuple(map(repr, r)) for r in rows.T.tolist())    # the rows, signed zeros told apart
+    if many_runs:
+        engines._RUN_SORTS, saved = 0, engines._RUN_SORTS
+    try:
+        engines._sort_runs(rows)
+    finally:
+        if many_runs:
+            engines._RUN_SORTS = saved
+    first, second = rows
+    assert np.all((first[1:] > first[:-1]) | ((first[1:] == first[:-1]) & (second[1:] >= second[:-1])))
+    assert sorted(tuple(map(repr, r)) for r in rows.T.tolist()) == want
