@@ -524,8 +524,12 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
             starts = np.flatnonzero(run_starts(code))
             c = np.add.reduceat(c[order], starts)
             del order
-        a, b = np.divmod(code[starts], m + 1)
+        # (by a floor division, which numpy does by multiplication for one divisor:
+        # np.divmod divides each code, 10x slower)
+        b = code[starts]
         del code
+        a = b // (m + 1)
+        b -= a * (m + 1)
     return Design(m=m, inner_left=inner_left, inner_right=inner_right,
                   a=a.astype(np.intp, copy=False), b=b.astype(np.intp, copy=False), c=np.asarray(c, dtype=float),
                   pa=pa.astype(np.intp), pb=pb.astype(np.intp), powner=po.astype(np.intp),
