@@ -527,6 +527,7 @@ class DuckDBEngine:
         # the parsed rows come first (NULL ends sort last)
         k = got.num_rows - got.column("e0").null_count
         kept, rest_of = got.slice(0, k), got.slice(k)
+
         def counts_of(part: Any) -> np.ndarray:
             if per_row:
                 return np.ones(part.num_rows, dtype=np.int64)

@@ -199,7 +199,7 @@ def _aggregate(l: np.ndarray, r: np.ndarray, c: np.ndarray | None = None
     """Distinct pairs (one sort) with their counts: row counts, or the sums of ``c``."""
     if l.size == 0:
         return l, r, np.zeros(0, dtype=np.int64 if c is None else float)
-    if c is not None and l.size > 1 and bool(np.all((l[1:] > l[:-1]) | ((l[1:] == l[:-1]) & (r[1:] > r[:-1])))):
+    if c is not None and l.size > 1 and _increasing(l, r):
         return l, r, c          # already distinct and sorted (an engine's tally): one pass, no sort
     order = np.lexsort((r, l))
     ls, rs = l[order], r[order]
@@ -531,14 +531,15 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
         a = b // (m + 1)
         b -= a * (m + 1)
     return Design(m=m, inner_left=inner_left, inner_right=inner_right,
-                  a=a.astype(np.intp, copy=False), b=b.astype(np.intp, copy=False), c=np.asarray(c, dtype=float),
+                  a=a.astype(np.intp, copy=False), b=b.astype(np.intp, copy=False), c=c,
                   pa=pa.astype(np.intp), pb=pb.astype(np.intp), powner=po.astype(np.intp),
                   pc=np.asarray(pc, dtype=float), pair_i=pair_i, pair_j=pair_j,
                   n=float(np.sum(c) + np.sum(pc)), all_points=all_points)
 
 
 def _increasing(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether the runs ``a..b`` increase strictly (by ``a``, then ``b``)."""
+    """Whether the pairs ``(a, b)`` increase strictly (by ``a``, then ``b``): rows in
+    order and distinct, or runs ``a..b`` with none the same."""
     up = a[1:] > a[:-1]
     up |= (a[1:] == a[:-1]) & (b[1:] > b[:-1])
     return bool(up.all())
