@@ -600,12 +600,15 @@ class DuckDBEngine:
             cells = f"{self._cell(columns[0])} AS x"
             on = " AND ".join(f"t.{_quote(f'c{i}')} = w.{_quote(f'w{i}')}" for i in range(len(exprs))) + " AND t.ok"
         if self._csv or self._frame_view is not None:
-            numbered = f"SELECT row_number() OVER () AS r, {cells} FROM {self._from}"
+            numbered = f"SELECT row_number() OVER () AS privspec_row, {cells} FROM {self._from}"
         else:
-            numbered = (f"SELECT file_row_number + 1 AS r, {cells} "
+            numbered = (f"SELECT file_row_number + 1 AS privspec_row, {cells} "
                         f"FROM read_parquet({_literal(self._path)}, file_row_number = true)")
         if exprs is not None:
             parsed = ", ".join(f"({e}) AS {_quote(f'c{i}')}" for i, e in enumerate(exprs))
-            numbered = f"SELECT r, {parsed}, coalesce(({ok}), false) AS ok FROM ({_layers(numbered, prepare)})"
-        sql = (f"SELECT DISTINCT t.r FROM ({numbered}) t JOIN privspec_wanted w ON {on} ORDER BY t.r")
+            numbered = (f"SELECT privspec_row, {parsed}, coalesce(({ok}), false) AS ok "
+                        f"FROM ({_layers(numbered, prepare)})")
+        # (the row number's name is one no expression of ``prepare`` takes)
+        sql = (f"SELECT DISTINCT t.privspec_row AS r FROM ({numbered}) t JOIN privspec_wanted w ON {on} "
+               f"ORDER BY r")
         return con.execute(sql).fetchnumpy()["r"].astype(np.int64)

@@ -219,12 +219,16 @@ def ranges_sql() -> tuple[tuple[tuple[str, str], ...], str, tuple[str, str]]:
     prepare = (("f", f"regexp_full_match(x, '{interval}')"),
                ("o", "CASE WHEN f THEN instr(x, '(') END"),
                ("c", "CASE WHEN f THEN instr(x, ',') END"),
-               ("e", "CASE WHEN f THEN greatest(instr(x, ']'), instr(x, ')')) END"),
+               # a matching text has one closing bracket: k > 0 for ']', and only ')' is
+               # looked for where there is none (the test k > 0 rather than x[e] = ']',
+               # which counts characters up to e: 0.35 s of 2.7 at 1e7 reports)
+               ("k", "CASE WHEN f THEN instr(x, ']') END"),
+               ("e", "CASE WHEN k > 0 THEN k ELSE instr(x, ')') END"),
                ("ma", "TRY_CAST(substr(x, o + 1, c - o - 1) AS DOUBLE)"),
                ("mb", "TRY_CAST(substr(x, c + 1, e - c - 1) AS DOUBLE)"),
                ("v", f"CASE WHEN NOT f AND regexp_full_match(x, '{point}') "
                      f"THEN TRY_CAST(trim(x, ' \t\n\r\x0b\x0c') AS DOUBLE) END"),
-               ("iv", "(f AND ma < mb AND (x[e] = ']' OR mb = 'inf'::DOUBLE))"))
+               ("iv", "(f AND ma < mb AND (k > 0 OR mb = 'inf'::DOUBLE))"))
     return prepare, "(iv OR isfinite(v))", ("CASE WHEN iv THEN ma ELSE v END", "CASE WHEN iv THEN mb ELSE v END")
 
 
