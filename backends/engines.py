@@ -531,8 +531,8 @@ class DuckDBEngine:
         kept, rest_of = got.slice(0, k), got.slice(k)
 
         def counts_of(part: Any) -> np.ndarray:
-            if per_row:
-                return np.ones(part.num_rows, dtype=np.int64)
+            if per_row:   # each row once: a read-only broadcast of 1, no memory (76 MiB at 1e7)
+                return np.broadcast_to(np.int64(1), (part.num_rows,))
             return part.column("n").to_numpy().astype(np.int64, copy=False)
 
         rest = pd.DataFrame({"x": pd.Series(rest_of.column("x").to_numpy(zero_copy_only=False), dtype=object),

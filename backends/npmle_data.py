@@ -49,8 +49,16 @@ def _rows_of(mask: np.ndarray) -> tuple[int, ...]:
 
 # ---- input -----------------------------------------------------------------------
 def _counts(c: Any, size: int) -> np.ndarray:
+    """Validated float counts.  Equal whole counts (one per row, as engines count
+    continuous reports) come back as a read-only broadcast of the one value: no array of
+    all rows to convert and hold (76 MiB at 1e7 reports)."""
     if c is None:
-        return np.ones(size)
+        return np.broadcast_to(1.0, (size,))
+    whole = np.asarray(c) if isinstance(c, np.ndarray) else None
+    if whole is not None and whole.dtype.kind in "iu" and whole.size == size and size:
+        lo, hi = whole.min(), whole.max()
+        if lo == hi and lo > 0:
+            return np.broadcast_to(float(lo), (size,))
     try:
         out = np.asarray(c, dtype=float).ravel()
     except (TypeError, ValueError) as e:
@@ -531,7 +539,8 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
         a = b // (m + 1)
         b -= a * (m + 1)
     return Design(m=m, inner_left=inner_left, inner_right=inner_right,
-                  a=a.astype(np.intp, copy=False), b=b.astype(np.intp, copy=False), c=c,
+                  a=a.astype(np.intp, copy=False), b=b.astype(np.intp, copy=False),
+                  c=np.ascontiguousarray(c),      # (an array of its own where rows were not merged)
                   pa=pa.astype(np.intp), pb=pb.astype(np.intp), powner=po.astype(np.intp),
                   pc=np.asarray(pc, dtype=float), pair_i=pair_i, pair_j=pair_j,
                   n=float(np.sum(c) + np.sum(pc)), all_points=all_points)
