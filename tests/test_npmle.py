@@ -353,6 +353,40 @@ def test_design_merges_the_rows_of_one_run(rows, equal_counts):
     assert np.array_equal(des.b1, des.b + 1) and des.n == counts.sum()
 
 
+@pytest.mark.parametrize("sorted_rows", [True, False])
+def test_equal_whole_counts_are_carried_without_an_array(sorted_rows):
+    """Counts of one per row (an engine's reads of continuous reports) travel as a
+    read-only broadcast of one value, and the fit is the one of the same counts as floats,
+    to the bit; the design has arrays of its own, merged or not."""
+    from privspec.backends.npmle_data import as_rows, design_from_rows
+    rng = np.random.default_rng(4)
+    x = np.sort(rng.uniform(0, 10, size=(400, 2)), axis=1)
+    left, right = x[:, 0], x[:, 1]
+    left[::5] = -INF
+    if sorted_rows:
+        order = np.lexsort((right, left))
+        left, right = left[order], right[order]
+    for k in (1, 3):
+        ints = np.full(left.size, k, dtype=np.int64)
+        _, _, c = as_rows(left, right, ints)
+        assert c.strides == (0,) and not c.flags.writeable and c.tolist() == [float(k)] * left.size
+        assert np.broadcast_to(np.int64(k), left.shape).strides == (0,)
+        got, want = npmle(left, right, np.broadcast_to(np.int64(k), left.shape)), npmle(left, right, ints * 1.0)
+        assert got.loglik == want.loglik and np.array_equal(got.mass, want.mass)
+        assert np.array_equal(got.intervals, want.intervals)
+        des = design_from_rows(*as_rows(left, right, ints))
+        assert des.c.strides == (8,) and des.c.flags.writeable and des.n == k * left.size
+    # rows that are each one run of their own are not merged: the counts are copied
+    starts = np.arange(0.0, 20.0, 2.0)
+    des = design_from_rows(*as_rows(starts, starts + 1, np.ones(starts.size, dtype=np.int64)))
+    assert des.a.tolist() == list(range(starts.size)) and des.c.flags.writeable and des.c.strides == (8,)
+    # counts that differ, or a zero among them, keep an array of their own
+    mixed = np.ones(left.size, dtype=np.int64)
+    mixed[0] = 0
+    _, _, c = as_rows(left, right, mixed)
+    assert c.size == left.size - 1 and c.strides == (8,)
+
+
 @settings(derandomize=True, max_examples=60, deadline=None)
 @given(interval_data())
 def test_property_maximum(data):
