@@ -54,9 +54,8 @@ def _counts(c: Any, size: int) -> np.ndarray:
     all rows to convert and hold (76 MiB at 1e7 reports)."""
     if c is None:
         return np.broadcast_to(1.0, (size,))
-    whole = np.asarray(c) if isinstance(c, np.ndarray) else None
-    if whole is not None and whole.dtype.kind in "iu" and whole.size == size and size:
-        lo, hi = whole.min(), whole.max()
+    if isinstance(c, np.ndarray) and c.dtype.kind in "iu" and c.size == size and size:
+        lo, hi = c.min(), c.max()
         if lo == hi and lo > 0:
             return np.broadcast_to(float(lo), (size,))
     try:
