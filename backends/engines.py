@@ -210,7 +210,8 @@ def group_rows(series: Sequence[pd.Series]) -> tuple[np.ndarray, np.ndarray, pd.
     if len(codes) == 1:
         ids, total = codes[0], sizes[0]
     elif float(np.prod([float(x) for x in sizes])) < 2.0 ** 62:
-        ids = np.ravel_multi_index(tuple(c.astype(np.int64) for c in codes), tuple(sizes))
+        # (factorize codes are int64 already: no copy of each column, 0.8 GB apiece at 1e8)
+        ids = np.ravel_multi_index(tuple(c.astype(np.int64, copy=False) for c in codes), tuple(sizes))
         total = int(np.prod(sizes))
     else:  # too many combinations for one integer: unique rows of the code matrix
         _, ids = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
