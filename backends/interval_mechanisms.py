@@ -239,13 +239,13 @@ def ranges_sql() -> tuple[tuple[tuple[str, str], ...], str, tuple[str, str]]:
                # which counts characters up to e: 0.35 s of 2.7 at 1e7 reports)
                ("k", "CASE WHEN f THEN instr(x, ']') END"),
                ("e", "CASE WHEN k > 0 THEN k ELSE instr(x, ')') END"),
-               ("ma", "TRY_CAST(substr(x, o + 1, c - o - 1) AS DOUBLE)"),
-               ("mb", "TRY_CAST(substr(x, c + 1, e - c - 1) AS DOUBLE)"),
+               # the ends, from the quick cut or from the pattern's match
+               ("ma", "CASE WHEN fast THEN qa ELSE TRY_CAST(substr(x, o + 1, c - o - 1) AS DOUBLE) END"),
+               ("mb", "CASE WHEN fast THEN qb ELSE TRY_CAST(substr(x, c + 1, e - c - 1) AS DOUBLE) END"),
                ("v", f"CASE WHEN fast OR f THEN NULL WHEN regexp_full_match(x, '{point}') "
                      f"THEN TRY_CAST(trim(x, ' \t\n\r\x0b\x0c') AS DOUBLE) END"),
                ("iv", "(fast OR (f AND ma < mb AND (k > 0 OR mb = 'inf'::DOUBLE)))"))
-    return prepare, "(iv OR isfinite(v))", ("CASE WHEN fast THEN qa WHEN iv THEN ma ELSE v END",
-                                            "CASE WHEN fast THEN qb WHEN iv THEN mb ELSE v END")
+    return prepare, "(iv OR isfinite(v))", ("CASE WHEN iv THEN ma ELSE v END", "CASE WHEN iv THEN mb ELSE v END")
 
 
 def _extract(text: pd.Series, rx: re.Pattern) -> pd.DataFrame:
