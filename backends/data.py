@@ -9,11 +9,13 @@ data row after the header (blank lines are not rows), so row N is the frame's ro
 from __future__ import annotations
 
 import codecs
+import errno
 import io
 import math
 import os
 import re
 import signal
+import stat
 import tempfile
 import threading
 import warnings
@@ -241,8 +243,11 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[str] | None = Non
 
 
 def _read_csv(source: Any, **options: Any) -> pd.DataFrame:
-    return pd.read_csv(source, dtype=str, keep_default_na=False, na_values=[], skipinitialspace=True,
-                       encoding="utf-8", **options)
+    """A CSV as text, as every engine reads it: a space after a comma skipped, an empty cell
+    ``""``, a cell guarded for spreadsheets (``'=...``, :func:`guard_cells`) without its quote."""
+    frame = pd.read_csv(source, dtype=str, keep_default_na=False, na_values=[], skipinitialspace=True,
+                        encoding="utf-8", **options)
+    return _unguard_cells(frame, source)
 
 
 def _not_utf8(p: Path, name: str) -> DataError:
@@ -400,26 +405,78 @@ def interrupt_on_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+#: what :func:`output_kind` calls each kind of file a path can name
+_KINDS = ((stat.S_ISREG, "file"), (stat.S_ISLNK, "symbolic link"), (stat.S_ISDIR, "folder"),
+          (stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+          (stat.S_ISBLK, "block device"))
+
+
+def output_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` names, the last component not followed if it is a link: None when
+    nothing is there, else ``"file"`` (a regular file), ``"symbolic link"``, ``"folder"``,
+    ``"named pipe (FIFO)"``, ``"socket"``, ``"character device"``, ``"block device"``.
+
+    Examples
+    --------
+    >>> output_kind("/dev/null"), output_kind("/")
+    ('character device', 'folder')
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "special file")
+
+
+def _not_regular(name: str, kind: str) -> DataError:
+    """D007 for a target that exists and is neither a regular file nor a link: privspec
+    replaces none of these, even with --force (a device or a pipe is not a file's old
+    version: replacing ``/dev/full`` as root would put a regular file in its place)."""
+    return DataError(Diagnostic(
+        "D007", f"cannot write {name}: it is a {kind}, not a regular file; privspec writes regular files only, "
+                "and never replaces anything else (not even with --force)", file=name,
+        hint="give the path of a new or a regular file"))
+
+
+def _link_refused(name: str, path: str | os.PathLike[str]) -> DataError:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    dangling = not os.path.exists(path)
+    return DataError(Diagnostic(
+        "D007", f"{name} is a symbolic link (to {target}{', which does not exist' if dangling else ''}): privspec "
+                "does not write through links", file=name,
+        hint=f"give another path, or add --force (force=True in Python) to replace the link itself with a "
+             f"regular file ({target} is left untouched)"))
+
+
 def check_output(path: str | os.PathLike[str], force: bool = False) -> None:
     """Refuse, before any work, an output that cannot or should not be written (D007):
-    a folder that does not exist or cannot be written, a path that is a folder, an
-    existing file (unless ``force``), Parquet without pyarrow."""
+    a folder that does not exist or cannot be written, a path that is a folder, a device,
+    a named pipe or a socket (even with ``force``), an existing file or a symbolic link
+    (unless ``force``: the link itself is then replaced, never what it points to), Parquet
+    without pyarrow.  :func:`write_atomic` checks again when it publishes the file."""
     p = Path(path)
     name = str(path)
     folder = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
+    kind = output_kind(p)
+    if kind == "folder":
         raise DataError(Diagnostic("D007", f"cannot write {name}: it is a folder", file=name,
                                    hint=f"give a file name, e.g. --output {p / 'privatized.csv'}"))
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
         raise DataError(Diagnostic("D007", f"cannot write {name}: the folder {folder} {what}", file=name,
                                    hint=f"create it first (mkdir -p {folder}) or write elsewhere"))
+    if kind not in (None, "file", "symbolic link"):
+        raise _not_regular(name, kind)
+    if kind == "symbolic link" and not force:
+        raise _link_refused(name, p)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise DataError(Diagnostic("D007", f"cannot write {name}: the folder {folder} is not writable", file=name,
                                    hint="write somewhere you may write"))
-    if p.exists() and not force:
-        raise DataError(Diagnostic("D007", f"{name} exists: privatize does not overwrite a file unless asked",
-                                   file=name, hint="add --force to replace it, or choose another --output"))
+    if kind == "file" and not force:
+        raise _exists(name)
     if p.suffix.lower() in PARQUET:
         try:
             import pyarrow  # noqa: F401
@@ -428,12 +485,28 @@ def check_output(path: str | os.PathLike[str], force: bool = False) -> None:
                                        hint="pip install pyarrow (a dependency of privspec), or write CSV")) from None
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
-    """``write(tmp)`` to a temporary file beside ``path``, then rename it into place, so that
-    a failure never leaves a partial file.  SIGINT and SIGTERM during the write remove the
-    temporary file and raise :class:`Interrupted`; only ``kill -9`` can leave it behind:
-    ``.NAME.XXXXXXXX.tmp`` beside ``path`` (docs/cli.md).  The file gets the permissions a
-    plain ``open`` would give (``mkstemp``'s are private to the user)."""
+def _exists(name: str, appeared: bool = False) -> DataError:
+    when = " (it appeared while privspec was writing: another run wrote it first)" if appeared else ""
+    return DataError(Diagnostic("D007", f"{name} exists{when}: privspec does not overwrite a file unless asked",
+                                file=name, hint="add --force (force=True in Python) to replace it, or choose "
+                                                "another output"))
+
+
+def write_atomic(path: str | os.PathLike[str], write: Callable[[str], None], force: bool = False) -> None:
+    """``write(tmp)`` to a temporary file beside ``path``, then publish it there, so that a
+    failure never leaves a partial file.
+
+    Without ``force`` the finished file is hard-linked to ``path`` (:func:`_publish`), which
+    fails if anything is there by then: of two runs writing one new output, exactly one
+    succeeds, the other gets D007 and its file is dropped; the check and the write are one
+    step, where a check before a rename would let the later rename win silently.  With
+    ``force`` it is renamed over ``path`` (a regular file, or a link: the link itself is
+    replaced), after checking once more that ``path`` is no device, pipe, socket or folder.
+
+    SIGINT and SIGTERM during the write remove the temporary file and raise
+    :class:`Interrupted`; only ``kill -9`` can leave it behind: ``.NAME.XXXXXXXX.tmp``
+    beside ``path`` (docs/cli.md).  The file gets the permissions a plain ``open`` would
+    give (``mkstemp``'s are private to the user)."""
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
     with interrupt_on_signals():
@@ -444,27 +517,208 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[str], None]) -> 
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, p)
-        except BaseException:
-            if os.path.exists(tmp):
+            _publish(tmp, p, force)
+        finally:
+            if os.path.lexists(tmp):
                 os.unlink(tmp)
+
+
+#: errors of :func:`os.link` that mean "no hard links here" (FAT and some network or FUSE
+#: file systems: EPERM or EOPNOTSUPP), rather than "the target exists"
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK}
+
+
+def _publish(tmp: str, path: Path, force: bool) -> None:
+    """Put the finished temporary file ``tmp`` at ``path`` (the caller removes ``tmp``)."""
+    name = str(path)
+    if force:
+        kind = output_kind(path)
+        if kind not in (None, "file", "symbolic link"):  # became one since check_output
+            raise _not_regular(name, kind)
+        os.replace(tmp, path)  # a link is replaced itself: rename never follows the last component
+        return
+    try:
+        os.link(tmp, path)  # fails with EEXIST if anything is at path, a dangling link too
+    except FileExistsError:
+        raise _exists(name, appeared=True) from None
+    except OSError as e:
+        if e.errno not in _NO_LINKS:
             raise
+        _publish_exclusive(tmp, path)
 
 
-def write_table_atomic(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+def _publish_exclusive(tmp: str, path: Path) -> None:
+    """The fallback where the file system has no hard links: reserve ``path`` by creating
+    it empty with ``O_EXCL`` (fails if anything is there, a link included: one writer
+    wins), then rename the finished file over that reservation.  Not atomic as the link
+    is: until the rename a reader can see the empty reservation, and a run with --force
+    could replace it meanwhile (and then lose to this rename); but no run without --force
+    ever replaces another's file, and the file is whole once it is there."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        raise _exists(str(path), appeared=True) from None
+    os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(path)  # our empty reservation
+        raise
+
+
+def csv_quoting(frame: pd.DataFrame, scan: Sequence[Any] = ()) -> int:
+    """How to quote ``frame`` as CSV: :data:`csv.QUOTE_MINIMAL`, or :data:`csv.QUOTE_ALL`
+    when a text holds a carriage return (pandas' writer quotes a cell holding ``\\n`` but
+    not a lone ``\\r``, which every reader then takes for the end of a row: one row would
+    become two).  The texts looked at: a categorical's categories (a label), and the
+    columns in ``scan`` (raw text kept as it was); reports made of numbers need no look."""
+    import csv
+
+    for c in frame.columns:
+        col = frame[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            texts = pd.Series(col.cat.categories, dtype=object)
+        elif c in scan and not pd.api.types.is_numeric_dtype(col.dtype):
+            texts = col.astype(object)
+        else:
+            continue
+        if texts.astype(str).str.contains("\r", regex=False).any():
+            return csv.QUOTE_ALL
+    return csv.QUOTE_MINIMAL
+
+
+def write_table_atomic(frame: pd.DataFrame, path: str | os.PathLike[str], force: bool = False) -> None:
     """CSV or Parquet (by the suffix), written atomically (:func:`write_atomic`)."""
     parquet = Path(path).suffix.lower() in PARQUET
-    write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False) if parquet else frame.to_csv(tmp, index=False))
+
+    def write(tmp: str) -> None:
+        if parquet:
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False, quoting=csv_quoting(frame, frame.columns))
+
+    write_atomic(path, write, force=force)
 
 
-def write_text_atomic(text: str, path: str | os.PathLike[str]) -> None:
+def write_text_atomic(text: str, path: str | os.PathLike[str], force: bool = False) -> None:
     """Text, written atomically (:func:`write_atomic`)."""
-    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), force=force)
 
 
-def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> None:
+def write_bytes_atomic(data: bytes, path: str | os.PathLike[str], force: bool = False) -> None:
     """Bytes, written atomically (:func:`write_atomic`)."""
-    write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
+    write_atomic(path, lambda tmp: Path(tmp).write_bytes(data), force=force)
+
+
+# ---- the spreadsheet guard ---------------------------------------------------------------------
+#: a cell that a spreadsheet would read as a formula starts with one of these (OWASP, "CSV
+#: Injection": = + - @, tab, carriage return); ``--csv-guard`` puts a single quote before it
+FORMULA_STARTS = "=+-@\t\r"
+#: cells the guard quotes: a formula start, after any quotes already there (so that a
+#: value that looked guarded already stays distinct: the guard is one-to-one) ...
+_TO_GUARD = "^'*[=+\\-@\t\r]"
+#: ... and the cells a reader unquotes (one quote off): exactly the guard's output
+_GUARDED = "^'+[=+\\-@\t\r]"
+#: SQL (DuckDB) of a cell ``x`` read back: one quote off a guarded cell
+UNGUARD_SQL = "CASE WHEN starts_with({x}, '''') THEN regexp_replace({x}, '^''(''*[=+\\-@\\t\\r])', '\\1') ELSE {x} END"
+
+
+def guard_text(text: Any) -> Any:
+    """One cell guarded for a spreadsheet: a single quote before a formula start (a plain
+    number such as ``-2.5`` is no formula and stays as it is); anything else unchanged.
+
+    Examples
+    --------
+    >>> [guard_text(t) for t in ["=HYPERLINK(1)", "+cmd|' /C calc'!A0", "@SUM(1)", "\\tx", "-2.5", "a|b", 3]]
+    ["'=HYPERLINK(1)", "'+cmd|' /C calc'!A0", "'@SUM(1)", "'\\tx", '-2.5', 'a|b', 3]
+    >>> guard_text("'=x"), unguard_text(guard_text("'=x"))
+    ("''=x", "'=x")
+    """
+    if not isinstance(text, str) or not re.match(_TO_GUARD, text) or re.match(_PLAIN, text):
+        return text
+    return "'" + text
+
+
+def unguard_text(text: Any) -> Any:
+    """A cell as written before :func:`guard_text` (one quote off a guarded cell)."""
+    return text[1:] if isinstance(text, str) and re.match(_GUARDED, text) else text
+
+
+def _guard_column(col: pd.Series) -> pd.Series:
+    """:func:`guard_text` of every cell of a column: a categorical's categories (each text
+    once), text through Arrow's regex kernels, numbers as they are."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = col.cat.categories
+        guarded = [guard_text(c) for c in cats]
+        return col.cat.rename_categories(guarded) if guarded != list(cats) else col
+    if pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+        return col
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        arr = pa.array(col, type=pa.string(), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text: cell by cell
+        return col.map(guard_text)
+    hit = pc.and_(pc.match_substring_regex(arr, _TO_GUARD), pc.invert(pc.match_substring_regex(arr, _PLAIN)))
+    if not pc.any(hit).as_py():
+        return col
+    out = pc.if_else(hit, pc.binary_join_element_wise("'", arr, ""), arr)
+    return pd.Series(out.to_numpy(zero_copy_only=False), index=col.index, name=col.name, dtype=object)
+
+
+def guard_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table guarded for a spreadsheet (``--csv-guard``): every text cell and column name
+    that starts like a formula gets a single quote before it (:func:`guard_text`), as
+    OWASP's advice on CSV injection says.  privspec reads such a CSV back as it was
+    (:func:`read_table` and every engine drop the quote)."""
+    out = frame.copy(deep=False)
+    for i, c in enumerate(frame.columns):
+        out.isetitem(i, _guard_column(frame.iloc[:, i]))
+    out.columns = [guard_text(c) for c in frame.columns]
+    return out
+
+
+def _unguard_cells(frame: pd.DataFrame, source: Any) -> pd.DataFrame:
+    """The cells and column names of a CSV read as text, a guarded cell's quote dropped
+    (:func:`unguard_text`).  A file without a single quote (one ``memchr`` pass) is
+    returned as it is; else each text column that has a guarded cell is fixed, by Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if any(isinstance(c, str) and c.startswith("'") for c in frame.columns):
+        frame.columns = [unguard_text(c) for c in frame.columns]
+    if not len(frame) or not _may_hold_quote(source):
+        return frame
+    for i in range(frame.shape[1]):
+        col = frame.iloc[:, i]
+        if col.dtype != object:
+            continue
+        try:
+            arr = pa.array(col, type=pa.string(), from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            continue
+        hit = pc.match_substring_regex(arr, _GUARDED)
+        if pc.any(hit).as_py():
+            fixed = pc.if_else(hit, pc.utf8_slice_codeunits(arr, 1), arr)
+            frame.isetitem(i, pd.Series(fixed.to_numpy(zero_copy_only=False), index=col.index, dtype=object))
+    return frame
+
+
+def _may_hold_quote(source: Any) -> bool:
+    """Whether a CSV (a path, or text in memory) holds a single quote anywhere."""
+    if isinstance(source, io.StringIO):
+        return "'" in source.getvalue()
+    try:
+        with open(source, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return False
+            import mmap
+
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return m.find(b"'") >= 0
+    except (OSError, ValueError, TypeError):
+        return True
 
 
 def data_role(query: Any) -> str | None:

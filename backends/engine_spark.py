@@ -72,9 +72,11 @@ from .tally import Tally, canonical
 #: reads U+FFFD, pandas refuses the file); a control character (other than a line break)
 #: at the start of a field after spaces (Spark skips it, pandas keeps it); text after a
 #: closing quote (``"a" b,`` or ``"a"  ,``: pandas appends it to the value, Spark keeps the
-#: quotes).  A line inside a quoted field, or a quote inside an unquoted value, may match
-#: too: the file is then read by pandas, with the same results.
-_SUSPECT = "\ufffd|(^|,) *[\\x00-\\x09\\x0b\\x0c\\x0e-\\x1f]|[^, \"]\"[^\",\\r\\n]"
+#: quotes); a cell guarded for spreadsheets (``'=...``, :func:`.data.guard_cells`: pandas
+#: drops the quote).  A line inside a quoted field, or a quote inside an unquoted value, may
+#: match too: the file is then read by pandas, with the same results.
+_SUSPECT = ("\ufffd|(^|,) *[\\x00-\\x09\\x0b\\x0c\\x0e-\\x1f]|[^, \"]\"[^\",\\r\\n]"
+            "|(^|,) *\"?'+([=+\\-@\\t\\r]|$)")
 
 
 def _master_configured() -> bool:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, Diagnostic
-from .data import PARQUET, read_table, require_columns
+from .data import PARQUET, UNGUARD_SQL, read_table, require_columns
 from .tally import Tally, canonical, run_starts
 
 #: the engines by name, and the extra each needs
@@ -415,11 +415,12 @@ class DuckDBEngine:
 
     def _cell(self, column: str, name: str | None = None) -> str:
         """The SQL of a cell as the other engines read it: CSV text with a space after the
-        comma skipped and an empty cell '' (pandas' skipinitialspace, keep_default_na=False);
-        a Parquet NaN missing, as pandas counts it."""
+        comma skipped and an empty cell '' (pandas' skipinitialspace, keep_default_na=False),
+        a cell guarded for spreadsheets without its quote (:func:`.data.guard_cells`); a
+        Parquet NaN missing, as pandas counts it."""
         c = _quote(name or column)
         if self._csv:
-            return f"coalesce(ltrim({c}, ' '), '')"
+            return UNGUARD_SQL.format(x=f"coalesce(ltrim({c}, ' '), '')")
         return f"nullif({c}, 'NaN'::DOUBLE)" if column in self._floats else c
 
     def tally(self, columns: Sequence[str]) -> Tally:

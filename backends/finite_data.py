@@ -453,7 +453,11 @@ def _sample_grr(ch: Any, x: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int | None,
                     offset: int = 0, chunk: int | None = None) -> pd.DataFrame:
-    """Privatize the mechanism's column(s) of a raw table; other columns are kept.
+    """The reports of the mechanism on a raw table: one column per privatized variable (a
+    combined variable's, read from its parts' columns, under its own name), the rows in
+    order, the table's index.  Nothing else of the table: a privatized table holds
+    reports only (raw columns travel only when named: ``keep``,
+    :func:`privspec.backends.privatize_stream.with_kept`).
 
     Row ``i`` of ``frame`` is the file's row ``offset + i`` (0-based): its report depends
     only on (seed, mechanism, that index, its value), so privatizing a file in pieces,
@@ -468,7 +472,7 @@ def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int |
     key = row_key(seed)  # once: every chunk and factor of this call shares it
     size = int(chunk or CHUNK)
     factors = factor_mechanisms(mechanism)
-    out = frame.copy()
+    reports: dict[str, Any] = {}
     n = len(frame)
     from .engines import PandasEngine
 
@@ -488,10 +492,8 @@ def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int |
             stop = min(n, start + size)
             rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream)
             pieces.append(privatize_codes(f, x[start:stop], rng))
-        if len(cols) > 1:
-            out = out.drop(columns=cols)
-        out[var.name] = _categorical(pieces, n)
-    return out
+        reports[var.name] = _categorical(pieces, n)
+    return pd.DataFrame(reports, index=frame.index)
 
 
 def _categorical(pieces: list[tuple[np.ndarray, np.ndarray]], n: int) -> pd.Categorical:

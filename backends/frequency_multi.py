@@ -267,25 +267,22 @@ def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Resul
 
 def privatize_frame(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int | None, offset: int = 0
                     ) -> pd.DataFrame:
-    """Each attribute's column replaced by its reports (smp: and the column ``sampled``)."""
+    """The reports on a raw table: a column per attribute (smp: and the column ``sampled``),
+    the rows and index of ``frame``, none of its columns."""
     mo = multi_of(model, mech)
     names = [v.name for v in mech.attributes]
     engine = PandasEngine(frame, "the raw data")
     codes = np.empty((len(frame), mo.A), dtype=np.int64)
-    parts: list[str] = []                    # combined attributes read from their parts' columns
     for j, v in enumerate(mech.attributes):
-        codes[:, j], cols = raw_codes(engine, v)
-        parts += cols if len(cols) > 1 else []
+        codes[:, j] = raw_codes(engine, v)[0]   # a combined attribute read from its parts' columns
     key = row_key(seed)
     pieces: list[dict[str, np.ndarray]] = []
     for start in range(0, len(frame), CHUNK):
         stop = min(len(frame), start + CHUNK)
         rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream_of(mech))
         pieces.append(multi.format_reports(mo, multi.privatize(mo, codes[start:stop], rng), names))
-    out = frame.drop(columns=parts) if parts else frame.copy()
-    for c in multi.column_names(mo, names):
-        out[c] = np.concatenate([p[c].astype(object) for p in pieces]) if pieces else np.empty(0, dtype=object)
-    return out
+    return pd.DataFrame({c: np.concatenate([p[c].astype(object) for p in pieces]) if pieces
+                         else np.empty(0, dtype=object) for c in multi.column_names(mo, names)}, index=frame.index)
 
 
 def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: int, n: int, reps: int,

@@ -528,7 +528,9 @@ class FrequencyOracleBackend:
 
     def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
                   offset: int = 0) -> pd.DataFrame:
-        """The mechanism's column(s) of ``frame`` replaced by its reports (text); other columns kept."""
+        """The reports (text) of the mechanism's variable on the raw table ``frame``, in one
+        column named after it (a combined variable's read from its parts' columns); the rows
+        and index of ``frame``, none of its columns."""
         if mechanism.family == "multi_oracle":
             return frequency_multi.privatize_frame(model, mechanism, frame, seed, offset=offset)
         o = oracle_of(model, mechanism)
@@ -541,9 +543,7 @@ class FrequencyOracleBackend:
             stop = min(len(x), start + CHUNK)
             rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream)
             pieces.append(report_column(_one_round(o), ops(o).privatize(o, x[start:stop], rng)))
-        out = frame.drop(columns=cols) if len(cols) > 1 else frame.copy()   # parts joined: one column
-        out[var.name] = _concatenate(pieces)
-        return out
+        return pd.DataFrame({var.name: _concatenate(pieces)}, index=frame.index)
 
 
 def _small_key(o: core.Oracle, reports: Any) -> np.ndarray | None:

@@ -309,18 +309,17 @@ class IntervalBackend:
 
     def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
                   offset: int = 0) -> pd.DataFrame:
-        """Replace the variable's column by its reports; other columns and row order kept.
-        Row ``i`` is the file's row ``offset + i``: its report depends on (seed, mechanism,
-        that index, its value) only (:class:`~privspec.backends.rowrandom.RowRandom`)."""
+        """The reports of the variable on the raw table ``frame``: one column named after
+        it, the rows and index of ``frame``, none of its columns.  Row ``i`` is the file's
+        row ``offset + i``: its report depends on (seed, mechanism, that index, its value)
+        only (:class:`~privspec.backends.rowrandom.RowRandom`)."""
         from .rowrandom import RowRandom, stream_of
 
         column = mechanism.variable.name
         y = raw_values(mechanism, frame)
         rng = RowRandom(seed, rows=range(offset, offset + len(y)), stream=stream_of(mechanism))
         left, right = report_model(mechanism).draw(model, y, rng)
-        result = frame.copy()
-        result[column] = format_ranges(left, right)
-        return result
+        return pd.DataFrame({column: format_ranges(left, right)}, index=frame.index)
 
     # -- analytic queries --------------------------------------------------------------------------------
     def _coverage(self, model: ModelGraph, q: Query) -> Result:

@@ -57,18 +57,27 @@ def _steps(result: Any) -> tuple[np.ndarray, np.ndarray]:
 def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[str], *,
              title: str | None = None, xlabel: str = "y", truth: Any = None) -> str:
     """Draw the estimated CDF as a step function, with its pointwise band, to ``path``
-    (:func:`figure_cdf`; the suffix picks the format: ``.png``, ``.svg``, ``.pdf``).
+    (:func:`figure_cdf`; the suffix picks the format: ``.png``, ``.svg``, ``.pdf``).  The
+    file is written atomically and replaces an earlier picture, never anything that is not
+    a regular file (:func:`privspec.backends.data.write_atomic`).
 
     Returns
     -------
     str
         ``path``.
     """
+    import io
+
+    from .data import check_output, write_bytes_atomic
+
+    check_output(path, force=True)
     fig = figure_cdf(result, band, title=title, xlabel=xlabel, truth=truth)
+    buf = io.BytesIO()
     try:
-        fig.savefig(os.fspath(path))
+        fig.savefig(buf, format=os.path.splitext(os.fspath(path))[1][1:].lower() or "png")
     finally:
         _pyplot().close(fig)
+    write_bytes_atomic(buf.getvalue(), path, force=True)
     return os.fspath(path)
 
 

@@ -238,7 +238,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
 
 
 def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None = None, seed: int | None = None,
-            report: Any = None) -> Results:
+            report: Any = None, force: bool = False) -> Results:
     """Evaluate a spec's ``compare`` blocks (all, or those ``names``): a mapping block name ->
     ``comparison`` result whose value is the comparison document (criteria per candidate,
     ranks, Pareto frontiers, sample sizes, power curves, inverse designs).
@@ -246,7 +246,8 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     ``reps``: replications for the simulated value of each utility criterion beside the
     analytic one (with ``seed``). ``report``: a path ending in ``.html`` (one
     self-contained page) or ``.md`` (Markdown with PNGs beside it); with several blocks,
-    each gets its own file, the block's name added to the path's stem.
+    each gets its own file, the block's name added to the path's stem.  An existing report
+    (or PNG) is replaced only with ``force`` (:func:`write_reports`).
     """
     from .backends import comparer_for
 
@@ -274,31 +275,58 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
         except PrivspecError as e:
             out.failures[c.name] = e
     if report is not None and out.results:
-        write_reports(out, report)
+        write_reports(out, report, force=force)
     return out
 
 
-def write_reports(results: Results, report: Any) -> list[str]:
-    """Write each comparison's report (see :func:`compare`); returns the paths written."""
+def report_paths(report: Any, names: Sequence[str]) -> dict[str, Any]:
+    """Block name -> the path of its report: ``report`` itself for one block, else the
+    block's name added to its stem (``r.html`` -> ``r_design.html``)."""
     from pathlib import Path
 
-    from .compare_report import write_report
-
     path = Path(report)
+    if len(names) == 1:
+        return {names[0]: path}
+    return {name: path.with_name(f"{path.stem}_{name}{path.suffix}") for name in names}
+
+
+def write_reports(results: Results, report: Any, force: bool = False) -> list[str]:
+    """Write each comparison's report (see :func:`compare`); returns the paths written.
+
+    Every file (each report and its PNGs) is checked before any is written
+    (:func:`privspec.backends.data.check_output`): an existing one without ``force``, or
+    one that is not a regular file, stops them all (D007) with nothing written.  A file
+    that appears meanwhile stops the writing there, and the files this call wrote before
+    it are removed (without ``force`` they were all new)."""
+    import os
+
+    from .backends.data import check_output
+    from .compare_report import report_targets, write_report
+
+    paths = report_paths(report, list(results.results))
+    for name, path in paths.items():
+        for target in report_targets(results.results[name].value, path):
+            check_output(target, force=force)
     written: list[str] = []
-    many = len(results.results) > 1
-    for name, r in results.results.items():
-        target = path.with_name(f"{path.stem}_{name}{path.suffix}") if many else path
-        written += write_report(r.value, target)
+    try:
+        for name, path in paths.items():
+            written += write_report(results.results[name].value, path, force=force)
+    except BaseException:
+        if not force:
+            for done in written:
+                os.unlink(done)
+        raise
     return written
 
 
 def privatizer(model: Any, mechanism: str, *, nonnegative: bool = False, offset: int | None = None,
-               records: str = "table") -> tuple[Any, Any]:
+               records: str = "table", keep: Sequence[str] | None = None) -> tuple[Any, Any]:
     """The mechanism (or release) named ``mechanism`` and the back end that privatizes with
     it (None when none does yet), after checking the options fit it: ``nonnegative`` is
-    for releases, ``offset`` for mechanisms.  ``records`` names the input in messages."""
+    for releases, ``offset`` and ``keep`` for mechanisms (``keep`` not for one that adds
+    dummy respondents).  ``records`` names the input in messages."""
     from .backends import privatizer_for
+    from .backends.privatize_stream import adds_rows
 
     if mechanism not in model.mechanisms and mechanism not in model.releases:
         from .scope import did_you_mean
@@ -312,29 +340,50 @@ def privatizer(model: Any, mechanism: str, *, nonnegative: bool = False, offset:
     if offset is not None and is_release:
         raise ValueError("offset applies to mechanisms (one report per row); a release's noise is per cell of "
                          f"its table, so privatize the whole {records} at once")
+    if keep and is_release:
+        raise ValueError("keep applies to mechanisms (one report per row); a release writes a count table, "
+                         "which has no row of anyone's to keep a column of")
     mech = model.mechanisms.get(mechanism) or model.releases[mechanism]
+    if keep and adds_rows(mech):
+        raise ValueError(f"keep cannot be used with mechanism '{mechanism}': it adds dummy respondents "
+                         "(min_coverage), whose rows have no raw values, and empty ones would point them out")
     return mech, privatizer_for(mech)
 
 
 def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None, offset: int | None = None,
-              nonnegative: bool = False) -> Any:
+              nonnegative: bool = False, keep: Sequence[str] | None = None, csv_guard: bool = False) -> Any:
     """Privatize raw records with a mechanism (or a release): a DataFrame in, the reports
     (or the released table) out.  A row's report depends on (seed, row index, value) only,
-    so a file can be privatized in pieces (``offset``: the index of the first row)."""
+    so a file can be privatized in pieces (``offset``: the index of the first row).
+
+    The result holds the mechanism's report columns only, with the rows and index of
+    ``frame``; ``keep`` names raw columns to put beside them (an id, a survey wave: D040
+    for a column ``frame`` lacks, D041 for one the mechanism privatizes).  ``csv_guard``:
+    quote every cell that starts like a spreadsheet formula (``=``, ``+``, ``-``, ``@``,
+    tab, carriage return), for a CSV that a spreadsheet will open; privspec reads such a
+    CSV file back as it was (docs/cli.md).
+    """
     import pandas as pd
+
+    from .backends.data import guard_cells
+    from .backends.privatize_stream import kept_columns, with_kept
 
     spec.raise_for_errors()
     model = spec.model
-    mech, backend = privatizer(model, mechanism, nonnegative=nonnegative, offset=offset)
+    mech, backend = privatizer(model, mechanism, nonnegative=nonnegative, offset=offset, keep=keep)
     if backend is None:
         raise BackendError(Diagnostic("B000", f"privatizing data with mechanism '{mechanism}' "
                                               f"({getattr(mech, 'family', 'release')}) is not supported yet"))
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
+    if isinstance(keep, str):
+        keep = [keep]
+    kept = kept_columns(mech, list(frame.columns), keep, "<DataFrame>") if keep else []
     extra: dict[str, Any] = {"nonnegative": True} if nonnegative else {}
     if offset is not None:
         extra["offset"] = offset
-    return backend.privatize(model, mech, frame, seed=seed, **extra)
+    out = with_kept(backend.privatize(model, mech, frame, seed=seed, **extra), frame, kept)
+    return guard_cells(out) if csv_guard else out
 
 
 def with_data_file(error: DataError, query: Any, data: Any, spec_path: str) -> DataError:

@@ -89,7 +89,16 @@ def _parser() -> argparse.ArgumentParser:
                            "required)")
     priv.add_argument("--seed", type=_natural("--seed"), default=None,
                       help="the key of every row's randomness (default: fresh OS entropy); keep it secret")
-    priv.add_argument("--force", action="store_true", help="replace OUT if it exists (default: refuse)")
+    priv.add_argument("--force", action="store_true",
+                      help="replace OUT if it is a file (or a symbolic link: the link itself is replaced, never what "
+                           "it points to); a device, pipe, socket or folder is never replaced (default: refuse)")
+    priv.add_argument("--keep", action="append", default=[], metavar="COLS",
+                      help="raw columns of RAW to write beside the reports, e.g. --keep id,wave (repeatable; "
+                           "default: none: OUT holds the reports only)")
+    priv.add_argument("--csv-guard", action="store_true",
+                      help="for a CSV a spreadsheet will open: put a single quote before every cell that starts like "
+                           "a formula (= + - @, tab, carriage return); privspec run reads it back as it was "
+                           "(default: cells written as they are)")
     priv.add_argument("--engine", choices=("pandas", "duckdb", "spark"), default=None,
                       help="who reads RAW: duckdb (the default: streamed, out of core), pandas (in memory), "
                            "spark; the output is the same")
@@ -117,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
                            "error (default: analytic values only)")
     comp.add_argument("--seed", type=_natural("--seed"), default=None,
                       help="seed of the simulation (default: fresh OS entropy)")
+    comp.add_argument("--force", action="store_true",
+                      help="replace an existing report and its PNGs (default: refuse, and write nothing)")
     return p
 
 
@@ -269,18 +280,25 @@ def _plots(res, folder: Path) -> list[Path]:
     except OSError as e:
         raise DataError(Diagnostic("D007", f"cannot write pictures to {folder}: {e.strerror or e}", file=str(folder),
                                    hint="give a folder that can be created and written")) from None
+    import io
+
+    from .backends.data import check_output, write_bytes_atomic
+
     written = []
     for name, result in res.items():
         if not isinstance(result.value, (StepFunction, Vector, Matrix, Table)):
             continue
-        fig = result.plot()
         path = folder / f"{name}.png"
+        check_output(path, force=True)  # a picture of a former run is replaced; a device or a pipe never
+        fig = result.plot()
+        buf = io.BytesIO()
         try:
-            fig.savefig(path)
+            fig.savefig(buf, format="png")
         finally:
             import matplotlib.pyplot as plt
 
             plt.close(fig)
+        write_bytes_atomic(buf.getvalue(), path, force=True)
         written.append(path)
     return written
 
@@ -302,14 +320,18 @@ def _render_error(error: PrivspecError, spec) -> str:
 
 def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
     from .api import privatizer
-    from .backends.data import check_output, interrupt_on_signals
+    from .backends.data import PARQUET, check_output, interrupt_on_signals
     from .backends.privatize_stream import privatize_file
 
+    keep = [c.strip() for item in args.keep for c in item.split(",") if c.strip()]
     try:
         mech, backend = privatizer(spec.model, args.mechanism, nonnegative=args.nonnegative, offset=args.offset,
-                                   records="file")
+                                   records="file", keep=keep)
     except ValueError as e:
         raise _Usage(f"privspec privatize: --{e}") from None
+    if args.csv_guard and Path(args.output).suffix.lower() in PARQUET:
+        raise _Usage(f"privspec privatize: --csv-guard is for CSV files a spreadsheet opens, not for Parquet "
+                     f"({args.output})")
     if backend is None:
         print(f"privspec privatize: privatizing data with mechanism '{args.mechanism}' "
               f"({getattr(mech, 'family', 'release')}) is not supported yet; nothing was written", file=err)
@@ -321,13 +343,21 @@ def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
             # it goes to a temporary file renamed into place at the end
             rows = privatize_file(spec.model, mech, backend, args.input, args.output, seed=args.seed,
                                   offset=args.offset, nonnegative=args.nonnegative, engine=args.engine,
-                                  chunk_rows=args.chunk_rows)
+                                  chunk_rows=args.chunk_rows, keep=keep, csv_guard=args.csv_guard,
+                                  force=args.force)
         except DataError as e:
             raise e.with_file(args.input) from None
         except OSError as e:
             raise DataError(Diagnostic("D007", f"cannot write {args.output}: {e.strerror or e}", file=args.output,
                                        hint="check the disk space and the folder's permissions")) from None
-    print(f"privspec privatize: wrote {rows} rows to {args.output}", file=err)
+    if keep:
+        raw = f"raw columns kept, as asked: {', '.join(dict.fromkeys(keep))}"
+    elif args.mechanism in spec.model.releases and args.mechanism not in spec.model.mechanisms:
+        raw = "the released table only"
+    else:
+        raw = "reports only: no raw column kept"
+    guard = "; cells guarded for spreadsheets" if args.csv_guard else ""
+    print(f"privspec privatize: wrote {rows} rows to {args.output} ({raw}{guard})", file=err)
     return EXIT_OK
 
 
@@ -341,17 +371,20 @@ def _compare(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if args.reps is not None and args.reps < 2:
         raise _Usage("privspec compare: --reps must be at least 2")
     if args.report is not None:
+        from .backends.data import check_output
+
         report = Path(args.report)
         if report.suffix.lower() not in (".html", ".htm", ".md"):
             raise _Usage(f"privspec compare: --report {args.report}: name an .html or .md file")
-        if not report.resolve().parent.is_dir():
-            raise DataError(Diagnostic("D007", f"cannot write {args.report}: its folder does not exist",
-                                       file=args.report, hint="create the folder first"))
+        # the reports themselves before any work (their PNGs, which depend on the results,
+        # are checked with them before anything is written)
+        for target in api.report_paths(report, args.query or list(model.compares)).values():
+            check_output(target, force=args.force)
     results = api.compare(spec, args.query or None, reps=args.reps, seed=args.seed)
     for name, e in results.failures.items():
         print(f"privspec compare: {name} was not answered:\n{e}", file=err)
     if args.report is not None and results.results:
-        written = api.write_reports(results, args.report)
+        written = api.write_reports(results, args.report, force=args.force)
         print(f"privspec compare: wrote {', '.join(written)}", file=err)
     if results.results or args.format == "json":
         print(results.render(args.format), file=out)

@@ -571,12 +571,34 @@ def _markdown(view: dict, images: Mapping[str, str]) -> str:
     return "\n".join(out)
 
 
-def write_markdown(doc: dict, path: str | os.PathLike[str]) -> list[str]:
+def _png(path: Path, slug: str) -> Path:
+    """Where the Markdown report at ``path`` puts its picture ``slug``: beside it."""
+    folder = path.parent if str(path.parent) else Path(".")
+    return folder / f"{path.stem}_{slug}.png"
+
+
+def report_targets(doc: dict, path: str | os.PathLike[str]) -> list[Path]:
+    """Every file :func:`write_report` writes for ``doc`` at ``path``: the report, then (for
+    Markdown) its PNGs; ValueError for a suffix that is neither HTML nor Markdown."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix in HTML_SUFFIXES:
+        return [p]
+    if suffix in MD_SUFFIXES:
+        return [p] + [_png(p, slug) for slug, _ in _figures(doc, _view(doc))]
+    raise ValueError(f"cannot tell the report's format from {os.fspath(path)!r}: "
+                     "name it FILE.html (one self-contained page) or FILE.md (Markdown with PNGs beside it)")
+
+
+def write_markdown(doc: dict, path: str | os.PathLike[str], force: bool = False) -> list[str]:
     """Write the comparison report as Markdown to ``path`` and its plots as PNGs beside it
     (``STEM_frontier_1.png``, ..., ``STEM_se.png``, ``STEM_power.png``), each atomically.
 
     The PNGs are written first, so that the Markdown never names a missing image; images
-    are referenced by their file name (relative to the Markdown file).
+    are referenced by their file name (relative to the Markdown file).  Every file is
+    checked before any is written: an existing one is replaced only with ``force``
+    (:func:`privspec.backends.data.check_output`); should one appear meanwhile, the files
+    written before it are removed.
 
     Returns
     -------
@@ -602,24 +624,33 @@ def write_markdown(doc: dict, path: str | os.PathLike[str]) -> list[str]:
     | **urn** |  |  | 0.05 (sim 0.0512 ± 0.002) |  |
     ...
     """
-    from .backends.data import write_bytes_atomic, write_text_atomic
+    from .backends.data import check_output, write_bytes_atomic, write_text_atomic
 
     p = Path(path)
-    folder = p.parent if str(p.parent) else Path(".")
+    for target in report_targets(doc, p):
+        check_output(target, force=force)
     view = _view(doc)
     images, written = {}, []
-    for slug, draw in _figures(doc, view):
-        png = folder / f"{p.stem}_{slug}.png"
-        write_bytes_atomic(_saved(draw, "png", f"privspec-{slug}"), png)
-        images[slug] = png.name
-        written.append(os.fspath(png))
-    write_text_atomic(_markdown(view, images), p)
+    try:
+        for slug, draw in _figures(doc, view):
+            png = _png(p, slug)
+            write_bytes_atomic(_saved(draw, "png", f"privspec-{slug}"), png, force=force)
+            images[slug] = png.name
+            written.append(os.fspath(png))
+        write_text_atomic(_markdown(view, images), p, force=force)
+    except BaseException:
+        if not force:  # they were new: no half report stays behind
+            for done in written:
+                os.unlink(done)
+        raise
     return [os.fspath(p)] + written
 
 
-def write_report(doc: dict, path: str | os.PathLike[str]) -> list[str]:
+def write_report(doc: dict, path: str | os.PathLike[str], force: bool = False) -> list[str]:
     """Write the comparison report, HTML or Markdown by the suffix of ``path``
-    (``.html``/``.htm``: :func:`render_html`; ``.md``: :func:`write_markdown`).
+    (``.html``/``.htm``: :func:`render_html`; ``.md``: :func:`write_markdown`).  An existing
+    file is replaced only with ``force``; anything there that is not a regular file (a
+    device, a pipe, a folder), never (D007, :func:`privspec.backends.data.check_output`).
 
     Returns
     -------
@@ -635,11 +666,12 @@ def write_report(doc: dict, path: str | os.PathLike[str]) -> list[str]:
     """
     suffix = Path(path).suffix.lower()
     if suffix in HTML_SUFFIXES:
-        from .backends.data import write_text_atomic
+        from .backends.data import check_output, write_text_atomic
 
-        write_text_atomic(render_html(doc), path)
+        check_output(path, force=force)
+        write_text_atomic(render_html(doc), path, force=force)
         return [os.fspath(path)]
     if suffix in MD_SUFFIXES:
-        return write_markdown(doc, path)
+        return write_markdown(doc, path, force=force)
     raise ValueError(f"cannot tell the report's format from {os.fspath(path)!r}: "
                      "name it FILE.html (one self-contained page) or FILE.md (Markdown with PNGs beside it)")

@@ -139,20 +139,23 @@ class Spec:
         return answer(self, "simulate", queries=queries, n=n, reps=reps, seed=seed)
 
     def privatize(self, frame: Any, mechanism: str, seed: int | None = None, *, offset: int | None = None,
-                  nonnegative: bool = False) -> Any:
-        """Privatize raw records (a DataFrame) with a mechanism or a release; returns a DataFrame."""
+                  nonnegative: bool = False, keep: "Sequence[str] | None" = None, csv_guard: bool = False) -> Any:
+        """Privatize raw records (a DataFrame) with a mechanism or a release; returns a DataFrame
+        of the reports only, with the raw columns named in ``keep`` before them
+        (:func:`privspec.api.privatize`)."""
         from .api import privatize
 
-        return privatize(self, frame, mechanism, seed=seed, offset=offset, nonnegative=nonnegative)
+        return privatize(self, frame, mechanism, seed=seed, offset=offset, nonnegative=nonnegative, keep=keep,
+                         csv_guard=csv_guard)
 
     def compare(self, names: "Sequence[str] | None" = None, *, reps: int | None = None, seed: int | None = None,
-                report: Any = None) -> "Results":
+                report: Any = None, force: bool = False) -> "Results":
         """Evaluate the ``compare`` blocks (all, or ``names``): criteria per candidate, ranks,
         Pareto frontiers, sample sizes and power (:func:`privspec.api.compare`); ``report``:
-        write an HTML or Markdown report there."""
+        write an HTML or Markdown report there (an existing one replaced only with ``force``)."""
         from .api import compare
 
-        return compare(self, names, reps=reps, seed=seed, report=report)
+        return compare(self, names, reps=reps, seed=seed, report=report, force=force)
 
     # -- display --------------------------------------------------------------------------------------
     def __repr__(self) -> str:

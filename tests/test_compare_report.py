@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from privspec.compare_report import fmt, render_html, write_markdown, write_report
-from privspec.errors import BackendError
+from privspec.errors import BackendError, DataError
 
 LABELS = ["Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White"]
 NS = [100, 200, 400, 800, 1600, 3200]
@@ -330,7 +330,10 @@ def test_write_report_dispatches_on_the_suffix(tmp_path: Path) -> None:
     pytest.importorskip("jinja2")
     doc = plotless(sample_doc())
     (tmp_path / "r.HTM").write_text("old", encoding="utf-8")
-    assert write_report(doc, tmp_path / "r.HTM") == [str(tmp_path / "r.HTM")]
+    with pytest.raises(DataError, match="exists"):   # not replaced unless asked
+        write_report(doc, tmp_path / "r.HTM")
+    assert (tmp_path / "r.HTM").read_text(encoding="utf-8") == "old"
+    assert write_report(doc, tmp_path / "r.HTM", force=True) == [str(tmp_path / "r.HTM")]
     assert (tmp_path / "r.HTM").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")  # replaced
     assert write_report(doc, str(tmp_path / "r.md")) == [str(tmp_path / "r.md")]
     with pytest.raises(ValueError, match=r"r\.pdf.*FILE\.html.*FILE\.md"):

@@ -28,12 +28,12 @@ def cli(*argv: str) -> tuple[int, str, str]:
 def reports(tmp_path_factory) -> Path:
     """The documented privatize commands of docs/interval-privacy.md."""
     d = tmp_path_factory.mktemp("reports")
-    steps = [("c1", RAW, "salary.csv", 1), ("c2", d / "salary.csv", "score.csv", 2),
-             ("life2", d / "score.csv", "reports.csv", 3), ("s1", RAW, "s1.csv", 4),
-             ("sel", RAW, "sel.csv", 7), ("prog", RAW, "prog.csv", 6)]
-    for mech, source, target, seed in steps:
+    steps = [("c1", RAW, "salary.csv", 1, "score,life,gdp"), ("c2", d / "salary.csv", "score.csv", 2, "salary,life,gdp"),
+             ("life2", d / "score.csv", "reports.csv", 3, "salary,score,gdp"), ("s1", RAW, "s1.csv", 4, None),
+             ("sel", RAW, "sel.csv", 7, None), ("prog", RAW, "prog.csv", 6, None)]
+    for mech, source, target, seed, keep in steps:
         code, _, err = cli("privatize", SPEC, "--mechanism", mech, "--input", source, "--output", d / target,
-                           "--seed", seed)
+                           "--seed", seed, *(["--keep", keep] if keep else []))
         assert code == 0, err
     return d
 

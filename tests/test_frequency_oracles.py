@@ -68,8 +68,9 @@ def test_every_oracle_analyses_with_its_declared_epsilon(spec) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_privatize_then_run_recovers_the_population(spec, raw, kind) -> None:
-    reports = spec.privatize(raw, kind, seed=7)
-    assert reports["id"].tolist() == raw["id"].tolist()          # other columns kept, in order
+    reports = spec.privatize(raw, kind, seed=7, keep=["id"])
+    assert reports["id"].tolist() == raw["id"].tolist()          # a raw column kept when named, in order
+    assert reports.columns.tolist() == ["id", "race"]            # and nothing else of the raw table
     res = spec.run(reports, [f"est_{kind}"])[f"est_{kind}"]
     est = np.array(res.value.values, dtype=float)
     se = np.array(res.extras["se"].values, dtype=float)
@@ -397,7 +398,9 @@ def test_an_oracle_on_a_combined_variable_reads_its_parts_columns() -> None:
                          "query t = estimate joint(gender, income) from j by mom\n")
     rng = np.random.default_rng(0)
     g, i = rng.choice(["F", "M"], 20_000, p=[0.4, 0.6]), rng.choice(["Low", "High"], 20_000, p=[0.7, 0.3])
-    reports = spec.privatize(pd.DataFrame({"gender": g, "income": i, "id": np.arange(20_000)}), "j", seed=1)
+    raw = pd.DataFrame({"gender": g, "income": i, "id": np.arange(20_000)})
+    assert spec.privatize(raw, "j", seed=1).columns.tolist() == ["gender*income"]
+    reports = spec.privatize(raw, "j", seed=1, keep=["id"])
     assert reports.columns.tolist() == ["id", "gender*income"]
     res = spec.run(reports, ["t"])["t"]
     truth = np.outer([0.4, 0.6], [0.7, 0.3])

@@ -64,8 +64,12 @@ def privatized(tmp_path_factory) -> dict:
     """The bundled raw data privatized by c1, c2 and life2 (one file), and by s1."""
     d = tmp_path_factory.mktemp("interval")
     a, b, c, s1 = (str(d / f) for f in ("a.csv", "b.csv", "c.csv", "s1.csv"))
-    for mech, src, dst, seed in (("c1", RAW, a, "1"), ("c2", a, b, "2"), ("life2", b, c, "3"), ("s1", RAW, s1, "4")):
-        code, _, err = run("privatize", SPEC, "--mechanism", mech, "--input", src, "--output", dst, "--seed", seed)
+    # a file holds the reports and the columns named with --keep: here the next one's input
+    # and gdp, the regression's plain covariate (docs/interval-privacy.md)
+    for mech, src, dst, seed, keep in (("c1", RAW, a, "1", "score,life,gdp"), ("c2", a, b, "2", "salary,life,gdp"),
+                                       ("life2", b, c, "3", "salary,score,gdp"), ("s1", RAW, s1, "4", None)):
+        code, _, err = run("privatize", SPEC, "--mechanism", mech, "--input", src, "--output", dst, "--seed", seed,
+                           *(["--keep", keep] if keep else []))
         assert code == 0, err
     return {"all": c, "s1": s1, "dir": d}
 
@@ -100,11 +104,12 @@ def test_avar_of_a_cdf_is_refused_with_a_reason(tmp_path):
 
 
 # ---- privatize ------------------------------------------------------------------------------------------
-def test_privatize_keeps_rows_order_and_other_columns(privatized):
+def test_privatize_keeps_rows_order_and_the_named_columns_only(privatized):
+    """The three reports and gdp, kept by name (in the input's order, before the reports);
+    the respondent column, never named, is not there."""
     raw = pd.read_csv(RAW)
     out = pd.read_csv(privatized["all"], dtype=str, keep_default_na=False)
-    assert list(out.columns) == list(raw.columns) and len(out) == len(raw)
-    assert out["respondent"].tolist() == raw["respondent"].astype(str).tolist()
+    assert list(out.columns) == ["gdp", "salary", "score", "life"] and len(out) == len(raw)
     assert out["gdp"].astype(float).tolist() == raw["gdp"].tolist()
     left, right = privspec.backends.interval_mechanisms.parse_ranges(out["salary"])
     y = raw["salary"].to_numpy()
@@ -270,8 +275,9 @@ def se_data(tmp_path_factory) -> dict:
     spec = d / "se.privspec"
     spec.write_text(SE_SPEC)
     a, b = str(d / "a.csv"), str(d / "b.csv")
-    for mech, src, dst, seed in (("c1", RAW, a, "1"), ("c2", a, b, "2")):
-        code, _, err = run("privatize", str(spec), "--mechanism", mech, "--input", src, "--output", dst, "--seed", seed)
+    for mech, src, dst, seed, keep in (("c1", RAW, a, "1", "score"), ("c2", a, b, "2", "salary")):
+        code, _, err = run("privatize", str(spec), "--mechanism", mech, "--input", src, "--output", dst, "--seed", seed,
+                           "--keep", keep)
         assert code == 0, err
     return {"spec": str(spec), "data": ["--data", f"c1={b}", "--data", f"c2={b}"]}
 

@@ -4,6 +4,7 @@ before any work and never overwritten unasked; signals leave no temporary file."
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 from pathlib import Path
@@ -20,6 +21,7 @@ from privspec.backends.data import Interrupted, write_table_atomic
 from privspec.backends.finite_data import privatize_factor, privatize_frame
 from privspec.backends.rowrandom import RowRandom, philox4x64, row_key, row_uniforms, row_words
 from privspec.cli import main
+from privspec.errors import DataError
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
@@ -373,3 +375,178 @@ def test_grr_closed_form_sampler_is_the_channels_inverse_cdf() -> None:
                 return u
 
         assert np.array_equal(_sample_grr(ch, x, u), _sample_from_columns(Fixed(), ch.Kn, x))
+
+
+# ---- a privatized file holds the reports only (issue 33) -------------------------------------------------
+TITANIC = ROOT / "tests" / "data" / "titanic.csv"
+TITANIC_SPEC = 'variable Class: categorical {"1st", "2nd", "3rd", Crew}\nmechanism cls_subset = subset(Class, uniform)\n'
+
+
+def titanic_people() -> pd.DataFrame:
+    """The Titanic table (R's datasets::Titanic) as one row per person, with an id."""
+    cells = pd.read_csv(TITANIC, comment="#", dtype=str)
+    people = cells.loc[cells.index.repeat(cells["Freq"].astype(int))].drop(columns="Freq").reset_index(drop=True)
+    people.insert(0, "id", [str(i) for i in range(1, len(people) + 1)])
+    return people
+
+
+def test_a_privatized_file_holds_the_reports_only(tmp_path: Path) -> None:
+    """Privatizing Class of the Titanic file wrote the raw Sex, Age and Survived beside the
+    reports (cls_subset.csv); now only the reports, and raw columns only when named."""
+    people = titanic_people()
+    assert len(people) == 2201 and people.columns.tolist() == ["id", "Class", "Sex", "Age", "Survived"]
+    spec = tmp_path / "titanic.privspec"
+    spec.write_text(TITANIC_SPEC)
+    raw = tmp_path / "titanic_raw.csv"
+    people.to_csv(raw, index=False)
+    out = tmp_path / "cls_subset.csv"
+    code, _, err = cli("privatize", spec, "--mechanism", "cls_subset", "--input", raw, "--output", out, "--seed", 1)
+    assert code == 0, err
+    got = pd.read_csv(out, dtype=str)
+    assert got.columns.tolist() == ["Class"] and len(got) == 2201
+    assert "wrote 2201 rows" in err and "reports only: no raw column kept" in err
+    assert all(x in s.split("|") for s, x in zip(got["Class"], people["Class"]))   # a subset holding the truth
+    # raw columns only when named, in the input's order, before the reports; the reports the same
+    kept = tmp_path / "kept.csv"
+    code, _, err = cli("privatize", spec, "--mechanism", "cls_subset", "--input", raw, "--output", kept, "--seed", 1,
+                       "--keep", "Survived", "--keep", "id")
+    assert code == 0, err
+    assert "raw columns kept, as asked: Survived, id" in err
+    both = pd.read_csv(kept, dtype=str)
+    assert both.columns.tolist() == ["id", "Survived", "Class"]
+    assert both["Class"].equals(got["Class"]) and both[["id", "Survived"]].equals(people[["id", "Survived"]])
+    # the Python API: the same reports, the frame's index
+    api = privspec.load(TITANIC_SPEC).privatize(people.set_index(people.index + 10), "cls_subset", seed=1)
+    assert api.columns.tolist() == ["Class"] and api.index[0] == 10
+    assert api["Class"].astype(str).tolist() == got["Class"].tolist()
+
+
+def test_every_family_writes_its_report_columns_only(tmp_path: Path) -> None:
+    """Finite (a product too), frequency oracle, interval mechanism: no input column left over."""
+    spec = privspec.load(FINITE + "variable y: continuous\nmechanism iv = interval(y, case2(normal(0, 2)))\n"
+                                  "mechanism o = oue(c, epsilon = 1)\n")
+    raw = raw_frame(300).assign(y=lambda f: np.linspace(-3, 3, len(f)).astype(str), secret="s")
+    for mech, columns in (("uni", ["c"]), ("prod", ["c", "gi"]), ("comb", ["gi"]), ("iv", ["y"]), ("o", ["c"]),
+                          ("floor", ["c"])):
+        out = spec.privatize(raw, mech, seed=1)
+        assert out.columns.tolist() == columns, mech
+        if mech != "floor":     # dummy respondents add rows
+            assert out.index.equals(raw.index), mech
+
+
+def test_keep_names_input_columns_the_mechanism_does_not_read(files: dict) -> None:
+    spec = privspec.load(FINITE)
+    raw = raw_frame(50)
+    with pytest.raises(DataError) as e:
+        spec.privatize(raw, "k", keep=["nope", "id"])
+    assert e.value.code == "D040" and "'nope'" in str(e.value) and e.value.diagnostics[0].columns == ("nope",)
+    joined = raw.assign(gi=raw["g"] + "." + raw["i"])     # a combined variable's own column
+    for mech, column in (("k", "c"), ("comb", "g"), ("comb", "gi"), ("prod", "i")):
+        with pytest.raises(DataError) as e:
+            spec.privatize(joined, mech, keep=[column])
+        assert e.value.code == "D041" and f"'{column}'" in str(e.value), (mech, column)
+    assert spec.privatize(raw, "comb", seed=1, keep="c").columns.tolist() == ["c", "gi"]
+    with pytest.raises(ValueError, match="dummy respondents"):
+        spec.privatize(raw, "floor", keep=["id"])
+    # the command: exit 1 (a data error) or 2 (an option that does not fit), nothing written
+    d = files["dir"]
+    base = ["privatize", files["spec"], "--input", files["raw"], "--output", d / "o.csv"]
+    for extra, status, words in ((["--mechanism", "k", "--keep", "id,nope"], 1, "D040"),
+                                 (["--mechanism", "k", "--keep", "id", "--keep", "c"], 1, "D041"),
+                                 (["--mechanism", "floor", "--keep", "id"], 2, "dummy respondents")):
+        code, _, err = cli(*base, *extra)
+        assert code == status and words in err and not (d / "o.csv").exists(), (extra, err)
+    code, _, err = cli("privatize", SPECS / "university.privspec", "--mechanism", "income_by_degree",
+                       "--input", SPECS / "data" / "university.csv", "--output", d / "r.csv", "--keep", "id")
+    assert code == 2 and "count table" in err and not (d / "r.csv").exists()
+
+
+def test_a_kept_column_never_takes_a_report_columns_name() -> None:
+    """smp writes a column 'sampled' beside the attributes: a raw one of that name is refused."""
+    spec = privspec.load("variable a: categorical {x, y}\nvariable b: categorical {u, v}\n"
+                         "mechanism m = smp(grr(a), grr(b), epsilon = 1)\n")
+    raw = pd.DataFrame({"a": ["x", "y"] * 5, "b": ["u"] * 10, "sampled": ["raw"] * 10})
+    assert spec.privatize(raw, "m", seed=1).columns.tolist() == ["a", "b", "sampled"]
+    with pytest.raises(DataError) as e:
+        spec.privatize(raw, "m", seed=1, keep=["sampled"])
+    assert e.value.code == "D041"
+
+
+# ---- the spreadsheet guard ------------------------------------------------------------------------------
+FORMULAS = """
+variable c: categorical {"=HYPERLINK('http://x')", "+cmd' /C calc'!A0", "-2+3", "@SUM(1)", plain}
+population c ~ categorical(1/5, 1/5, 1/5, 1/5, 1/5)
+mechanism k = grr(c, epsilon = 2)
+mechanism s = subset(c, uniform)
+query w = estimate distribution(c) from k by mom
+query ws = estimate distribution(c) from s by mom
+"""
+
+
+def test_formula_labels_are_guarded_on_request_and_read_back_the_same(tmp_path: Path) -> None:
+    """Labels that a spreadsheet runs as formulas go to CSV as they are by default; with
+    --csv-guard a single quote goes before each, and run reads the guarded file to the
+    same estimates, with every engine."""
+    spec_path = tmp_path / "f.privspec"
+    spec_path.write_text(FORMULAS)
+    spec = privspec.load(spec_path)
+    labels = spec.model.variables["c"].labels
+    rng = np.random.default_rng(3)
+    raw = pd.DataFrame({"id": [f"=1+{i}" if i % 7 == 0 else str(i) for i in range(2000)],
+                        "c": np.asarray(labels, dtype=object)[rng.integers(0, 5, 2000)]})
+    raw_path = tmp_path / "raw.csv"
+    raw.to_csv(raw_path, index=False)
+    for mech, query in (("k", "w"), ("s", "ws")):
+        plain, guarded = tmp_path / f"{mech}_plain.csv", tmp_path / f"{mech}_guarded.csv"
+        argv = ["privatize", spec_path, "--mechanism", mech, "--input", raw_path, "--seed", "5", "--keep", "id"]
+        assert cli(*argv, "--output", plain)[0] == 0
+        code, _, err = cli(*argv, "--output", guarded, "--csv-guard")
+        assert code == 0 and "guarded for spreadsheets" in err, err
+        cells = [c for line in guarded.read_text().splitlines()[1:] for c in line.split(",")]
+        assert cells and all(not c.startswith(("=", "+", "-", "@")) for c in cells)
+        text = guarded.read_text()
+        if mech == "k":
+            assert "'=HYPERLINK" not in plain.read_text() and "'=HYPERLINK" in text and "'@SUM(1)" in text
+            assert "'-2+3" in text and "'=1+7" in text
+        base = [json.dumps(spec.run(str(plain), [query], engine=e).to_dict(), sort_keys=True)
+                for e in ("pandas", "duckdb")]
+        back = [json.dumps(spec.run(str(guarded), [query], engine=e).to_dict(), sort_keys=True)
+                for e in ("pandas", "duckdb")]
+        assert len(set(base)) == 1 and [b.replace("_guarded", "_plain") for b in back] == base
+    # the API: the frame guarded, its CSV read back to the same reports
+    frame = spec.privatize(raw, "k", seed=5, keep=["id"], csv_guard=True)
+    assert frame["id"].iloc[0] == "'=1+0" and frame["c"].astype(str).str.startswith("'").any()
+    frame.to_csv(tmp_path / "api.csv", index=False)
+    from privspec.backends.data import read_table
+
+    back = read_table(tmp_path / "api.csv")
+    assert back["id"].tolist() == raw["id"].tolist()
+    assert back["c"].tolist() == spec.privatize(raw, "k", seed=5)["c"].astype(str).tolist()
+    # Parquet is no spreadsheet: a usage error
+    code, _, err = cli("privatize", spec_path, "--mechanism", "k", "--input", raw_path, "--output",
+                       tmp_path / "o.parquet", "--csv-guard")
+    assert code == 2 and "--csv-guard" in err and not (tmp_path / "o.parquet").exists()
+
+
+def test_guard_is_one_to_one_and_undone_by_every_reader(tmp_path: Path) -> None:
+    """Every formula start (OWASP: = + - @ tab CR) quoted, a plain number not, a value that
+    looks guarded already quoted once more; pandas and DuckDB read each cell back, a
+    carriage return inside a cell included (the writer quotes it)."""
+    from privspec.backends.data import guard_cells, read_table, unguard_text, write_table_atomic
+    from privspec.backends.engines import engine_for
+
+    cells = ["=A1", "+1+1", "-2.5", "-1-1", "@x", "\tt", "\rr", "'=q", "''+q", "'", "a'b", "-", "-inf", "", "plain"]
+    frame = pd.DataFrame({"=name": cells, "n": range(len(cells))})
+    guarded = guard_cells(frame)
+    assert guarded.columns.tolist() == ["'=name", "n"]
+    assert guarded["'=name"].tolist() == ["'=A1", "'+1+1", "-2.5", "'-1-1", "'@x", "'\tt", "'\rr", "''=q", "'''+q",
+                                          "'", "a'b", "'-", "'-inf", "", "plain"]
+    assert [unguard_text(g) for g in guarded["'=name"]] == cells
+    path = tmp_path / "g.csv"
+    write_table_atomic(guarded, path)
+    assert len(read_table(path)) == len(cells) and read_table(path)["=name"].tolist() == cells
+    for engine in ("pandas", "duckdb"):
+        e = engine_for(str(path), engine)
+        assert e.columns() == ["=name", "n"]
+        assert next(iter(e.chunks(100)))["=name"].tolist() == cells, engine
+        assert sorted(e.tally(["=name"]).values["=name"]) == sorted(cells), engine

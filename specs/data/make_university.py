@@ -53,11 +53,11 @@ def main() -> None:
     from privspec.backends.data import write_table_atomic
 
     raw = records()
-    write_table_atomic(raw, HERE / "university.csv")
+    write_table_atomic(raw, HERE / "university.csv", force=True)  # regenerated in place
     model = privspec.load(SPEC).model
     release = model.releases["income_by_degree"]
     released = privatizer_for(release).privatize(model, release, raw, seed=SEED)
-    write_table_atomic(released, HERE / "university_released.csv")
+    write_table_atomic(released, HERE / "university_released.csv", force=True)
     print(f"wrote {len(raw)} records and {len(released)} released cells to {HERE}")
 
 
