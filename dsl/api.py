@@ -107,9 +107,15 @@ class Results(Mapping):
     def to_json(self) -> str:
         return self.render("json")
 
-    def summary(self) -> str:
-        """The text the command line prints."""
-        return self.render("text")
+    def summary(self) -> Any:
+        """The answers as a :class:`privspec.report.Summary`: it prints as the text the command
+        line prints (``str()`` of it is that text) and renders as HTML in a notebook, with
+        ``as_text()``, ``as_html()``, ``as_markdown()`` and ``as_latex()`` (the ``text``,
+        HTML, ``markdown`` and ``latex`` renderings of :meth:`render`)."""
+        from .report import Summary
+
+        return Summary(self.render("text"), html=self._repr_html_, markdown=lambda: self.render("markdown"),
+                       latex=lambda: self.render("latex"))
 
     def _repr_html_(self) -> str:
         """Each answer's table under its name; failures with their code and message."""
@@ -126,22 +132,35 @@ class Results(Mapping):
         return "<div>" + "".join(parts) + "</div>"
 
     def to_frame(self) -> Any:
-        """One row per query asked: ``kind``, ``value`` (numbers as numbers, anything larger as
-        its text), ``error`` (the code of what stopped it, else empty); indexed by name."""
+        """Every answer's numbers in one tidy long table, one number a row: ``query``,
+        ``kind``, ``label`` (a category, a matrix row, a joint table's cell ``a1, b2``; empty
+        for a result of one row), ``statistic`` (``estimate``, ``se``, ``lower``, ``upper``,
+        ``value``, a matrix column ...), ``value`` (a float) and ``error`` (the code of what
+        stopped a query, whose one row has no value; else empty).  Each result's own
+        :meth:`~privspec.results.Result.to_long`, stacked in query order: filter and pivot
+        it with pandas (``frame.pivot_table(index="label", columns="statistic")``)."""
         import pandas as pd
 
-        doc = self.to_dict()["queries"]
-        rows = []
+        columns = ["query", "kind", "label", "statistic", "value", "error"]
+        parts = []
         for q in self.queries:
-            entry = doc.get(q.name)
-            if entry is None:
+            if q.name in self.results:
+                r = self.results[q.name]
+                part = r.to_long()
+                part.insert(0, "kind", r.kind)
+                part.insert(0, "query", q.name)
+                part["error"] = ""
+            elif q.name in self.failures:
+                code = self.failures[q.name].diagnostics[0].code
+                part = pd.DataFrame([[q.name, q.kind, "", "", float("nan"), code]], columns=columns)
+            else:
                 continue
-            value = entry.get("value")
-            if not isinstance(value, (int, float, str, type(None))):
-                value = json.dumps(value, default=str)
-            rows.append({"query": q.name, "kind": entry["kind"], "value": value,
-                         "error": (entry.get("error") or {}).get("code", "")})
-        return pd.DataFrame(rows, columns=["query", "kind", "value", "error"]).set_index("query")
+            parts.append(part[columns])
+        if not parts:
+            return pd.DataFrame(columns=columns)
+        out = pd.concat(parts, ignore_index=True)
+        out["value"] = out["value"].astype(float)
+        return out
 
 
 def select(model: Any, verb: str, queries: Sequence[str] | None = None) -> list:
@@ -229,7 +248,8 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
                                     f"no back end for '{verb}' in this version): {' '.join(text.split())}\n  {why}")
             continue
         try:
-            out.results[q.name] = backend.answer(model, q, verb, **options)
+            # the query rides along (never serialized): plots are labelled with the spec's names
+            out.results[q.name] = replace(backend.answer(model, q, verb, **options), query=q)
         except DataError as e:
             out.failures[q.name] = with_data_file(e, q, options.get("data"), spec.source.name)
         except PrivspecError as e:
@@ -270,7 +290,7 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
                         "blocks in this version"))
             continue
         try:
-            out.results[c.name] = backend.compare(model, c, reps=reps, seed=seed)
+            out.results[c.name] = replace(backend.compare(model, c, reps=reps, seed=seed), query=c)
         except PrivspecError as e:
             out.failures[c.name] = e
     if report is not None and out.results:

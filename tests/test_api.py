@@ -76,9 +76,13 @@ def test_a_failed_query_stops_nothing_else(urn) -> None:
     assert "<DataFrame>" in res.failures["w"].render()            # the table is named, as a file would be
     with pytest.raises(KeyError, match="was not answered"):
         res["w"]
-    frame = res.to_frame()
-    assert frame.loc["w", "error"] == "D010" and frame.loc["cov", "error"] == ""
-    assert frame.loc["cov", "value"] == pytest.approx(0.6841333, abs=1e-6)
+    frame = res.to_frame()                                        # tidy: one number a row
+    assert list(frame.columns) == ["query", "kind", "label", "statistic", "value", "error"]
+    assert frame.to_dict("records")[0] == {"query": "w", "kind": "estimate", "label": "", "statistic": "",
+                                           "value": pytest.approx(float("nan"), nan_ok=True), "error": "D010"}
+    cov = frame[frame["query"] == "cov"]
+    assert cov["statistic"].tolist() == ["value"] and cov["error"].tolist() == [""]
+    assert cov["value"].dtype == float and cov["value"].iloc[0] == pytest.approx(0.6841333, abs=1e-6)
 
 
 def test_simulate(urn) -> None:
@@ -137,8 +141,10 @@ def test_estimates_have_statsmodels_accessors(urn, reports) -> None:
     assert r.nobs == d["n"] == 2000 and r.method == "mle" and r.se_kind == "population"
     ci = r.conf_int()                               # at 95%: the back end's profile likelihood intervals
     assert ci.loc["black"].tolist() == pytest.approx(d["ci95"]["black"])
-    wald = r.conf_int(0.1)                          # another level: Wald with scipy's quantile
-    assert (wald["upper"] - r.params).to_numpy() == pytest.approx(1.6448536269514722 * r.bse.to_numpy())
+    assert ci.attrs["method"] == r.ci_method == d["ci_method"] == "profile likelihood"
+    narrow = r.conf_int(0.1)                        # another level: the same method, asked again
+    assert narrow.attrs == {"method": "profile likelihood", "level": pytest.approx(0.9)}
+    assert np.all(narrow["lower"] > ci["lower"]) and np.all(narrow["upper"] < ci["upper"])
     frame = r.to_frame()
     assert list(frame.columns) == ["estimate", "se", "lower", "upper"]
     html = r._repr_html_()
@@ -146,7 +152,9 @@ def test_estimates_have_statsmodels_accessors(urn, reports) -> None:
         assert f"<th>{label}</th>" in html
         for x in row:
             assert f"<td>{x:.6g}</td>" in html
-    assert r.cov_params().to_numpy() == pytest.approx(np.diag(r.bse.to_numpy() ** 2))
+    cov = r.cov_params()                            # the full covariance: negative off the diagonal
+    assert np.diag(cov) == pytest.approx(r.bse.to_numpy() ** 2) and np.all(cov.to_numpy()[np.triu_indices(4, 1)] < 0)
+    assert cov.sum(axis=1).to_numpy() == pytest.approx(0, abs=1e-12)
 
 
 def test_joint_tables_are_multiindexed() -> None:
