@@ -179,7 +179,7 @@ def select(model: Any, verb: str, queries: Sequence[str] | None = None) -> list:
 
 def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: Any = None,
            n: int | None = None, reps: int | None = None, seed: int | None = None,
-           engine: str | None = None) -> Results:
+           engine: str | None = None, progress: Any = None) -> Results:
     """Answer a spec's queries for ``verb`` (``analyze``, ``run`` or ``simulate``).
 
     Parameters
@@ -198,19 +198,24 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         pandas for a DataFrame, DuckDB for a file.  Every engine gives the same results.
     seed : int, optional
         Seed of the randomized parts (permutation tests, jackknife groups, simulation).
+    progress : bool, stream or None
+        Progress bars of the long loops (simulation replications, permutations, bootstrap
+        refits): None shows them where someone watches (a notebook, an interactive
+        terminal; never a pipe or a file), True on standard error, False never, a stream
+        there (:func:`privspec.progress.chosen`).
 
     A query that cannot be answered stops nothing else: it is in ``failures``.  Errors
     about the whole call (a data table whose column would feed several mechanisms, D006)
     are raised.
     """
-    from .backends import backend_for, explain_unanswered
     from .backends.data import DataBindings
+    from .progress import chosen
 
     if verb not in VERBS:
         raise ValueError(f"verb must be one of {', '.join(VERBS)}, not {verb!r}")
     spec.raise_for_errors()
     model = spec.model
-    chosen = select(model, verb, queries)
+    asked = select(model, verb, queries)
     options: dict[str, Any] = {"seed": seed}
     if verb == "run":
         if data is None:
@@ -220,7 +225,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         if engine is not None:
             bindings.engine = engine
         try:
-            bindings.check(chosen)
+            bindings.check(asked)
         except DataError as e:
             raise e.with_file(bindings.default) from None
         options["data"] = bindings
@@ -228,37 +233,45 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         if not (n and reps) or n < 1 or reps < 1:
             raise ValueError("simulate needs n >= 1 respondents and reps >= 1 replications")
         options.update(n=n, reps=reps)
-    out = Results(verb, model, tuple(chosen), {})
-    for q in chosen:
-        if verb == "analyze" and query_kinds.needs_data(q.kind):
-            out.failures[q.name] = BackendError(Diagnostic(
-                "B002", f"query '{q.name}' ({q.kind}) needs data",
-                hint="privspec run SPEC --data FILE, or privspec simulate SPEC --n N"))
-            out.messages[q.name] = (f"query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
-                                    "or privspec simulate")
-            continue
-        backend = backend_for(q, verb)
-        if backend is None:
-            why = explain_unanswered(q, verb)
-            text = spec.source.snippet(q.span) if q.span else q.name
-            out.failures[q.name] = BackendError(Diagnostic(
-                "B000", f"query '{q.name}' is not supported yet: {q.kind} queries have no back end for "
-                        f"'{verb}' in this version", hint=why))
-            out.messages[q.name] = (f"query '{q.name}' is not supported yet ({q.kind} queries of this kind have "
-                                    f"no back end for '{verb}' in this version): {' '.join(text.split())}\n  {why}")
-            continue
-        try:
-            # the query rides along (never serialized): plots are labelled with the spec's names
-            out.results[q.name] = replace(backend.answer(model, q, verb, **options), query=q)
-        except DataError as e:
-            out.failures[q.name] = with_data_file(e, q, options.get("data"), spec.source.name)
-        except PrivspecError as e:
-            out.failures[q.name] = e
+    out = Results(verb, model, tuple(asked), {})
+    with chosen(progress):
+        for q in asked:
+            _answer_one(spec, model, q, verb, options, out)
     return out
 
 
+def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Results) -> None:
+    """One query's answer, or why not, into ``out`` (:func:`answer`)."""
+    from .backends import backend_for, explain_unanswered
+
+    if verb == "analyze" and query_kinds.needs_data(q.kind):
+        out.failures[q.name] = BackendError(Diagnostic(
+            "B002", f"query '{q.name}' ({q.kind}) needs data",
+            hint="privspec run SPEC --data FILE, or privspec simulate SPEC --n N"))
+        out.messages[q.name] = (f"query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
+                                "or privspec simulate")
+        return
+    backend = backend_for(q, verb)
+    if backend is None:
+        why = explain_unanswered(q, verb)
+        text = spec.source.snippet(q.span) if q.span else q.name
+        out.failures[q.name] = BackendError(Diagnostic(
+            "B000", f"query '{q.name}' is not supported yet: {q.kind} queries have no back end for "
+                    f"'{verb}' in this version", hint=why))
+        out.messages[q.name] = (f"query '{q.name}' is not supported yet ({q.kind} queries of this kind have "
+                                f"no back end for '{verb}' in this version): {' '.join(text.split())}\n  {why}")
+        return
+    try:
+        # the query rides along (never serialized): plots are labelled with the spec's names
+        out.results[q.name] = replace(backend.answer(model, q, verb, **options), query=q)
+    except DataError as e:
+        out.failures[q.name] = with_data_file(e, q, options.get("data"), spec.source.name)
+    except PrivspecError as e:
+        out.failures[q.name] = e
+
+
 def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None = None, seed: int | None = None,
-            report: Any = None) -> Results:
+            report: Any = None, progress: Any = None) -> Results:
     """Evaluate a spec's ``compare`` blocks (all, or those ``names``): a mapping block name ->
     ``comparison`` result whose value is the comparison document (criteria per candidate,
     ranks, Pareto frontiers, sample sizes, power curves, inverse designs).
@@ -266,9 +279,11 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     ``reps``: replications for the simulated value of each utility criterion beside the
     analytic one (with ``seed``). ``report``: a path ending in ``.html`` (one
     self-contained page) or ``.md`` (Markdown with PNGs beside it); with several blocks,
-    each gets its own file, the block's name added to the path's stem.
+    each gets its own file, the block's name added to the path's stem.  ``progress``: bars
+    over the simulated replications, as :func:`answer` says.
     """
     from .backends import comparer_for
+    from .progress import chosen
 
     spec.raise_for_errors()
     model = spec.model
@@ -278,11 +293,11 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
         unknown = [n for n in names if n not in model.compares]
         if unknown:
             raise KeyError(unknown[0])
-    chosen = [model.compares[n] for n in names] if names else list(model.compares.values())
+    blocks = [model.compares[n] for n in names] if names else list(model.compares.values())
     if reps is not None and reps < 2:
         raise ValueError("reps must be at least 2 (a Monte Carlo error needs two replications)")
-    out = Results("compare", model, tuple(chosen), {})
-    for c in chosen:
+    out = Results("compare", model, tuple(blocks), {})
+    for c in blocks:
         backend = comparer_for(c)
         if backend is None:
             out.failures[c.name] = BackendError(Diagnostic(
@@ -290,7 +305,8 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
                         "blocks in this version"))
             continue
         try:
-            out.results[c.name] = replace(backend.compare(model, c, reps=reps, seed=seed), query=c)
+            with chosen(progress):
+                out.results[c.name] = replace(backend.compare(model, c, reps=reps, seed=seed), query=c)
         except PrivspecError as e:
             out.failures[c.name] = e
     if report is not None and out.results:
@@ -337,11 +353,14 @@ def privatizer(model: Any, mechanism: str, *, nonnegative: bool = False, offset:
 
 
 def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None, offset: int | None = None,
-              nonnegative: bool = False) -> Any:
+              nonnegative: bool = False, progress: Any = None) -> Any:
     """Privatize raw records with a mechanism (or a release): a DataFrame in, the reports
     (or the released table) out.  A row's report depends on (seed, row index, value) only,
-    so a file can be privatized in pieces (``offset``: the index of the first row)."""
+    so a file can be privatized in pieces (``offset``: the index of the first row).
+    ``progress``: bars over the chunks of a large frame, as :func:`answer` says."""
     import pandas as pd
+
+    from .progress import chosen
 
     spec.raise_for_errors()
     model = spec.model
@@ -354,7 +373,8 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
     extra: dict[str, Any] = {"nonnegative": True} if nonnegative else {}
     if offset is not None:
         extra["offset"] = offset
-    return backend.privatize(model, mech, frame, seed=seed, **extra)
+    with chosen(progress):
+        return backend.privatize(model, mech, frame, seed=seed, **extra)
 
 
 def with_data_file(error: DataError, query: Any, data: Any, spec_path: str) -> DataError:

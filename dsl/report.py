@@ -309,8 +309,10 @@ def render_text(title: str | None, results: Mapping[str, Any]) -> str:
 
 # ---- Markdown ------------------------------------------------------------------------------------
 def _md(s: Any) -> str:
-    return str(s).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("*", "\\*") \
-        .replace("_", "\\_")
+    """Text for Markdown, escaped once (:func:`privspec.render.md`: HTML and Markdown specials)."""
+    from .render import md
+
+    return md(s)
 
 
 def _md_math(latex: str) -> str:
@@ -429,9 +431,9 @@ def markdown_summary(result: Any) -> str:
 
 
 def render_markdown(title: str | None, results: Mapping[str, Any]) -> str:
-    parts = [f"## {title}"] if title else []
+    parts = [f"## {_md(title)}"] if title else []
     for name, r in results.items():
-        parts.append(f"### {name} ({r.kind})\n\n{markdown_summary(r)}")
+        parts.append(f"### {_md(name)} ({_md(r.kind)})\n\n{markdown_summary(r)}")
     return "\n\n".join(parts)
 
 
@@ -601,8 +603,8 @@ class Summary(str):
         obj._renderers = {"html": html, "markdown": markdown, "latex": latex}
         return obj
 
-    def __getnewargs__(self) -> tuple[str]:  # copies and pickles keep the text
-        return (str(self),)
+    def __reduce__(self) -> tuple:  # copies and pickles keep the text (the renderers are closures)
+        return (Summary, (self.as_text(),))
 
     def _render(self, fmt: str) -> str | None:
         fn = getattr(self, "_renderers", {}).get(fmt)

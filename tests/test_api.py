@@ -205,6 +205,34 @@ def test_progress_bars_on_a_terminal_only(quiet: bool) -> None:
     assert "simulate w" not in pipe.getvalue() and "it/s" not in pipe.getvalue()
 
 
+def test_progress_argument_of_the_long_calls(urn, capsys, monkeypatch) -> None:
+    """``progress=``: True draws a bar on standard error, False none, None (the default) only
+    where someone watches: not under pytest (stderr captured), yes on a terminal; None
+    keeps an enclosing choice (the command line's)."""
+    from privspec.progress import enabled
+
+    def bar(**kw) -> str:
+        urn.simulate(n=200, reps=30, seed=1, queries=["w"], **kw)
+        return capsys.readouterr().err
+
+    assert "simulate w" in bar(progress=True)
+    assert bar(progress=False) == "" and bar() == ""               # auto: off, output is not a terminal
+    tty = _Terminal()
+    monkeypatch.setattr("sys.stderr", tty)
+    urn.simulate(n=200, reps=30, seed=1, queries=["w"])             # auto: on, a terminal watches
+    assert "simulate w" in tty.getvalue()
+    monkeypatch.undo()
+    mine = io.StringIO()
+    with enabled(True, stream=mine):                                 # the command line's choice stands
+        urn.simulate(n=200, reps=30, seed=1, queries=["w"])
+        assert "simulate w" in mine.getvalue()
+        drawn = len(mine.getvalue())
+        urn.simulate(n=200, reps=30, seed=1, queries=["w"], progress=False)  # unless the call says no
+        assert len(mine.getvalue()) == drawn and capsys.readouterr().err == ""
+    with pytest.raises(TypeError, match="progress must be"):
+        urn.simulate(n=200, reps=3, queries=["w"], progress="yes")
+
+
 @pytest.mark.parametrize("verb", ["check", "analyze", "run", "privatize", "simulate", "compare"])
 def test_every_option_in_help_is_described_with_its_default(verb: str) -> None:
     import re
@@ -267,10 +295,38 @@ def test_plots_return_figures(urn, reports, bcdeter_cdf) -> None:
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
 
+    def labels(fig) -> tuple[str, str, str]:
+        ax = fig.axes[0]
+        return " ".join(ax.get_title().split()), ax.get_xlabel(), ax.get_ylabel()
+
     for r in (bcdeter_cdf, urn.analyze(queries=["v_mom"])["v_mom"], urn.run(reports[0], queries=["w"])["w"]):
         fig = r.plot()
         assert len(fig.axes) >= 1 and fig.axes[0].has_data()
         plt.close(fig)
+    # every plot in the spec's own words: query, estimand, mechanism, estimator, variable
+    fig = urn.run(reports[0], queries=["w_mle"])["w_mle"].plot()
+    assert labels(fig) == ("w_mle: estimate of distribution(color) from urn by mle", "P(color = category)", "color")
+    assert "profile likelihood" in fig.axes[0].get_legend().get_texts()[0].get_text()
+    assert labels(bcdeter_cdf.plot()) == ("F: estimate of cdf(months) from visits by npmle (constrained Newton, cnm)",
+                                          "months", "F(months) = P(months <= x)")
+    assert labels(urn.analyze(queries=["v_mom"])["v_mom"].plot()) == (
+        "v_mom: avar of distribution(color) from urn by mom", "color", "color")
+    planning = privspec.load(ROOT / "specs" / "planning.privspec").analyze(queries=["pw", "n_se"])
+    pw, n_se = planning["pw"], planning["n_se"]
+    fig = pw.plot()                                  # the power curve over n, not one dot
+    curve, point = fig.axes[0].get_lines()[0], fig.axes[0].get_lines()[1]
+    assert curve.get_xdata().tolist() == pw.extras["curve"]["n"] and curve.get_ydata().tolist() == pw.extras["curve"]["power"]
+    assert (point.get_xdata()[0], point.get_ydata()[0]) == (5000, pw.value)
+    assert labels(fig)[1:] == ("respondents n", "power") and labels(fig)[0].startswith("pw: power of the one-sample")
+    fig = n_se.plot()                                # the criterion over n, the target and the size marked
+    ax = fig.axes[0]
+    assert labels(fig) == ("n_se: sample size for max_se <= 0.01 (distribution(race) from rr2)", "respondents n",
+                           "max_se")
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert lines["target max_se <= 0.01"].get_ydata()[0] == 0.01 and lines["n = 7,802"].get_xdata()[0] == 7802
+    se = lines["max_se"].get_ydata()
+    assert np.all(np.diff(se) < 0) and se[0] > 0.01 > se[-1]        # falls through the target
+    plt.close("all")
     with pytest.raises(TypeError, match="not an estimated distribution function"):
         urn.analyze(queries=["cov"])["cov"].cdf(0.5)
 
