@@ -123,6 +123,8 @@ class Table:
     data: Any
 
     def __repr__(self) -> str:
+        if len(self.variables) == 1:
+            return f"Table({self.variables[0]}: {_named(self.labels[0], list(_nested(self.data)))})"
         shape = " x ".join(str(len(lab)) for lab in self.labels)
         head = f"Table({' x '.join(self.variables)}: {shape})"
         if math.prod(len(lab) for lab in self.labels) > REPR_ITEMS ** 2:
