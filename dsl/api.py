@@ -141,24 +141,15 @@ class Results(Mapping):
         it with pandas (``frame.pivot_table(index="label", columns="statistic")``)."""
         import pandas as pd
 
-        columns = ["query", "kind", "label", "statistic", "value", "error"]
-        parts = []
+        rows: list[tuple] = []
         for q in self.queries:
             if q.name in self.results:
                 r = self.results[q.name]
-                part = r.to_long()
-                part.insert(0, "kind", r.kind)
-                part.insert(0, "query", q.name)
-                part["error"] = ""
+                rows += [(q.name, r.kind, label, statistic, value, "")
+                         for label, statistic, value in r.to_long().itertuples(index=False)]
             elif q.name in self.failures:
-                code = self.failures[q.name].diagnostics[0].code
-                part = pd.DataFrame([[q.name, q.kind, "", "", float("nan"), code]], columns=columns)
-            else:
-                continue
-            parts.append(part[columns])
-        if not parts:
-            return pd.DataFrame(columns=columns)
-        out = pd.concat(parts, ignore_index=True)
+                rows.append((q.name, q.kind, "", "", float("nan"), self.failures[q.name].diagnostics[0].code))
+        out = pd.DataFrame(rows, columns=["query", "kind", "label", "statistic", "value", "error"])
         out["value"] = out["value"].astype(float)
         return out
 
