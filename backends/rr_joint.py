@@ -461,7 +461,9 @@ def _block_covariance(lam: np.ndarray, inv: Sequence[np.ndarray], blocks: Sequen
     Jacobian ``U[x, y] = sum_g c_g(x) A_g[x_g, y_g]``.  conditional: the blocks' estimates
     are independent given the respondents, each unbiased with covariance ``S_g = (A_g
     diag(lambda_g) A_g^T - diag(B_g))/n``, so ``Cov(x, x') = prod_g E[B_g(x_g) B_g(x'_g)] -
-    prod_g m_g(x_g) m_g(x'_g)``, estimated by ``prod_g B_g B_g' - prod_g (B_g B_g' - S_g)``.
+    prod_g m_g(x_g) m_g(x'_g)``, estimated without bias by ``prod_g B_g B_g' - prod_g (B_g B_g'
+    - S_g)`` (as the variances are): where the covariance is nearly singular the estimate
+    may have slightly negative eigenvalues.
     """
     shape, cells = lam.shape, lam.size
     _check_cells(cells)

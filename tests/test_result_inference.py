@@ -246,3 +246,46 @@ def test_a_released_tables_covariance_is_its_noises() -> None:
         assert C.min() < -0.1 * C.max()                      # cells of one total share its noise
     assert res["by_degree"].cov_params().to_numpy() == pytest.approx(0, abs=1e-12)
     assert res["by_band"].conf_int(0.1).attrs["method"] == "wald (table +- z se)"
+
+
+RR = """
+variable a: categorical {a1, a2}
+variable b: categorical {b1, b2, b3}
+variable c: categorical {c1, c2}
+mechanism m = product(grr(a, epsilon = 1), grr(b, epsilon = 1))
+mechanism w = grr(a * b * c, epsilon = 2)
+query j  = estimate joint(a, b) from m by castell(se = conditional)
+query i  = estimate joint(a, b) from m by independent
+query ic = estimate joint(a, b) from m by independent(se = conditional)
+query cl = estimate joint(a, b) from m by clusters(v = 0)
+query h  = estimate joint(a, b) from m by hybrid(se = conditional)
+query ml = estimate joint(a, b) from m by mle
+query r  = estimate joint(a, b) from w by joint
+query rc = estimate joint(a, b) from w by joint(se = conditional)
+query rm = estimate joint(a, b) from w by mle
+query ra = estimate joint(a, b, c) from w by joint
+"""
+
+
+def test_every_randomized_response_estimator_has_its_covariance() -> None:
+    """Every joint estimator with standard errors, of either kind: the covariance's diagonal
+    is the per-cell variance the back end prints (bse^2), symmetric and positive
+    semi-definite; a distribution's rows sum to 0 for the population kind."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    frame = pd.DataFrame({"a": rng.choice(["a1", "a2"], n), "b": rng.choice(["b1", "b2", "b3"], n),
+                          "c": rng.choice(["c1", "c2"], n)})
+    frame["a*b*c"] = frame["a"] + "." + frame["b"] + "." + frame["c"]
+    res = privspec.load(RR).run({"m": frame, "w": frame})
+    assert res.ok, res.failures
+    for name, r in res.items():
+        C = r.cov_params().to_numpy()
+        assert np.diag(C) == pytest.approx(r.bse.to_numpy() ** 2, rel=1e-9, abs=1e-15), name
+        assert np.allclose(C, C.T, rtol=0, atol=1e-15), name
+        # the conditional kind of RR-Independent (and hybrid choosing it) estimates its exact
+        # covariance without bias, as its se^2 do: PSD up to that estimate's noise
+        psd = 1e-2 if r.method in ("independent", "hybrid") and r.se_kind == "conditional" else 1e-10
+        assert np.linalg.eigvalsh(C).min() >= -psd * np.abs(C).max(), name
+        if r.se_kind == "population" and name not in ("i", "cl"):   # RR-Independent's sums to 1 only in the limit
+            assert C.sum(axis=1) == pytest.approx(0, abs=1e-12), name
+        assert r.conf_int(0.2).attrs["method"] == r.ci_method, name
