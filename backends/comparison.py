@@ -39,6 +39,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import functools
 import math
 from typing import Any, Callable, Sequence
@@ -379,7 +380,7 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
     frontiers = _frontiers(rows, criteria)
     doc: dict[str, Any] = {
         "kind": "comparison", "name": comp.name, "title": model.title,
-        "estimand": _estimand_text(comp.estimand), "n": n, "alpha": float(plan.alpha),
+        "estimand": str(comp.estimand), "n": n, "alpha": float(plan.alpha),
         "criteria": criteria,
         "criterion_info": {c: {"side": CRITERIA[c].side, "better": CRITERIA[c].better, "meaning": CRITERIA[c].doc}
                            for c in criteria},
@@ -407,11 +408,6 @@ def describe_mechanism(model: ModelGraph, mech: Any) -> str:
 def describe_method(m: Method) -> str:
     args = [a if isinstance(a, str) else f"{a[0]} = {a[1]}" if isinstance(a, tuple) else str(a) for a in m.args]
     return f"{m.name}({', '.join(args)})" if args else m.name
-
-
-def _estimand_text(est: Estimand) -> str:
-    inner = ", ".join(v.name for v in est.variables)
-    return f"{est.kind}({inner}, {est.order})" if est.kind == "moment" else f"{est.kind}({inner})"
 
 
 def _planning_text(plan: Plan) -> dict | None:
@@ -849,7 +845,23 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
         raise BackendError(Diagnostic("B151", f"{target} is not reached with up to 10^9 respondents", span=q.span))
     extras["achieved"] = ev.at(target.criterion, size)
     extras["at_n_minus_1"] = ev.at(target.criterion, size - 1) if size > 1 else None
-    return Result("sample_size", size, extras)
+    return Result("sample_size", size, extras, fit=CriterionCurve(target.criterion, float(target.value),
+                                                                 functools.partial(ev.at, target.criterion)))
+
+
+@dataclass(frozen=True)
+class CriterionCurve:
+    """A planning query's criterion as a function of n (``at(n)``), with its target value:
+    what a ``sample_size`` result plots (the Python API; never serialized)."""
+
+    criterion: str
+    target: float
+    at: Callable[[int], float]
+
+    def over(self, n_center: int) -> tuple[np.ndarray, np.ndarray]:
+        """The criterion on :func:`privspec.backends.planning.n_grid` around ``n_center``."""
+        grid = planning.n_grid(max(int(n_center), 1))
+        return grid, np.array([self.at(int(n)) for n in grid], dtype=float)
 
 
 @register

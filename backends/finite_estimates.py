@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 from scipy import optimize, stats
 
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import ProductMechanism, Query, Variable
+from ..results import Inference
 from .channel import B_matrix, Channel
 from .compile import channel_in_w, channel_of
 from .estimators import AFFINE_METHODS, Fit, estimate, fit_with_mass
@@ -65,10 +66,17 @@ class FiniteEstimate:
     ci_method: str
     level: float
     notes: tuple[str, ...] = ()
+    #: ``level -> (k, 2)`` intervals by ``ci_method`` at any level (``ci`` is its value at ``level``)
+    intervals: Callable[[float], np.ndarray | None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def se(self) -> np.ndarray | None:
         return None if self.V is None else np.sqrt(np.maximum(np.diag(self.V), 0.0) / self.fit.n)
+
+    @property
+    def cov(self) -> np.ndarray | None:
+        """The covariance of the estimate, ``V / n`` (its diagonal is ``se ** 2``)."""
+        return None if self.V is None else self.V / self.fit.n
 
 
 def se_kind_of(q: Query) -> str:
@@ -246,7 +254,12 @@ def fit_estimate(q: Query, ch: Channel, counts: np.ndarray, *, level: float = 0.
     if np.any(w < 0):
         notes.append("the estimate has negative entries (MoM is unbiased but may leave the simplex)")
     ci, ci_method = _intervals(q, ch, counts, fit, w, V, M, kind, V_pop, affine, level, notes)
-    return FiniteEstimate(w, V, tuple(est_labels), fit, kind, ci, ci_method, level, tuple(notes))
+
+    def intervals(at: float) -> np.ndarray | None:
+        """The same method's intervals at another level (the notes were said at ``level``)."""
+        return _intervals(q, ch, counts, fit, w, V, M, kind, V_pop, affine, at, [])[0]
+
+    return FiniteEstimate(w, V, tuple(est_labels), fit, kind, ci, ci_method, level, tuple(notes), intervals)
 
 
 # ---- intervals ---------------------------------------------------------------------------------------
@@ -260,6 +273,19 @@ def wald_interval(w: np.ndarray, se: np.ndarray, level: float = 0.95) -> np.ndar
     """
     z = stats.norm.ppf(0.5 + level / 2)
     return np.clip(np.column_stack([w - z * se, w + z * se]), 0.0, 1.0)
+
+
+#: how :func:`wald_interval` names its intervals where a back end has no other kind
+WALD_CI = "wald (estimate +- z se, clipped to [0, 1])"
+
+
+def wald_inference(w: np.ndarray, se: np.ndarray, cov: Callable[[], np.ndarray] | None,
+                   no_covariance: str = "") -> Inference:
+    """The Python API's view of an estimate whose intervals are :func:`wald_interval`'s
+    (``w`` and ``se`` flat, in the estimate's order): those intervals at any level, and the
+    covariance ``cov`` computes (None: ``no_covariance`` says why)."""
+    w, se = np.ravel(w), np.ravel(se)
+    return Inference(WALD_CI, lambda level: tuple(wald_interval(w, se, level).T), cov, no_covariance)
 
 
 @functools.lru_cache(maxsize=8)

@@ -12,10 +12,10 @@ import sympy
 
 from ..errors import BackendError, Diagnostic
 from ..model import ModelGraph, Query
-from ..results import Matrix, Result, TestResult, Vector
+from ..results import Inference, Matrix, Result, TestResult, Vector
 from .channel import Channel
 from .compile import channel_in_w, channel_of, population_on_channel
-from .finite_estimates import conditional_covariance, fit_estimate, marginal_map, se_kind_of
+from .finite_estimates import FiniteEstimate, conditional_covariance, fit_estimate, marginal_map, se_kind_of
 from .independence import independence_test
 from .populations import parameter_values, population_vector, symbolic_vector
 
@@ -183,13 +183,30 @@ def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) 
     note = "; ".join(x for x in (fit.note, *est.notes) if x)
     if note:
         extras["note"] = note
+    inference = _inference(est)
     if q.estimand.kind == "joint":
         from ..results import Table
 
         shape = tuple(len(v.labels) for v in q.estimand.variables)
         return Result("estimate", Table(tuple(v.name for v in q.estimand.variables),
-                                        tuple(v.labels for v in q.estimand.variables), est.w.reshape(shape)), extras)
-    return Result("estimate", _vec(est.w, est.labels), extras)
+                                        tuple(v.labels for v in q.estimand.variables), est.w.reshape(shape)), extras,
+                      inference=inference)
+    return Result("estimate", _vec(est.w, est.labels), extras, inference=inference)
+
+
+def _inference(est: FiniteEstimate) -> Inference:
+    """The estimate's covariance (``V / n``, of its ``se_kind``) and its intervals at any level
+    by the same method as ``ci95`` (the Python API's ``cov_params`` and ``conf_int``)."""
+    cov = est.cov
+
+    def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
+        ci = est.intervals(level) if est.intervals is not None else None
+        if ci is None:
+            raise ValueError(f"no intervals: {est.ci_method}")
+        return ci[:, 0], ci[:, 1]
+
+    return Inference(est.ci_method, interval, None if cov is None else (lambda: cov),
+                     "" if cov is not None else "the estimator's covariance is singular at the estimate")
 
 
 def report_table(q: Query, counts: np.ndarray):

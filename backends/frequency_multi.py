@@ -17,14 +17,14 @@ import sympy
 
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query
-from ..results import Matrix, Result, Vector
+from ..results import Inference, Matrix, Result, Vector
 from . import frequency_oracles as single   # its helpers, called at run time (it imports this module)
 from . import oracles as core
 from . import oracles_multi as multi
 from .data import require_columns
 from .engines import PandasEngine
 from .finite_data import raw_codes
-from .finite_estimates import conditional_covariance
+from .finite_estimates import conditional_covariance, wald_inference
 from .finite_truth import _mat, _vec
 from .normal import Z95
 from .populations import bind_parameters, population_vector
@@ -251,18 +251,21 @@ def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Resul
     var = q.mechanism.attributes[j]
     n = est["n"]
     extras: dict = {"method": q.method.name, "n": n, **facts(mo, j), "projection": est["projection"]}
-    if est["V"] is not None:
-        se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
+    V = est["V"]
+    if V is not None:
+        se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
+        inference = wald_inference(est["w"], se, lambda: V / n)
         extras.update(se=_vec(se, var.labels), se_kind=est["se_kind"],
-                      ci95={lab: [float(x - Z95 * s), float(x + Z95 * s)] for lab, x, s in
-                            zip(var.labels, est["w"], se)}, ci_method="wald")
+                      ci95={lab: [float(a), float(b)] for lab, a, b in zip(var.labels, *inference.interval(0.95))},
+                      ci_method=inference.method)
     else:
         extras["note"] = "no standard errors: the observed information is singular (an estimate on the boundary)"
+        inference = Inference(None, None, None, extras["note"])
     if mo.protocol == "smp":
         extras["reports_of_attribute"] = est["reports"]
     if "loglik" in est:
         extras["loglik"] = est["loglik"]
-    return Result("estimate", _vec(est["w"], var.labels), extras)
+    return Result("estimate", _vec(est["w"], var.labels), extras, inference=inference)
 
 
 def privatize_frame(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int | None, offset: int = 0

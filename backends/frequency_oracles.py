@@ -30,7 +30,7 @@ import sympy
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query
 from ..query_kinds import ORACLE, Answers
-from ..results import Matrix, Result, Table, Vector
+from ..results import Inference, Matrix, Result, Table, Vector
 from . import register
 from . import frequency_multi
 from . import oracles as core
@@ -39,7 +39,7 @@ from .data import require_columns
 from .engines import PandasEngine
 from .finite_data import raw_codes
 from .tally import all_text, strip_texts
-from .finite_estimates import conditional_covariance
+from .finite_estimates import conditional_covariance, wald_inference
 from .finite_truth import _mat, _vec
 from .normal import Z95
 from .populations import bind_parameters, population_vector
@@ -307,17 +307,19 @@ def _result(q: Query, labels: tuple[str, ...], o: core.Oracle, est: dict) -> Res
     if est.get("projection"):
         extras["projection"] = est["projection"]
     V = est["V"]
+    inference = Inference(None, None, None, "no standard errors (see note)")
     if V is not None:
         se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
         extras["se"] = _vec(se, labels)
         extras["se_kind"] = est["se_kind"]
-        extras["ci95"] = {lab: [float(x - Z95 * s), float(x + Z95 * s)] for lab, x, s in zip(labels, est["w"], se)}
-        extras["ci_method"] = "wald"
+        inference = wald_inference(est["w"], se, lambda: V / n)
+        extras["ci95"] = {lab: [float(a), float(b)] for lab, a, b in zip(labels, *inference.interval(0.95))}
+        extras["ci_method"] = inference.method
     if "loglik" in est:
         extras["loglik"] = est["loglik"]
     if est["notes"]:
         extras["note"] = "; ".join(est["notes"])
-    return Result("estimate", _shaped(q, est["w"], labels), extras)
+    return Result("estimate", _shaped(q, est["w"], labels), extras, inference=inference)
 
 
 # ---- simulation -----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ how to cover and how to draw.  The back end branches only on those stated capabi
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import Any
 
@@ -44,7 +45,7 @@ import sympy
 from ..errors import BackendError, DataError, Diagnostic
 from ..query_kinds import QUERY_KINDS, Answers, analytic
 from ..model import ModelGraph, Query
-from ..results import Result, StepFunction, Vector
+from ..results import Inference, Result, StepFunction, Vector
 from . import register
 from .data import check_no_missing
 from .tally import Tally
@@ -511,7 +512,7 @@ class CensoredBackend(IntervalBackend):
         if isinstance(target, str):  # the coarsening here is censoring, not privacy noise
             extras = dict(result.extras)
             extras["target"] = target.replace("privacy noise", "censoring")
-            result = Result(result.kind, result.value, extras, fit=result.fit)
+            result = dataclasses.replace(result, extras=extras)
         return result
 
 
@@ -554,7 +555,8 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
         return Result("estimate", mu, {"se": se, "se_kind": kind, "target": _target(kind, 1),
                                        "ci95": [mu - z * se, mu + z * se], "ci_method": "estimate +- 1.96 se",
                                        "method": "unbiased (Example 2, eq. 3)", "n": n,
-                                       "anchors": [float(a), float(b)], **extra_null})
+                                       "anchors": [float(a), float(b)], **extra_null},
+                      inference=_wald_inference(mu, se))
     if method == "mle":
         family = _named_args(q)[0]
         pl, pr, owner = rm.likelihood_pieces(l, r)
@@ -570,10 +572,11 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
         se_loc, se_scale = np.sqrt(np.maximum(np.diag(fit.cov), 0.0))
         if est.kind == "cdf":
             extras["se"] = {"location": float(se_loc), "scale": float(se_scale)}
-            return Result("estimate", {"location": fit.location, "scale": fit.scale}, extras)
+            return Result("estimate", {"location": fit.location, "scale": fit.scale}, extras,
+                          inference=_location_scale_inference(fit.location, fit.scale, se_loc, se_scale, fit.cov))
         value, se = fit.moment(order)
         extras.update(_mle_interval(fit, order, value, se))
-        return Result("estimate", value, extras)
+        return Result("estimate", value, extras, inference=_mle_inference(fit, order, value, se))
     fit = fit_npmle(mech, l, r, c, band=band)
     extras = fit.extras()
     extras.update(extra_null)
@@ -594,10 +597,13 @@ def estimate_from_reports(model: ModelGraph, q: Query, left: np.ndarray, right: 
         return Result("estimate", fit.step_function(), extras,
                       fit=DistributionFit(fit.result, l, r, c, rm.disclose is None,
                                            moment=partial(npmle_moment, fit, mech, l, r, c)))
-    value, moment_extras = npmle_moment(fit, mech, l, r, c, order, kind=kind, seed=seed,
-                                        groups=jackknife_groups)
+    value, moment_extras, ci = _npmle_moment(fit, mech, l, r, c, order, kind=kind, seed=seed,
+                                             groups=jackknife_groups)
     extras.update(moment_extras)
-    return Result("estimate", value, extras)
+    inference = Inference(f"estimate +- t(df = {ci.df}) se, {ci.method}", ci.at,
+                          (lambda: np.array([[ci.se ** 2]])) if np.isfinite(ci.se) else None,
+                          ci.note or "no standard error")
+    return Result("estimate", value, extras, inference=inference)
 
 
 def npmle_moment(fit: Any, mech: IntervalMechanism, l: np.ndarray, r: np.ndarray, c: np.ndarray, order: int, *,
@@ -607,6 +613,15 @@ def npmle_moment(fit: Any, mech: IntervalMechanism, l: np.ndarray, r: np.ndarray
     jackknife standard error and ``level`` interval as extras (``se``, ``ci95``, ``range``
     ...): the one computation behind ``estimate moment(Y, k) by npmle`` and the API's
     ``result.moment(k)`` of a cdf estimate."""
+    value, extras, _ = _npmle_moment(fit, mech, l, r, c, order, kind=kind, seed=seed, groups=groups, level=level)
+    return value, extras
+
+
+def _npmle_moment(fit: Any, mech: IntervalMechanism, l: np.ndarray, r: np.ndarray, c: np.ndarray, order: int, *,
+                  kind: str = "population", seed: int | None = None, groups: int | None = None,
+                  level: float = 0.95) -> tuple[float, dict, Any]:
+    """:func:`npmle_moment`, and the :class:`~.interval_resample.FunctionalInterval` behind
+    its extras (for the interval at any level)."""
     rm = report_model(mech)
     lo, hi = support_of(mech.variable)
     extras: dict = {}
@@ -636,7 +651,7 @@ def npmle_moment(fit: Any, mech: IntervalMechanism, l: np.ndarray, r: np.ndarray
                                    level=level)
     extras.update(ci.extras())
     extras["target"] = _target(kind, order)
-    return value, extras
+    return value, extras, ci
 
 
 # ---- standard errors: which question, and the interval beside them -----------------------------------
@@ -682,6 +697,46 @@ def _se_kind(q: Query) -> str:
     if refusal is not None:
         raise BackendError(Diagnostic("B140", refusal, hint="use se = population (the default)"))
     return "conditional"
+
+
+def _wald_inference(value: float, se: float, method: str = "estimate +- z se") -> Inference:
+    """A number's Wald intervals at any level and its variance ``se^2`` (the Python API)."""
+    from scipy.special import ndtri
+
+    def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
+        z = float(ndtri(0.5 + level / 2))
+        return np.array([value - z * se]), np.array([value + z * se])
+
+    return Inference(method, interval, lambda: np.array([[float(se) ** 2]]))
+
+
+def _mle_inference(fit: Any, order: int, value: float, se: float) -> Inference:
+    """A parametric fit's moment: the profile likelihood interval at any level where
+    :func:`_mle_interval` gives it at 95%, else Wald's; the variance ``se^2``."""
+    if fit.profile_interval(order) is None:
+        return _wald_inference(value, se, "estimate +- z se (Wald, delta method)")
+
+    def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = fit.profile_interval(order, level)
+        return np.array([lo]), np.array([hi])
+
+    return Inference("profile likelihood ratio, chi-square(1)", interval, lambda: np.array([[float(se) ** 2]]))
+
+
+def _location_scale_inference(location: float, scale: float, se_loc: float, se_scale: float,
+                              cov: np.ndarray) -> Inference:
+    """A fitted law's (location, scale): the observed-information covariance, and Wald
+    intervals, the scale's on the log scale (so that they stay above 0)."""
+    from scipy.special import ndtri
+
+    def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
+        z = float(ndtri(0.5 + level / 2))
+        spread = np.exp(z * se_scale / scale) if scale > 0 else np.inf
+        return (np.array([location - z * se_loc, scale / spread]),
+                np.array([location + z * se_loc, scale * spread]))
+
+    return Inference("estimate +- z se (location); scale */ exp(z se / scale) (the log scale's Wald)", interval,
+                     lambda: np.asarray(cov, dtype=float))
 
 
 def _mle_interval(fit: Any, order: int, value: float, se: float) -> dict:

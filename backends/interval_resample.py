@@ -307,6 +307,16 @@ class FunctionalInterval:
     effective_n: float
     note: str | None = None
 
+    def at(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """The interval at another ``level`` by the same method: ``estimate +- t(df) se`` (the
+        whole line where there is no standard error)."""
+        from scipy.special import stdtrit
+
+        if self.df <= 0 or not np.isfinite(self.se):
+            return np.array([-np.inf]), np.array([np.inf])
+        mid, q = (self.lower + self.upper) / 2, float(stdtrit(self.df, 0.5 + level / 2))
+        return np.array([mid - q * self.se]), np.array([mid + q * self.se])
+
     def extras(self) -> dict:
         """The fields of the estimate's Result (``se``, ``ci95``, ``se_kind``, ...)."""
         how = (f"estimate +- t(0.975, {self.df}) se: df = respondents whose deletion moves the estimate, less 1"

@@ -200,7 +200,7 @@ class NPMLEResult:
         --------
         >>> from privspec.backends.npmle import npmle
         >>> npmle([0, 1], [1, 2]).to_step_function()
-        StepFunction(intervals=((0.0, 1.0), (1.0, 2.0)), mass=(0.5, 0.5))
+        StepFunction({'(0, 1]': 0.5, '(1, 2]': 0.5})
         """
         iv, ms = (self.intervals, self.mass) if all_intervals else self.support()
         return StepFunction(intervals=tuple((float(a), float(b)) for a, b in iv),

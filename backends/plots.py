@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import BackendError, Diagnostic
 
-__all__ = ["plot_cdf", "figure_cdf", "figure_estimates", "figure_matrix"]
+__all__ = ["plot_cdf", "figure_cdf", "figure_estimates", "figure_matrix", "figure_curve"]
 
 
 def _pyplot():
@@ -38,6 +38,14 @@ def _pyplot():
         raise BackendError(Diagnostic("B030", "plotting needs matplotlib",
                                       hint="pip install 'privspec[plot]'")) from None
     return plt
+
+
+def _title(ax: Any, title: str) -> None:
+    """The title, folded to lines that fit the figure's width."""
+    import textwrap
+
+    width = max(int(ax.figure.get_figwidth() * 10), 30)
+    ax.set_title(textwrap.fill(title, width=width, break_long_words=False), fontsize="medium")
 
 
 def _steps(result: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -82,7 +90,7 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
 
 
 def figure_cdf(result: Any, band: Sequence[Any] | None, *, title: str | None = None, xlabel: str = "y",
-               truth: Any = None) -> Any:
+               truth: Any = None, ylabel: str = "F") -> Any:
     """The estimated CDF as a step function, with its pointwise band: a matplotlib Figure.
 
     Parameters
@@ -94,7 +102,7 @@ def figure_cdf(result: Any, band: Sequence[Any] | None, *, title: str | None = N
     band : (x, lower, upper) or None
         Pointwise confidence bounds at ``x`` (from
         :func:`privspec.backends.npmle.cdf_confidence_band`), drawn as a shaded region.
-    title, xlabel : str
+    title, xlabel, ylabel : str
         Labels.
     truth : callable, optional
         A reference CDF (vectorized) drawn dashed, e.g. the population's in a simulation.
@@ -127,16 +135,19 @@ def figure_cdf(result: Any, band: Sequence[Any] | None, *, title: str | None = N
     ax.set_xlim(lo, hi)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("F")
+    ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title)
+        _title(ax, title)
     ax.legend(loc="lower right")
     fig.tight_layout()
     return fig
 
 
-def figure_estimates(params: Any, lower: Any = None, upper: Any = None, *, title: str | None = None) -> Any:
-    """Estimates with their intervals (a pandas Series and two of the same index): a Figure."""
+def figure_estimates(params: Any, lower: Any = None, upper: Any = None, *, title: str | None = None,
+                     xlabel: str | None = None, ylabel: str | None = None, interval: str | None = None) -> Any:
+    """Estimates with their intervals (a pandas Series and two of the same index): a Figure,
+    the estimates on the x axis (``xlabel``), one row per label (``ylabel``: what the labels
+    are); ``interval`` names the intervals in the legend."""
     plt = _pyplot()
     labels = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in params.index]
     y = np.arange(len(labels))
@@ -144,19 +155,27 @@ def figure_estimates(params: Any, lower: Any = None, upper: Any = None, *, title
     values = np.asarray(params, dtype=float)
     if lower is not None and upper is not None:
         err = np.vstack([values - np.asarray(lower, dtype=float), np.asarray(upper, dtype=float) - values])
-        ax.errorbar(values, y, xerr=np.maximum(err, 0.0), fmt="o", color="tab:blue", capsize=3)
+        ax.errorbar(values, y, xerr=np.maximum(err, 0.0), fmt="o", color="tab:blue", capsize=3,
+                    label=f"estimate and {interval}" if interval else None)
     else:
         ax.plot(values, y, "o", color="tab:blue")
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.axvline(0.0, color="0.7", linewidth=0.8)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title)
+        _title(ax, title)
+    if interval and lower is not None:
+        ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
     return fig
 
 
-def figure_matrix(frame: Any, *, title: str | None = None) -> Any:
+def figure_matrix(frame: Any, *, title: str | None = None, xlabel: str | None = None,
+                  ylabel: str | None = None) -> Any:
     """A labelled matrix (a DataFrame) as a heat map: a Figure."""
     plt = _pyplot()
     data = np.asarray(frame, dtype=float)
@@ -166,7 +185,35 @@ def figure_matrix(frame: Any, *, title: str | None = None) -> Any:
     ax.set_xticks(range(data.shape[1]), [str(c) for c in frame.columns], rotation=45, ha="right")
     ax.set_yticks(range(data.shape[0]), [str(r) for r in frame.index])
     fig.colorbar(im, ax=ax)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title)
+        _title(ax, title)
+    fig.tight_layout()
+    return fig
+
+
+def figure_curve(n: Sequence[float], values: Sequence[float], *, ylabel: str, title: str | None = None,
+                 mark: tuple[float, float] | None = None, mark_label: str | None = None,
+                 target: float | None = None, target_label: str | None = None) -> Any:
+    """A criterion (power, a standard error ...) over the number of respondents ``n`` (log
+    scale): a Figure, with the point ``mark`` (the n asked, or the sample size found) and
+    the horizontal line ``target`` marked."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.plot(np.asarray(n, dtype=float), np.asarray(values, dtype=float), "-", color="tab:blue", label=ylabel)
+    if target is not None:
+        ax.axhline(float(target), color="tab:red", linestyle="--", linewidth=1, label=target_label or "target")
+    if mark is not None:
+        ax.plot([mark[0]], [mark[1]], "o", color="tab:red", label=mark_label)
+        ax.axvline(float(mark[0]), color="0.6", linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("respondents n")
+    ax.set_ylabel(ylabel)
+    if title:
+        _title(ax, title)
+    ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
     return fig

@@ -19,6 +19,7 @@ records' cell indices), never record by record.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -30,7 +31,7 @@ import sympy
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query, Release
 from ..query_kinds import Answers
-from ..results import Matrix, Result, Table, Vector
+from ..results import Inference, Matrix, Result, Table, Vector
 from . import register
 from .data import parse_numbers, require_columns
 from .finite_data import _joined
@@ -530,15 +531,57 @@ def table_result(model: ModelGraph, release: Release, keep: Sequence[str], relea
     extras: dict[str, Any] = {}
     if variance.free_symbols:  # a symbolic epsilon: the standard error stays an expression
         extras["se_expr"] = str(sympy.sqrt(variance))
+        inference = Inference(None, None, None, "epsilon is symbolic: the covariance is an expression (se_expr)")
     else:
-        extras["se"] = _table(release, keep, np.full(data.shape, math.sqrt(float(sympy.N(variance)))))
+        se = math.sqrt(float(sympy.N(variance)))
+        extras["se"] = _table(release, keep, np.full(data.shape, se))
+        s2 = float(sympy.N(noise_variance(bind_parameters(model, release.epsilon), lay.exact, release.calibration)))
+        inference = Inference("wald (table +- z se)", functools.partial(_wald_cells, np.ravel(data), se),
+                              functools.partial(table_covariance, lay, tuple(keep), s2))
     extras.update(method="algorithm1" if lay.exact else "geometric", **_loss_extras(model, release),
                   n=int(released.sum()))
     if lay.exact:
         exact = [v for v, t in zip(lay.names, lay.totals) if t]
         extras["totals"] = _table(release, exact, margin(lay, released, exact))
     extras["negative_cells"] = int((released < 0).sum())
-    return Result("table", _table(release, keep, data), extras)
+    return Result("table", _table(release, keep, data), extras, inference=inference)
+
+
+#: the most cells whose full covariance (cells x cells) ``cov_params`` forms
+COV_CELL_LIMIT = 4096
+
+
+def table_covariance(lay: Layout, keep: Sequence[str], s2: float) -> np.ndarray:
+    """The covariance of the released margin over ``keep`` (C order): each total cell's
+    protected cells have ``s^2 (n I - J)`` under Algorithm 1 (they share their noise
+    pairs, :func:`.release_noise.margin_variance`) and ``s^2 I`` under the geometric
+    mechanism, total cells are independent, and a margin sums cells: ``S C S^T``.
+
+    Examples
+    --------
+    >>> lay = Layout(("d", "b"), (("x", "y"), ("lo", "hi")), (True, False), True)
+    >>> table_covariance(lay, ("d", "b"), 1.0).tolist()     # two total cells of two protected cells
+    [[1.0, -1.0, 0.0, 0.0], [-1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, -1.0], [0.0, 0.0, -1.0, 1.0]]
+    >>> table_covariance(lay, ("b",), 1.0).tolist()        # by b: a cell of each total cell
+    [[2.0, -2.0], [-2.0, 2.0]]
+    """
+    cells = math.prod(lay.shape)
+    if cells > COV_CELL_LIMIT:
+        raise ValueError(f"the covariance of {cells:,} cells is formed up to {COV_CELL_LIMIT:,} cells "
+                         "(the standard errors are there: bse)")
+    one = s2 * (lay.n * np.eye(lay.n) - np.ones((lay.n, lay.n))) if lay.exact else s2 * np.eye(lay.n)
+    C = np.zeros((cells, cells))
+    for row in lay.to_groups(np.arange(cells).reshape(lay.shape)):
+        C[np.ix_(row, row)] = one
+    S = margin(lay, np.eye(cells).reshape(cells, *lay.shape), keep).reshape(cells, -1).T
+    return S @ C @ S.T
+
+
+def _wald_cells(data: np.ndarray, se: float, level: float) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.5 + level / 2))
+    return data - z * se, data + z * se
 
 
 def _simulate(model: ModelGraph, query: Query, release: Release, keep: Sequence[str], **options: Any) -> Result:

@@ -31,12 +31,12 @@ import sympy
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query, Variable
 from ..query_kinds import Answers
-from ..results import Matrix, Result, Table, Vector
+from ..results import Inference, Matrix, Result, Table, Vector
 from . import register
 from .channel import grr_channel
 from .compile import channel_of
+from .finite_estimates import WALD_CI, wald_interval
 from .kron import kron_apply
-from .normal import Z95
 from .populations import parameter_values, population_vector, symbolic_vector
 from .rr_problem import JointProblem, numeric_K  # noqa: F401 (numeric_K: re-exported)
 from .rr_simulate import simulate_joint
@@ -101,19 +101,23 @@ def joint_result(problem: JointProblem, fit: JointFit) -> Result:
     ``method``, ``n``, and which projection was applied."""
     single = len(problem.variables) == 1
     extras: dict = {"method": problem.q.method.name, "n": fit.n}
+    inference = None
     if fit.var is not None:
         se = np.sqrt(np.maximum(fit.var, 0.0))
         extras["se"] = _value(problem, se)
         extras["se_kind"] = fit.se_kind or "population"
         if fit.se_target and fit.se_target != "joint":
             extras["se_target"] = fit.se_target
-        lo, hi = fit.ci if fit.ci is not None else (fit.table - Z95 * se, fit.table + Z95 * se)
+        intervals = fit.intervals or functools.partial(_wald, fit.table, se)
+        lo, hi = fit.ci if fit.ci is not None else intervals(0.95)
         if single:
             extras["ci95"] = {lab: [float(a), float(b)] for lab, a, b in
                               zip(problem.labels[0], lo.reshape(-1), hi.reshape(-1))}
         else:
             extras["ci95"] = {"lower": _value(problem, lo), "upper": _value(problem, hi)}
-        extras["ci_method"] = fit.ci_method or "wald (estimate +- 1.96 se)"
+        extras["ci_method"] = fit.ci_method or WALD_CI
+        inference = Inference(extras["ci_method"], lambda level: tuple(np.ravel(x) for x in intervals(level)),
+                              fit.cov, "" if fit.cov is not None else "no covariance of the cells for this estimator")
     extras["projection"] = fit.projection
     extras["negative_cells"] = fit.negative_cells
     if fit.projection != "none" and fit.var is None and fit.negative_cells:
@@ -126,7 +130,15 @@ def joint_result(problem: JointProblem, fit: JointFit) -> Result:
             extras[k] = v
     if fit.note:
         extras["note"] = fit.note
-    return Result("estimate", _value(problem, fit.table), extras)
+    if inference is None:
+        inference = Inference(None, None, None, extras.get("se_note", "no standard errors for this estimator"))
+    return Result("estimate", _value(problem, fit.table), extras, inference=inference)
+
+
+def _wald(table: np.ndarray, se: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~privspec.backends.finite_estimates.wald_interval` of every cell (a probability)."""
+    ci = wald_interval(np.ravel(table), np.ravel(se), level)
+    return ci[:, 0].reshape(np.shape(table)), ci[:, 1].reshape(np.shape(table))
 
 
 def _value(problem: JointProblem, data: np.ndarray):
@@ -267,7 +279,7 @@ def _joint_avar(model: ModelGraph, q: Query) -> Result:
             raise BackendError(Diagnostic("B001", "this needs a population for the combined domain",
                                           hint="declare populations for its parts"))
         V_full = channel_of(mech).covariance_closed_form(w_full).subs(subs)
-        M = _part_sum_matrix(problem)
+        M = problem.part_sum_matrix()
         V = sympy.Matrix(M) * V_full * sympy.Matrix(M).T
         V = V.applyfunc(sympy.cancel)
         evaluation = "exact, at the declared population"
@@ -332,20 +344,6 @@ def _independent_avar(model: ModelGraph, problem: JointProblem, labels: tuple[st
 def shown(x: Any) -> Any:
     """An extra as JSON shows it: a number, or the expression's text when symbolic."""
     return str(x) if isinstance(x, sympy.Basic) and x.free_symbols else x
-
-
-def _part_sum_matrix(problem: JointProblem) -> np.ndarray:
-    """0/1 matrix summing the combined domain's cells into the estimand's cells."""
-    sizes = problem.part_sizes
-    rows = []
-    for cell in itertools.product(*(range(s) for s in problem.shape)):
-        mask = np.zeros(sizes, dtype=int)
-        index = [slice(None)] * len(sizes)
-        for p, i in zip(problem.parts, cell):
-            index[p] = i
-        mask[tuple(index)] = 1
-        rows.append(mask.reshape(-1))
-    return np.array(rows, dtype=int)
 
 
 __all__ = ["RRBackend", "JointProblem", "grr_avar", "epsilon_result", "joint_result", "numeric_K",

@@ -40,7 +40,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import scipy.stats
@@ -72,7 +72,10 @@ class JointFit:
     ``conditional``, see the module docstring) and ``se_target`` what an interval from
     it covers (``joint``: the table itself; ``product of marginals``: RR-Independent's
     own limit).  ``ci`` is the 95% interval per cell (lower, upper) where it is not the
-    Wald interval ``table +- 1.96 se``, and ``ci_method`` names it (:func:`score_interval`).
+    Wald interval ``table +- 1.96 se`` (clipped to [0, 1]), and ``ci_method`` names it
+    (:func:`score_interval`); ``intervals`` gives it at any level.  ``cov`` computes the
+    full covariance of the cells (C order, divided by n, of the kind ``se_kind``) when
+    asked: the Python API's ``cov_params``.
     """
 
     table: np.ndarray
@@ -87,6 +90,47 @@ class JointFit:
     se_target: str | None = None
     ci: tuple[np.ndarray, np.ndarray] | None = None
     ci_method: str | None = None
+    intervals: Callable[[float], tuple[np.ndarray, np.ndarray]] | None = field(default=None, compare=False,
+                                                                                repr=False)
+    cov: Callable[[], np.ndarray] | None = field(default=None, compare=False, repr=False)
+
+
+#: the most cells whose full covariance (cells x cells) ``cov_params`` forms
+COV_CELL_LIMIT = 4096
+
+
+def _check_cells(cells: int) -> None:
+    if cells > COV_CELL_LIMIT:
+        raise ValueError(f"the covariance of {cells:,} cells would be a {cells:,} x {cells:,} matrix; it is formed "
+                         f"up to {COV_CELL_LIMIT:,} cells (the standard errors are there: bse)")
+
+
+def linear_covariance(U: np.ndarray, lam: np.ndarray, n: int, se: str, table: np.ndarray | None = None
+                      ) -> np.ndarray:
+    """The covariance of an estimate asymptotically linear in the report frequencies, with
+    Jacobian ``U`` (cells x reports) at ``lambda``: ``U (diag(lambda) - lambda lambda^T) U^T / n``
+    (population); conditional: that less ``(diag(Pi) - Pi Pi^T)/n`` (for ``U K = I``: the
+    module docstring), ``Pi = table`` (default ``U lambda``).
+
+    Examples
+    --------
+    >>> A = np.linalg.inv(np.array([[3, 1], [1, 3]]) / 4)
+    >>> lam = np.array([0.3, 0.7])
+    >>> V = linear_covariance(A, lam, 100, "population")
+    >>> bool(np.allclose(np.diag(V), ((A * A) @ lam - (A @ lam) ** 2) / 100)), bool(np.allclose(V.sum(axis=1), 0))
+    (True, True)
+    """
+    lam = np.asarray(lam, dtype=float).reshape(-1)
+    t = U @ lam
+    V = ((U * lam) @ U.T - np.outer(t, t)) / n
+    if se == "conditional":
+        pi = t if table is None else np.asarray(table, dtype=float).reshape(-1)
+        V = V - (np.diag(pi) - np.outer(pi, pi)) / n
+    return V
+
+
+def _kron_matrix(inv: Sequence[np.ndarray]) -> np.ndarray:
+    return functools.reduce(np.kron, [np.asarray(A, dtype=float) for A in inv])
 
 
 # ---- metrics (section III-G) --------------------------------------------------------------------
@@ -303,16 +347,28 @@ def castell(counts: np.ndarray, K: Sequence[np.ndarray], *, variance: bool = Tru
                         note="castell inversion (Algorithm 3): mode-wise, the Kronecker matrix is never formed")
     second = kron_apply([A * A for A in inv], lam)
     var = (second - (table * table if se == "population" else table)) / n
+
+    def cov() -> np.ndarray:  # A (diag(lambda) - lambda lambda^T) A^T / n, A = (x) K_k^-1
+        _check_cells(table.size)
+        return linear_covariance(_kron_matrix(inv), lam, n, se)
+
     if table.size > SCORE_CELL_LIMIT:
-        return JointFit(table, "castell", n, var, se_kind=se, se_target="joint",
+        return JointFit(table, "castell", n, var, se_kind=se, se_target="joint", cov=cov,
                         note="castell inversion (Algorithm 3): mode-wise, the Kronecker matrix is never formed; "
                              f"Wald intervals (more than {SCORE_CELL_LIMIT:,} cells)")
     # g_x = sum_y A[x, y]^2 K[y, x] and max_y |A[x, y]| factor over the attributes
     g = _outer([np.diag((A * A) @ np.asarray(Kk, float)) for A, Kk in zip(inv, K)]).reshape(table.shape)
     step = _outer([np.abs(A).max(axis=1) for A in inv]).reshape(table.shape) / (2 * n)
-    ci = score_interval(table, second, g, step, n, se)
-    return JointFit(table, "castell", n, var, se_kind=se, se_target="joint", ci=ci, ci_method=SCORE_CI,
+    intervals = functools.partial(_score_at, table, second, g, step, n, se)
+    return JointFit(table, "castell", n, var, se_kind=se, se_target="joint", ci=intervals(0.95), ci_method=SCORE_CI,
+                    intervals=intervals, cov=cov,
                     note="castell inversion (Algorithm 3): mode-wise, the Kronecker matrix is never formed")
+
+
+def _score_at(est: np.ndarray, second: np.ndarray, g: np.ndarray, step: np.ndarray, n: int, se: str,
+              level: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`score_interval` with the level last (a partial of the rest: the intervals at any level)."""
+    return score_interval(est, second, g, step, n, se, level)
 
 
 def marginal_estimates(counts: np.ndarray, K: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray], int]:
@@ -352,7 +408,7 @@ def _expand(t: np.ndarray, axes: Sequence[int], ndim: int) -> np.ndarray:
 
 
 def _block_product(lam: np.ndarray, inv: Sequence[np.ndarray], blocks: Sequence[Sequence[int]], n: int,
-                   variance: bool, se: str) -> tuple[np.ndarray, np.ndarray | None]:
+                   variance: bool, se: str) -> tuple[np.ndarray, np.ndarray | None, Callable[[], np.ndarray]]:
     """``Pi_hat = prod_g B_g``, ``B_g`` the castell estimate of the margin over block g (the
     blocks partition the axes; singletons: RR-Independent), and its per-cell variance.
 
@@ -366,19 +422,23 @@ def _block_product(lam: np.ndarray, inv: Sequence[np.ndarray], blocks: Sequence[
     respondents' own g-margin ``m_g`` with variance ``v_g = ((A o A) lambda_g - m_g)/n``;
     so ``Var = prod_g (v_g + m_g^2) - prod_g m_g^2`` exactly, estimated without bias by
     ``prod_g B_g^2 - prod_g (B_g^2 - v_g)`` (``E B_g^2 = v_g + m_g^2``).
+
+    The third value computes the full covariance of the cells when asked
+    (:func:`_block_covariance`): the same formulas between two cells.
     """
     w = lam.ndim
     blocks = [sorted(g) for g in blocks]
     parts = [_expand(kron_apply([inv[j] for j in g], _margin(lam, g)), g, w) for g in blocks]
     table = functools.reduce(np.multiply, parts, np.ones(lam.shape))
+    cov = functools.partial(_block_covariance, lam, inv, blocks, n, se)
     if not variance:
-        return table, None
+        return table, None, cov
     seconds = [_expand(kron_apply([inv[j] * inv[j] for j in g], _margin(lam, g)), g, w) for g in blocks]
     if se == "conditional":
         v = [(s - b) / n for s, b in zip(seconds, parts)]
         upper = functools.reduce(np.multiply, [b * b for b in parts], np.ones(lam.shape))
         lower = functools.reduce(np.multiply, [b * b - vg for b, vg in zip(parts, v)], np.ones(lam.shape))
-        return table, upper - lower
+        return table, upper - lower, cov
     G = len(blocks)
     c = [functools.reduce(np.multiply, [parts[h] for h in range(G) if h != g], np.ones(lam.shape))
          for g in range(G)]
@@ -389,7 +449,44 @@ def _block_product(lam: np.ndarray, inv: Sequence[np.ndarray], blocks: Sequence[
             both = sorted(blocks[g] + blocks[h])
             S = _expand(kron_apply([inv[j] for j in both], _margin(lam, both)), both, w)
             second = second + 2 * c[g] * c[h] * S
-    return table, (second - (G * table) ** 2) / n
+    return table, (second - (G * table) ** 2) / n, cov
+
+
+def _block_covariance(lam: np.ndarray, inv: Sequence[np.ndarray], blocks: Sequence[Sequence[int]], n: int,
+                      se: str) -> np.ndarray:
+    """The covariance between every two cells of ``prod_g B_g`` (:func:`_block_product`, whose
+    variances are its diagonal).
+
+    population: the delta method, ``U (diag(lambda) - lambda lambda^T) U^T / n`` with the
+    Jacobian ``U[x, y] = sum_g c_g(x) A_g[x_g, y_g]``.  conditional: the blocks' estimates
+    are independent given the respondents, each unbiased with covariance ``S_g = (A_g
+    diag(lambda_g) A_g^T - diag(B_g))/n``, so ``Cov(x, x') = prod_g E[B_g(x_g) B_g(x'_g)] -
+    prod_g m_g(x_g) m_g(x'_g)``, estimated without bias by ``prod_g B_g B_g' - prod_g (B_g B_g'
+    - S_g)`` (as the variances are): where the covariance is nearly singular the estimate
+    may have slightly negative eigenvalues.
+    """
+    shape, cells = lam.shape, lam.size
+    _check_cells(cells)
+    coords = np.indices(shape).reshape(lam.ndim, cells)
+    index, A, B = [], [], []
+    for g in (sorted(b) for b in blocks):
+        index.append(np.ravel_multi_index(tuple(coords[j] for j in g), tuple(shape[j] for j in g)))
+        A.append(_kron_matrix([inv[j] for j in g]))
+        B.append(A[-1] @ _margin(lam, g).reshape(-1))
+    if se == "population":
+        U = np.zeros((cells, cells))
+        for k, (ix, Ag) in enumerate(zip(index, A)):
+            c = functools.reduce(np.multiply, [B[h][index[h]] for h in range(len(A)) if h != k], np.ones(cells))
+            U += c[:, None] * Ag[np.ix_(ix, ix)]
+        return linear_covariance(U, lam, n, "population")
+    upper, lower = np.ones((cells, cells)), np.ones((cells, cells))
+    for g, ix, Ag, Bg in zip(blocks, index, A, B):
+        lam_g = _margin(lam, sorted(g)).reshape(-1)
+        S = ((Ag * lam_g) @ Ag.T - np.diag(Bg)) / n
+        P = np.outer(Bg, Bg)
+        upper *= P[np.ix_(ix, ix)]
+        lower *= (P - S)[np.ix_(ix, ix)]
+    return upper - lower
 
 
 def independent(counts: np.ndarray, K: Sequence[np.ndarray], *, variance: bool = True,
@@ -415,8 +512,8 @@ def independent(counts: np.ndarray, K: Sequence[np.ndarray], *, variance: bool =
     """
     se = _se_kind(se)
     lam, n = _frequencies(counts)
-    table, var = _block_product(lam, kron_inverses(K), [[k] for k in range(lam.ndim)], n, variance, se)
-    return JointFit(table, "independent", n, var, se_kind=se if variance else None,
+    table, var, cov = _block_product(lam, kron_inverses(K), [[k] for k in range(lam.ndim)], n, variance, se)
+    return JointFit(table, "independent", n, var, se_kind=se if variance else None, cov=cov if variance else None,
                     se_target="product of marginals",
                     note="RR-Independent (Algorithm 2): product of the marginal estimates; assumes the "
                          "attributes independent, se excludes that bias")
@@ -498,10 +595,11 @@ def clusters(counts: np.ndarray, K: Sequence[np.ndarray], names: Sequence[str], 
     for k in range(w):
         groups.setdefault(find(k), []).append(k)
     parts = sorted(groups.values())
-    table, var = _block_product(lam, kron_inverses(K), parts, n, variance, se)
+    table, var, cov = _block_product(lam, kron_inverses(K), parts, n, variance, se)
     info = {"clusters": [[names[j] for j in g] for g in parts], "cluster_axes": parts, "threshold": threshold,
             "cramers_v": {f"{names[k]},{names[l]}": float(V[k, l]) for k, l in itertools.combinations(range(w), 2)}}
     return JointFit(table, "clusters", n, var, info=info, se_kind=se if variance else None,
+                    cov=cov if variance else None,
                     se_target="joint" if len(parts) == 1 else "product of the clusters' joints",
                     note="RR-Clusters: castell within clusters linked by Cramer's V >= threshold, independence "
                          "across clusters; se excludes the bias where the clusters are dependent")
@@ -762,7 +860,7 @@ def rr_joint(counts: np.ndarray, K: np.ndarray | None = None, keep: tuple[float,
     se = _se_kind(se)
     if keep is None:
         fit = castell(np.asarray(counts, float).reshape(-1), [K], se=se)
-        table, var, n, ci = fit.table, fit.var, fit.n, fit.ci
+        table, var, n, ci, intervals, cov = fit.table, fit.var, fit.n, fit.ci, fit.intervals, fit.cov
     else:
         lam, n = _frequencies(np.asarray(counts, float).reshape(-1))
         p, q = keep
@@ -774,8 +872,15 @@ def rr_joint(counts: np.ndarray, K: np.ndarray | None = None, keep: tuple[float,
         d = lam.size
         second = ((1 - q) ** 2 * lam + q * q * (1 - lam)) / (p - q) ** 2
         g = np.full(d, ((1 - q) ** 2 * p + (d - 1) * q ** 3) / (p - q) ** 2)
-        ci = score_interval(table, second, g, np.full(d, (1 - q) / (p - q) / (2 * n)), n, se)
+        intervals = functools.partial(_score_at, table, second, g, np.full(d, (1 - q) / (p - q) / (2 * n)), n, se)
+        ci = intervals(0.95)
+
+        def cov() -> np.ndarray:  # A = (I - q J)/(p - q) takes J lambda = 1 to 0: (diag - lam lam^T)/(p - q)^2
+            _check_cells(d)
+            V = (np.diag(lam) - np.outer(lam, lam)) / (p - q) ** 2 / n
+            return V - (np.diag(table) - np.outer(table, table)) / n if se == "conditional" else V
     return JointFit(table, "joint", n, var, se_kind=se, se_target="joint", ci=ci, ci_method=SCORE_CI,
+                    intervals=intervals, cov=cov,
                     note="RR-Joint (Eq. 1): inversion on the combined domain")
 
 
@@ -823,7 +928,8 @@ def with_projection(fit: JointFit, how: str) -> JointFit:
     kept = not changed and fit.var is not None
     return dataclasses.replace(fit, table=table, var=fit.var if kept else None, projection=how,
                                negative_cells=negative, se_kind=fit.se_kind if kept else None,
-                               ci=fit.ci if kept else None, ci_method=fit.ci_method if kept else None)
+                               ci=fit.ci if kept else None, ci_method=fit.ci_method if kept else None,
+                               intervals=fit.intervals if kept else None, cov=fit.cov if kept else None)
 
 
 def cell_count(dims: Sequence[int]) -> int:

@@ -5,6 +5,7 @@ the fits (castell, RR-Independent, RR-Joint, the MLE).  Shared by the back end
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from typing import Any
@@ -96,6 +97,19 @@ class JointProblem:
     def cells(self) -> int:
         return int(math.prod(self.shape))
 
+    def part_sum_matrix(self) -> np.ndarray:
+        """0/1 matrix summing the combined domain's cells into the estimand's cells (C order)."""
+        sizes = self.part_sizes
+        rows = []
+        for cell in itertools.product(*(range(s) for s in self.shape)):
+            mask = np.zeros(sizes, dtype=int)
+            index = [slice(None)] * len(sizes)
+            for p, i in zip(self.parts, cell):
+                index[p] = i
+            mask[tuple(index)] = 1
+            rows.append(mask.reshape(-1))
+        return np.array(rows, dtype=int)
+
     def K(self) -> list[np.ndarray]:
         return [numeric_K(self.model, f) for f in self.factors]
 
@@ -134,19 +148,21 @@ class JointProblem:
         ch = _numeric_channel(self.model, ch, self.factors)
         fit = em(ch, counts.reshape(-1))
         require_answer(ch, counts.reshape(-1), fit, "mle")
-        var = None
+        var = cov = None
         try:
-            var = np.diag(ch.avar_mle(np.clip(fit.w, 1e-12, None))) / fit.n
+            cov = ch.avar_mle(np.clip(fit.w, 1e-12, None)) / fit.n
             if se == "conditional":
                 # asymptotically linear in lambda_hat with J K = I on the simplex's tangent space:
                 # conditional = population - (diag(Pi) - Pi Pi^T)/n (module docstring of rr_joint)
-                var = var - (fit.w - fit.w ** 2) / fit.n
+                cov = cov - (np.diag(fit.w) - np.outer(fit.w, fit.w)) / fit.n
+            var = np.diag(cov)
         except np.linalg.LinAlgError:
             pass
         return JointFit(fit.w.reshape(self.shape), "mle", fit.n, None if var is None else var.reshape(self.shape),
                         note=fit.note, info={"iterations": fit.iterations, "kkt": fit.kkt,
                                              "converged": bool(fit.converged), "loglik": fit.loglik},
-                        se_kind=None if var is None else se, se_target="joint")
+                        se_kind=None if var is None else se, se_target="joint",
+                        cov=None if cov is None else (lambda: cov))
 
     def _combined(self, counts: np.ndarray, method: str, se: str = "population") -> JointFit:
         """RR on the combined domain (RR-Joint): estimate there, then sum to the estimand.
@@ -178,7 +194,8 @@ class JointProblem:
             V = None
         if self.parts == [0] and len(self.variables) == 1 and self.variables[0].p == full.table.size:
             if V is not None:
-                full = dataclasses.replace(full, var=np.diag(V) / full.n, se_kind=se, se_target="joint")
+                full = dataclasses.replace(full, var=np.diag(V) / full.n, se_kind=se, se_target="joint",
+                                           cov=lambda: V / full.n)
             return full
         tensor = full.table.reshape(self.part_sizes)
         others = tuple(j for j in range(len(self.part_sizes)) if j not in self.parts)
@@ -207,7 +224,28 @@ class JointProblem:
                 t = full.table @ c
                 var[cell] -= (t - t * t) / full.n
         return JointFit(table, full.method, full.n, var, note=full.note + "; summed over the other parts",
-                        info=full.info, se_kind=se, se_target="joint")
+                        info=full.info, se_kind=se, se_target="joint",
+                        cov=functools.partial(_summed_covariance, self.part_sum_matrix().astype(float), full, V, keep,
+                                              K, lam, se))
+
+
+def _summed_covariance(S: np.ndarray, full: JointFit, V: np.ndarray | None, keep: tuple[float, float] | None,
+                       K: np.ndarray | None, lam: np.ndarray | None, se: str) -> np.ndarray:
+    """The covariance of the estimand's cells ``S Pi_hat`` (``S`` sums combined-domain cells),
+    whose variances :meth:`JointProblem._combined` computes one at a time: ``S V S^T / n``
+    for the MLE (``V``: n times its covariance, of the kind ``se``), else the linear
+    estimator's with Jacobian ``S K^-1`` (:func:`privspec.backends.rr_joint.linear_covariance`)."""
+    from .rr_joint import _check_cells, linear_covariance
+
+    _check_cells(S.shape[0])
+    if V is not None:
+        return S @ V @ S.T / full.n
+    if keep is not None:  # K^-1 = (I - q J)/(p - q): S K^-1 = (S - q (S 1) 1^T)/(p - q)
+        p, q = keep
+        U = (S - q * S.sum(axis=1, keepdims=True)) / (p - q)
+    else:
+        U = np.linalg.solve(np.asarray(K, dtype=float).T, S.T).T
+    return linear_covariance(U, lam, full.n, se, S @ full.table.reshape(-1))
 
 
 def _codes(factor: Any, tally) -> np.ndarray:

@@ -107,9 +107,15 @@ class Results(Mapping):
     def to_json(self) -> str:
         return self.render("json")
 
-    def summary(self) -> str:
-        """The text the command line prints."""
-        return self.render("text")
+    def summary(self) -> Any:
+        """The answers as a :class:`privspec.report.Summary`: it prints as the text the command
+        line prints (``str()`` of it is that text) and renders as HTML in a notebook, with
+        ``as_text()``, ``as_html()``, ``as_markdown()`` and ``as_latex()`` (the ``text``,
+        HTML, ``markdown`` and ``latex`` renderings of :meth:`render`)."""
+        from .report import Summary
+
+        return Summary(self.render("text"), html=self._repr_html_, markdown=lambda: self.render("markdown"),
+                       latex=lambda: self.render("latex"))
 
     def _repr_html_(self) -> str:
         """Each answer's table under its name; failures with their code and message."""
@@ -126,22 +132,26 @@ class Results(Mapping):
         return "<div>" + "".join(parts) + "</div>"
 
     def to_frame(self) -> Any:
-        """One row per query asked: ``kind``, ``value`` (numbers as numbers, anything larger as
-        its text), ``error`` (the code of what stopped it, else empty); indexed by name."""
+        """Every answer's numbers in one tidy long table, one number a row: ``query``,
+        ``kind``, ``label`` (a category, a matrix row, a joint table's cell ``a1, b2``; empty
+        for a result of one row), ``statistic`` (``estimate``, ``se``, ``lower``, ``upper``,
+        ``value``, a matrix column ...), ``value`` (a float) and ``error`` (the code of what
+        stopped a query, whose one row has no value; else empty).  Each result's own
+        :meth:`~privspec.results.Result.to_long`, stacked in query order: filter and pivot
+        it with pandas (``frame.pivot_table(index="label", columns="statistic")``)."""
         import pandas as pd
 
-        doc = self.to_dict()["queries"]
-        rows = []
+        rows: list[tuple] = []
         for q in self.queries:
-            entry = doc.get(q.name)
-            if entry is None:
-                continue
-            value = entry.get("value")
-            if not isinstance(value, (int, float, str, type(None))):
-                value = json.dumps(value, default=str)
-            rows.append({"query": q.name, "kind": entry["kind"], "value": value,
-                         "error": (entry.get("error") or {}).get("code", "")})
-        return pd.DataFrame(rows, columns=["query", "kind", "value", "error"]).set_index("query")
+            if q.name in self.results:
+                r = self.results[q.name]
+                rows += [(q.name, r.kind, label, statistic, value, "")
+                         for label, statistic, value in r.to_long().itertuples(index=False)]
+            elif q.name in self.failures:
+                rows.append((q.name, q.kind, "", "", float("nan"), self.failures[q.name].diagnostics[0].code))
+        out = pd.DataFrame(rows, columns=["query", "kind", "label", "statistic", "value", "error"])
+        out["value"] = out["value"].astype(float)
+        return out
 
 
 def select(model: Any, verb: str, queries: Sequence[str] | None = None) -> list:
@@ -160,7 +170,7 @@ def select(model: Any, verb: str, queries: Sequence[str] | None = None) -> list:
 
 def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: Any = None,
            n: int | None = None, reps: int | None = None, seed: int | None = None,
-           engine: str | None = None) -> Results:
+           engine: str | None = None, progress: Any = None) -> Results:
     """Answer a spec's queries for ``verb`` (``analyze``, ``run`` or ``simulate``).
 
     Parameters
@@ -179,19 +189,24 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         pandas for a DataFrame, DuckDB for a file.  Every engine gives the same results.
     seed : int, optional
         Seed of the randomized parts (permutation tests, jackknife groups, simulation).
+    progress : bool, stream or None
+        Progress bars of the long loops (simulation replications, permutations, bootstrap
+        refits): None shows them where someone watches (a notebook, an interactive
+        terminal; never a pipe or a file), True on standard error, False never, a stream
+        there (:func:`privspec.progress.chosen`).
 
     A query that cannot be answered stops nothing else: it is in ``failures``.  Errors
     about the whole call (a data table whose column would feed several mechanisms, D006)
     are raised.
     """
-    from .backends import backend_for, explain_unanswered
     from .backends.data import DataBindings
+    from .progress import chosen
 
     if verb not in VERBS:
         raise ValueError(f"verb must be one of {', '.join(VERBS)}, not {verb!r}")
     spec.raise_for_errors()
     model = spec.model
-    chosen = select(model, verb, queries)
+    asked = select(model, verb, queries)
     options: dict[str, Any] = {"seed": seed}
     if verb == "run":
         if data is None:
@@ -201,7 +216,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         if engine is not None:
             bindings.engine = engine
         try:
-            bindings.check(chosen)
+            bindings.check(asked)
         except DataError as e:
             raise e.with_file(bindings.default) from None
         options["data"] = bindings
@@ -209,36 +224,45 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         if not (n and reps) or n < 1 or reps < 1:
             raise ValueError("simulate needs n >= 1 respondents and reps >= 1 replications")
         options.update(n=n, reps=reps)
-    out = Results(verb, model, tuple(chosen), {})
-    for q in chosen:
-        if verb == "analyze" and query_kinds.needs_data(q.kind):
-            out.failures[q.name] = BackendError(Diagnostic(
-                "B002", f"query '{q.name}' ({q.kind}) needs data",
-                hint="privspec run SPEC --data FILE, or privspec simulate SPEC --n N"))
-            out.messages[q.name] = (f"query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
-                                    "or privspec simulate")
-            continue
-        backend = backend_for(q, verb)
-        if backend is None:
-            why = explain_unanswered(q, verb)
-            text = spec.source.snippet(q.span) if q.span else q.name
-            out.failures[q.name] = BackendError(Diagnostic(
-                "B000", f"query '{q.name}' is not supported yet: {q.kind} queries have no back end for "
-                        f"'{verb}' in this version", hint=why))
-            out.messages[q.name] = (f"query '{q.name}' is not supported yet ({q.kind} queries of this kind have "
-                                    f"no back end for '{verb}' in this version): {' '.join(text.split())}\n  {why}")
-            continue
-        try:
-            out.results[q.name] = backend.answer(model, q, verb, **options)
-        except DataError as e:
-            out.failures[q.name] = with_data_file(e, q, options.get("data"), spec.source.name)
-        except PrivspecError as e:
-            out.failures[q.name] = e
+    out = Results(verb, model, tuple(asked), {})
+    with chosen(progress):
+        for q in asked:
+            _answer_one(spec, model, q, verb, options, out)
     return out
 
 
+def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Results) -> None:
+    """One query's answer, or why not, into ``out`` (:func:`answer`)."""
+    from .backends import backend_for, explain_unanswered
+
+    if verb == "analyze" and query_kinds.needs_data(q.kind):
+        out.failures[q.name] = BackendError(Diagnostic(
+            "B002", f"query '{q.name}' ({q.kind}) needs data",
+            hint="privspec run SPEC --data FILE, or privspec simulate SPEC --n N"))
+        out.messages[q.name] = (f"query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
+                                "or privspec simulate")
+        return
+    backend = backend_for(q, verb)
+    if backend is None:
+        why = explain_unanswered(q, verb)
+        text = spec.source.snippet(q.span) if q.span else q.name
+        out.failures[q.name] = BackendError(Diagnostic(
+            "B000", f"query '{q.name}' is not supported yet: {q.kind} queries have no back end for "
+                    f"'{verb}' in this version", hint=why))
+        out.messages[q.name] = (f"query '{q.name}' is not supported yet ({q.kind} queries of this kind have "
+                                f"no back end for '{verb}' in this version): {' '.join(text.split())}\n  {why}")
+        return
+    try:
+        # the query rides along (never serialized): plots are labelled with the spec's names
+        out.results[q.name] = replace(backend.answer(model, q, verb, **options), query=q)
+    except DataError as e:
+        out.failures[q.name] = with_data_file(e, q, options.get("data"), spec.source.name)
+    except PrivspecError as e:
+        out.failures[q.name] = e
+
+
 def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None = None, seed: int | None = None,
-            report: Any = None, force: bool = False) -> Results:
+            report: Any = None, force: bool = False, progress: Any = None) -> Results:
     """Evaluate a spec's ``compare`` blocks (all, or those ``names``): a mapping block name ->
     ``comparison`` result whose value is the comparison document (criteria per candidate,
     ranks, Pareto frontiers, sample sizes, power curves, inverse designs).
@@ -247,9 +271,11 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     analytic one (with ``seed``). ``report``: a path ending in ``.html`` (one
     self-contained page) or ``.md`` (Markdown with PNGs beside it); with several blocks,
     each gets its own file, the block's name added to the path's stem.  An existing report
-    (or PNG) is replaced only with ``force`` (:func:`write_reports`).
+    (or PNG) is replaced only with ``force`` (:func:`write_reports`).  ``progress``: bars
+    over the simulated replications, as :func:`answer` says.
     """
     from .backends import comparer_for
+    from .progress import chosen
 
     spec.raise_for_errors()
     model = spec.model
@@ -259,11 +285,11 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
         unknown = [n for n in names if n not in model.compares]
         if unknown:
             raise KeyError(unknown[0])
-    chosen = [model.compares[n] for n in names] if names else list(model.compares.values())
+    blocks = [model.compares[n] for n in names] if names else list(model.compares.values())
     if reps is not None and reps < 2:
         raise ValueError("reps must be at least 2 (a Monte Carlo error needs two replications)")
-    out = Results("compare", model, tuple(chosen), {})
-    for c in chosen:
+    out = Results("compare", model, tuple(blocks), {})
+    for c in blocks:
         backend = comparer_for(c)
         if backend is None:
             out.failures[c.name] = BackendError(Diagnostic(
@@ -271,7 +297,8 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
                         "blocks in this version"))
             continue
         try:
-            out.results[c.name] = backend.compare(model, c, reps=reps, seed=seed)
+            with chosen(progress):
+                out.results[c.name] = replace(backend.compare(model, c, reps=reps, seed=seed), query=c)
         except PrivspecError as e:
             out.failures[c.name] = e
     if report is not None and out.results:
@@ -351,7 +378,8 @@ def privatizer(model: Any, mechanism: str, *, nonnegative: bool = False, offset:
 
 
 def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None, offset: int | None = None,
-              nonnegative: bool = False, keep: Sequence[str] | None = None, csv_guard: bool = False) -> Any:
+              nonnegative: bool = False, keep: Sequence[str] | None = None, csv_guard: bool = False,
+              progress: Any = None) -> Any:
     """Privatize raw records with a mechanism (or a release): a DataFrame in, the reports
     (or the released table) out.  A row's report depends on (seed, row index, value) only,
     so a file can be privatized in pieces (``offset``: the index of the first row).
@@ -361,12 +389,14 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
     for a column ``frame`` lacks, D041 for one the mechanism privatizes).  ``csv_guard``:
     quote every cell that starts like a spreadsheet formula (``=``, ``+``, ``-``, ``@``,
     tab, carriage return), for a CSV that a spreadsheet will open; privspec reads such a
-    CSV file back as it was (docs/cli.md).
+    CSV file back as it was (docs/cli.md).  ``progress``: bars over the chunks of a large
+    frame, as :func:`answer` says.
     """
     import pandas as pd
 
     from .backends.data import guard_cells
     from .backends.privatize_stream import kept_columns, with_kept
+    from .progress import chosen
 
     spec.raise_for_errors()
     model = spec.model
@@ -382,7 +412,8 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
     extra: dict[str, Any] = {"nonnegative": True} if nonnegative else {}
     if offset is not None:
         extra["offset"] = offset
-    out = with_kept(backend.privatize(model, mech, frame, seed=seed, **extra), frame, kept)
+    with chosen(progress):
+        out = with_kept(backend.privatize(model, mech, frame, seed=seed, **extra), frame, kept)
     return guard_cells(out) if csv_guard else out
 
 

@@ -441,6 +441,11 @@ class Estimand:
     order: int | None = None
     span: Span | None = field(default=None, compare=False)
 
+    def __str__(self) -> str:
+        """As a spec writes it: ``distribution(color)``, ``joint(A, B)``, ``moment(Y, 2)``."""
+        inner = ", ".join(v.name for v in self.variables)
+        return f"{self.kind}({inner}, {self.order})" if self.kind == "moment" else f"{self.kind}({inner})"
+
 
 @dataclass(frozen=True)
 class Method:

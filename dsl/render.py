@@ -54,8 +54,27 @@ def _where(d: Diagnostic, source: Source) -> str:
     return f"{line}:{col}"
 
 
-def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
+#: Markdown's specials, escaped so that a label, title or message shows as written in any
+#: viewer: HTML's ``<``, ``>`` and ``&`` as entities (no inline HTML: a label
+#: ``<script>`` stays text), the table separator ``|``, emphasis ``*``, ``_`` and ``~``,
+#: code backticks, links ``[ ]``, math ``$``, and the escape ``\`` itself; line breaks become
+#: spaces (a table row is one line)
+_MD = {"\\": "\\\\", "|": "\\|", "*": "\\*", "_": "\\_", "~": "\\~", "`": "\\`", "[": "\\[", "]": "\\]",
+       "$": "\\$", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " "}
+
+
+def md(s: object) -> str:
+    """Text (a label, a title, a message) for Markdown, escaped once (:data:`_MD`).
+
+    Examples
+    --------
+    >>> print(md("w[<script>alert(1)</script>] | *a* & b_c"))
+    w\\[&lt;script&gt;alert(1)&lt;/script&gt;\\] \\| \\*a\\* &amp; b\\_c
+    """
+    return "".join(_MD.get(c, c) for c in str(s))
+
+
+_md = md
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",

@@ -309,8 +309,10 @@ def render_text(title: str | None, results: Mapping[str, Any]) -> str:
 
 # ---- Markdown ------------------------------------------------------------------------------------
 def _md(s: Any) -> str:
-    return str(s).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("*", "\\*") \
-        .replace("_", "\\_")
+    """Text for Markdown, escaped once (:func:`privspec.render.md`: HTML and Markdown specials)."""
+    from .render import md
+
+    return md(s)
 
 
 def _md_math(latex: str) -> str:
@@ -429,9 +431,9 @@ def markdown_summary(result: Any) -> str:
 
 
 def render_markdown(title: str | None, results: Mapping[str, Any]) -> str:
-    parts = [f"## {title}"] if title else []
+    parts = [f"## {_md(title)}"] if title else []
     for name, r in results.items():
-        parts.append(f"### {name} ({r.kind})\n\n{markdown_summary(r)}")
+        parts.append(f"### {_md(name)} ({_md(r.kind)})\n\n{markdown_summary(r)}")
     return "\n\n".join(parts)
 
 
@@ -574,6 +576,72 @@ def render_latex(title: str | None, results: Mapping[str, Any]) -> str:
         out += [r"\subsection*{" + tex(name) + " (" + tex(r.kind) + ")}", latex_body(r), ""]
     out.append(r"\end{document}")
     return "\n".join(out)
+
+
+# ---- a summary object (statsmodels' Summary) -----------------------------------------------------
+class Summary(str):
+    """A report that prints as text and renders as HTML, Markdown and LaTeX: what
+    ``summary()`` of a result or of :class:`privspec.api.Results` returns (statsmodels'
+    ``Summary`` is the model).
+
+    It is the text report itself (a ``str``: ``print``, ``str()``, comparisons and string
+    methods see the text, as before), with ``as_text()``, ``as_html()``, ``as_markdown()``
+    and ``as_latex()`` rendered by this module's renderers when asked, and
+    ``_repr_html_``/``_repr_markdown_`` so that a notebook shows the HTML.
+
+    Examples
+    --------
+    >>> s = Summary("w: 0.25", markdown=lambda: "**w**: 0.25")
+    >>> s == "w: 0.25", s.as_markdown(), s.as_html()
+    (True, '**w**: 0.25', '<pre>w: 0.25</pre>')
+    >>> s
+    w: 0.25
+    """
+
+    def __new__(cls, text: str, *, html: Any = None, markdown: Any = None, latex: Any = None) -> "Summary":
+        obj = super().__new__(cls, text)
+        obj._renderers = {"html": html, "markdown": markdown, "latex": latex}
+        return obj
+
+    def __reduce__(self) -> tuple:  # copies and pickles keep the text (the renderers are closures)
+        return (Summary, (self.as_text(),))
+
+    def _render(self, fmt: str) -> str | None:
+        fn = getattr(self, "_renderers", {}).get(fmt)
+        return None if fn is None else fn()
+
+    def as_text(self) -> str:
+        """The text report (what ``print`` shows)."""
+        return str.__str__(self)
+
+    def as_html(self) -> str:
+        """An HTML fragment (the result's table; the text in ``<pre>`` where there is none)."""
+        import html
+
+        out = self._render("html")
+        return out if out is not None else f"<pre>{html.escape(self.as_text())}</pre>"
+
+    def as_markdown(self) -> str:
+        """Markdown (what ``--format markdown`` prints)."""
+        out = self._render("markdown")
+        return out if out is not None else "```\n" + self.as_text() + "\n```"
+
+    def as_latex(self) -> str:
+        """LaTeX (what ``--format latex`` prints; for one result, the body without a document)."""
+        out = self._render("latex")
+        return out if out is not None else r"\begin{verbatim}" + "\n" + self.as_text() + "\n" + r"\end{verbatim}"
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+    def __repr__(self) -> str:
+        return self.as_text()
+
+    def _repr_html_(self) -> str:
+        return self.as_html()
+
+    def _repr_markdown_(self) -> str:
+        return self.as_markdown()
 
 
 def render(fmt: str, title: str | None, results: Mapping[str, Any]) -> str:

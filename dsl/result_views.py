@@ -4,13 +4,15 @@
 the result's value and extras (the JSON contract), so nothing is computed twice:
 
 * estimates: ``params`` (a Series by category, a MultiIndex Series for joint tables, one
-  entry for a mean or moment), ``bse``, ``conf_int(alpha)``, ``nobs``, ``method``,
-  ``se_kind``;
+  entry for a mean or moment), ``bse``, ``cov_params()`` (the estimator's covariance,
+  labelled), ``conf_int(alpha)`` (one method at every level: ``ci_method``), ``nobs``,
+  ``method``, ``se_kind``;
 * matrices (``avar``, ``fisher``, one of ``moments``): ``frame()`` / ``cov_params()``, a
   DataFrame labelled by category;
 * tests: ``statistic``, ``df``, ``pvalue``, ``method``;
-* every result: ``to_frame()`` (a labelled table, the natural one for its kind) and
-  ``_repr_html_()`` (that table in HTML).
+* every result: ``to_frame()`` (a labelled table, the natural one for its kind),
+  ``to_long()`` (its numbers, one a row: label, statistic, value), ``plot()`` and
+  ``_repr_html_()`` (the table in HTML).
 
 Examples
 --------
@@ -19,8 +21,11 @@ Examples
 ...            {"method": "mom", "n": 400, "se": Vector(("a", "b"), (0.02, 0.02)), "se_kind": "population"})
 >>> r.params.round(2).to_dict(), r.nobs
 ({'a': 0.25, 'b': 0.75}, 400)
->>> r.conf_int(0.1).round(4).values.tolist()        # Wald at 90%: no interval of that level was computed
+>>> r.conf_int(0.1).round(4).values.tolist()        # built by hand, no ci95: Wald at every level
 [[0.2171, 0.2829], [0.7171, 0.7829]]
+>>> r.ci_method
+'wald (estimate +- z se)'
+
 """
 from __future__ import annotations
 
@@ -33,6 +38,10 @@ def _pd():
     import pandas as pd
 
     return pd
+
+
+#: the intervals of a result built by hand with standard errors and no ``ci95``
+WALD = "wald (estimate +- z se)"
 
 
 def _float(x: Any) -> float:
@@ -49,6 +58,8 @@ class ResultViews:
     value: Any
     extras: Any
     fit: Any
+    inference: Any
+    query: Any
 
     # -- what any result is -------------------------------------------------------------------------
     @property
@@ -75,6 +86,11 @@ class ResultViews:
     def params(self) -> Any:
         """The estimate as a labelled Series (index: category; joint tables: one level per
         variable; a mean or moment: the query's kind)."""
+        from .results import StepFunction
+
+        if isinstance(self.value, StepFunction):
+            raise TypeError("this estimate is a distribution function (masses on innermost intervals): use "
+                            "cdf(x), band(x), quantile(q), mean() or to_frame()")
         return self._series(self.value, "estimate" if self.kind == "estimate" else self.kind)
 
     @property
@@ -83,31 +99,55 @@ class ResultViews:
         se = self.extras.get("se")
         return None if se is None else self._series(se, "se")
 
-    def conf_int(self, alpha: float = 0.05) -> Any:
-        """Confidence intervals at level ``1 - alpha`` as a DataFrame (``lower``, ``upper``).
+    @property
+    def ci_method(self) -> str | None:
+        """How the intervals of :meth:`conf_int` are made, at every level."""
+        if self.inference is not None:
+            return self.inference.method
+        if self.extras.get("ci95") is None and self.extras.get("se") is not None:
+            return WALD
+        return self.extras.get("ci_method")
 
-        At 95% these are the intervals the back end computed (profile likelihood, score,
-        jackknife t: ``extras["ci_method"]``); at another level, Wald intervals
-        ``params -+ z bse`` with ``z`` the normal quantile (scipy).
+    def conf_int(self, alpha: float = 0.05) -> Any:
+        """Confidence intervals at level ``1 - alpha`` as a DataFrame (``lower``, ``upper``),
+        made by one method at every level: the back end's own (profile likelihood, score,
+        jackknife t, Wald clipped to [0, 1]: :attr:`ci_method`), asked again at that level.
+        At 95% they are the result's ``ci95``.  The frame's ``attrs`` hold ``method`` and
+        ``level``.
+
+        A result without a back end behind it (one built by hand) has Wald intervals
+        ``params -+ z bse`` at every level where it carries no ``ci95``, and only its
+        ``ci95`` otherwise.
         """
+        import numpy as np
+
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be between 0 and 1, not {alpha}")
         pd = _pd()
         params = self.params
+        level = 1.0 - alpha
         ci = self.extras.get("ci95")
-        if ci is not None and abs(alpha - 0.05) < 1e-12:
+        method = self.ci_method
+        if ci is not None and abs(alpha - 0.05) < 1e-12:  # the back end's own, as printed
             if isinstance(ci, dict) and set(ci) == {"lower", "upper"}:  # joint tables: a table each
-                return pd.DataFrame({"lower": self._series(ci["lower"], "lower"),
-                                     "upper": self._series(ci["upper"], "upper")})
-            if isinstance(ci, dict):
-                rows = [ci[str(k)] if str(k) in ci else ci.get(k) for k in params.index]
+                lower, upper = self._series(ci["lower"], "lower"), self._series(ci["upper"], "upper")
             else:
-                rows = [ci]
-            return pd.DataFrame([[_float(a), _float(b)] for a, b in rows], index=params.index,
-                                columns=["lower", "upper"])
-        bse = self.bse
-        if bse is None:
+                rows = [ci[str(k)] if str(k) in ci else ci.get(k) for k in params.index] if isinstance(ci, dict) \
+                    else [ci]
+                lower, upper = [_float(a) for a, _ in rows], [_float(b) for _, b in rows]
+        elif self.inference is not None and self.inference.interval is not None:
+            lower, upper = self.inference.interval(level)
+        elif ci is None and self.bse is not None:
+            z = float(stats.norm.ppf(1 - alpha / 2))
+            lower, upper = params - z * self.bse, params + z * self.bse
+        elif ci is not None:
+            raise ValueError(f"this {self.kind} result has its 95% intervals only ({method}): ask for alpha = 0.05")
+        else:
             raise ValueError(f"no standard errors for this {self.kind} result: no interval")
-        z = float(stats.norm.ppf(1 - alpha / 2))
-        return pd.DataFrame({"lower": params - z * bse, "upper": params + z * bse})
+        out = pd.DataFrame({"lower": np.asarray(lower, dtype=float).ravel(),
+                            "upper": np.asarray(upper, dtype=float).ravel()}, index=params.index)
+        out.attrs.update(method=method, level=level)
+        return out
 
     def _series(self, value: Any, name: str) -> Any:
         from .results import Table, Vector
@@ -144,20 +184,34 @@ class ResultViews:
                                columns=list(value.cols))
 
     def cov_params(self) -> Any:
-        """The covariance as a labelled DataFrame: an ``avar`` result's matrix (``n Var`` in
-        the limit), or for an estimate the diagonal ``bse^2`` (the full covariance is the
-        matching ``avar`` query's)."""
+        """The covariance as a DataFrame labelled like :attr:`params` (a joint table's cells
+        by a MultiIndex): an ``avar`` result's matrix (``n Var`` in the limit), or for an
+        estimate the estimator's covariance, the one ``avar`` derives evaluated at the
+        estimate and divided by n (of the kind :attr:`se_kind` says; its diagonal is
+        ``bse ** 2``, and where the estimate sums to 1 each row sums to 0).
+
+        Raises ValueError where the estimator has none (a projection moved the estimate,
+        ``truncated``, a fit on the boundary), saying why.
+        """
+        import numpy as np
+
         from .results import Matrix
 
         if isinstance(self.value, Matrix):
             return self.frame()
-        bse = self.bse
-        if bse is None:
-            raise ValueError(f"no covariance for this {self.kind} result")
-        pd = _pd()
-        import numpy as np
-
-        return pd.DataFrame(np.diag(bse.to_numpy() ** 2), index=bse.index, columns=bse.index)
+        params = self.params
+        inf = self.inference
+        if inf is not None and inf.covariance is not None:
+            cov = np.asarray(inf.covariance(), dtype=float)
+        elif inf is not None:
+            raise ValueError(f"no covariance for this {self.kind} result: {inf.no_covariance or 'not computed'}")
+        elif self.bse is not None and len(params) == 1:  # one number: its variance is all there is
+            cov = np.asarray(self.bse, dtype=float).reshape(1, 1) ** 2
+        else:
+            raise ValueError(f"no covariance for this {self.kind} result: " +
+                             ("only standard errors were given (the off-diagonal covariances are not known)"
+                              if self.bse is not None else "no standard errors"))
+        return _pd().DataFrame(cov, index=params.index, columns=params.index)
 
     # -- distribution functions (an NPMLE of F) ---------------------------------------------------------
     def _distribution(self) -> Any:
@@ -210,12 +264,27 @@ class ResultViews:
         return _pd().DataFrame({"cdf": self.cdf(x), "lower": lower, "upper": upper}, index=_pd().Index(x, name="x"))
 
     def plot(self, x: Any = None, alpha: float = 0.05) -> Any:
-        """The natural picture of the result, a matplotlib Figure (the ``plot`` extra): a CDF
-        with its pointwise band at ``x`` (default: 41 points over the data), estimates with
-        their intervals, a matrix as a heat map."""
+        """The natural picture of the result, a matplotlib Figure (the ``plot`` extra),
+        labelled with the spec's own names (the query, its estimand, mechanism and
+        estimator; the variable on the axis): a CDF with its pointwise band at ``x``
+        (default: 41 points over the data), estimates with their ``1 - alpha`` intervals
+        (:meth:`conf_int`), a matrix as a heat map, a ``power`` result's curve over n and
+        a ``sample_size`` result's criterion over n with the target marked."""
         from .backends import plots
         from .results import Matrix, StepFunction
 
+        names = _Names(self)
+        if self.kind == "power" and isinstance(self.extras.get("curve"), dict):
+            curve = self.extras["curve"]
+            return plots.figure_curve(curve["n"], curve["power"], ylabel="power", title=names.title(),
+                                      mark=(float(self.extras["n"]), float(self.value)),
+                                      mark_label=f"n = {self.extras['n']:,}: power {float(self.value):.3g}")
+        if self.kind == "sample_size" and self.fit is not None and hasattr(self.fit, "over"):
+            n, values = self.fit.over(int(self.value))
+            return plots.figure_curve(n, values, ylabel=self.fit.criterion, title=names.title(),
+                                      mark=(float(self.value), float(self.extras["achieved"])),
+                                      mark_label=f"n = {int(self.value):,}", target=self.fit.target,
+                                      target_label=f"target {self.extras.get('target', '')}")
         if isinstance(self.value, StepFunction):
             band = None
             if self.fit is not None and getattr(self.fit, "rows", False):
@@ -228,15 +297,18 @@ class ResultViews:
                 if x is not None:
                     b = self.band(x, alpha)
                     band = (b.index.to_numpy(), b["lower"].to_numpy(), b["upper"].to_numpy())
-            return plots.figure_cdf(self, band, title=self.method)
+            var = names.variable or "y"
+            return plots.figure_cdf(self, band, title=names.title(), xlabel=var, ylabel=f"F({var}) = P({var} <= x)")
         if isinstance(self.value, Matrix):
-            return plots.figure_matrix(self.frame(), title=self.kind)
+            return plots.figure_matrix(self.frame(), title=names.title(), xlabel=names.axis, ylabel=names.axis)
         params = self.params
         try:
             ci = self.conf_int(alpha)
-            return plots.figure_estimates(params, ci["lower"], ci["upper"], title=self.method)
         except ValueError:
-            return plots.figure_estimates(params, title=self.method)
+            return plots.figure_estimates(params, title=names.title(), xlabel=names.value_axis(), ylabel=names.axis)
+        return plots.figure_estimates(params, ci["lower"], ci["upper"], title=names.title(),
+                                      xlabel=names.value_axis(), ylabel=names.axis,
+                                      interval=f"{1 - alpha:.0%} interval, {ci.attrs['method']}")
 
     # -- tests -----------------------------------------------------------------------------------------
     @property
@@ -306,6 +378,33 @@ class ResultViews:
             return _records(d["value"], d.get("expr") if isinstance(d.get("expr"), dict) else None)
         return pd.DataFrame(list(_flatten(d["value"])), columns=["key", "value"])
 
+    def to_long(self) -> Any:
+        """The result's numbers as a tidy long table, one number a row: ``label`` (the row
+        of :meth:`to_frame`: a category, a matrix row, a joint table's cell as ``a1, b2``;
+        empty for a result of one row), ``statistic`` (its column: ``estimate``, ``se``,
+        ``lower``, ``upper``, a matrix column, ``value`` ...) and ``value`` (a float).
+        Text cells (a method's name, an exact form) are left out: they are in
+        :meth:`to_frame` and the JSON.
+
+        Examples
+        --------
+        >>> from privspec.results import Result, Vector
+        >>> r = Result("estimate", Vector(("a", "b"), (0.25, 0.75)), {"se": Vector(("a", "b"), (0.02, 0.02))})
+        >>> r.to_long().head(3).to_dict("records")
+        [{'label': 'a', 'statistic': 'estimate', 'value': 0.25}, {'label': 'a', 'statistic': 'se', 'value': 0.02}, {'label': 'a', 'statistic': 'lower', 'value': 0.21080...}]
+        """
+        pd = _pd()
+        frame = self.to_frame()
+        one = len(frame) == 1 and (isinstance(frame.index, pd.RangeIndex) or list(frame.index) == [self.kind])
+        rows = []
+        for idx, row in frame.iterrows():
+            label = "" if one else ", ".join(map(str, idx)) if isinstance(idx, tuple) else str(idx)
+            for col, cell in row.items():
+                x = _number(cell)
+                if x is not None:
+                    rows.append((label, str(col), x))
+        return pd.DataFrame(rows, columns=["label", "statistic", "value"])
+
     def _repr_html_(self) -> str:
         """:meth:`to_frame` as an HTML table, under the query's kind and method."""
         import html
@@ -314,6 +413,80 @@ class ResultViews:
         # six significant digits, not pandas' six decimals (0.000380 would hide a digit)
         table = self.to_frame().to_html(float_format=lambda v: f"{v:.6g}")
         return f"<div><strong>{head}</strong>{table}</div>"
+
+
+class _Names:
+    """A result's labels in the spec's own words: the query's name, its estimand
+    (``distribution(color)``), mechanism and estimator, and the variables on the axes
+    (the result's kind and method only where it was built outside a spec)."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        q = result.query
+        self.name = getattr(q, "name", None)
+        self.estimand = getattr(q, "estimand", None)
+        mech = getattr(q, "mechanism", None)
+        self.mechanism = getattr(mech, "name", None)
+        variables = [v.name for v in self.estimand.variables] if self.estimand is not None else []
+        if not variables and getattr(mech, "variable", None) is not None:
+            variables = [mech.variable.name]
+        self.variables = variables
+        self.variable = variables[0] if variables else None
+        #: what the labels of a vector, matrix or table are (the categories of these variables)
+        self.axis = " / ".join(variables) or None
+
+    def title(self) -> str:
+        r = self.result
+        what = r.kind
+        if r.kind in ("power", "sample_size"):
+            test = r.extras.get("test")
+            what = (f"power of the {test}" if r.kind == "power" and test else
+                    f"sample size for {r.extras.get('target')}" if r.kind == "sample_size" else what)
+            if self.estimand is not None:
+                what += f" ({self.estimand} from {self.mechanism})" if self.mechanism else f" ({self.estimand})"
+        else:
+            if self.estimand is not None:
+                what += f" of {self.estimand}"
+            elif self.mechanism:
+                what += f"({self.mechanism})"
+            if self.estimand is not None and self.mechanism:
+                what += f" from {self.mechanism}"
+            if r.method:
+                what += f" by {r.method}"
+        return f"{self.name}: {what}" if self.name else what
+
+    def value_axis(self) -> str:
+        """The x axis of estimates: what each number is."""
+        est, v = self.estimand, self.variables
+        if est is None:
+            return "estimate"
+        if est.kind == "distribution":
+            return f"P({v[0]} = category)"
+        if est.kind == "joint":
+            return f"P({', '.join(v)} = cell)"
+        if est.kind == "mean":
+            return f"E[{v[0]}]"
+        if est.kind == "moment":
+            return f"E[{v[0]}^{est.order}]"
+        if est.kind == "cdf":
+            return f"the law of {v[0]}: location and scale"
+        if est.kind == "regression":
+            return f"coefficient in the regression of {v[0]}"
+        return "estimate"
+
+
+def _number(cell: Any) -> float | None:
+    """A table cell as a float (booleans as 0/1, ``"inf"`` as infinity), None for text."""
+    import numbers
+
+    if isinstance(cell, (bool, numbers.Number)) or hasattr(cell, "dtype"):
+        try:
+            return float(cell)
+        except (TypeError, ValueError):
+            return None
+    if isinstance(cell, str) and cell in ("inf", "-inf", "nan"):
+        return float(cell)
+    return None
 
 
 def _cell(value: Any) -> Any:

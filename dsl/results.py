@@ -18,44 +18,129 @@ Exact sympy values stay exact until rendered; ``to_dict`` adds ``"expr"`` and
 from __future__ import annotations
 
 import json
+import keyword
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import sympy
 
 from .result_views import ResultViews
 
 
+#: the most entries a value's repr lists (the rest are counted)
+REPR_ITEMS = 12
+
+
+def _short(x: Any) -> str:
+    """A number as a repr shows it: six significant digits, exact forms as written."""
+    if isinstance(x, bool) or x is None:
+        return str(x)
+    if isinstance(x, sympy.Basic):
+        return exact_text(x) if len(exact_text(x)) <= 40 else f"{float(sympy.N(x)):.6g}" if x.is_number else "..."
+    if hasattr(x, "item"):  # numpy scalar
+        x = x.item()
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)
+
+
+def _named(labels: Sequence[Any], values: Sequence[Any]) -> str:
+    """``black=0.0102, red=0.0998`` (labels that are not Python names quoted, as a dict's keys
+    are); after :data:`REPR_ITEMS` entries, how many more."""
+    plain = all(isinstance(lab, str) and lab.isidentifier() and not keyword.iskeyword(lab) for lab in labels)
+    items = [f"{lab}={_short(v)}" if plain else f"{str(lab)!r}: {_short(v)}"
+             for lab, v in zip(labels[:REPR_ITEMS], values[:REPR_ITEMS])]
+    if len(labels) > REPR_ITEMS:
+        items.append(f"... {len(labels) - REPR_ITEMS} more")
+    return ", ".join(items) if plain else "{" + ", ".join(items) + "}"
+
+
+def _grid_repr(head: str, value: Any) -> str:
+    """``head`` above the value as the text report lays it out (a grid under its labels)."""
+    from .report import _inline_or_block
+
+    return head + _inline_or_block(to_json(value), "  ")
+
+
 @dataclass(frozen=True)
 class Vector:
-    """Numbers over labels (a distribution, its standard errors)."""
+    """Numbers over labels (a distribution, its standard errors).
+
+    Examples
+    --------
+    >>> Vector(("black", "red"), (0.0102, sympy.Rational(1, 3)))
+    Vector(black=0.0102, red=1/3)
+    """
 
     labels: tuple[str, ...]
     values: tuple[Any, ...]
 
+    def __repr__(self) -> str:
+        return f"Vector({_named(self.labels, self.values)})"
+
 
 @dataclass(frozen=True)
 class Matrix:
-    """A matrix with row and column labels (Q, a covariance, a channel)."""
+    """A matrix with row and column labels (Q, a covariance, a channel).
+
+    Examples
+    --------
+    >>> Matrix(("a", "b"), ("a", "b"), [[0.5, -0.5], [-0.5, 0.5]])
+    Matrix(2 x 2)
+                    a           b
+      a           0.5        -0.5
+      b          -0.5         0.5
+    """
 
     rows: tuple[str, ...]
     cols: tuple[str, ...]
     data: Any  # sympy.Matrix, numpy array or nested sequences
 
+    def __repr__(self) -> str:
+        head = f"Matrix({len(self.rows)} x {len(self.cols)})"
+        if len(self.rows) > REPR_ITEMS or len(self.cols) > REPR_ITEMS:
+            return f"{head}: rows {_named(self.rows, self.rows)}; cols {_named(self.cols, self.cols)}"
+        return _grid_repr(head, self)
+
 
 @dataclass(frozen=True)
 class Table:
-    """A joint table over ``variables`` (numpy array of ``shape``)."""
+    """A joint table over ``variables`` (numpy array of ``shape``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Table(("A", "B"), (("a1", "a2"), ("b1", "b2")), np.array([[0.45, -0.15], [0.25, 0.45]]))
+    Table(A x B: 2 x 2)
+      A \\ B            b1          b2
+      a1             0.45       -0.15
+      a2             0.25        0.45
+    """
 
     variables: tuple[str, ...]
     labels: tuple[tuple[str, ...], ...]
     data: Any
 
+    def __repr__(self) -> str:
+        if len(self.variables) == 1:
+            return f"Table({self.variables[0]}: {_named(self.labels[0], list(_nested(self.data)))})"
+        shape = " x ".join(str(len(lab)) for lab in self.labels)
+        head = f"Table({' x '.join(self.variables)}: {shape})"
+        if math.prod(len(lab) for lab in self.labels) > REPR_ITEMS ** 2:
+            return head
+        return _grid_repr(head, self)
+
 
 @dataclass(frozen=True)
 class TestResult:
-    """A hypothesis test."""
+    """A hypothesis test.
+
+    Examples
+    --------
+    >>> TestResult("pearson", 3.2, 1.0, 0.0736)
+    TestResult(pearson: statistic=3.2, df=1, p_value=0.0736)
+    """
 
     __test__ = False  # not a pytest test class
 
@@ -64,13 +149,59 @@ class TestResult:
     df: float | None
     p_value: float
 
+    def __repr__(self) -> str:
+        return (f"TestResult({self.method}: statistic={_short(self.statistic)}, df={_short(self.df)}, "
+                f"p_value={_short(self.p_value)})")
+
 
 @dataclass(frozen=True)
 class StepFunction:
-    """Masses on innermost intervals (l, r], in increasing order (an NPMLE of F)."""
+    """Masses on innermost intervals (l, r], in increasing order (an NPMLE of F).
+
+    Examples
+    --------
+    >>> StepFunction(((0.0, 1.0), (2.0, float("inf"))), (0.25, 0.75))
+    StepFunction({'(0, 1]': 0.25, '(2, inf]': 0.75})
+    """
 
     intervals: tuple[tuple[float, float], ...]
     mass: tuple[float, ...]
+
+    def __repr__(self) -> str:
+        from .report import _interval
+
+        return f"StepFunction({_named([_interval(a, b) for a, b in self.intervals], self.mass)})"
+
+
+@dataclass(frozen=True)
+class Inference:
+    """How an estimate's covariance and its intervals at any level are computed: what the
+    Python API's ``cov_params()`` and ``conf_int(alpha)`` need beyond the JSON (which
+    keeps ``se`` and the 95% ``ci95``). Never serialized.
+
+    Entries are in the order of the estimate's ``params`` (a joint table's cells in C
+    order, the last variable fastest).
+
+    Attributes
+    ----------
+    method : str or None
+        How the intervals are made, at every level (the result's ``ci_method``; None:
+        there are none).
+    interval : callable
+        ``level -> (lower, upper)``: the back end's own interval at that level (the
+        stored ``ci95`` is ``interval(0.95)``).
+    covariance : callable or None
+        ``() -> Var(estimate)``, a square array of the kind ``se_kind`` says, evaluated at
+        the estimate (the matching ``avar`` divided by n); its diagonal is ``se ** 2``.
+        Computed when asked for (a joint table's is ``cells x cells``).
+    no_covariance : str
+        Why there is none, where ``covariance`` is None (the message of ``cov_params()``).
+    """
+
+    method: str | None
+    interval: Callable[[float], tuple[Any, Any]] | None = None
+    covariance: Callable[[], Any] | None = None
+    no_covariance: str = ""
 
 
 def number(x: Any) -> Any:
@@ -216,8 +347,13 @@ class Result(ResultViews):
     value: Any
     extras: Mapping[str, Any] = field(default_factory=dict)
     #: what the Python API needs beyond the JSON (an NPMLE's fit and data, for ``cdf(x)``,
-    #: ``band(x)``...); never serialized
+    #: ``band(x)``...; a planning query's criterion over n, for its plot); never serialized
     fit: Any = field(default=None, compare=False, repr=False)
+    #: an estimate's covariance and intervals at any level (:class:`Inference`); never serialized
+    inference: Inference | None = field(default=None, compare=False, repr=False)
+    #: the query answered (its name, estimand and mechanism label the plots); set by the
+    #: runner (:func:`privspec.api.answer`), never serialized
+    query: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         """The JSON contract: ``kind``, ``value`` and the extras (``se``, ``method``, ``n`` ...)."""
@@ -234,14 +370,34 @@ class Result(ResultViews):
                 out[k] = to_json(v) if not isinstance(v, str) else v
         return out
 
-    def summary(self) -> str:
-        """A readable one- or multi-line rendering (:func:`privspec.report.text_summary`)."""
+    def summary(self) -> Any:
+        """The result as a :class:`privspec.report.Summary`: it prints as the text report
+        (:func:`privspec.report.text_summary`; ``str()`` of it is that text) and renders
+        as HTML in a notebook, with ``as_text()``, ``as_html()``, ``as_markdown()`` and
+        ``as_latex()``.
+
+        Examples
+        --------
+        >>> s = Result("coverage", sympy.Rational(5131, 7500), {"metric": "size"}).summary()
+        >>> print(s)
+        0.684133 (exactly 5131/7500)
+            metric = size
+        >>> print(s.as_markdown())
+        **value**: 0.684133 (exactly $\\frac{5131}{7500}$)
+        <BLANKLINE>
+        | extra | value |
+        |---|---|
+        | metric | size |
+        """
+        from .report import Summary, latex_body, markdown_summary, text_summary
+
+        return Summary(text_summary(self), html=self._repr_html_, markdown=lambda: markdown_summary(self),
+                       latex=lambda: latex_body(self))
+
+    def __str__(self) -> str:
         from .report import text_summary
 
         return text_summary(self)
-
-    def __str__(self) -> str:
-        return self.summary()
 
     def as_latex(self) -> str:
         """The result in LaTeX, without a document around it (:func:`privspec.report.latex_body`)."""

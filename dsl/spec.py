@@ -122,40 +122,48 @@ class Spec:
         return answer(self, "analyze", queries=queries, seed=seed)
 
     def run(self, data: Any, queries: "Sequence[str] | None" = None, *, seed: int | None = 0,
-            engine: str | None = None) -> "Results":
+            engine: str | None = None, progress: "bool | None" = None) -> "Results":
         """Answer the queries from data: ``data`` is a path, a :class:`pandas.DataFrame`, or a
         mapping mechanism -> path/DataFrame (key ``None`` for the default table).  ``engine``
         (``"pandas"``, ``"duckdb"``, ``"spark"``) counts the reports; by default pandas for
-        a DataFrame and DuckDB for a file (docs/scale.md)."""
+        a DataFrame and DuckDB for a file (docs/scale.md).  ``progress``: progress bars of
+        the long loops (permutation tests, bootstrap bands): None (the default) where
+        someone watches -- a notebook, an interactive terminal, never a pipe or a file --,
+        True always (on standard error), False never (:func:`privspec.progress.chosen`)."""
         from .api import answer
 
-        return answer(self, "run", queries=queries, data=data, seed=seed, engine=engine)
+        return answer(self, "run", queries=queries, data=data, seed=seed, engine=engine, progress=progress)
 
-    def simulate(self, n: int, reps: int, seed: int | None = 0, queries: "Sequence[str] | None" = None) -> "Results":
+    def simulate(self, n: int, reps: int, seed: int | None = 0, queries: "Sequence[str] | None" = None, *,
+                 progress: "bool | None" = None) -> "Results":
         """Compare each query's analytic answer with ``reps`` simulated data sets of ``n``
-        respondents drawn from the declared populations."""
+        respondents drawn from the declared populations; ``progress`` as in :meth:`run`
+        (a bar over the replications)."""
         from .api import answer
 
-        return answer(self, "simulate", queries=queries, n=n, reps=reps, seed=seed)
+        return answer(self, "simulate", queries=queries, n=n, reps=reps, seed=seed, progress=progress)
 
     def privatize(self, frame: Any, mechanism: str, seed: int | None = None, *, offset: int | None = None,
-                  nonnegative: bool = False, keep: "Sequence[str] | None" = None, csv_guard: bool = False) -> Any:
+                  nonnegative: bool = False, keep: "Sequence[str] | None" = None, csv_guard: bool = False,
+                  progress: "bool | None" = None) -> Any:
         """Privatize raw records (a DataFrame) with a mechanism or a release; returns a DataFrame
         of the reports only, with the raw columns named in ``keep`` before them
-        (:func:`privspec.api.privatize`)."""
+        (:func:`privspec.api.privatize`).  ``progress`` as in :meth:`run` (a bar over the
+        chunks of a large frame)."""
         from .api import privatize
 
         return privatize(self, frame, mechanism, seed=seed, offset=offset, nonnegative=nonnegative, keep=keep,
-                         csv_guard=csv_guard)
+                         csv_guard=csv_guard, progress=progress)
 
     def compare(self, names: "Sequence[str] | None" = None, *, reps: int | None = None, seed: int | None = None,
-                report: Any = None, force: bool = False) -> "Results":
+                report: Any = None, force: bool = False, progress: "bool | None" = None) -> "Results":
         """Evaluate the ``compare`` blocks (all, or ``names``): criteria per candidate, ranks,
         Pareto frontiers, sample sizes and power (:func:`privspec.api.compare`); ``report``:
-        write an HTML or Markdown report there (an existing one replaced only with ``force``)."""
+        write an HTML or Markdown report there (an existing one replaced only with ``force``);
+        ``progress`` as in :meth:`run` (bars over the simulated replications with ``reps``)."""
         from .api import compare
 
-        return compare(self, names, reps=reps, seed=seed, report=report, force=force)
+        return compare(self, names, reps=reps, seed=seed, report=report, force=force, progress=progress)
 
     # -- display --------------------------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -76,9 +76,13 @@ def test_a_failed_query_stops_nothing_else(urn) -> None:
     assert "<DataFrame>" in res.failures["w"].render()            # the table is named, as a file would be
     with pytest.raises(KeyError, match="was not answered"):
         res["w"]
-    frame = res.to_frame()
-    assert frame.loc["w", "error"] == "D010" and frame.loc["cov", "error"] == ""
-    assert frame.loc["cov", "value"] == pytest.approx(0.6841333, abs=1e-6)
+    frame = res.to_frame()                                        # tidy: one number a row
+    assert list(frame.columns) == ["query", "kind", "label", "statistic", "value", "error"]
+    assert frame.to_dict("records")[0] == {"query": "w", "kind": "estimate", "label": "", "statistic": "",
+                                           "value": pytest.approx(float("nan"), nan_ok=True), "error": "D010"}
+    cov = frame[frame["query"] == "cov"]
+    assert cov["statistic"].tolist() == ["value"] and cov["error"].tolist() == [""]
+    assert cov["value"].dtype == float and cov["value"].iloc[0] == pytest.approx(0.6841333, abs=1e-6)
 
 
 def test_simulate(urn) -> None:
@@ -137,8 +141,10 @@ def test_estimates_have_statsmodels_accessors(urn, reports) -> None:
     assert r.nobs == d["n"] == 2000 and r.method == "mle" and r.se_kind == "population"
     ci = r.conf_int()                               # at 95%: the back end's profile likelihood intervals
     assert ci.loc["black"].tolist() == pytest.approx(d["ci95"]["black"])
-    wald = r.conf_int(0.1)                          # another level: Wald with scipy's quantile
-    assert (wald["upper"] - r.params).to_numpy() == pytest.approx(1.6448536269514722 * r.bse.to_numpy())
+    assert ci.attrs["method"] == r.ci_method == d["ci_method"] == "profile likelihood"
+    narrow = r.conf_int(0.1)                        # another level: the same method, asked again
+    assert narrow.attrs == {"method": "profile likelihood", "level": pytest.approx(0.9)}
+    assert np.all(narrow["lower"] > ci["lower"]) and np.all(narrow["upper"] < ci["upper"])
     frame = r.to_frame()
     assert list(frame.columns) == ["estimate", "se", "lower", "upper"]
     html = r._repr_html_()
@@ -146,7 +152,9 @@ def test_estimates_have_statsmodels_accessors(urn, reports) -> None:
         assert f"<th>{label}</th>" in html
         for x in row:
             assert f"<td>{x:.6g}</td>" in html
-    assert r.cov_params().to_numpy() == pytest.approx(np.diag(r.bse.to_numpy() ** 2))
+    cov = r.cov_params()                            # the full covariance: negative off the diagonal
+    assert np.diag(cov) == pytest.approx(r.bse.to_numpy() ** 2) and np.all(cov.to_numpy()[np.triu_indices(4, 1)] < 0)
+    assert cov.sum(axis=1).to_numpy() == pytest.approx(0, abs=1e-12)
 
 
 def test_joint_tables_are_multiindexed() -> None:
@@ -195,6 +203,34 @@ def test_progress_bars_on_a_terminal_only(quiet: bool) -> None:
     pipe = io.StringIO()
     assert main(argv, stdout=io.StringIO(), stderr=pipe) == 0
     assert "simulate w" not in pipe.getvalue() and "it/s" not in pipe.getvalue()
+
+
+def test_progress_argument_of_the_long_calls(urn, capsys, monkeypatch) -> None:
+    """``progress=``: True draws a bar on standard error, False none, None (the default) only
+    where someone watches: not under pytest (stderr captured), yes on a terminal; None
+    keeps an enclosing choice (the command line's)."""
+    from privspec.progress import enabled
+
+    def bar(**kw) -> str:
+        urn.simulate(n=200, reps=30, seed=1, queries=["w"], **kw)
+        return capsys.readouterr().err
+
+    assert "simulate w" in bar(progress=True)
+    assert bar(progress=False) == "" and bar() == ""               # auto: off, output is not a terminal
+    tty = _Terminal()
+    monkeypatch.setattr("sys.stderr", tty)
+    urn.simulate(n=200, reps=30, seed=1, queries=["w"])             # auto: on, a terminal watches
+    assert "simulate w" in tty.getvalue()
+    monkeypatch.undo()
+    mine = io.StringIO()
+    with enabled(True, stream=mine):                                 # the command line's choice stands
+        urn.simulate(n=200, reps=30, seed=1, queries=["w"])
+        assert "simulate w" in mine.getvalue()
+        drawn = len(mine.getvalue())
+        urn.simulate(n=200, reps=30, seed=1, queries=["w"], progress=False)  # unless the call says no
+        assert len(mine.getvalue()) == drawn and capsys.readouterr().err == ""
+    with pytest.raises(TypeError, match="progress must be"):
+        urn.simulate(n=200, reps=3, queries=["w"], progress="yes")
 
 
 @pytest.mark.parametrize("verb", ["check", "analyze", "run", "privatize", "simulate", "compare"])
@@ -259,10 +295,38 @@ def test_plots_return_figures(urn, reports, bcdeter_cdf) -> None:
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
 
+    def labels(fig) -> tuple[str, str, str]:
+        ax = fig.axes[0]
+        return " ".join(ax.get_title().split()), ax.get_xlabel(), ax.get_ylabel()
+
     for r in (bcdeter_cdf, urn.analyze(queries=["v_mom"])["v_mom"], urn.run(reports[0], queries=["w"])["w"]):
         fig = r.plot()
         assert len(fig.axes) >= 1 and fig.axes[0].has_data()
         plt.close(fig)
+    # every plot in the spec's own words: query, estimand, mechanism, estimator, variable
+    fig = urn.run(reports[0], queries=["w_mle"])["w_mle"].plot()
+    assert labels(fig) == ("w_mle: estimate of distribution(color) from urn by mle", "P(color = category)", "color")
+    assert "profile likelihood" in fig.axes[0].get_legend().get_texts()[0].get_text()
+    assert labels(bcdeter_cdf.plot()) == ("F: estimate of cdf(months) from visits by npmle (constrained Newton, cnm)",
+                                          "months", "F(months) = P(months <= x)")
+    assert labels(urn.analyze(queries=["v_mom"])["v_mom"].plot()) == (
+        "v_mom: avar of distribution(color) from urn by mom", "color", "color")
+    planning = privspec.load(ROOT / "specs" / "planning.privspec").analyze(queries=["pw", "n_se"])
+    pw, n_se = planning["pw"], planning["n_se"]
+    fig = pw.plot()                                  # the power curve over n, not one dot
+    curve, point = fig.axes[0].get_lines()[0], fig.axes[0].get_lines()[1]
+    assert curve.get_xdata().tolist() == pw.extras["curve"]["n"] and curve.get_ydata().tolist() == pw.extras["curve"]["power"]
+    assert (point.get_xdata()[0], point.get_ydata()[0]) == (5000, pw.value)
+    assert labels(fig)[1:] == ("respondents n", "power") and labels(fig)[0].startswith("pw: power of the one-sample")
+    fig = n_se.plot()                                # the criterion over n, the target and the size marked
+    ax = fig.axes[0]
+    assert labels(fig) == ("n_se: sample size for max_se <= 0.01 (distribution(race) from rr2)", "respondents n",
+                           "max_se")
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert lines["target max_se <= 0.01"].get_ydata()[0] == 0.01 and lines["n = 7,802"].get_xdata()[0] == 7802
+    se = lines["max_se"].get_ydata()
+    assert np.all(np.diff(se) < 0) and se[0] > 0.01 > se[-1]        # falls through the target
+    plt.close("all")
     with pytest.raises(TypeError, match="not an estimated distribution function"):
         urn.analyze(queries=["cov"])["cov"].cdf(0.5)
 

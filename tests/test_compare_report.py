@@ -440,3 +440,24 @@ def test_report_in_headless_chromium(tmp_path: Path, browser) -> None:
         distinct = len(np.unique((region * 31).round().reshape(-1, 3), axis=0))
         assert distinct >= 8, distinct
         assert {n for n in colour if shows(region, n)} == drawn, (top, drawn, absent)
+
+
+def test_markdown_escapes_what_the_user_wrote(tmp_path: Path) -> None:
+    """Titles, design names, reasons and the test's description reach Markdown escaped, as
+    they reach HTML: no inline HTML a viewer would run, no pipe that breaks a table, no
+    star that starts emphasis (issue 33)."""
+    pytest.importorskip("matplotlib")
+    doc = sample_doc()
+    doc["title"] = 'Designs <script>alert("x")</script> | *all*'
+    doc["candidates"][0]["name"] = "<b>uni|form</b>"
+    doc["candidates"][0]["values"]["epsilon"] = {"value": None, "na": "no *epsilon* <here> & | there"}
+    doc["planning"]["test"] = "test of w[<i>Black</i>] = 0.08 | *two-sided*"
+    md = Path(write_markdown(doc, tmp_path / "r.md")[0]).read_text(encoding="utf-8")
+    body = md.split("## Spec")[0]                  # the spec itself is in a code fence, verbatim
+    assert "<" not in body.replace("&lt;", "") and ">" not in body.replace("&gt;", "")
+    assert "# Designs &lt;script&gt;alert(\"x\")&lt;/script&gt; \\| \\*all\\*" in md
+    assert "test of w\\[&lt;i&gt;Black&lt;/i&gt;\\] = 0.08 \\| \\*two-sided\\*" in md
+    assert "no \\*epsilon\\* &lt;here&gt; &amp; \\| there" in md
+    for t in _tables(md):                          # the pipes in names did not add columns
+        assert {len(r) for r in t} == {len(t[0])}, t
+    assert _tables(md)[0][2][0] == "**&lt;b&gt;uni\\|form&lt;/b&gt;**"

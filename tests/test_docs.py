@@ -96,7 +96,8 @@ def test_tutorial_runs(monkeypatch) -> None:
     scope: dict = {}
     for i, block in enumerate(blocks):
         exec(compile(block, f"docs/tutorial.md block {i + 1}", "exec"), scope)
-    assert scope["res"].ok and list(scope["table"].index) == ["tau", "v", "w", "F", "mean"]
+    assert scope["res"].ok and list(scope["table"]["query"].unique()) == ["tau", "v", "w", "F", "mean"]
+    assert scope["table"]["value"].dtype == float
     assert scope["w"].to_frame().shape == (4, 4)
 
 

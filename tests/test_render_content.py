@@ -10,6 +10,7 @@ text grids and folded lines, Markdown tables, a LaTeX document.
 """
 from __future__ import annotations
 
+import html
 import io
 import json
 import math
@@ -20,6 +21,7 @@ import pytest
 import sympy
 
 from privspec.cli import main
+from privspec.render import md as md_escape
 from privspec.report import from_plain, plain
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
@@ -330,8 +332,12 @@ def _md_cells(line: str) -> list[str]:
     assert line.startswith("| ") and line.endswith(" |"), line
     cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
     # math ($...$) is LaTeX with only its pipes escaped; text has Markdown's escapes
-    return [c.replace("\\|", "|") if c.startswith("$") and c.endswith("$") else re.sub(r"\\(.)", r"\1", c)
-            for c in cells]
+    return [c.replace("\\|", "|") if c.startswith("$") and c.endswith("$") else unmd(c) for c in cells]
+
+
+def unmd(text: str) -> str:
+    """Markdown's escaped text as a viewer shows it: backslash escapes, then HTML's entities."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", text))
 
 
 def md_table(lines: list[str]):
@@ -382,12 +388,12 @@ def check_markdown(body: str, name: str, entry: dict) -> None:
             text = exact.group(1)
         elif "latex" in entry and plain(expr) != text:
             raise AssertionError(f"{name}: the exact form {expr} is not shown")
-        same(parse_inline(re.sub(r"\\(.)", r"\1", text)), value, name)
+        same(parse_inline(unmd(text)), value, name)
     elif len(head) > 1:                                 # several tables under captions (moments)
         parsed, key = {}, None
         for c in head:
             if re.fullmatch(r"\*[^*].*\*", c[0]):
-                key = re.sub(r"\\(.)", r"\1", c[0][1:-1])
+                key = unmd(c[0][1:-1])
             else:
                 parsed[key] = md_table(c)
         same(parsed, value, name)
@@ -400,7 +406,7 @@ def check_markdown(body: str, name: str, entry: dict) -> None:
                 k, cell = _md_cells(ln)
                 shown[k] = cell
         elif re.fullmatch(r"\*\*.+\*\*:", c[0]):
-            shown[re.sub(r"\\(.)", r"\1", c[0][2:-3])] = md_table(tail[i + 1])
+            shown[unmd(c[0][2:-3])] = md_table(tail[i + 1])
     assert list(shown) == keys or sorted(shown) == sorted(keys), (name, list(shown), keys)
     for k in keys:
         v, cell = entry[k], shown[k]
@@ -421,8 +427,8 @@ def test_markdown_report_has_the_json_numbers(name: str) -> None:
     entries = queries(name)
     md = report(name, "markdown")
     title = json.loads(report(name, "json"))["spec"]
-    assert md.split("\n")[0] == f"## {title}"
-    blocks = text_blocks(md, entries, lambda q, k: rf"^### {re.escape(q)} \({re.escape(k)}\)\n\n")
+    assert md.split("\n")[0] == f"## {md_escape(title)}"
+    blocks = text_blocks(md, entries, lambda q, k: rf"^### {re.escape(md_escape(q))} \({re.escape(md_escape(k))}\)\n\n")
     for q, entry in entries.items():
         check_markdown(blocks[q], q, entry)
 

@@ -37,6 +37,39 @@ def bundled() -> list:
             if any(not query_kinds.needs_data(q.kind) for q in privspec.load(p).model.queries.values())]
 
 
+# ---- Markdown: what the user wrote is escaped once (issue 33) -------------------------------------
+XSS = """spec "<script>alert('t')</script> | *bold* & more"
+variable w: categorical {"<script>alert(1)</script>", "a|b", "*c*", "d_e"}
+population w ~ categorical(0.1, 0.2, 0.3, 0.4)
+mechanism m = grr(w, epsilon = 1)
+query v = avar(distribution(w) from m by mom)
+query pw = power(distribution(w) from m, n = 1000, test = proportion("<script>alert(1)</script>", 0.2))
+"""
+
+
+def test_markdown_escapes_titles_labels_and_test_descriptions(tmp_path: Path) -> None:
+    """A title, labels and a test's description holding HTML, pipes and stars: Markdown
+    gets them escaped (``&lt;``, ``\\|``, ``\\*``), as HTML and LaTeX do, so no viewer runs
+    a script, breaks a table or starts emphasis; the command line's output is the same."""
+    import html
+    import re
+
+    path = tmp_path / "xss.privspec"
+    path.write_text(XSS, encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["analyze", str(path), "--format", "markdown"], stdout=out, stderr=err) == 0, err.getvalue()
+    md = out.getvalue()
+    assert "<" not in md and ">" not in md.replace("&gt;", "")
+    assert md.startswith("## &lt;script&gt;alert('t')&lt;/script&gt; \\| \\*bold\\* &amp; more\n")
+    assert "| test | one-sample two-sided Wald test of w\\[&lt;script&gt;alert(1)&lt;/script&gt;\\] = 0.2" in md
+    matrix_header = next(ln for ln in md.splitlines() if ln.startswith("|   |"))   # v's columns
+    header = [c.strip() for c in re.split(r"(?<!\\)\|", matrix_header)[1:-1]]
+    assert len(header) == 5                                  # "a|b" did not add a column
+    shown = [html.unescape(re.sub(r"\\(.)", r"\1", c)) for c in header[1:]]
+    assert shown == ["<script>alert(1)</script>", "a|b", "*c*", "d_e"]   # what a viewer shows
+    assert privspec.load(path).analyze().render("markdown") == md.rstrip("\n")
+
+
 # ---- text ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", bundled())
 def test_text_lines_are_short(path: Path) -> None:
@@ -135,7 +168,7 @@ def test_markdown_has_tables_not_code_fences(path: Path) -> None:
 def test_markdown_vector_and_matrix_tables() -> None:
     r = Result("estimate", Vector(("a", "b_c"), (0.25, 0.75)), {"se": Vector(("a", "b_c"), (0.1, 0.1)), "n": 100})
     md = render("markdown", "T", {"w_1": r})
-    assert md.split("\n\n")[:3] == ["## T", "### w_1 (estimate)", "| a | b\\_c |\n|---|---|\n| 0.25 | 0.75 |"], md
+    assert md.split("\n\n")[:3] == ["## T", "### w\\_1 (estimate)", "| a | b\\_c |\n|---|---|\n| 0.25 | 0.75 |"], md
     assert "| n | 100 |" in md and "**se**:" in md
 
 

@@ -42,3 +42,43 @@ def test_render_json_envelope() -> None:
     assert out == {"spec": "t", "queries": {"q": {"kind": "identifiable", "value": True, "reason": "rank 4"}}}
     for fmt in ("text", "markdown", "latex"):
         assert "q" in render_results(fmt, M(), {"q": Result("identifiable", True)})
+
+
+# ---- what a person reads (issue 33) -----------------------------------------------------------------
+def test_values_print_as_a_person_reads_them() -> None:
+    v = Vector(("black", "red"), (np.float64(0.0102236), np.float64(0.0998)))
+    assert repr(v) == "Vector(black=0.0102236, red=0.0998)"                 # no np.float64(...)
+    assert repr(Vector(("0-10", "a b"), (1, sympy.Rational(1, 3)))) == "Vector({'0-10': 1, 'a b': 1/3})"
+    assert repr(Vector(tuple(f"c{i}" for i in range(20)), tuple(range(20)))).endswith("c11=11, ... 8 more)")
+    assert repr(TestResult("pearson", np.float64(3.2), 1.0, 0.0736)) == \
+        "TestResult(pearson: statistic=3.2, df=1, p_value=0.0736)"
+    m = repr(Matrix(("a", "b"), ("a", "b"), np.array([[0.5, -0.5], [-0.5, 0.5]])))
+    assert m.splitlines()[0] == "Matrix(2 x 2)" and m.splitlines()[2].split() == ["a", "0.5", "-0.5"]
+    t = repr(Table(("A", "B"), (("a1", "a2"), ("b1", "b2")), np.array([[0.45, -0.15], [0.25, 0.45]])))
+    assert t.splitlines()[0] == "Table(A x B: 2 x 2)" and t.splitlines()[1].split() == ["A", "\\", "B", "b1", "b2"]
+    assert repr(StepFunction(((0.0, 1.0), (2.0, float("inf"))), (0.25, 0.75))) == \
+        "StepFunction({'(0, 1]': 0.25, '(2, inf]': 0.75})"
+
+
+def test_summary_prints_as_text_and_renders_html_markdown_latex() -> None:
+    from privspec.report import Summary, latex_body, markdown_summary, text_summary
+
+    import privspec
+
+    res = privspec.load("specs/urn.privspec").analyze(queries=["cov", "v_mom"])
+    r = res["v_mom"]
+    s = r.summary()
+    assert isinstance(s, Summary) and str(s) == s == s.as_text() == text_summary(r) == str(r)   # today's text
+    assert type(str(s)) is str and repr(s) == s.as_text()
+    assert s.as_html() == s._repr_html_() == r._repr_html_() and s.as_html().startswith("<div><strong>avar")
+    assert s.as_markdown() == s._repr_markdown_() == markdown_summary(r)
+    assert s.as_latex() == latex_body(r) == r.as_latex()
+    whole = res.summary()
+    assert isinstance(whole, Summary) and str(whole) == res.render("text")
+    assert whole.as_markdown() == res.render("markdown") and whole.as_latex() == res.render("latex")
+    assert whole.as_html() == res._repr_html_() and "<h4>cov</h4>" in whole.as_html()
+    assert Summary("x").as_html() == "<pre>x</pre>"                     # plain text where nothing renders
+    import copy
+    import pickle
+
+    assert copy.copy(s) == s and pickle.loads(pickle.dumps(s)) == s.as_text()
