@@ -283,9 +283,18 @@ def _estimator_words(method: Any) -> str:
     return f"{family[0]} {words}" if method.name == "mle" and family else words
 
 
+def _mechanism_name(mechanism: Any) -> str:
+    """A mechanism's name; one written inline in the query has none: its kind and variables."""
+    name = getattr(mechanism, "name", None)
+    if name:
+        return name
+    kind = getattr(mechanism, "kind", None)
+    kind = kind if isinstance(kind, str) else getattr(mechanism, "family", "mechanism")
+    return f"{kind}({', '.join(v.name for v in getattr(mechanism, 'variables', ()))})"
+
+
 def _mechanism(query: Any) -> str:
-    name = getattr(query.mechanism, "name", None)
-    return f"the reports of {name}" if name else "the reports"
+    return f"the reports of {_mechanism_name(query.mechanism)}"
 
 
 def _number(x: Any) -> str:
@@ -312,7 +321,8 @@ def describe(query: Any) -> str:
     >>> describe(spec.model.queries["tau"])
     'how well a report of urn hides color: tau, the share of the population a report covers on average'
     """
-    kind, mech = query.kind, getattr(query.mechanism, "name", None)
+    kind = query.kind
+    mech = _mechanism_name(query.mechanism) if query.mechanism is not None else ""
     variables = _names(query.mechanism.variables) if query.mechanism is not None else ""
     if kind == "estimate":
         conditional = query.method.options.get("se") == "conditional"
@@ -367,7 +377,7 @@ def describe(query: Any) -> str:
         return f"where the hybrid estimate of {_estimand_words(query.estimand)} from {mech} switches{at}: thresholds"
     if kind == "sample_size":
         plan = query.plan
-        goal = " and ".join(f"{t.criterion} {t.op} {_number(t.value)}" for t in plan.targets)
+        goal = " and ".join(f"{t.criterion} {t.op} {_number(t.value)}" for t in plan.targets) or "its target"
         if plan.test is not None:
             return (f"how many respondents {mech} needs: the fewest with {goal} to test {plan.test} "
                     f"on {_names(query.estimand.variables)}")
@@ -383,8 +393,8 @@ def describe(query: Any) -> str:
 def describe_compare(block: Any) -> str:
     """What a ``compare`` block answers, in one plain line."""
     at = f" at n = {block.n}" if block.n is not None else ""
-    return (f"which design is best for {_estimand_words(block.estimand)}{at}: "
-            f"{len(block.candidates)} candidates on {', '.join(block.criteria)}")
+    return (f"which of {len(block.candidates)} designs is best for {_estimand_words(block.estimand)}{at}, "
+            f"on {len(block.criteria)} criteria of utility and privacy")
 
 
 # ---- design comparison criteria ----------------------------------------------------------------------

@@ -207,6 +207,7 @@ INDIVIDUAL = """variable race: categorical {Asian, Black, White, Other}
 population race ~ categorical(0.1, 0.2, 0.6, 0.1)
 mechanism m = subset(race, uniform)
 query i = individual(m, {Black, White}, White)
+query inline = epsilon(grr(race, epsilon = 1))
 """
 
 
@@ -230,9 +231,17 @@ def test_every_query_kind_has_a_caption_from_its_arguments() -> None:
             for v in (q.estimand.variables if q.estimand is not None else ()):
                 assert v.name in text, (q.name, text)
     assert set(seen) == set(QUERY_KINDS)
+    from privspec.query_kinds import describe_compare
+
+    blocks = [b for model in models for b in model.compares.values()]
+    assert blocks
+    for b in blocks:
+        text = describe_compare(b)
+        assert f"of {len(b.candidates)} designs" in text and all(v.name in text for v in b.estimand.variables)
     model = privspec.load(SPECS[0].parent / "urn.privspec").model
     assert describe(model.queries["v_mom"]) == \
         "how precise the method-of-moments estimate of the color shares from urn is: n times its covariance"
+    assert describe(models[-1].queries["inline"]).startswith("how private grr(race) is")   # no name: kind(variables)
     assert describe(models[-1].queries["i"]) == \
         "what reporting {Black, White} to m reveals about a respondent whose answer is White: leakage before and after"
 
