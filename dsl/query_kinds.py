@@ -251,6 +251,7 @@ _COVERAGE_WORDS: dict[str, str] = {
 _LEAKAGE_WORDS: dict[str, str] = {"size": "1 - tau", "mutual_information": "information in bits",
                                   "prediction": "best-guess accuracy"}
 
+
 def _names(variables: Any) -> str:
     """``a``, ``a and b``, ``a, b and c``: the variables' names."""
     names = [getattr(v, "name", str(v)) for v in variables]
@@ -321,11 +322,18 @@ def describe(query: Any) -> str:
     >>> describe(spec.model.queries["tau"])
     'how well a report of urn hides color: tau, the share of the population a report covers on average'
     """
-    kind = query.kind
-    mech = _mechanism_name(query.mechanism) if query.mechanism is not None else ""
-    variables = _names(query.mechanism.variables) if query.mechanism is not None else ""
+    for caption in (_estimation_caption, _privacy_caption, _release_caption, _planning_caption):
+        text = caption(query)
+        if text is not None:
+            return text
+    return QUERY_KINDS[query.kind].doc if query.kind in QUERY_KINDS else query.kind
+
+
+def _estimation_caption(query: Any) -> str | None:
+    """estimate, test, avar, moments, fisher: what the data tell and how precisely."""
+    kind, mech = query.kind, _mechanism_name(query.mechanism) if query.mechanism is not None else ""
+    conditional = query.method is not None and query.method.options.get("se") == "conditional"
     if kind == "estimate":
-        conditional = query.method.options.get("se") == "conditional"
         errors = ", with standard errors for the table collected" if conditional else ""
         return (f"the {_estimator_words(query.method)} estimate of {_estimand_words(query.estimand)} "
                 f"from {_mechanism(query)}{errors}")
@@ -335,13 +343,23 @@ def describe(query: Any) -> str:
             how += f" calibrated by {query.calibrate.name}"
         return f"whether {_names(query.estimand.variables)} are independent, from {_mechanism(query)}: {how}"
     if kind == "avar":
-        given = " given the table collected" if query.method.options.get("se") == "conditional" else ""
+        given = " given the table collected" if conditional else ""
         return (f"how precise the {_estimator_words(query.method)} estimate of {_estimand_words(query.estimand)} "
                 f"from {mech} is{given}: n times its covariance")
     if kind == "moments":
         return f"what the reports of {mech} look like on average: their moment matrices Q, gamma, H and C"
     if kind == "fisher":
-        return f"how much one report of {mech} tells about the {variables} shares: Fisher information per respondent"
+        return (f"how much one report of {mech} tells about the {_names(query.mechanism.variables)} shares: "
+                f"Fisher information per respondent")
+    return None
+
+
+def _privacy_caption(query: Any) -> str | None:
+    """coverage, leakage, epsilon, identifiable, individual, optimal_anchor: what a report gives away."""
+    kind = query.kind
+    if query.mechanism is None:
+        return None
+    mech, variables = _mechanism_name(query.mechanism), _names(query.mechanism.variables)
     if kind == "coverage":
         metric = query.metrics[0] if query.metrics else "size"
         return f"how well a report of {mech} hides {variables}: {_COVERAGE_WORDS.get(metric, metric)}"
@@ -353,41 +371,50 @@ def describe(query: Any) -> str:
         return f"how private {mech} is: its local differential privacy level epsilon (smaller: more private)"
     if kind == "identifiable":
         return f"whether the {variables} shares can be recovered from {_mechanism(query)}"
-    if kind == "optimal_anchor":
-        return (f"the anchor density for {mech} that estimates {_estimand_words(query.estimand)} most precisely "
-                f"(Theorem 2)")
-    if kind == "budget":
-        scope = query.scope
-        where = scope if isinstance(scope, str) else f"on {{{', '.join(scope)}}} together"
-        return f"how much privacy the releases spend {where}: their epsilon budget"
-    if kind in ("variance", "table"):
-        margin = f"'s margin on {_names(query.estimand.variables)}" if query.estimand is not None else ""
-        if kind == "variance":
-            return f"how noisy release {query.scope}{margin} is: the noise variance of each cell"
-        return f"the counts of release {query.scope}{margin}, read from data"
     if kind == "individual":
         truth = f" whose answer is {query.truth}" if query.truth is not None else ""
         return (f"what reporting {{{', '.join(query.observed)}}} to {mech} reveals about a respondent{truth}: "
                 f"leakage before and after")
+    if kind == "optimal_anchor":
+        return (f"the anchor density for {mech} that estimates {_estimand_words(query.estimand)} most precisely "
+                f"(Theorem 2)")
+    return None
+
+
+def _release_caption(query: Any) -> str | None:
+    """budget, variance, table: what releases spend and how noisy they are."""
+    kind, scope = query.kind, query.scope
+    if kind not in ("budget", "variance", "table"):
+        return None
+    if kind == "budget":
+        where = scope if isinstance(scope, str) else f"on {{{', '.join(scope)}}} together"
+        return f"how much privacy the releases spend {where}: their epsilon budget"
+    margin = f"'s margin on {_names(query.estimand.variables)}" if query.estimand is not None else ""
+    if kind == "variance":
+        return f"how noisy release {scope}{margin} is: the noise variance of each cell"
+    return f"the counts of release {scope}{margin}, read from data"
+
+
+def _planning_caption(query: Any) -> str | None:
+    """sample_size, power, bounds, thresholds: what n buys."""
+    kind = query.kind
+    if kind not in ("sample_size", "power", "bounds", "thresholds"):
+        return None
+    mech, plan = _mechanism_name(query.mechanism), query.plan
     if kind in ("bounds", "thresholds"):
         n = query.method.options.get("n") if query.method is not None else None
         at = f" at n = {_number(n)}" if n is not None else ""
         if kind == "bounds":
             return f"how far estimates of {_estimand_words(query.estimand)} from {mech} can be off{at}"
         return f"where the hybrid estimate of {_estimand_words(query.estimand)} from {mech} switches{at}: thresholds"
-    if kind == "sample_size":
-        plan = query.plan
-        goal = " and ".join(f"{t.criterion} {t.op} {_number(t.value)}" for t in plan.targets) or "its target"
-        if plan.test is not None:
-            return (f"how many respondents {mech} needs: the fewest with {goal} to test {plan.test} "
-                    f"on {_names(query.estimand.variables)}")
-        return f"how many respondents {mech} needs for {_estimand_words(query.estimand)}: the fewest with {goal}"
     if kind == "power":
-        plan = query.plan
         return (f"how likely the test of {plan.test} on {_names(query.estimand.variables)} rejects with "
                 f"n = {_number(plan.n)} reports of {mech}: its power")
-    doc = QUERY_KINDS[kind].doc if kind in QUERY_KINDS else kind
-    return doc
+    goal = " and ".join(f"{t.criterion} {t.op} {_number(t.value)}" for t in plan.targets) or "its target"
+    if plan.test is not None:
+        return (f"how many respondents {mech} needs: the fewest with {goal} to test {plan.test} "
+                f"on {_names(query.estimand.variables)}")
+    return f"how many respondents {mech} needs for {_estimand_words(query.estimand)}: the fewest with {goal}"
 
 
 def describe_compare(block: Any) -> str:
