@@ -20,8 +20,8 @@ half of them empty at n = 300); and anes96 party identification x education
 margins, plus privatized copies of the anes96 table itself (raw chi-square p = 0.35, the
 issue's 14%).  A second part times the default test (B = 999) at n = 5,000.
 
-    python bench/independence_size.py                # about 12 minutes on 2 cores
-    python bench/independence_size.py --quick        # a smoke run (a minute)
+    python bench/independence_size.py                # about 8 minutes on 2 cores (14 of CPU)
+    python bench/independence_size.py --quick        # a smoke run (about a minute)
 """
 from __future__ import annotations
 
