@@ -20,8 +20,8 @@ half of them empty at n = 300); and anes96 party identification x education
 margins, plus privatized copies of the anes96 table itself (raw chi-square p = 0.35, the
 issue's 14%).  A second part times the default test (B = 999) at n = 5,000.
 
-    python bench/independence_size.py                # about 12 minutes on 2 cores
-    python bench/independence_size.py --quick        # a smoke run (a minute)
+    python bench/independence_size.py                # about 8 minutes on 2 cores (14 of CPU)
+    python bench/independence_size.py --quick        # a smoke run (about a minute)
 """
 from __future__ import annotations
 
@@ -144,13 +144,15 @@ def pct(r: tuple[float, float]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=400, help="replications per cell (anes96: a quarter)")
+    ap.add_argument("--reps", type=int, default=None,
+                    help="replications per cell (anes96: a quarter; default 400, --quick: 20)")
     ap.add_argument("--draws", type=int, default=199, help="permutations per test (exact in size for any B)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--quick", action="store_true", help="a smoke run: 20 replications, n up to 5,000")
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke run: n up to 5,000, 20 replications unless --reps says otherwise")
     args = ap.parse_args(argv)
-    reps = 20 if args.quick else args.reps
+    reps = args.reps if args.reps is not None else 20 if args.quick else 400
     chunk = 25
     tasks = []
     for d_i, (design, (_, sizes, _, share)) in enumerate(DESIGNS.items()):

@@ -76,14 +76,16 @@ class Results(Mapping):
         """Every query asked was answered."""
         return not self.failures
 
-    def render(self, fmt: str = "text") -> str:
+    def render(self, fmt: str = "text", verbose: bool = False) -> str:
         """The answers as the command line prints them: ``text``, ``json``, ``markdown`` or
         ``latex``.  JSON also lists each failed query, in query order, as ``{"kind",
-        "value": null, "error": {...}}`` (the documented contract)."""
+        "value": null, "error": {...}}`` (the documented contract).  Text: each query under
+        a one-line caption of what it answers; ``verbose`` adds the extras that restate
+        derivations (``meaning``, ``eigenvalues`` ...: :data:`privspec.report.DETAILS`)."""
         from .results import render_results
 
         if fmt != "json":
-            return render_results(fmt, self.model, self.results)
+            return render_results(fmt, self.model, self.results, verbose=verbose)
         return json.dumps(self.to_dict(), indent=2, default=str)
 
     def to_dict(self) -> dict:

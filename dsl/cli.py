@@ -61,13 +61,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"privspec {__version__}")
     sub = p.add_subparsers(dest="verb", metavar="COMMAND", parser_class=_Parser)
     sub.add_parser("check", parents=[common], help="parse and validate a spec")
-    analyze = sub.add_parser("analyze", parents=[common], help="symbolic and numeric results that need no data")
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument("--verbose", "-v", action="store_true",
+                         help="text: also the extras that restate how each value is derived (its meaning in the "
+                              "papers' notation, eigenvalues, closed forms; default: off; the other formats "
+                              "always have them)")
+    analyze = sub.add_parser("analyze", parents=[common, verbose],
+                             help="symbolic and numeric results that need no data")
     plot = argparse.ArgumentParser(add_help=False)
     plot.add_argument("--plot", metavar="DIR", default=None,
                       help="also write the natural picture of each query that has one to DIR/QUERY.png: a CDF "
                            "with its band, estimates with intervals, a matrix as a heat map (needs the plot "
                            "extra; default: no pictures)")
-    run = sub.add_parser("run", parents=[common, plot], help="answer every query on data")
+    run = sub.add_parser("run", parents=[common, plot, verbose], help="answer every query on data")
     analyze.add_argument("--plot", metavar="DIR", default=None, help=plot._actions[0].help)
     run.add_argument("--data", action="append", default=[], metavar="FILE|M=FILE",
                      help="privatized data (CSV or Parquet); M=FILE (or M1,M2=FILE) binds a file to mechanism M "
@@ -110,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     priv.add_argument("--nonnegative", action="store_true",
                       help="releases: post-process away negative counts, totals kept (biases small cells; "
                            "default: off)")
-    sim = sub.add_parser("simulate", parents=[common], help="empirical against analytic, from the populations")
+    sim = sub.add_parser("simulate", parents=[common, verbose], help="empirical against analytic, from the populations")
     sim.add_argument("--n", type=int, required=True, metavar="N", help="respondents per simulated data set (required)")
     sim.add_argument("--reps", type=int, default=1000, metavar="R",
                      help="simulated data sets (replications; default: 1000)")
@@ -262,7 +268,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
             shown[text] = q.name
             print(f"privspec {args.verb}: query '{q.name}' ({q.kind}) was not answered:\n{text}", file=err)
     if res.results or args.format == "json":
-        print(res.render(args.format), file=out)
+        print(res.render(args.format, verbose=args.verbose), file=out)
     if getattr(args, "plot", None):
         written = _plots(res, Path(args.plot))
         print(f"privspec {args.verb}: wrote {len(written)} picture{'s' if len(written) != 1 else ''} to "

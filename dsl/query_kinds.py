@@ -232,6 +232,198 @@ def needs_data(kind: str) -> bool:
     return True if q is None else q.needs_data
 
 
+# ---- what a query answers, in plain words -----------------------------------------------------------
+#: estimators and tests as a person names them
+ESTIMATOR_WORDS: dict[str, str] = {
+    "mom": "method-of-moments", "mle": "maximum-likelihood", "em": "maximum-likelihood (EM)",
+    "newton": "maximum-likelihood (Newton)", "one_step": "one-step", "unbiased": "unbiased",
+    "npmle": "nonparametric maximum-likelihood", "independent": "RR-Independent", "joint": "RR-Joint",
+    "castell": "castell", "hybrid": "hybrid", "truncated": "truncated", "clusters": "RR-Clusters",
+    "iterative": "iterative (Algorithm 1)", "pearson": "Pearson chi-square", "lrt": "likelihood-ratio",
+    "lrt_mom": "likelihood-ratio (moments)", "bonferroni": "Bonferroni",
+}
+#: coverage metrics: how well a report hides the answer, by metric
+_COVERAGE_WORDS: dict[str, str] = {
+    "size": "tau, the share of the population a report covers on average",
+    "mutual_information": "H(X | report), the uncertainty left about the answer, in bits",
+    "prediction": "1 - R, how often the best guess from a report is wrong",
+}
+_LEAKAGE_WORDS: dict[str, str] = {"size": "1 - tau", "mutual_information": "information in bits",
+                                  "prediction": "best-guess accuracy"}
+
+
+def _names(variables: Any) -> str:
+    """``a``, ``a and b``, ``a, b and c``: the variables' names."""
+    names = [getattr(v, "name", str(v)) for v in variables]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _estimand_words(estimand: Any) -> str:
+    """An estimand in words: ``the color shares``, ``the mean of salary``."""
+    kind, variables = estimand.kind, estimand.variables
+    if kind == "distribution":
+        return f"the {_names(variables)} shares"
+    if kind == "joint":
+        return f"the joint shares of {_names(variables)}"
+    if kind == "mean":
+        return f"the mean of {_names(variables)}"
+    if kind == "cdf":
+        return f"the distribution function of {_names(variables)}"
+    if kind == "moment":
+        x = _names(variables)
+        return f"the moment E[{x}^{estimand.order}]"
+    if kind == "regression":
+        return f"the regression of {variables[0].name} on {_names(variables[1:])}"
+    return f"{kind}({_names(variables)})"
+
+
+def _estimator_words(method: Any) -> str:
+    """``method-of-moments``, ``normal maximum-likelihood``: an estimator as a person names it."""
+    words = ESTIMATOR_WORDS.get(method.name, method.name)
+    family = [a for a in method.args if isinstance(a, str)]
+    return f"{family[0]} {words}" if method.name == "mle" and family else words
+
+
+def _mechanism_name(mechanism: Any) -> str:
+    """A mechanism's name; one written inline in the query has none: its kind and variables."""
+    name = getattr(mechanism, "name", None)
+    if name:
+        return name
+    kind = getattr(mechanism, "kind", None)
+    kind = kind if isinstance(kind, str) else getattr(mechanism, "family", "mechanism")
+    return f"{kind}({', '.join(v.name for v in getattr(mechanism, 'variables', ()))})"
+
+
+def _mechanism(query: Any) -> str:
+    return f"the reports of {_mechanism_name(query.mechanism)}"
+
+
+def _number(x: Any) -> str:
+    from .scope import fmt
+
+    return fmt(x) if hasattr(x, "is_number") else str(x)
+
+
+def describe(query: Any) -> str:
+    """What a query answers, in one plain line (the text report's caption over its result).
+
+    Built from the query's kind and arguments: what a person asks (``how precise ...``),
+    then, after a colon, the quantity's usual name.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> spec = privspec.load("variable color: categorical {black, red, green, blue}\\n"
+    ...                      "mechanism urn = subset(color, uniform)\\n"
+    ...                      "query v = avar(distribution(color) from urn by mom)\\n"
+    ...                      "query tau = coverage(urn)")
+    >>> describe(spec.model.queries["v"])
+    'how precise the method-of-moments estimate of the color shares from urn is: n times its covariance'
+    >>> describe(spec.model.queries["tau"])
+    'how well a report of urn hides color: tau, the share of the population a report covers on average'
+    """
+    for caption in (_estimation_caption, _privacy_caption, _release_caption, _planning_caption):
+        text = caption(query)
+        if text is not None:
+            return text
+    return QUERY_KINDS[query.kind].doc if query.kind in QUERY_KINDS else query.kind
+
+
+def _estimation_caption(query: Any) -> str | None:
+    """estimate, test, avar, moments, fisher: what the data tell and how precisely."""
+    kind, mech = query.kind, _mechanism_name(query.mechanism) if query.mechanism is not None else ""
+    conditional = query.method is not None and query.method.options.get("se") == "conditional"
+    if kind == "estimate":
+        errors = ", with standard errors for the table collected" if conditional else ""
+        return (f"the {_estimator_words(query.method)} estimate of {_estimand_words(query.estimand)} "
+                f"from {_mechanism(query)}{errors}")
+    if kind == "test":
+        how = f"the {_estimator_words(query.method)} test"
+        if query.calibrate is not None:
+            how += f" calibrated by {query.calibrate.name}"
+        return f"whether {_names(query.estimand.variables)} are independent, from {_mechanism(query)}: {how}"
+    if kind == "avar":
+        given = " given the table collected" if conditional else ""
+        return (f"how precise the {_estimator_words(query.method)} estimate of {_estimand_words(query.estimand)} "
+                f"from {mech} is{given}: n times its covariance")
+    if kind == "moments":
+        return f"what the reports of {mech} look like on average: their moment matrices Q, gamma, H and C"
+    if kind == "fisher":
+        return (f"how much one report of {mech} tells about the {_names(query.mechanism.variables)} shares: "
+                f"Fisher information per respondent")
+    return None
+
+
+def _privacy_caption(query: Any) -> str | None:
+    """coverage, leakage, epsilon, identifiable, individual, optimal_anchor: what a report gives away."""
+    kind = query.kind
+    if query.mechanism is None:
+        return None
+    mech, variables = _mechanism_name(query.mechanism), _names(query.mechanism.variables)
+    if kind == "coverage":
+        metric = query.metrics[0] if query.metrics else "size"
+        return f"how well a report of {mech} hides {variables}: {_COVERAGE_WORDS.get(metric, metric)}"
+    if kind == "leakage":
+        metrics = [_LEAKAGE_WORDS.get(m, m) for m in query.metrics or ("size",)]
+        listed = metrics[0] if len(metrics) == 1 else ", ".join(metrics[:-1]) + " and " + metrics[-1]
+        return f"how much a report of {mech} reveals about {variables}: {listed}"
+    if kind == "epsilon":
+        return f"how private {mech} is: its local differential privacy level epsilon (smaller: more private)"
+    if kind == "identifiable":
+        return f"whether the {variables} shares can be recovered from {_mechanism(query)}"
+    if kind == "individual":
+        truth = f" whose answer is {query.truth}" if query.truth is not None else ""
+        return (f"what reporting {{{', '.join(query.observed)}}} to {mech} reveals about a respondent{truth}: "
+                f"leakage before and after")
+    if kind == "optimal_anchor":
+        return (f"the anchor density for {mech} that estimates {_estimand_words(query.estimand)} most precisely "
+                f"(Theorem 2)")
+    return None
+
+
+def _release_caption(query: Any) -> str | None:
+    """budget, variance, table: what releases spend and how noisy they are."""
+    kind, scope = query.kind, query.scope
+    if kind not in ("budget", "variance", "table"):
+        return None
+    if kind == "budget":
+        where = scope if isinstance(scope, str) else f"on {{{', '.join(scope)}}} together"
+        return f"how much privacy the releases spend {where}: their epsilon budget"
+    margin = f"'s margin on {_names(query.estimand.variables)}" if query.estimand is not None else ""
+    if kind == "variance":
+        return f"how noisy release {scope}{margin} is: the noise variance of each cell"
+    return f"the counts of release {scope}{margin}, read from data"
+
+
+def _planning_caption(query: Any) -> str | None:
+    """sample_size, power, bounds, thresholds: what n buys."""
+    kind = query.kind
+    if kind not in ("sample_size", "power", "bounds", "thresholds"):
+        return None
+    mech, plan = _mechanism_name(query.mechanism), query.plan
+    if kind in ("bounds", "thresholds"):
+        n = query.method.options.get("n") if query.method is not None else None
+        at = f" at n = {_number(n)}" if n is not None else ""
+        if kind == "bounds":
+            return f"how far estimates of {_estimand_words(query.estimand)} from {mech} can be off{at}"
+        return f"where the hybrid estimate of {_estimand_words(query.estimand)} from {mech} switches{at}: thresholds"
+    if kind == "power":
+        return (f"how likely the test of {plan.test} on {_names(query.estimand.variables)} rejects with "
+                f"n = {_number(plan.n)} reports of {mech}: its power")
+    goal = " and ".join(f"{t.criterion} {t.op} {_number(t.value)}" for t in plan.targets) or "its target"
+    if plan.test is not None:
+        return (f"how many respondents {mech} needs: the fewest with {goal} to test {plan.test} "
+                f"on {_names(query.estimand.variables)}")
+    return f"how many respondents {mech} needs for {_estimand_words(query.estimand)}: the fewest with {goal}"
+
+
+def describe_compare(block: Any) -> str:
+    """What a ``compare`` block answers, in one plain line."""
+    at = f" at n = {block.n}" if block.n is not None else ""
+    return (f"which of {len(block.candidates)} designs is best for {_estimand_words(block.estimand)}{at}, "
+            f"on {len(block.criteria)} criteria of utility and privacy")
+
+
 # ---- design comparison criteria ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Criterion:

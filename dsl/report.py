@@ -28,6 +28,7 @@ Examples
 """
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 from typing import Any, Mapping
@@ -44,6 +45,13 @@ EXACT_INLINE = 60
 FOLD = 80
 
 _META = ("kind", "value", "expr", "latex")
+#: a number smaller than this fraction of the largest magnitude beside it (in the same
+#: matrix, vector or list) is rounding noise: the readable reports show it as 0 (JSON keeps it)
+NOISE = 1e-12
+#: extras that restate how a value is derived or what it means in the papers' notation;
+#: the text report shows them with ``verbose`` only (the caption says what the query answers)
+DETAILS = frozenset({"meaning", "se_kind", "scaled_loss_limit", "eigenvalues", "parameterization", "closed_form",
+                     "r_p", "formula", "p_star_formula", "q_star_formula", "variance_formula", "variance_meaning"})
 
 
 # ---- exact forms as a statistician writes them -------------------------------------------------
@@ -83,6 +91,66 @@ def _fold(s: str, width: int, indent: str) -> str:
     lines = textwrap.wrap(s, width=width, subsequent_indent=indent, break_long_words=False,
                           break_on_hyphens=False)
     return "\n".join(lines)
+
+
+# ---- rounding noise ------------------------------------------------------------------------------
+def _floats(v: Any) -> list[float]:
+    if isinstance(v, bool):
+        return []
+    if isinstance(v, (int, float)):
+        return [float(v)]
+    if isinstance(v, list):
+        return [x for item in v for x in _floats(item)]
+    return []
+
+
+def _zeroed(v: Any, floor: float) -> Any:
+    if isinstance(v, list):
+        return [_zeroed(x, floor) for x in v]
+    if isinstance(v, float) and abs(v) < floor:
+        return 0.0
+    return v
+
+
+def denoise(v: Any) -> Any:
+    """A JSON value with rounding noise shown as 0: in each matrix, joint table, vector
+    (a mapping of numbers) or list of numbers, an entry smaller in magnitude than
+    :data:`NOISE` times the largest one becomes 0.0 (nested mappings: each container
+    on its own scale).  For the readable reports only; the JSON keeps every bit.
+
+    Examples
+    --------
+    >>> denoise([0.75, 0.4738, -6.59195e-17])
+    [0.75, 0.4738, 0.0]
+    >>> denoise({"a": 1e-20, "b": 2e-20})      # small, but not small beside each other
+    {'a': 1e-20, 'b': 2e-20}
+    >>> denoise({"rows": ["a"], "cols": ["x", "y"], "data": [[1.0, 3e-15]]})["data"]
+    [[1.0, 0.0]]
+    """
+    def floor(values: list[float]) -> float:
+        finite = [abs(x) for x in values if math.isfinite(x)]
+        return NOISE * max(finite, default=0.0)
+
+    if _is_matrix(v) or _is_table(v):
+        return {**v, "data": _zeroed(v["data"], floor(_floats(v["data"])))}
+    if _is_step(v):
+        return {**v, "mass": _zeroed(v["mass"], floor(_floats(v["mass"])))}
+    if isinstance(v, list):
+        if all(isinstance(x, (list, int, float)) and not isinstance(x, bool) for x in v):
+            return _zeroed(v, floor(_floats(v)))
+        return [denoise(x) for x in v]
+    if isinstance(v, dict):
+        scalars = [x for x in v.values() if isinstance(x, (int, float)) and not isinstance(x, bool)]
+        if v and len(scalars) == len(v):                      # a vector over labels
+            return {k: _zeroed(x, floor(scalars)) for k, x in v.items()}
+        return {k: denoise(x) for k, x in v.items()}
+    return v
+
+
+def shown_dict(result: Any) -> dict:
+    """``result.to_dict()`` as the readable reports show it: rounding noise as 0 in the
+    value and in each extra (:func:`denoise`)."""
+    return {k: (x if k in _META[2:] else denoise(x)) for k, x in result.to_dict().items()}
 
 
 # ---- text ----------------------------------------------------------------------------------------
@@ -268,15 +336,16 @@ def _text_block(block: Any, indent: str = "  ") -> list[str]:
     return lines
 
 
-def text_summary(result: Any) -> str:
-    """A result as text: the value, then ``    key = value`` per extra."""
+def text_summary(result: Any, verbose: bool = True) -> str:
+    """A result as text: the value, then ``    key = value`` per extra (without
+    ``verbose``, not the extras in :data:`DETAILS`)."""
     from .results import _sympy_form
 
     if result.kind == "comparison":
         from .comparison_tables import blocks
 
         return "\n" + "\n".join(line for b in blocks(result.value) for line in _text_block(b) + [""]).rstrip()
-    d = result.to_dict()
+    d = shown_dict(result)
     value, expr = d["value"], d.get("expr")
     if value is None and expr is not None:
         text = _symbolic_text(_sympy_form(result.value), expr, _rows_cols(result))
@@ -288,7 +357,7 @@ def text_summary(result: Any) -> str:
                 text = f"{text} (exactly {exact})"
     lines = [text]
     for k, v in d.items():
-        if k in _META:
+        if k in _META or (k in DETAILS and not verbose):
             continue
         raw = result.extras.get(k)
         if isinstance(v, str):
@@ -300,10 +369,32 @@ def text_summary(result: Any) -> str:
     return "\n".join(lines)
 
 
-def render_text(title: str | None, results: Mapping[str, Any]) -> str:
+def caption(model: Any, name: str) -> str | None:
+    """What the query (or compare block) ``name`` of ``model`` answers, in one plain line
+    (:func:`privspec.query_kinds.describe`); None where the model does not declare it."""
+    from .query_kinds import describe, describe_compare
+
+    if model is None:
+        return None
+    if name in getattr(model, "queries", {}):
+        return describe(model.queries[name])
+    if name in getattr(model, "compares", {}):
+        return describe_compare(model.compares[name])
+    return None
+
+
+def render_text(title: str | None, results: Mapping[str, Any], model: Any = None, verbose: bool = False) -> str:
+    """The text report: the title, then per query a caption saying what it answers (when
+    ``model`` declares it), ``NAME (KIND): VALUE`` and its extras, a blank line between
+    queries.  Without ``verbose`` the extras in :data:`DETAILS` are left out."""
     lines = [title] if title else []
     for name, r in results.items():
-        lines.append(f"{name} ({r.kind}): {text_summary(r)}")
+        text = caption(model, name)
+        if text is not None:
+            if lines:
+                lines.append("")
+            lines.append(_fold(text[0].upper() + text[1:], MAX_LINE, "  "))
+        lines.append(f"{name} ({r.kind}): {text_summary(r, verbose)}")
     return "\n".join(lines)
 
 
@@ -389,7 +480,7 @@ def markdown_summary(result: Any) -> str:
                                                             [[_md(x) for x in r] for r in b.rows])
             parts += [""] + [f"- {_md(n)}" for n in b.notes] + ([""] if b.notes else [])
         return "\n".join(parts).rstrip()
-    d = result.to_dict()
+    d = shown_dict(result)
     value, expr = d["value"], d.get("expr")
     out: list[str] = []
     form = _sympy_form(result.value) if value is None else None
@@ -526,7 +617,7 @@ def latex_body(result: Any) -> str:
                 parts.append("\\begin{itemize}\n" + "\n".join(r"\item " + tex(n) for n in b.notes)
                              + "\n\\end{itemize}")
         return "\n\n".join(parts)
-    d = result.to_dict()
+    d = shown_dict(result)
     value = d["value"]
     out: list[str] = []
     form = _sympy_form(result.value) if "latex" in d else None
@@ -644,10 +735,11 @@ class Summary(str):
         return self.as_markdown()
 
 
-def render(fmt: str, title: str | None, results: Mapping[str, Any]) -> str:
-    """A report of ``results`` in ``text``, ``markdown`` or ``latex``."""
+def render(fmt: str, title: str | None, results: Mapping[str, Any], model: Any = None, verbose: bool = False) -> str:
+    """A report of ``results`` in ``text``, ``markdown`` or ``latex`` (``model``: the spec's
+    model graph, for the text's captions; ``verbose``: every extra in the text)."""
     if fmt == "markdown":
         return render_markdown(title, results)
     if fmt == "latex":
         return render_latex(title, results)
-    return render_text(title, results)
+    return render_text(title, results, model, verbose)

@@ -409,9 +409,17 @@ class ResultViews:
         """:meth:`to_frame` as an HTML table, under the query's kind and method."""
         import html
 
+        import numpy as np
+
+        from .report import NOISE
+
         head = html.escape(self.kind + (f" by {self.method}" if self.method else ""))
+        frame = self.to_frame()
+        numbers = frame.select_dtypes("number").to_numpy(dtype=float, na_value=float("nan")).ravel()
+        finite = abs(numbers[np.isfinite(numbers)])
+        floor = NOISE * (finite.max() if finite.size else 0.0)  # rounding noise beside the table's largest entry
         # six significant digits, not pandas' six decimals (0.000380 would hide a digit)
-        table = self.to_frame().to_html(float_format=lambda v: f"{v:.6g}")
+        table = frame.to_html(float_format=lambda v: "0" if abs(v) < floor else f"{v:.6g}")
         return f"<div><strong>{head}</strong>{table}</div>"
 
 

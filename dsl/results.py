@@ -424,14 +424,15 @@ def _text(value: Any) -> str:
     return _inline_or_block(value, "")
 
 
-def render_results(fmt: str, model: Any, results: Mapping[str, Result]) -> str:
-    """``{"spec": TITLE, "queries": {NAME: RESULT}}`` as JSON, or a readable report."""
+def render_results(fmt: str, model: Any, results: Mapping[str, Result], verbose: bool = False) -> str:
+    """``{"spec": TITLE, "queries": {NAME: RESULT}}`` as JSON, or a readable report (text:
+    each query under a caption saying what it answers; ``verbose``: with every extra)."""
     if fmt == "json":
         return json.dumps({"spec": model.title, "queries": {k: r.to_dict() for k, r in results.items()}},
                           indent=2, default=str)
     from .report import render
 
-    return render(fmt, model.title, results)
+    return render(fmt, model.title, results, model=model, verbose=verbose)
 
 
 def rows_of(values: Sequence[Any]) -> list[Any]:

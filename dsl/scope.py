@@ -46,6 +46,8 @@ def fmt(x: sympy.Expr) -> str:
     --------
     >>> fmt(sympy.Rational(5, 6)), fmt(sympy.Integer(10) ** 100), fmt(sympy.log(3))
     ('5/6', '~ 1.00000E+100', 'log(3) ~ 1.09861')
+    >>> fmt(sympy.Rational(1, 25)), fmt(sympy.Rational(1, 20)), fmt(sympy.Rational(99, 100)), fmt(sympy.Rational(4, 5))
+    ('0.04', '0.05', '0.99', '4/5')
     """
     if x.is_number and arith.size_bits(x) > _FMT_BITS:
         try:
@@ -57,14 +59,14 @@ def fmt(x: sympy.Expr) -> str:
     if x is sympy.oo or x is -sympy.oo:  # sympy prints oo; the language writes inf
         return "inf" if x is sympy.oo else "-inf"
     if isinstance(x, sympy.Rational):
-        q = x.q
+        q, twos, fives = x.q, 0, 0
         while q % 2 == 0:
-            q //= 2
+            q, twos = q // 2, twos + 1
         while q % 5 == 0:
-            q //= 5
-        if q == 1 and x.q <= 10**12:
-            digits = len(str(x.q)) - 1
-            return f"{float(x):.{max(digits, 1)}f}".rstrip("0").rstrip(".") if digits else str(x)
+            q, fives = q // 5, fives + 1
+        if q == 1 and 10 <= x.q <= 10**12:
+            # a finite decimal: 2^a 5^b in the denominator takes max(a, b) decimals (1/25 = 0.04)
+            return f"{float(x):.{max(twos, fives)}f}".rstrip("0").rstrip(".")
         return str(x)
     if x.is_number:
         try:

@@ -176,8 +176,8 @@ def test_the_pages_censored_commands_work():
     text = (ROOT / "docs" / "interval-privacy.md").read_text(encoding="utf-8")
     section = text[text.index("## Interval-censored data as they come"):]
     section = section[:section.index("\n## ", 5)]
-    commands = [line.removeprefix("$ ") for block in re.findall(r"```console\n(.*?)```", section, re.S)
-                for line in block.splitlines() if line.startswith("$ privspec ")]
+    commands = [line for block in re.findall(r"```sh\n(.*?)```", section, re.S)
+                for line in block.splitlines() if line.startswith("privspec ")]
     assert len(commands) >= 2
     outputs = []
     for line in commands:

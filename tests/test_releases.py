@@ -484,7 +484,7 @@ def test_releases_doc_table1_block_is_the_output() -> None:
     shown = text.split("`privspec analyze specs/releases.privspec --query budget`:\n\n```\n", 1)[1].split("```", 1)[0]
     code, out, err = run("analyze", str(RELEASES), "--query", "budget")
     assert code == 0, err
-    printed = [ln.rstrip() for ln in out.splitlines()[1:]]       # the spec title first
+    printed = [ln.rstrip() for ln in out.splitlines()[2:]]       # the spec title and a blank line first
     assert printed == shown.rstrip("\n").splitlines()
 
 

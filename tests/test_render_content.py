@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 import sympy
 
+import privspec
 from privspec.cli import main
 from privspec.render import md as md_escape
+from privspec.query_kinds import describe
 from privspec.report import from_plain, plain
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
@@ -31,8 +33,10 @@ REL = 5e-6
 
 
 def analyze(name: str, fmt: str) -> str:
+    """The report in ``fmt``; text with ``--verbose`` (every extra, as in the other formats)."""
     out, err = io.StringIO(), io.StringIO()
-    status = main(["analyze", str(SPECS / f"{name}.privspec"), "--format", fmt], stdout=out, stderr=err)
+    verbose = ["--verbose"] if fmt == "text" else []
+    status = main(["analyze", str(SPECS / f"{name}.privspec"), "--format", fmt, *verbose], stdout=out, stderr=err)
     assert status == 0, err.getvalue()
     return out.getvalue()
 
@@ -50,6 +54,43 @@ def queries(name: str) -> dict:
     doc = json.loads(report(name, "json"))
     assert doc["queries"], "no queries answered"
     return doc["queries"]
+
+
+def noise_free(v):
+    """A JSON value as the readable reports show it: in each matrix, joint table, vector
+    (mapping of numbers) or list of numbers, entries below 1e-12 of its largest magnitude
+    are 0 (rounding noise; the JSON keeps them)."""
+    def numbers(x):
+        if isinstance(x, list):
+            return [y for item in x for y in numbers(item)]
+        return [abs(x)] if isinstance(x, float) and math.isfinite(x) else \
+            [abs(x)] if isinstance(x, int) and not isinstance(x, bool) else []
+
+    def zero(x, floor):
+        if isinstance(x, list):
+            return [zero(y, floor) for y in x]
+        return 0.0 if isinstance(x, float) and abs(x) < floor else x
+
+    if isinstance(v, dict) and ("data" in v and set(v) in ({"rows", "cols", "data"}, {"variables", "labels", "shape",
+                                                                                        "data"})):
+        return {**v, "data": zero(v["data"], 1e-12 * max(numbers(v["data"]), default=0))}
+    if isinstance(v, dict) and set(v) == {"intervals", "mass"}:
+        return {**v, "mass": zero(v["mass"], 1e-12 * max(numbers(v["mass"]), default=0))}
+    if isinstance(v, list) and all(isinstance(x, (list, int, float)) and not isinstance(x, bool) for x in v):
+        return zero(v, 1e-12 * max(numbers(v), default=0))
+    if isinstance(v, list):
+        return [noise_free(x) for x in v]
+    if isinstance(v, dict) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values()):
+        return {k: zero(x, 1e-12 * max(numbers(list(v.values())), default=0)) for k, x in v.items()}
+    if isinstance(v, dict):
+        return {k: noise_free(x) for k, x in v.items()}
+    return v
+
+
+def shown_queries(name: str) -> dict:
+    """The JSON entries as the readable reports show them (:func:`noise_free`; exact forms as they are)."""
+    return {q: {k: x if k in ("expr", "latex") else noise_free(x) for k, x in entry.items()}
+            for q, entry in queries(name).items()}
 
 
 # ---- parsing the text rendering back ------------------------------------------------------------
@@ -266,6 +307,16 @@ def check_summary(summary: str, name: str, entry: dict) -> None:
             same(parse_value(text), v, f"{name}.{k}")
 
 
+def caption_line(model, name: str) -> str:
+    """The text report's caption of a query: :func:`privspec.query_kinds.describe`,
+    capitalized (folded at 100 characters, continuations indented by 2)."""
+    import textwrap
+
+    text = describe(model.queries[name])
+    return "\n  ".join(textwrap.wrap(text[0].upper() + text[1:], 100, break_long_words=False,
+                                    break_on_hyphens=False))
+
+
 def text_blocks(text: str, entries: dict, header) -> dict[str, str]:
     """Split a report into the queries' summaries; ``header(name, kind)`` is the regex
     prefix of a query's first line.  Every query of the JSON appears, in JSON order."""
@@ -319,11 +370,14 @@ def test_text_report_has_the_json_numbers(name: str) -> None:
     """Each query's line ``NAME (KIND): VALUE`` and its extras: scalars, exact forms in
     ``(exactly ...)``, matrices under their row and column labels, vectors and mappings
     key by key, lists entry by entry, strings verbatim."""
-    entries = queries(name)
+    entries = shown_queries(name)
     text = report(name, "text")
     title = json.loads(report(name, "json"))["spec"]
     assert text.split("\n")[0] == title
-    blocks = text_blocks(text, entries, lambda q, k: rf"^{re.escape(q)} \({re.escape(k)}\): ")
+    model = privspec.load(SPECS / f"{name}.privspec").model
+    # each query under its caption (what it answers), a blank line before it
+    blocks = text_blocks(text, entries, lambda q, k: rf"^\n{re.escape(caption_line(model, q))}\n"
+                                                     rf"{re.escape(q)} \({re.escape(k)}\): ")
     for q, entry in entries.items():
         check_summary(blocks[q], q, entry)
 
@@ -424,7 +478,7 @@ def test_markdown_report_has_the_json_numbers(name: str) -> None:
     """``## TITLE``, then per query ``### NAME (KIND)``: the value as a table (vectors,
     matrices, mappings) or ``**value**: ...``, the extras in a ``| extra | value |`` table
     and structured extras as tables of their own; no code fences."""
-    entries = queries(name)
+    entries = shown_queries(name)
     md = report(name, "markdown")
     title = json.loads(report(name, "json"))["spec"]
     assert md.split("\n")[0] == f"## {md_escape(title)}"
@@ -488,7 +542,7 @@ def test_latex_report_shows_the_exact_forms(name: str) -> None:
     """A document with ``\\subsection*{NAME (KIND)}`` per query: the exact form as the JSON's
     ``latex`` (a matrix as ``bmatrix``), numbers in ``tabular``s under their labels or
     inline, every extra as a ``description`` item."""
-    entries = queries(name)
+    entries = shown_queries(name)
     tex = report(name, "latex")
     assert tex.startswith("\\documentclass{article}") and tex.rstrip().endswith("\\end{document}")
     blocks = text_blocks(tex, entries, lambda q, k: rf"^\\subsection\*\{{{re.escape(q.replace('_', chr(92) + '_'))} "
@@ -540,3 +594,23 @@ def test_latex_report_escapes_text_mode_specials(name: str) -> None:
     tex = report(name, "latex")
     for part in _text_mode_parts(tex):
         assert not re.search(r"(?<!\\)[_{}^%#&]", re.sub(r"\\(sub)?section\*\{|\}\s|\}$", " ", part)), part[:200]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_text_report_by_default_is_for_a_person(name: str) -> None:
+    """Without --verbose the text keeps each query's caption, value and plain extras and
+    leaves out the derivation's notation (meaning, eigenvalues, closed forms ...: the
+    extras of privspec.report.DETAILS), which --verbose and the other formats keep."""
+    from privspec.report import DETAILS
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["analyze", str(SPECS / f"{name}.privspec")], stdout=out, stderr=err) == 0, err.getvalue()
+    text, verbose = out.getvalue(), report(name, "text")
+    model = privspec.load(SPECS / f"{name}.privspec").model
+    hidden = {k for entry in queries(name).values() for k in entry} & DETAILS
+    assert hidden or name == "releases", "the urn and randomized_response specs have detail extras"
+    for k in hidden:
+        assert f"\n    {k} = " in verbose and f"\n    {k} = " not in text, k
+    for q, entry in queries(name).items():
+        assert f"\n\n{caption_line(model, q)}\n{q} ({entry['kind']}): " in text, q
+    assert not re.search(r"\d(\.\d+)?e-1[3-9]\b|e-[2-9]\d\b", text + verbose)    # no rounding noise

@@ -233,3 +233,62 @@ def test_wide_grids_come_in_bands_of_columns() -> None:
     assert max(len(ln) for ln in lines) <= 160 and "(columns 1-13 of 20)" in lines and "(columns 14-20 of 20)" in lines
     assert lines[lines.index("(columns 14-20 of 20)") + 2].split() == ["c0", "1.85714", "2", "2.14286", "2.28571",
                                                                       "2.42857", "2.57143", "2.71429"]
+
+
+# ---- captions: what each query answers, in plain words (issue 33) -----------------------------------
+INDIVIDUAL = """variable race: categorical {Asian, Black, White, Other}
+population race ~ categorical(0.1, 0.2, 0.6, 0.1)
+mechanism m = subset(race, uniform)
+query i = individual(m, {Black, White}, White)
+query inline = epsilon(grr(race, epsilon = 1))
+"""
+
+
+def test_every_query_kind_has_a_caption_from_its_arguments() -> None:
+    """describe() covers every query kind of the table (the bundled specs have all but
+    individual, added here), names what the query's arguments name and never falls back
+    to the kind's generic doc."""
+    from privspec.query_kinds import QUERY_KINDS, describe
+
+    models = [privspec.load(p).model for p in SPECS] + [privspec.load(INDIVIDUAL).model]
+    seen: dict[str, list[str]] = {}
+    for model in models:
+        for q in model.queries.values():
+            text = describe(q)
+            seen.setdefault(q.kind, []).append(text)
+            assert text and "\n" not in text and text != QUERY_KINDS[q.kind].doc, (q.name, text)
+            named = [getattr(q.mechanism, "name", None), q.scope if isinstance(q.scope, str)
+                     and not q.scope.startswith("per") else None]
+            for name in filter(None, named):
+                assert name in text, (q.name, text)
+            for v in (q.estimand.variables if q.estimand is not None else ()):
+                assert v.name in text, (q.name, text)
+    assert set(seen) == set(QUERY_KINDS)
+    from privspec.query_kinds import describe_compare
+
+    blocks = [b for model in models for b in model.compares.values()]
+    assert blocks
+    for b in blocks:
+        text = describe_compare(b)
+        assert f"of {len(b.candidates)} designs" in text and all(v.name in text for v in b.estimand.variables)
+    model = privspec.load(SPECS[0].parent / "urn.privspec").model
+    assert describe(model.queries["v_mom"]) == \
+        "how precise the method-of-moments estimate of the color shares from urn is: n times its covariance"
+    assert describe(models[-1].queries["inline"]).startswith("how private grr(race) is")   # no name: kind(variables)
+    assert describe(models[-1].queries["i"]) == \
+        "what reporting {Black, White} to m reveals about a respondent whose answer is White: leakage before and after"
+
+
+def test_text_shows_rounding_noise_as_zero_json_keeps_it() -> None:
+    """An entry below 1e-12 of the largest in its matrix, vector or list prints as 0 in
+    text, Markdown, LaTeX and HTML; the JSON keeps its bits; a lone small number is no noise."""
+    from privspec.report import latex_body, markdown_summary
+
+    r = Result("avar", Matrix(("a", "b"), ("a", "b"), np.array([[0.75, -6.59e-17], [-6.59e-17, 0.5]])),
+               {"eigenvalues": [0.75, 0.5, -6.59195e-17], "se": Vector(("a", "b"), (2e-20, 1e-20))})
+    for shown in (r.summary(), markdown_summary(r), latex_body(r)):
+        assert "e-17" not in shown and "e-20" in shown, shown          # the se pair is not noise beside itself
+    assert "e-17" not in r._repr_html_() and "<td>0</td>" in r._repr_html_()
+    assert r.to_dict()["eigenvalues"][2] == -6.59195e-17 and r.to_dict()["value"]["data"][0][1] == -6.59e-17
+    assert "eigenvalues = [0.75, 0.5, 0]" in r.summary()
+    assert Result("coverage", 3e-17).summary() == "3e-17"

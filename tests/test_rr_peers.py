@@ -1,7 +1,7 @@
 """The same GRR reports give the same frequency estimates as multi-freq-ldpy (matrix
 inversion with negatives clipped and the rest rescaled: our ``mom(project = clip)``)
 and pure-ldp (direct encoding, unnormalized: our ``mom`` times n).  Test-only
-dependencies (the ``test`` extra, and scikit-learn from the ``ml`` extra for pure-ldp):
+dependencies (the ``test`` extra, with scikit-learn, which pure-ldp imports):
 when one is absent the comparison is skipped with a reason naming the missing package
 and the install command (shown by ``pytest -rs``); with ``PRIVSPEC_REQUIRE_PEERS=1``
 a missing peer fails instead of skipping (for a CI environment that installs them all)."""
@@ -22,9 +22,9 @@ INSTALL = {
     "multi_freq_ldpy": 'pip install ".[test]" (multi-freq-ldpy is in the test extra)',
     "numba": 'pip install ".[test]" (numba comes with multi-freq-ldpy)',
     "statsmodels": 'pip install ".[test]" (statsmodels is in the test extra)',
-    # pure_ldp.frequency_oracles imports its RAPPOR server, which imports scikit-learn;
-    # scikit-learn is not a declared dependency of pure-ldp nor in privspec's test extra
-    "sklearn": 'pip install ".[test,ml]" (scikit-learn is in the ml extra; pure-ldp\'s '
+    # pure_ldp.frequency_oracles imports its RAPPOR server, which imports scikit-learn
+    # (not a declared dependency of pure-ldp; privspec's test extra has it)
+    "sklearn": 'pip install ".[test]" (scikit-learn is in the test extra; pure-ldp\'s '
                'frequency_oracles package imports it)',
 }
 
