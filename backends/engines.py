@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, Diagnostic
-from .data import PARQUET, read_table, require_columns
+from .data import (PARQUET, check_columns, file_columns, frame_nested, holds_nested, read_table, require_columns,
+                   require_flat)
 from .tally import Tally, canonical, run_starts
 
 #: the engines by name, and the extra each needs
@@ -77,7 +78,7 @@ def engine_for(source: Any, engine: str | None = None, name: str | None = None) 
     if engine == "pandas":
         if isinstance(source, pd.DataFrame):
             return PandasEngine(source, name or "<DataFrame>")
-        return PandasEngine(read_table(source), name or str(source))
+        return PandasEngine(read_table(source), name or str(source), nested=file_columns(source)[1])
     if engine == "duckdb":
         if not available("duckdb"):
             raise _missing_extra("duckdb", "duckdb")
@@ -101,9 +102,14 @@ class PandasEngine:
 
     name = "pandas"
 
-    def __init__(self, frame: pd.DataFrame, source: str = "<DataFrame>"):
+    def __init__(self, frame: pd.DataFrame, source: str = "<DataFrame>", nested: frozenset[str] | None = None):
+        """``nested``: the columns of nested values (a file's schema says; by default the
+        frame's types and first values, :func:`.data.frame_nested`).  D014 when a column
+        name repeats."""
+        check_columns(list(frame.columns))
         self.frame = frame
         self.source = source
+        self._nested = frame_nested(frame) if nested is None else nested
 
     def columns(self) -> list[str]:
         return [str(c) for c in self.frame.columns]
@@ -165,7 +171,12 @@ class PandasEngine:
     def _tally(self, columns: Sequence[str]) -> tuple[Tally, np.ndarray, np.ndarray]:
         columns = list(columns)
         require_columns(self.frame, columns, self.source)
-        ids, present, values, counts = group_rows([self.frame[c] for c in columns])
+        require_flat(columns, self._nested)
+        try:
+            ids, present, values, counts = group_rows([self.frame[c] for c in columns])
+        except TypeError:   # unhashable: a nested value further down than the first
+            require_flat(columns, [c for c in columns if holds_nested(self.frame[c])])
+            raise
         values.columns = columns
         values, counts, order = canonical(values, counts)
         ids_of = present[order]                        # canonical tuple -> its id
@@ -259,7 +270,41 @@ def _take(uniques: Any, codes: np.ndarray) -> pd.Series:
     return values
 
 
+def has_rows(engine: Engine) -> bool:
+    """Whether the engine's table holds a data row: its first piece of one row is read (a
+    file no further)."""
+    pieces = engine.chunks(1)
+    try:
+        return any(len(piece) for piece in itertools.islice(pieces, 1))
+    finally:
+        pieces.close()
+
+
 # ---- DuckDB -------------------------------------------------------------------------------------
+#: bytes of a CSV's last line beyond which DuckDB does not read the file: DuckDB drops a
+#: final row longer than its read buffer (16 x its 2 MB line limit) without a word
+#: (duckdb/duckdb#25825), and refuses any other row over 2 MB; pandas reads such a file
+LONG_LAST_LINE = 1 << 20
+
+
+def long_last_line(path: str | os.PathLike[str], limit: int | None = None) -> bool:
+    """Whether a file's last line (empty lines and line breaks at the end aside) is longer
+    than ``limit`` bytes (:data:`LONG_LAST_LINE`): only the file's end is read, and a file
+    ending in more than 64 bytes of line breaks counts as long."""
+    limit = LONG_LAST_LINE if limit is None else limit
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size <= limit:
+            return False
+        begin = max(0, size - limit - 65)   # the line's last limit + 1 bytes and what follows it
+        f.seek(begin)
+        tail = f.read().rstrip(b"\r\n")
+    window = tail[-limit - 1:]
+    if len(window) <= limit:                # blank lines all the way back: cannot tell
+        return begin > 0
+    return b"\n" not in window and b"\r" not in window
+
+
 _IDS = itertools.count()
 _CONNECTIONS: dict[int, Any] = {}
 
@@ -346,15 +391,23 @@ class DuckDBEngine:
         self._id = next(_IDS)
         self._fallback: PandasEngine | None = None
         self._frame_view: str | None = None
+        self._nested: frozenset[str] = frozenset()
         if isinstance(source, pd.DataFrame):
             self.source = name or "<DataFrame>"
-            self._frame_view = f"privspec_frame_{self._id}"
-            self.con.register(self._frame_view, source)
-            weakref.finalize(self, _unregister, self.con, self._frame_view)  # the frame is not held after
+            check_columns(list(source.columns))
+            self._nested = frame_nested(source)
             self._frame = source
-            self._from = self._frame_view
             self._header = [str(c) for c in source.columns]
             self._csv = False
+            self._frame_view = f"privspec_frame_{self._id}"
+            try:
+                self.con.register(self._frame_view, source)
+            except duckdb.Error:   # a column DuckDB cannot take (numpy arrays of text): pandas counts
+                self._frame_view = None
+                self._fallback = PandasEngine(source, self.source)
+                return
+            weakref.finalize(self, _unregister, self.con, self._frame_view)  # the frame is not held after
+            self._from = self._frame_view
             return
         self.source = name or str(source)
         path = Path(source)
@@ -362,7 +415,13 @@ class DuckDBEngine:
             read_table(path)  # D001 as for every engine
         self._csv = path.suffix.lower() not in PARQUET
         self._path = os.fspath(path)
+        self._nested = file_columns(path)[1]   # D014 as for every engine
         try:
+            if self._csv and long_last_line(path):
+                # DuckDB drops a final row longer than its read buffer without a word
+                # (duckdb/duckdb#25825): pandas reads such a file, or names the row
+                self._use_pandas()
+                return
             if self._csv:
                 self._header, skip = self._csv_header(path)
                 cols = ", ".join(f"{_literal(f'f{i}')}: 'VARCHAR'" for i in range(len(self._header)))
@@ -403,7 +462,7 @@ class DuckDBEngine:
         """The file as pandas reads it: its diagnostic if it cannot be read, else its frame
         (DuckDB refused something pandas takes: the results stay the same)."""
         if self._fallback is None:
-            self._fallback = PandasEngine(read_table(self._path), self.source)
+            self._fallback = PandasEngine(read_table(self._path), self.source, nested=self._nested)
         return self._fallback
 
     def columns(self) -> list[str]:
@@ -427,6 +486,7 @@ class DuckDBEngine:
         if self._fallback is not None:
             return self._fallback.tally(columns)
         require_columns(pd.DataFrame(columns=self._header), columns, self.source)
+        require_flat(columns, self._nested)
         raw = ", ".join(f"{_quote(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         cells = ", ".join(f"{self._cell(c, f'c{i}')} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         keys = ", ".join(_quote(f"c{i}") for i in range(len(columns)))
@@ -495,6 +555,7 @@ class DuckDBEngine:
         if self._fallback is not None:
             raise NotImplementedError("a file DuckDB cannot read: no SQL parse")
         require_columns(pd.DataFrame(columns=self._header), [column], self.source)
+        require_flat([column], self._nested)
         cell = self._cell(column, "x")
         named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
         per_row = self._parse_every_row(column, prepare, ok)
