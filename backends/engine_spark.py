@@ -64,7 +64,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from .data import PARQUET, _read_csv, read_table, require_columns
+from .data import (PARQUET, _read_csv, check_columns, file_columns, frame_nested, read_table, require_columns,
+                   require_flat)
 from .engines import PandasEngine
 from .tally import Tally, canonical
 
@@ -148,8 +149,11 @@ class SparkEngine:
         self._csv = False
         self._checked = False
         self._frame: pd.DataFrame | None = None
+        self._nested: frozenset[str] = frozenset()
         if isinstance(source, pd.DataFrame):
             self.source = name or "<DataFrame>"
+            check_columns(list(source.columns))
+            self._nested = frame_nested(source)
             self._frame = source
             self._header = [str(c) for c in source.columns]
             if not len(source.columns) or not _spark_ready(source):
@@ -170,6 +174,7 @@ class SparkEngine:
             read_table(path)  # D001 as for every engine
         self._csv = path.suffix.lower() not in PARQUET
         self._path = os.path.abspath(os.fspath(path))
+        self._nested = file_columns(path)[1]   # D014 as for every engine
         try:
             if self._csv:
                 self._header = [str(c) for c in _read_csv(path, nrows=0).columns]  # pandas' names
@@ -195,7 +200,7 @@ class SparkEngine:
                 self._fallback = PandasEngine(self._frame, self.source)
             else:
                 assert self._path is not None
-                self._fallback = PandasEngine(read_table(self._path), self.source)
+                self._fallback = PandasEngine(read_table(self._path), self.source, nested=self._nested)
         return self._fallback
 
     def columns(self) -> list[str]:
@@ -236,6 +241,7 @@ class SparkEngine:
         if self._fallback is not None:
             return self._fallback.tally(columns)
         require_columns(pd.DataFrame(columns=self._header), columns, self.source)
+        require_flat(columns, self._nested)
         keys = [f"k{j}" for j in range(len(columns))]
         try:
             if self._suspect():

@@ -523,6 +523,7 @@ class DuckDBEngine:
         con.execute("SET preserve_insertion_order = true")
         if self._frame_view is not None:
             con.register(self._frame_view, self._frame)
+        done = 0   # rows handed out
         try:
             reader = con.sql(f"SELECT {cells} FROM {self._from}").to_arrow_reader(rows)
             empty = True
@@ -535,14 +536,18 @@ class DuckDBEngine:
                 while held >= rows:
                     whole = pd.concat(buffer, ignore_index=True)
                     yield whole.iloc[:rows].reset_index(drop=True)
+                    done += rows
                     empty = False
                     rest = whole.iloc[rows:].reset_index(drop=True)
                     buffer, held = ([rest] if len(rest) else []), len(rest)
             if held or empty:
                 yield (pd.concat(buffer, ignore_index=True) if buffer else
                        pd.DataFrame({c: pd.Series([], dtype=object) for c in self._header}))
-        except self._duckdb.Error:
-            yield from self._use_pandas().chunks(rows)
+        except (self._duckdb.Error, OSError):   # (Arrow's reader passes DuckDB's errors on as OSError)
+            # DuckDB stopped part way: pandas reads the file, and the rows not handed out yet
+            # follow (never a row twice)
+            frame = self._use_pandas().frame
+            yield from PandasEngine(frame.iloc[done:].reset_index(drop=True), self.source).chunks(rows)
 
     def tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str]
                      ) -> tuple[Tally, np.ndarray, Tally]:
@@ -556,6 +561,27 @@ class DuckDBEngine:
             raise NotImplementedError("a file DuckDB cannot read: no SQL parse")
         require_columns(pd.DataFrame(columns=self._header), [column], self.source)
         require_flat([column], self._nested)
+        if not self._is_text(column):
+            # a typed column (Parquet numbers, booleans): no text to parse in SQL; its values
+            # go to privspec's parser as every engine hands them over
+            return self._unparsed(column, len(exprs))
+        try:
+            return self._tally_parsed(column, prepare, ok, exprs)
+        except self._duckdb.Error:
+            # DuckDB stopped on the file (a row it refuses further down): pandas reads it, or
+            # says why it cannot, and every report goes to privspec's parser
+            self._use_pandas()
+            return self._unparsed(column, len(exprs))
+
+    def _unparsed(self, column: str, k: int) -> tuple[Tally, np.ndarray, Tally]:
+        """:meth:`tally_parsed` with nothing parsed in SQL: every report in the tally of texts."""
+        names = tuple(f"e{i}" for i in range(k))
+        none = Tally(names, pd.DataFrame({n: np.empty(0) for n in names}), np.zeros(0, dtype=np.int64),
+                     self.source, lambda mask: np.empty(0, dtype=np.int64))
+        return none, none.counts, self.tally([column])
+
+    def _tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str]
+                      ) -> tuple[Tally, np.ndarray, Tally]:
         cell = self._cell(column, "x")
         named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
         per_row = self._parse_every_row(column, prepare, ok)
@@ -632,6 +658,14 @@ class DuckDBEngine:
             return self._rows([column], values[mask])
 
         return parsed, parsed_counts, Tally((column,), values, counts, self.source, rest_rows)
+
+    def _is_text(self, column: str) -> bool:
+        """Whether the column holds text (every CSV cell does; a Parquet or DataFrame column
+        by its type)."""
+        if self._csv:
+            return True
+        described = self.con.execute(f"SELECT {_quote(column)} FROM {self._from} LIMIT 0").description
+        return str(described[0][1]).upper() == "VARCHAR"
 
     def _parse_every_row(self, column: str, prepare: Sequence[tuple[str, str]], ok: str) -> bool:
         """Whether most of the first rows' cells (:data:`_DISTINCT_SAMPLE`) are different and
