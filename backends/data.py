@@ -971,12 +971,10 @@ class DataBindings:
         every query): the one asked for, else pandas for a DataFrame and DuckDB for a file.
         D103 when the table has no data row (a header only): no query can be answered from
         it, and every engine, family and query says so alike."""
-        from .engines import has_rows
-
         path = self.path_for(mechanism)
         engine = self._engine(path)
         if path not in self._rows:
-            self._rows[path] = has_rows(engine)
+            self._rows[path] = engine.has_rows()
         if not self._rows[path]:
             raise DataError(Diagnostic("D103", "no report was collected: nothing to estimate from",
                                        hint="the table has a header and no data row"))

@@ -208,6 +208,15 @@ class SparkEngine:
             return self._fallback.columns()
         return list(self._header)
 
+    def has_rows(self) -> bool:
+        """Whether the table holds a data row (Spark takes the first)."""
+        if self._fallback is not None or self._suspect():
+            return self._use_pandas().has_rows()
+        try:
+            return bool(self._df.take(1))
+        except Exception:
+            return self._use_pandas().has_rows()
+
     # ---- counting ---------------------------------------------------------------------------
     def _suspect(self) -> bool:
         """A CSV holding text Spark reads otherwise than pandas (:data:`_SUSPECT`): one

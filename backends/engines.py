@@ -42,6 +42,8 @@ class Engine(Protocol):
 
     def columns(self) -> list[str]: ...
 
+    def has_rows(self) -> bool: ...
+
     def tally(self, columns: Sequence[str]) -> Tally: ...
 
 
@@ -113,6 +115,10 @@ class PandasEngine:
 
     def columns(self) -> list[str]:
         return [str(c) for c in self.frame.columns]
+
+    def has_rows(self) -> bool:
+        """Whether the table holds a data row."""
+        return len(self.frame) > 0
 
     def tally(self, columns: Sequence[str]) -> Tally:
         return self._tally(columns)[0]
@@ -268,16 +274,6 @@ def _take(uniques: Any, codes: np.ndarray) -> pd.Series:
         values = values.astype(float).where(~missing, np.nan) if numeric else \
             values.astype(object).where(~missing, None)
     return values
-
-
-def has_rows(engine: Engine) -> bool:
-    """Whether the engine's table holds a data row: its first piece of one row is read (a
-    file no further)."""
-    pieces = engine.chunks(1)
-    try:
-        return any(len(piece) for piece in itertools.islice(pieces, 1))
-    finally:
-        pieces.close()
 
 
 # ---- DuckDB -------------------------------------------------------------------------------------
@@ -469,6 +465,15 @@ class DuckDBEngine:
         if self._fallback is not None:
             return self._fallback.columns()
         return list(self._header)
+
+    def has_rows(self) -> bool:
+        """Whether the table holds a data row: DuckDB stops at the first (a CSV's first block)."""
+        if self._fallback is not None:
+            return self._fallback.has_rows()
+        try:
+            return self.con.execute(f"SELECT 1 FROM {self._from} LIMIT 1").fetchone() is not None
+        except self._duckdb.Error:
+            return self._use_pandas().has_rows()
 
     _floats: set = set()
 
