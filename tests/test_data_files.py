@@ -332,6 +332,10 @@ def test_a_dataframe_column_of_lists_is_d015_in_the_api() -> None:
     for engine in ENGINES:
         res = spec.run({"g": frame}, ["wg"], engine=engine)
         assert res.failures["wg"].code == "D015" and "'color'" in res.failures["wg"].diagnostics[0].message
+    for mech, column in (("g", "color"), ("iv", "y")):   # spec.privatize: iv said unhashable type
+        with pytest.raises(DataError) as e:
+            spec.privatize(pd.DataFrame({column: [["red"], [1.5]]}), mech, seed=1)
+        assert e.value.code == "D015" and e.value.diagnostics[0].columns == (column,)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
