@@ -369,6 +369,16 @@ DAMAGE = ["none", "header_only", "empty", "zero_rows_parquet", "nested_parquet",
           "blank_lines", "stray_quotes"]
 
 
+class _Csv(bytes):
+    """A CSV file's bytes, shown short in hypothesis' reports (a long line is 2.5 MB)."""
+
+    def __repr__(self) -> str:
+        return repr(bytes(self)) if len(self) <= 200 else repr(bytes(self[:200])) + f"... ({len(self):,} bytes)"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+
 @st.composite
 def data_files(draw: st.DrawFn, damage: str | None = None) -> tuple[str, str, bytes | object]:
     """(damage, suffix, content): the content is CSV bytes, or an Arrow table for Parquet;
@@ -383,7 +393,7 @@ def data_files(draw: st.DrawFn, damage: str | None = None) -> tuple[str, str, by
     rows = [f"{c},{y}" for c, y in zip(colors, ys)]
 
     def csv(lines: list[str], header: str = "color,y", end: str = "\n") -> bytes:
-        return (end.join([header, *lines]) + end).encode("utf-8")
+        return _Csv((end.join([header, *lines]) + end).encode("utf-8"))
 
     if damage == "none":
         return damage, ".csv", csv(rows)
@@ -410,7 +420,7 @@ def data_files(draw: st.DrawFn, damage: str | None = None) -> tuple[str, str, by
         data = csv(rows)
         bad = draw(st.sampled_from([b"\xff", b"caf\xe9", b"\xc3"]))
         cut = data.index(rows[at].encode()) + draw(st.integers(0, len(rows[at])))
-        return damage, ".csv", data[:cut] + bad + data[cut:]
+        return damage, ".csv", _Csv(data[:cut] + bad + data[cut:])
     if damage == "ragged":
         rows[at] = draw(st.sampled_from([rows[at] + ",extra", colors[at], rows[at] + ",,"]))
         return damage, ".csv", csv(rows)
@@ -443,7 +453,7 @@ def data_files(draw: st.DrawFn, damage: str | None = None) -> tuple[str, str, by
         rows[at] = draw(st.sampled_from([f",{ys[at]}", f"{colors[at]},", "NA,NA", ",", f"null,{ys[at]}"]))
         return damage, ".csv", csv(rows)
     if damage == "bom":
-        return damage, ".csv", b"\xef\xbb\xbf" + csv(rows)
+        return damage, ".csv", _Csv(b"\xef\xbb\xbf" + csv(rows))
     if damage == "crlf":
         return damage, ".csv", csv(rows, end="\r\n")
     if damage == "lone_cr":
