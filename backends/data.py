@@ -244,6 +244,10 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[str] | None = Non
             frame = pd.read_parquet(p)
         else:
             frame = _read_csv(p)
+            if not isinstance(frame.index, pd.RangeIndex):
+                # the first row has more fields than the header, and pandas took the first
+                # fields for an index (red,1,x: color 1, y x)
+                frame = _past_the_header(p, name, None)
     except ImportError as e:
         raise DataError(Diagnostic("D002", f"cannot read {name}: {e}", file=name,
                                    hint="Parquet needs pyarrow, a dependency of privspec: pip install pyarrow")) from None
@@ -254,7 +258,9 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[str] | None = Non
     except pd.errors.ParserError as e:
         if "out of memory" in str(e):  # pandas' tokenizer says so instead of raising MemoryError
             raise too_large(p, name) from None
-        raise _bad_shape(p, name, e) from None
+        if "EOF inside string" in str(e):
+            raise _bad_shape(p, name, e) from None
+        frame = _past_the_header(p, name, e)
     except pd.errors.EmptyDataError:
         raise DataError(Diagnostic("D002", f"{name} is empty: not even a header", file=name,
                                    hint="the first line names the columns, one per variable")) from None
@@ -334,6 +340,47 @@ def _bad_shape(p: Path, name: str, error: Exception) -> DataError:
     return DataError(Diagnostic("D002", f"{len(rows)} row{'s' if len(rows) > 1 else ''} "
                                         f"{'have' if len(rows) > 1 else 'has'} {what}",
                                 rows=tuple(rows), file=name, hint=hint))
+
+
+def _past_the_header(p: Path, name: str, error: Exception | None) -> pd.DataFrame:
+    """A CSV with rows longer than its header, read once more: fields past the header's that
+    are all empty (a trailing comma, ``red,1,``) are dropped, as DuckDB drops them, so that
+    every engine reads such a file alike; rows whose extra fields hold a value are D002,
+    every one named (pandas took the first row's extra fields for an index and shifted its
+    columns: ``red,1,x`` read as color 1, y x)."""
+    try:
+        header = _read_csv(p, nrows=0).columns
+        wide = _wide(p)
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError):
+        wide = None
+    if wide is None:
+        raise _bad_shape(p, name, error or ValueError("rows longer than the header")) from None
+    extra = wide.iloc[1:, len(header):]
+    full = np.flatnonzero((extra.fillna("") != "").any(axis=1).to_numpy())
+    if full.size:
+        rows = tuple(int(r) + 1 for r in full)
+        raise DataError(Diagnostic("D002", f"{len(rows)} row{'s' if len(rows) > 1 else ''} "
+                                           f"{'have' if len(rows) > 1 else 'has'} more fields than the header",
+                                   rows=rows, file=name,
+                                   hint='quote values that hold the separator ("a, b"), or remove the extra fields'))
+    frame = wide.iloc[1:, :len(header)].reset_index(drop=True)
+    frame.columns = header
+    return frame
+
+
+def _wide(p: Path) -> pd.DataFrame | None:
+    """Every record of a CSV, the header first, in as many columns as its longest record has
+    fields (shorter ones padded with ""); None where pandas cannot read it so."""
+    width = None
+    for _ in range(16):   # a wider row further down: read again as wide as it
+        try:
+            return _read_csv(p, header=None, names=None if width is None else range(width))
+        except pd.errors.ParserError as e:
+            saw = re.search(r"saw (\d+)", str(e))
+            if saw is None or (width is not None and int(saw.group(1)) <= width):
+                return None
+            width = int(saw.group(1))
+    return None
 
 
 def _data_rows(data: bytes, lines: Sequence[int]) -> list[int]:

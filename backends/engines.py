@@ -372,6 +372,10 @@ _DISTINCT_SHARE = 0.5
 _RUN_SORTS = 4096
 
 
+class _PandasReads(Exception):
+    """DuckDB read a file that only pandas' reading reads right (:meth:`DuckDBEngine._blank_cells`)."""
+
+
 class DuckDBEngine:
     """Counts in DuckDB (embedded): ``SELECT cols, count(*) ... GROUP BY ALL`` over the
     file, out of core, on all cores.  CSV cells are read as text with the conventions of
@@ -467,11 +471,19 @@ class DuckDBEngine:
         return list(self._header)
 
     def has_rows(self) -> bool:
-        """Whether the table holds a data row: DuckDB stops at the first (a CSV's first block)."""
+        """Whether the table holds a data row: DuckDB stops at the first (a CSV's first block).
+        A one-column CSV whose every cell is blank is read by pandas (:meth:`_blank_cells`)."""
         if self._fallback is not None:
             return self._fallback.has_rows()
+        where = ""
+        if self._csv and len(self._header) == 1:
+            where = f" WHERE NOT regexp_full_match({_quote(self._header[0])}, '[ \t]*')"
         try:
-            return self.con.execute(f"SELECT 1 FROM {self._from} LIMIT 1").fetchone() is not None
+            if self.con.execute(f"SELECT 1 FROM {self._from}{where} LIMIT 1").fetchone() is not None:
+                return True
+            if where and self.con.execute(f"SELECT 1 FROM {self._from} LIMIT 1").fetchone() is not None:
+                return self._use_pandas().has_rows()
+            return False
         except self._duckdb.Error:
             return self._use_pandas().has_rows()
 
@@ -510,12 +522,23 @@ class DuckDBEngine:
             return self._use_pandas().tally(columns)
         values = got[[f"c{i}" for i in range(len(columns))]]
         values.columns = columns
+        if self._blank_cells(values[columns[0]]):
+            return self._use_pandas().tally(columns)
         values, counts, _ = canonical(values, got["n"].to_numpy())
 
         def locator(mask: np.ndarray) -> np.ndarray:
             return self._rows(columns, values[mask])
 
         return Tally(tuple(columns), values, counts, self.source, locator)
+
+    def _blank_cells(self, cells: pd.Series) -> bool:
+        """Whether a one-column CSV holds a cell of spaces and tabs only (or none): an unquoted
+        line of them is a blank line for pandas, no row, where DuckDB reads a row, and a
+        quoted one (``"  "``) is a row for both; only pandas' reading tells them apart."""
+        if not self._csv or len(self._header) != 1:
+            return False
+        text = cells.dropna().astype(str)
+        return bool(text.str.fullmatch(r"[ \t]*").any())
 
     def chunks(self, rows: int) -> Iterator[pd.DataFrame]:
         """The table in pieces of ``rows`` rows, in file order (every column, CSV cells as
@@ -572,9 +595,10 @@ class DuckDBEngine:
             return self._unparsed(column, len(exprs))
         try:
             return self._tally_parsed(column, prepare, ok, exprs)
-        except self._duckdb.Error:
-            # DuckDB stopped on the file (a row it refuses further down): pandas reads it, or
-            # says why it cannot, and every report goes to privspec's parser
+        except (self._duckdb.Error, _PandasReads):
+            # DuckDB stopped on the file (a row it refuses further down), or read what only
+            # pandas reads right: pandas reads it, or says why it cannot, and every report
+            # goes to privspec's parser
             self._use_pandas()
             return self._unparsed(column, len(exprs))
 
@@ -657,6 +681,8 @@ class DuckDBEngine:
                               prepare=prepare)
 
         parsed = Tally(tuple(names), parsed_values, parsed_counts, self.source, parsed_rows)
+        if self._blank_cells(rest["x"]):
+            raise _PandasReads()
         values, counts, _ = canonical(rest[["x"]].rename(columns={"x": column}), rest["n"].to_numpy())
 
         def rest_rows(mask: np.ndarray) -> np.ndarray:

@@ -521,3 +521,29 @@ def test_a_bad_row_far_down_the_file_is_named_by_every_engine(tmp_path: Path) ->
                  ("privatize", spec, "--mechanism", "g", "--input", raw, "--output", tmp_path / "o.csv")):
         code, err = _same_on_every_engine(*argv)
         assert code == 1 and "rows 100001: error[D002]: 1 row has more fields than the header" in err, err
+
+
+@pytest.mark.parametrize("text, rows", [("color,y\nred,1,x\nblue,2,y\n", (1, 2)),
+                                        ("color,y\nred,1\nblue,2,x\nred,1,,,z\n", (2, 3))])
+def test_rows_longer_than_the_header_are_d002_on_every_engine(tmp_path: Path, text: str, rows: tuple) -> None:
+    """A first data row longer than the header: pandas took its first fields for an index and
+    read 'red,1,x' as color 1, y x, without a word (and DuckDB handed it to pandas)."""
+    path = tmp_path / "long.csv"
+    path.write_text(text)
+    code, err = _same_on_every_engine("run", _families(tmp_path), "--data", f"g={path}", "--query", "wg")
+    assert code == 1 and f"rows {', '.join(map(str, rows))}: error[D002]: 2 rows have more fields than the header" \
+        in err, err
+
+
+def test_empty_fields_past_the_header_are_read_alike(tmp_path: Path) -> None:
+    """A trailing comma (red,1,): DuckDB drops the empty fields, pandas refused the row (D002)
+    or, in the first row, shifted the columns: now both read the row without them."""
+    spec = _families(tmp_path)
+    for text in ("color,y\nred,1\nblue,2,\n", "color,y\nblack,0,,\nred,1\n"):
+        path = tmp_path / "trailing.csv"
+        path.write_text(text)
+        for engine in ENGINES:
+            code, out, err = cli("run", spec, "--data", f"g={path}", "--query", "wg", "--format", "json",
+                                 "--engine", engine)
+            assert code == 0 and json.loads(out)["queries"]["wg"]["n"] == 2, (engine, err)
+        assert read_table(path)["color"].tolist() == [line.split(",")[0] for line in text.split("\n")[1:3]]

@@ -160,6 +160,20 @@ def test_one_column_blank_lines(tmp_path: Path) -> None:
     assert tallies[0].counts.tolist() == [1, 2] and tallies[0].locate(tallies[0].values["color"] == "") == (2,)
 
 
+@pytest.mark.parametrize("text, rows", [("color\nred\n   \nblue\n", 2), ("color\nred\n\t\nblue\n", 2),
+                                        ('color\n"  "\nred\n', 2), ("color\n \t \n", 0)])
+def test_one_column_lines_of_spaces_are_blank_lines_for_every_engine(tmp_path: Path, text: str, rows: int) -> None:
+    """A line of spaces or tabs in a one-column file is no row (pandas' reading); DuckDB read
+    it as an empty report (D004 where pandas answered, issue 33); a quoted "  " is a row."""
+    f = tmp_path / "r.csv"
+    f.write_text(text)
+    assert [engine_for(f, e).has_rows() for e in ENGINES] == [rows > 0] * len(ENGINES)
+    if rows:
+        tallies = _tallies(f, ["color"])
+        _same(tallies)
+        assert tallies[0].n == rows
+
+
 def test_parquet_types_and_nulls(tmp_path: Path) -> None:
     f = tmp_path / "r.parquet"
     pd.DataFrame({"x": ["b", None, "b", "a"], "v": [1.5, np.nan, 1.5, 2.0], "k": [1, 2, 1, 3]}).to_parquet(f)

@@ -366,7 +366,7 @@ FILE_VERBS = [("run", "wg", "g"), ("run", "w", "urn"), ("run", "mu", "iv"), ("pr
 LABELS = ["black", "red", "green", "blue"]
 DAMAGE = ["none", "header_only", "empty", "zero_rows_parquet", "nested_parquet", "duplicate_columns", "bad_utf8",
           "ragged", "unclosed_quote", "nul", "long_line", "wrong_types", "missing", "bom", "crlf", "lone_cr",
-          "blank_lines", "stray_quotes"]
+          "blank_lines", "stray_quotes", "one_column"]
 
 
 class _Csv(bytes):
@@ -461,6 +461,10 @@ def data_files(draw: st.DrawFn, damage: str | None = None) -> tuple[str, str, by
     if damage == "blank_lines":
         rows.insert(at, draw(st.sampled_from(["", "   ", "\t", " \t "])))
         return damage, ".csv", csv(rows)
+    if damage == "one_column":       # a line of spaces: no row for pandas, a row for DuckDB unless told
+        lines = [*colors]
+        lines.insert(at, draw(st.sampled_from(["", "   ", "\t", '"  "', '""'])))
+        return damage, ".csv", csv(lines, "color")
     assert damage == "stray_quotes"
     rows[at] = draw(st.sampled_from([f'"{colors[at]}" x,{ys[at]}', f'{colors[at]}"5,{ys[at]}',
                                      f'"{colors[at]}",{ys[at]}', f'" {colors[at]}",{ys[at]}']))
