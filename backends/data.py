@@ -425,8 +425,7 @@ def check_columns(names: Sequence[Any], file: str | None = None) -> None:
     >>> check_columns(["color", "gender", "color"])
     Traceback (most recent call last):
     ...
-    privspec.errors.DataError: <input> (column color): error[D014]: the column name 'color' appears twice in the header (columns 1 and 3): a column holds one variable's values, and which of them to read cannot be told
-    hint: rename the columns so that each name appears once
+    privspec.errors.DataError: <input> (column color): error[D014]: the column name 'color' appears twice in ...
     """
     places: dict[str, list[int]] = {}
     for i, name in enumerate(names, 1):

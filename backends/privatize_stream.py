@@ -4,8 +4,8 @@
 the distinct values an engine counts (the checks of the in-memory path, naming the
 file's rows; the rows it counted are checked against a count of the file's rows that
 needs no parse, :func:`.data.count_rows`, and an engine that missed some is replaced
-by pandas' reading, the reference), then read in pieces of :data:`CHUNK_ROWS` rows in file order, each
-privatized with its offset -- a row's report depends on (seed, mechanism, row index,
+by pandas' reading, the reference), then read in pieces of :data:`CHUNK_ROWS` rows in
+file order, each privatized with its offset -- a row's report depends on (seed, mechanism, row index,
 value) only (:class:`~privspec.backends.rowrandom.RowRandom`), so the output is the same
 for any piece size, engine or number of threads -- and appended to a temporary file
 beside the output, renamed into place at the end (:func:`.data.write_atomic`): a killed

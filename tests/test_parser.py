@@ -207,7 +207,8 @@ def test_a_backslash_is_written_doubled() -> None:
     (r'variable x: categorical {"\input", b}', r"\i"),                 # was read as 'input'
     (r'variable x: categorical {a, "tab\there"}', r"\t"),
     (r'spec "the \urn"', r"\u"),
-    (r'variable x: categorical {a, b}' + "\n" + r'mechanism m = rr(x, matrix [[1/2, 1/2], [1/2, 1/2]], "\x" = 1)', r"\x"),
+    ('variable x: categorical {a, b}\n' + r'mechanism m = rr(x, matrix [[1/2, 1/2], [1/2, 1/2]], "\x" = 1)',
+     r"\x"),
     ('variable x: categorical {a, "ends\\', None),                       # a backslash at the end: not E106
 ])
 def test_an_unknown_escape_is_an_error_at_the_backslash(text: str, at: str | None, monkeypatch) -> None:
