@@ -55,6 +55,25 @@ def _mark_bad_bytes(error: UnicodeError) -> tuple[str, int]:
 codecs.register_error("privspec-mark", _mark_bad_bytes)
 
 
+#: characters of a value a message shows; a longer value is cut there, its length given
+SHOWN = 60
+
+
+def show_value(value: Any) -> str:
+    """A value as a message quotes it: its text in quotes, cut to :data:`SHOWN` characters
+    with its length after (a 40 MB cell is named, not printed).
+
+    Examples
+    --------
+    >>> show_value("red"), show_value("r" * 100)
+    ("'red'", "'rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr...' (100 characters)")
+    """
+    text = str(value)
+    if len(text) <= SHOWN:
+        return repr(text)
+    return f"{text[:SHOWN] + '...'!r} ({len(text):,} characters)"
+
+
 def _rows_text(rows: np.ndarray | Sequence[int], limit: int = 5) -> str:
     """``row 3`` / ``rows 2, 5, 9 and 4 more`` (rows already 1-based)."""
     rows = list(rows)
@@ -90,7 +109,7 @@ def describe_values(codes: np.ndarray, uniques: Sequence[Any], bad: Mapping[int,
     order = sorted(reasons, key=lambda k: (rows_of[k][0] if len(rows_of[k]) else 0, k))
     groups: dict[str, list[str]] = {}  # values that share a reason are listed together
     for k in order[:limit]:
-        groups.setdefault(reasons[k], []).append(f"{str(uniques[k])!r} ({_rows_text(rows_of[k])})")
+        groups.setdefault(reasons[k], []).append(f"{show_value(uniques[k])} ({_rows_text(rows_of[k])})")
     parts = [", ".join(values) + (f": {why}" if why else "") for why, values in groups.items()]
     if len(order) > limit:
         parts.append(f"and {len(order) - limit} more distinct value{'s' if len(order) - limit > 1 else ''}")
@@ -210,7 +229,8 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[str] | None = Non
 
     Raises :class:`DataError` naming the file: D001 (no such file, or a folder), D002
     (unreadable: not UTF-8 text, rows with more fields than the header, not a table;
-    the rows named), D003 when it lacks ``columns``.
+    the rows named), D003 when it lacks ``columns``, D014 when a column name repeats
+    (:func:`file_columns`), D017 when it does not fit in memory (:func:`too_large`).
     """
     p = Path(path)
     name = str(path)
@@ -220,18 +240,29 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[str] | None = Non
     if not p.is_file():
         raise DataError(Diagnostic("D001", f"no such data file: {name}", file=name,
                                    hint="check the path given with --data/--input"))
+    file_columns(p)
     try:
         if p.suffix.lower() in PARQUET:
             frame = pd.read_parquet(p)
         else:
             frame = _read_csv(p)
+            if not isinstance(frame.index, pd.RangeIndex):
+                # the first row has more fields than the header, and pandas took the first
+                # fields for an index (red,1,x: color 1, y x)
+                frame = _past_the_header(p, name, None)
     except ImportError as e:
         raise DataError(Diagnostic("D002", f"cannot read {name}: {e}", file=name,
                                    hint="Parquet needs pyarrow, a dependency of privspec: pip install pyarrow")) from None
+    except MemoryError:
+        raise too_large(p, name) from None
     except UnicodeDecodeError:
         raise _not_utf8(p, name) from None
     except pd.errors.ParserError as e:
-        raise _bad_shape(p, name, e) from None
+        if "out of memory" in str(e):  # pandas' tokenizer says so instead of raising MemoryError
+            raise too_large(p, name) from None
+        if "EOF inside string" in str(e):
+            raise _bad_shape(p, name, e) from None
+        frame = _past_the_header(p, name, e)
     except pd.errors.EmptyDataError:
         raise DataError(Diagnostic("D002", f"{name} is empty: not even a header", file=name,
                                    hint="the first line names the columns, one per variable")) from None
@@ -316,6 +347,47 @@ def _bad_shape(p: Path, name: str, error: Exception) -> DataError:
                                 rows=tuple(rows), file=name, hint=hint))
 
 
+def _past_the_header(p: Path, name: str, error: Exception | None) -> pd.DataFrame:
+    """A CSV with rows longer than its header, read once more: fields past the header's that
+    are all empty (a trailing comma, ``red,1,``) are dropped, as DuckDB drops them, so that
+    every engine reads such a file alike; rows whose extra fields hold a value are D002,
+    every one named (pandas took the first row's extra fields for an index and shifted its
+    columns: ``red,1,x`` read as color 1, y x)."""
+    try:
+        header = _read_csv(p, nrows=0).columns
+        wide = _wide(p)
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError):
+        wide = None
+    if wide is None:
+        raise _bad_shape(p, name, error or ValueError("rows longer than the header")) from None
+    extra = wide.iloc[1:, len(header):]
+    full = np.flatnonzero((extra.fillna("") != "").any(axis=1).to_numpy())
+    if full.size:
+        rows = tuple(int(r) + 1 for r in full)
+        raise DataError(Diagnostic("D002", f"{len(rows)} row{'s' if len(rows) > 1 else ''} "
+                                           f"{'have' if len(rows) > 1 else 'has'} more fields than the header",
+                                   rows=rows, file=name,
+                                   hint='quote values that hold the separator ("a, b"), or remove the extra fields'))
+    frame = wide.iloc[1:, :len(header)].reset_index(drop=True)
+    frame.columns = header
+    return frame
+
+
+def _wide(p: Path) -> pd.DataFrame | None:
+    """Every record of a CSV, the header first, in as many columns as its longest record has
+    fields (shorter ones padded with ""); None where pandas cannot read it so."""
+    width = None
+    for _ in range(16):   # a wider row further down: read again as wide as it
+        try:
+            return _read_csv(p, header=None, names=None if width is None else range(width))
+        except pd.errors.ParserError as e:
+            saw = re.search(r"saw (\d+)", str(e))
+            if saw is None or (width is not None and int(saw.group(1)) <= width):
+                return None
+            width = int(saw.group(1))
+    return None
+
+
 def _data_rows(data: bytes, lines: Sequence[int]) -> list[int]:
     """pandas' line numbers (records counted from 1 at the header, blank lines included)
     -> data rows (1 = the first row after the header, blank lines not counted).
@@ -339,6 +411,324 @@ def _data_rows(data: bytes, lines: Sequence[int]) -> list[int]:
         i = min(line, len(seen)) - 1
         out.append(int(seen[i] - seen[0]) if i >= 0 else line - 1)
     return out
+
+
+# ---- the shape of a table: checked alike for every engine -------------------------------------------
+def _positions(places: Sequence[int]) -> str:
+    """``1 and 3`` / ``1, 3 and 5``."""
+    shown = [str(k) for k in places]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" and {shown[-1]}"
+
+
+def check_columns(names: Sequence[Any], file: str | None = None) -> None:
+    """D014 when a column name repeats in a header: a column holds one variable's values,
+    and readers would keep one of the two silently (pandas renames the other ``color.1``,
+    DuckDB ``color_1``).  Empty names are left alone: readers number them apart.
+
+    Examples
+    --------
+    >>> check_columns(["color", "gender", "color"])
+    Traceback (most recent call last):
+    ...
+    privspec.errors.DataError: <input> (column color): error[D014]: the column name 'color' appears twice in ...
+    """
+    places: dict[str, list[int]] = {}
+    for i, name in enumerate(names, 1):
+        if str(name) != "":
+            places.setdefault(str(name), []).append(i)
+    repeated = {name: at for name, at in places.items() if len(at) > 1}
+    if not repeated:
+        return
+    shown = [f"'{name}' appears {'twice' if len(at) == 2 else f'{len(at)} times'} in the header "
+             f"(columns {_positions(at)})" for name, at in repeated.items()]
+    more = f"; {len(shown) - 1} more name{'s' if len(shown) > 2 else ''} repeat{'' if len(shown) > 2 else 's'}" \
+        if len(shown) > 1 else ""
+    raise DataError(Diagnostic("D014", f"the column name {shown[0]}{more}: a column holds one variable's values, "
+                                       "and which of them to read cannot be told", columns=tuple(repeated),
+                               file=file, hint="rename the columns so that each name appears once"))
+
+
+def file_columns(path: str | os.PathLike[str]) -> tuple[list[str], frozenset[str]]:
+    """The column names of a data file as written (nothing renamed; a byte-order mark
+    dropped), and its columns of nested values (Parquet lists, structs, maps: checked by
+    :func:`require_flat` when a column is read).  Only the header (or the Parquet schema)
+    is read.  D014 when a name repeats (:func:`check_columns`); a file that cannot be read
+    gives no names here, and its reader says why."""
+    p = Path(path)
+    try:
+        if p.suffix.lower() in PARQUET:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(p)
+            names = list(schema.names)
+            nested = frozenset(f.name for f in schema if pa.types.is_nested(f.type))
+        else:
+            # the first record as data: pandas would rename a repeated name (color.1)
+            head = _read_csv(p, header=None, nrows=1)
+            names, nested = ([str(v) for v in head.iloc[0]] if len(head) else []), frozenset()
+    except (ValueError, OSError, ImportError, MemoryError):
+        return [], frozenset()
+    check_columns(names, str(path))
+    return names, nested
+
+
+#: what a column of nested values holds, as every engine names it
+NESTED = "lists, structs or maps"
+_NESTED_VALUES = (list, tuple, dict, set, frozenset, np.ndarray)
+
+
+def frame_nested(frame: pd.DataFrame) -> frozenset[str]:
+    """The columns of a DataFrame that hold nested values: an Arrow list, struct or map
+    type, or (object columns) a list, tuple, dict, set or array as the first value; a
+    column that mixes them further down is found when it is counted."""
+    out = set()
+    for name in frame.columns:
+        col = frame[name]
+        if isinstance(col.dtype, pd.ArrowDtype):
+            import pyarrow as pa
+
+            if pa.types.is_nested(col.dtype.pyarrow_dtype):
+                out.add(str(name))
+        elif col.dtype == object:
+            first = col.first_valid_index()
+            if first is not None and isinstance(col.loc[first], _NESTED_VALUES):
+                out.add(str(name))
+    return frozenset(out)
+
+
+def holds_nested(values: pd.Series) -> bool:
+    """Whether any value of an object column is nested (a list, dict, array...): one pass
+    over the column, for the message of a count that failed on it."""
+    return values.dtype == object and bool(values.map(lambda v: isinstance(v, _NESTED_VALUES)).any())
+
+
+def require_flat(columns: Sequence[str], nested: Sequence[str] | frozenset[str]) -> None:
+    """D015 when one of ``columns`` holds nested values (:data:`NESTED`): a report or raw
+    value is one text or number per row, whatever engine reads it."""
+    for c in columns:
+        if c in nested:
+            raise DataError(Diagnostic("D015", f"the column '{c}' holds nested values ({NESTED}): a column holds "
+                                               "one report or raw value per row", columns=(c,),
+                                       hint="write one value per cell, as text or a number (a subset report is "
+                                            "its labels joined by |: black|red)"))
+
+
+# ---- rows counted without a parse: rows in = rows out ------------------------------------------------
+@dataclass(frozen=True)
+class RowCount:
+    """The data rows of a table, counted apart from any reader's parse.
+
+    Parameters
+    ----------
+    rows : int
+        Data rows: the header and blank lines are not rows (the numbering of every message).
+    longest, longest_bytes : int
+        The row (1-based) with the most bytes, and their number (its line break left out);
+        0 where not known (Parquet, a DataFrame).
+    """
+
+    rows: int
+    longest: int = 0
+    longest_bytes: int = 0
+
+
+#: bytes read at a time by :func:`count_rows`
+COUNT_BLOCK = 1 << 24
+_NL, _CR, _QUOTE, _COMMA, _SPACE, _TAB = 10, 13, 34, 44, 32, 9
+#: the bytes before a quote that opens a field, or after one that closes it (or doubles it)
+_FIELD_EDGE = np.zeros(256, dtype=bool)
+_FIELD_EDGE[[_COMMA, _NL, _CR, _QUOTE]] = True
+
+
+def count_rows(source: Any, longest: bool = False) -> RowCount:
+    """The data rows of a CSV or Parquet file (or a DataFrame), for rows in = rows out.
+
+    A CSV is not parsed: its bytes are read in blocks of :data:`COUNT_BLOCK` and a record
+    ends at a line break (``\\n``, ``\\r\\n`` or a lone ``\\r``) outside quotes, as pandas reads
+    it; a record of spaces and tabs only is a blank line, not a row.  Where a quote
+    stands other than at a field's edge (``5" tall``, text after a closing quote), the
+    quotes cannot be paired by counting, and pandas counts the rows instead (in pieces).
+    A Parquet file's rows are in its metadata.
+
+    The count is pandas' for every file pandas reads but one kind: after a blank line
+    ended by a lone ``\\r`` (old Mac line ends), pandas' tokenizer may read that line as a
+    row, or drop a comma that follows it.  ``longest``: find the longest row too (a
+    slower pass: every line's length).  privatize uses the count only to find an
+    engine that lost rows, and then reads the file as pandas does: a wrong count costs
+    time, never a row.
+    """
+    if isinstance(source, pd.DataFrame):
+        return RowCount(len(source))
+    p = Path(source)
+    if p.suffix.lower() in PARQUET:
+        import pyarrow.parquet as pq
+
+        return RowCount(pq.ParquetFile(p).metadata.num_rows)
+    counted = _count_csv(p, longest)
+    return counted if counted is not None else _count_by_pandas(p)
+
+
+def _count_csv(path: Path, longest_wanted: bool = False) -> RowCount | None:
+    """:func:`count_rows` of a CSV by its bytes; None where a quote is not at a field's edge.
+
+    A block without quotes, ``\\r`` or blank lines (most blocks of most files) is counted by
+    its line breaks alone; the others record by record."""
+    records = 0                   # non-blank records so far, the header included
+    longest, longest_bytes = 0, 0
+    quotes = 0                    # quotes before the block (inside a quoted field when odd)
+    start = 0                     # where the open record starts (absolute offset)
+    blank = True                  # the open record holds only spaces and tabs so far
+    offset = 0
+    before = _NL                  # the byte before the block (the file starts as after a line break)
+    with open(path, "rb") as f:
+        if f.read(3) == b"\xef\xbb\xbf":          # a byte-order mark: pandas drops it
+            offset = start = 3
+        else:
+            f.seek(0)
+        block = f.read(COUNT_BLOCK)
+        while block:
+            ahead = f.read(COUNT_BLOCK)
+            buf = np.frombuffer(block, dtype=np.uint8)
+            after = ahead[0] if ahead else -1    # the byte after the block (-1: the end of the file)
+            breaks_at = buf == _NL
+            if not longest_wanted and not quotes % 2 and _plain(block, buf, breaks_at, blank):
+                breaks = int(np.count_nonzero(breaks_at))
+                if breaks:
+                    records += breaks
+                    last = block.rfind(b"\n")
+                    start = offset + last + 1
+                    blank = _only_blanks(_content(buf[last + 1:]))
+                else:
+                    blank = blank and _only_blanks(_content(buf))
+                before = block[-1]
+                offset += len(block)
+                block = ahead
+                continue
+            q = np.flatnonzero(buf == _QUOTE)
+            if q.size and not _quotes_pair(buf, q, quotes, before, _NL if after < 0 else after):
+                return None
+            ends = _record_ends(buf, q, quotes, after)
+            if ends.size:
+                first = start - offset                       # < 0: the record began in an earlier block
+                starts = np.concatenate(([first], ends[:-1] + 1))
+                prev = np.where(ends > 0, buf[np.maximum(ends - 1, 0)], before)
+                stops = ends - ((buf[ends] == _NL) & (prev == _CR))   # \r\n: the \r is no content
+                empty = _blank_records(buf, np.maximum(starts, 0), stops)
+                empty[0] &= blank
+                full = ~empty
+                row = records - 1 + np.cumsum(full)          # the data row of each record (header: 0)
+                records += int(np.count_nonzero(full))
+                sizes = np.where(full & (row >= 1), stops - starts, -1)
+                k = int(np.argmax(sizes))
+                if sizes[k] > longest_bytes:
+                    longest, longest_bytes = int(row[k]), int(sizes[k])
+                start = offset + int(ends[-1]) + 1
+                blank = _only_blanks(_content(buf[int(ends[-1]) + 1:]))
+            else:
+                blank = blank and _only_blanks(_content(buf))
+            quotes += int(q.size)
+            before = block[-1]
+            offset += len(block)
+            block = ahead
+    if offset > start and not blank:   # a last record without a line break
+        records += 1
+        if records > 1 and offset - start > longest_bytes:
+            longest, longest_bytes = records - 1, offset - start
+    return RowCount(max(records - 1, 0), longest, longest_bytes)
+
+
+def _plain(block: bytes, buf: np.ndarray, breaks: np.ndarray, blank: bool) -> bool:
+    """Whether every record that ends in ``block`` is a row and ends at a ``\\n`` (``breaks``):
+    no quote, no ``\\r``, no blank line (no line starts with a line break, a space or a
+    tab), and the record open before the block is not blank."""
+    if blank and block[:1] in (b"\n", b" ", b"\t"):
+        return False
+    if block.find(b'"') >= 0 or block.find(b"\r") >= 0:    # one byte each: memchr
+        return False
+    nxt = buf[1:]
+    return not np.any(breaks[:-1] & ((nxt == _NL) | (nxt == _SPACE) | (nxt == _TAB)))
+
+
+def _quotes_pair(buf: np.ndarray, q: np.ndarray, quotes: int, before: int, after: int) -> bool:
+    """Whether the quotes at ``q`` pair up by counting: each one that opens a field (an even
+    number of quotes before it) follows a comma, a line break or a quote (the second of a
+    doubled ``""``), and each one that closes a field is followed by one of them.  Otherwise
+    (``5" tall``, ``"a" b``, a space before the quote) only a parse can tell."""
+    opening, closing = (q[::2], q[1::2]) if quotes % 2 == 0 else (q[1::2], q[::2])
+    if opening.size and not (_FIELD_EDGE[buf[opening[opening > 0] - 1]].all()
+                             and (opening[0] > 0 or _FIELD_EDGE[before])):
+        return False
+    last = len(buf) - 1
+    return not closing.size or bool(_FIELD_EDGE[buf[closing[closing < last] + 1]].all()
+                                    and (closing[-1] < last or _FIELD_EDGE[after]))
+
+
+def _record_ends(buf: np.ndarray, q: np.ndarray, quotes: int, after: int) -> np.ndarray:
+    """Where records end in ``buf``: at ``\\n`` and at a lone ``\\r``, outside quotes."""
+    ends = np.flatnonzero(buf == _NL)
+    crs = np.flatnonzero(buf == _CR)
+    if crs.size:                  # a lone \r ends a record too (\r\n ends at its \n)
+        last = len(buf) - 1
+        nxt = np.where(crs < last, buf[np.minimum(crs + 1, last)], after)
+        ends = np.union1d(ends, crs[nxt != _NL])
+    if ends.size and (q.size or quotes % 2):   # a line break inside quotes ends nothing
+        ends = ends[(quotes + np.searchsorted(q, ends)) % 2 == 0]
+    return ends
+
+
+def _content(tail: np.ndarray) -> np.ndarray:
+    """The bytes of a record still open at the end of a block: a final ``\\r`` is left out
+    (the next block starts with the ``\\n`` of its ``\\r\\n``, or it would have ended the record)."""
+    return tail[:-1] if len(tail) and tail[-1] == _CR else tail
+
+
+def _only_blanks(segment: np.ndarray) -> bool:
+    """Whether the bytes are spaces and tabs only (pandas skips such a line)."""
+    return not np.any((segment != _SPACE) & (segment != _TAB))
+
+
+def _blank_records(buf: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Whether each record ``buf[start:stop]`` is blank: empty, or spaces and tabs only (only
+    the records that start with one are looked at)."""
+    blank = stops <= starts
+    first = buf[np.minimum(starts, len(buf) - 1)]
+    for k in np.flatnonzero(~blank & ((first == _SPACE) | (first == _TAB))):
+        blank[k] = _only_blanks(buf[starts[k]:stops[k]])
+    return blank
+
+
+def _count_by_pandas(path: Path) -> RowCount | None:
+    """The rows pandas reads, counted in pieces (bounded memory); None if it cannot read them."""
+    rows = 0
+    try:
+        for piece in _read_csv(path, usecols=[0], chunksize=1 << 20):
+            rows += len(piece)
+    except (ValueError, OSError, MemoryError):
+        return None
+    return RowCount(rows)
+
+
+def too_large(path: str | os.PathLike[str], name: str | None = None) -> DataError:
+    """D017: a file that does not fit in memory, naming its longest row where one row alone
+    is too long to be data (:data:`LONG_ROW`), from a count that needs no memory."""
+    p = Path(path)
+    name = name or str(path)
+    counted = count_rows(p, longest=True) if p.suffix.lower() not in PARQUET else None
+    if counted is not None and counted.longest_bytes > LONG_ROW:
+        return DataError(Diagnostic(
+            "D017", f"{name} is too large to read in memory: row {counted.longest} holds "
+                    f"{counted.longest_bytes:,} bytes", rows=(counted.longest,), file=name,
+            hint="a report or a raw value takes a few bytes: check how the file was written (a quote that "
+                 "never closes, or line breaks lost, join rows into one)"))
+    size = p.stat().st_size if p.is_file() else 0
+    return DataError(Diagnostic("D017", f"{name} ({size:,} bytes) is too large to read in memory", file=name,
+                                hint="read it with the duckdb engine (--engine duckdb, the default for files: "
+                                     "streamed, out of core), or in pieces"))
+
+
+#: bytes beyond which one row is named as the reason a file does not fit in memory
+LONG_ROW = 1 << 20
 
 
 def require_columns(frame: pd.DataFrame, columns: Sequence[str], path: Any = "data",
@@ -759,6 +1149,7 @@ class DataBindings:
     engine: str | None = None
     _cache: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)  # DataFrames given to the API
     _engines: dict[str, Any] = field(default_factory=dict, repr=False)
+    _rows: dict[str, bool] = field(default_factory=dict, repr=False)   # whether each table has a data row
 
     @classmethod
     def parse(cls, items: Sequence[str], mechanisms: Sequence[str]) -> "DataBindings":
@@ -866,7 +1257,7 @@ class DataBindings:
         """The columns of the default table (a file's header only is read)."""
         if self.default is None:
             raise DataError(Diagnostic("D005", "no default data file"))
-        return self.engine_for(None).columns()
+        return self._engine(self.default).columns()
 
     def path_for(self, mechanism: str | None) -> str:
         path = self.per_mechanism.get(mechanism or "", self.default)
@@ -877,10 +1268,21 @@ class DataBindings:
 
     def engine_for(self, mechanism: str | None) -> Any:
         """The engine that counts the table bound to ``mechanism`` (one per table, shared by
-        every query): the one asked for, else pandas for a DataFrame and DuckDB for a file."""
+        every query): the one asked for, else pandas for a DataFrame and DuckDB for a file.
+        D103 when the table has no data row (a header only): no query can be answered from
+        it, and every engine, family and query says so alike."""
+        path = self.path_for(mechanism)
+        engine = self._engine(path)
+        if path not in self._rows:
+            self._rows[path] = engine.has_rows()
+        if not self._rows[path]:
+            raise DataError(Diagnostic("D103", "no report was collected: nothing to estimate from",
+                                       hint="the table has a header and no data row"))
+        return engine
+
+    def _engine(self, path: str) -> Any:
         from .engines import engine_for
 
-        path = self.path_for(mechanism)
         if path not in self._engines:
             source = self._cache.get(path) if path.startswith("<DataFrame") else path
             self._engines[path] = engine_for(source if source is not None else path, self.engine, name=path)
@@ -888,4 +1290,4 @@ class DataBindings:
 
     def columns_for(self, mechanism: str | None) -> list[str]:
         """The columns of the table bound to ``mechanism`` (a file's header only is read)."""
-        return self.engine_for(mechanism).columns()
+        return self._engine(self.path_for(mechanism)).columns()

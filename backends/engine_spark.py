@@ -64,7 +64,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from .data import PARQUET, _read_csv, read_table, require_columns
+from .data import (PARQUET, _read_csv, check_columns, file_columns, frame_nested, read_table, require_columns,
+                   require_flat)
 from .engines import PandasEngine
 from .tally import Tally, canonical
 
@@ -150,8 +151,11 @@ class SparkEngine:
         self._csv = False
         self._checked = False
         self._frame: pd.DataFrame | None = None
+        self._nested: frozenset[str] = frozenset()
         if isinstance(source, pd.DataFrame):
             self.source = name or "<DataFrame>"
+            check_columns(list(source.columns))
+            self._nested = frame_nested(source)
             self._frame = source
             self._header = [str(c) for c in source.columns]
             if not len(source.columns) or not _spark_ready(source):
@@ -172,6 +176,7 @@ class SparkEngine:
             read_table(path)  # D001 as for every engine
         self._csv = path.suffix.lower() not in PARQUET
         self._path = os.path.abspath(os.fspath(path))
+        self._nested = file_columns(path)[1]   # D014 as for every engine
         try:
             if self._csv:
                 self._header = [str(c) for c in _read_csv(path, nrows=0).columns]  # pandas' names
@@ -197,13 +202,22 @@ class SparkEngine:
                 self._fallback = PandasEngine(self._frame, self.source)
             else:
                 assert self._path is not None
-                self._fallback = PandasEngine(read_table(self._path), self.source)
+                self._fallback = PandasEngine(read_table(self._path), self.source, nested=self._nested)
         return self._fallback
 
     def columns(self) -> list[str]:
         if self._fallback is not None:
             return self._fallback.columns()
         return list(self._header)
+
+    def has_rows(self) -> bool:
+        """Whether the table holds a data row (Spark takes the first)."""
+        if self._fallback is not None or self._suspect():
+            return self._use_pandas().has_rows()
+        try:
+            return bool(self._df.take(1))
+        except Exception:
+            return self._use_pandas().has_rows()
 
     # ---- counting ---------------------------------------------------------------------------
     def _suspect(self) -> bool:
@@ -238,6 +252,7 @@ class SparkEngine:
         if self._fallback is not None:
             return self._fallback.tally(columns)
         require_columns(pd.DataFrame(columns=self._header), columns, self.source)
+        require_flat(columns, self._nested)
         keys = [f"k{j}" for j in range(len(columns))]
         try:
             if self._suspect():

@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, Diagnostic
-from .data import PARQUET, UNGUARD_SQL, read_table, require_columns
+from .data import (PARQUET, UNGUARD_SQL, check_columns, file_columns, frame_nested, holds_nested, read_table,
+                   require_columns, require_flat)
 from .tally import Tally, canonical, run_starts
 
 #: the engines by name, and the extra each needs
@@ -40,6 +41,8 @@ class Engine(Protocol):
     source: str
 
     def columns(self) -> list[str]: ...
+
+    def has_rows(self) -> bool: ...
 
     def tally(self, columns: Sequence[str]) -> Tally: ...
 
@@ -77,7 +80,7 @@ def engine_for(source: Any, engine: str | None = None, name: str | None = None) 
     if engine == "pandas":
         if isinstance(source, pd.DataFrame):
             return PandasEngine(source, name or "<DataFrame>")
-        return PandasEngine(read_table(source), name or str(source))
+        return PandasEngine(read_table(source), name or str(source), nested=file_columns(source)[1])
     if engine == "duckdb":
         if not available("duckdb"):
             raise _missing_extra("duckdb", "duckdb")
@@ -101,12 +104,21 @@ class PandasEngine:
 
     name = "pandas"
 
-    def __init__(self, frame: pd.DataFrame, source: str = "<DataFrame>"):
+    def __init__(self, frame: pd.DataFrame, source: str = "<DataFrame>", nested: frozenset[str] | None = None):
+        """``nested``: the columns of nested values (a file's schema says; by default the
+        frame's types and first values, :func:`.data.frame_nested`).  D014 when a column
+        name repeats."""
+        check_columns(list(frame.columns))
         self.frame = frame
         self.source = source
+        self._nested = frame_nested(frame) if nested is None else nested
 
     def columns(self) -> list[str]:
         return [str(c) for c in self.frame.columns]
+
+    def has_rows(self) -> bool:
+        """Whether the table holds a data row."""
+        return len(self.frame) > 0
 
     def tally(self, columns: Sequence[str]) -> Tally:
         return self._tally(columns)[0]
@@ -165,7 +177,12 @@ class PandasEngine:
     def _tally(self, columns: Sequence[str]) -> tuple[Tally, np.ndarray, np.ndarray]:
         columns = list(columns)
         require_columns(self.frame, columns, self.source)
-        ids, present, values, counts = group_rows([self.frame[c] for c in columns])
+        require_flat(columns, self._nested)
+        try:
+            ids, present, values, counts = group_rows([self.frame[c] for c in columns])
+        except TypeError:   # unhashable: a nested value further down than the first
+            require_flat(columns, [c for c in columns if holds_nested(self.frame[c])])
+            raise
         values.columns = columns
         values, counts, order = canonical(values, counts)
         ids_of = present[order]                        # canonical tuple -> its id
@@ -260,6 +277,30 @@ def _take(uniques: Any, codes: np.ndarray) -> pd.Series:
 
 
 # ---- DuckDB -------------------------------------------------------------------------------------
+#: bytes of a CSV's last line beyond which DuckDB does not read the file: DuckDB drops a
+#: final row longer than its read buffer (16 x its 2 MB line limit) without a word
+#: (duckdb/duckdb#25825), and refuses any other row over 2 MB; pandas reads such a file
+LONG_LAST_LINE = 1 << 20
+
+
+def long_last_line(path: str | os.PathLike[str], limit: int | None = None) -> bool:
+    """Whether a file's last line (empty lines and line breaks at the end aside) is longer
+    than ``limit`` bytes (:data:`LONG_LAST_LINE`): only the file's end is read, and a file
+    ending in more than 64 bytes of line breaks counts as long."""
+    limit = LONG_LAST_LINE if limit is None else limit
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size <= limit:
+            return False
+        begin = max(0, size - limit - 65)   # the line's last limit + 1 bytes and what follows it
+        f.seek(begin)
+        tail = f.read().rstrip(b"\r\n")
+    window = tail[-limit - 1:]
+    if len(window) <= limit:                # blank lines all the way back: cannot tell
+        return begin > 0
+    return b"\n" not in window and b"\r" not in window
+
+
 _IDS = itertools.count()
 _CONNECTIONS: dict[int, Any] = {}
 
@@ -331,6 +372,10 @@ _DISTINCT_SHARE = 0.5
 _RUN_SORTS = 4096
 
 
+class _PandasReads(Exception):
+    """DuckDB read a file that only pandas' reading reads right (:meth:`DuckDBEngine._blank_cells`)."""
+
+
 class DuckDBEngine:
     """Counts in DuckDB (embedded): ``SELECT cols, count(*) ... GROUP BY ALL`` over the
     file, out of core, on all cores.  CSV cells are read as text with the conventions of
@@ -346,15 +391,23 @@ class DuckDBEngine:
         self._id = next(_IDS)
         self._fallback: PandasEngine | None = None
         self._frame_view: str | None = None
+        self._nested: frozenset[str] = frozenset()
         if isinstance(source, pd.DataFrame):
             self.source = name or "<DataFrame>"
-            self._frame_view = f"privspec_frame_{self._id}"
-            self.con.register(self._frame_view, source)
-            weakref.finalize(self, _unregister, self.con, self._frame_view)  # the frame is not held after
+            check_columns(list(source.columns))
+            self._nested = frame_nested(source)
             self._frame = source
-            self._from = self._frame_view
             self._header = [str(c) for c in source.columns]
             self._csv = False
+            self._frame_view = f"privspec_frame_{self._id}"
+            try:
+                self.con.register(self._frame_view, source)
+            except duckdb.Error:   # a column DuckDB cannot take (numpy arrays of text): pandas counts
+                self._frame_view = None
+                self._fallback = PandasEngine(source, self.source)
+                return
+            weakref.finalize(self, _unregister, self.con, self._frame_view)  # the frame is not held after
+            self._from = self._frame_view
             return
         self.source = name or str(source)
         path = Path(source)
@@ -362,7 +415,13 @@ class DuckDBEngine:
             read_table(path)  # D001 as for every engine
         self._csv = path.suffix.lower() not in PARQUET
         self._path = os.fspath(path)
+        self._nested = file_columns(path)[1]   # D014 as for every engine
         try:
+            if self._csv and long_last_line(path):
+                # DuckDB drops a final row longer than its read buffer without a word
+                # (duckdb/duckdb#25825): pandas reads such a file, or names the row
+                self._use_pandas()
+                return
             if self._csv:
                 self._header, skip = self._csv_header(path)
                 cols = ", ".join(f"{_literal(f'f{i}')}: 'VARCHAR'" for i in range(len(self._header)))
@@ -403,13 +462,30 @@ class DuckDBEngine:
         """The file as pandas reads it: its diagnostic if it cannot be read, else its frame
         (DuckDB refused something pandas takes: the results stay the same)."""
         if self._fallback is None:
-            self._fallback = PandasEngine(read_table(self._path), self.source)
+            self._fallback = PandasEngine(read_table(self._path), self.source, nested=self._nested)
         return self._fallback
 
     def columns(self) -> list[str]:
         if self._fallback is not None:
             return self._fallback.columns()
         return list(self._header)
+
+    def has_rows(self) -> bool:
+        """Whether the table holds a data row: DuckDB stops at the first (a CSV's first block).
+        A one-column CSV whose every cell is blank is read by pandas (:meth:`_blank_cells`)."""
+        if self._fallback is not None:
+            return self._fallback.has_rows()
+        where = ""
+        if self._csv and len(self._header) == 1:
+            where = f" WHERE NOT regexp_full_match({_quote(self._header[0])}, '[ \t]*')"
+        try:
+            if self.con.execute(f"SELECT 1 FROM {self._from}{where} LIMIT 1").fetchone() is not None:
+                return True
+            if where and self.con.execute(f"SELECT 1 FROM {self._from} LIMIT 1").fetchone() is not None:
+                return self._use_pandas().has_rows()
+            return False
+        except self._duckdb.Error:
+            return self._use_pandas().has_rows()
 
     _floats: set = set()
 
@@ -428,6 +504,7 @@ class DuckDBEngine:
         if self._fallback is not None:
             return self._fallback.tally(columns)
         require_columns(pd.DataFrame(columns=self._header), columns, self.source)
+        require_flat(columns, self._nested)
         raw = ", ".join(f"{_quote(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         cells = ", ".join(f"{self._cell(c, f'c{i}')} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         keys = ", ".join(_quote(f"c{i}") for i in range(len(columns)))
@@ -446,12 +523,23 @@ class DuckDBEngine:
             return self._use_pandas().tally(columns)
         values = got[[f"c{i}" for i in range(len(columns))]]
         values.columns = columns
+        if self._blank_cells(values[columns[0]]):
+            return self._use_pandas().tally(columns)
         values, counts, _ = canonical(values, got["n"].to_numpy())
 
         def locator(mask: np.ndarray) -> np.ndarray:
             return self._rows(columns, values[mask])
 
         return Tally(tuple(columns), values, counts, self.source, locator)
+
+    def _blank_cells(self, cells: pd.Series) -> bool:
+        """Whether a one-column CSV holds a cell of spaces and tabs only (or none): an unquoted
+        line of them is a blank line for pandas, no row, where DuckDB reads a row, and a
+        quoted one (``"  "``) is a row for both; only pandas' reading tells them apart."""
+        if not self._csv or len(self._header) != 1:
+            return False
+        text = cells.dropna().astype(str)
+        return bool(text.str.fullmatch(r"[ \t]*").any())
 
     def chunks(self, rows: int) -> Iterator[pd.DataFrame]:
         """The table in pieces of ``rows`` rows, in file order (every column, CSV cells as
@@ -464,6 +552,7 @@ class DuckDBEngine:
         con.execute("SET preserve_insertion_order = true")
         if self._frame_view is not None:
             con.register(self._frame_view, self._frame)
+        done = 0   # rows handed out
         try:
             reader = con.sql(f"SELECT {cells} FROM {self._from}").to_arrow_reader(rows)
             empty = True
@@ -476,14 +565,18 @@ class DuckDBEngine:
                 while held >= rows:
                     whole = pd.concat(buffer, ignore_index=True)
                     yield whole.iloc[:rows].reset_index(drop=True)
+                    done += rows
                     empty = False
                     rest = whole.iloc[rows:].reset_index(drop=True)
                     buffer, held = ([rest] if len(rest) else []), len(rest)
             if held or empty:
                 yield (pd.concat(buffer, ignore_index=True) if buffer else
                        pd.DataFrame({c: pd.Series([], dtype=object) for c in self._header}))
-        except self._duckdb.Error:
-            yield from self._use_pandas().chunks(rows)
+        except (self._duckdb.Error, OSError):   # (Arrow's reader passes DuckDB's errors on as OSError)
+            # DuckDB stopped part way: pandas reads the file, and the rows not handed out yet
+            # follow (never a row twice)
+            frame = self._use_pandas().frame
+            yield from PandasEngine(frame.iloc[done:].reset_index(drop=True), self.source).chunks(rows)
 
     def tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str]
                      ) -> tuple[Tally, np.ndarray, Tally]:
@@ -496,6 +589,29 @@ class DuckDBEngine:
         if self._fallback is not None:
             raise NotImplementedError("a file DuckDB cannot read: no SQL parse")
         require_columns(pd.DataFrame(columns=self._header), [column], self.source)
+        require_flat([column], self._nested)
+        if not self._is_text(column):
+            # a typed column (Parquet numbers, booleans): no text to parse in SQL; its values
+            # go to privspec's parser as every engine hands them over
+            return self._unparsed(column, len(exprs))
+        try:
+            return self._tally_parsed(column, prepare, ok, exprs)
+        except (self._duckdb.Error, _PandasReads):
+            # DuckDB stopped on the file (a row it refuses further down), or read what only
+            # pandas reads right: pandas reads it, or says why it cannot, and every report
+            # goes to privspec's parser
+            self._use_pandas()
+            return self._unparsed(column, len(exprs))
+
+    def _unparsed(self, column: str, k: int) -> tuple[Tally, np.ndarray, Tally]:
+        """:meth:`tally_parsed` with nothing parsed in SQL: every report in the tally of texts."""
+        names = tuple(f"e{i}" for i in range(k))
+        none = Tally(names, pd.DataFrame({n: np.empty(0) for n in names}), np.zeros(0, dtype=np.int64),
+                     self.source, lambda mask: np.empty(0, dtype=np.int64))
+        return none, none.counts, self.tally([column])
+
+    def _tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str]
+                      ) -> tuple[Tally, np.ndarray, Tally]:
         cell = self._cell(column, "x")
         named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
         per_row = self._parse_every_row(column, prepare, ok)
@@ -566,12 +682,22 @@ class DuckDBEngine:
                               prepare=prepare)
 
         parsed = Tally(tuple(names), parsed_values, parsed_counts, self.source, parsed_rows)
+        if self._blank_cells(rest["x"]):
+            raise _PandasReads()
         values, counts, _ = canonical(rest[["x"]].rename(columns={"x": column}), rest["n"].to_numpy())
 
         def rest_rows(mask: np.ndarray) -> np.ndarray:
             return self._rows([column], values[mask])
 
         return parsed, parsed_counts, Tally((column,), values, counts, self.source, rest_rows)
+
+    def _is_text(self, column: str) -> bool:
+        """Whether the column holds text (every CSV cell does; a Parquet or DataFrame column
+        by its type)."""
+        if self._csv:
+            return True
+        described = self.con.execute(f"SELECT {_quote(column)} FROM {self._from} LIMIT 0").description
+        return str(described[0][1]).upper() == "VARCHAR"
 
     def _parse_every_row(self, column: str, prepare: Sequence[tuple[str, str]], ok: str) -> bool:
         """Whether most of the first rows' cells (:data:`_DISTINCT_SAMPLE`) are different and

@@ -31,7 +31,7 @@ from ..model import ProductMechanism, SubsetMechanism, Variable
 from ..progress import progress
 from .channel import Channel, GRRChannel
 from .compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
-from .data import MISSING, describe_values, missing_rows, require_columns
+from .data import MISSING, describe_values, missing_rows, require_columns, show_value
 from .rowrandom import BLOCK, RowRandom, row_key, stream_of
 from .tally import Tally, describe_distinct
 
@@ -81,7 +81,7 @@ def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple
     position = {lab: j for j, lab in enumerate(labels)}
     unknown = [t for t in parts if t not in position]
     if unknown:
-        return None, f"'{unknown[0]}' is not a category"
+        return None, f"{show_value(unknown[0])} is not a category"
     if ch.masks is None:  # one label per report
         if len(parts) != 1:
             return None, "a randomized-response report is one label"
@@ -103,7 +103,7 @@ def _uniform_reason(text: str, labels: Sequence[str]) -> tuple[int | None, str]:
     parts = {t.strip() for t in str(text).split("|")}
     unknown = sorted(t for t in parts if t not in labels)
     if unknown:
-        return None, f"'{unknown[0]}' is not a category"
+        return None, f"{show_value(unknown[0])} is not a category"
     if not 2 <= len(parts) <= len(labels) - 2:
         return None, "this subset has probability 0 under the uniform design (sizes 2..p-2 only)"
     return sum(1 << labels.index(t) for t in parts), ""
@@ -262,10 +262,11 @@ def raw_codes(raw: Any, var: Variable, dtype: Any = np.int64) -> tuple[np.ndarra
     return per_row(index.astype(dtype, copy=False)), cols
 
 
-def check_raw(mechanism: Any, engine: Any) -> None:
+def check_raw(mechanism: Any, engine: Any) -> int:
     """The checks :func:`privatize_frame` makes of raw answers (columns, missing values,
     values outside the domain), on the distinct values an engine counts: the same
-    messages, naming the file's rows, before a file is privatized in pieces."""
+    messages, naming the file's rows, before a file is privatized in pieces.  Returns the
+    number of rows the engine counted."""
     header = engine.columns()
     factors = factor_mechanisms(mechanism)
     per = [columns_for(f.variable, header) for f in factors]
@@ -276,6 +277,7 @@ def check_raw(mechanism: Any, engine: Any) -> None:
     for f, cols in zip(factors, per):
         tally.check_no_missing(cols)
         _labels_to_index(_joined(tally.values, cols), f.variable.labels, f.variable.name, cols, tally)
+    return tally.n
 
 
 def _inverse_cdf(probs: np.ndarray, u: np.ndarray) -> np.ndarray:

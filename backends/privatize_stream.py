@@ -2,13 +2,17 @@
 
 ``privspec privatize`` never holds the whole input: the raw answers are first checked on
 the distinct values an engine counts (the checks of the in-memory path, naming the
-file's rows), then read in pieces of :data:`CHUNK_ROWS` rows in file order, each
-privatized with its offset -- a row's report depends on (seed, mechanism, row index,
+file's rows; the rows it counted are checked against a count of the file's rows that
+needs no parse, :func:`.data.count_rows`, and an engine that missed some is replaced
+by pandas' reading, the reference), then read in pieces of :data:`CHUNK_ROWS` rows in
+file order, each privatized with its offset -- a row's report depends on (seed, mechanism, row index,
 value) only (:class:`~privspec.backends.rowrandom.RowRandom`), so the output is the same
 for any piece size, engine or number of threads -- and appended to a temporary file
 beside the output, published at the end (:func:`.data.write_atomic`): a killed run
 leaves no partial file at the target path, and without ``force`` an output that another
-run wrote meanwhile is not replaced.
+run wrote meanwhile is not replaced.  Rows in = rows out: the rows read and written are
+counted, and any difference from the input's rows is an error (D016) that leaves
+nothing at the target path.
 
 The output holds the mechanism's reports only: a raw column leaves privspec only when it
 is named (``keep``, ``--keep``: :func:`kept_columns`, :func:`with_kept`), never a column
@@ -31,9 +35,9 @@ import pandas as pd
 
 from ..errors import DataError, Diagnostic
 from ..model import Release, SubsetMechanism
-from .data import (PARQUET, csv_quoting, guard_cells, guard_text, observed_columns, write_atomic,
+from .data import (PARQUET, count_rows, csv_quoting, guard_cells, guard_text, observed_columns, write_atomic,
                    write_table_atomic)
-from .engines import engine_for
+from .engines import PandasEngine, engine_for
 from .finite_data import check_raw, factor_mechanisms
 
 #: rows privatized at a time (the output does not depend on it)
@@ -61,7 +65,16 @@ def privatize_file(model: Any, mechanism: Any, backend: Any, source: Any, output
         write_table_atomic(guard_cells(table) if csv_guard else table, output, force=force)
         return len(table)
     kept = kept_columns(mechanism, reader.columns(), keep)
-    _check(mechanism, reader)
+    # rows in: the rows the checks counted, against a count of the file's rows apart from
+    # any parse; an engine that read other rows than the file holds (DuckDB drops a final
+    # row longer than its buffer) gives way to pandas' reading, which reads every row or
+    # names the one it cannot read (pandas is the reference: its count stands)
+    counted = _check(mechanism, reader)
+    rows_in = count_rows(source).rows
+    if counted is not None and counted != rows_in and not isinstance(reader, PandasEngine):
+        reader = engine_for(source, "pandas", name="the raw data")
+        counted = _check(mechanism, reader)
+    expected = rows_in if counted is None else counted
     whole = adds_rows(mechanism)
     # one key for every piece: the seed, or (none given) fresh entropy drawn once
     key = seed if seed is not None else int(np.random.SeedSequence().entropy)
@@ -82,6 +95,9 @@ def privatize_file(model: Any, mechanism: Any, backend: Any, source: Any, output
                 written += len(out)
         finally:
             sink.close()
+        # rows in = rows out (dummy respondents, min_coverage, come on top of the real rows)
+        if start != expected or (not whole and written != start):
+            raise _rows_lost(expected, start, written)
 
     write_atomic(output, write, force=force)
     return written
@@ -157,17 +173,30 @@ def with_kept(reports: pd.DataFrame, raw: pd.DataFrame, kept: Sequence[Any]) -> 
     return out
 
 
-def _check(mechanism: Any, reader: Any) -> None:
-    """The raw answers' checks on their distinct values (every family that reads raw rows)."""
+def _rows_lost(rows_in: int, read: int, written: int) -> DataError:
+    """D016: the rows read or written are not the input's rows."""
+    what = f"{read:,} read" + (f", {written:,} written" if written != read else " and privatized")
+    return DataError(Diagnostic("D016", f"the raw data hold {rows_in:,} data rows, {what}: rows in = rows out does "
+                                        "not hold, and nothing was written",
+                                hint="read the file with --engine pandas (the reference reading: it reads every "
+                                     "row or names the one it cannot read)"))
+
+
+def _check(mechanism: Any, reader: Any) -> int | None:
+    """The raw answers' checks on their distinct values (every family that reads raw rows);
+    the rows the reader counted (None where nothing was checked)."""
     if getattr(mechanism, "is_finite", False):
-        check_raw(mechanism, reader)
-    elif getattr(mechanism, "family", None) == "interval" and getattr(mechanism, "variable", None) is not None:
+        return check_raw(mechanism, reader)
+    if getattr(mechanism, "family", None) == "interval" and getattr(mechanism, "variable", None) is not None:
         from .data import require_columns
         from .interval import raw_values
 
         column = mechanism.variable.name
         require_columns(pd.DataFrame(columns=reader.columns()), [column], "the raw data")
-        raw_values(mechanism, reader.tally([column]))
+        tally = reader.tally([column])
+        raw_values(mechanism, tally)
+        return tally.n
+    return None
 
 
 def _whole(reader: Any) -> pd.DataFrame:

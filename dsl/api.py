@@ -408,6 +408,12 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
                                               f"({getattr(mech, 'family', 'release')}) is not supported yet"))
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
+    from .backends.data import check_columns, frame_nested, observed_columns, require_flat
+
+    # the table's shape, checked as every engine checks a file's: a repeated name (D014),
+    # nested values in a column the mechanism reads (D015)
+    check_columns(list(frame.columns))
+    require_flat([str(c) for c in frame.columns if str(c) in observed_columns(mech)], frame_nested(frame))
     if isinstance(keep, str):
         keep = [keep]
     kept = kept_columns(mech, list(frame.columns), keep, "<DataFrame>") if keep else []

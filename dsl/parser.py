@@ -525,8 +525,36 @@ class ToAst(Transformer):
 
 
 def _unquote(tok: Token) -> str:
-    s = str(tok)[1:-1]
-    return re.sub(r"\\(.)", r"\1", s)
+    """The text of a STRING token (its quotes off, escapes read: :func:`unescape`)."""
+    return unescape(str(tok)[1:-1], tok.start_pos + _STATE.get().offset + 1)
+
+
+_ESCAPE = re.compile(r"\\(.)", re.S)
+#: what a quoted string's escapes are, for the hint of E106
+ESCAPES_HINT = ('a quoted string has two escapes: \\" for a quote and \\\\ for a backslash; write a '
+                'backslash doubled (C:\\\\data)')
+
+
+def unescape(text: str, start: int) -> str:
+    """The value of the inside ``text`` of a quoted string, which starts at offset ``start``
+    of the source: ``\\"`` is a quote and ``\\\\`` a backslash; any other escape is E106,
+    pointing at it (it used to drop the backslash: ``"\\input"`` read as ``input``).
+
+    Examples
+    --------
+    >>> unescape('say \\\\"hi\\\\" C:\\\\\\\\d', 0)
+    'say "hi" C:\\\\d'
+    """
+    if "\\" not in text:
+        return text
+
+    def one(m: re.Match) -> str:
+        if m.group(1) in '"\\':
+            return m.group(1)
+        raise _Fold(Diagnostic("E106", f"unknown escape '\\{m.group(1)}' in a quoted string",
+                               Span(start + m.start(), start + m.end()), ESCAPES_HINT))
+
+    return _ESCAPE.sub(one, text)
 
 
 # ---------------------------------------------------------------------------------
@@ -757,10 +785,7 @@ def _label_set_declaration(chunk: str, offset: int) -> ast.CategoricalDecl | Non
         if label is not None:
             add(Ref(label, Span(offset + m.start(), offset + m.end())))
         else:
-            text = m.group(2)
-            if "\\" in text:
-                text = re.sub(r"\\(.)", r"\1", text)
-            add(Str(text, Span(offset + m.start(), offset + m.end())))
+            add(Str(unescape(m.group(2), offset + m.start(2)), Span(offset + m.start(), offset + m.end())))
     return ast.CategoricalDecl(name, tuple(labels), Span(offset, offset + len(chunk)))
 
 

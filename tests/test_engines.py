@@ -170,6 +170,20 @@ def test_one_column_blank_lines(tmp_path: Path) -> None:
     assert tallies[0].counts.tolist() == [1, 2] and tallies[0].locate(tallies[0].values["color"] == "") == (2,)
 
 
+@pytest.mark.parametrize("text, rows", [("color\nred\n   \nblue\n", 2), ("color\nred\n\t\nblue\n", 2),
+                                        ('color\n"  "\nred\n', 2), ("color\n \t \n", 0)])
+def test_one_column_lines_of_spaces_are_blank_lines_for_every_engine(tmp_path: Path, text: str, rows: int) -> None:
+    """A line of spaces or tabs in a one-column file is no row (pandas' reading); DuckDB read
+    it as an empty report (D004 where pandas answered, issue 33); a quoted "  " is a row."""
+    f = tmp_path / "r.csv"
+    f.write_text(text)
+    assert [engine_for(f, e).has_rows() for e in ENGINES] == [rows > 0] * len(ENGINES)
+    if rows:
+        tallies = _tallies(f, ["color"])
+        _same(tallies)
+        assert tallies[0].n == rows
+
+
 def test_parquet_types_and_nulls(tmp_path: Path) -> None:
     f = tmp_path / "r.parquet"
     pd.DataFrame({"x": ["b", None, "b", "a"], "v": [1.5, np.nan, 1.5, 2.0], "k": [1, 2, 1, 3]}).to_parquet(f)
@@ -181,17 +195,23 @@ def test_parquet_types_and_nulls(tmp_path: Path) -> None:
 
 
 def test_headers_as_pandas_reads_them(tmp_path: Path) -> None:
-    """A byte-order mark, blank lines before the header, duplicate and blank column names:
-    the names and the rows are pandas'."""
+    """A byte-order mark, blank lines before the header, blank column names: the names and
+    the rows are pandas'; a repeated name is refused by every engine (D014; pandas renamed
+    it x.1, DuckDB x_1, and each read one of the two: issue 33)."""
     f = tmp_path / "r.csv"
-    f.write_bytes("\ufeff\n\nx,x,,y\na,b,c,d\na,b,c,e\n".encode("utf-8"))
+    f.write_bytes("\ufeff\n\nx,w,,y\na,b,c,d\na,b,c,e\n".encode("utf-8"))
     names = [str(c) for c in read_table(f).columns]
     for e in ENGINES:
         engine = engine_for(f, e)
-        assert engine.columns() == names == ["x", "x.1", "Unnamed: 2", "y"]
-    tallies = _tallies(f, ["x.1", "y"])
+        assert engine.columns() == names == ["x", "w", "Unnamed: 2", "y"]
+    tallies = _tallies(f, ["w", "y"])
     _same(tallies)
     assert tallies[0].locate(tallies[0].values["y"] == "e") == (2,)
+    f.write_bytes("\ufeff\n\nx,x,,y\na,b,c,d\n".encode("utf-8"))
+    for e in ENGINES:
+        with pytest.raises(DataError) as err:
+            engine_for(f, e)
+        assert err.value.code == "D014" and err.value.diagnostics[0].columns == ("x",)
 
 
 def test_nan_and_null_in_a_parquet_column_are_one_missing_value(tmp_path: Path) -> None:

@@ -126,6 +126,12 @@ CASES = [
     case("E105-declaration-too-long", "E105",
          "variable x: categorical {a, b}\n«mechanism» m = grr(x, epsilon = " + "1 + " * 600_000 + "1)",
          msg=("characters long", "limited to 2,000,000"), hint=("split it",)),
+    case("E106-unknown-escape-in-a-label", "E106", 'variable x: categorical {"a«\\i»nput", b}',
+         msg=("unknown escape '\\i'",), hint=('\\"', "\\\\")),
+    case("E106-unknown-escape-in-the-title", "E106", 'spec "C:«\\n»ew"', msg=("unknown escape '\\n'",)),
+    case("E106-unknown-escape-in-a-population", "E106",
+         COLOR + 'population color ~ categorical("bl«\\a»ck" = 1/4, red = 1/4, green = 1/4, blue = 1/4)',
+         msg=("unknown escape",)),
 
     # ---- names (E2xx) --------------------------------------------------------------------
     case("E201-variable", "E201", COLOR + "mechanism m = subset(«colr», uniform)",

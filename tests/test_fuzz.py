@@ -338,3 +338,215 @@ def test_costs_mirror_the_back_ends_switches() -> None:
     assert costs.EXACT_CELL_LIMIT == channel.EXACT_LIMIT
     assert costs.SYMBOLIC_LIMIT == channel.Channel.symbolic_limit
     assert costs.UNIFORM_ENUM_LIMIT == uniform.UNIFORM_ENUM_LIMIT
+
+
+# ---- malformed data files x engines x verbs (issue 33) ----------------------------------------------------
+# Every data file gets an answer or a clear error (exit 0 or 1, never 3), within CASE_SECONDS,
+# and every engine the same one: the same exit status and the same error codes for the same
+# file, for `run` and `privatize`.  A file is a few valid rows with one kind of damage.
+import hypothesis.strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+
+from privspec.backends import engines as _engines  # noqa: E402
+
+FILE_ENGINES = ["pandas", "duckdb"] + (["spark"] if _engines.available("spark") else [])
+FILE_SPEC = """
+variable color: categorical {black, red, green, blue}
+variable y: continuous [0, 10]
+mechanism g = grr(color, epsilon = 1)
+mechanism urn = subset(color, uniform)
+mechanism iv = interval(y, case1(uniform(0, 10)))
+query wg = estimate distribution(color) from g by mom
+query w = estimate distribution(color) from urn by mom
+query mu = estimate mean(y) from iv by unbiased
+"""
+#: what each case runs: ``run`` of a query from its mechanism's file, or ``privatize``
+FILE_VERBS = [("run", "wg", "g"), ("run", "w", "urn"), ("run", "mu", "iv"), ("privatize", None, "g"),
+              ("privatize", None, "iv")]
+LABELS = ["black", "red", "green", "blue"]
+DAMAGE = ["none", "header_only", "empty", "zero_rows_parquet", "nested_parquet", "duplicate_columns", "bad_utf8",
+          "ragged", "unclosed_quote", "nul", "long_line", "wrong_types", "missing", "bom", "crlf", "lone_cr",
+          "blank_lines", "stray_quotes", "one_column"]
+
+
+class _Csv(bytes):
+    """A CSV file's bytes, shown short in hypothesis' reports (a long line is 2.5 MB)."""
+
+    def __repr__(self) -> str:
+        return repr(bytes(self)) if len(self) <= 200 else repr(bytes(self[:200])) + f"... ({len(self):,} bytes)"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+
+@st.composite
+def data_files(draw: st.DrawFn, damage: str | None = None) -> tuple[str, str, bytes | object]:
+    """(damage, suffix, content): the content is CSV bytes, or an Arrow table for Parquet;
+    ``damage`` one of :data:`DAMAGE` (by default drawn)."""
+    import pyarrow as pa
+
+    damage = draw(st.sampled_from(DAMAGE)) if damage is None else damage
+    n = draw(st.integers(1, 6))
+    colors = draw(st.lists(st.sampled_from(LABELS), min_size=n, max_size=n))
+    ys = [repr(float(v)) for v in draw(st.lists(st.integers(0, 10), min_size=n, max_size=n))]
+    at = draw(st.integers(0, n - 1))           # the damaged row
+    rows = [f"{c},{y}" for c, y in zip(colors, ys)]
+
+    def csv(lines: list[str], header: str = "color,y", end: str = "\n") -> bytes:
+        return _Csv((end.join([header, *lines]) + end).encode("utf-8"))
+
+    if damage == "none":
+        return damage, ".csv", csv(rows)
+    if damage == "header_only":
+        return damage, ".csv", csv([])
+    if damage == "empty":
+        return damage, ".csv", b""
+    if damage == "zero_rows_parquet":
+        return damage, ".parquet", pa.table({"color": pa.array([], pa.string()), "y": pa.array([], pa.float64())})
+    if damage == "nested_parquet":
+        kind = draw(st.sampled_from(["list", "struct", "map"]))
+        column = draw(st.sampled_from(["color", "y"]))
+        nested = {"list": pa.array([[c] for c in colors]), "struct": pa.array([{"v": c} for c in colors]),
+                  "map": pa.array([[(c, 1)] for c in colors], type=pa.map_(pa.string(), pa.int64()))}[kind]
+        table = {"color": pa.array(colors), "y": pa.array([float(y) for y in ys])}
+        table[column] = nested
+        return damage, ".parquet", pa.table(table)
+    if damage == "duplicate_columns":
+        if draw(st.booleans()):
+            return damage, ".csv", csv([f"{r},{c}" for r, c in zip(rows, reversed(colors))], "color,y,color")
+        return damage, ".parquet", pa.Table.from_arrays([pa.array(colors), pa.array(ys), pa.array(colors[::-1])],
+                                                        names=["color", "y", "color"])
+    if damage == "bad_utf8":
+        data = csv(rows)
+        bad = draw(st.sampled_from([b"\xff", b"caf\xe9", b"\xc3"]))
+        cut = data.index(rows[at].encode()) + draw(st.integers(0, len(rows[at])))
+        return damage, ".csv", _Csv(data[:cut] + bad + data[cut:])
+    if damage == "ragged":
+        rows[at] = draw(st.sampled_from([rows[at] + ",extra", colors[at], rows[at] + ",,"]))
+        return damage, ".csv", csv(rows)
+    if damage == "unclosed_quote":
+        rows[at] = '"' + rows[at]
+        return damage, ".csv", csv(rows)
+    if damage == "nul":
+        rows[at] = draw(st.sampled_from(["\x00", f"{colors[at]}\x00,{ys[at]}", f"{colors[at]},\x00{ys[at]}"]))
+        return damage, ".csv", csv(rows)
+    if damage == "long_line":       # over DuckDB's 2 MB line limit: a padded label, or no label
+        long = draw(st.sampled_from([colors[at] + " " * 2_500_000, "x" * 2_500_000]))
+        rows[at] = f"{long},{ys[at]}"
+        return damage, ".csv", csv(rows)
+    if damage == "wrong_types":
+        if draw(st.booleans()):
+            rows[at] = draw(st.sampled_from([f"7,{ys[at]}", f"{colors[at]},ten", f"{colors[at]},1e999", "true,nan"]))
+            return damage, ".csv", csv(rows)
+        kind = draw(st.sampled_from(["int_color", "bool_color", "text_y", "float_color"]))
+        table = {"color": pa.array(colors), "y": pa.array([float(y) for y in ys])}
+        if kind == "int_color":
+            table["color"] = pa.array(list(range(n)))
+        elif kind == "bool_color":
+            table["color"] = pa.array([bool(i % 2) for i in range(n)])
+        elif kind == "float_color":
+            table["color"] = pa.array([float("nan")] + [1.5] * (n - 1))
+        else:
+            table["y"] = pa.array(ys[:-1] + ["ten"])
+        return damage, ".parquet", pa.table(table)
+    if damage == "missing":
+        rows[at] = draw(st.sampled_from([f",{ys[at]}", f"{colors[at]},", "NA,NA", ",", f"null,{ys[at]}"]))
+        return damage, ".csv", csv(rows)
+    if damage == "bom":
+        return damage, ".csv", _Csv(b"\xef\xbb\xbf" + csv(rows))
+    if damage == "crlf":
+        return damage, ".csv", csv(rows, end="\r\n")
+    if damage == "lone_cr":
+        return damage, ".csv", csv(rows, end="\r")
+    if damage == "blank_lines":
+        rows.insert(at, draw(st.sampled_from(["", "   ", "\t", " \t "])))
+        return damage, ".csv", csv(rows)
+    if damage == "one_column":       # a line of spaces: no row for pandas, a row for DuckDB unless told
+        lines = [*colors]
+        lines.insert(at, draw(st.sampled_from(["", "   ", "\t", '"  "', '""'])))
+        return damage, ".csv", csv(lines, "color")
+    assert damage == "stray_quotes"
+    rows[at] = draw(st.sampled_from([f'"{colors[at]}" x,{ys[at]}', f'{colors[at]}"5,{ys[at]}',
+                                     f'"{colors[at]}",{ys[at]}', f'" {colors[at]}",{ys[at]}']))
+    return damage, ".csv", csv(rows)
+
+
+def _write_data(content: bytes | object, path: Path) -> None:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        import pyarrow.parquet as pq
+
+        pq.write_table(content, path)
+
+
+_ERROR_CODE = re.compile(r"(?:error|warning)\[([A-Z]\d{3})\]")
+
+
+def run_file_case(spec: Path, data: Path, verb: tuple, out: Path, seconds: float = CASE_SECONDS) -> list[str]:
+    """Problems with one file and one verb: an exit status other than 0 or 1, more than
+    ``seconds`` on an engine, or engines that disagree on the exit status or the error codes."""
+    command, query, mech = verb
+    problems, seen = [], {}
+    for engine in FILE_ENGINES:
+        if command == "run":
+            argv = ["run", str(spec), "--data", f"{mech}={data}", "--query", query, "--engine", engine]
+        else:
+            argv = ["privatize", str(spec), "--mechanism", mech, "--input", str(data), "--output", str(out),
+                    "--seed", "1", "--force", "--engine", engine]
+        stdout, stderr = io.StringIO(), io.StringIO()
+        start = time.perf_counter()
+        try:
+            with deadline(seconds):
+                code = main(argv, stdout=stdout, stderr=stderr)
+        except TooSlow:
+            problems.append(f"{engine}: over {seconds} s")
+            continue
+        took = time.perf_counter() - start
+        err = stderr.getvalue()
+        if code not in (0, 1):
+            problems.append(f"{engine}: exit {code}: {err.strip().splitlines()[-2:]}")
+        elif took > seconds:
+            problems.append(f"{engine}: {took:.1f} s")
+        seen[engine] = (code, tuple(sorted(set(_ERROR_CODE.findall(err)))))
+    if len(set(seen.values())) > 1:
+        problems.append(f"engines disagree: {seen}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def file_spec(tmp_path_factory) -> Path:
+    """The spec, after one untimed pass of every verb and engine over a valid file (the
+    first call of each pays its imports, seconds on a busy machine)."""
+    folder = tmp_path_factory.mktemp("files")
+    path = folder / "files.privspec"
+    path.write_text(FILE_SPEC)
+    data = folder / "warm.csv"
+    data.write_text("color,y\nred,1.5\nblue,2\n")
+    for verb in FILE_VERBS:
+        run_file_case(path, data, verb, folder / "o.csv", seconds=600)
+    return path
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_every_kind_of_damaged_file_gets_one_answer(damage: str, file_spec: Path, tmp_path: Path) -> None:
+    """Each kind of damage once (the first file hypothesis draws of it), for every verb."""
+    from hypothesis import find
+
+    _, suffix, content = find(data_files(damage), lambda case: True, settings=settings(database=None))
+    data = tmp_path / f"data{suffix}"
+    _write_data(content, data)
+    failures = [f"{verb}: {p}" for verb in FILE_VERBS for p in run_file_case(file_spec, data, verb, tmp_path / "o.csv")]
+    assert not failures, f"{damage}:\n" + "\n".join(failures)
+
+
+@given(case=data_files(), verb=st.sampled_from(FILE_VERBS))
+@settings(max_examples=30, deadline=None, derandomize=True, database=None)
+def test_fuzz_damaged_files_never_an_internal_error_and_every_engine_alike(case, verb, file_spec: Path,
+                                                                          tmp_path_factory) -> None:
+    damage, suffix, content = case
+    folder = tmp_path_factory.mktemp("fuzz")
+    data = folder / f"data{suffix}"
+    _write_data(content, data)
+    problems = run_file_case(file_spec, data, verb, folder / "o.csv")
+    assert not problems, f"{damage} {verb}:\n" + "\n".join(problems)

@@ -198,6 +198,40 @@ def test_quoted_labels_with_spaces_dashes_digits_and_escapes() -> None:
     assert isinstance(decls[0].labels[-1], ast.Ref)
 
 
+def test_a_backslash_is_written_doubled() -> None:
+    decls, codes = parse(r'variable r: categorical {"C:\\data", "a\"b"}')
+    assert codes == [] and [lab.text for lab in decls[0].labels] == ["C:\\data", 'a"b']
+
+
+@pytest.mark.parametrize("text, at", [
+    (r'variable x: categorical {"\input", b}', r"\i"),                 # was read as 'input'
+    (r'variable x: categorical {a, "tab\there"}', r"\t"),
+    (r'spec "the \urn"', r"\u"),
+    ('variable x: categorical {a, b}\n' + r'mechanism m = rr(x, matrix [[1/2, 1/2], [1/2, 1/2]], "\x" = 1)',
+     r"\x"),
+    ('variable x: categorical {a, "ends\\', None),                       # a backslash at the end: not E106
+])
+def test_an_unknown_escape_is_an_error_at_the_backslash(text: str, at: str | None, monkeypatch) -> None:
+    """Issue 33: a quoted string's backslash escapes \\" and \\\\ only; any other escape is
+    E106 pointing at it (it silently dropped the backslash), by the grammar and by the fast
+    path that reads label sets alike."""
+    from privspec import parser
+
+    def outcome():
+        spec = privspec.load(text)
+        return [(d.code, d.span, d.message, d.hint) for d in spec.diagnostics]
+
+    got = outcome()
+    monkeypatch.setattr(parser, "_label_set_declaration", lambda chunk, offset: None)
+    assert got == outcome()
+    if at is None:
+        assert got and got[0][0] != "E106"
+        return
+    (code, span, message, hint), = [g for g in got if g[0] == "E106"]
+    assert text[span.start:span.end] == at and f"unknown escape '{at}'" in message
+    assert '\\"' in hint and "\\\\" in hint
+
+
 def test_unquoted_label_that_is_not_a_name_is_an_error() -> None:
     _, codes = parse("variable r: categorical {Amer-Indian, b}")
     assert codes and codes[0].startswith("E1")
