@@ -278,6 +278,8 @@ def _read_csv(source: Any, **options: Any) -> pd.DataFrame:
     ``""``, a cell guarded for spreadsheets (``'=...``, :func:`guard_cells`) without its quote."""
     frame = pd.read_csv(source, dtype=str, keep_default_na=False, na_values=[], skipinitialspace=True,
                         encoding="utf-8", **options)
+    if "chunksize" in options:  # read in pieces: each piece unguarded as it comes
+        return (_unguard_cells(piece, source) for piece in frame)
     return _unguard_cells(frame, source)
 
 
