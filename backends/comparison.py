@@ -289,18 +289,20 @@ class Evaluation:
             raise NotApplicable(f"no single factor observes each of {', '.join(variables)}") from None
 
     def sample_size(self, target: Target) -> int | None:
-        """The fewest respondents meeting a utility target (None: not within 10^9)."""
-        if target.criterion == "max_se":
-            return planning.n_for_max_se(self.diag(), float(target.value))
-        if target.criterion == "ci_width":
-            return planning.n_for_ci_width(self.diag(), float(target.value), self.alpha)
-        if target.criterion == "power":
+        """The fewest respondents meeting a utility target (None: not within
+        :data:`privspec.backends.planning.N_MAX`, 10^9)."""
+        if target.criterion not in ("max_se", "ci_width", "power"):
+            raise NotApplicable(f"{target.criterion} does not depend on n")
+        value = float(target.value)
+        try:
+            if target.criterion == "max_se":
+                return planning.n_for_max_se(self.diag(), value, n_max=planning.N_MAX)
+            if target.criterion == "ci_width":
+                return planning.n_for_ci_width(self.diag(), value, self.alpha, n_max=planning.N_MAX)
             fn = self.power_function()
-            try:
-                return planning.n_for_power(lambda n: float(fn(np.array([n]))[0]), float(target.value))
-            except ValueError as e:
-                raise NotApplicable(str(e)) from None
-        raise NotApplicable(f"{target.criterion} does not depend on n")
+            return planning.n_for_power(lambda n: float(fn(np.array([n]))[0]), value, n_max=planning.N_MAX)
+        except ValueError as e:
+            raise NotApplicable(str(e)) from None
 
 
 def _set_valued(mech: Any) -> bool:
@@ -846,10 +848,19 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
     if q.plan.test is not None:
         extras["test"] = _planning_text(q.plan)["test"]
     if size is None:
-        raise BackendError(Diagnostic("B151", f"{target} is not reached with up to 10^9 respondents", span=q.span))
+        raise BackendError(Diagnostic("B151", f"{target} is not reached with up to {planning.N_MAX:,} respondents",
+                                      span=q.span, hint=_unreached_hint(target)))
     extras["achieved"] = ev.at(target.criterion, size)
     extras["at_n_minus_1"] = ev.at(target.criterion, size - 1) if size > 1 else None
     return Result("sample_size", size, extras)
+
+
+def _unreached_hint(target: Target) -> str:
+    """What to do when no n up to planning.N_MAX meets ``target``."""
+    if target.criterion == "power":
+        return "ask for a smaller power, or a test of a larger difference"
+    return (f"ask for a larger {target.criterion}: it falls as 1/sqrt(n), so at {planning.N_MAX:,} respondents "
+            "it is about 1/30,000 of its value at n = 1")
 
 
 @register
