@@ -291,6 +291,13 @@ class Channel:
             return kron_apply([f.Kn.T for f in self.factors], np.asarray(v, dtype=float)).reshape(-1)
         return self.Kn.T @ np.asarray(v, dtype=float).reshape(-1)
 
+    def check_floating(self) -> None:
+        """Raise B416 where the channel's floating-point matrix has lost what the exact one
+        holds (grr at an epsilon below about 1e-16: every report equally likely in
+        doubles); the float paths (estimates, simulation) call it first."""
+        for f in self.factors:
+            f.check_floating()
+
     def at(self, values: dict) -> "Channel":
         """This channel with the parameters in ``values`` replaced by their values (built
         once per set of values).
@@ -623,6 +630,25 @@ class GRRChannel(Channel):
         use :meth:`Channel.at`)."""
         e, d = math.exp(float(dict(self.facts)["epsilon"])), self.p
         return e / (e + d - 1), 1 / (e + d - 1)
+
+    def check_floating(self) -> None:
+        """B416 where ``p`` and ``q`` are equal in doubles: the matrix is singular in floating
+        point, and every estimator divides by ``p - q`` (a ZeroDivisionError, a LinAlgError
+        before).  A symbolic epsilon passes (its value is checked where it is put in)."""
+        eps = sympy.sympify(dict(self.facts)["epsilon"])
+        if not eps.is_number:
+            return
+        p, q = self.keep_probabilities()
+        if p > q:
+            return
+        from ..errors import BackendError, Diagnostic
+
+        raise BackendError(Diagnostic("B416", f"epsilon = {sympy.sstr(sympy.N(eps, 3))} is too small for floating "
+                                      "point: grr's keep probability exceeds the others by less than their "
+                                      "rounding, so its randomization matrix is singular in doubles",
+                                      hint="use an epsilon above about 1e-15 (the analytic queries, computed "
+                                           "exactly, answer at any epsilon); an epsilon this small makes the "
+                                           "reports independent of the answers"))
 
     def epsilon_reason(self) -> str:
         return ("GRR: Pr(Y = x | X = x) / Pr(Y = x | X = x') = p/q = e^eps with p = e^eps/(e^eps + d - 1), "

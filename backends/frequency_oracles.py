@@ -105,10 +105,12 @@ def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
 
 
 def float_range(model: ModelGraph, mech: Any, e: core.FloatRangeError) -> BackendError:
-    """B416: a covariance of ``mech`` beyond floating point (its epsilon is too small)."""
-    eps = bind_parameters(model, mech.epsilon)
-    shown = sympy.sstr(sympy.N(eps, 3)) if getattr(eps, "is_number", False) else str(eps)
-    return BackendError(Diagnostic("B416", e.describe(shown), hint=e.HINT))
+    """B416: a covariance of ``mech`` beyond floating point (its epsilon is too small; for a
+    longitudinal oracle its ``first``, always the smaller)."""
+    name = "first" if getattr(mech, "first", None) is not None else "epsilon"
+    value = bind_parameters(model, getattr(mech, name))
+    shown = sympy.sstr(sympy.N(value, 3)) if getattr(value, "is_number", False) else str(value)
+    return BackendError(Diagnostic("B416", e.describe(shown, name), hint=e.HINT))
 
 
 def ops(o: Any) -> Any:

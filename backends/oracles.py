@@ -345,17 +345,22 @@ class FloatRangeError(ValueError):
     base-10 logarithm of the variance's size per respondent, ``gap`` the oracle's ``p* - q*``."""
 
     #: what to do instead
-    HINT = ("use a larger epsilon: the variance grows as 1/epsilon^2 and fits in floating point above about "
-            "epsilon = 1e-150; an epsilon this small makes the reports independent of the answers")
+    HINT = ("use a larger epsilon (for a longitudinal oracle, a larger first): the variance grows as "
+            "1/epsilon^2 and leaves floating point below about 1e-150; an epsilon this small makes the reports "
+            "all but independent of the answers")
 
     def __init__(self, gap: float, log10: float):
         self.gap, self.log10 = gap, log10
         super().__init__(f"the estimator's variance is about 10^{log10:.0f} per respondent (p* - q* = {gap:.3g}): "
                          "beyond floating point (1.8e308)")
 
-    def describe(self, epsilon: str) -> str:
-        """The message of the refusal, naming the epsilon as the spec gives it."""
-        return (f"epsilon = {epsilon} is too small for floating point: p* - q* = {self.gap:.3g}, so the "
+    def describe(self, epsilon: str, name: str = "epsilon") -> str:
+        """The message of the refusal, naming the parameter (``epsilon``, or a longitudinal
+        oracle's ``first``) and its value as the spec gives it."""
+        if not self.gap or not math.isfinite(self.log10):
+            return (f"{name} = {epsilon} is too small for floating point: p* - q* is 0 in doubles, so the "
+                    "estimator's variance is infinite there")
+        return (f"{name} = {epsilon} is too small for floating point: p* - q* = {self.gap:.3g}, so the "
                 f"estimator's variance is about 10^{self.log10:.0f} per respondent, beyond the largest double "
                 "(1.8e308)")
 

@@ -81,7 +81,7 @@ from privspec.backends.rowrandom import RowRandom
 from privspec.backends.rr_joint import project as _project
 
 __all__ = ["KINDS", "CALIBRATIONS", "LongitudinalOracle", "longitudinal", "round_oracles", "report_oracle",
-           "support_probs", "pair_probs", "covariance", "cross_collection_covariance", "change_covariance",
+           "support_probs", "support_gap", "pair_probs", "covariance", "cross_collection_covariance", "change_covariance",
            "variance", "unbiased", "permanent",
            "instantaneous", "privatize", "privatize_collections", "support_counts", "format_reports",
            "parse_reports", "epsilon_of", "epsilon_by_counts", "epsilon_table", "max_eps_1"]
@@ -345,6 +345,20 @@ def support_probs(lo: LongitudinalOracle) -> tuple[float, float]:
     return lo.q2 + lo.p1 * g, lo.q2 + lo.q1 * g
 
 
+def support_gap(lo: LongitudinalOracle) -> float:
+    """``p* - q*`` as the product ``(p1 - q1)(p2 - q2)``, the first factor by
+    :func:`privspec.backends.oracles.support_gap` (no cancellation when an epsilon is small).
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_osue", 6, 2.0, 1.0)
+    >>> p, q = support_probs(lo)
+    >>> abs(support_gap(lo) - (p - q)) < 1e-15
+    True
+    """
+    return orc.support_gap(round_oracles(lo)[0]) * (lo.p2 - lo.q2)
+
+
 def pair_probs(lo: LongitudinalOracle) -> PairProbs:
     """Probabilities that two categories ``v != w`` are both in the support (given ``X =
     v``: ``one``; given another x: ``neither``), for the off-diagonal of :func:`covariance`.
@@ -398,7 +412,7 @@ def covariance(lo: LongitudinalOracle, f: Sequence[float], n: float, conditional
         raise ValueError("n must be positive")
     p, q = support_probs(lo)
     one, neither, _ = pair_probs(lo)
-    return orc.pure_covariance(p, q, one, neither, f, n, conditional)
+    return orc.pure_covariance(p, q, one, neither, f, n, conditional, gap=support_gap(lo))
 
 
 def cross_collection_covariance(lo: LongitudinalOracle, f: Sequence[float], n: float,
@@ -545,8 +559,10 @@ def unbiased(lo: LongitudinalOracle, C: Sequence[float], n: float, project: str 
     if not n > 0:
         raise ValueError("n must be positive")
     q = support_probs(lo)[1]
-    # p* - q* as the product (p1 - q1)(p2 - q2): no cancellation when eps_1 is small
-    return _project((C / n - q) / ((lo.p1 - lo.q1) * (lo.p2 - lo.q2)), project)
+    gap = support_gap(lo)
+    if gap == 0:   # first below about 1e-16: the IRR keeps nothing in doubles
+        raise orc.FloatRangeError(0.0, math.inf)
+    return _project((C / n - q) / gap, project)
 
 
 # ---- sampling --------------------------------------------------------------------------------------
