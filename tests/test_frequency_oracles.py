@@ -544,3 +544,42 @@ def test_longitudinal_oracles_at_extreme_epsilons(kind, eps, first, within) -> N
     assert float(e.extras["read_back_first"]) == pytest.approx(float(sympy.sympify(first)), rel=1e-6)
     V = np.asarray(res["v"].value.data, dtype=float)
     assert np.all(np.isfinite(V)) and np.all(np.diag(V) > 0)
+
+
+JOINT_EXTREME = """
+variable g: categorical {F, M}
+variable i: categorical {L, H}
+population (g, i) ~ counts [[4, 1], [2, 3]]
+variable gi = g * i
+mechanism prod = product(grr(g, epsilon = 1), grr(i, epsilon = EPS))
+mechanism whole = grr(gi, epsilon = EPS)
+mechanism one = grr(g, epsilon = EPS)
+query castell = avar(joint(g, i) from prod by castell)
+query joint = avar(joint(g, i) from whole by joint)
+query est_castell = estimate joint(g, i) from prod by castell
+query est_joint = estimate joint(g, i) from whole by joint
+query est_mle = estimate distribution(g) from one by mle
+"""
+
+
+def test_grr_in_products_and_combined_domains_at_extreme_epsilons(within) -> None:
+    """castell's and RR-Joint's covariances at epsilon = 700 ran for minutes in exact
+    arithmetic (sympy's cancel of e^700); at 1e-300 the float paths ended in a LinAlgError
+    or a ZeroDivisionError, and the MLE's analytic reference in minutes of evalf.  Now
+    700 answers in floating point (the grr factor all but noiseless) and 1e-300 is B416
+    (a variance of about 10^600, a matrix singular in doubles)."""
+    with within(15):
+        high = privspec.load(JOINT_EXTREME.replace("EPS", "700"))
+        res = high.analyze()
+        sim = high.simulate(n=50, reps=2, seed=1)
+    assert res.ok and sim.ok, {**res.failures, **sim.failures}
+    P = np.array([0.4, 0.1, 0.2, 0.3])
+    # RR-Joint at epsilon = 700 reports the truth: the multinomial covariance of the joint
+    V = np.asarray(res["joint"].value.data, dtype=float)
+    assert np.allclose(V, np.diag(P) - np.outer(P, P), atol=1e-12)
+    with within(15):
+        low = privspec.load(JOINT_EXTREME.replace("EPS", "1e-300"))
+        res = low.analyze()
+        sim = low.simulate(n=50, reps=2, seed=1)
+    assert {k: e.code for k, e in res.failures.items()} == {"castell": "B416", "joint": "B416"}
+    assert {k: e.code for k, e in sim.failures.items()} == {k: "B416" for k in low.model.queries}
