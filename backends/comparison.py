@@ -68,7 +68,17 @@ PRIVACY_QUERIES = {"coverage": ("coverage", "size"), "size": ("leakage", "size")
 
 
 class NotApplicable(Exception):
-    """A criterion that does not apply to a candidate; the message says why."""
+    """A criterion that does not apply to a candidate; the message says why, and
+    ``diagnostic`` is the back end's own where one refused (a planning query fails with it)."""
+
+    def __init__(self, reason: str, diagnostic: Diagnostic | None = None):
+        super().__init__(reason)
+        self.diagnostic = diagnostic
+
+
+def _not_applicable(e: PrivspecError) -> NotApplicable:
+    """A back end's refusal as a criterion that does not apply (its first diagnostic kept)."""
+    return NotApplicable(_reason(e), e.diagnostics[0] if e.diagnostics else None)
 
 
 # ---- one candidate's criteria ------------------------------------------------------------------------
@@ -95,7 +105,7 @@ def _answer(model: ModelGraph, q: Query, verb: str = "analyze", **options: Any) 
     try:
         return backend.answer(model, q, verb, **options)
     except PrivspecError as e:
-        raise NotApplicable(_reason(e)) from None
+        raise _not_applicable(e) from None
     except (ValueError, TypeError, np.linalg.LinAlgError, ZeroDivisionError) as e:
         raise NotApplicable(str(e)) from None
 
@@ -161,7 +171,7 @@ class Evaluation:
             except NotApplicable as e:
                 self._cache[key] = e
             except PrivspecError as e:
-                self._cache[key] = NotApplicable(_reason(e))
+                self._cache[key] = _not_applicable(e)
             except (ValueError, np.linalg.LinAlgError, ZeroDivisionError) as e:
                 self._cache[key] = NotApplicable(str(e))
         got = self._cache[key]
@@ -843,7 +853,9 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
         target = q.plan.targets[0]
         size = ev.sample_size(target)
     except NotApplicable as e:
-        raise BackendError(Diagnostic("B150", str(e), span=q.span)) from None
+        # a back end's refusal (B416: an epsilon too small for floating point) in its own words
+        d = e.diagnostic if e.diagnostic is not None else Diagnostic("B150", str(e))
+        raise BackendError(dataclasses.replace(d, span=q.span)) from None
     extras = {"target": str(target), "estimator": describe_method(q.method)}
     if q.plan.test is not None:
         extras["test"] = _planning_text(q.plan)["test"]
