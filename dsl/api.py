@@ -298,7 +298,7 @@ def _refuse_simulation(spec: Any, queries: Sequence[tuple[Any, int, str | None]]
     for q, n, what in queries:
         release = model.releases.get(q.scope) if q.mechanism is None and isinstance(q.scope, str) else None
         cells = math.prod(v.p for v in release.variables) if release is not None else 0
-        refusal = costs.simulation_refusal(q, n, reps, cells, what)
+        refusal = costs.simulation_refusal(q, int(n), int(reps), cells, what)
         if refusal is not None:
             raise SpecError(Diagnostic(refusal.code, refusal.message, span=q.span, hint=refusal.hint), spec.source)
 
