@@ -38,6 +38,8 @@ from typing import Any, Sequence
 import numpy as np
 import sympy
 
+from .. import costs
+
 
 # ---- a tiny algebra: the same formulas, exact or floating ------------------------------
 class _Exact:
@@ -288,6 +290,13 @@ class Channel:
 
             return kron_apply([f.Kn.T for f in self.factors], np.asarray(v, dtype=float)).reshape(-1)
         return self.Kn.T @ np.asarray(v, dtype=float).reshape(-1)
+
+    def check_floating(self) -> None:
+        """Raise B416 where the channel's floating-point matrix has lost what the exact one
+        holds (grr at an epsilon below about 1e-16: every report equally likely in
+        doubles); the float paths (estimates, simulation) call it first."""
+        for f in self.factors:
+            f.check_floating()
 
     def at(self, values: dict) -> "Channel":
         """This channel with the parameters in ``values`` replaced by their values (built
@@ -569,26 +578,21 @@ class GRRChannel(Channel):
     keeps_truth = True
 
     def _closed_form_float(self, eps: Any, w: Sequence[float]) -> np.ndarray:
-        """The closed form in floating point, ``e^eps - 1`` by ``expm1`` (accurate for small
-        epsilon); B404 where it is 0 in doubles (epsilon below about 1e-308)."""
-        x = float(eps)
-        gap_num = math.expm1(x) if x < 700 else math.inf
-        if gap_num <= 0:
-            from ..errors import BackendError, Diagnostic
+        """The closed form in floating point: the grr frequency oracle's covariance
+        (:func:`privspec.backends.oracles.covariance`, ``p - q`` by ``expm1``: accurate for
+        small epsilon); B416 where the variance overflows (epsilon below about 1e-150)."""
+        from ..errors import BackendError, Diagnostic
+        from .oracles import FloatRangeError, covariance, oracle
 
-            raise BackendError(Diagnostic("B404", f"epsilon = {sympy.sstr(sympy.N(eps, 3))} is too small for floating "
-                                          "point: e^eps - 1 is 0 in doubles, so the randomization matrix is "
-                                          "singular and the variance (about d^2 / eps^2) overflows",
-                                          hint="use an epsilon above 1e-300, or one whose e^eps is a fraction "
-                                               "(epsilon = log(1001/1000)), which is computed exactly"))
-        d = self.p
-        if math.isinf(gap_num):
-            gap, q = 1.0, 0.0
-        else:
-            e = math.exp(x)
-            gap, q = gap_num / (e + d - 1), 1.0 / (e + d - 1)
-        lam = gap * np.asarray(w, dtype=float) + q
-        return (np.diag(lam) - np.outer(lam, lam)) / gap ** 2
+        x = float(eps)
+        shown = sympy.sstr(sympy.N(eps, 3))
+        try:
+            if x == 0:  # a positive epsilon below the smallest double
+                raise FloatRangeError(0.0, math.inf)
+            w = np.asarray(w, dtype=float)
+            return covariance(oracle("grr", self.p, x), w / w.sum(), 1.0)
+        except FloatRangeError as e:
+            raise BackendError(Diagnostic("B416", e.describe(shown), hint=e.HINT)) from None
 
     def covariance_closed_form(self, w: Any) -> Any:
         """``(diag(lambda) - lambda lambda^T) / (p - q)^2`` with ``lambda = (p - q) w + q``,
@@ -606,11 +610,12 @@ class GRRChannel(Channel):
         # exact only where it is cheap: e^eps rational (epsilon = log 3), or epsilon a plain
         # rational with a small denominator on at most 8 categories (what dsl/costs.py prices)
         cheap = not eps.is_number or sympy.exp(eps).is_rational or (
-            isinstance(eps, sympy.Rational) and eps.q <= 100 and self.p <= 8)
+            isinstance(eps, sympy.Rational) and eps.q <= 100 and self.p <= 8 and costs.exact_exp(eps))
         if isinstance(eps, sympy.Float) or (numeric_w and not cheap):
             # an epsilon in floating point (a numeric search over it), or exact algebra in e^eps
-            # over many categories (20: 21 s) or with e^(1/10^6) as its unit (epsilon =
-            # 3.036123: sympy factors polynomials of degree 10^6): floating point
+            # over many categories (20: 21 s), with e^(1/10^6) as its unit (epsilon = 3.036123:
+            # sympy factors polynomials of degree 10^6) or a high power of e (epsilon = 700: a
+            # polynomial of degree 1400, over 120 s; costs.EXACT_EXP_POWER): floating point
             return sympy.Matrix(self._closed_form_float(eps, [float(x) for x in w]))
         d = self.p
         e = sympy.exp(dict(self.facts)["epsilon"])
@@ -625,6 +630,25 @@ class GRRChannel(Channel):
         use :meth:`Channel.at`)."""
         e, d = math.exp(float(dict(self.facts)["epsilon"])), self.p
         return e / (e + d - 1), 1 / (e + d - 1)
+
+    def check_floating(self) -> None:
+        """B416 where ``p`` and ``q`` are equal in doubles: the matrix is singular in floating
+        point, and every estimator divides by ``p - q`` (a ZeroDivisionError, a LinAlgError
+        before).  A symbolic epsilon passes (its value is checked where it is put in)."""
+        eps = sympy.sympify(dict(self.facts)["epsilon"])
+        if not eps.is_number:
+            return
+        p, q = self.keep_probabilities()
+        if p > q:
+            return
+        from ..errors import BackendError, Diagnostic
+
+        raise BackendError(Diagnostic("B416", f"epsilon = {sympy.sstr(sympy.N(eps, 3))} is too small for floating "
+                                      "point: grr's keep probability exceeds the others by less than their "
+                                      "rounding, so its randomization matrix is singular in doubles",
+                                      hint="use an epsilon above about 1e-15 (the analytic queries, computed "
+                                           "exactly, answer at any epsilon); an epsilon this small makes the "
+                                           "reports independent of the answers"))
 
     def epsilon_reason(self) -> str:
         return ("GRR: Pr(Y = x | X = x) / Pr(Y = x | X = x') = p/q = e^eps with p = e^eps/(e^eps + d - 1), "

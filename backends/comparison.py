@@ -69,7 +69,17 @@ PRIVACY_QUERIES = {"coverage": ("coverage", "size"), "size": ("leakage", "size")
 
 
 class NotApplicable(Exception):
-    """A criterion that does not apply to a candidate; the message says why."""
+    """A criterion that does not apply to a candidate; the message says why, and
+    ``diagnostic`` is the back end's own where one refused (a planning query fails with it)."""
+
+    def __init__(self, reason: str, diagnostic: Diagnostic | None = None):
+        super().__init__(reason)
+        self.diagnostic = diagnostic
+
+
+def _not_applicable(e: PrivspecError) -> NotApplicable:
+    """A back end's refusal as a criterion that does not apply (its first diagnostic kept)."""
+    return NotApplicable(_reason(e), e.diagnostics[0] if e.diagnostics else None)
 
 
 # ---- one candidate's criteria ------------------------------------------------------------------------
@@ -96,7 +106,7 @@ def _answer(model: ModelGraph, q: Query, verb: str = "analyze", **options: Any) 
     try:
         return backend.answer(model, q, verb, **options)
     except PrivspecError as e:
-        raise NotApplicable(_reason(e)) from None
+        raise _not_applicable(e) from None
     except (ValueError, TypeError, np.linalg.LinAlgError, ZeroDivisionError) as e:
         raise NotApplicable(str(e)) from None
 
@@ -162,7 +172,7 @@ class Evaluation:
             except NotApplicable as e:
                 self._cache[key] = e
             except PrivspecError as e:
-                self._cache[key] = NotApplicable(_reason(e))
+                self._cache[key] = _not_applicable(e)
             except (ValueError, np.linalg.LinAlgError, ZeroDivisionError) as e:
                 self._cache[key] = NotApplicable(str(e))
         got = self._cache[key]
@@ -290,18 +300,20 @@ class Evaluation:
             raise NotApplicable(f"no single factor observes each of {', '.join(variables)}") from None
 
     def sample_size(self, target: Target) -> int | None:
-        """The fewest respondents meeting a utility target (None: not within 10^9)."""
-        if target.criterion == "max_se":
-            return planning.n_for_max_se(self.diag(), float(target.value))
-        if target.criterion == "ci_width":
-            return planning.n_for_ci_width(self.diag(), float(target.value), self.alpha)
-        if target.criterion == "power":
+        """The fewest respondents meeting a utility target (None: not within
+        :data:`privspec.backends.planning.N_MAX`, 10^9)."""
+        if target.criterion not in ("max_se", "ci_width", "power"):
+            raise NotApplicable(f"{target.criterion} does not depend on n")
+        value = float(target.value)
+        try:
+            if target.criterion == "max_se":
+                return planning.n_for_max_se(self.diag(), value, n_max=planning.N_MAX)
+            if target.criterion == "ci_width":
+                return planning.n_for_ci_width(self.diag(), value, self.alpha, n_max=planning.N_MAX)
             fn = self.power_function()
-            try:
-                return planning.n_for_power(lambda n: float(fn(np.array([n]))[0]), float(target.value))
-            except ValueError as e:
-                raise NotApplicable(str(e)) from None
-        raise NotApplicable(f"{target.criterion} does not depend on n")
+            return planning.n_for_power(lambda n: float(fn(np.array([n]))[0]), value, n_max=planning.N_MAX)
+        except ValueError as e:
+            raise NotApplicable(str(e)) from None
 
 
 def _set_valued(mech: Any) -> bool:
@@ -837,12 +849,15 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
         target = q.plan.targets[0]
         size = ev.sample_size(target)
     except NotApplicable as e:
-        raise BackendError(Diagnostic("B150", str(e), span=q.span)) from None
+        # a back end's refusal (B416: an epsilon too small for floating point) in its own words
+        d = e.diagnostic if e.diagnostic is not None else Diagnostic("B150", str(e))
+        raise BackendError(dataclasses.replace(d, span=q.span)) from None
     extras = {"target": str(target), "estimator": describe_method(q.method)}
     if q.plan.test is not None:
         extras["test"] = _planning_text(q.plan)["test"]
     if size is None:
-        raise BackendError(Diagnostic("B151", f"{target} is not reached with up to 10^9 respondents", span=q.span))
+        raise BackendError(Diagnostic("B151", f"{target} is not reached with up to {planning.N_MAX:,} respondents",
+                                      span=q.span, hint=_unreached_hint(target)))
     extras["achieved"] = ev.at(target.criterion, size)
     extras["at_n_minus_1"] = ev.at(target.criterion, size - 1) if size > 1 else None
     return Result("sample_size", size, extras, fit=CriterionCurve(target.criterion, float(target.value),
@@ -862,6 +877,14 @@ class CriterionCurve:
         """The criterion on :func:`privspec.backends.planning.n_grid` around ``n_center``."""
         grid = planning.n_grid(max(int(n_center), 1))
         return grid, np.array([self.at(int(n)) for n in grid], dtype=float)
+
+
+def _unreached_hint(target: Target) -> str:
+    """What to do when no n up to planning.N_MAX meets ``target``."""
+    if target.criterion == "power":
+        return "ask for a smaller power, or a test of a larger difference"
+    return (f"ask for a larger {target.criterion}: it falls as 1/sqrt(n), so at {planning.N_MAX:,} respondents "
+            "it is about 1/30,000 of its value at n = 1")
 
 
 @register

@@ -235,6 +235,7 @@ def fit_estimate(q: Query, ch: Channel, counts: np.ndarray, *, level: float = 0.
     method = q.method.name
     kind = se_kind_of(q)
     counts = np.asarray(counts, dtype=float)
+    ch.check_floating()
     fit, avar, labels, ch_w = _fit_and_covariance(q, ch, counts)
     _refuse_unconverged(fit, method)
     M, est_labels = estimand_map(tuple(labels), q.mechanism, q)

@@ -54,6 +54,10 @@ class Truth:
     def p(self) -> int:
         return self.channel.p
 
+    def numeric_channel(self) -> Channel:
+        """The channel in w with the parameters' values in (for floating-point evaluation)."""
+        return self.channel.at(self.subs) if self.subs else self.channel
+
     @property
     def exact_ok(self) -> bool:
         return self.channel.exact_ok()
@@ -72,11 +76,13 @@ class Truth:
         return self.channel.evaluation(self.exact_ok, self.declared) + \
             (in_params if self.exact_ok or not self.declared else "")
 
-    def value(self, fn, full: bool = False) -> Any:
+    def value(self, fn, full: bool = False, numeric: bool = False) -> Any:
         """fn(w) exactly when feasible, else in floating point; parameters with values substituted.
-        ``full``: w over the mechanism's own channel (dummy categories of Appendix II included)."""
+        ``full``: w over the mechanism's own channel (dummy categories of Appendix II included);
+        ``numeric``: in floating point at the declared population (``fn`` then a method of a
+        channel with the parameters' values in: :meth:`numeric_channel`)."""
         w = self.w_full if full else self.w
-        if self.declared and not self.exact_ok:
+        if self.declared and (numeric or not self.exact_ok):
             return fn(self.numeric_w(w))
         if not self.declared and self.p > self.channel.symbolic_limit:
             raise BackendError(Diagnostic("B006", f"results symbolic in w are limited to p <= {self.channel.symbolic_limit} "
@@ -105,9 +111,11 @@ def _vec(data: Any, labels) -> Vector:
 
 
 # ---- shared computations (analysis, run and simulate use the same ones) ---------------------------
-def avar_matrix(t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:
-    """The asymptotic covariance of the estimand's estimator at the truth, and its labels."""
-    ch = t.channel  # in w: affine for dummy categories, closed forms for the uniform design
+def avar_matrix(t: Truth, q: Query, numeric: bool = False) -> tuple[Any, tuple[str, ...]]:
+    """The asymptotic covariance of the estimand's estimator at the truth, and its labels
+    (``numeric``: in floating point at the declared population, never exactly)."""
+    # in w: affine for dummy categories, closed forms for the uniform design
+    ch = t.numeric_channel() if numeric and t.declared else t.channel
     if q.method.name == "mom":
         fn = ch.avar_mom
     else:  # mle, em, newton and one_step share the MLE's limit (Theorems 3 and 5)
@@ -116,7 +124,7 @@ def avar_matrix(t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:
                                           "(it inverts a matrix of rational functions)",
                                           hint="declare a population to evaluate it exactly there"))
         fn = ch.avar_mle
-    return _to_estimand(t.value(fn), ch.x_labels, t, q)
+    return _to_estimand(t.value(fn, numeric=numeric), ch.x_labels, t, q)
 
 
 def _to_estimand(V: Any, labels: tuple[str, ...], t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:

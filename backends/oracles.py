@@ -61,7 +61,7 @@ from privspec.backends.rr_joint import project as _project
 from privspec.backends.tally import all_text
 
 __all__ = ["KINDS", "Oracle", "oracle", "support_probs", "PairProbs", "pair_probs", "covariance",
-           "pure_covariance", "exact_covariance",
+           "pure_covariance", "exact_covariance", "support_gap", "FloatRangeError",
            "variance_formula", "epsilon_of", "privatize", "support_counts", "support_sets",
            "format_reports", "parse_reports", "hex_chars", "unhex", "unbiased", "ibu", "ibu_support_counts",
            "standard_errors", "hash_values", "symbols_of", "LH_PRIME", "EPSILON", "D", "G", "K", "F"]
@@ -176,8 +176,9 @@ def oracle(kind: str, d: int, epsilon: float, g: int | None = None, k: int | Non
     ------
     ValueError
         For an unknown kind, d < 2, a non-positive or non-finite epsilon, g < 2, k outside
-        ``[1, d)``, ``g``/``k`` given to a kind without them, or ``d`` beyond the hash
-        field of local hashing (:data:`LH_PRIME`).
+        ``[1, d)``, ``g``/``k`` given to a kind without them, or ``d`` or ``g`` beyond the
+        hash field of local hashing (:data:`LH_PRIME`; the default ``g`` is beyond it for
+        epsilon above about 13.2).
 
     Examples
     --------
@@ -203,10 +204,19 @@ def oracle(kind: str, d: int, epsilon: float, g: int | None = None, k: int | Non
     if kind in _LH:
         if d > LH_PRIME:
             raise ValueError(f"local hashing here hashes categories in the field of {LH_PRIME}: d <= {LH_PRIME}")
-        if g is None:
+        default = g is None
+        if default:
             g = 2 if kind == "blh" else int(round(math.exp(epsilon))) + 1
         if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 2:
             raise ValueError(f"the hash range g must be an integer >= 2, not {g!r}")
+        if g > LH_PRIME:
+            # hashes are reduced mod LH_PRIME first: values of [g] beyond it never occur, and
+            # q* = 1/g (the analysis, the estimator) would be false
+            why = f" (the default round(e^epsilon) + 1 at epsilon = {epsilon:g})" if default else ""
+            shown = f"{int(g):,}" if g < 10 ** 15 else f"about 10^{int(int(g).bit_length() * math.log10(2))}"
+            raise ValueError(f"the hash range g = {shown}{why} is beyond the hash field of local hashing: "
+                             f"g <= {LH_PRIME}; give a smaller g (olh(x, epsilon = e, g = 1000)), or use grr, "
+                             "which needs no hash")
         return Oracle(kind, d, epsilon, g=int(g))
     if kind == "ss":
         if k is None:
@@ -281,8 +291,10 @@ def support_probs(o: Oracle, exact: bool = False) -> tuple[Any, Any]:
     if o.kind == "grr":
         return e / (e + o.d - 1), 1 / (e + o.d - 1)
     if o.kind == "sue":
+        # q* = 1/(h + 1), not the peers' 1 - h/(h + 1): the same to rounding where q* is not small,
+        # and not 0 where it is (epsilon = 700: h = e^350)
         h = math.exp(o.epsilon / 2)
-        return h / (h + 1), 1 - h / (h + 1)
+        return h / (h + 1), 1 / (h + 1)
     if o.kind == "oue":
         return 0.5, 1 / (e + 1)
     if o.kind in _LH:
@@ -294,6 +306,63 @@ def support_probs(o: Oracle, exact: bool = False) -> tuple[Any, Any]:
     if o.kind == "hr":
         return e / (e + 1), 0.5
     return float(p.subs(vals)), float(q.subs(vals))  # pragma: no cover - every kind is above
+
+
+def support_gap(o: Oracle) -> float:
+    """``p* - q*`` in floating point, accurate at any epsilon: every kind's gap is ``e^eps - 1``
+    (``expm1``) times a ratio of positive terms, so it is not the difference of two nearly
+    equal floats (at epsilon = 1e-9 that difference keeps 7 digits; at 1e-20 none).
+
+    Examples
+    --------
+    >>> o = oracle("oue", 4, 1e-9)
+    >>> p, q = support_probs(o)
+    >>> round(support_gap(o) / 2.5e-10, 9), round((p - q) / 2.5e-10, 9) != 1.0
+    (1.0, True)
+    >>> abs(support_gap(oracle("ss", 6, 1.0)) - (lambda pq: pq[0] - pq[1])(support_probs(oracle("ss", 6, 1.0)))) < 1e-15
+    True
+    """
+    eps, d = o.epsilon, o.d
+    e, m = math.exp(eps), math.expm1(eps)
+    if o.kind == "grr":
+        return m / (e + d - 1)
+    if o.kind == "sue":                     # (h - 1)/(h + 1), h = e^(eps/2)
+        return math.expm1(eps / 2) / (math.exp(eps / 2) + 1)
+    if o.kind in ("oue", "hr"):             # 1/2 - 1/(e + 1) and e/(e + 1) - 1/2
+        return m / (2 * (e + 1))
+    if o.kind in _LH:                       # e/(e + g - 1) - 1/g
+        g = o.g
+        return (g - 1) / g * m / (e + g - 1)
+    if o.kind == "ss":                      # k (d - k) (e - 1) / ((d - 1)(k e + d - k))
+        k = o.k
+        return k * (d - k) / (d - 1) * m / (k * e + d - k)
+    raise ValueError(f"unknown kind {o.kind!r}")
+
+
+class FloatRangeError(ValueError):
+    """A covariance beyond floating point: ``1/(p* - q*)^2`` overflows (an epsilon so small
+    that no survey of fewer than about 10^300 respondents could inform).  ``log10`` is the
+    base-10 logarithm of the variance's size per respondent, ``gap`` the oracle's ``p* - q*``."""
+
+    #: what to do instead
+    HINT = ("use a larger epsilon (for a longitudinal oracle, a larger first): the variance grows as "
+            "1/epsilon^2 and leaves floating point below about 1e-150; an epsilon this small makes the reports "
+            "all but independent of the answers")
+
+    def __init__(self, gap: float, log10: float):
+        self.gap, self.log10 = gap, log10
+        super().__init__(f"the estimator's variance is about 10^{log10:.0f} per respondent (p* - q* = {gap:.3g}): "
+                         "beyond floating point (1.8e308)")
+
+    def describe(self, epsilon: str, name: str = "epsilon") -> str:
+        """The message of the refusal, naming the parameter (``epsilon``, or a longitudinal
+        oracle's ``first``) and its value as the spec gives it."""
+        if not self.gap or not math.isfinite(self.log10):
+            return (f"{name} = {epsilon} is too small for floating point: p* - q* is 0 in doubles, so the "
+                    "estimator's variance is infinite there")
+        return (f"{name} = {epsilon} is too small for floating point: p* - q* = {self.gap:.3g}, so the "
+                f"estimator's variance is about 10^{self.log10:.0f} per respondent, beyond the largest double "
+                "(1.8e308)")
 
 
 class PairProbs(NamedTuple):
@@ -372,8 +441,8 @@ def _xor_partner(d: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pure_covariance(p: Any, q: Any, one: Any, neither: Any, f: np.ndarray, n: Any = 1,
-                    conditional: bool = False, xor: tuple[Any, np.ndarray, np.ndarray] | None = None
-                    ) -> np.ndarray:
+                    conditional: bool = False, xor: tuple[Any, np.ndarray, np.ndarray] | None = None,
+                    gap: Any = None) -> np.ndarray:
     """The covariance of ``(C/n - q)/(p - q)`` for any pure protocol, from its constants:
     ``p, q`` (support probabilities) and ``one, neither`` (two categories both in the
     support, given the truth is one of them / neither).  The one computation behind
@@ -389,8 +458,10 @@ def pure_covariance(p: Any, q: Any, one: Any, neither: Any, f: np.ndarray, n: An
       p) + (1 - f) q (1 - q)`` (Wang et al. 2017, Eq. (1)), off-diagonal ``E[Z_v Z_w] - (p q
       (f_v + f_w) + q^2 (1 - f_v - f_w))``;
 
-    divided by ``n (p - q)^2``.  ``f`` may be a float array or an object array of sympy
-    numbers (exact covariances).
+    divided by ``n (p - q)^2`` (``gap``: ``p - q`` when the caller has it more accurately
+    than the difference, :func:`support_gap`).  ``f`` may be a float array or an object
+    array of sympy numbers (exact covariances).  :class:`FloatRangeError` when a float
+    result overflows.
 
     Examples
     --------
@@ -413,7 +484,17 @@ def pure_covariance(p: Any, q: Any, one: Any, neither: Any, f: np.ndarray, n: An
         cov = m - lam[:, None] * lam[None, :]
         diag = lam * (1 - lam)
     cov[np.arange(d), np.arange(d)] = diag
-    return cov / (n * (p - q) ** 2)
+    gap = p - q if gap is None else gap
+    if cov.dtype == object:
+        return cov / (n * gap ** 2)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        out = cov / (n * gap ** 2)
+    if not np.all(np.isfinite(out)):
+        # the size of the largest variance, from logs (gap ** 2 itself may be 0 in doubles)
+        top = float(np.max(np.abs(np.diag(cov)))) / float(n)
+        raise FloatRangeError(float(gap), (math.log10(top) if top > 0 else 0.0)
+                              - 2 * (math.log10(abs(float(gap))) if gap else -324.0))
+    return out
 
 
 def covariance(o: Oracle, f: Sequence[float], n: float, conditional: bool = False) -> np.ndarray:
@@ -459,7 +540,7 @@ def covariance(o: Oracle, f: Sequence[float], n: float, conditional: bool = Fals
         raise ValueError(f"f has {o.d} entries (one per category), not shape {f.shape}")
     if not abs(f.sum() - 1.0) <= 1e-6:
         raise ValueError(f"f must be a distribution (it sums to {f.sum()})")
-    return pure_covariance(*_constants(o), f, n, conditional, xor=_xor_of(o))
+    return pure_covariance(*_constants(o), f, n, conditional, xor=_xor_of(o), gap=support_gap(o))
 
 
 def _constants(o: Oracle, exact: bool = False) -> tuple[Any, Any, Any, Any]:
@@ -557,18 +638,40 @@ def epsilon_of(o: Oracle, exact: bool = False) -> Any:
         else:
             r = p / (1 - p)
         return sympy.simplify(sympy.expand_log(sympy.log(sympy.simplify(r)), force=True))
+    # in logs, with 1 - p* and 1 - q* from their own expressions (1 - p* in doubles is 0 at
+    # epsilon = 700, and its log -inf)
     p, q = support_probs(o)
+    not_p, not_q = _complements(o)
     if o.kind == "grr":
-        r = p / ((1 - p) / (o.d - 1))
-    elif o.kind in _UE:
-        r = p * (1 - q) / ((1 - p) * q)
-    elif o.kind == "ss":
-        r = p * (o.d - o.k) / ((1 - p) * o.k)
-    elif o.kind in _LH:
-        r = p / ((1 - p) / (o.g - 1))
-    else:
-        r = p / (1 - p)
-    return math.log(r)
+        return math.log(p) - math.log(not_p / (o.d - 1))
+    if o.kind in _UE:
+        return math.log(p) + math.log(not_q) - math.log(not_p) - math.log(q)
+    if o.kind == "ss":
+        return math.log(p) + math.log(o.d - o.k) - math.log(not_p) - math.log(o.k)
+    if o.kind in _LH:
+        return math.log(p) - math.log(not_p / (o.g - 1))
+    return math.log(p) - math.log(not_p)
+
+
+def _complements(o: Oracle) -> tuple[float, float]:
+    """``(1 - p*, 1 - q*)`` in floating point, each from its own expression (not a
+    difference with 1, which loses them where they are small)."""
+    e, d = math.exp(o.epsilon), o.d
+    if o.kind == "grr":
+        return (d - 1) / (e + d - 1), (e + d - 2) / (e + d - 1)
+    if o.kind == "sue":
+        p, q = support_probs(o)
+        return q, p
+    if o.kind == "oue":
+        return 0.5, e / (e + 1)
+    if o.kind in _LH:
+        return (o.g - 1) / (e + o.g - 1), (o.g - 1) / o.g
+    if o.kind == "ss":
+        p, q = support_probs(o)
+        return (d - o.k) / (o.k * e + d - o.k), 1 - q
+    if o.kind == "hr":
+        return 1 / (e + 1), 0.5
+    raise ValueError(f"unknown kind {o.kind!r}")
 
 
 def _likelihood_pair(o: Oracle) -> tuple[float, float]:
@@ -1271,8 +1374,7 @@ def unbiased(o: Oracle, C: Sequence[float], n: float, project: str = "none") -> 
         raise ValueError(f"C has {o.d} entries, not shape {C.shape}")
     if not n > 0:
         raise ValueError("n must be positive")
-    p, q = support_probs(o)
-    return _project((C / n - q) / (p - q), project)
+    return _project((C / n - support_probs(o)[1]) / support_gap(o), project)
 
 
 def _stop(err: str):

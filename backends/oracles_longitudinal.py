@@ -81,7 +81,7 @@ from privspec.backends.rowrandom import RowRandom
 from privspec.backends.rr_joint import project as _project
 
 __all__ = ["KINDS", "CALIBRATIONS", "LongitudinalOracle", "longitudinal", "round_oracles", "report_oracle",
-           "support_probs", "pair_probs", "covariance", "cross_collection_covariance", "change_covariance",
+           "support_probs", "support_gap", "pair_probs", "covariance", "cross_collection_covariance", "change_covariance",
            "variance", "unbiased", "permanent",
            "instantaneous", "privatize", "privatize_collections", "support_counts", "format_reports",
            "parse_reports", "epsilon_of", "epsilon_by_counts", "epsilon_table", "max_eps_1"]
@@ -148,30 +148,48 @@ def max_eps_1(kind: str, eps_perm: float) -> float:
     return float(eps_perm)
 
 
+def _expm1_over(x: float, s: float) -> float:
+    """``(e^x - 1) / e^s`` for ``0 <= s <= x``, without overflow (x up to 1400) and without
+    cancellation where it is small (x near 0)."""
+    return math.expm1(x) * math.exp(-s) if x < 700 else math.exp(x - s) - math.exp(-s)
+
+
 def _round2(kind: str, d: int, eps_perm: float, eps_1: float, calibration: str) -> tuple[float, float]:
-    """``(p2, q2)``: the IRR that makes one report ``eps_1``-LDP (see :func:`longitudinal`)."""
-    E, a = math.exp(eps_perm), math.exp(eps_1)
+    """``(p2, q2)``: the IRR that makes one report ``eps_1``-LDP (see :func:`longitudinal`).
+
+    Written with ``E = e^eps_perm`` divided out of numerator and denominator (``u = 1/E``)
+    and ``e^x - 1`` by ``expm1``: finite at ``eps_perm = 700`` (``E^2`` and ``e^(eps_1 +
+    eps_perm)`` overflow) and accurate at ``eps_1 = 1e-9`` (where ``a - 1`` and the
+    numerators are tiny differences)."""
+    u, a, am1 = math.exp(-eps_perm), math.exp(eps_1), math.expm1(eps_1)
+    both = _expm1_over(eps_1 + eps_perm, eps_perm)        # (a E - 1) / E
+    gone = -math.expm1(-eps_perm)                         # (E - 1) / E
     if kind == "l_grr":
         if calibration == "peer":
-            # multi-freq-ldpy / Arcolezi et al.: (p1 p2 + q1 q2) / (p1 q2 + q1 p2) = e^eps_1
-            p2 = math.expm1(eps_1 + eps_perm) / ((d - 1) * (E - a) + math.expm1(eps_1 + eps_perm))
-            return p2, (1 - p2) / (d - 1)
+            # multi-freq-ldpy / Arcolezi et al.: (p1 p2 + q1 q2) / (p1 q2 + q1 p2) = e^eps_1,
+            # q2 = (1 - p2) / (d - 1)
+            rest = -math.expm1(eps_1 - eps_perm)          # (E - a) / E
+            return both / ((d - 1) * rest + both), rest / ((d - 1) * rest + both)
         # p*/q* = e^eps_1 with every path to a report counted (B != x then kept, etc.)
-        den = math.expm1(eps_perm) * (a + d - 1)
-        return (math.expm1(eps_1 + eps_perm) + (d - 2) * math.expm1(eps_1)) / den, (E - a) / den
+        den = gone * (a + d - 1)
+        return (both + (d - 2) * am1 * u) / den, -math.expm1(eps_1 - eps_perm) / den
     if kind == "l_sue":
         # composed p* = s/(s+1), s = e^(eps_1/2): p2 = (p* - q1)/(p1 - q1)
+        # (q2 = 1 - p2 by its own expression: not 0 where p2 is 1 in doubles)
         s = math.exp(eps_1 / 2)
-        p2 = math.expm1((eps_1 + eps_perm) / 2) / ((s + 1) * math.expm1(eps_perm / 2))
-        return p2, 1 - p2
+        den = (s + 1) * -math.expm1(-eps_perm / 2)
+        return _expm1_over((eps_1 + eps_perm) / 2, eps_perm / 2) / den, -math.expm1((eps_1 - eps_perm) / 2) / den
     if kind == "l_osue":
         # composed p* = 1/2, q* = 1/(a+1): q1 p2 + (1-q1)(1-p2) = 1/(a+1)
-        p2 = math.expm1(eps_1 + eps_perm) / ((a + 1) * math.expm1(eps_perm))
-        return p2, 1 - p2
-    # l_oue: the root in [0, 1/2) of 4E(a-1) q2^2 - (6Ea - 2E - 2a - 2) q2 + 2E - 3a + 1 = 0
-    disc = (9 * E * E * a * a - 14 * E * E * a + 9 * E * E + 6 * E * a * a - 20 * E * a + 6 * E
-            + a * a + 2 * a + 1)
-    return 0.5, (3 * E * a - E - a - 1 - math.sqrt(disc)) / (4 * E * math.expm1(eps_1))
+        den = (a + 1) * gone
+        return both / den, -math.expm1(eps_1 - eps_perm) / den
+    # l_oue: the root in [0, 1/2) of 4E(a-1) q2^2 - (6Ea - 2E - 2a - 2) q2 + 2E - 3a + 1 = 0,
+    # (B - sqrt(D)) / (4E(a-1)) with B = 3Ea - E - a - 1 and B^2 - D = 4E(a-1)(3a - 1 - 2E): as
+    # (2E - 3a + 1) / (B + sqrt(D)), and over E: c / (b + sqrt(b^2 + 4 (a-1) c))
+    c = (2 * math.expm1(eps_perm) - 3 * am1) * u          # (2E - 3a + 1) / E
+    b = 3 * both - gone - am1 * u                         # B / E
+    root = b * math.sqrt(max(1 - 4 * (am1 / b) * (c / b), 0.0))   # sqrt(D) / E; b > 0, b^2 may overflow
+    return 0.5, c / (b + root)
 
 
 def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: str = "tight") -> LongitudinalOracle:
@@ -258,9 +276,9 @@ def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: 
         raise ValueError(f"l_oue cannot reach eps_1 = {eps_1} at eps_perm = {eps_perm}: its IRR's q2 would be "
                          f"negative; eps_1 <= log((2 e^eps_perm + 1)/3) = {top:.6g} (or use l_osue)")
     k1 = _ROUNDS[kind][0]
-    p1, q1 = orc.support_probs(orc.oracle(k1, d, eps_perm))   # the PRR sampler's own floats
-    if k1 == "grr":
-        q1 = (1 - p1) / (d - 1)                               # multi-freq-ldpy's expression
+    # the PRR sampler's own floats (grr's q1 = 1/(E + d - 1) is multi-freq-ldpy's (1 - p1)/(d - 1)
+    # to rounding where p1 is not near 1, and not 0 where it is: epsilon = 700)
+    p1, q1 = orc.support_probs(orc.oracle(k1, d, eps_perm))
     p2, q2 = _round2(kind, d, eps_perm, eps_1, calibration)
     q2 = max(q2, 0.0)                                         # l_oue at max_eps_1: -1e-17 is 0
     return LongitudinalOracle(kind, d, eps_perm, eps_1, float(p1), float(q1), float(p2), float(q2), calibration)
@@ -287,7 +305,8 @@ def round_oracles(lo: LongitudinalOracle) -> tuple[Oracle, Oracle]:
         eps2 = 2 * math.log(lo.p2 / lo.q2)
     else:
         eps2 = math.log((1 - lo.q2) / lo.q2) if lo.q2 > 0 else math.inf
-    second = orc.oracle(k2, lo.d, eps2) if math.isfinite(eps2) else orc.Oracle(k2, lo.d, eps2)
+    # (an IRR that keeps nothing in doubles, eps2 = 0, or everything, inf: no oracle() accepts it)
+    second = orc.oracle(k2, lo.d, eps2) if 0 < eps2 < math.inf else orc.Oracle(k2, lo.d, eps2)
     return orc.oracle(k1, lo.d, lo.eps_perm), second
 
 
@@ -324,6 +343,20 @@ def support_probs(lo: LongitudinalOracle) -> tuple[float, float]:
     """
     g = lo.p2 - lo.q2
     return lo.q2 + lo.p1 * g, lo.q2 + lo.q1 * g
+
+
+def support_gap(lo: LongitudinalOracle) -> float:
+    """``p* - q*`` as the product ``(p1 - q1)(p2 - q2)``, the first factor by
+    :func:`privspec.backends.oracles.support_gap` (no cancellation when an epsilon is small).
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_osue", 6, 2.0, 1.0)
+    >>> p, q = support_probs(lo)
+    >>> abs(support_gap(lo) - (p - q)) < 1e-15
+    True
+    """
+    return orc.support_gap(round_oracles(lo)[0]) * (lo.p2 - lo.q2)
 
 
 def pair_probs(lo: LongitudinalOracle) -> PairProbs:
@@ -379,7 +412,7 @@ def covariance(lo: LongitudinalOracle, f: Sequence[float], n: float, conditional
         raise ValueError("n must be positive")
     p, q = support_probs(lo)
     one, neither, _ = pair_probs(lo)
-    return orc.pure_covariance(p, q, one, neither, f, n, conditional)
+    return orc.pure_covariance(p, q, one, neither, f, n, conditional, gap=support_gap(lo))
 
 
 def cross_collection_covariance(lo: LongitudinalOracle, f: Sequence[float], n: float,
@@ -526,8 +559,10 @@ def unbiased(lo: LongitudinalOracle, C: Sequence[float], n: float, project: str 
     if not n > 0:
         raise ValueError("n must be positive")
     q = support_probs(lo)[1]
-    # p* - q* as the product (p1 - q1)(p2 - q2): no cancellation when eps_1 is small
-    return _project((C / n - q) / ((lo.p1 - lo.q1) * (lo.p2 - lo.q2)), project)
+    gap = support_gap(lo)
+    if gap == 0:   # first below about 1e-16: the IRR keeps nothing in doubles
+        raise orc.FloatRangeError(0.0, math.inf)
+    return _project((C / n - q) / gap, project)
 
 
 # ---- sampling --------------------------------------------------------------------------------------
@@ -709,14 +744,23 @@ def parse_reports(lo: LongitudinalOracle, strings: Sequence[Any]) -> tuple[Any, 
 
 
 # ---- privacy accounting ----------------------------------------------------------------------------
-def _log_ratio(a: float, b: float, log_r: float) -> float:
-    """``log[(a r + 1 - a)/(b r + 1 - b)]`` for ``r = exp(log_r)``, any size: divided
-    through by r when r > 1 (the terms of size ``log r`` would cancel to their rounding,
-    1e-9 at t = 10^7)."""
+def _log_ratio(a: float, not_a: float, b: float, not_b: float, log_r: float) -> float:
+    """``log[(a r + 1 - a)/(b r + 1 - b)]`` for ``r = exp(log_r)``, any size, with ``not_a =
+    1 - a`` and ``not_b = 1 - b`` given (1 - a in doubles is 0 where a is within 1e-16 of
+    1: epsilon = 700): divided through by r when r > 1 (the terms of size ``log r`` would
+    cancel to their rounding, 1e-9 at t = 10^7)."""
+    la, lna, lb, lnb = math.log(a), math.log(not_a), math.log(b), math.log(not_b)
     if log_r >= 0:
-        return float(np.logaddexp(math.log(a), math.log1p(-a) - log_r)
-                     - np.logaddexp(math.log(b), math.log1p(-b) - log_r))
-    return float(np.logaddexp(math.log(a) + log_r, math.log1p(-a)) - np.logaddexp(math.log(b) + log_r, math.log1p(-b)))
+        return float(np.logaddexp(la, lna - log_r) - np.logaddexp(lb, lnb - log_r))
+    return float(np.logaddexp(la + log_r, lna) - np.logaddexp(lb + log_r, lnb))
+
+
+def _complements(lo: LongitudinalOracle) -> tuple[float, float, float, float]:
+    """``1 - p1, 1 - q1, 1 - p2, 1 - q2``, each from its own expression."""
+    not_p1, not_q1 = orc._complements(round_oracles(lo)[0])
+    if lo.kind in ("l_sue", "l_osue"):                # SUE's IRR: p2 + q2 = 1
+        return not_p1, not_q1, lo.q2, lo.p2
+    return not_p1, not_q1, 1 - lo.p2, 1 - lo.q2
 
 
 def _check_t(collections: Any) -> float:
@@ -765,15 +809,17 @@ def epsilon_of(lo: LongitudinalOracle, collections: float = 1) -> float:
     [1.0, 1.6116, 1.9872, 2.0, 2.0]
     """
     t = _check_t(collections)
+    not_p1, not_q1, not_p2, not_q2 = _complements(lo)
     if math.isinf(t):
-        eps = math.log(lo.p1 / lo.q1)
+        eps = math.log(lo.p1) - math.log(lo.q1)
         if lo.kind in _UE:
-            eps += math.log((1 - lo.q1) / (1 - lo.p1))
+            eps += math.log(not_q1) - math.log(not_p1)
         return eps
-    log_r = t * math.log(lo.p2 / lo.q2) if lo.q2 > 0 else math.inf   # q2 = 0: l_oue at max_eps_1
-    eps = _log_ratio(lo.p1, lo.q1, log_r)
+    # q2 = 0: l_oue at max_eps_1
+    log_r = t * (math.log(lo.p2) - math.log(lo.q2)) if lo.q2 > 0 else math.inf
+    eps = _log_ratio(lo.p1, not_p1, lo.q1, not_q1, log_r)
     if lo.kind in _UE:
-        eps += _log_ratio(lo.q1, lo.p1, t * (math.log1p(-lo.p2) - math.log1p(-lo.q2)))
+        eps += _log_ratio(lo.q1, not_q1, lo.p1, not_p1, t * (math.log(not_p2) - math.log(not_q2)))
     return eps
 
 

@@ -64,11 +64,13 @@ from scipy import stats
 __all__ = [
     "ALTERNATIVES", "standard_errors", "n_for_max_se", "n_for_ci_width",
     "power_proportion", "power_difference", "independence_effect", "power_independence",
-    "smallest_n", "n_for_power", "power_curve", "n_grid",
+    "smallest_n", "n_for_power", "power_curve", "n_grid", "N_MAX",
 ]
 
 #: the alternatives of the Wald tests
 ALTERNATIVES = ("two-sided", "greater", "less")
+#: the most respondents a sample size is searched up to (``sample_size`` queries: B151 beyond)
+N_MAX = 10 ** 9
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -89,6 +91,16 @@ def _check_alpha(alpha: float) -> float:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), not {alpha}")
     return float(alpha)
+
+
+def _as_float_n(n: ArrayLike) -> np.ndarray:
+    """Numbers of respondents as floats: a whole number beyond doubles (a spec's n =
+    10^400) is inf, where every power has reached its limit."""
+    try:
+        return np.asarray(n, dtype=float)
+    except OverflowError:
+        return np.array([float(x) if abs(x) < 2 ** 1023 else math.inf if x > 0 else -math.inf
+                         for x in np.ravel(np.asarray(n, dtype=object))]).reshape(np.shape(n))
 
 
 def _as_result(x: np.ndarray) -> float | np.ndarray:
@@ -130,10 +142,20 @@ def _smallest_from_guess(reached: Callable[[int], bool], guess: int) -> int:
         lo, step = hi, 2 * step
 
 
-def _guess(ratio: float) -> int:
-    if not math.isfinite(ratio):
-        raise ValueError("target too small: the sample size overflows")
-    return max(1, math.ceil(ratio))
+def _smallest_within(reached: Callable[[int], bool], root: float, n_max: int | None) -> int | None:
+    """The smallest n >= 1 with reached(n), from the closed form ``n ~ root^2`` (``root`` the
+    largest standard deviation over the target, so that the square is taken once, where it
+    is known to fit: a target of 1e-300 squared is 0 and 1e300 squared inf in doubles);
+    None when it is beyond ``n_max``; ValueError beyond floating point without one."""
+    limit = math.inf if n_max is None else n_max
+    # (a float ** 2 past 1.3e154 raises OverflowError: squared only where it fits)
+    square = float(root) ** 2 if abs(root) < 1e154 else math.inf     # nan: not < 1e154
+    if not (square < math.inf and square <= limit):
+        if n_max is not None:
+            return None
+        raise ValueError(f"target too small: the sample size, about ({float(root):.3g})^2, is beyond floating point")
+    n = _smallest_from_guess(reached, max(1, math.ceil(square)))
+    return n if n_max is None or n <= n_max else None
 
 
 # ---- precision targets -----------------------------------------------------------------------
@@ -163,7 +185,7 @@ def standard_errors(avar_diag: ArrayLike, n: float) -> np.ndarray:
     return np.sqrt(_variances(avar_diag) / n)
 
 
-def n_for_max_se(avar_diag: ArrayLike, target: float) -> int:
+def n_for_max_se(avar_diag: ArrayLike, target: float, n_max: int | None = None) -> int | None:
     """The smallest ``n >= 1`` with ``max_k sqrt(avar_kk / n) <= target``.
 
     Parameters
@@ -171,21 +193,24 @@ def n_for_max_se(avar_diag: ArrayLike, target: float) -> int:
     avar_diag : array_like
         Asymptotic variances (vector or square covariance matrix).
     target : float
-        The largest standard error allowed (> 0).
+        The largest standard error allowed (> 0; any size: 1e-300 and 1e300 too).
+    n_max : int, optional
+        The largest n searched (None: any, up to floating point).
 
     Returns
     -------
-    int
+    int or None
         ``ceil(max_k avar_kk / target^2)``, checked against the criterion itself
         (:func:`standard_errors`) so that floating rounding cannot make it off by one;
-        1 when every variance is 0.
+        1 when every variance is 0 or the target is above every standard error at n = 1;
+        None when it is beyond ``n_max``.
 
     Examples
     --------
     >>> n_for_max_se([0.5, 1.0], 0.1)     # 1 / 0.01 = 100 exactly
     100
-    >>> n_for_max_se([0.0], 0.1)
-    1
+    >>> n_for_max_se([0.0], 0.1), n_for_max_se([1.0], 1e300), n_for_max_se([1.0], 1e-300, n_max=10 ** 9)
+    (1, 1, None)
     """
     if not target > 0:
         raise ValueError(f"target must be > 0, not {target}")
@@ -193,11 +218,11 @@ def n_for_max_se(avar_diag: ArrayLike, target: float) -> int:
     top = float(v.max())
     if top == 0:
         return 1
-    return _smallest_from_guess(lambda n: bool(standard_errors(v, n).max() <= target),
-                                _guess(top / target ** 2))
+    return _smallest_within(lambda n: bool(standard_errors(v, n).max() <= target), math.sqrt(top) / target, n_max)
 
 
-def n_for_ci_width(avar_diag: ArrayLike, width: float, alpha: float = 0.05) -> int:
+def n_for_ci_width(avar_diag: ArrayLike, width: float, alpha: float = 0.05, n_max: int | None = None
+                   ) -> int | None:
     """The smallest ``n >= 1`` whose widest two-sided Wald interval,
     ``2 z_{1-alpha/2} max_k SE_k(n)``, is at most ``width``.
 
@@ -209,11 +234,13 @@ def n_for_ci_width(avar_diag: ArrayLike, width: float, alpha: float = 0.05) -> i
         The largest full width allowed (> 0).
     alpha : float
         One minus the confidence level.
+    n_max : int, optional
+        The largest n searched (None: any, up to floating point).
 
     Returns
     -------
-    int
-        The smallest such ``n`` (1 when every variance is 0).
+    int or None
+        The smallest such ``n`` (1 when every variance is 0); None beyond ``n_max``.
 
     Examples
     --------
@@ -227,8 +254,8 @@ def n_for_ci_width(avar_diag: ArrayLike, width: float, alpha: float = 0.05) -> i
     top = float(v.max())
     if top == 0:
         return 1
-    return _smallest_from_guess(lambda n: bool(2 * z * standard_errors(v, n).max() <= width),
-                                _guess(top * (2 * z / width) ** 2))
+    return _smallest_within(lambda n: bool(2 * z * standard_errors(v, n).max() <= width),
+                            math.sqrt(top) * (2 * z / width), n_max)
 
 
 # ---- power -------------------------------------------------------------------------------------
@@ -238,10 +265,11 @@ def _wald_power(n: ArrayLike, delta: float, var: float, alpha: float, alternativ
     alpha = _check_alpha(alpha)
     if not (math.isfinite(var) and var > 0):
         raise ValueError(f"the asymptotic variance must be finite and > 0, not {var}")
-    n = np.asarray(n, dtype=float)
+    n = _as_float_n(n)
     if np.any(n <= 0):
         raise ValueError("n must be > 0")
-    s = np.sqrt(n) * delta / math.sqrt(var)
+    # sqrt(n) delta: 0 under the null at any n (inf * 0 would be nan for n beyond doubles)
+    s = np.sqrt(n) * delta / math.sqrt(var) if delta != 0 else np.zeros_like(n)
     norm = stats.norm
     if alternative == "two-sided":
         z = norm.ppf(1 - alpha / 2)
@@ -342,6 +370,10 @@ def independence_effect(joint: ArrayLike) -> float:
     return float(np.sum((P - E) ** 2 / E))
 
 
+#: a noncentrality at which Pearson's test has power 1 in doubles (for any table below 10^11 cells)
+_NONCENTRALITY_ONE = 1e12
+
+
 def power_independence(n: ArrayLike, joint: ArrayLike, alpha: float = 0.05) -> float | np.ndarray:
     """Asymptotic power of Pearson's chi-square test of independence on the report table
     of a product mechanism.
@@ -372,12 +404,16 @@ def power_independence(n: ArrayLike, joint: ArrayLike, alpha: float = 0.05) -> f
     alpha = _check_alpha(alpha)
     P = _report_table(joint)
     df = (P.shape[0] - 1) * (P.shape[1] - 1)
-    n = np.asarray(n, dtype=float)
+    n = _as_float_n(n)
     if np.any(n <= 0):
         raise ValueError("n must be > 0")
-    lam = n * independence_effect(P)
+    effect = independence_effect(P)
+    lam = n * effect if effect > 0 else np.zeros_like(n)
     crit = stats.chi2.ppf(1 - alpha, df)
-    return _as_result(np.where(lam > 0, stats.ncx2.sf(crit, df, np.maximum(lam, 0.0)), alpha))
+    # scipy's noncentral chi-square is nan past lam ~ 1e15; the power (rising in lam) is 1 in
+    # doubles long before: at lam = 1e12 the critical value is some 7e5 standard deviations below
+    sf = stats.ncx2.sf(crit, df, np.clip(lam, 0.0, _NONCENTRALITY_ONE))
+    return _as_result(np.where(lam > 0, sf, alpha))
 
 
 # ---- searching n and plotting power -------------------------------------------------------------
@@ -449,21 +485,30 @@ def power_curve(power_fn: Callable[[int], float], n_values: ArrayLike) -> np.nda
     >>> power_curve(lambda n: power_proportion(n, 0.2, 1.0), [100, 400]).round(4)
     array([0.516 , 0.9793])
     """
-    return np.array([float(power_fn(int(n))) for n in np.asarray(n_values).ravel()])
+    return np.array([float(power_fn(n if isinstance(n, float) else int(n)))
+                     for n in np.asarray(n_values).ravel().tolist()])
 
 
 def n_grid(n_center: float, points: int = 25) -> np.ndarray:
     """Sorted unique integers log-spaced from about ``n_center / 10`` to ``10 n_center``
     (and ``n_center`` itself): the x axis of a power curve.
 
+    Integers (int64) while they fit; whole numbers as floats beyond (a power at n = 10^300).
+
     Examples
     --------
     >>> n_grid(100, points=5)
     array([  10,   32,  100,  316, 1000])
+    >>> n_grid(10 ** 300, points=3)
+    array([1.e+299, 1.e+300, 1.e+301])
     """
-    if not n_center >= 1:
+    center = float(_as_float_n(n_center))
+    if not center >= 1:
         raise ValueError(f"n_center must be >= 1, not {n_center}")
     if points < 2:
         raise ValueError(f"points must be >= 2, not {points}")
-    grid = np.round(np.geomspace(max(1.0, n_center / 10), 10 * n_center, points)).astype(np.int64)
-    return np.union1d(np.maximum(grid, 1), [int(round(n_center))])
+    if not math.isfinite(10 * center):
+        raise ValueError(f"n_center must be a finite number of respondents, not {n_center}")
+    grid = np.union1d(np.maximum(np.round(np.geomspace(max(1.0, center / 10), 10 * center, points)), 1),
+                      [np.round(center)])
+    return grid.astype(np.int64) if grid[-1] < 2 ** 62 else grid

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 import sympy
 
+from .. import costs
 from ..errors import BackendError, DataError, Diagnostic
 from ..model import ModelGraph, Query, Variable
 from ..query_kinds import Answers
@@ -153,12 +154,7 @@ def estimate_result(model: ModelGraph, q: Query, data, path) -> Result:
     counts = problem.counts_from(data, path)
     if counts.sum() <= 0:
         raise DataError(Diagnostic("D001", f"{path} has no reports"))
-    try:
-        fit = problem.fit(counts)
-    except np.linalg.LinAlgError as e:
-        raise BackendError(Diagnostic("B404", f"a randomization matrix is singular ({e})",
-                                      hint="GRR is singular only at eps = 0 (Theorem 1)")) from None
-    return joint_result(problem, fit)
+    return joint_result(problem, problem.fit(counts))
 
 
 # ---- epsilon ---------------------------------------------------------------------------------------
@@ -249,9 +245,12 @@ def _joint_avar(model: ModelGraph, q: Query) -> Result:
         inv = [channel_of(f).K.inv() for f in problem.factors]
         Kf = [channel_of(f).K for f in problem.factors]
         # exact algebra with transcendental keep probabilities (epsilon = 1: e/(e + 1)) grows
-        # fast with the cells (20 cells: 46 s); rational ones (epsilon = log 3) stay cheap
+        # fast with the cells (20 cells: 46 s); rational ones (epsilon = log 3) stay cheap; high
+        # powers of e or roots of it (epsilon = 700, 1e-300) take minutes on 4 cells
         rational = all(x.is_rational for k in Kf for x in k.subs(subs))
-        exact = problem.cells <= 8 or (problem.cells <= EXACT_CELLS and declared and rational)
+        simple = all(costs.channel_class(f) in ("rational", "irrational", "symbolic") for f in problem.factors)
+        exact = (problem.cells <= 8 and (simple or not declared)) or (problem.cells <= EXACT_CELLS and declared
+                                                                      and rational)
         if exact:
             A = sympy.kronecker_product(*inv)
             lam = sympy.kronecker_product(*Kf) * w

@@ -35,6 +35,7 @@ def _grr_keep(model: ModelGraph, mech: RandomizedResponse) -> tuple[float, float
     ch = ch.at(parameter_values(model))
     if ch.is_symbolic():
         numeric_K(model, mech)  # raises the clear error
+    ch.check_floating()
     return ch.keep_probabilities()
 
 
@@ -48,6 +49,7 @@ def numeric_K(model: ModelGraph, mech: RandomizedResponse) -> np.ndarray:
         raise BackendError(Diagnostic("B401", f"mechanism {mech.name or mech.variable.name} depends on {names}: "
                                       "estimation and simulation need numbers",
                                       hint=f"give the parameter a value: parameter {names} > 0 = 1"))
+    ch.check_floating()
     return ch.Kn
 
 
@@ -132,11 +134,15 @@ class JointProblem:
         se = str(options.get("se", "population"))
         if se not in SE_KINDS:
             raise BackendError(Diagnostic("B406", f"unknown se {se!r}", hint=f"se = {' | '.join(SE_KINDS)}"))
-        if self.product:
-            if method in ("mle", "em"):
-                return with_projection(self._mle_product(counts, se), "none")
-            return estimate_joint(method, counts, self.K(), self.names, options)
-        return with_projection(self._combined(counts, method, se), str(options.get("project", "none")))
+        try:
+            if self.product:
+                if method in ("mle", "em"):
+                    return with_projection(self._mle_product(counts, se), "none")
+                return estimate_joint(method, counts, self.K(), self.names, options)
+            return with_projection(self._combined(counts, method, se), str(options.get("project", "none")))
+        except np.linalg.LinAlgError as e:
+            raise BackendError(Diagnostic("B404", f"a randomization matrix is singular ({e})",
+                                          hint="GRR is singular only at eps = 0 (Theorem 1)")) from None
 
     def _mle_product(self, counts: np.ndarray, se: str = "population") -> JointFit:
         if self.cells > MLE_CELL_LIMIT:

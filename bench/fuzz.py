@@ -3,6 +3,7 @@
     python bench/fuzz.py                       # 20,000 mutants (500 analyzed), 5,000 slot cases (1,000 analyzed)
     python bench/fuzz.py --seed 7 --mutants 100000 --slots 20000 --analyzed 5000
     python bench/fuzz.py --costs               # time the cases behind privspec.costs' limits
+    python bench/fuzz.py --parameters          # every numeric parameter x value x query (2,296 cases)
 
 Prints every case that exits with a status other than 0 or 1 or takes more than 5 s,
 then a summary: cases, failures, the slowest cases and the time per case.  Exit status
@@ -19,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from test_fuzz import CASE_SECONDS, Case, cases, run_case  # noqa: E402
+from test_fuzz import (CASE_SECONDS, Case, _warm, cases, parameter_cases, run_case,  # noqa: E402
+                       run_parameter_case)
 
 
 def fuzz(seed: int, mutants: int, slots: int, analyzed: int, analyzed_mutants: int, seconds: float) -> int:
@@ -42,6 +44,29 @@ def fuzz(seed: int, mutants: int, slots: int, analyzed: int, analyzed_mutants: i
     times.sort(reverse=True)
     print(f"{len(times)} cases in {total:.1f} s ({1000 * total / max(len(times), 1):.1f} ms a case), "
           f"{failures} failures; slowest: " + ", ".join(f"#{n} {t:.2f} s" for t, n in times[:5]))
+    return 1 if failures else 0
+
+
+def parameters(seconds: float) -> int:
+    """Every slot of ``PARAMETER_SLOTS`` at every extreme value with every query it has."""
+    failures = 0
+    times: list[tuple[float, str]] = []
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "parameters.privspec"
+        _warm(path)
+        for case in parameter_cases(every=True):
+            t = time.perf_counter()
+            problems = run_parameter_case(case, path, seconds)
+            times.append((time.perf_counter() - t, f"{case.slot} = {case.value}, {case.query}"))
+            if problems:
+                failures += 1
+                print(f"--- {times[-1][1]}: " + "; ".join(problems))
+                print(case.text[:600])
+    total = time.perf_counter() - start
+    times.sort(reverse=True)
+    print(f"{len(times)} cases in {total:.1f} s, {failures} failures; slowest: "
+          + ", ".join(f"{what} {t:.2f} s" for t, what in times[:5]))
     return 1 if failures else 0
 
 
@@ -102,9 +127,13 @@ def main_(argv: list[str] | None = None) -> int:
     ap.add_argument("--analyzed-mutants", type=int, default=500, help="mutants of the quick specs also analyzed")
     ap.add_argument("--seconds", type=float, default=CASE_SECONDS)
     ap.add_argument("--costs", action="store_true", help="time the cases behind privspec.costs' limits")
+    ap.add_argument("--parameters", action="store_true",
+                    help="every mechanism's numeric parameters at extreme values x every query that reads them")
     args = ap.parse_args(argv)
     if args.costs:
         return costs()
+    if args.parameters:
+        return parameters(args.seconds)
     return fuzz(args.seed, args.mutants, args.slots, args.analyzed, args.analyzed_mutants, args.seconds)
 
 

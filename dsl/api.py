@@ -18,12 +18,13 @@ does.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 from . import query_kinds
-from .errors import BackendError, DataError, Diagnostic, PrivspecError
+from .errors import BackendError, DataError, Diagnostic, PrivspecError, SpecError
 from .results import Result
 
 #: the verbs that answer queries
@@ -225,6 +226,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
     if verb == "simulate":
         if not (n and reps) or n < 1 or reps < 1:
             raise ValueError("simulate needs n >= 1 respondents and reps >= 1 replications")
+        _refuse_simulation(spec, [(q, n, None) for q in asked], reps)
         options.update(n=n, reps=reps)
     out = Results(verb, model, tuple(asked), {})
     with chosen(progress):
@@ -290,6 +292,14 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     blocks = [model.compares[n] for n in names] if names else list(model.compares.values())
     if reps is not None and reps < 2:
         raise ValueError("reps must be at least 2 (a Monte Carlo error needs two replications)")
+    if reps is not None:
+        from .model import Query
+
+        # each candidate's estimate is simulated at the block's n (the back end's default 1000)
+        _refuse_simulation(spec, [(Query(name, "estimate", mechanism=mech, estimand=c.estimand,
+                                         method=c.estimator(name), span=c.span), int(c.n or 1000),
+                                   f"candidate '{name}' of compare block '{c.name}'")
+                                  for c in blocks for name, mech in c.candidates], reps)
     out = Results("compare", model, tuple(blocks), {})
     for c in blocks:
         backend = comparer_for(c)
@@ -306,6 +316,21 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     if report is not None and out.results:
         write_reports(out, report, force=force)
     return out
+
+
+def _refuse_simulation(spec: Any, queries: Sequence[tuple[Any, int, str | None]], reps: int) -> None:
+    """E703 (:func:`privspec.costs.simulation_refusal`) for the first query whose simulation,
+    ``reps`` replications of its n respondents, would hold more than memory allows: raised
+    before anything is drawn.  ``queries``: (query, n, how the message names it)."""
+    from . import costs
+
+    model = spec.model
+    for q, n, what in queries:
+        release = model.releases.get(q.scope) if q.mechanism is None and isinstance(q.scope, str) else None
+        cells = math.prod(v.p for v in release.variables) if release is not None else 0
+        refusal = costs.simulation_refusal(q, int(n), int(reps), cells, what)
+        if refusal is not None:
+            raise SpecError(Diagnostic(refusal.code, refusal.message, span=q.span, hint=refusal.hint), spec.source)
 
 
 def report_paths(report: Any, names: Sequence[str]) -> dict[str, Any]:

@@ -77,6 +77,17 @@ PERMUTATION_WORK_LIMIT = 10_000_000
 #: Highest order of moment(X, k): E[Y^k] in floating point overflows past about 140 for a
 #: variable bounded by 150.
 MAX_MOMENT_ORDER = 100
+#: Most numbers one simulation holds at once (:func:`simulation_refusal`): its replications
+#: times the numbers each keeps (the true table, the reports' counts, the estimate, its
+#: target, coverage and interval: about six per category, plus the reports of a finite
+#: mechanism; a released table three times), plus, where reports are drawn one respondent at
+#: a time (frequency oracles, interval mechanisms), the respondents of one replication times
+#: the numbers of a value and its report.  10^8 float64 numbers are 0.8 GB; ``simulate
+#: --reps 1000000000`` of grr on 5 categories asked for 37 GiB and ended in MemoryError.
+SIMULATION_NUMBER_LIMIT = 100_000_000
+#: Most respondents of one simulated data set: counts are drawn as integers and kept as
+#: float64, whole numbers exactly up to 2^53.
+MAX_SIMULATED_N = 2 ** 53
 
 #: Largest number of categories analysed exactly, by query kind and by the numbers the
 #: channel and the population hold (:func:`number_class`): rational (``epsilon = log(3)``,
@@ -103,6 +114,14 @@ SYMBOLIC_W_P_LIMITS: dict[str, dict[str, int | None]] = {
     "fisher": {"rational": 4, "irrational": 3, "complex": 2, "intricate": 0, "symbolic": 3},
     "avar_mle": {"rational": 3, "irrational": 3, "complex": 2, "intricate": 0, "symbolic": 2},
 }
+#: Largest power of e (of its generator: e^(7/2) is a cube of e^(1/2)... to the 7th) with which the
+#: back ends compute exactly in e^epsilon: grr's Warner covariance and the frequency oracles'
+#: covariances and read-back epsilon factor rational functions of degree about twice that
+#: power.  Measured on 4 categories, 2 cores under load (about 4 times slower than alone):
+#: grr epsilon = 1 6.0 s, 10 7.6 s, 20 13.6 s, 40 18 s, 65 over 30 s, 700 over 120 s; hr on 16
+#: categories 1 7.1 s, 10 14.7 s, 20 49 s.  Beyond it they compute in floating point (to
+#: rounding; e^700 is a double).
+EXACT_EXP_POWER = 10
 #: number classes, cheapest first
 CLASSES = ("rational", "irrational", "complex", "intricate", "symbolic")
 #: an irrational number stays "irrational" (not "complex") with at most one transcendental
@@ -234,6 +253,48 @@ def number_class(values: Iterable[sympy.Expr]) -> str:
 
 def _field_class(v: sympy.Expr) -> str:
     """The class of one irrational number, from the field it lives in (see :data:`CLASSES`)."""
+    transcendentals, radicals, e_root, power, inner = _anatomy(v)
+    worst = max((CLASSES.index(_field_class(a)) for a in inner if not isinstance(a, sympy.Rational)), default=0)
+    if CLASSES[worst] == "intricate":
+        return "intricate"
+    degree = math.prod(radicals.values())
+    if degree > _INTRICATE_DEGREE or e_root > _INTRICATE_DEGREE or power > _INTRICATE_POWER \
+            or len(transcendentals) > _INTRICATE_TRANSCENDENTALS:
+        return "intricate"
+    if worst <= 1 and ((len(transcendentals) <= 1 and not radicals and e_root <= _SIMPLE_DEGREE
+                        and power <= _SIMPLE_POWER) or (not transcendentals and degree <= _SIMPLE_DEGREE)):
+        return "irrational"
+    return "complex"
+
+
+def exact_exp(epsilon: sympy.Expr) -> bool:
+    """Whether exact (sympy) arithmetic in ``e^epsilon`` is affordable (see
+    :data:`EXACT_EXP_POWER`): ``e^epsilon`` rational or symbolic, or a power of at most
+    :data:`EXACT_EXP_POWER` of its generator in a field that is not intricate.  The back
+    ends compute in floating point otherwise.
+
+    Examples
+    --------
+    >>> exact_exp(sympy.log(3) * 700), exact_exp(sympy.Integer(2)), exact_exp(sympy.Rational(7, 2))
+    (True, True, True)
+    >>> exact_exp(sympy.Integer(700)), exact_exp(sympy.Rational(1, 10 ** 300)), exact_exp(sympy.Float(0.5))
+    (False, False, False)
+    """
+    eps = sympy.sympify(epsilon)
+    if eps.free_symbols:
+        return True
+    if eps.atoms(sympy.Float):
+        return False
+    e = sympy.exp(eps)
+    if isinstance(e, sympy.Rational):
+        return True
+    return _field_class(e) != "intricate" and _anatomy(e)[3] <= EXACT_EXP_POWER
+
+
+def _anatomy(v: sympy.Expr) -> tuple[set, dict, int, int, list]:
+    """What exact arithmetic with ``v`` computes in: its transcendental generators, its
+    radicals (rational base -> lcm of the root orders), the lcm of the denominators of e's
+    exponents, the largest power of a generator, and the generators' own arguments."""
     transcendentals: set = set()   # generators for sympy's cancellation: e, pi, exp(sqrt(2)), log(3)
     radicals: dict = {}            # rational base -> lcm of its root orders (3^(1/7): 7)
     e_root = 1                     # e^(a/b): lcm of the b
@@ -280,17 +341,7 @@ def _field_class(v: sympy.Expr) -> str:
 
     inner: list = []  # arguments of the generators: their own numbers cost too (exp(e^(1/10^9)))
     walk(v)
-    worst = max((CLASSES.index(_field_class(a)) for a in inner if not isinstance(a, sympy.Rational)), default=0)
-    if CLASSES[worst] == "intricate":
-        return "intricate"
-    degree = math.prod(radicals.values())
-    if degree > _INTRICATE_DEGREE or e_root > _INTRICATE_DEGREE or power > _INTRICATE_POWER \
-            or len(transcendentals) > _INTRICATE_TRANSCENDENTALS:
-        return "intricate"
-    if worst <= 1 and ((len(transcendentals) <= 1 and not radicals and e_root <= _SIMPLE_DEGREE
-                        and power <= _SIMPLE_POWER) or (not transcendentals and degree <= _SIMPLE_DEGREE)):
-        return "irrational"
-    return "complex"
+    return transcendentals, radicals, e_root, power, inner
 
 
 def _worse(*classes: str) -> str:
@@ -561,6 +612,80 @@ def exact_interval_refusal(mech, populations: Sequence[Population]) -> Refusal |
                            f"{EXACT_INTERVAL_LIMIT}",
                    f"use at most {EXACT_INTERVAL_LIMIT + (0 if base.scheme == 'ring' else 1)} ranges, or a "
                    "non-uniform anchor law or population (evaluated by quadrature)")
+
+
+# ---- simulations ---------------------------------------------------------------------------------
+def simulation_numbers(query: Query, release_cells: int = 0) -> tuple[int, int]:
+    """The numbers one replication of ``simulate`` keeps for ``query``, and those one
+    respondent's value and report take where reports are drawn one respondent at a time (0
+    where they are drawn as counts); ``release_cells``: the cells of the released table of a
+    ``variance``/``table`` query (its query has no mechanism).
+
+    Examples
+    --------
+    >>> x = Variable("x", "categorical", tuple("abcde"))
+    >>> simulation_numbers(Query("q", "estimate", mechanism=RandomizedResponse("m", x, "grr", sympy.Integer(1))))
+    (35, 0)
+    """
+    mech = query.mechanism
+    if mech is None:                    # a release: the noisy tables of every replication
+        return 3 * max(release_cells, 1), 0
+    if getattr(mech, "is_finite", False):
+        if query.kind == "test":        # the report tables alone
+            return reports(mech), 0
+        return reports(mech) + 6 * categories(mech), 0
+    family = getattr(mech, "family", None)
+    if family == "oracle":
+        return 6 * mech.variable.p, 2 + _report_words(mech.protocol, mech.variable.p)
+    if family == "multi_oracle":
+        sizes = [v.p for v in mech.attributes]
+        kinds = mech.oracles if len(mech.oracles) == len(sizes) else ("oue",) * len(sizes)
+        return 6 * max(sizes), sum(2 + _report_words(k, p) for k, p in zip(kinds, sizes))
+    return 8, 3                         # interval mechanisms: a few numbers a replication; y and its range
+
+
+def _report_words(protocol: str, d: int) -> int:
+    """8-byte words of one frequency-oracle report: d packed bits (unary encoding, subset
+    selection), else one index or a seed and a value."""
+    return -(-d // 64) if protocol.removeprefix("l_").split("_")[0] in ("sue", "oue", "osue", "ss", "adp") else 1
+
+
+def simulation_refusal(query: Query, n: int, reps: int, release_cells: int = 0, what: str | None = None
+                       ) -> Refusal | None:
+    """E703 when ``simulate`` of ``query`` with ``reps`` replications of ``n`` respondents
+    would hold more than :data:`SIMULATION_NUMBER_LIMIT` numbers, or ``n`` is beyond
+    :data:`MAX_SIMULATED_N`: refused before anything is drawn.  ``what`` names it in the
+    message (default: ``query 'NAME'``).
+
+    Examples
+    --------
+    >>> x = Variable("x", "categorical", tuple("abcde"))
+    >>> q = Query("q", "estimate", mechanism=RandomizedResponse("m", x, "grr", sympy.Integer(1)))
+    >>> simulation_refusal(q, 1000, 1000) is None, simulation_refusal(q, 1000, 10 ** 9).code
+    (True, 'E703')
+    """
+    what = what or f"query '{query.name}'"
+    if n > MAX_SIMULATED_N:
+        return Refusal("E703", f"simulating {what} with n = {_count(n)} respondents; the limit is "
+                               f"2^53 = {MAX_SIMULATED_N:,} (counts are kept as float64, whole numbers exactly up "
+                               "to it)", "simulate fewer respondents: the analytic answers (privspec analyze) "
+                                         "hold at any n")
+    per_rep, per_respondent = simulation_numbers(query, release_cells)
+    total = reps * per_rep + n * per_respondent
+    if total <= SIMULATION_NUMBER_LIMIT:
+        return None
+    room = SIMULATION_NUMBER_LIMIT - n * per_respondent
+    if room >= per_rep:
+        hint = (f"use at most {room // per_rep:,} replications at n = {_count(n)} (1,000 estimate a variance to "
+                "about 4.5%)")
+    else:
+        hint = (f"use at most {(SIMULATION_NUMBER_LIMIT - per_rep) // per_respondent:,} respondents: each one's "
+                "value and report are drawn")
+    parts = f"{_count(reps)} replications x {per_rep:,} numbers"
+    if per_respondent:
+        parts += f" + {_count(n)} respondents x {per_respondent:,}"
+    return Refusal("E703", f"simulating {what} would hold {_count(total)} numbers ({parts}); the "
+                           f"limit is {SIMULATION_NUMBER_LIMIT:,} (0.8 GB of doubles)", hint)
 
 
 def compare_refusal(compare: Compare, populations: Sequence[Population]) -> tuple[str, Refusal] | None:

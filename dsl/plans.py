@@ -11,7 +11,7 @@ from __future__ import annotations
 import sympy
 
 from . import ast, signatures
-from .mechanisms import build_mechanism
+from .mechanisms import FLOAT_LIMIT, build_mechanism
 from .model import Compare, Estimand, Mechanism, Method, Plan, PowerTest, ProductMechanism, Query, Target
 from .query_kinds import CRITERIA, FAMILIES, POWER_TESTS, default_estimator, family_of
 from .scope import Context, compare, describe, did_you_mean, fmt
@@ -39,9 +39,8 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
                       did_you_mean(key.name, SETTINGS) or f"settings: {', '.join(SETTINGS)}")
             ok = False
         elif key.name == "n":
-            got = ctx.integer(value, "the sample size n", 1)
-            ok = ok and got is not None
-            n = None if got is None else sympy.Integer(got)
+            n = _sample_size_n(ctx, value)
+            ok = ok and n is not None
         elif key.name == "alpha":
             alpha = _level(ctx, value)
             ok = ok and alpha is not None
@@ -168,14 +167,33 @@ def power_test(ctx: Context, node: ast.Node, est: Estimand) -> PowerTest | None:
     return PowerTest(node.name, label=label, value=value, variables=(est.variables[0].name,), span=node.span)
 
 
-def _level(ctx: Context, node: ast.Node) -> sympy.Expr | None:
-    alpha = ctx.number(node, "the level alpha")
-    if alpha is None:
+def _level(ctx: Context, node: ast.Node, what: str = "alpha") -> sympy.Expr | None:
+    """A number strictly between 0 and 1: the level ``alpha`` of a test or interval, or the
+    ``power`` a sample size is planned for (a power of 1 is reached at no finite n)."""
+    words = {"alpha": "the level alpha", "power": "the power wanted"}[what]
+    value = ctx.number(node, words)
+    if value is None:
         return None
-    if not alpha.is_number or not 0 < float(alpha) < 1:
-        ctx.error("E309", f"alpha must be in (0, 1), found {fmt(alpha)}", node.span)
+    if not value.is_number or not 0 < float(value) < 1:
+        hint = ("a test reaches power 1 only as n grows without end, and power 0 at no n: ask for a power "
+                "such as 0.8 or 0.9" if what == "power" else "the level of a test: 0.05, 0.01")
+        ctx.error("E309", f"{what} must be in (0, 1), found {fmt(value)}", node.span, hint)
         return None
-    return alpha
+    return value
+
+
+def _sample_size_n(ctx: Context, node: ast.Node) -> sympy.Integer | None:
+    """The number of respondents of ``at n = N`` or ``power(..., n = N)``: a whole number
+    from 1 to :data:`privspec.mechanisms.FLOAT_LIMIT` (it is computed with in floating point)."""
+    got = ctx.integer(node, "the sample size n", 1)
+    if got is None:
+        return None
+    if got > FLOAT_LIMIT:
+        ctx.error("E309", f"the sample size n must be at most 1e300, found {fmt(sympy.Integer(got))}", node.span,
+                  "standard errors and power are computed in floating point (64-bit); at 1e300 respondents "
+                  "every standard error is 0 and every power 1 already")
+        return None
+    return sympy.Integer(got)
 
 
 def _target(ctx: Context, ref: ast.Ref, op: str, node: ast.Node) -> Target | None:
@@ -234,10 +252,9 @@ def planning_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Query
         if key == "test":
             value = power_test(ctx, kw.value, est)
         elif key == "alpha" or key == "power":
-            value = _level(ctx, kw.value)
+            value = _level(ctx, kw.value, key)
         elif key == "n":
-            got = ctx.integer(kw.value, "the sample size n", 1)
-            value = None if got is None else sympy.Integer(got)
+            value = _sample_size_n(ctx, kw.value)
         else:
             value = ctx.number(kw.value, f"the target for {key}")
             if value is not None and (not value.is_number or float(value) <= 0):

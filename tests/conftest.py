@@ -1,12 +1,15 @@
-"""Shared test configuration: the ``--update-golden`` option, and a headless Chromium
-(``browser``) for the reports' tests."""
+"""Shared test configuration: the ``--update-golden`` option, a headless Chromium
+(``browser``) for the reports' tests, and ``within`` (a time limit on a block)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -72,3 +75,30 @@ def browser(tmp_path: Path) -> Browser:
     if exe is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
     return Browser(exe, tmp_path)
+
+
+class TooSlow(BaseException):
+    """Raised by :func:`within`'s alarm; a BaseException so that no ``except Exception``
+    on the way (the CLI's catch-all) takes it for a bug of the code under test."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    def ring(signum, frame):
+        raise TooSlow(f"over {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture
+def within():
+    """``with within(5): ...`` fails the test (TooSlow) when the body runs past 5 seconds
+    (SIGALRM: the main thread, Python code; what hung before a fix, a sympy factorization
+    of e^700, is interrupted)."""
+    return _alarm

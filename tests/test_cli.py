@@ -215,3 +215,71 @@ def test_interrupt_exit_status(monkeypatch) -> None:
     monkeypatch.setattr("privspec.cli._dispatch", interrupted)
     code, _, err = run("check", URN)
     assert code == 143 and "SIGTERM" in err
+
+
+# ---- simulations too large for memory: refused before any work (issue 33) --------------------------------
+SIMULATED = """
+variable x: categorical {a, b, c, d, e}
+population x ~ categorical(1/10, 2/10, 3/10, 2/10, 2/10)
+variable s: continuous [0, 10]
+population s ~ uniform(0, 10)
+mechanism m = grr(x, epsilon = 1)
+mechanism o = oue(x, epsilon = 1)
+mechanism c = interval(s, case1(uniform(0, 10)))
+query est = estimate distribution(x) from m by mom
+query eo = estimate distribution(x) from o by mom
+query mu = estimate mean(s) from c by npmle
+compare d for distribution(x) at n = 1000 {
+  a = grr(x, epsilon = 1)
+  b = oue(x, epsilon = 1)
+} by max_se
+"""
+
+
+@pytest.fixture
+def simulated(tmp_path: Path) -> str:
+    path = tmp_path / "simulated.privspec"
+    path.write_text(SIMULATED, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["simulate", "--n", "1000", "--reps", "1000000000"],
+     ("simulating query 'est' would hold 35,000,000,000 numbers (1,000,000,000 replications x 35 numbers); "
+      "the limit is 100,000,000", "use at most 2,857,142 replications at n = 1,000")),
+    (["simulate", "--n", "100000000000", "--reps", "2", "--query", "eo"],
+     ("simulating query 'eo' would hold", "+ 100,000,000,000 respondents x 3", "use at most 33,333,323 respondents")),
+    (["simulate", "--n", "100000000000", "--reps", "2", "--query", "mu"],
+     ("simulating query 'mu' would hold", "respondents x 3", "use at most")),
+    (["simulate", "--n", "100000000000000000000", "--reps", "2", "--query", "est"],
+     ("with n = ~1.0e+20 respondents; the limit is 2^53 = 9,007,199,254,740,992",)),
+    (["compare", "--reps", "1000000000"],
+     ("simulating candidate 'a' of compare block 'd' would hold 35,000,000,000 numbers",
+      "use at most 2,857,142 replications at n = 1,000")),
+])
+def test_a_simulation_beyond_memory_is_refused_before_any_work(simulated, argv, words, within) -> None:
+    """--reps 1000000000 ended in a MemoryError (37 GiB) after a while: E703 at once, with
+    the count, the limit (costs.SIMULATION_NUMBER_LIMIT) and the most replications that
+    fit; nothing on stdout."""
+    with within(10):
+        code, out, err = run(argv[0], simulated, *argv[1:])
+    assert code == 1 and out == "", err
+    assert "error[E703]" in err
+    for w in words:
+        assert w in err, err
+
+
+def test_the_api_refuses_the_same_simulations(simulated) -> None:
+    """spec.simulate and spec.compare(reps=...) raise the same E703 (a SpecError) before
+    any work; a simulation that fits runs."""
+    import privspec
+    from privspec.errors import SpecError
+
+    spec = privspec.load(Path(simulated))
+    with pytest.raises(SpecError) as e:
+        spec.simulate(n=1000, reps=10 ** 9)
+    assert e.value.code == "E703"
+    with pytest.raises(SpecError) as e:
+        spec.compare(reps=10 ** 9)
+    assert e.value.code == "E703" and "candidate 'a'" in str(e.value)
+    assert spec.simulate(n=50, reps=3, seed=1, queries=["est"]).ok

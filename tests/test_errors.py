@@ -538,7 +538,9 @@ def test_every_emitted_code_has_a_case():
     for path in dsl.glob("*.py"):
         emitted |= set(re.findall(r'"([EW]\d{3})"', path.read_text(encoding="utf-8")))
     covered = {p.values[0] for p in CASES}
-    missing = sorted(emitted - covered - {"E100"})  # E100 (not UTF-8) is the CLI's, tested below
+    # E100 (not UTF-8) is the CLI's, tested below; E703 (a simulation's size) is priced when the
+    # simulation is asked for, not by the checker: tests/test_cli.py
+    missing = sorted(emitted - covered - {"E100", "E703"})
     assert not missing, f"codes without a test case: {missing}"
 
 

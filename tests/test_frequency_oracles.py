@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+import sympy
 
 import privspec
 from privspec.backends import oracles as core
@@ -445,3 +446,144 @@ def test_avar_of_one_attribute_gives_its_covariance_with_the_others() -> None:
     # the labels: this attribute's rows, the other's columns
     m = res["vs"].extras["cross_covariance_income"]
     assert tuple(m.rows) == ("F", "M") and tuple(m.cols) == ("Low", "High")
+
+
+# ---- extreme epsilons: an answer or a refusal within seconds (issue 33) ---------------------------------
+EXTREME = """
+variable x: categorical {a, b, c, d}
+population x ~ categorical(1/10, 2/10, 3/10, 4/10)
+mechanism m = MECH
+query e = epsilon(m)
+query v = avar(distribution(x) from m by mom)
+query vc = avar(distribution(x) from m by mom(se = conditional))
+query n = sample_size(distribution(x) from m, max_se = 0.01)
+query pw = power(distribution(x) from m, n = 1000, test = proportion(a, 0.08))
+"""
+W4 = np.array([0.1, 0.2, 0.3, 0.4])
+
+
+def _extreme(mech: str, within, seconds: float = 10.0):
+    with within(seconds):
+        return privspec.load(EXTREME.replace("MECH", mech)).analyze()
+
+
+@pytest.mark.parametrize("kind", ("grr",) + tuple(k for k in KINDS if k != "olh"))
+def test_epsilon_700_is_all_but_noiseless(kind, within) -> None:
+    """At epsilon = 700 (e^700 = 1e304: the largest the checker allows) the analysis is
+    the limit of the closed forms, in floating point and in seconds; exact arithmetic in
+    e^700 factored polynomials of degree 1400 for minutes.  The covariance is that of
+    epsilon = 200 to rounding (sue: e^-100 = 4e-44), grr's the multinomial's diag(w) - w w^T."""
+    res = _extreme(f"{kind}(x, epsilon = 700)", within)
+    assert res.ok, {k: str(e) for k, e in res.failures.items()}
+    assert float(res["e"].value) == 700
+    V = np.asarray(res["v"].value.data, dtype=float)
+    o = core.oracle(kind, 4, 200.0)
+    assert np.allclose(V, core.covariance(o, W4, 1.0), rtol=1e-12, atol=1e-15)
+    if kind != "grr":   # (the grr mechanism's avar is the population one, with a note)
+        assert np.allclose(np.asarray(res["vc"].value.data, dtype=float),
+                           core.covariance(o, W4, 1.0, conditional=True), rtol=1e-12, atol=1e-15)
+    if core.oracle(kind, 4, 700.0).kind == "grr":
+        assert np.allclose(V, np.diag(W4) - np.outer(W4, W4), atol=1e-15)
+    assert int(res["n"].value) == int(np.ceil(np.max(np.diag(V)) / 1e-4 - 1e-9))
+    from privspec.backends.planning import power_proportion
+
+    assert float(res["pw"].value) == pytest.approx(power_proportion(1000, 0.1 - 0.08, V[0, 0]), rel=1e-12)
+
+
+def test_olh_past_the_hash_field_is_refused(within) -> None:
+    """olh's default g = round(e^eps) + 1 is beyond the hash field (2^19 - 1) from epsilon
+    13.2 on: the hashes then never reach most of [g] and q* = 1/g is false, so the oracle is
+    refused (B412) naming g and the field; an explicit small g is analysed."""
+    with within(10):   # (the exact read-back with g = 10^304 ran for minutes)
+        res = privspec.load(EXTREME.replace("MECH", "olh(x, epsilon = 700)")).analyze(queries=["v", "e"])
+    for name in ("v", "e"):
+        d = res.failures[name].diagnostics[0]
+        assert d.code == "B412" and "10^304" in d.message and "524287" in d.message
+    ok = privspec.load(EXTREME.replace("MECH", "olh(x, epsilon = 700, g = 1000)")).analyze(queries=["v", "e"])
+    assert ok.ok and float(ok["e"].value) == 700
+
+
+@pytest.mark.parametrize("kind", ("grr",) + KINDS)
+def test_epsilon_1e_300_is_refused_for_floating_point(kind, within) -> None:
+    """At epsilon = 1e-300 the variance is about 1/eps^2 = 10^600 per respondent: no float
+    holds it, and it was a LinAlgError (eigenvalues of inf) or a matrix of inf.  Now a
+    B416 refusal naming epsilon and the size; the epsilon query still answers."""
+    res = _extreme(f"{kind}(x, epsilon = 1e-300)", within)
+    assert float(res["e"].value) == pytest.approx(1e-300)
+    for name in ("v", "vc", "n", "pw"):
+        e = res.failures[name]
+        text = str(e)
+        assert "B416" in text and "epsilon = 1.00e-300" in text and "10^60" in text, text
+
+
+@pytest.mark.parametrize("kind", ("grr",) + KINDS)
+def test_tiny_epsilon_variance_is_accurate(kind) -> None:
+    """p* - q* by expm1: at epsilon = 1e-9 the float covariance equals the exact one to 1e-9
+    of its scale (the difference p* - q* of two floats near 1/2 kept 7 digits; off the
+    diagonal, the terms of size (p* - q*)^2 are below the rounding of the others)."""
+    eps = sympy.Rational(1, 10 ** 9)
+    o = core.oracle(kind, 4, 1e-9)
+    exact = core.exact_covariance(o, eps, [sympy.Rational(k, 10) for k in (1, 2, 3, 4)])
+    want = np.array(exact.evalf(30).tolist(), dtype=float)
+    got = core.covariance(o, W4, 1.0)
+    assert np.allclose(np.diag(got), np.diag(want), rtol=1e-9, atol=0)
+    assert np.allclose(got, want, rtol=0, atol=1e-9 * np.abs(want).max())
+    values = {core.EPSILON: eps, core.D: 4, **({core.G: o.g} if o.g else {}), **({core.K: o.k} if o.k else {})}
+    p, q = (sympy.sympify(x).subs(values) for x in core.support_probs(o, exact=True))
+    assert core.support_gap(o) == pytest.approx(float((p - q).evalf(30)), rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ("l_grr", "l_sue", "l_oue", "l_osue"))
+@pytest.mark.parametrize("eps,first", [("700", "1/2"), ("700", "699"), ("2", "1e-9"), ("1e-9", "1e-10")])
+def test_longitudinal_oracles_at_extreme_epsilons(kind, eps, first, within) -> None:
+    """l_grr/l_sue/l_oue at epsilon = 700 ended in ZeroDivisionError or ValueError (1 - p1 =
+    0 in doubles, e^700 squared), l_oue at first = 1e-9 in a catastrophic cancellation:
+    each answers, its epsilon and first read back (at first = 1e-9 no n up to 10^9 meets
+    max_se = 0.01: B151, the planning refusal)."""
+    res = _extreme(f"{kind}(x, epsilon = {eps}, first = {first})", within)
+    failed = {k: e.code for k, e in res.failures.items()}
+    assert failed == ({"n": "B151"} if first.startswith("1e-") else {}), failed
+    e = res["e"]
+    assert float(e.value) == pytest.approx(float(sympy.sympify(eps)), rel=1e-12)
+    assert float(e.extras["read_back_first"]) == pytest.approx(float(sympy.sympify(first)), rel=1e-6)
+    V = np.asarray(res["v"].value.data, dtype=float)
+    assert np.all(np.isfinite(V)) and np.all(np.diag(V) > 0)
+
+
+JOINT_EXTREME = """
+variable g: categorical {F, M}
+variable i: categorical {L, H}
+population (g, i) ~ counts [[4, 1], [2, 3]]
+variable gi = g * i
+mechanism prod = product(grr(g, epsilon = 1), grr(i, epsilon = EPS))
+mechanism whole = grr(gi, epsilon = EPS)
+mechanism one = grr(g, epsilon = EPS)
+query castell = avar(joint(g, i) from prod by castell)
+query joint = avar(joint(g, i) from whole by joint)
+query est_castell = estimate joint(g, i) from prod by castell
+query est_joint = estimate joint(g, i) from whole by joint
+query est_mle = estimate distribution(g) from one by mle
+"""
+
+
+def test_grr_in_products_and_combined_domains_at_extreme_epsilons(within) -> None:
+    """castell's and RR-Joint's covariances at epsilon = 700 ran for minutes in exact
+    arithmetic (sympy's cancel of e^700); at 1e-300 the float paths ended in a LinAlgError
+    or a ZeroDivisionError, and the MLE's analytic reference in minutes of evalf.  Now
+    700 answers in floating point (the grr factor all but noiseless) and 1e-300 is B416
+    (a variance of about 10^600, a matrix singular in doubles)."""
+    with within(15):
+        high = privspec.load(JOINT_EXTREME.replace("EPS", "700"))
+        res = high.analyze()
+        sim = high.simulate(n=50, reps=2, seed=1)
+    assert res.ok and sim.ok, {**res.failures, **sim.failures}
+    P = np.array([0.4, 0.1, 0.2, 0.3])
+    # RR-Joint at epsilon = 700 reports the truth: the multinomial covariance of the joint
+    V = np.asarray(res["joint"].value.data, dtype=float)
+    assert np.allclose(V, np.diag(P) - np.outer(P, P), atol=1e-12)
+    with within(15):
+        low = privspec.load(JOINT_EXTREME.replace("EPS", "1e-300"))
+        res = low.analyze()
+        sim = low.simulate(n=50, reps=2, seed=1)
+    assert {k: e.code for k, e in res.failures.items()} == {"castell": "B416", "joint": "B416"}
+    assert {k: e.code for k, e in sim.failures.items()} == {k: "B416" for k in low.model.queries}

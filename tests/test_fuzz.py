@@ -550,3 +550,232 @@ def test_fuzz_damaged_files_never_an_internal_error_and_every_engine_alike(case,
     _write_data(content, data)
     problems = run_file_case(file_spec, data, verb, folder / "o.csv")
     assert not problems, f"{damage} {verb}:\n" + "\n".join(problems)
+
+
+# =====================================================================================================
+# Parameters x queries (issue 33): every mechanism's numeric parameters at extreme values (0, tiny,
+# huge, inf, nan, negative), crossed with every query kind that reads them, through analyze,
+# simulate (tiny n and reps) and compare: each exits 0 or 1, within CASE_SECONDS.
+# =====================================================================================================
+#: the values put in each numeric parameter (the checker refuses most of 0, inf, nan and -1 at once)
+PARAMETER_VALUES = ("0", "1e-300", "1e-9", "700", "1e300", "inf", "nan", "-1")
+#: simulate's arguments: tiny data sets, two replications
+SIMULATE_ARGS = ("--n", "3", "--reps", "2", "--seed", "1")
+
+_X3 = "variable x: categorical {a, b, c}\npopulation x ~ categorical(1/6, 2/6, 3/6)\n"
+_X4 = "variable x: categorical {a, b, c, d}\npopulation x ~ categorical(1/10, 2/10, 3/10, 4/10)\n"
+_GI2 = ("variable g: categorical {F, M}\nvariable i: categorical {L, H}\n"
+        "population (g, i) ~ counts [[4, 1], [2, 3]]\n")
+_S10 = "variable s: continuous [0, 10]\npopulation s ~ uniform(0, 10)\n"
+_YN = "variable y: continuous\npopulation y ~ normal(0, 1)\n"
+_PLAN3 = (("ss", "sample_size(distribution(x) from m, max_se = 0.05)", "analyze"),
+          ("pw", "power(distribution(x) from m, n = 1000, test = proportion(a, 0.2))", "analyze"))
+#: (name, query, verb) by what the mechanism is
+_FINITE_QUERIES = (
+    ("e", "epsilon(m)", "analyze"), ("l", "leakage(m, mutual_information, prediction)", "analyze"),
+    ("mo", "moments(m)", "analyze"), ("f", "fisher(m)", "analyze"), ("id", "identifiable(m)", "analyze"),
+    ("v", "avar(distribution(x) from m by mom)", "analyze"), ("vl", "avar(distribution(x) from m by mle)", "analyze"),
+    *_PLAN3,
+    ("est", "estimate distribution(x) from m by mom", "simulate"),
+    ("mle", "estimate distribution(x) from m by mle", "simulate"),
+)
+_ORACLE_QUERIES = (
+    ("e", "epsilon(m)", "analyze"), ("v", "avar(distribution(x) from m by mom)", "analyze"),
+    ("vc", "avar(distribution(x) from m by mom(se = conditional))", "analyze"), *_PLAN3,
+    ("est", "estimate distribution(x) from m by mom", "simulate"),
+    ("ibu", "estimate distribution(x) from m by mle", "simulate"),
+)
+_PRODUCT_QUERIES = (
+    ("e", "epsilon(m)", "analyze"), ("b", "bounds(m, n = 100)", "analyze"), ("t", "thresholds(m, n = 100)", "analyze"),
+    ("l", "leakage(m, prediction)", "analyze"), ("j", "avar(joint(g, i) from m by castell)", "analyze"),
+    ("est", "estimate joint(g, i) from m by castell", "simulate"),
+    ("ind", "test independence(g, i) from m by pearson", "simulate"),
+)
+
+
+def _interval_queries(v: str) -> tuple[tuple[str, str, str], ...]:
+    return (("c", "coverage(m)", "analyze"), ("l", "leakage(m)", "analyze"), ("e", "epsilon(m)", "analyze"),
+            ("v", f"avar(mean({v}) from m by npmle)", "analyze"),
+            ("ss", f"sample_size(mean({v}) from m, max_se = 0.5)", "analyze"),
+            ("est", f"estimate mean({v}) from m by npmle", "simulate"))
+
+
+@dataclass(frozen=True)
+class ParameterSlot:
+    """Declarations with one numeric parameter ``{X}``, and the queries that read it (a
+    query line ``query NAME = QUERY`` is added per case; ``compare`` cases have none)."""
+
+    name: str
+    head: str
+    queries: tuple[tuple[str, str, str], ...]
+
+
+_ORACLES = ("sue", "oue", "blh", "olh", "ss", "hr", "adp")
+_LONGITUDINAL = ("l_grr", "l_sue", "l_oue", "l_osue")
+PARAMETER_SLOTS = (
+    ParameterSlot("grr epsilon", _X3 + "mechanism m = grr(x, epsilon = {X})\n", _FINITE_QUERIES),
+    ParameterSlot("rr matrix", _X3 + "mechanism m = rr(x, matrix [[{X}, 1 - ({X}), 0], [1/4, 3/4, 0], [0, 0, 1]])\n",
+                  _FINITE_QUERIES),
+    ParameterSlot("subset sizes", _X4 + "mechanism m = subset(x, sizes {2: {X}, 3: 1 - ({X})})\n", _FINITE_QUERIES),
+    ParameterSlot("subset min_coverage", _X4 + "mechanism m = subset(x, uniform, min_coverage = {X})\n",
+                  _FINITE_QUERIES),
+    ParameterSlot("population", "variable x: categorical {a, b, c}\npopulation x ~ categorical({X}, 1/4, 1/4)\n"
+                  "mechanism m = grr(x, epsilon = log(3))\n", _FINITE_QUERIES),
+    ParameterSlot("product epsilon", _GI2 + "mechanism m = product(grr(g, epsilon = 1), grr(i, epsilon = {X}))\n",
+                  _PRODUCT_QUERIES),
+    ParameterSlot("product n", _GI2 + "mechanism m = product(grr(g, epsilon = 1), grr(i, epsilon = 1))\n",
+                  (("b", "bounds(m, n = {X})", "analyze"), ("t", "thresholds(m, n = {X})", "analyze"))),
+    ParameterSlot("rr_joint epsilon", _GI2 + "variable gi = g * i\nmechanism m = grr(gi, epsilon = {X})\n",
+                  (("j", "avar(joint(g, i) from m by joint)", "analyze"),
+                   ("est", "estimate joint(g, i) from m by joint", "simulate"))),
+    *(ParameterSlot(f"{k} epsilon", _X3 + f"mechanism m = {k}(x, epsilon = {{X}})\n", _ORACLE_QUERIES)
+      for k in _ORACLES),
+    ParameterSlot("olh g", _X3 + "mechanism m = olh(x, epsilon = 1, g = {X})\n", _ORACLE_QUERIES),
+    ParameterSlot("ss k", _X3 + "mechanism m = ss(x, epsilon = 1, k = {X})\n", _ORACLE_QUERIES),
+    *(ParameterSlot(f"{k} epsilon", _X3 + f"mechanism m = {k}(x, epsilon = {{X}}, first = 1/2)\n", _ORACLE_QUERIES)
+      for k in _LONGITUDINAL),
+    *(ParameterSlot(f"{k} first", _X3 + f"mechanism m = {k}(x, epsilon = 2, first = {{X}})\n", _ORACLE_QUERIES)
+      for k in _LONGITUDINAL),
+    *(ParameterSlot(f"{k} epsilon", _X3 + _GI2 + f"mechanism m = {k}(oue(x), grr(g), grr(i), epsilon = {{X}})\n",
+                    _ORACLE_QUERIES) for k in ("spl", "smp")),
+    ParameterSlot("rsfd epsilon", _X3 + _GI2 + "mechanism m = rsfd(x, g, i, epsilon = {X}, fake = grr)\n",
+                  _ORACLE_QUERIES),
+    ParameterSlot("case1 anchor end", _S10 + "mechanism m = interval(s, case1(uniform(0, {X})))\n",
+                  _interval_queries("s")),
+    ParameterSlot("normal sd", _YN + "mechanism m = interval(y, case2(normal(0, {X})))\n", _interval_queries("y")),
+    ParameterSlot("logistic scale", _YN + "mechanism m = interval(y, case2(logistic(0, {X})))\n",
+                  _interval_queries("y")),
+    ParameterSlot("exponential rate", _YN + "mechanism m = interval(y, case1(exponential({X}, shift = -5)))\n",
+                  _interval_queries("y")),
+    ParameterSlot("canonical m", _S10 + "mechanism m = interval(s, canonical({X}, uniform(0, 10)))\n",
+                  _interval_queries("s")),
+    ParameterSlot("ring m", _YN + "mechanism m = interval(y, ring({X}, normal(0, 1)))\n", _interval_queries("y")),
+    ParameterSlot("progressive rounds", _S10 + "mechanism m = progressive(s, rounds = {X})\n",
+                  _interval_queries("s")),
+    ParameterSlot("disclose", _S10 + "mechanism m = interval(s, case1(uniform(0, 10)), disclose [{X}, 5])\n",
+                  _interval_queries("s")),
+    ParameterSlot("selective tau", _S10 + "mechanism base = interval(s, case1(uniform(0, 10)))\n"
+                  "mechanism m = selective(base, tau = {X}, rho = 1/2)\n", _interval_queries("s")),
+    ParameterSlot("selective rho", _S10 + "mechanism base = interval(s, case1(uniform(0, 10)))\n"
+                  "mechanism m = selective(base, tau = 1/10, rho = {X})\n", _interval_queries("s")),
+    ParameterSlot("population mean", "variable y: continuous\npopulation y ~ normal({X}, 1)\n"
+                  "mechanism m = interval(y, case2(normal(0, 1)))\n", _interval_queries("y")),
+    ParameterSlot("moment order", _YN + "mechanism m = interval(y, case2(logistic(0, 5)))\n",
+                  (("k", "estimate moment(y, {X}) from m by npmle", "simulate"),)),
+    ParameterSlot("geometric epsilon", _GI2 + "release A = counts(g, i) with geometric(epsilon = {X})\n",
+                  (("v", "variance(A)", "analyze"), ("b", "budget(per variable)", "analyze"),
+                   ("t", "table(A)", "simulate"))),
+    ParameterSlot("planning targets", _X3 + "mechanism m = oue(x, epsilon = 1)\n",
+                  (("se", "sample_size(distribution(x) from m, max_se = {X})", "analyze"),
+                   ("ci", "sample_size(distribution(x) from m, ci_width = {X})", "analyze"),
+                   ("pt", "sample_size(distribution(x) from m, power = {X}, test = proportion(a, 0.2))", "analyze"),
+                   ("n", "power(distribution(x) from m, n = {X}, test = proportion(a, 0.2))", "analyze"),
+                   ("p0", "power(distribution(x) from m, n = 100, test = proportion(a, {X}))", "analyze"),
+                   ("dl", "sample_size(distribution(x) from m, power = 0.8, test = difference(a, {X}))", "analyze"),
+                   ("al", "sample_size(distribution(x) from m, max_se = 0.05, alpha = {X})", "analyze"))),
+    ParameterSlot("compare n", _X3 + "compare d for distribution(x) at n = {X}, test = proportion(a, 0.2) "
+                  "target max_se <= 0.05 {\n  a = grr(x, epsilon = log(3))\n  b = oue(x, epsilon = 1)\n"
+                  "} by max_se, power, avar_trace, epsilon\n", (("compare", "", "compare"),)),
+    ParameterSlot("compare target", _X3 + "compare d for distribution(x) at n = 100, test = proportion(a, 0.2) "
+                  "target power >= {X}, max_se <= {X} {\n  a = grr(x, epsilon = log(3))\n  b = oue(x, epsilon = 1)\n"
+                  "} by max_se, power\n", (("compare", "", "compare"),)),
+    ParameterSlot("clusters v", _GI2 + "mechanism m = product(grr(g, epsilon = 1), grr(i, epsilon = 1))\n",
+                  (("j", "estimate joint(g, i) from m by clusters(v = {X})", "simulate"),)),
+    ParameterSlot("permutations", _X4 + _GI2 + "mechanism m = product(subset(x, uniform), grr(g, epsilon = 1))\n",
+                  (("t", "test independence(x, g) from m by lrt calibrate permutation({X})", "simulate"),)),
+)
+
+
+@dataclass(frozen=True)
+class ParameterCase:
+    """One spec with one query (or a compare block) and the verb that answers it."""
+
+    slot: str
+    value: str
+    query: str
+    text: str
+    verb: str
+
+
+def parameter_cases(every: bool = False) -> Iterator[ParameterCase]:
+    """Each slot at each of :data:`PARAMETER_VALUES` with one of its queries, in turn (every
+    slot, value and query kind is met; about 370 cases), or with ``every`` one case per
+    query (the whole cross product, ``bench/fuzz.py --parameters``)."""
+    for i, slot in enumerate(PARAMETER_SLOTS):
+        for j, value in enumerate(PARAMETER_VALUES):
+            chosen = slot.queries if every else [slot.queries[(i + j) % len(slot.queries)]]
+            for name, query, verb in chosen:
+                line = f"query {name} = {query}\n" if query else ""
+                yield ParameterCase(slot.name, value, name, (slot.head + line).replace("{X}", value), verb)
+
+
+def run_parameter_case(case: ParameterCase, path: Path, seconds: float = CASE_SECONDS) -> list[str]:
+    """Problems with one case: ``check``, then (when the spec is valid) its verb, each
+    within ``seconds`` and exiting 0 or 1; ``compare`` also with ``--reps 2``."""
+    path.write_text(case.text, encoding="utf-8")
+    runs = [["check", str(path)]]
+    if case.verb == "compare":
+        runs += [["compare", str(path)], ["compare", str(path), "--reps", "2", "--seed", "1"]]
+    else:
+        runs.append([case.verb, str(path), "--query", case.query,
+                     *(SIMULATE_ARGS if case.verb == "simulate" else ())])
+    problems = []
+    for argv in runs:
+        out, err = io.StringIO(), io.StringIO()
+        start = time.perf_counter()
+        try:
+            with deadline(seconds):
+                code = main(argv, stdout=out, stderr=err)
+        except TooSlow:
+            problems.append(f"{' '.join(argv[:1] + argv[2:])}: over {seconds} s")
+            break
+        took = time.perf_counter() - start
+        if code not in (0, 1):
+            lines = [x for x in err.getvalue().strip().splitlines() if "internal error" in x]
+            problems.append(f"{' '.join(argv[:1] + argv[2:])}: exit {code}: {' / '.join(lines[:1])}")
+        elif took > seconds:
+            problems.append(f"{' '.join(argv[:1] + argv[2:])}: {took:.1f} s")
+        if argv[0] == "check" and code != 0:
+            break   # an invalid spec: the check's clear error is the answer
+    return problems
+
+
+def _warm(path: Path) -> None:
+    """Import what the back ends import before any case runs under an alarm (an alarm
+    inside a first import leaves a module half initialized for every later case)."""
+    path.write_text(_X3 + "mechanism m = grr(x, epsilon = 1)\nquery v = avar(distribution(x) from m by mom)\n"
+                    "query est = estimate distribution(x) from m by mom\n", encoding="utf-8")
+    for argv in (["analyze", str(path)], ["simulate", str(path), *SIMULATE_ARGS]):
+        main(argv, stdout=io.StringIO(), stderr=io.StringIO())
+    from privspec import backends
+
+    backends.load_all()
+
+
+def test_every_parameter_slot_is_valid_with_a_plain_value() -> None:
+    """Each slot's spec is valid with an ordinary value (so the fuzz reaches the back ends),
+    and each of its queries is known to the checker."""
+    bad = []
+    for slot in PARAMETER_SLOTS:
+        for name, query, _ in slot.queries:
+            line = f"query {name} = {query}\n" if query else ""
+            for value in ("1/2", "1/4", "2", "3", "100"):
+                spec = privspec.load((slot.head + line).replace("{X}", value))
+                if spec.ok:
+                    break
+            else:
+                bad.append(f"{slot.name} / {name}:\n{spec.render_diagnostics()}")
+    assert not bad, "\n\n".join(bad)
+
+
+def test_parameters_x_queries_never_an_internal_error_never_slow(tmp_path: Path) -> None:
+    """Every slot x every extreme value x (in turn) every query: exit 0 or 1, each run within
+    CASE_SECONDS (epsilon = 700 hung for minutes in exact arithmetic, 1e-300 ended in a
+    LinAlgError, max_se = 1e-300 in a ZeroDivisionError before issue 33)."""
+    path = tmp_path / "parameters.privspec"
+    _warm(path)
+    failures = []
+    for case in parameter_cases():
+        for problem in run_parameter_case(case, path):
+            failures.append(f"{case.slot} = {case.value}, {case.query}: {problem}\n{case.text[:500]}")
+    assert not failures, f"{len(failures)} failing cases; the first:\n" + "\n\n".join(failures[:5])

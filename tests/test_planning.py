@@ -351,3 +351,81 @@ def test_power_curve_and_grid():
     curve = power_curve(fn, grid)
     np.testing.assert_allclose(curve, power_proportion(grid, 0.1, 1.0))
     assert np.all(np.diff(curve) >= 0)
+
+
+# ---- extreme targets: an answer or a clear refusal (issue 33) -----------------------------------------
+PLAN = """
+variable x: categorical {a, b, c, d}
+population x ~ categorical(1/10, 2/10, 3/10, 4/10)
+mechanism m = grr(x, epsilon = 1)
+"""
+
+
+def _plan(query: str):
+    import privspec
+
+    spec = privspec.load(PLAN + f"query q = {query}\n")
+    return spec, (spec.analyze() if spec.ok else None)
+
+
+@pytest.mark.parametrize("target", ["max_se", "ci_width"])
+def test_sample_size_for_a_huge_target_is_one(target):
+    """max_se = 1e300 overflowed squaring the target (OverflowError): every n meets it,
+    so the answer is the smallest, 1."""
+    _, res = _plan(f"sample_size(distribution(x) from m, {target} = 1e300)")
+    assert res.ok and res["q"].value == 1 and res["q"].extras["at_n_minus_1"] is None
+
+
+@pytest.mark.parametrize("target", ["max_se", "ci_width"])
+def test_sample_size_for_a_tiny_target_is_refused(target):
+    """max_se = 1e-300 divided by its square, 0 in doubles (ZeroDivisionError): no n up to
+    10^9 reaches it, B151 as for an unreachable power."""
+    _, res = _plan(f"sample_size(distribution(x) from m, {target} = 1e-300)")
+    d = res.failures["q"].diagnostics[0]
+    assert d.code == "B151" and "1,000,000,000" in d.message and target in d.hint
+
+
+def test_sample_size_just_beyond_the_search_is_refused():
+    """The same rule for targets that fit in doubles: an n past 10^9 is B151."""
+    from privspec.backends.planning import N_MAX
+
+    _, res = _plan("sample_size(distribution(x) from m, max_se = 1e-5)")   # n ~ 2.8e10
+    assert res.failures["q"].diagnostics[0].code == "B151"
+    assert n_for_max_se([2.8], 1e-5, n_max=N_MAX) is None and n_for_max_se([2.8], 1e-5) > N_MAX
+
+
+@pytest.mark.parametrize("n", ["1e20", "1e300"])
+def test_power_at_an_astronomical_n_is_one(n):
+    """power(..., n = 1e300) was a TypeError (numpy's geomspace of a Python integer beyond
+    int64): the power is 1, its curve in whole numbers around n."""
+    _, res = _plan(f"power(distribution(x) from m, n = {n}, test = proportion(a, 0.08))")
+    assert res.ok, res.failures
+    r = res["q"]
+    want = 10 ** int(n[2:])
+    assert r.value == 1.0 and r.extras["n"] == want
+    curve = r.extras["curve"]
+    assert curve["n"][0] == int(want / 10) and curve["n"][-1] == int(want * 10.0) and int(float(want)) in curve["n"]
+    assert all(p == 1.0 for p in curve["power"])
+
+
+def test_power_beyond_floating_point_is_refused():
+    spec, _ = _plan("power(distribution(x) from m, n = 1e400, test = proportion(a, 0.08))")
+    d = spec.diagnostics[0]
+    assert d.code == "E309" and "at most 1e300" in d.message
+
+
+def test_power_target_of_one_names_the_power():
+    """power = 1 was refused as 'alpha must be in (0, 1)'."""
+    spec, _ = _plan("sample_size(distribution(x) from m, power = 1, test = proportion(a, 0.08))")
+    d = spec.diagnostics[0]
+    assert d.code == "E309" and d.message == "power must be in (0, 1), found 1" and "alpha" not in d.message
+    spec, _ = _plan("sample_size(distribution(x) from m, max_se = 0.01, alpha = 1)")
+    assert spec.diagnostics[0].message == "alpha must be in (0, 1), found 1"
+
+
+def test_power_formulas_at_infinite_n():
+    """Beyond doubles n is inf: power 1 for a true difference, the size under the null."""
+    assert power_proportion(10 ** 400, 0.02, 1.0) == 1.0
+    assert power_proportion(10 ** 400, 0.0, 1.0) == pytest.approx(ALPHA)
+    assert power_independence(10 ** 300, [[0.3, 0.2], [0.2, 0.3]]) == 1.0
+    assert power_independence(10 ** 300, [[0.25, 0.25], [0.25, 0.25]]) == pytest.approx(ALPHA)
