@@ -702,13 +702,17 @@ def _blank_records(buf: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np
 
 def _count_by_pandas(path: Path) -> RowCount | None:
     """The rows pandas reads, counted in pieces (bounded memory); None if it cannot read them."""
-    rows = 0
-    try:
-        for piece in _read_csv(path, usecols=[0], chunksize=1 << 20):
-            rows += len(piece)
-    except (ValueError, OSError, MemoryError):
-        return None
-    return RowCount(rows)
+    # the first column only, for memory; pandas 3 fails on usecols where a malformed line
+    # is shorter than the header (``zip() argument 2 is shorter``) but reads every column
+    for options in ({"usecols": [0]}, {}):
+        rows = 0
+        try:
+            for piece in _read_csv(path, chunksize=1 << 20, **options):
+                rows += len(piece)
+        except (ValueError, OSError, MemoryError):
+            continue
+        return RowCount(rows)
+    return None
 
 
 def too_large(path: str | os.PathLike[str], name: str | None = None) -> DataError:
@@ -1084,7 +1088,8 @@ def _unguard_cells(frame: pd.DataFrame, source: Any) -> pd.DataFrame:
         return frame
     for i in range(frame.shape[1]):
         col = frame.iloc[:, i]
-        if col.dtype != object:
+        # text is object on pandas 2 and the ``str`` dtype on pandas 3: both are fixed
+        if not pd.api.types.is_string_dtype(col.dtype):
             continue
         try:
             arr = pa.array(col, type=pa.string(), from_pandas=True)
@@ -1093,7 +1098,7 @@ def _unguard_cells(frame: pd.DataFrame, source: Any) -> pd.DataFrame:
         hit = pc.match_substring_regex(arr, _GUARDED)
         if pc.any(hit).as_py():
             fixed = pc.if_else(hit, pc.utf8_slice_codeunits(arr, 1), arr)
-            frame.isetitem(i, pd.Series(fixed.to_numpy(zero_copy_only=False), index=col.index, dtype=object))
+            frame.isetitem(i, pd.Series(fixed.to_numpy(zero_copy_only=False), index=col.index, dtype=col.dtype))
     return frame
 
 

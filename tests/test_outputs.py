@@ -209,6 +209,8 @@ def test_without_hard_links_the_fallback_still_refuses(tmp_path: Path, monkeypat
 # ---- compare reports -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> tuple[Path, object]:
+    pytest.importorskip("matplotlib")  # the report extra: the reports draw their figures
+    pytest.importorskip("jinja2")
     spec = tmp_path_factory.mktemp("compare") / "c.privspec"
     spec.write_text(COMPARE)
     return spec, privspec.load(spec).compare()
@@ -270,6 +272,7 @@ def test_a_report_png_appearing_meanwhile_removes_what_was_written(comparison, t
 
 def test_plot_pictures_are_never_written_over_a_pipe(tmp_path: Path) -> None:
     """``--plot DIR`` replaces the pictures of a former run, but not a FIFO in their place."""
+    pytest.importorskip("matplotlib")
     spec = tmp_path / "s.privspec"
     spec.write_text(SPEC + "query v = avar(distribution(c) from k by mom)\n")
     pictures = tmp_path / "pics"
