@@ -48,6 +48,16 @@ def _title(ax: Any, title: str) -> None:
     ax.set_title(textwrap.fill(title, width=width, break_long_words=False), fontsize="medium")
 
 
+def _labels(ax: Any, xlabel: str | None, ylabel: str | None, title: str | None) -> None:
+    """The axis labels and the title of a figure, each where given."""
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if title:
+        _title(ax, title)
+
+
 def _steps(result: Any) -> tuple[np.ndarray, np.ndarray]:
     """Innermost intervals ``(m, 2)`` and masses from an NPMLEResult, a StepFunction or a
     Result whose value is a StepFunction."""
@@ -162,12 +172,7 @@ def figure_estimates(params: Any, lower: Any = None, upper: Any = None, *, title
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.axvline(0.0, color="0.7", linewidth=0.8)
-    if xlabel:
-        ax.set_xlabel(xlabel)
-    if ylabel:
-        ax.set_ylabel(ylabel)
-    if title:
-        _title(ax, title)
+    _labels(ax, xlabel, ylabel, title)
     if interval and lower is not None:
         ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
@@ -185,12 +190,7 @@ def figure_matrix(frame: Any, *, title: str | None = None, xlabel: str | None = 
     ax.set_xticks(range(data.shape[1]), [str(c) for c in frame.columns], rotation=45, ha="right")
     ax.set_yticks(range(data.shape[0]), [str(r) for r in frame.index])
     fig.colorbar(im, ax=ax)
-    if xlabel:
-        ax.set_xlabel(xlabel)
-    if ylabel:
-        ax.set_ylabel(ylabel)
-    if title:
-        _title(ax, title)
+    _labels(ax, xlabel, ylabel, title)
     fig.tight_layout()
     return fig
 

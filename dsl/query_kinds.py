@@ -254,8 +254,12 @@ _LEAKAGE_WORDS: dict[str, str] = {"size": "1 - tau", "mutual_information": "info
 
 def _names(variables: Any) -> str:
     """``a``, ``a and b``, ``a, b and c``: the variables' names."""
-    names = [getattr(v, "name", str(v)) for v in variables]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return _listed([getattr(v, "name", str(v)) for v in variables])
+
+
+def _listed(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _estimand_words(estimand: Any) -> str:
@@ -365,8 +369,7 @@ def _privacy_caption(query: Any) -> str | None:
         return f"how well a report of {mech} hides {variables}: {_COVERAGE_WORDS.get(metric, metric)}"
     if kind == "leakage":
         metrics = [_LEAKAGE_WORDS.get(m, m) for m in query.metrics or ("size",)]
-        listed = metrics[0] if len(metrics) == 1 else ", ".join(metrics[:-1]) + " and " + metrics[-1]
-        return f"how much a report of {mech} reveals about {variables}: {listed}"
+        return f"how much a report of {mech} reveals about {variables}: {_listed(metrics)}"
     if kind == "epsilon":
         return f"how private {mech} is: its local differential privacy level epsilon (smaller: more private)"
     if kind == "identifiable":

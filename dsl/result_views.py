@@ -468,18 +468,14 @@ class _Names:
         est, v = self.estimand, self.variables
         if est is None:
             return "estimate"
-        if est.kind == "distribution":
-            return f"P({v[0]} = category)"
-        if est.kind == "joint":
-            return f"P({', '.join(v)} = cell)"
-        if est.kind == "mean":
-            return f"E[{v[0]}]"
-        if est.kind == "moment":
-            return f"E[{v[0]}^{est.order}]"
-        if est.kind == "cdf":
-            return f"the law of {v[0]}: location and scale"
-        if est.kind == "regression":
-            return f"coefficient in the regression of {v[0]}"
+        axes = {"distribution": lambda: f"P({v[0]} = category)",
+                "joint": lambda: f"P({', '.join(v)} = cell)",
+                "mean": lambda: f"E[{v[0]}]",
+                "moment": lambda: f"E[{v[0]}^{est.order}]",
+                "cdf": lambda: f"the law of {v[0]}: location and scale",
+                "regression": lambda: f"coefficient in the regression of {v[0]}"}
+        if est.kind in axes:
+            return axes[est.kind]()
         return "estimate"
 
 
