@@ -2,9 +2,9 @@
 
 A back end is a class with ``REGISTER_NAME`` that implements (part of) the
 :class:`Backend` protocol; decorating it with :func:`register` adds it to
-:data:`REGISTRY`.  Every module of this package is imported on first use, so a new
+:data:`REGISTRY`.  Every module of this package and its subpackages is imported on first use, so a new
 back end only has to exist.  A back end declares, as data, what it answers: ``ANSWERS``,
-rows of :class:`privspec.query_kinds.Answers` (query kinds x mechanism families x verbs,
+rows of :class:`privspec.model.query_kinds.Answers` (query kinds x mechanism families x verbs,
 optionally narrowed to estimands, estimators and options).  The runner asks
 :func:`backend_for` which back end answers a query for a verb (``analyze``, ``run``,
 ``simulate``): the one whose matching row is the most specific (and whose
@@ -20,7 +20,7 @@ import importlib
 import pkgutil
 from typing import Any, Protocol, runtime_checkable
 
-from ..query_kinds import Answers, explain, family_of
+from privspec.model.query_kinds import Answers, explain, family_of
 
 #: name -> back-end class
 REGISTRY: dict[str, type] = {}
@@ -40,9 +40,9 @@ class Backend(Protocol):
         its ``ANSWERS`` cover; conditions finer than the declaration)."""
 
     def answer(self, model: Any, query: Any, verb: str, **options: Any) -> Any:
-        """The query's :class:`privspec.results.Result`.
+        """The query's :class:`privspec.results.values.Result`.
 
-        ``options`` carry the command line: ``data`` (a :class:`privspec.backends.data.DataBindings`
+        ``options`` carry the command line: ``data`` (a :class:`privspec.backends.data.files.DataBindings`
         for ``run``), ``n``, ``reps`` and ``seed`` (``simulate``).
         """
 
@@ -62,7 +62,7 @@ def load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    for info in pkgutil.iter_modules(__path__, __name__ + "."):
+    for info in pkgutil.walk_packages(__path__, __name__ + "."):
         importlib.import_module(info.name)
 
 
@@ -76,7 +76,7 @@ def _instances():
 
 
 def declarations() -> dict[str, tuple[Answers, ...]]:
-    """Back-end name -> the rows it declares (:class:`~privspec.query_kinds.Answers`)."""
+    """Back-end name -> the rows it declares (:class:`~privspec.model.query_kinds.Answers`)."""
     load_all()
     return {name: tuple(getattr(cls, "ANSWERS", ())) for name, cls in REGISTRY.items()}
 

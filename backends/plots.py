@@ -8,7 +8,7 @@ Examples
 --------
 >>> import os, tempfile
 >>> import numpy as np
->>> from privspec.backends.npmle import npmle, cdf_confidence_band
+>>> from privspec.backends.interval.npmle.estimator import npmle, cdf_confidence_band
 >>> left, right = [-np.inf, 0.0, -1.0, 0.5], [0.0, np.inf, 1.0, 2.0]
 >>> fit = npmle(left, right)
 >>> x = np.linspace(-1.5, 2.5, 9)
@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import BackendError, Diagnostic
+from privspec.errors import BackendError, Diagnostic
 
 __all__ = ["plot_cdf", "figure_cdf", "figure_estimates", "figure_matrix", "figure_curve"]
 
@@ -61,7 +61,7 @@ def _labels(ax: Any, xlabel: str | None, ylabel: str | None, title: str | None) 
 def _steps(result: Any) -> tuple[np.ndarray, np.ndarray]:
     """Innermost intervals ``(m, 2)`` and masses from an NPMLEResult, a StepFunction or a
     Result whose value is a StepFunction."""
-    from ..results import Result, StepFunction
+    from privspec.results.values import Result, StepFunction
 
     if isinstance(result, Result):
         result = result.value
@@ -77,7 +77,7 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
     """Draw the estimated CDF as a step function, with its pointwise band, to ``path``
     (:func:`figure_cdf`; the suffix picks the format: ``.png``, ``.svg``, ``.pdf``).  The
     file is written atomically and replaces an earlier picture, never anything that is not
-    a regular file (:func:`privspec.backends.data.write_atomic`).
+    a regular file (:func:`privspec.backends.data.files.write_atomic`).
 
     Returns
     -------
@@ -86,7 +86,7 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
     """
     import io
 
-    from .data import check_output, write_bytes_atomic
+    from privspec.backends.data.files import check_output, write_bytes_atomic
 
     check_output(path, force=True)
     fig = figure_cdf(result, band, title=title, xlabel=xlabel, truth=truth)
@@ -111,7 +111,7 @@ def figure_cdf(result: Any, band: Sequence[Any] | None, *, title: str | None = N
         shaded beneath the curve, as the NPMLE does not say where in them the mass lies.
     band : (x, lower, upper) or None
         Pointwise confidence bounds at ``x`` (from
-        :func:`privspec.backends.npmle.cdf_confidence_band`), drawn as a shaded region.
+        :func:`privspec.backends.interval.npmle.estimator.cdf_confidence_band`), drawn as a shaded region.
     title, xlabel, ylabel : str
         Labels.
     truth : callable, optional

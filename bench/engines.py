@@ -159,8 +159,8 @@ def one(case: str, p: dict, repeat: int) -> dict:
     out: dict = {}
     if case == "file":  # privspec observations through an engine
         import privspec
-        from privspec.backends.engines import engine_for
-        from privspec.backends.finite_data import observations
+        from privspec.backends.data.engines import engine_for
+        from privspec.backends.finite.data import observations
 
         if p["engine"] == "duckdb":
             import duckdb  # noqa: F401  (imported before the clock, as for the floor)
@@ -179,8 +179,8 @@ def one(case: str, p: dict, repeat: int) -> dict:
         out = {"n": int(sum(r[1] for r in rows)), "observations": len(rows)}
     elif case in ("mem_tally", "mem_obs", "mem_floor"):
         import privspec
-        from privspec.backends.engines import PandasEngine
-        from privspec.backends.finite_data import observations
+        from privspec.backends.data.engines import PandasEngine
+        from privspec.backends.finite.data import observations
 
         labels, weights = report_weights(p["kind"])
         rng = np.random.default_rng(3)
@@ -203,7 +203,7 @@ def one(case: str, p: dict, repeat: int) -> dict:
             out = {"n": int(counts.sum())}
     elif case in ("release", "release_floor"):
         import privspec
-        from privspec.backends.releases import count_records
+        from privspec.backends.releases.backend import count_records
 
         spec = privspec.load(UNIVERSITY.read_text())
         model = spec.model
@@ -279,9 +279,9 @@ def one(case: str, p: dict, repeat: int) -> dict:
             out = {"privatize": tp, "estimate": te}
     elif case == "interval":
         import privspec
-        from privspec.backends.engines import DuckDBEngine
-        from privspec.backends.interval import fit_npmle
-        from privspec.backends.interval_reports import report_model
+        from privspec.backends.data.engines import DuckDBEngine
+        from privspec.backends.interval.backend import fit_npmle
+        from privspec.backends.interval.reports import report_model
 
         spec = privspec.load(INTERVAL_SPEC)
         mech = spec.model.mechanisms["M"]

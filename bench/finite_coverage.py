@@ -3,7 +3,7 @@ randomized response), by seeded simulation through the same code path as ``privs
 
 For each design, estimator, standard-error kind and n: ``reps`` replications drawn as
 counts (true categories ~ Multinomial(n, w), then the reports of each category), the
-query's estimator and intervals (:func:`privspec.backends.finite_estimates.fit_estimate`),
+query's estimator and intervals (:func:`privspec.backends.finite.estimates.fit_estimate`),
 and the share of intervals holding the target: w for ``se = population``, the
 replication's own table of true values for ``se = conditional``.  Printed per category,
 with the Monte Carlo standard error of a coverage near 0.95 (``sqrt(.95 .05 / reps)``)
@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 import privspec
-from privspec.backends.finite_simulate import simulate_query
+from privspec.backends.finite.simulate import simulate_query
 
 URN = "variable x: categorical {black, red, green, blue}\n" \
       "population x ~ categorical(0.01, 0.1, 0.2, 0.69)\nmechanism m = subset(x, uniform)\n"

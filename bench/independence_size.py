@@ -38,9 +38,9 @@ import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
 import privspec  # noqa: E402
-from privspec.backends.compile import channel_of  # noqa: E402
-from privspec.backends.independence import (_df, _margins, _refuse_asymptotic, independence_test)  # noqa: E402
-from privspec.backends.populations import population_vector  # noqa: E402
+from privspec.backends.core.compile import channel_of  # noqa: E402
+from privspec.backends.finite.independence import (_df, _margins, _refuse_asymptotic, independence_test)  # noqa: E402
+from privspec.backends.core.populations import population_vector  # noqa: E402
 from privspec.errors import BackendError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

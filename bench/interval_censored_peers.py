@@ -69,7 +69,7 @@ def observations(file: str, variable: str, columns: str | None, ends: str | None
     """(left, right, closed) as privspec reads them: closed = both finite ends closed."""
     import pandas as pd
 
-    from privspec.backends.interval_mechanisms import parse_bounds, parse_censored
+    from privspec.backends.interval.mechanisms import parse_bounds, parse_censored
 
     frame = pd.read_csv(DATA / file, dtype=str, keep_default_na=False)
     if columns:

@@ -38,14 +38,14 @@ import sympy
 from scipy import stats
 from scipy.special import stdtrit
 
-from privspec.backends.interval import aggregate
-from privspec.backends.interval_estimators import (example2_conditional_se, example2_mean, npmle_case1_se,
+from privspec.backends.interval.backend import aggregate
+from privspec.backends.interval.estimators import (example2_conditional_se, example2_mean, npmle_case1_se,
                                                    parametric_mle)
-from privspec.backends.interval_mechanisms import law_distribution, likelihood_pieces, sample_interval
-from privspec.backends.interval_resample import (Z95, bootstrap, case1_fitter, engine_fitter, moment_statistic,
+from privspec.backends.interval.mechanisms import law_distribution, likelihood_pieces, sample_interval
+from privspec.backends.interval.resample import (Z95, bootstrap, case1_fitter, engine_fitter, moment_statistic,
                                                  npmle_moment_interval)
-from privspec.backends.npmle import likelihood_ratio, npmle
-from privspec.model import IntervalMechanism, Law, Variable
+from privspec.backends.interval.npmle.estimator import likelihood_ratio, npmle
+from privspec.model.graph import IntervalMechanism, Law, Variable
 
 Y = Variable("y", "continuous")
 BOOT = 200          # bootstrap resamples (the alternatives to the jackknife)

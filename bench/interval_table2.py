@@ -18,10 +18,10 @@ import time
 import numpy as np
 from scipy import stats
 
-from privspec.backends.interval import _engine, aggregate
-from privspec.backends.interval_coverage import case1_coverage
-from privspec.backends.interval_estimators import example2_mean, npmle_functional
-from privspec.backends.npmle import npmle
+from privspec.backends.interval.backend import _engine, aggregate
+from privspec.backends.interval.coverage import case1_coverage
+from privspec.backends.interval.estimators import example2_mean, npmle_functional
+from privspec.backends.interval.npmle.estimator import npmle
 
 PAPER = {  # (estimand, n, method) -> MAE at 0%, 1%, 5% outliers
     ("E(Y)", 100, "Example 2"): (0.45, 0.44, 0.58), ("E(Y)", 1000, "Example 2"): (0.29, 0.33, 0.99),

@@ -104,7 +104,7 @@ def run_surpyval(left: np.ndarray, right: np.ndarray, estimator: str | None, rep
 
 
 def run_npsurv(left: np.ndarray, right: np.ndarray, folder: str):
-    from privspec.backends.npmle import aggregate_intervals
+    from privspec.backends.interval.npmle.estimator import aggregate_intervals
 
     l, r, c = aggregate_intervals(left, right)
     data = os.path.join(folder, "data.csv")
@@ -163,7 +163,7 @@ def main() -> int:
                     help="Case-II intervals of the direct-against-working-set comparison (0 to skip)")
     args = ap.parse_args()
 
-    from privspec.backends.npmle import npmle
+    from privspec.backends.interval.npmle.estimator import npmle
 
     npmle(*case2(1000, 0))   # warm up imports (threadpoolctl, scipy)
     peers = {"surpyval": have("surpyval"), "npsurv": have_npsurv(), "lifelines": have("lifelines")}
@@ -214,8 +214,8 @@ def main() -> int:
 
 def working_set(n: int, seed: int) -> None:
     """The direct method and the working set on one design, from one start, in one run."""
-    from privspec.backends.npmle_data import as_rows, design_from_rows, row_probs
-    from privspec.backends.npmle_solver import cnm, initial, one_blas_thread
+    from privspec.backends.interval.npmle.data import as_rows, design_from_rows, row_probs
+    from privspec.backends.interval.npmle.solver import cnm, initial, one_blas_thread
 
     des = design_from_rows(*as_rows(*case2(n, seed + n)))
     p0 = initial(des)

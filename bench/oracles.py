@@ -5,7 +5,7 @@ that its peak memory (VmHWM) is the case's own, on the same data: n category cod
 from a Zipf(1) distribution over d categories (seed 11), for each d in --d and epsilon in
 --eps.
 
-1. privspec through its core module :mod:`privspec.backends.oracles`, per kind (grr, sue,
+1. privspec through its core module :mod:`privspec.backends.oracles.pure`, per kind (grr, sue,
    oue, blh, olh, ss, hr): ``o = oracle(kind, d, eps)``, ``reports = privatize(o, codes,
    RowRandom(seed, rows=range(n)))``, ``unbiased(o, support_counts(o, reports), n)``.
    Best of --repeat calls; the first call (lazy imports, cold caches) is shown apart.
@@ -260,8 +260,8 @@ def make_peer(peer: str, kind: str, d: int, eps: float):
 def one(case: str, p: dict, repeat: int) -> dict:
     d, eps, n = p["d"], p["eps"], p["n"]
     if case == "core":
-        from privspec.backends.oracles import oracle, privatize, support_counts, unbiased
-        from privspec.backends.rowrandom import RowRandom
+        from privspec.backends.oracles.pure import oracle, privatize, support_counts, unbiased
+        from privspec.backends.core.rowrandom import RowRandom
 
         x = codes_of(d, n)
         o = oracle(p["kind"], d, eps)
@@ -380,7 +380,7 @@ def one(case: str, p: dict, repeat: int) -> dict:
 # ---- the variance ranking -----------------------------------------------------------------------
 def variance_table() -> dict[tuple[int, float], dict[str, float]]:
     """``n Var(f_hat_v)`` at f = 0 per (d, eps) and kind, from the closed forms."""
-    from privspec.backends.oracles import F, oracle, variance_formula
+    from privspec.backends.oracles.pure import F, oracle, variance_formula
 
     return {(d, e): {k: float(variance_formula(oracle(k, d, e), exact=False).subs(F, 0)) for k in KINDS}
             for d in RANK_D for e in RANK_EPS}

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 import privspec
-from privspec.backends.finite_data import _mask_labels, privatize_frame
+from privspec.backends.finite.data import _mask_labels, privatize_frame
 
 
 def baseline(labels: tuple[str, ...], x: np.ndarray, seed: int) -> np.ndarray:

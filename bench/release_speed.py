@@ -1,6 +1,6 @@
 """Benchmark: Algorithm 1 (privacy on a subset of variables, section 5.2), vectorized.
 
-Prints, for a few table shapes, the time of ``privspec.backends.release_noise.algorithm1``
+Prints, for a few table shapes, the time of ``privspec.backends.releases.noise.algorithm1``
 next to a literal transcription of the paper's pseudo-code (a Python loop over the
 total cells, building a matrix of M(n_i) and adding ``b M`` for each), both run in
 this process on the same counts; the ratio is the figure.  Also times privatizing
@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from privspec.backends.release_noise import algorithm1, sample
+from privspec.backends.releases.noise import algorithm1, sample
 
 
 def literal(f: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
@@ -60,7 +60,7 @@ def main() -> None:
 
     # privatize end to end from raw records: the count is one bincount
     import privspec
-    from privspec.backends.releases import ReleaseBackend
+    from privspec.backends.releases.backend import ReleaseBackend
 
     model = privspec.load("""
 variable area: categorical {""" + ", ".join(f"a{i}" for i in range(500)) + """}

@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 
 import privspec
-from privspec.backends.finite import estimate_on_counts
-from privspec.backends.rr import JointProblem
-from privspec.backends.rr_joint import castell, hybrid, independent
-from privspec.backends.rr_simulate import covers, joint_coverage, privatize_counts
+from privspec.backends.finite.backend import estimate_on_counts
+from privspec.backends.rr.backend import JointProblem
+from privspec.backends.rr.joint import castell, hybrid, independent
+from privspec.backends.rr.simulate import covers, joint_coverage, privatize_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 REPS = 2000
@@ -71,7 +71,7 @@ def coverage_of_joint(estimate, truth, K, n, reps, seed, kind) -> dict:
         respondents = rng.multinomial(n, truth.ravel()).reshape(truth.shape)
         table = respondents / n
     else:
-        from privspec.backends.kron import kron_apply
+        from privspec.backends.core.kron import kron_apply
 
         lam = kron_apply(K, truth).ravel()
         table = truth

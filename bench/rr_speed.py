@@ -3,7 +3,7 @@
 1. Joint estimation from a d = 3, w-way report table (w = 2..8, the castell paper's
    Fig. 8): the naive ``(P_1 (x) ... (x) P_w)^-1 lambda`` (dense inverse), the reduced
    ``(P_1^-1 (x) ... (x) P_w^-1) lambda`` (dense Kronecker of the inverses) and castell
-   (mode-wise, :func:`privspec.backends.kron.kron_solve`).  Target: castell >= 10x the
+   (mode-wise, :func:`privspec.backends.core.kron.kron_solve`).  Target: castell >= 10x the
    reduced method at w = 6.
 2. castell on a table of about 10^8 cells (10^8 = 10 categories, w = 8), with its peak
    memory against the table's size (target: proportional to the table).  Falls back to
@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 import privspec
-from privspec.backends.estimators import mom
-from privspec.backends.finite_data import count_observations, privatize_frame
-from privspec.backends.compile import channel_of
-from privspec.backends.kron import kron_dense, kron_solve
+from privspec.backends.core.estimators import mom
+from privspec.backends.finite.data import count_observations, privatize_frame
+from privspec.backends.core.compile import channel_of
+from privspec.backends.core.kron import kron_dense, kron_solve
 
 
 def best(fn, repeat: int = 3) -> float:

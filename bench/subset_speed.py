@@ -23,10 +23,10 @@ import pandas as pd
 from scipy.optimize import minimize
 
 import privspec
-from privspec.backends.compile import channel_of
-from privspec.backends.estimators import em, mom
-from privspec.backends.finite import FiniteBackend
-from privspec.backends.finite_data import count_observations
+from privspec.backends.core.compile import channel_of
+from privspec.backends.core.estimators import em, mom
+from privspec.backends.finite.backend import FiniteBackend
+from privspec.backends.finite.data import count_observations
 
 LABELS = ("a", "b", "c", "d", "e")
 W = np.array([0.05, 0.1, 0.15, 0.3, 0.4])

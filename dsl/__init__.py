@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
-    from .spec import Spec
+    from privspec.spec import Spec
 
 __all__ = ["__version__", "load"]
 
@@ -36,6 +36,6 @@ def load(path_or_text: "str | Path", *, name: str | None = None) -> "Spec":
     diagnostics (errors and warnings), ``spec.model`` the model graph (raising
     :class:`privspec.errors.SpecError` if there are errors).
     """
-    from .spec import Spec
+    from privspec.spec import Spec
 
     return Spec.load(path_or_text, name=name)

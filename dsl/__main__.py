@@ -1,4 +1,4 @@
 """``python -m privspec``."""
-from .cli import main
+from privspec.cli import main
 
 raise SystemExit(main())

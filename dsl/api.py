@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
-from . import query_kinds
-from .errors import BackendError, DataError, Diagnostic, PrivspecError, SpecError
-from .results import Result
+from privspec.model import query_kinds
+from privspec.errors import BackendError, DataError, Diagnostic, PrivspecError, SpecError
+from privspec.results.values import Result
 
 #: the verbs that answer queries
 VERBS = ("analyze", "run", "simulate")
@@ -33,7 +33,7 @@ VERBS = ("analyze", "run", "simulate")
 
 @dataclass
 class Results(Mapping):
-    """The answers to a spec's queries: a mapping query name -> :class:`~privspec.results.Result`
+    """The answers to a spec's queries: a mapping query name -> :class:`~privspec.results.values.Result`
     (answered queries only), with the queries that could not be answered in :attr:`failures`.
 
     Attributes
@@ -82,8 +82,8 @@ class Results(Mapping):
         ``latex``.  JSON also lists each failed query, in query order, as ``{"kind",
         "value": null, "error": {...}}`` (the documented contract).  Text: each query under
         a one-line caption of what it answers; ``verbose`` adds the extras that restate
-        derivations (``meaning``, ``eigenvalues`` ...: :data:`privspec.report.DETAILS`)."""
-        from .results import render_results
+        derivations (``meaning``, ``eigenvalues`` ...: :data:`privspec.results.report.DETAILS`)."""
+        from privspec.results.values import render_results
 
         if fmt != "json":
             return render_results(fmt, self.model, self.results, verbose=verbose)
@@ -91,7 +91,7 @@ class Results(Mapping):
 
     def to_dict(self) -> dict:
         """The JSON document as a dict (see :meth:`render`)."""
-        from .results import render_results
+        from privspec.results.values import render_results
 
         doc = json.loads(render_results("json", self.model, self.results))
         answered = doc.get("queries", {})
@@ -111,11 +111,11 @@ class Results(Mapping):
         return self.render("json")
 
     def summary(self) -> Any:
-        """The answers as a :class:`privspec.report.Summary`: it prints as the text the command
+        """The answers as a :class:`privspec.results.report.Summary`: it prints as the text the command
         line prints (``str()`` of it is that text) and renders as HTML in a notebook, with
         ``as_text()``, ``as_html()``, ``as_markdown()`` and ``as_latex()`` (the ``text``,
         HTML, ``markdown`` and ``latex`` renderings of :meth:`render`)."""
-        from .report import Summary
+        from privspec.results.report import Summary
 
         return Summary(self.render("text"), html=self._repr_html_, markdown=lambda: self.render("markdown"),
                        latex=lambda: self.render("latex"))
@@ -140,7 +140,7 @@ class Results(Mapping):
         for a result of one row), ``statistic`` (``estimate``, ``se``, ``lower``, ``upper``,
         ``value``, a matrix column ...), ``value`` (a float) and ``error`` (the code of what
         stopped a query, whose one row has no value; else empty).  Each result's own
-        :meth:`~privspec.results.Result.to_long`, stacked in query order: filter and pivot
+        :meth:`~privspec.results.values.Result.to_long`, stacked in query order: filter and pivot
         it with pandas (``frame.pivot_table(index="label", columns="statistic")``)."""
         import pandas as pd
 
@@ -188,7 +188,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
     n, reps : int
         For ``simulate``: respondents per replication and replications.
     engine : {"pandas", "duckdb", "spark"}, optional
-        For ``run``: who counts the reports (:mod:`privspec.backends.engines`); by default
+        For ``run``: who counts the reports (:mod:`privspec.backends.data.engines`); by default
         pandas for a DataFrame, DuckDB for a file.  Every engine gives the same results.
     seed : int, optional
         Seed of the randomized parts (permutation tests, jackknife groups, simulation).
@@ -202,8 +202,8 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
     about the whole call (a data table whose column would feed several mechanisms, D006)
     are raised.
     """
-    from .backends.data import DataBindings
-    from .progress import chosen
+    from privspec.backends.data.files import DataBindings
+    from privspec.progress import chosen
 
     if verb not in VERBS:
         raise ValueError(f"verb must be one of {', '.join(VERBS)}, not {verb!r}")
@@ -237,7 +237,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
 
 def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Results) -> None:
     """One query's answer, or why not, into ``out`` (:func:`answer`)."""
-    from .backends import backend_for, explain_unanswered
+    from privspec.backends import backend_for, explain_unanswered
 
     if verb == "analyze" and query_kinds.needs_data(q.kind):
         out.failures[q.name] = BackendError(Diagnostic(
@@ -278,8 +278,8 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     (or PNG) is replaced only with ``force`` (:func:`write_reports`).  ``progress``: bars
     over the simulated replications, as :func:`answer` says.
     """
-    from .backends import comparer_for
-    from .progress import chosen
+    from privspec.backends import comparer_for
+    from privspec.progress import chosen
 
     spec.raise_for_errors()
     model = spec.model
@@ -293,7 +293,7 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     if reps is not None and reps < 2:
         raise ValueError("reps must be at least 2 (a Monte Carlo error needs two replications)")
     if reps is not None:
-        from .model import Query
+        from privspec.model.graph import Query
 
         # each candidate's estimate is simulated at the block's n (the back end's default 1000)
         _refuse_simulation(spec, [(Query(name, "estimate", mechanism=mech, estimand=c.estimand,
@@ -319,10 +319,10 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
 
 
 def _refuse_simulation(spec: Any, queries: Sequence[tuple[Any, int, str | None]], reps: int) -> None:
-    """E703 (:func:`privspec.costs.simulation_refusal`) for the first query whose simulation,
+    """E703 (:func:`privspec.model.costs.simulation_refusal`) for the first query whose simulation,
     ``reps`` replications of its n respondents, would hold more than memory allows: raised
     before anything is drawn.  ``queries``: (query, n, how the message names it)."""
-    from . import costs
+    from privspec.model import costs
 
     model = spec.model
     for q, n, what in queries:
@@ -348,14 +348,14 @@ def write_reports(results: Results, report: Any, force: bool = False) -> list[st
     """Write each comparison's report (see :func:`compare`); returns the paths written.
 
     Every file (each report and its PNGs) is checked before any is written
-    (:func:`privspec.backends.data.check_output`): an existing one without ``force``, or
+    (:func:`privspec.backends.data.files.check_output`): an existing one without ``force``, or
     one that is not a regular file, stops them all (D007) with nothing written.  A file
     that appears meanwhile stops the writing there, and the files this call wrote before
     it are removed (without ``force`` they were all new)."""
     import os
 
-    from .backends.data import check_output
-    from .compare_report import report_targets, write_report
+    from privspec.backends.data.files import check_output
+    from privspec.results.compare_report import report_targets, write_report
 
     paths = report_paths(report, list(results.results))
     for name, path in paths.items():
@@ -379,11 +379,11 @@ def privatizer(model: Any, mechanism: str, *, nonnegative: bool = False, offset:
     it (None when none does yet), after checking the options fit it: ``nonnegative`` is
     for releases, ``offset`` and ``keep`` for mechanisms (``keep`` not for one that adds
     dummy respondents).  ``records`` names the input in messages."""
-    from .backends import privatizer_for
-    from .backends.privatize_stream import adds_rows
+    from privspec.backends import privatizer_for
+    from privspec.backends.privatize import adds_rows
 
     if mechanism not in model.mechanisms and mechanism not in model.releases:
-        from .scope import did_you_mean
+        from privspec.model.scope import did_you_mean
 
         hint = did_you_mean(mechanism, [*model.mechanisms, *model.releases])
         raise KeyError(f"no mechanism named '{mechanism}'" + (f"; {hint}" if hint else ""))
@@ -421,9 +421,9 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
     """
     import pandas as pd
 
-    from .backends.data import guard_cells
-    from .backends.privatize_stream import kept_columns, with_kept
-    from .progress import chosen
+    from privspec.backends.data.files import guard_cells
+    from privspec.backends.privatize import kept_columns, with_kept
+    from privspec.progress import chosen
 
     spec.raise_for_errors()
     model = spec.model
@@ -433,7 +433,7 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
                                               f"({getattr(mech, 'family', 'release')}) is not supported yet"))
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
-    from .backends.data import check_columns, frame_nested, observed_columns, require_flat
+    from privspec.backends.data.files import check_columns, frame_nested, observed_columns, require_flat
 
     # the table's shape, checked as every engine checks a file's: a repeated name (D014),
     # nested values in a column the mechanism reads (D015)
@@ -480,7 +480,7 @@ def _looks_raw(mech: Any, data: Any) -> bool:
     """Whether an interval mechanism's column holds plain numbers only (raw values)."""
     if getattr(mech, "family", None) != "interval" or getattr(mech, "variable", None) is None:
         return False
-    from .backends.data import parse_numbers
+    from privspec.backends.data.files import parse_numbers
 
     column = mech.variable.name
     try:

@@ -16,9 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from . import __version__, query_kinds
-from .errors import DataError, Diagnostic, PrivspecError
-from .render import FORMATS, check_report
+from privspec import __version__
+from privspec.model import query_kinds
+from privspec.errors import DataError, Diagnostic, PrivspecError
+from privspec.results.render import FORMATS, check_report
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -149,7 +150,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         if args.verb is None:
             _parser().print_usage(err)
             return EXIT_USAGE
-        from .progress import enabled, wanted
+        from privspec.progress import enabled, wanted
 
         with enabled(wanted(err, getattr(args, "quiet", False)), stream=err):
             return _dispatch(args, out, err)
@@ -178,7 +179,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
 
 
 def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .spec import Spec
+    from privspec.spec import Spec
 
     path = Path(args.spec)
     if not path.is_file():
@@ -205,14 +206,14 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     names = model.compares if args.verb == "compare" else model.queries
     unknown = [q for q in args.query if q not in names]
     if unknown:
-        from .scope import did_you_mean
+        from privspec.model.scope import did_you_mean
 
         hint = did_you_mean(unknown[0], names)
         what = "compare block" if args.verb == "compare" else "query"
         raise _Usage(f"privspec {args.verb}: no {what} named '{unknown[0]}' in {args.spec}"
                      + (f"; {hint}" if hint else ""))
     if args.verb == "privatize" and args.mechanism not in model.mechanisms and args.mechanism not in model.releases:
-        from .scope import did_you_mean
+        from privspec.model.scope import did_you_mean
 
         hint = did_you_mean(args.mechanism, [*model.mechanisms, *model.releases])
         raise _Usage(f"privspec privatize: no mechanism named '{args.mechanism}' in {args.spec}"
@@ -227,7 +228,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     naming the query; every other query is answered and printed (JSON: failed queries
     are ``{"kind", "value": null, "error": {...}}`` entries); the exit status is then 1.
     """
-    from .api import answer, select
+    from privspec.api import answer, select
 
     model = spec.model
     if args.verb == "privatize":
@@ -240,7 +241,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
         raise _Usage("privspec simulate: --n and --reps must be positive")
     data = None
     if args.verb == "run":
-        from .backends.data import DataBindings
+        from privspec.backends.data.files import DataBindings
 
         try:
             data = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
@@ -279,7 +280,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
 def _plots(res, folder: Path) -> list[Path]:
     """The natural picture of each answered query that has one (``result.plot()``), as
     ``folder/QUERY.png``; results without one (a number, a mapping) are skipped."""
-    from .results import Matrix, StepFunction, Table, Vector
+    from privspec.results.values import Matrix, StepFunction, Table, Vector
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -288,7 +289,7 @@ def _plots(res, folder: Path) -> list[Path]:
                                    hint="give a folder that can be created and written")) from None
     import io
 
-    from .backends.data import check_output, write_bytes_atomic
+    from privspec.backends.data.files import check_output, write_bytes_atomic
 
     written = []
     for name, result in res.items():
@@ -325,9 +326,9 @@ def _render_error(error: PrivspecError, spec) -> str:
 
 
 def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
-    from .api import privatizer
-    from .backends.data import PARQUET, check_output, interrupt_on_signals
-    from .backends.privatize_stream import privatize_file
+    from privspec.api import privatizer
+    from privspec.backends.data.files import PARQUET, check_output, interrupt_on_signals
+    from privspec.backends.privatize import privatize_file
 
     keep = [c.strip() for item in args.keep for c in item.split(",") if c.strip()]
     try:
@@ -368,7 +369,7 @@ def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
 
 
 def _compare(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
-    from . import api
+    from privspec import api
 
     model = spec.model
     if not model.compares:
@@ -377,7 +378,7 @@ def _compare(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if args.reps is not None and args.reps < 2:
         raise _Usage("privspec compare: --reps must be at least 2")
     if args.report is not None:
-        from .backends.data import check_output
+        from privspec.backends.data.files import check_output
 
         report = Path(args.report)
         if report.suffix.lower() not in (".html", ".htm", ".md"):

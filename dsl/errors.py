@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
-from .source import Source, Span
+from privspec.language.source import Source, Span
 
 ERROR = "error"
 WARNING = "warning"

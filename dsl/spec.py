@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .errors import Diagnostic, SpecError, SpecSyntaxError, errors_of
-from .model import ModelGraph
-from .parser import parse_declarations
-from .resolve import resolve
-from .source import Source
+from privspec.errors import Diagnostic, SpecError, SpecSyntaxError, errors_of
+from privspec.model.graph import ModelGraph
+from privspec.language.parser import parse_declarations
+from privspec.model.resolve import resolve
+from privspec.language.source import Source
 
 if TYPE_CHECKING:
-    from .api import Results
+    from privspec.api import Results
 
 
 @dataclass(frozen=True, repr=False)
@@ -117,7 +117,7 @@ class Spec:
         >>> spec.analyze()["tau"].value
         9/16
         """
-        from .api import answer
+        from privspec.api import answer
 
         return answer(self, "analyze", queries=queries, seed=seed)
 
@@ -130,7 +130,7 @@ class Spec:
         the long loops (permutation tests, bootstrap bands): None (the default) where
         someone watches -- a notebook, an interactive terminal, never a pipe or a file --,
         True always (on standard error), False never (:func:`privspec.progress.chosen`)."""
-        from .api import answer
+        from privspec.api import answer
 
         return answer(self, "run", queries=queries, data=data, seed=seed, engine=engine, progress=progress)
 
@@ -139,7 +139,7 @@ class Spec:
         """Compare each query's analytic answer with ``reps`` simulated data sets of ``n``
         respondents drawn from the declared populations; ``progress`` as in :meth:`run`
         (a bar over the replications)."""
-        from .api import answer
+        from privspec.api import answer
 
         return answer(self, "simulate", queries=queries, n=n, reps=reps, seed=seed, progress=progress)
 
@@ -150,7 +150,7 @@ class Spec:
         of the reports only, with the raw columns named in ``keep`` before them
         (:func:`privspec.api.privatize`).  ``progress`` as in :meth:`run` (a bar over the
         chunks of a large frame)."""
-        from .api import privatize
+        from privspec.api import privatize
 
         return privatize(self, frame, mechanism, seed=seed, offset=offset, nonnegative=nonnegative, keep=keep,
                          csv_guard=csv_guard, progress=progress)
@@ -161,7 +161,7 @@ class Spec:
         Pareto frontiers, sample sizes and power (:func:`privspec.api.compare`); ``report``:
         write an HTML or Markdown report there (an existing one replaced only with ``force``);
         ``progress`` as in :meth:`run` (bars over the simulated replications with ``reps``)."""
-        from .api import compare
+        from privspec.api import compare
 
         return compare(self, names, reps=reps, seed=seed, report=report, force=force, progress=progress)
 
@@ -171,7 +171,7 @@ class Spec:
         if not self.ok:
             n = len(self.errors)
             return f"<Spec {name!r}: {n} error{'s' if n != 1 else ''}>"
-        from .render import _singular
+        from privspec.results.render import _singular
 
         parts = ", ".join(f"{v} {k if v != 1 else _singular(k)}" for k, v in self.summary().items() if v)
         return f"<Spec {name!r}: {parts}>"

@@ -1,4 +1,4 @@
-"""The design comparison report (privspec.compare_report, issue 17): HTML and Markdown laid
+"""The design comparison report (privspec.results.compare_report, issue 17): HTML and Markdown laid
 out from a hand-built comparison document, and the HTML opened in a real browser.
 
 The browser test renders the page with headless Chromium and checks what a reader sees:
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from privspec.compare_report import fmt, render_html, write_markdown, write_report
+from privspec.results.compare_report import fmt, render_html, write_markdown, write_report
 from privspec.errors import BackendError, DataError
 
 LABELS = ["Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White"]

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import privspec
-from privspec.backends import comparison as C
-from privspec.backends import planning
+from privspec.backends.design import comparison as C
+from privspec.backends.design import planning
 from privspec.cli import main
 from privspec.errors import BackendError
 

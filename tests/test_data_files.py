@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import privspec
-from privspec.backends.data import MAX_COUNT, describe_values, parse_numbers, read_table
+from privspec.backends.data.files import MAX_COUNT, describe_values, parse_numbers, read_table
 from privspec.errors import DataError, Diagnostic
-from privspec.source import Source
+from privspec.language.source import Source
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
@@ -419,7 +419,7 @@ def test_a_huge_bad_row_is_named_briefly(tmp_path: Path) -> None:
 def test_out_of_memory_while_reading_names_the_longest_row(tmp_path: Path, monkeypatch) -> None:
     """A row too large to read in memory (the issue: 1 GiB under a 6 GB cap, exit 3 on both
     engines): D017, naming the longest row and its size."""
-    from privspec.backends import data as data_module
+    from privspec.backends.data import files as data_module
 
     spec = _families(tmp_path)
     path = tmp_path / "big.csv"
@@ -449,7 +449,7 @@ def test_counted_rows_are_the_rows_pandas_reads(tmp_path_factory, lines, block, 
     """The independent count of a CSV's data rows (no parse: line breaks outside quotes, blank
     lines skipped) is the number of rows pandas reads, for every file pandas reads, whatever
     the blocks it is read in; its longest row is the longest line."""
-    from privspec.backends import data as data_module
+    from privspec.backends.data import files as data_module
 
     path = tmp_path_factory.mktemp("count") / "f.csv"
     text = "\n".join("".join(line) for line in lines)
@@ -474,7 +474,7 @@ def test_counted_rows_are_the_rows_pandas_reads(tmp_path_factory, lines, block, 
 
 def test_privatize_checks_rows_in_against_rows_out(tmp_path: Path, monkeypatch) -> None:
     """A reader that loses a row while streaming: D016 and no output, never a shorter file."""
-    from privspec.backends import engines
+    from privspec.backends.data import engines
 
     spec = _families(tmp_path)
     raw = tmp_path / "raw.csv"
@@ -495,7 +495,7 @@ def test_privatize_checks_rows_in_against_rows_out(tmp_path: Path, monkeypatch) 
 def test_an_engine_that_misses_rows_is_replaced_by_the_reference_reading(tmp_path: Path, monkeypatch) -> None:
     """With the check of the file's last line switched off, DuckDB drops the 40 MB last row
     again; privatize's independent count sees it and reads the file as pandas does."""
-    from privspec.backends import engines
+    from privspec.backends.data import engines
 
     monkeypatch.setattr(engines, "LONG_LAST_LINE", 10 ** 12)
     spec = _families(tmp_path)

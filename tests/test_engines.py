@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 
 import privspec
-from privspec.backends import engines
-from privspec.backends.data import read_table
-from privspec.backends.engines import DuckDBEngine, PandasEngine, engine_for
+from privspec.backends.data import engines
+from privspec.backends.data.files import read_table
+from privspec.backends.data.engines import DuckDBEngine, PandasEngine, engine_for
 from privspec.cli import main
 from privspec.errors import DataError
-from privspec.query_kinds import needs_data
+from privspec.model.query_kinds import needs_data
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -440,7 +440,7 @@ _ALPHABET = st.sampled_from(list("0123456789.,+-eE()[]| \t") + ["inf", "INF", "n
 def test_arrow_regexes_match_pythons(texts) -> None:
     """RE2 (Arrow) where it matches, Python's re elsewhere: the same groups and matches as
     pandas' str.extract / str.fullmatch, Unicode spaces and digits included."""
-    from privspec.backends.interval_mechanisms import _BRACKETED, _INTERVAL, _POINT, _extract, _fullmatch
+    from privspec.backends.interval.mechanisms import _BRACKETED, _INTERVAL, _POINT, _extract, _fullmatch
 
     s = pd.Series(texts + ["(1, 2]"] * 70, dtype=object)
     for rx in (_INTERVAL, _BRACKETED):
@@ -454,7 +454,7 @@ def test_arrow_casts_decimals_as_python_rounds_them() -> None:
     import random
     from decimal import Decimal
 
-    from privspec.backends.data import parse_numbers
+    from privspec.backends.data.files import parse_numbers
 
     rng = random.Random(3)
     texts = []
@@ -524,9 +524,9 @@ def test_interval_texts_with_equal_ends_are_one_row(tmp_path: Path, fmt: str, sq
     counts, which come sorted and distinct, as the NPMLE's design wants them; the pandas
     engine's rows (one per text) merged are the same; texts that are no report, repeated,
     are one row each of what is left to Python's parser."""
-    from privspec.backends.engines import DuckDBEngine, PandasEngine
-    from privspec.backends.interval_reports import report_model
-    from privspec.backends.npmle_data import merge_rows
+    from privspec.backends.data.engines import DuckDBEngine, PandasEngine
+    from privspec.backends.interval.reports import report_model
+    from privspec.backends.interval.npmle.data import merge_rows
 
     spec = tmp_path / "s.privspec"
     spec.write_text(INTERVAL)
@@ -543,7 +543,7 @@ def test_interval_texts_with_equal_ends_are_one_row(tmp_path: Path, fmt: str, sq
         left, right, counts = merge_rows(left, right, np.asarray(counts, dtype=float))
         got[name] = list(zip(left.tolist(), right.tolist(), counts.tolist()))
     assert got["duckdb"] == got["pandas"] == [(-np.inf, 5.0, 1), (1.0, 2.0, 2), (3.0, np.inf, 1), (10.0, 20.0, 4)]
-    from privspec.backends.interval_mechanisms import ranges_sql
+    from privspec.backends.interval.mechanisms import ranges_sql
 
     frame = pd.DataFrame({"salary": texts + ["(1; 2]", "x", "(1; 2]", "(1, 2]"]})
     frame.to_parquet(f) if fmt == "parquet" else frame.to_csv(f, index=False)
@@ -557,7 +557,7 @@ def test_duckdb_parses_every_row_only_where_the_texts_are_different_and_parse(tm
     """The choice between parsing every row and grouping the texts first (speed only: the
     counts are the same, test above): every row for distinct plain reports; grouped for
     repeated reports, and for texts SQL leaves to privspec's parser (ring reports)."""
-    from privspec.backends.interval_mechanisms import ranges_sql
+    from privspec.backends.interval.mechanisms import ranges_sql
 
     prepare, ok, _ = ranges_sql()
     rng = np.random.default_rng(5)
@@ -583,8 +583,8 @@ def _sql_reads_as_python(texts: list[str]) -> list[bool]:
     ends, to the bit (signed zeros too); which texts took the quick cut (no pattern)."""
     import duckdb
 
-    from privspec.backends.engines import _layers
-    from privspec.backends.interval_mechanisms import parse_ranges, ranges_sql
+    from privspec.backends.data.engines import _layers
+    from privspec.backends.interval.mechanisms import parse_ranges, ranges_sql
 
     prepare, ok, (left, right) = ranges_sql()
     con = duckdb.connect()

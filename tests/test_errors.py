@@ -19,7 +19,7 @@ import pytest
 import privspec
 from privspec.cli import main
 from privspec.errors import SpecError, SpecSyntaxError
-from privspec.source import LINE_SHOWN, Span
+from privspec.language.source import LINE_SHOWN, Span
 
 OPEN, CLOSE = "«", "»"
 
@@ -437,7 +437,7 @@ CASES = [
          msg=("all 4 categories", "not identifiable")),
     case("W101-singular-matrix", "W101", GI + "mechanism w = rr(gender, «matrix [[1/2, 1/2], [1/2, 1/2]]»)",
          msg=("singular", "not identifiable")),
-    # ---- sizes a machine cannot hold (E7xx, issue 14: privspec.costs) --------------------------
+    # ---- sizes a machine cannot hold (E7xx, issue 14: privspec.model.costs) --------------------------
     case("E701-combined-variable-too-large", "E701",
          "".join(f"variable v{i}: categorical {{a, b}}\n" for i in range(40))
          + "«variable big = " + "*".join(f"v{i}" for i in range(40)) + "»",
@@ -783,7 +783,7 @@ def test_exponential_anchor_can_be_shifted_and_scaled() -> None:
     spec = privspec.load("variable y: continuous [10, inf]\n"
                          "mechanism m = interval(y, case1(exponential(1, shift = 10, scale = 2)))")
     anchor = spec.model.mechanisms["m"].anchor
-    assert anchor.support() == (10, privspec.model.oo)
+    assert anchor.support() == (10, privspec.model.graph.oo)
 
 
 @pytest.mark.parametrize("text, where, hint", [

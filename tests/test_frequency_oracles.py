@@ -17,7 +17,7 @@ import pytest
 import sympy
 
 import privspec
-from privspec.backends import oracles as core
+from privspec.backends.oracles import pure as core
 
 LABELS = ("Asian", "Black", "Hispanic", "Other", "White")
 W = np.array([0.1, 0.2, 0.3, 0.15, 0.25])
@@ -118,7 +118,7 @@ def test_wide_unary_reports_counted_by_row_equal_the_tally(tmp_path) -> None:
     column, a file through DuckDB); texts that are not reports still get D013 with their
     rows, missing ones D004."""
     pytest.importorskip("duckdb")
-    from privspec.backends import frequency_oracles
+    from privspec.backends.oracles import backend as frequency_oracles
 
     labels = [f"c{i}" for i in range(100)]
     wide = privspec.load("variable x: categorical {" + ", ".join(labels) + "}\n"
@@ -427,7 +427,7 @@ query vr = avar(distribution(income) from r by mom)
 def test_avar_of_one_attribute_gives_its_covariance_with_the_others() -> None:
     """n Cov(gender's estimate, income's) beside gender's avar, from the population's joint
     (the core's formulas are checked by simulation in test_oracles_multi)."""
-    from privspec.backends import oracles_multi as om
+    from privspec.backends.oracles import multi as om
 
     res = privspec.load(CROSS).analyze()
     P = np.array([[0.4, 0.1], [0.15, 0.35]])
@@ -485,7 +485,7 @@ def test_epsilon_700_is_all_but_noiseless(kind, within) -> None:
     if core.oracle(kind, 4, 700.0).kind == "grr":
         assert np.allclose(V, np.diag(W4) - np.outer(W4, W4), atol=1e-15)
     assert int(res["n"].value) == int(np.ceil(np.max(np.diag(V)) / 1e-4 - 1e-9))
-    from privspec.backends.planning import power_proportion
+    from privspec.backends.design.planning import power_proportion
 
     assert float(res["pw"].value) == pytest.approx(power_proportion(1000, 0.1 - 0.08, V[0, 0]), rel=1e-12)
 

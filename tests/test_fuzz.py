@@ -283,7 +283,7 @@ LABEL_SETS = ['variable x: categorical {a, b,}', 'variable x: categorical {}', '
 def test_label_set_fast_path_agrees_with_the_grammar(text: str, monkeypatch) -> None:
     """Label sets skip Lark (125,000 labels in under a second); what they mean and every
     diagnostic's code and span are the grammar's."""
-    from privspec import parser
+    from privspec.language import parser
 
     def outcome():
         spec = privspec.load(text)
@@ -332,8 +332,9 @@ def test_huge_label_sets_load_or_are_refused_at_once(labels: int, tmp_path: Path
 def test_costs_mirror_the_back_ends_switches() -> None:
     """The front end prices queries with copies of the back ends' switches (it never
     imports a back end): they must stay equal."""
-    from privspec import costs
-    from privspec.backends import channel, uniform
+    from privspec.model import costs
+    from privspec.backends.core import channel
+    from privspec.backends.core import uniform
 
     assert costs.EXACT_CELL_LIMIT == channel.EXACT_LIMIT
     assert costs.SYMBOLIC_LIMIT == channel.Channel.symbolic_limit
@@ -347,7 +348,7 @@ def test_costs_mirror_the_back_ends_switches() -> None:
 import hypothesis.strategies as st  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 
-from privspec.backends import engines as _engines  # noqa: E402
+from privspec.backends.data import engines as _engines  # noqa: E402
 
 FILE_ENGINES = ["pandas", "duckdb"] + (["spark"] if _engines.available("spark") else [])
 FILE_SPEC = """

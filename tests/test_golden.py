@@ -1,7 +1,7 @@
 """Golden files: what the parser and the resolver make of every example spec.
 
 For each ``specs/<stem>.privspec`` the AST dump and the model-graph dump
-(:mod:`privspec.serialize`) are compared with ``tests/golden/<stem>.ast.json`` and
+(:mod:`privspec.model.serialize`) are compared with ``tests/golden/<stem>.ast.json`` and
 ``tests/golden/<stem>.model.json``.  After an intended change, regenerate them with
 ``pytest tests/test_golden.py --update-golden`` and read the diff before committing.
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import privspec
-from privspec.parser import parse_declarations
-from privspec.serialize import ast_to_dict, dumps, model_to_dict
-from privspec.source import Source
+from privspec.language.parser import parse_declarations
+from privspec.model.serialize import ast_to_dict, dumps, model_to_dict
+from privspec.language.source import Source
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SPECS = Path(__file__).resolve().parent.parent / "specs"
@@ -95,7 +95,7 @@ def test_dumps_are_deterministic_json(path: Path) -> None:
 def test_serializer_conventions() -> None:
     import sympy
 
-    from privspec.model import SubsetDesign
+    from privspec.model.graph import SubsetDesign
 
     design = SubsetDesign("conditional", ((frozenset({"red", "black"}), sympy.Rational(1, 2)),
                                           (frozenset({"blue", "green"}), sympy.log(3))))

@@ -11,14 +11,14 @@ import pytest
 from scipy import stats
 
 import privspec
-from privspec.backends.channel import product_channel
-from privspec.backends.compile import channel_of
-from privspec.backends.estimators import em
-from privspec.backends.finite import FiniteBackend, independence_on_counts, report_table
-from privspec.backends import independence
-from privspec.backends.finite_simulate import simulate_query
-from privspec.backends.independence import DEFAULT_DRAWS, _margins, _random_tables, independence_test
-from privspec.backends.populations import population_vector
+from privspec.backends.core.channel import product_channel
+from privspec.backends.core.compile import channel_of
+from privspec.backends.core.estimators import em
+from privspec.backends.finite.backend import FiniteBackend, independence_on_counts, report_table
+from privspec.backends.finite import independence
+from privspec.backends.finite.simulate import simulate_query
+from privspec.backends.finite.independence import DEFAULT_DRAWS, _margins, _random_tables, independence_test
+from privspec.backends.core.populations import population_vector
 from privspec.errors import BackendError
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
@@ -255,7 +255,7 @@ def test_run_end_to_end(tmp_path) -> None:
     """privatize raw records drawn from Table III, then test from the file."""
     import pandas as pd
 
-    from privspec.backends.data import DataBindings
+    from privspec.backends.data.files import DataBindings
 
     model = privspec.load(SPEC).model
     rng = np.random.default_rng(5)

@@ -13,7 +13,7 @@ import pytest
 import privspec
 from privspec.cli import main
 
-pytest.importorskip("privspec.backends.npmle")
+pytest.importorskip("privspec.backends.interval.npmle.estimator")
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 SPEC = str(SPECS / "interval_privacy.privspec")
@@ -111,7 +111,7 @@ def test_privatize_keeps_rows_order_and_the_named_columns_only(privatized):
     out = pd.read_csv(privatized["all"], dtype=str, keep_default_na=False)
     assert list(out.columns) == ["gdp", "salary", "score", "life"] and len(out) == len(raw)
     assert out["gdp"].astype(float).tolist() == raw["gdp"].tolist()
-    left, right = privspec.backends.interval_mechanisms.parse_ranges(out["salary"])
+    left, right = privspec.backends.interval.mechanisms.parse_ranges(out["salary"])
     y = raw["salary"].to_numpy()
     assert np.all((left < y) & (y <= right))
 
@@ -309,15 +309,15 @@ def test_conditional_se_of_a_parametric_fit_is_refused(se_data):
 
 def test_band_at_chosen_points():
     """fit_npmle bounds F at any finite points (the API to come); True keeps the quartiles."""
-    from privspec.backends.interval import fit_npmle
+    from privspec.backends.interval.backend import fit_npmle
 
     model = privspec.load(SE_SPEC).model
     mech = model.queries["m2"].mechanism
     rng = np.random.default_rng(0)
-    from privspec.backends.interval_mechanisms import sample_reports
+    from privspec.backends.interval.mechanisms import sample_reports
 
     left, right = sample_reports(model, mech, rng.normal(0.5, 1, 300), rng)
-    L, R, C = privspec.backends.interval.aggregate(left, right)
+    L, R, C = privspec.backends.interval.backend.aggregate(left, right)
     at = fit_npmle(mech, L, R, C, band=np.array([1.0, -0.5, np.inf, 0.2]))
     assert at.band["x"] == [-0.5, 0.2, 1.0] and "coverage_note" not in at.band
     quart = fit_npmle(mech, L, R, C, band=True)

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 import privspec
-from privspec.backends.interval_mechanisms import parse_bounds, parse_censored, written_intervals
-from privspec.backends.npmle import npmle
+from privspec.backends.interval.mechanisms import parse_bounds, parse_censored, written_intervals
+from privspec.backends.interval.npmle.estimator import npmle
 from privspec.cli import main
 from privspec.errors import DataError
 

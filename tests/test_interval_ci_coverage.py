@@ -13,11 +13,11 @@ import pytest
 from scipy import stats
 
 import privspec
-from privspec.backends.interval import aggregate, estimate_from_reports, fit_npmle
-from privspec.backends.interval_mechanisms import sample_reports
-from privspec.backends.interval_resample import (case1_fitter, engine_fitter, jackknife, moment_statistic,
+from privspec.backends.interval.backend import aggregate, estimate_from_reports, fit_npmle
+from privspec.backends.interval.mechanisms import sample_reports
+from privspec.backends.interval.resample import (case1_fitter, engine_fitter, jackknife, moment_statistic,
                                                  npmle_moment_interval)
-from privspec.backends.npmle import likelihood_ratio, npmle
+from privspec.backends.interval.npmle.estimator import likelihood_ratio, npmle
 from privspec.errors import BackendError
 
 pytest.importorskip("scipy.optimize", minversion=None)
@@ -235,7 +235,7 @@ def test_no_interval_when_no_report_moves_the_estimate():
 def test_range_fit_jackknife_and_its_limit(monkeypatch):
     """Reports less an acceptable range in two pieces go through the range fit: a jackknife of
     20 groups; beyond RANGE_FIT_MAX_REPORTS distinct reports, none, and the result says why."""
-    from privspec.backends import interval_resample
+    from privspec.backends.interval import resample as interval_resample
 
     model = spec("""variable s: continuous [0, 150]
 population s ~ uniform(0, 150)

@@ -8,12 +8,12 @@ import sympy
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 
-from privspec.model import IntervalMechanism, Law, ProgressiveMechanism, SelectiveMechanism, Variable
-from privspec.backends.interval_coverage import (case1_coverage, case2_coverage, composition_bound,
+from privspec.model.graph import IntervalMechanism, Law, ProgressiveMechanism, SelectiveMechanism, Variable
+from privspec.backends.interval.coverage import (case1_coverage, case2_coverage, composition_bound,
                                                  coverage_from_data, ensemble_coverage, exact_uniform_coverage,
                                                  ignorability, mechanism_coverage, partition_coverage,
                                                  progressive_coverage)
-from privspec.backends.interval_mechanisms import (law_distribution, range_coverage, sample_interval,
+from privspec.backends.interval.mechanisms import (law_distribution, range_coverage, sample_interval,
                                                    sample_progressive, sample_selective)
 
 Z = sympy.Integer

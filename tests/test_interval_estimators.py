@@ -7,17 +7,17 @@ import pytest
 import sympy
 from scipy import integrate, stats
 
-from privspec.model import IntervalMechanism, Law, Variable
-from privspec.backends.interval import aggregate
-from privspec.backends.interval_avar import fisher_information
-from privspec.backends.interval_coverage import case1_coverage
-from privspec.backends.interval_estimators import (example2_mean, example2_variance, information_bound,
+from privspec.model.graph import IntervalMechanism, Law, Variable
+from privspec.backends.interval.backend import aggregate
+from privspec.backends.interval.avar import fisher_information
+from privspec.backends.interval.coverage import case1_coverage
+from privspec.backends.interval.estimators import (example2_mean, example2_variance, information_bound,
                                                    law_moment, npmle_functional, optimal_anchor, parametric_mle)
-from privspec.backends.interval_mechanisms import law_distribution, likelihood_pieces, sample_interval
-from privspec.backends.npmle import npmle_pieces
-from privspec.backends.npmle_data import innermost
+from privspec.backends.interval.mechanisms import law_distribution, likelihood_pieces, sample_interval
+from privspec.backends.interval.npmle.estimator import npmle_pieces
+from privspec.backends.interval.npmle.data import innermost
 
-npmle_engine = pytest.importorskip("privspec.backends.npmle")
+npmle_engine = pytest.importorskip("privspec.backends.interval.npmle.estimator")
 
 Z = sympy.Integer
 SCORE = Variable("score", "continuous")
@@ -251,7 +251,7 @@ def test_range_fit_with_an_acceptable_range_inside_the_reports():
 def test_example2_conditional_variance_of_one_term():
     """Var(D | Y) = (Y - a)(Y - b) + (b - a)^2 / 3 for uniform anchors on [a, b], and its
     per-report estimate is unbiased: checked by drawing the anchor for fixed Y."""
-    from privspec.backends.interval_estimators import example2_conditional_se, example2_terms
+    from privspec.backends.interval.estimators import example2_conditional_se, example2_terms
 
     rng = np.random.default_rng(8)
     a, b = -3.0, 5.0

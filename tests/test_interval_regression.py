@@ -9,7 +9,7 @@ import pytest
 from scipy import integrate, stats
 
 from privspec.errors import BackendError
-from privspec.backends.interval_regression import conditional_moments, iterative_regression, make_regressor
+from privspec.backends.interval.regression import conditional_moments, iterative_regression, make_regressor
 
 
 @pytest.mark.parametrize("noise, dist", [("normal", stats.norm(0, 2)), ("logistic", stats.logistic(0, 2))])

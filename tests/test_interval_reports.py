@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 
 import privspec
-from privspec.backends.data import DataBindings
-from privspec.backends.interval import CensoredBackend, IntervalBackend
-from privspec.backends.interval_coverage import coverage_from_data, mechanism_coverage
-from privspec.backends.interval_mechanisms import population_law, sample_reports
-from privspec.backends.interval_reports import (CensoredReports, IntervalReports, ProgressiveReports, ReportModel,
+from privspec.backends.data.files import DataBindings
+from privspec.backends.interval.backend import CensoredBackend, IntervalBackend
+from privspec.backends.interval.coverage import coverage_from_data, mechanism_coverage
+from privspec.backends.interval.mechanisms import population_law, sample_reports
+from privspec.backends.interval.reports import (CensoredReports, IntervalReports, ProgressiveReports, ReportModel,
                                                 SelectiveReports, is_interval_family, report_model)
 from privspec.errors import BackendError, DataError
 
@@ -169,7 +169,7 @@ def test_block_wise_check_finds_a_bad_report_in_any_block(monkeypatch, model, ba
     """Millions of reports are checked a block at a time: a bad report in the first, a
     middle or the last (short) block is found and named as the check of all at once names
     it; good reports pass."""
-    from privspec.backends import interval_reports
+    from privspec.backends.interval import reports as interval_reports
     rm = report_model(model.mechanisms["c2"])
     left = np.array([-np.inf, 10.0, 20.0, 5.0, -np.inf, 30.0, 40.0, 1.0, 2.0, -np.inf])
     right = np.array([40.0, 75.0, np.inf, 60.0, 50.0, 90.0, np.inf, 3.0, 100.0, 80.0])

@@ -10,8 +10,8 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privspec.backends.channel import matrix_channel, product_channel
-from privspec.backends.kron import (kron_apply, kron_cov, kron_cov_diag, kron_dense, kron_quadratic, kron_solve,
+from privspec.backends.core.channel import matrix_channel, product_channel
+from privspec.backends.core.kron import (kron_apply, kron_cov, kron_cov_diag, kron_dense, kron_quadratic, kron_solve,
                                     mode_product)
 
 shapes = st.lists(st.tuples(st.integers(1, 4), st.integers(1, 4)), min_size=1, max_size=4)

@@ -1,4 +1,4 @@
-"""The NPMLE of a distribution function from intervals and points (backends/npmle.py).
+"""The NPMLE of a distribution function from intervals and points (backends/interval/npmle/estimator.py).
 
 Hand-checkable examples, the current-status case against isotonic regression, the KKT
 condition, independent recomputation of the likelihood, a brute-force EM over the
@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import optimize, stats
 
-from privspec.backends import npmle as npmle_module
-from privspec.backends import npmle_solver
-from privspec.backends.npmle import NPMLEResult, aggregate_intervals, cdf_confidence_band, npmle
+from privspec.backends.interval.npmle import estimator as npmle_module
+from privspec.backends.interval.npmle import solver as npmle_solver
+from privspec.backends.interval.npmle.estimator import NPMLEResult, aggregate_intervals, cdf_confidence_band, npmle
 from privspec.errors import BackendError, DataError
-from privspec.results import Result, StepFunction
+from privspec.results.values import Result, StepFunction
 
 INF = np.inf
 
@@ -317,7 +317,7 @@ def test_innermost_of_ranges_by_counting_equals_the_ranking(pairs, in_order):
     """Ranges alone (no points, no cuts) take a path of their own (counting the innermost
     ends among the distinct ends, no ranking): the same intervals and runs as the general
     one, in or out of order, with ties, infinities and signed zeros."""
-    from privspec.backends import npmle_data
+    from privspec.backends.interval.npmle import data as npmle_data
     rows = sorted({(min(a, b), max(a, b)) for a, b in pairs if min(a, b) < max(a, b)}) if in_order else \
         [(min(a, b), max(a, b)) for a, b in pairs if min(a, b) < max(a, b)]
     if not rows:
@@ -338,7 +338,7 @@ def test_design_merges_the_rows_of_one_run(rows, equal_counts):
     """Rows with the same run over the innermost intervals are one row of the design, their
     counts added, whether the counts are all equal (the runs' lengths counted) or not
     (the counts summed): against a dict built row by row."""
-    from privspec.backends.npmle_data import design_from_rows, innermost
+    from privspec.backends.interval.npmle.data import design_from_rows, innermost
     rows = [(a, b, 2 if equal_counts else k) for a, b, k in rows if a < b]
     if len(rows) < 2:
         return
@@ -358,7 +358,7 @@ def test_equal_whole_counts_are_carried_without_an_array(sorted_rows):
     """Counts of one per row (an engine's reads of continuous reports) travel as a
     read-only broadcast of one value, and the fit is the one of the same counts as floats,
     to the bit; the design has arrays of its own, merged or not."""
-    from privspec.backends.npmle_data import as_rows, design_from_rows
+    from privspec.backends.interval.npmle.data import as_rows, design_from_rows
     rng = np.random.default_rng(4)
     x = np.sort(rng.uniform(0, 10, size=(400, 2)), axis=1)
     left, right = x[:, 0], x[:, 1]
@@ -612,7 +612,7 @@ def test_plot_without_matplotlib(tmp_path, monkeypatch):
 
 
 # ---- the modules' own examples (tests/test_doctests.py walks privspec/ only) ----------
-@pytest.mark.parametrize("module", ["privspec.backends.npmle", "privspec.backends.plots"])
+@pytest.mark.parametrize("module", ["privspec.backends.interval.npmle.estimator", "privspec.backends.plots"])
 def test_module_examples(module):
     if module.endswith("plots"):
         pytest.importorskip("matplotlib")
@@ -647,7 +647,7 @@ def test_band_critical_values():
     """Interval data: D's quantile at 1 - 0.8 (1 - level), 2.486 at 95% (finite-sample
     calibration); the table's own levels with calibration='banerjee-wellner', interpolated in
     log(1 - level); chi-square(1) for exact points."""
-    from privspec.backends.npmle import _BW_LEVELS, _BW_QUANTILES, _critical
+    from privspec.backends.interval.npmle.estimator import _BW_LEVELS, _BW_QUANTILES, _critical
 
     assert _critical(0.95, "auto", False) == pytest.approx(2.4864, abs=1e-3)
     assert _critical(0.95, "auto", True) == pytest.approx(stats.chi2.ppf(0.95, 1))
@@ -661,7 +661,7 @@ def test_band_critical_values():
 
 
 def test_likelihood_ratio_at_the_band_ends_is_the_critical_value():
-    from privspec.backends.npmle import likelihood_ratio
+    from privspec.backends.interval.npmle.estimator import likelihood_ratio
 
     left, right = case1(200, seed=2)
     fit = npmle(left, right)
@@ -676,7 +676,7 @@ def test_band_reaches_the_end_where_the_profile_is_flat():
     """Where the likelihood does not bound F(x) on one side (below 0 here every range
     straddles x, so F(0) = 0 fits as well as the maximum), the band runs to that end; its
     other ends are the roots of the likelihood-ratio statistic at the critical value."""
-    from privspec.backends.npmle import likelihood_ratio
+    from privspec.backends.interval.npmle.estimator import likelihood_ratio
 
     left, right = np.array([-1.0] * 10 + [2.0] * 5), np.array([1.0] * 10 + [3.0] * 5)
     fit = npmle(left, right)
@@ -694,9 +694,9 @@ def interval_reports(scheme: str, m: int, disclose, n: int, seed: int):
     fits them: distinct reports with counts, then their pieces (the acceptable range taken out)."""
     import sympy
 
-    from privspec.backends.interval import aggregate
-    from privspec.backends.interval_mechanisms import likelihood_pieces, sample_interval
-    from privspec.model import IntervalMechanism, Law, Variable
+    from privspec.backends.interval.backend import aggregate
+    from privspec.backends.interval.mechanisms import likelihood_pieces, sample_interval
+    from privspec.model.graph import IntervalMechanism, Law, Variable
 
     anchors = Law("uniform", (("a", sympy.Integer(-3)), ("b", sympy.Integer(3))))
     acceptable = None if disclose is None else tuple(sympy.nsimplify(v) for v in disclose)
@@ -741,7 +741,7 @@ NNLS_LOGLIK = [
 
 @pytest.mark.parametrize("setting, nnls", NNLS_LOGLIK, ids=lambda v: str(v[:4]) if isinstance(v, tuple) else "")
 def test_pieces_reach_the_range_fit_maximum_and_satisfy_kkt(setting, nnls):
-    from privspec.backends.npmle import npmle_pieces
+    from privspec.backends.interval.npmle.estimator import npmle_pieces
 
     L, R, C, pl, pr, owner = interval_reports(*setting)
     assert np.bincount(owner).max() >= 2                       # reports in two or three pieces
@@ -756,7 +756,7 @@ def test_pieces_reach_the_range_fit_maximum_and_satisfy_kkt(setting, nnls):
 def test_ring_rows_and_ring_pieces_are_one_engine():
     """A ring range given as l > r (ring=True) and as its two pieces: the same design,
     the same maximum; innermost intervals computed in one place for both."""
-    from privspec.backends.npmle import npmle_pieces
+    from privspec.backends.interval.npmle.estimator import npmle_pieces
 
     L, R, C, pl, pr, owner = interval_reports("ring", 3, None, 2000, 7)
     rows = npmle(L, R, C, ring=True)
@@ -772,7 +772,7 @@ def test_ring_data_at_n_3000_converge(disclose):
     """The nnls range fit stopped after 500 iterations without reaching the maximum on the
     ring design with an acceptable range at n = 3000 (seed 2: KKT 4e-9 after 8 minutes);
     the engine reaches it in a few dozen Newton steps."""
-    from privspec.backends.npmle import npmle_pieces
+    from privspec.backends.interval.npmle.estimator import npmle_pieces
 
     L, R, C, pl, pr, owner = interval_reports("ring", 3, disclose, 3000, 2)
     fit = npmle_pieces(pl, pr, owner, C)
@@ -784,8 +784,8 @@ def test_ring_data_at_n_3000_converge(disclose):
 def test_pieces_hierarchical_path_agrees_with_one_dense_step(monkeypatch):
     """Rings and two-piece reports with many exact points (a large support): the block steps
     (their off-diagonal blocks for two pieces of one report) reach the dense step's maximum."""
-    from privspec.backends import npmle_solver
-    from privspec.backends.npmle import npmle_pieces
+    from privspec.backends.interval.npmle import solver as npmle_solver
+    from privspec.backends.interval.npmle.estimator import npmle_pieces
 
     L, R, C, pl, pr, owner = interval_reports("ring", 3, (-0.5, 0.5), 1500, 3)
     rng = np.random.default_rng(3)
@@ -802,7 +802,7 @@ def test_pieces_hierarchical_path_agrees_with_one_dense_step(monkeypatch):
 
 
 def test_npmle_pieces_validates_its_input():
-    from privspec.backends.npmle import npmle_pieces
+    from privspec.backends.interval.npmle.estimator import npmle_pieces
 
     with pytest.raises(DataError, match="D030"):
         npmle_pieces([0.0, 2.0], [1.0, 3.0], [0, 2], [1.0, 1.0, 1.0])   # report 1 has no piece
@@ -821,8 +821,8 @@ def test_an_engine_failure_surfaces_instead_of_switching_engines(monkeypatch):
     error), and a fit stopped short of the maximum says so (converged, kkt) and gets no
     standard error."""
     import privspec
-    from privspec.backends.interval import estimate_from_reports, fit_npmle
-    from privspec.backends.interval_mechanisms import sample_reports
+    from privspec.backends.interval.backend import estimate_from_reports, fit_npmle
+    from privspec.backends.interval.mechanisms import sample_reports
 
     model = privspec.load("""variable s: continuous [0, 150]
 population s ~ uniform(0, 150)
@@ -832,7 +832,7 @@ query m = estimate mean(s) from mid by npmle
     q = model.queries["m"]
     rng = np.random.default_rng(2)
     left, right = sample_reports(model, q.mechanism, rng.uniform(0, 150, 300), rng)
-    from privspec.backends.interval import aggregate
+    from privspec.backends.interval.backend import aggregate
 
     L, R, C = aggregate(left, right)
     ok = fit_npmle(q.mechanism, L, R, C)
@@ -886,7 +886,7 @@ def piece_data(draw):
 def test_property_pieces_at_the_maximum(data):
     """Any reports in pieces: the KKT conditions hold on the dense design, and the fit is
     the one of the union where the pieces of a report touch or overlap."""
-    from privspec.backends.npmle import npmle_pieces
+    from privspec.backends.interval.npmle.estimator import npmle_pieces
 
     pl, pr, owner, counts = data
     point = pl == pr
@@ -920,7 +920,7 @@ def test_candidates_are_the_first_largest_positive_excess_of_each_segment(excess
 def test_constrained_fit_takes_groups_as_runs_of_innermost_intervals() -> None:
     """The profile's groups are runs (below and above a cut); groups that interleave are
     refused rather than read wrongly by slices."""
-    from privspec.backends.npmle_data import design_from_rows
+    from privspec.backends.interval.npmle.data import design_from_rows
 
     des = design_from_rows(np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0]), np.array([2.0, 1.0, 1.0]))
     p0 = np.array([0.4, 0.3, 0.3])               # a start that meets the group sums
@@ -947,7 +947,7 @@ def test_working_set_reaches_the_same_maximum_as_the_direct_method(seed: int) ->
     the gradient on every innermost interval) ends at the maximum the direct method
     reaches: the same log-likelihood and report probabilities (unique at the NPMLE),
     and the KKT condition on every innermost interval, not only on the candidates."""
-    from privspec.backends.npmle_data import design_from_rows, row_probs
+    from privspec.backends.interval.npmle.data import design_from_rows, row_probs
 
     left, right, counts = _case2_reports(3000, seed)
     des = design_from_rows(left, right, counts.astype(float))
@@ -968,7 +968,7 @@ def test_working_set_gives_way_where_the_candidates_do_not_merge_rows() -> None:
     """Exact points among intervals: nearly every report keeps its own run over the
     candidates, so a round would not shrink the rows; the direct method takes over from
     the start and gives its own answer, bit for bit."""
-    from privspec.backends.npmle_data import design_from_rows
+    from privspec.backends.interval.npmle.data import design_from_rows
 
     rng = np.random.default_rng(5)
     x = np.round(rng.normal(size=60), 3)

@@ -1,4 +1,4 @@
-"""Frequency oracles (privspec.backends.oracles): closed forms, Monte Carlo covariance,
+"""Frequency oracles (privspec.backends.oracles.pure): closed forms, Monte Carlo covariance,
 the peers' estimators on the peers' own reports, an empirical privacy audit, and the
 sampler's independence from chunking.
 
@@ -23,12 +23,12 @@ import pytest
 import sympy
 from scipy import stats
 
-from privspec.backends import oracles as orc
-from privspec.backends.oracles import (EPSILON, F, covariance, epsilon_of, format_reports, hash_values, ibu,
+from privspec.backends.oracles import pure as orc
+from privspec.backends.oracles.pure import (EPSILON, F, covariance, epsilon_of, format_reports, hash_values, ibu,
                                        ibu_support_counts, oracle, pair_probs, parse_reports, privatize,
                                        standard_errors, support_counts, support_probs, support_sets, symbols_of,
                                        unbiased, variance_formula)
-from privspec.backends.rowrandom import RowRandom
+from privspec.backends.core.rowrandom import RowRandom
 
 KINDS = ("grr", "sue", "oue", "blh", "olh", "ss", "hr")
 
@@ -624,7 +624,7 @@ def test_ibu_exact_em_is_the_mle() -> None:
 # a table of subsets; first distinct draws
 @pytest.mark.parametrize("d,eps", [(6, 1.0), (16, 2.0), (70, 3.0), (70, 1.0)])
 def test_subset_selection_samplers_have_the_right_support_rates(d, eps) -> None:
-    from privspec.backends.oracles import _ss_enumerable
+    from privspec.backends.oracles.pure import _ss_enumerable
 
     o = oracle("ss", d, eps)
     assert _ss_enumerable(o) == (d <= 64)

@@ -1,4 +1,4 @@
-"""Longitudinal frequency oracles (privspec.backends.oracles_longitudinal): L-GRR, L-SUE
+"""Longitudinal frequency oracles (privspec.backends.oracles.longitudinal): L-GRR, L-SUE
 (basic RAPPOR), L-OUE, L-OSUE.
 
 0. Parameters and closed forms: each kind's second round solves its one-report equation;
@@ -37,9 +37,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privspec.backends import oracles as orc
-from privspec.backends import oracles_longitudinal as ol
-from privspec.backends.rowrandom import RowRandom
+from privspec.backends.oracles import pure as orc
+from privspec.backends.oracles import longitudinal as ol
+from privspec.backends.core.rowrandom import RowRandom
 
 KINDS = ol.KINDS
 D, EPS_PERM, EPS_1 = 6, 2.0, 1.0

@@ -1,4 +1,4 @@
-"""Multidimensional frequency estimation (privspec.backends.oracles_multi): SPL, SMP and
+"""Multidimensional frequency estimation (privspec.backends.oracles.multi): SPL, SMP and
 RS+FD (Arcolezi et al., CIKM 2021) over single-attribute oracles.
 
 1. Monte Carlo: R = 2,000 simulated surveys of n = 1,000 respondents from a correlated,
@@ -33,9 +33,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privspec.backends import oracles as orc
-from privspec.backends import oracles_multi as om
-from privspec.backends.rowrandom import RowRandom
+from privspec.backends.oracles import pure as orc
+from privspec.backends.oracles import multi as om
+from privspec.backends.core.rowrandom import RowRandom
 
 DS = (3, 4, 6)
 R, N_RESP = 2000, 1000

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 import privspec
-from privspec.backends import data
-from privspec.backends.data import check_output, output_kind, write_atomic, write_text_atomic
+from privspec.backends.data import files as data
+from privspec.backends.data.files import check_output, output_kind, write_atomic, write_text_atomic
 from privspec.cli import main
 from privspec.errors import DataError
 
@@ -232,7 +232,7 @@ def test_markdown_report_checks_every_png_before_writing_any(comparison, tmp_pat
     """One existing PNG stops the report: nothing else written (before: all replaced)."""
     spec, results = comparison
     report = tmp_path / "r.md"
-    from privspec.compare_report import report_targets
+    from privspec.results.compare_report import report_targets
 
     targets = report_targets(results["c"].value, report)
     assert [t.name for t in targets] == ["r.md", "r_frontier_1.png", "r_se.png"]

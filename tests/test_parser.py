@@ -6,9 +6,9 @@ import pytest
 import sympy
 
 import privspec
-from privspec import ast
-from privspec.parser import parse_declarations, split_declarations
-from privspec.source import Source, Span
+from privspec.language import ast
+from privspec.language.parser import parse_declarations, split_declarations
+from privspec.language.source import Source, Span
 
 
 def parse(text: str):
@@ -215,7 +215,7 @@ def test_an_unknown_escape_is_an_error_at_the_backslash(text: str, at: str | Non
     """Issue 33: a quoted string's backslash escapes \\" and \\\\ only; any other escape is
     E106 pointing at it (it silently dropped the backslash), by the grammar and by the fast
     path that reads label sets alike."""
-    from privspec import parser
+    from privspec.language import parser
 
     def outcome():
         spec = privspec.load(text)

@@ -1,4 +1,4 @@
-"""Design planning (backends/planning.py): sample sizes are the smallest that meet their
+"""Design planning (backends/design/planning.py): sample sizes are the smallest that meet their
 target (brute force), and the power formulas agree with Monte Carlo simulations of the
 tests they describe on generalized randomized response (GRR) reports.
 
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privspec.backends.channel import grr_channel
-from privspec.backends.independence import independence_test
-from privspec.backends.planning import (
+from privspec.backends.core.channel import grr_channel
+from privspec.backends.finite.independence import independence_test
+from privspec.backends.design.planning import (
     n_for_ci_width, n_for_max_se, n_for_power, n_grid, power_curve, power_difference,
     power_independence, power_proportion, smallest_n, standard_errors,
 )
@@ -387,7 +387,7 @@ def test_sample_size_for_a_tiny_target_is_refused(target):
 
 def test_sample_size_just_beyond_the_search_is_refused():
     """The same rule for targets that fit in doubles: an n past 10^9 is B151."""
-    from privspec.backends.planning import N_MAX
+    from privspec.backends.design.planning import N_MAX
 
     _, res = _plan("sample_size(distribution(x) from m, max_se = 1e-5)")   # n ~ 2.8e10
     assert res.failures["q"].diagnostics[0].code == "B151"

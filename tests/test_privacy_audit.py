@@ -49,11 +49,11 @@ import sympy
 from scipy import stats
 
 import privspec
-from privspec.backends.compile import channel_of
-from privspec.backends.finite_data import factor_mechanisms, privatize_factor
-from privspec.backends.release_budget import release_privacy_loss
-from privspec.backends.release_noise import pmf
-from privspec.backends.releases import add_noise, variance_result
+from privspec.backends.core.compile import channel_of
+from privspec.backends.finite.data import factor_mechanisms, privatize_factor
+from privspec.backends.releases.budget import release_privacy_loss
+from privspec.backends.releases.noise import pmf
+from privspec.backends.releases.backend import add_noise, variance_result
 
 #: draws per input
 N = 1_000_000
@@ -93,7 +93,7 @@ mechanism multi = product(grr(gender, epsilon = 1), grr(race, epsilon = 1/2), gr
 
 
 @pytest.fixture(scope="module")
-def mechanisms() -> privspec.model.ModelGraph:
+def mechanisms() -> privspec.model.graph.ModelGraph:
     return privspec.load(MECHANISMS).model
 
 
@@ -146,7 +146,7 @@ release P3 = counts(degree, three) with geometric(epsilon = 1, calibration = pap
 
 
 @pytest.fixture(scope="module")
-def releases() -> privspec.model.ModelGraph:
+def releases() -> privspec.model.graph.ModelGraph:
     return privspec.load(RELEASES).model
 
 
@@ -239,7 +239,7 @@ def test_algorithm1_three_cells_stays_within_its_loss(releases, name: str, calib
 def test_budget_charges_the_declared_epsilon_whatever_the_calibration(releases) -> None:
     # the declared epsilon is the guarantee: P2 is charged 1 on {two} while its exact
     # loss is 1/2, and budget(per release) says both
-    from privspec.backends.release_budget import budget_on, describe_release
+    from privspec.backends.releases.budget import budget_on, describe_release
 
     total, parts = budget_on(releases, {"two"}, releases=["T2", "P2"])
     assert parts == {"T2": 1, "P2": 1} and total == 2

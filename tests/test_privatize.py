@@ -16,10 +16,10 @@ from scipy import stats
 
 import privspec
 from privspec.backends import privatizer_for
-from privspec.backends.compile import channel_of
-from privspec.backends.data import Interrupted, write_table_atomic
-from privspec.backends.finite_data import privatize_factor, privatize_frame
-from privspec.backends.rowrandom import RowRandom, philox4x64, row_key, row_uniforms, row_words
+from privspec.backends.core.compile import channel_of
+from privspec.backends.data.files import Interrupted, write_table_atomic
+from privspec.backends.finite.data import privatize_factor, privatize_frame
+from privspec.backends.core.rowrandom import RowRandom, philox4x64, row_key, row_uniforms, row_words
 from privspec.cli import main
 from privspec.errors import DataError
 
@@ -361,8 +361,8 @@ def test_grr_closed_form_sampler_is_the_channels_inverse_cdf() -> None:
     the channel's column gives (the fast path changes no report)."""
     import sympy
 
-    from privspec.backends.channel import grr_channel
-    from privspec.backends.finite_data import _sample_from_columns, _sample_grr
+    from privspec.backends.core.channel import grr_channel
+    from privspec.backends.finite.data import _sample_from_columns, _sample_grr
 
     for d, eps in ((2, 1.0), (5, 1.0), (7, 0.1), (16, 4.0), (3, 30.0)):
         ch = grr_channel(tuple(f"c{i}" for i in range(d)), sympy.Float(eps))
@@ -517,7 +517,7 @@ def test_formula_labels_are_guarded_on_request_and_read_back_the_same(tmp_path: 
     frame = spec.privatize(raw, "k", seed=5, keep=["id"], csv_guard=True)
     assert frame["id"].iloc[0] == "'=1+0" and frame["c"].astype(str).str.startswith("'").any()
     frame.to_csv(tmp_path / "api.csv", index=False)
-    from privspec.backends.data import read_table
+    from privspec.backends.data.files import read_table
 
     back = read_table(tmp_path / "api.csv")
     assert back["id"].tolist() == raw["id"].tolist()
@@ -532,8 +532,8 @@ def test_guard_is_one_to_one_and_undone_by_every_reader(tmp_path: Path) -> None:
     """Every formula start (OWASP: = + - @ tab CR) quoted, a plain number not, a value that
     looks guarded already quoted once more; pandas and DuckDB read each cell back, a
     carriage return inside a cell included (the writer quotes it)."""
-    from privspec.backends.data import guard_cells, read_table, unguard_text, write_table_atomic
-    from privspec.backends.engines import engine_for
+    from privspec.backends.data.files import guard_cells, read_table, unguard_text, write_table_atomic
+    from privspec.backends.data.engines import engine_for
 
     cells = ["=A1", "+1+1", "-2.5", "-1-1", "@x", "\tt", "\rr", "'=q", "''+q", "'", "a'b", "-", "-inf", "", "plain"]
     frame = pd.DataFrame({"=name": cells, "n": range(len(cells))})

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 import privspec
 from privspec.errors import Diagnostic, PrivspecError
-from privspec.model import ModelGraph
-from privspec.parser import get_parser, split_declarations
-from privspec.serialize import model_to_dict
+from privspec.model.graph import ModelGraph
+from privspec.language.parser import get_parser, split_declarations
+from privspec.model.serialize import model_to_dict
 from privspec.spec import Spec
 
 SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.privspec"))

@@ -44,9 +44,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import privspec
-from privspec.backends.compile import channel_of
-from privspec.backends.finite import FiniteBackend, estimate_on_counts
-from privspec.results import Matrix as ResultMatrix
+from privspec.backends.core.compile import channel_of
+from privspec.backends.finite.backend import FiniteBackend, estimate_on_counts
+from privspec.results.values import Matrix as ResultMatrix
 
 PROPS = settings(derandomize=True, deadline=None, max_examples=30, database=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -893,7 +893,7 @@ def test_release_variance_properties(case) -> None:
     spec = privspec.load(text)
     assert spec.ok, spec.render_diagnostics()
     model = spec.model
-    from privspec.backends.releases import ReleaseBackend
+    from privspec.backends.releases.backend import ReleaseBackend
 
     subs = {"eps": sympy.Rational(eps10, 10)}
     eps = eps10 / 10
@@ -927,7 +927,7 @@ def test_release_monte_carlo_algorithm1_and_geometric() -> None:
     the geometric mechanism's cells are independent with the exact variance.  Tolerance:
     5 standard errors of a sample variance, sqrt((m4 - s^4)/reps), m4 the empirical
     fourth central moment; means within 5 sqrt(var/reps)."""
-    from privspec.backends.releases import ReleaseBackend, noisy_counts
+    from privspec.backends.releases.backend import ReleaseBackend, noisy_counts
 
     text = (variable("deg", ("BA", "BSc", "BEng")) + variable("band", ("b1", "b2", "b3", "b4"))
             + "release D = counts(deg, band) with geometric(epsilon = 1) protect {band} exact totals(deg)\n"

@@ -15,8 +15,8 @@ import sympy
 
 import privspec
 from privspec.backends import privatizer_for
-from privspec.backends.release_budget import budget_on, budget_table, release_epsilon
-from privspec.backends.releases import Layout, count_records, read_released, tidy
+from privspec.backends.releases.budget import budget_on, budget_table, release_epsilon
+from privspec.backends.releases.backend import Layout, count_records, read_released, tidy
 from privspec.cli import main
 from privspec.errors import DataError
 
@@ -37,7 +37,7 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def example() -> privspec.model.ModelGraph:
+def example() -> privspec.model.graph.ModelGraph:
     return privspec.load(RELEASES).model
 
 
@@ -116,7 +116,7 @@ query ab = budget({a, b})
     eps = model.parameters["eps"].symbol
     total, _ = budget_on(model, {"a"})
     assert total == eps + sympy.Rational(1, 2)
-    from privspec.backends.releases import budget_result
+    from privspec.backends.releases.backend import budget_result
 
     d = budget_result(model, model.queries["per_var"]).to_dict()
     assert d["value"] is None and "eps + 1/2" in d["expr"]
@@ -406,7 +406,7 @@ release R4 = counts(band, gi) with geometric(epsilon = 2)
 
 @pytest.mark.parametrize("name, totals_axes", [("R1", (1,)), ("R2", (0, 2)), ("R3", (1,)), ("R4", None)])
 def test_noisy_counts_keep_the_exact_totals_on_any_axes(name: str, totals_axes) -> None:
-    from privspec.backends.releases import noisy_counts
+    from privspec.backends.releases.backend import noisy_counts
 
     model = privspec.load(LAYOUTS).model
     release = model.releases[name]
@@ -505,7 +505,7 @@ def test_releases_doc_variance_numbers() -> None:
         assert a == pytest.approx(np.exp(-int(eps) if cal == "tight" else -int(eps) / 2))
         model = privspec.load(UNIVERSITY.read_text().replace(
             "geometric(epsilon = 2)", f"geometric(epsilon = {eps}, calibration = {cal})")).model
-        from privspec.backends.releases import variance_of
+        from privspec.backends.releases.backend import variance_of
 
         release = model.releases["income_by_degree"]
         exact_cell = float(variance_of(model, release, ["degree", "income"]))

@@ -15,8 +15,8 @@ import sympy
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 
-from privspec.backends import release_noise as rn
-from privspec.backends.release_noise import (CALIBRATIONS, algorithm1, cell_covariance, cell_variance,
+from privspec.backends.releases import noise as rn
+from privspec.backends.releases.noise import (CALIBRATIONS, algorithm1, cell_covariance, cell_variance,
                                              geometric_mechanism, margin_variance, noise_variance, nonnegative,
                                              pmf, privacy_loss, ratio, sample, unit_loss)
 
@@ -125,7 +125,7 @@ def test_ratio_and_privacy_loss_per_calibration() -> None:
 
 
 def test_front_end_and_back_end_know_the_same_calibrations() -> None:
-    from privspec import resolve
+    from privspec.model import resolve
 
     assert resolve.CALIBRATIONS == CALIBRATIONS and CALIBRATIONS[0] == "tight"   # the default first
 

@@ -22,9 +22,9 @@ import sympy
 
 import privspec
 from privspec.cli import main
-from privspec.render import md as md_escape
-from privspec.query_kinds import describe
-from privspec.report import from_plain, plain
+from privspec.results.render import md as md_escape
+from privspec.model.query_kinds import describe
+from privspec.results.report import from_plain, plain
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 NAMES = ["urn", "randomized_response", "releases"]
@@ -308,7 +308,7 @@ def check_summary(summary: str, name: str, entry: dict) -> None:
 
 
 def caption_line(model, name: str) -> str:
-    """The text report's caption of a query: :func:`privspec.query_kinds.describe`,
+    """The text report's caption of a query: :func:`privspec.model.query_kinds.describe`,
     capitalized (folded at 100 characters, continuations indented by 2)."""
     import textwrap
 
@@ -600,8 +600,8 @@ def test_latex_report_escapes_text_mode_specials(name: str) -> None:
 def test_text_report_by_default_is_for_a_person(name: str) -> None:
     """Without --verbose the text keeps each query's caption, value and plain extras and
     leaves out the derivation's notation (meaning, eigenvalues, closed forms ...: the
-    extras of privspec.report.DETAILS), which --verbose and the other formats keep."""
-    from privspec.report import DETAILS
+    extras of privspec.results.report.DETAILS), which --verbose and the other formats keep."""
+    from privspec.results.report import DETAILS
 
     out, err = io.StringIO(), io.StringIO()
     assert main(["analyze", str(SPECS / f"{name}.privspec")], stdout=out, stderr=err) == 0, err.getvalue()

@@ -1,5 +1,5 @@
 """Readable reports (issue 16): text grids and folded lines, Markdown tables, LaTeX
-documents that compile (privspec.report)."""
+documents that compile (privspec.results.report)."""
 from __future__ import annotations
 
 import io
@@ -14,8 +14,8 @@ import sympy
 
 import privspec
 from privspec.cli import main
-from privspec.report import from_plain, plain, render, tex
-from privspec.results import Matrix, Result, StepFunction, Table, TestResult, Vector
+from privspec.results.report import from_plain, plain, render, tex
+from privspec.results.values import Matrix, Result, StepFunction, Table, TestResult, Vector
 
 SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.privspec"))
 PDFLATEX = shutil.which("pdflatex")
@@ -31,7 +31,7 @@ def analyzed(path: Path):
 
 def bundled() -> list:
     """The bundled specs with a query that ``analyze`` answers (one that needs no data)."""
-    from privspec import query_kinds
+    from privspec.model import query_kinds
 
     return [pytest.param(p, id=p.stem) for p in SPECS
             if any(not query_kinds.needs_data(q.kind) for q in privspec.load(p).model.queries.values())]
@@ -248,7 +248,7 @@ def test_every_query_kind_has_a_caption_from_its_arguments() -> None:
     """describe() covers every query kind of the table (the bundled specs have all but
     individual, added here), names what the query's arguments name and never falls back
     to the kind's generic doc."""
-    from privspec.query_kinds import QUERY_KINDS, describe
+    from privspec.model.query_kinds import QUERY_KINDS, describe
 
     models = [privspec.load(p).model for p in SPECS] + [privspec.load(INDIVIDUAL).model]
     seen: dict[str, list[str]] = {}
@@ -264,7 +264,7 @@ def test_every_query_kind_has_a_caption_from_its_arguments() -> None:
             for v in (q.estimand.variables if q.estimand is not None else ()):
                 assert v.name in text, (q.name, text)
     assert set(seen) == set(QUERY_KINDS)
-    from privspec.query_kinds import describe_compare
+    from privspec.model.query_kinds import describe_compare
 
     blocks = [b for model in models for b in model.compares.values()]
     assert blocks
@@ -282,7 +282,7 @@ def test_every_query_kind_has_a_caption_from_its_arguments() -> None:
 def test_text_shows_rounding_noise_as_zero_json_keeps_it() -> None:
     """An entry below 1e-12 of the largest in its matrix, vector or list prints as 0 in
     text, Markdown, LaTeX and HTML; the JSON keeps its bits; a lone small number is no noise."""
-    from privspec.report import latex_body, markdown_summary
+    from privspec.results.report import latex_body, markdown_summary
 
     r = Result("avar", Matrix(("a", "b"), ("a", "b"), np.array([[0.75, -6.59e-17], [-6.59e-17, 0.5]])),
                {"eigenvalues": [0.75, 0.5, -6.59195e-17], "se": Vector(("a", "b"), (2e-20, 1e-20))})

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 import privspec
-from privspec.backends.compile import channel_in_w
-from privspec.backends.estimators import estimate
-from privspec.backends.finite_truth import estimate_on_counts
-from privspec.backends.rr_joint import castell
-from privspec.results import Result, Vector
+from privspec.backends.core.compile import channel_in_w
+from privspec.backends.core.estimators import estimate
+from privspec.backends.finite.truth import estimate_on_counts
+from privspec.backends.rr.joint import castell
+from privspec.results.values import Result, Vector
 
 N = 5000
 W0 = (0.15, 0.25, 0.25, 0.35)
@@ -227,7 +227,7 @@ def test_a_released_tables_covariance_is_its_noises() -> None:
     cov_params against the noise itself, 4,000 seeded releases of the same counts (an
     entry's Monte Carlo error is about 2% of a variance); a margin over the exact totals
     is exact."""
-    from privspec.backends.releases import Layout, add_noise, margin
+    from privspec.backends.releases.backend import Layout, add_noise, margin
 
     spec = privspec.load("specs/university.privspec")
     res = spec.run({"income_by_degree": "specs/data/university_released.csv"},

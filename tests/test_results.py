@@ -6,7 +6,7 @@ import json
 import numpy as np
 import sympy
 
-from privspec.results import Matrix, Result, StepFunction, Table, TestResult, Vector, render_results
+from privspec.results.values import Matrix, Result, StepFunction, Table, TestResult, Vector, render_results
 
 
 def test_scalar_exact_and_symbolic() -> None:
@@ -61,7 +61,7 @@ def test_values_print_as_a_person_reads_them() -> None:
 
 
 def test_summary_prints_as_text_and_renders_html_markdown_latex() -> None:
-    from privspec.report import Summary, latex_body, markdown_summary, text_summary
+    from privspec.results.report import Summary, latex_body, markdown_summary, text_summary
 
     import privspec
 

@@ -12,10 +12,10 @@ import pytest
 import sympy
 
 import privspec
-from privspec.backends.channel import matrix_channel
-from privspec.backends.kron import kron_apply
-from privspec.backends.rr import grr_avar
-from privspec.backends.rr_joint import (avd, castell, clusters, cramers_v, hybrid, independent, mae, mse, project,
+from privspec.backends.core.channel import matrix_channel
+from privspec.backends.core.kron import kron_apply
+from privspec.backends.rr.backend import grr_avar
+from privspec.backends.rr.joint import (avd, castell, clusters, cramers_v, hybrid, independent, mae, mse, project,
                                         rr_joint, truncated)
 from privspec.cli import main
 
@@ -68,7 +68,7 @@ def test_appendix_b_through_the_runner() -> None:
 
 def test_rr_joint_with_the_same_budget_is_the_paper_matrix() -> None:
     m = privspec.load(EXAMPLE).model
-    K = privspec.backends.compile.channel_of(m.mechanisms["joint"]).K
+    K = privspec.backends.core.compile.channel_of(m.mechanisms["joint"]).K
     assert K == (sympy.ones(4, 4) + 8 * sympy.eye(4)) / 12       # p' = 9/12, q' = 1/12
 
 
@@ -150,7 +150,7 @@ query th = thresholds(m, n = 32561)
 query bd = bounds(m, n = 32561)
 """ % (", ".join(f"a{i}" for i in range(16)), ", ".join(f"b{i}" for i in range(16)))
     model = privspec.load(spec).model
-    from privspec.backends.rr_bounds import bounds_result, thresholds_result
+    from privspec.backends.rr.bounds import bounds_result, thresholds_result
 
     th = thresholds_result(model, model.queries["th"]).value
     assert round(float(th["w_star"]), 3) == 1.374
@@ -175,7 +175,7 @@ variable b: categorical {u, v}
 parameter eps > 0
 mechanism m = product(grr(a, epsilon = eps), grr(b, epsilon = eps))
 query bd = bounds(m)""").model
-    from privspec.backends.rr_bounds import bounds_result
+    from privspec.backends.rr.bounds import bounds_result
 
     r = bounds_result(model, model.queries["bd"]).to_dict()
     assert r["value"] is None and "n" in r["expr"]["w=2"]["castell"]

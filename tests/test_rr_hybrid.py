@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 
 import privspec
-from privspec.backends.kron import kron_apply, kron_cov, kron_cov_frobenius2
-from privspec.backends.rr_bounds import thresholds_result
-from privspec.backends.rr_joint import (bound_rule, castell, hybrid, independent, keep_probabilities, mae,
+from privspec.backends.core.kron import kron_apply, kron_cov, kron_cov_frobenius2
+from privspec.backends.rr.bounds import thresholds_result
+from privspec.backends.rr.joint import (bound_rule, castell, hybrid, independent, keep_probabilities, mae,
                                         mse_comparison)
-from privspec.backends.rr_simulate import privatize_counts
+from privspec.backends.rr.simulate import privatize_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 TITANIC = ROOT / "tests" / "data" / "titanic.csv"
@@ -180,7 +180,7 @@ def test_hybrid_default_is_the_data_driven_rule() -> None:
 variable b: categorical {b1, b2}
 mechanism m = product(grr(a, epsilon = 1), grr(b, epsilon = 1))
 query j = estimate joint(a, b) from m by hybrid""").model
-    from privspec.backends.rr import JointProblem
+    from privspec.backends.rr.backend import JointProblem
 
     fit = JointProblem(m, m.queries["j"]).fit(np.array([[60.0, 40.0], [55.0, 45.0]]))
     assert fit.info["switch"] == "variance" and "castell_mse" in fit.info

@@ -57,7 +57,7 @@ def _reports(n: int = 20000):
     truth = rng.dirichlet(np.full(8, 0.6))
     x = rng.choice(8, size=n, p=truth)
     model = privspec.load(SPEC).model
-    from privspec.backends.finite_data import privatize_frame
+    from privspec.backends.finite.data import privatize_frame
 
     raw = pd.DataFrame({"x": [f"c{i}" for i in x]})
     y = privatize_frame(model, model.mechanisms["g"], raw, seed=4)["x"].str[1:].astype(int).to_numpy()
@@ -65,15 +65,15 @@ def _reports(n: int = 20000):
 
 
 def _ours(model, y: np.ndarray, query: str) -> np.ndarray:
-    from privspec.backends.rr import estimate_result
+    from privspec.backends.rr.backend import estimate_result
 
     frame = pd.DataFrame({"x": [f"c{i}" for i in y]})
     q = model.queries[query]
     if q.method.options:
         r = estimate_result(model, q, frame, "reports")
     else:
-        from privspec.backends.finite_data import count_observations
-        from privspec.backends.finite import estimate_on_counts
+        from privspec.backends.finite.data import count_observations
+        from privspec.backends.finite.backend import estimate_on_counts
 
         r = estimate_on_counts(q, count_observations(q.mechanism, frame))
     return np.array(r.value.values, dtype=float)
@@ -104,8 +104,8 @@ def test_conditional_se_of_a_grr_marginal_is_multi_freq_ldpys_var_pure() -> None
     reports, and against a Monte Carlo over the randomization of fixed respondents (2000
     redraws from their counts, within 10%)."""
     vp = peer("multi_freq_ldpy.pure_frequency_oracles.Variance_PURE", "multi-freq-ldpy")
-    from privspec.backends.rr import JointProblem
-    from privspec.backends.rr_simulate import privatize_counts
+    from privspec.backends.rr.backend import JointProblem
+    from privspec.backends.rr.simulate import privatize_counts
 
     model = privspec.load(SPEC + "query cond = estimate distribution(x) from g by mom(se = conditional)\n").model
     problem = JointProblem(model, model.queries["cond"])

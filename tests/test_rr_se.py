@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 import privspec
-from privspec.backends.kron import kron_apply
-from privspec.backends.rr_joint import castell, clusters, hybrid, independent, rr_joint
-from privspec.backends.rr_simulate import joint_coverage, privatize_counts
+from privspec.backends.core.kron import kron_apply
+from privspec.backends.rr.joint import castell, clusters, hybrid, independent, rr_joint
+from privspec.backends.rr.simulate import joint_coverage, privatize_counts
 from privspec.cli import main
 from privspec.errors import BackendError
 
@@ -120,7 +120,7 @@ def test_mle_conditional_against_monte_carlo() -> None:
 variable b: categorical {b1, b2}
 mechanism m = product(grr(a, epsilon = 1.5), grr(b, epsilon = 1.5))
 query e = estimate joint(a, b) from m by mle(se = conditional)""").model
-    from privspec.backends.rr import JointProblem
+    from privspec.backends.rr.backend import JointProblem
 
     problem = JointProblem(model, model.queries["e"])
     K = problem.K()
@@ -224,8 +224,8 @@ def test_simulate_conditional_redraws_the_randomization_only(tmp_path) -> None:
 
 def test_unknown_se_kind_is_refused() -> None:
     model = privspec.load(SPEC).model
-    from privspec.backends.rr import JointProblem
-    from privspec.model import Method
+    from privspec.backends.rr.backend import JointProblem
+    from privspec.model.graph import Method
 
     q = dataclasses.replace(model.queries["j"], method=Method("castell", (("se", "sometimes"),)))
     with pytest.raises(BackendError, match="B406|unknown se"):

@@ -13,7 +13,7 @@ COLUMNS = ["rate_marriage", "age", "yrs_married", "children", "religious", "educ
 
 def test_avd_against_w_crosses_over() -> None:
     sm = pytest.importorskip("statsmodels.api")
-    from privspec.backends.rr_experiments import avd_by_dimension
+    from privspec.backends.rr.experiments import avd_by_dimension
 
     frame = sm.datasets.fair.load_pandas().data
     out = avd_by_dimension(frame, COLUMNS, 2.0, widths=range(1, 8), subsets=8, reps=2, seed=1)

@@ -1,4 +1,4 @@
-"""The signature table (:mod:`privspec.signatures`): it drives binding, names the words
+"""The signature table (:mod:`privspec.model.signatures`): it drives binding, names the words
 that did-you-mean suggests from, and generates the call reference in docs/language.md."""
 from __future__ import annotations
 
@@ -9,11 +9,16 @@ from pathlib import Path
 import pytest
 
 import privspec
-from privspec import ast, mechanisms, parser, queries, resolve, signatures
-from privspec.model import CONTINUOUS_FAMILIES
-from privspec.parser import parse_declarations, parse_statement
-from privspec.signatures import ROLES, SIGNATURES, Param, markdown, names, signature
-from privspec.source import Source
+from privspec.language import ast
+from privspec.model import mechanisms
+from privspec.language import parser
+from privspec.model import queries
+from privspec.model import resolve
+from privspec.model import signatures
+from privspec.model.graph import CONTINUOUS_FAMILIES
+from privspec.language.parser import parse_declarations, parse_statement
+from privspec.model.signatures import ROLES, SIGNATURES, Param, markdown, names, signature
+from privspec.language.source import Source
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "language.md"
@@ -28,7 +33,7 @@ def test_docs_reference_is_the_generated_text() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert signatures.BEGIN in text and signatures.END in text
     inside = text.split(signatures.BEGIN, 1)[1].split(signatures.END, 1)[0]
-    assert inside == "\n" + markdown(), "regenerate: python -m privspec.signatures --write docs/language.md"
+    assert inside == "\n" + markdown(), "regenerate: python -m privspec.model.signatures --write docs/language.md"
     assert signatures.replace_generated(text) == text
 
 
@@ -190,7 +195,7 @@ def test_query_arity_comes_from_the_table(decl: str, message: str, hint: str) ->
 
 
 def test_query_signatures_cover_every_query_kind() -> None:
-    from privspec.query_kinds import QUERY_KINDS
+    from privspec.model.query_kinds import QUERY_KINDS
 
     assert names("query") == tuple(QUERY_KINDS)
     assert signatures.arity(signature("individual", "query")) == (2, 3)

@@ -10,10 +10,10 @@ import pytest
 import sympy
 
 import privspec
-from privspec.backends.channel import subset_channel
-from privspec.backends.data import DataBindings
-from privspec.backends.estimators import em, estimate, kkt, mom, newton, one_step
-from privspec.backends.finite import FiniteBackend
+from privspec.backends.core.channel import subset_channel
+from privspec.backends.data.files import DataBindings
+from privspec.backends.core.estimators import em, estimate, kkt, mom, newton, one_step
+from privspec.backends.finite.backend import FiniteBackend
 from privspec.errors import DataError
 
 
@@ -103,7 +103,7 @@ ANES96_EDUC_SEED32 = [1, 7, 5, 2, 4, 2, 4, 5, 2, 3, 3, 4, 6, 10, 7, 10, 9, 7, 3,
 def test_newton_reaches_the_maximum_where_a_zero_coordinate_blocked_it() -> None:
     model = privspec.load("variable educ: categorical {e1, e2, e3, e4, e5, e6, e7}\n"
                           "mechanism m = subset(educ, uniform)").model
-    from privspec.backends.compile import channel_of
+    from privspec.backends.core.compile import channel_of
 
     ch = channel_of(model.mechanisms["m"])
     counts = np.array(ANES96_EDUC_SEED32, dtype=float)
@@ -246,7 +246,7 @@ def test_dummy_categories_end_to_end(tmp_path) -> None:
 
 
 def test_dummy_categories_avar_matches_simulation() -> None:
-    from privspec.backends.finite_simulate import simulate_query
+    from privspec.backends.finite.simulate import simulate_query
 
     model = privspec.load(DUMMY).model
     r = simulate_query(model, model.queries["w"], n=5000, reps=300, seed=1)

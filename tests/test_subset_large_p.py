@@ -8,10 +8,10 @@ import pytest
 import sympy
 
 import privspec
-from privspec.backends import uniform
-from privspec.backends.compile import channel_of
-from privspec.backends.data import DataBindings
-from privspec.backends.finite import FiniteBackend
+from privspec.backends.core import uniform
+from privspec.backends.core.compile import channel_of
+from privspec.backends.data.files import DataBindings
+from privspec.backends.finite.backend import FiniteBackend
 from privspec.errors import BackendError
 
 P = 24

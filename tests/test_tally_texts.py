@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from privspec.backends.tally import strip_texts, unusual_text
+from privspec.backends.data.tally import strip_texts, unusual_text
 
 _BITS = st.sampled_from(["a", "1f", " ", "  ", "\t", "\n", "\x0b", "\x1c", "\u2003", "\u00a0", "é", "|", "(1, 2]", ""])
 

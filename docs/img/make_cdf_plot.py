@@ -15,11 +15,11 @@ import numpy as np
 import sympy
 from scipy import stats
 
-from privspec.backends.interval import aggregate
-from privspec.backends.interval_mechanisms import sample_interval
-from privspec.backends.npmle import cdf_confidence_band, npmle
+from privspec.backends.interval.backend import aggregate
+from privspec.backends.interval.mechanisms import sample_interval
+from privspec.backends.interval.npmle.estimator import cdf_confidence_band, npmle
 from privspec.backends.plots import plot_cdf
-from privspec.model import IntervalMechanism, Law, Variable
+from privspec.model.graph import IntervalMechanism, Law, Variable
 
 OUT = Path(__file__).resolve().parent / "interval_cdf.png"
 

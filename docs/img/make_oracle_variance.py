@@ -1,5 +1,5 @@
 """Make docs/img/oracle_variance.png: n Var(f_hat_v) at f_v = 0 (the closed forms of
-privspec.backends.oracles, Wang et al. 2017 Eq. (1)) against the domain size d, one
+privspec.backends.oracles.pure, Wang et al. 2017 Eq. (1)) against the domain size d, one
 panel per epsilon, one line per frequency oracle.
 
     pip install ".[plot]" && python docs/img/make_oracle_variance.py
@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from privspec.backends import oracles  # noqa: E402
+from privspec.backends.oracles import pure as oracles  # noqa: E402
 
 KINDS = ("grr", "sue", "oue", "blh", "olh", "ss", "hr")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)

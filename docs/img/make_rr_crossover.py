@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import statsmodels.api as sm  # noqa: E402
 
-from privspec.backends.rr_experiments import avd_by_dimension  # noqa: E402
+from privspec.backends.rr.experiments import avd_by_dimension  # noqa: E402
 
 COLUMNS = ["rate_marriage", "age", "yrs_married", "children", "religious", "educ", "occupation", "occupation_husb"]
 

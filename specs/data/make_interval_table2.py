@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privspec.backends.interval_mechanisms import format_ranges
+from privspec.backends.interval.mechanisms import format_ranges
 
 N = 100
 T = 2 * N ** (1 / 3)

@@ -1,0 +1,744 @@
+"""Engines: who counts the distinct tuples of a table (:mod:`privspec.backends.data.tally`).
+
+- :class:`PandasEngine` for data already in memory (a DataFrame given to the API), and
+  for any file where DuckDB is not installed;
+- :class:`DuckDBEngine`, the default for files: CSV and Parquet read out of core on all
+  cores, the group-by pushed into SQL;
+- :class:`privspec.backends.data.spark.SparkEngine` for clusters (the ``spark``
+  extra).
+
+Each gives the same :class:`~privspec.backends.data.tally.Tally` for the same table: the same
+distinct tuples (text as read, with the CSV conventions of :func:`.data.read_table`:
+every cell text, a space after a comma skipped, an empty cell ``""``), the same counts,
+in the same canonical order, and the same rows for an error message.  A file that an
+engine cannot read is read by :func:`.data.read_table`, so that its diagnostic (not
+UTF-8, ragged rows, no header) is the same whichever engine was asked.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import weakref
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+
+from privspec.errors import DataError, Diagnostic
+from privspec.backends.data.files import (PARQUET, UNGUARD_SQL, check_columns, file_columns, frame_nested, holds_nested, read_table,
+                   require_columns, require_flat)
+from privspec.backends.data.tally import Tally, canonical, run_starts
+
+#: the engines by name, and the extra each needs
+ENGINES = {"pandas": None, "duckdb": "duckdb", "spark": "spark"}
+
+
+class Engine(Protocol):
+    """What an engine does: name its table's columns, and count distinct tuples."""
+
+    name: str
+    source: str
+
+    def columns(self) -> list[str]: ...
+
+    def has_rows(self) -> bool: ...
+
+    def tally(self, columns: Sequence[str]) -> Tally: ...
+
+
+def _missing_extra(engine: str, module: str) -> DataError:
+    return DataError(Diagnostic("D008", f"the {engine} engine needs {module}, which is not installed",
+                                hint=f"pip install 'privspec[{ENGINES[engine]}]', or choose another engine "
+                                     "(--engine pandas)"))
+
+
+def available(engine: str) -> bool:
+    """Whether the engine's library is importable."""
+    import importlib.util
+
+    module = {"pandas": "pandas", "duckdb": "duckdb", "spark": "pyspark"}[engine]
+    return importlib.util.find_spec(module) is not None
+
+
+def default_engine(source: Any) -> str:
+    """pandas for a DataFrame, DuckDB for a file (pandas where DuckDB is not installed)."""
+    if isinstance(source, pd.DataFrame):
+        return "pandas"
+    return "duckdb" if available("duckdb") else "pandas"
+
+
+def engine_for(source: Any, engine: str | None = None, name: str | None = None) -> Engine:
+    """The engine that reads ``source`` (a path or a DataFrame); ``engine`` by name, else
+    :func:`default_engine`.  ``name``: how messages call a DataFrame."""
+    engine = engine or default_engine(source)
+    if engine not in ENGINES:
+        from privspec.model.scope import did_you_mean
+
+        raise DataError(Diagnostic("D008", f"no engine named '{engine}'",
+                                   hint=did_you_mean(engine, list(ENGINES)) or f"engines: {', '.join(ENGINES)}"))
+    if engine == "pandas":
+        if isinstance(source, pd.DataFrame):
+            return PandasEngine(source, name or "<DataFrame>")
+        return PandasEngine(read_table(source), name or str(source), nested=file_columns(source)[1])
+    if engine == "duckdb":
+        if not available("duckdb"):
+            raise _missing_extra("duckdb", "duckdb")
+        return DuckDBEngine(source, name)
+    if not available("spark"):
+        raise _missing_extra("spark", "pyspark")
+    from privspec.backends.data.spark import SparkEngine
+
+    return SparkEngine(source, name)
+
+
+# ---- pandas -------------------------------------------------------------------------------------
+def _arrow_text(col: pd.Series) -> bool:
+    """Whether a column holds its texts in Arrow already (``string[pyarrow]``, Arrow dtypes)."""
+    return isinstance(col.dtype, pd.ArrowDtype) or getattr(col.dtype, "storage", None) == "pyarrow"
+
+
+class PandasEngine:
+    """Counts in memory: one :func:`pandas.factorize` per column (a categorical column
+    uses its codes: no string is hashed), then :func:`numpy.bincount` on the codes."""
+
+    name = "pandas"
+
+    def __init__(self, frame: pd.DataFrame, source: str = "<DataFrame>", nested: frozenset[str] | None = None):
+        """``nested``: the columns of nested values (a file's schema says; by default the
+        frame's types and first values, :func:`.data.frame_nested`).  D014 when a column
+        name repeats."""
+        check_columns(list(frame.columns))
+        self.frame = frame
+        self.source = source
+        self._nested = frame_nested(frame) if nested is None else nested
+
+    def columns(self) -> list[str]:
+        return [str(c) for c in self.frame.columns]
+
+    def has_rows(self) -> bool:
+        """Whether the table holds a data row."""
+        return len(self.frame) > 0
+
+    def tally(self, columns: Sequence[str]) -> Tally:
+        return self._tally(columns)[0]
+
+    def tally_rows(self, columns: Sequence[str]) -> tuple[Tally, Callable[[np.ndarray], np.ndarray]]:
+        """The tally, and a map from an array over its tuples to the array over the rows (in
+        memory the rows are at hand: a privatizer maps each row's value through its tuple's),
+        in one gather from the rows' own codes."""
+        tally, ids, tuple_of_id = self._tally(columns)
+
+        def per_row(per_tuple: np.ndarray) -> np.ndarray:
+            table = np.asarray(per_tuple)[tuple_of_id]
+            if np.array_equal(table, np.arange(len(table))):
+                # the rows' own codes already (a categorical column in the domain's order):
+                # no gather; a read-only view of the column's codes
+                view = ids.view()
+                view.flags.writeable = False
+                return view
+            return table[ids]
+
+        return tally, per_row
+
+    def text_blocks(self, column: str, width: int, rows: int = 1 << 14) -> Iterator[np.ndarray] | None:
+        """The column's texts as blocks of at most ``rows`` rows of their UTF-8 bytes (uint8
+        matrices ``(m, width)``), when every value is a text of exactly ``width`` bytes; else
+        None (a missing value, another length, not text: the caller then tallies).
+
+        For reports with one sufficient statistic per row position (unary encoding's bits)
+        and nearly every report distinct: they are counted from the rows' bytes, where a
+        tally would hash millions of distinct texts.  An Arrow-backed column is read in
+        place; an object column is converted once.
+        """
+        import pyarrow as pa
+
+        col = self.frame[column]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            return None                     # few distinct values: the tally is cheaper
+        try:
+            arr = pa.chunked_array([pa.array(col, type=None if _arrow_text(col) else pa.string(), from_pandas=True)])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            return None
+        if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            return None
+        mats = []
+        for chunk in arr.chunks:
+            if not len(chunk):
+                continue
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if pa.types.is_large_string(chunk.type)
+                                    else np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
+            if not np.array_equal(np.diff(offsets), np.full(len(chunk), width)):
+                return None
+            data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
+            mats.append(data[offsets[0]:offsets[-1]].reshape(len(chunk), width))
+        return (m[lo:lo + rows] for m in mats for lo in range(0, len(m), rows))
+
+    def _tally(self, columns: Sequence[str]) -> tuple[Tally, np.ndarray, np.ndarray]:
+        columns = list(columns)
+        require_columns(self.frame, columns, self.source)
+        require_flat(columns, self._nested)
+        try:
+            ids, present, values, counts = group_rows([self.frame[c] for c in columns])
+        except TypeError:   # unhashable: a nested value further down than the first
+            require_flat(columns, [c for c in columns if holds_nested(self.frame[c])])
+            raise
+        values.columns = columns
+        values, counts, order = canonical(values, counts)
+        ids_of = present[order]                        # canonical tuple -> its id
+        size = int(present[-1]) + 1 if len(present) else 0
+        tuple_of_id = np.zeros(size, dtype=np.int64)
+        tuple_of_id[ids_of] = np.arange(len(ids_of))
+
+        def locator(mask: np.ndarray) -> np.ndarray:
+            chosen = np.zeros(size, dtype=bool)
+            chosen[ids_of[mask]] = True
+            return np.flatnonzero(chosen[ids]) + 1
+
+        return Tally(tuple(columns), values, counts, self.source, locator), ids, tuple_of_id
+
+    def chunks(self, rows: int) -> Iterator[pd.DataFrame]:
+        """The table in pieces of ``rows`` rows, in order (every column)."""
+        for start in range(0, len(self.frame), rows):
+            yield self.frame.iloc[start:start + rows].reset_index(drop=True)
+        if not len(self.frame):
+            yield self.frame
+
+
+def group_rows(series: Sequence[pd.Series]) -> tuple[np.ndarray, np.ndarray, pd.DataFrame, np.ndarray]:
+    """Per row an id, the ids that occur (one per distinct tuple), the distinct tuples
+    (dtypes kept) and their counts: factorize each column (a categorical column gives its
+    codes: no string hashed; missing values get a code of their own), combine the codes
+    into one integer per row, count with :func:`numpy.bincount`."""
+    codes, uniques, sizes = [], [], []
+    for s in series:
+        if isinstance(s.dtype, pd.CategoricalDtype):   # the codes are the factorization
+            c, u = s.cat.codes.to_numpy(), s.cat.categories
+        else:
+            c, u = pd.factorize(s, sort=False, use_na_sentinel=True)
+        c = np.asarray(c)
+        missing = bool(len(c)) and int(c.min()) < 0
+        if missing:
+            c = np.where(c < 0, len(u), c)    # missing: one more code
+        codes.append(c)
+        uniques.append(u)
+        sizes.append(len(u) + int(missing))
+    n = len(series[0]) if series else 0
+    if len(codes) == 1:
+        ids, total = codes[0], sizes[0]
+    elif float(np.prod([float(x) for x in sizes])) < 2.0 ** 62:
+        # (factorize codes are int64 already: no copy of each column, 0.8 GB apiece at 1e8)
+        ids = np.ravel_multi_index(tuple(c.astype(np.int64, copy=False) for c in codes), tuple(sizes))
+        total = int(np.prod(sizes))
+    else:  # too many combinations for one integer: unique rows of the code matrix
+        _, ids = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
+        ids = np.asarray(ids, dtype=np.int64).ravel()
+        total = int(ids.max()) + 1 if n else 0
+    combined = len(codes) > 1 and total != int(np.prod(sizes))
+    if total > max(4 * n, 1 << 20):       # sparse combinations: compress the ids first
+        _, ids = np.unique(ids, return_inverse=True)
+        ids = np.asarray(ids, dtype=np.int64).ravel()
+        total = int(ids.max()) + 1 if n else 0
+        combined = len(codes) > 1
+    counts = _count_codes(ids, total)
+    present = np.flatnonzero(counts)
+    if combined:   # compressed ids: read the codes of each tuple's first row
+        first = np.empty(total, dtype=np.int64)
+        first[ids[::-1]] = np.arange(n - 1, -1, -1)
+        parts = [c[first[present]] for c in codes]
+    else:
+        parts = [present] if len(codes) == 1 else list(np.unravel_index(present, tuple(sizes)))
+    frame = pd.DataFrame({i: _take(u, k) for i, (u, k) in enumerate(zip(uniques, parts))})
+    return ids, present, frame, counts[present].astype(np.int64)
+
+
+def _count_codes(ids: np.ndarray, total: int) -> np.ndarray:
+    """How many of ``ids`` equal each of ``0 .. total - 1``."""
+    if ids.dtype.itemsize == 1 and total <= 16:
+        # one byte per row and a few codes (a categorical column): a pass per code is 4x
+        # faster than bincount, which first widens every row to a 64-bit index
+        return np.array([np.count_nonzero(ids == j) for j in range(total)], dtype=np.int64)
+    return np.bincount(ids, minlength=total) if len(ids) else np.zeros(total, dtype=np.int64)
+
+
+def _take(uniques: Any, codes: np.ndarray) -> pd.Series:
+    """``uniques[codes]`` with the dtype of the column, missing where a code is ``len(uniques)``."""
+    missing = codes >= len(uniques)
+    if not len(uniques):
+        return pd.Series([None] * len(codes), dtype=object)
+    values = pd.Series(pd.Index(uniques).take(np.where(missing, 0, codes)))
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(values.dtype.categories.dtype)
+    if missing.any():
+        numeric = pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype)
+        values = values.astype(float).where(~missing, np.nan) if numeric else \
+            values.astype(object).where(~missing, None)
+    return values
+
+
+# ---- DuckDB -------------------------------------------------------------------------------------
+#: bytes of a CSV's last line beyond which DuckDB does not read the file: DuckDB drops a
+#: final row longer than its read buffer (16 x its 2 MB line limit) without a word
+#: (duckdb/duckdb#25825), and refuses any other row over 2 MB; pandas reads such a file
+LONG_LAST_LINE = 1 << 20
+
+
+def long_last_line(path: str | os.PathLike[str], limit: int | None = None) -> bool:
+    """Whether a file's last line (empty lines and line breaks at the end aside) is longer
+    than ``limit`` bytes (:data:`LONG_LAST_LINE`): only the file's end is read, and a file
+    ending in more than 64 bytes of line breaks counts as long."""
+    limit = LONG_LAST_LINE if limit is None else limit
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size <= limit:
+            return False
+        begin = max(0, size - limit - 65)   # the line's last limit + 1 bytes and what follows it
+        f.seek(begin)
+        tail = f.read().rstrip(b"\r\n")
+    window = tail[-limit - 1:]
+    if len(window) <= limit:                # blank lines all the way back: cannot tell
+        return begin > 0
+    return b"\n" not in window and b"\r" not in window
+
+
+_IDS = itertools.count()
+_CONNECTIONS: dict[int, Any] = {}
+
+
+def _sort_runs(block: np.ndarray) -> None:
+    """Rows ``block[:, i]`` of two values, sorted by the first, put in order of both in
+    place: the second values sorted within each run of equal firsts (each row counts once,
+    so nothing else moves with them; where -0.0 and 0.0 make one run, the rows move
+    whole).  A few runs are sorted one by one; many, by a lexsort of all rows."""
+    first, second = block
+    # the runs longer than one row from the rows that repeat the one before (few, where
+    # most rows are different: no array of every run's start, 0.3 s of fresh memory at 1e7)
+    repeat = np.flatnonzero(first[1:] == first[:-1]) + 1
+    if not repeat.size:
+        return
+    breaks = np.flatnonzero(np.diff(repeat) != 1)
+    starts = repeat[np.append(0, breaks + 1)] - 1
+    ends = repeat[np.append(breaks, repeat.size - 1)] + 1
+    if starts.size > _RUN_SORTS:
+        block[:] = block[:, np.lexsort((second, first))]
+        return
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if first[s] == 0:
+            block[:, s:e] = block[:, s:e][:, np.argsort(second[s:e], kind="stable")]
+        else:
+            second[s:e].sort()
+
+
+def _unregister(con: Any, view: str) -> None:
+    try:
+        con.unregister(view)
+    except Exception:  # the connection is gone: nothing to release
+        pass
+
+
+def _connection() -> Any:
+    """One in-memory DuckDB connection per process (opening one costs ~12 ms): engines
+    name their views and tables apart.  A forked child opens its own."""
+    import duckdb
+
+    pid = os.getpid()
+    if pid not in _CONNECTIONS:
+        _CONNECTIONS.clear()
+        _CONNECTIONS[pid] = duckdb.connect(database=":memory:")
+    return _CONNECTIONS[pid]
+
+def _layers(query: str, prepare: Sequence[tuple[str, str]]) -> str:
+    """``query`` with each named expression of ``prepare`` added as a column, one nested
+    SELECT each (a later expression may use an earlier one's name; each is computed once)."""
+    for name, expr in prepare:
+        query = f"SELECT *, ({expr}) AS {name} FROM ({query})"
+    return query
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+#: rows sampled, and the share of different cells, and of cells SQL parses, among them
+#: above which :meth:`DuckDBEngine.tally_parsed` parses every row instead of the distinct texts
+_DISTINCT_SAMPLE = 65536
+_DISTINCT_SHARE = 0.5
+#: runs of equal first values above which the rows parsed one by one are sorted by numpy's
+#: lexsort rather than a sort of each run's second values (:func:`_sort_runs`)
+_RUN_SORTS = 4096
+
+
+class _PandasReads(Exception):
+    """DuckDB read a file that only pandas' reading reads right (:meth:`DuckDBEngine._blank_cells`)."""
+
+
+class DuckDBEngine:
+    """Counts in DuckDB (embedded): ``SELECT cols, count(*) ... GROUP BY ALL`` over the
+    file, out of core, on all cores.  CSV cells are read as text with the conventions of
+    :func:`.data.read_table` (a space after a comma skipped, an empty cell ``""``)."""
+
+    name = "duckdb"
+
+    def __init__(self, source: Any, name: str | None = None):
+        import duckdb
+
+        self._duckdb = duckdb
+        self.con = _connection()
+        self._id = next(_IDS)
+        self._fallback: PandasEngine | None = None
+        self._frame_view: str | None = None
+        self._nested: frozenset[str] = frozenset()
+        if isinstance(source, pd.DataFrame):
+            self.source = name or "<DataFrame>"
+            check_columns(list(source.columns))
+            self._nested = frame_nested(source)
+            self._frame = source
+            self._header = [str(c) for c in source.columns]
+            self._csv = False
+            self._frame_view = f"privspec_frame_{self._id}"
+            try:
+                self.con.register(self._frame_view, source)
+            except duckdb.Error:   # a column DuckDB cannot take (numpy arrays of text): pandas counts
+                self._frame_view = None
+                self._fallback = PandasEngine(source, self.source)
+                return
+            weakref.finalize(self, _unregister, self.con, self._frame_view)  # the frame is not held after
+            self._from = self._frame_view
+            return
+        self.source = name or str(source)
+        path = Path(source)
+        if not path.is_file():
+            read_table(path)  # D001 as for every engine
+        self._csv = path.suffix.lower() not in PARQUET
+        self._path = os.fspath(path)
+        self._nested = file_columns(path)[1]   # D014 as for every engine
+        try:
+            if self._csv and long_last_line(path):
+                # DuckDB drops a final row longer than its read buffer without a word
+                # (duckdb/duckdb#25825): pandas reads such a file, or names the row
+                self._use_pandas()
+                return
+            if self._csv:
+                self._header, skip = self._csv_header(path)
+                cols = ", ".join(f"{_literal(f'f{i}')}: 'VARCHAR'" for i in range(len(self._header)))
+                names = ", ".join(f"{_quote(f'f{i}')} AS {_quote(c)}" for i, c in enumerate(self._header))
+                self._from = (f"(SELECT {names} FROM read_csv({_literal(self._path)}, header = true, skip = {skip}, "
+                              f"delim = ',', quote = '\"', escape = '\"', auto_detect = false, columns = {{{cols}}}, "
+                              f"strict_mode = true, null_padding = false, allow_quoted_nulls = false, "
+                              f"encoding = 'utf-8'))")
+                if len(self._header) == 1:
+                    # a blank line is no row (as pandas reads it); DuckDB reads it as an empty
+                    # field, which in a one-column file can only be unquoted: NULL, not ''
+                    self._from = f"(SELECT * FROM {self._from} WHERE {_quote(self._header[0])} IS NOT NULL)"
+            else:
+                self._from = f"read_parquet({_literal(self._path)})"
+                described = self.con.execute(f"SELECT * FROM {self._from} LIMIT 0").description
+                self._header = [d[0] for d in described]
+                self._floats = {d[0] for d in described if str(d[1]).upper() in ("DOUBLE", "FLOAT", "REAL")}
+        except DataError:
+            raise
+        except Exception:
+            self._use_pandas()
+
+    def _csv_header(self, path: Path) -> tuple[list[str], int]:
+        """The column names as pandas reads them (a byte-order mark dropped, duplicate and
+        blank names renamed), and how many blank lines come before the header."""
+        from privspec.backends.data.files import _read_csv
+
+        names = [str(c) for c in _read_csv(path, nrows=0).columns]
+        skip = 0
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            for line in f:
+                if line.strip("\r\n"):
+                    break
+                skip += 1
+        return names, skip
+
+    def _use_pandas(self) -> PandasEngine:
+        """The file as pandas reads it: its diagnostic if it cannot be read, else its frame
+        (DuckDB refused something pandas takes: the results stay the same)."""
+        if self._fallback is None:
+            self._fallback = PandasEngine(read_table(self._path), self.source, nested=self._nested)
+        return self._fallback
+
+    def columns(self) -> list[str]:
+        if self._fallback is not None:
+            return self._fallback.columns()
+        return list(self._header)
+
+    def has_rows(self) -> bool:
+        """Whether the table holds a data row: DuckDB stops at the first (a CSV's first block).
+        A one-column CSV whose every cell is blank is read by pandas (:meth:`_blank_cells`)."""
+        if self._fallback is not None:
+            return self._fallback.has_rows()
+        where = ""
+        if self._csv and len(self._header) == 1:
+            where = f" WHERE NOT regexp_full_match({_quote(self._header[0])}, '[ \t]*')"
+        try:
+            if self.con.execute(f"SELECT 1 FROM {self._from}{where} LIMIT 1").fetchone() is not None:
+                return True
+            if where and self.con.execute(f"SELECT 1 FROM {self._from} LIMIT 1").fetchone() is not None:
+                return self._use_pandas().has_rows()
+            return False
+        except self._duckdb.Error:
+            return self._use_pandas().has_rows()
+
+    _floats: set = set()
+
+    def _cell(self, column: str, name: str | None = None) -> str:
+        """The SQL of a cell as the other engines read it: CSV text with a space after the
+        comma skipped and an empty cell '' (pandas' skipinitialspace, keep_default_na=False),
+        a cell guarded for spreadsheets without its quote (:func:`.data.guard_cells`); a
+        Parquet NaN missing, as pandas counts it."""
+        c = _quote(name or column)
+        if self._csv:
+            return UNGUARD_SQL.format(x=f"coalesce(ltrim({c}, ' '), '')")
+        return f"nullif({c}, 'NaN'::DOUBLE)" if column in self._floats else c
+
+    def tally(self, columns: Sequence[str]) -> Tally:
+        columns = list(columns)
+        if self._fallback is not None:
+            return self._fallback.tally(columns)
+        require_columns(pd.DataFrame(columns=self._header), columns, self.source)
+        require_flat(columns, self._nested)
+        raw = ", ".join(f"{_quote(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
+        cells = ", ".join(f"{self._cell(c, f'c{i}')} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
+        keys = ", ".join(_quote(f"c{i}") for i in range(len(columns)))
+        # the rows are grouped as they are (the one pass over the data); the cells are
+        # normalized on the distinct values, and equal ones merged; sorted in SQL (UTF-8
+        # byte order is code-point order, NULLs last): the canonical order, which
+        # tally.canonical then only confirms
+        if self._csv or any(c in self._floats for c in columns):
+            sql = (f"SELECT {cells}, sum(n)::BIGINT AS n FROM (SELECT {raw}, count(*) AS n FROM {self._from} "
+                   f"GROUP BY ALL) GROUP BY ALL ORDER BY {keys}")
+        else:   # the cells as they are: one GROUP BY
+            sql = f"SELECT {raw}, count(*)::BIGINT AS n FROM {self._from} GROUP BY ALL ORDER BY {keys}"
+        try:
+            got = self.con.execute(sql).df()
+        except self._duckdb.Error:
+            return self._use_pandas().tally(columns)
+        values = got[[f"c{i}" for i in range(len(columns))]]
+        values.columns = columns
+        if self._blank_cells(values[columns[0]]):
+            return self._use_pandas().tally(columns)
+        values, counts, _ = canonical(values, got["n"].to_numpy())
+
+        def locator(mask: np.ndarray) -> np.ndarray:
+            return self._rows(columns, values[mask])
+
+        return Tally(tuple(columns), values, counts, self.source, locator)
+
+    def _blank_cells(self, cells: pd.Series) -> bool:
+        """Whether a one-column CSV holds a cell of spaces and tabs only (or none): an unquoted
+        line of them is a blank line for pandas, no row, where DuckDB reads a row, and a
+        quoted one (``"  "``) is a row for both; only pandas' reading tells them apart."""
+        if not self._csv or len(self._header) != 1:
+            return False
+        text = cells.dropna().astype(str)
+        return bool(text.str.fullmatch(r"[ \t]*").any())
+
+    def chunks(self, rows: int) -> Iterator[pd.DataFrame]:
+        """The table in pieces of ``rows`` rows, in file order (every column, CSV cells as
+        :func:`.data.read_table` reads them), streamed: never the whole file in memory."""
+        if self._fallback is not None:
+            yield from self._fallback.chunks(rows)
+            return
+        cells = ", ".join(f"{self._cell(c)} AS {_quote(c)}" for c in self._header)
+        con = self._duckdb.connect(database=":memory:")
+        con.execute("SET preserve_insertion_order = true")
+        if self._frame_view is not None:
+            con.register(self._frame_view, self._frame)
+        done = 0   # rows handed out
+        try:
+            reader = con.sql(f"SELECT {cells} FROM {self._from}").to_arrow_reader(rows)
+            empty = True
+            buffer: list[pd.DataFrame] = []
+            held = 0
+            for batch in reader:
+                # record batches come in the reader's own sizes: regroup them into ``rows``
+                buffer.append(batch.to_pandas())
+                held += batch.num_rows
+                while held >= rows:
+                    whole = pd.concat(buffer, ignore_index=True)
+                    yield whole.iloc[:rows].reset_index(drop=True)
+                    done += rows
+                    empty = False
+                    rest = whole.iloc[rows:].reset_index(drop=True)
+                    buffer, held = ([rest] if len(rest) else []), len(rest)
+            if held or empty:
+                yield (pd.concat(buffer, ignore_index=True) if buffer else
+                       pd.DataFrame({c: pd.Series([], dtype=object) for c in self._header}))
+        except (self._duckdb.Error, OSError):   # (Arrow's reader passes DuckDB's errors on as OSError)
+            # DuckDB stopped part way: pandas reads the file, and the rows not handed out yet
+            # follow (never a row twice)
+            frame = self._use_pandas().frame
+            yield from PandasEngine(frame.iloc[done:].reset_index(drop=True), self.source).chunks(rows)
+
+    def tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str]
+                     ) -> tuple[Tally, np.ndarray, Tally]:
+        """Counts of one column with part of the parsing done in SQL: where ``ok`` (SQL over
+        the cell, ``x``) holds, the rows are grouped by the values of ``exprs`` (SQL over
+        ``x``, numbers: the parse of the values every parser reads alike); elsewhere by the
+        cell's text, for the caller's parser.  Returns the parsed groups (a tally of the
+        ``exprs`` values, named ``e0, e1, ...``; its rows located by recomputing them), and
+        the tally of the rest."""
+        if self._fallback is not None:
+            raise NotImplementedError("a file DuckDB cannot read: no SQL parse")
+        require_columns(pd.DataFrame(columns=self._header), [column], self.source)
+        require_flat([column], self._nested)
+        if not self._is_text(column):
+            # a typed column (Parquet numbers, booleans): no text to parse in SQL; its values
+            # go to privspec's parser as every engine hands them over
+            return self._unparsed(column, len(exprs))
+        try:
+            return self._tally_parsed(column, prepare, ok, exprs)
+        except (self._duckdb.Error, _PandasReads):
+            # DuckDB stopped on the file (a row it refuses further down), or read what only
+            # pandas reads right: pandas reads it, or says why it cannot, and every report
+            # goes to privspec's parser
+            self._use_pandas()
+            return self._unparsed(column, len(exprs))
+
+    def _unparsed(self, column: str, k: int) -> tuple[Tally, np.ndarray, Tally]:
+        """:meth:`tally_parsed` with nothing parsed in SQL: every report in the tally of texts."""
+        names = tuple(f"e{i}" for i in range(k))
+        none = Tally(names, pd.DataFrame({n: np.empty(0) for n in names}), np.zeros(0, dtype=np.int64),
+                     self.source, lambda mask: np.empty(0, dtype=np.int64))
+        return none, none.counts, self.tally([column])
+
+    def _tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str]
+                      ) -> tuple[Tally, np.ndarray, Tally]:
+        cell = self._cell(column, "x")
+        named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
+        per_row = self._parse_every_row(column, prepare, ok)
+        if per_row:               # every row parsed: no grouping of texts that are all different
+            # (and no count column: each row counts once, which numpy writes, not the sort)
+            inner = f"SELECT {self._cell(column)} AS x FROM {self._from}"
+        elif cell == _quote("x"):   # the cells as they are: one GROUP BY
+            inner = f"SELECT {_quote(column)} AS x, count(*) AS n FROM {self._from} GROUP BY ALL"
+        else:                     # normalized on the distinct values, equal ones merged
+            inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {_quote(column)} AS x, count(*) AS n "
+                     f"FROM {self._from} GROUP BY ALL) GROUP BY ALL")
+        # one query: the reports (distinct texts, or every row) with their ends where they
+        # parse, sorted by the ends (in parallel, 3x faster than a lexsort in numpy: an
+        # estimator that needs them sorted, the NPMLE's rows, finds them so); reports with
+        # equal ends (``(1, 2]`` and ``(1.0, 2]``, or one report on many rows) are then next
+        # to each other and merged here, which costs one pass where a second GROUP BY over
+        # millions of distinct ends took 1.6 s at 1e7 (the rest, not parsed, come last,
+        # in no order: canonical sorts them)
+        picked = ", ".join(f"CASE WHEN ok THEN e{i} END AS e{i}" for i in range(len(exprs)))
+        names = [f"e{i}" for i in range(len(exprs))]
+        n = "" if per_row else ", n"
+        # rows parsed one by one (every count 1) and two values: sorted by the first in SQL,
+        # the second sorted within runs of equal firsts by numpy (1e7 Case-II reports: a
+        # sort on one key is 0.6 s less, the runs one run of (-inf, r] reports, 0.03 s)
+        by_first = per_row and len(names) == 2
+        sql = (f"SELECT CASE WHEN ok THEN NULL ELSE x END AS x, {picked}{n} FROM "
+               f"(SELECT x{n}, coalesce(({ok}), false) AS ok, {named} FROM ({_layers(inner, prepare)})) "
+               f"ORDER BY {', '.join(f'{e} NULLS LAST' for e in (names[:1] if by_first else names))}")
+        # fetched as Arrow: the text column is null on the parsed rows (most of them), which
+        # Arrow holds as a bitmap and numpy would hold as millions of None objects
+        rel = self.con.sql(sql)
+        got = rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()   # duckdb 2 / 1
+        # the parsed rows come first (NULL ends sort last)
+        k = got.num_rows - got.column("e0").null_count
+        kept, rest_of = got.slice(0, k), got.slice(k)
+
+        def counts_of(part: Any) -> np.ndarray:
+            if per_row:   # each row once: a read-only broadcast of 1, no memory (76 MiB at 1e7)
+                return np.broadcast_to(np.int64(1), (part.num_rows,))
+            return part.column("n").to_numpy().astype(np.int64, copy=False)
+
+        rest = pd.DataFrame({"x": pd.Series(rest_of.column("x").to_numpy(zero_copy_only=False), dtype=object),
+                             "n": counts_of(rest_of)})
+        if per_row and len(rest):   # one row per report: equal texts counted together
+            rest = rest.groupby("x", dropna=False, sort=False, as_index=False)["n"].sum()
+            rest["x"] = rest["x"].astype(object).where(rest["x"].notna(), None)
+        # the ends straight into the rows of one array, the block of the frame below (a
+        # frame made from separate columns would copy them into one: 0.4 s at 1e7)
+        block = np.empty((len(names), k))
+        for row, name in zip(block, names):
+            at = 0
+            for chunk in kept.column(name).chunks:
+                row[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+                at += len(chunk)
+        parsed_counts = counts_of(kept)
+        if by_first:
+            _sort_runs(block)
+        if parsed_counts.size > 1:
+            new = run_starts(*block)     # (ok leaves no NaN, which would never equal itself)
+            if not new.all():
+                starts = np.flatnonzero(new)
+                block = block[:, starts]
+                parsed_counts = np.add.reduceat(parsed_counts, starts)
+        parsed_values = pd.DataFrame(block.T, columns=names, copy=False)
+
+        def parsed_rows(mask: np.ndarray) -> np.ndarray:
+            return self._rows([column], parsed_values[mask].reset_index(drop=True), exprs=exprs, ok=ok,
+                              prepare=prepare)
+
+        parsed = Tally(tuple(names), parsed_values, parsed_counts, self.source, parsed_rows)
+        if self._blank_cells(rest["x"]):
+            raise _PandasReads()
+        values, counts, _ = canonical(rest[["x"]].rename(columns={"x": column}), rest["n"].to_numpy())
+
+        def rest_rows(mask: np.ndarray) -> np.ndarray:
+            return self._rows([column], values[mask])
+
+        return parsed, parsed_counts, Tally((column,), values, counts, self.source, rest_rows)
+
+    def _is_text(self, column: str) -> bool:
+        """Whether the column holds text (every CSV cell does; a Parquet or DataFrame column
+        by its type)."""
+        if self._csv:
+            return True
+        described = self.con.execute(f"SELECT {_quote(column)} FROM {self._from} LIMIT 0").description
+        return str(described[0][1]).upper() == "VARCHAR"
+
+    def _parse_every_row(self, column: str, prepare: Sequence[tuple[str, str]], ok: str) -> bool:
+        """Whether most of the first rows' cells (:data:`_DISTINCT_SAMPLE`) are different and
+        parse in SQL: then parsing every row costs less than grouping the texts first and
+        parsing the groups (1e7 Case-II reports, all different: 3.6 s instead of 5.0 s);
+        texts SQL leaves to privspec's parser (rings, other spellings) are better grouped
+        by DuckDB.  A choice of speed only: both ways give the same counts."""
+        sample = f"SELECT {self._cell(column)} AS x FROM {self._from} LIMIT {_DISTINCT_SAMPLE}"
+        (distinct, parsed, rows), = self.con.execute(
+            f"SELECT count(DISTINCT x), count(*) FILTER (WHERE coalesce(({ok}), false)), count(*) "
+            f"FROM ({_layers(sample, prepare)})").fetchall()
+        return bool(rows) and min(distinct, parsed) >= _DISTINCT_SHARE * rows
+
+    def _rows(self, columns: list[str], wanted: pd.DataFrame, exprs: Sequence[str] | None = None,
+              ok: str | None = None, prepare: Sequence[tuple[str, str]] = ()) -> np.ndarray:
+        """The 1-based rows holding one of the ``wanted`` tuples: a second pass, in file order
+        (one thread, insertion order kept; Parquet has its own row numbers).  With ``exprs``
+        (one column), the tuples are their values, where ``ok`` holds (:meth:`tally_parsed`)."""
+        con = self._duckdb.connect(database=":memory:")
+        con.execute("SET threads = 1")
+        con.execute("SET preserve_insertion_order = true")
+        if self._frame_view is not None:
+            con.register(self._frame_view, self._frame)
+        want = wanted.copy()
+        want.columns = [f"w{i}" for i in range(want.shape[1])]
+        con.register("privspec_wanted", want)
+        cells = ", ".join(f"{self._cell(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
+        on = " AND ".join(f"t.{_quote(f'c{i}')} IS NOT DISTINCT FROM w.{_quote(f'w{i}')}" for i in range(len(columns)))
+        if exprs is not None:  # the cell as x, then the parsed values computed from it
+            cells = f"{self._cell(columns[0])} AS x"
+            on = " AND ".join(f"t.{_quote(f'c{i}')} = w.{_quote(f'w{i}')}" for i in range(len(exprs))) + " AND t.ok"
+        if self._csv or self._frame_view is not None:
+            numbered = f"SELECT row_number() OVER () AS privspec_row, {cells} FROM {self._from}"
+        else:
+            numbered = (f"SELECT file_row_number + 1 AS privspec_row, {cells} "
+                        f"FROM read_parquet({_literal(self._path)}, file_row_number = true)")
+        if exprs is not None:
+            parsed = ", ".join(f"({e}) AS {_quote(f'c{i}')}" for i, e in enumerate(exprs))
+            numbered = (f"SELECT privspec_row, {parsed}, coalesce(({ok}), false) AS ok "
+                        f"FROM ({_layers(numbered, prepare)})")
+        # (the row number's name is one no expression of ``prepare`` takes)
+        sql = (f"SELECT DISTINCT t.privspec_row AS r FROM ({numbered}) t JOIN privspec_wanted w ON {on} "
+               f"ORDER BY r")
+        return con.execute(sql).fetchnumpy()["r"].astype(np.int64)

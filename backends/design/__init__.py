@@ -1,0 +1,1 @@
+"""Design comparisons and planning: criteria, rankings, frontiers, sample sizes, power."""

@@ -1,0 +1,2 @@
+"""Finite mechanisms (subset privacy, randomized response matrices, products): analysis, estimation,
+simulation, independence tests."""

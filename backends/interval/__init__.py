@@ -1,0 +1,1 @@
+"""Interval privacy: mechanisms, reports, coverage, estimators, regression, simulation."""

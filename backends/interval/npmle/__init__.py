@@ -1,0 +1,1 @@
+"""The NPMLE of a distribution function from interval data: data, solver, result, bands."""

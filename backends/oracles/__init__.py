@@ -1,0 +1,1 @@
+"""Local-DP frequency oracles: single attribute, several attributes, longitudinal."""

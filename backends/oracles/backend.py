@@ -1,0 +1,659 @@
+"""The back end of the local-DP frequency oracles (``sue``, ``oue``, ``blh``, ``olh``, ``ss``,
+``hr``, ``adp``): what a spec asks of them, answered with :mod:`privspec.backends.oracles.pure`.
+
+* ``epsilon(M)``: the declared epsilon, and the one read back from the mechanism's report
+  probabilities (they must agree: a test and this back end check it);
+* ``avar(distribution(X) from M by mom)``: ``n`` times the full covariance of the unbiased
+  estimator at the declared population, sampling plus privacy noise (``se = population``)
+  or privacy noise alone given the collected table (``mom(se = conditional)``), with the
+  closed forms of ``p*, q*`` and of ``n Var(f_hat_v)`` in epsilon and d;
+* ``estimate distribution(X) from M by mom(project = none | clip | euclidean)`` (the
+  unbiased estimator) or ``by mle`` (the iterative Bayesian update), on data (``run``) and
+  in seeded simulations (``simulate``), with standard errors and 95% intervals;
+* ``privatize``: reports drawn per row (a row's report a function of seed, row index and
+  value), written as text (:func:`privspec.backends.oracles.pure.format_reports`).
+
+Data reach the estimators as the distinct reports of the column and their counts (the
+engine's tally): parsed once per distinct report, reduced to support counts (``mom``) or
+to the distinct support sets (``mle``).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sympy
+
+from privspec.model import costs
+from privspec.errors import BackendError, DataError, Diagnostic
+from privspec.model.graph import ModelGraph, Query
+from privspec.model.query_kinds import ORACLE, Answers
+from privspec.results.values import Inference, Matrix, Result, Table, Vector
+from privspec.backends import register
+from privspec.backends.oracles import multi_backend as frequency_multi
+from privspec.backends.oracles import pure as core
+from privspec.backends.oracles import longitudinal
+from privspec.backends.data.files import require_columns
+from privspec.backends.data.engines import PandasEngine
+from privspec.backends.finite.data import raw_codes
+from privspec.backends.data.tally import all_text, strip_texts
+from privspec.backends.finite.estimates import conditional_covariance, wald_inference
+from privspec.backends.finite.truth import _mat, _vec
+from privspec.backends.core.normal import Z95
+from privspec.backends.core.populations import bind_parameters, population_vector
+from privspec.backends.core.rowrandom import RowRandom, row_key, stream_of
+from privspec.backends.rr.joint import PROJECTIONS
+from privspec.backends.rr.joint import project as project_onto
+
+#: what this back end answers (:mod:`privspec.model.query_kinds`)
+_ANSWERS = (
+    Answers(("epsilon",), ORACLE),
+    Answers(("avar",), ("oracle",), estimands=("distribution", "joint"), methods=("mom",)),
+    Answers(("estimate",), ("oracle",), ("run", "simulate"), estimands=("distribution", "joint"),
+            methods=("mom", "mle")),
+    # several attributes (spl, smp, rsfd): one attribute's distribution at a time
+    Answers(("avar",), ("multi_oracle",), estimands=("distribution",), methods=("mom",)),
+    Answers(("estimate",), ("multi_oracle",), ("run", "simulate"), estimands=("distribution",),
+            methods=("mom", "mle")),
+)
+#: the observed information of the MLE (``by mle``) is a d x d sum over the distinct support
+#: sets: computed up to this many set x category^2 products (about 2 s), else no standard error
+MLE_SE_WORK = 2e9
+#: rows privatized at once (per-row randomness: the result does not depend on it)
+CHUNK = 1 << 20
+#: exact (sympy) covariances up to this many categories (at exact epsilon and population); floats beyond
+EXACT_CATEGORIES = 16
+
+
+def _exact(x: Any) -> bool:
+    """A number sympy holds exactly (a rational, e, a logarithm...), not a float."""
+    x = sympy.sympify(x)
+    return bool(x.is_number) and not x.atoms(sympy.Float)
+
+
+# ---- the oracle of a mechanism --------------------------------------------------------------------
+def number_of(model: ModelGraph, value: Any, what: str) -> float:
+    """A value at the parameters' values, as a float; B410 while a parameter has none."""
+    v = bind_parameters(model, value)
+    if not getattr(v, "is_number", False):
+        raise BackendError(Diagnostic("B410", f"{what} = {v} has no value: a frequency oracle is analysed and run "
+                                      "at numbers", hint="give the parameter a value (parameter eps = 1)"))
+    return float(v)
+
+
+def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
+    """The :class:`privspec.backends.oracles.pure.Oracle` a mechanism declares, at the
+    parameters' values."""
+    if mech.protocol.startswith("l_"):
+        try:
+            return longitudinal.longitudinal(mech.protocol, mech.variable.p, number_of(model, mech.epsilon, "epsilon"),
+                                             number_of(model, mech.first, "first"))
+        except ValueError as e:
+            raise BackendError(Diagnostic("B412", str(e))) from None
+    g = int(mech.hash_range) if mech.hash_range is not None else None
+    k = int(mech.subset_size) if mech.subset_size is not None else None
+    eps = number_of(model, mech.epsilon, "epsilon")
+    if eps == 0:  # positive (the checker says so), but below the smallest double
+        raise float_range(model, mech, core.FloatRangeError(0.0, math.inf))
+    try:
+        return core.oracle(mech.protocol, mech.variable.p, eps, g=g, k=k)
+    except ValueError as e:
+        raise BackendError(Diagnostic("B412", str(e))) from None
+
+
+def float_range(model: ModelGraph, mech: Any, e: core.FloatRangeError) -> BackendError:
+    """B416: a covariance of ``mech`` beyond floating point (its epsilon is too small; for a
+    longitudinal oracle its ``first``, always the smaller)."""
+    name = "first" if getattr(mech, "first", None) is not None else "epsilon"
+    value = bind_parameters(model, getattr(mech, name))
+    shown = sympy.sstr(sympy.N(value, 3)) if getattr(value, "is_number", False) else str(value)
+    return BackendError(Diagnostic("B416", e.describe(shown, name), hint=e.HINT))
+
+
+def ops(o: Any) -> Any:
+    """The module whose functions (``privatize``, ``support_counts``, ``unbiased``,
+    ``covariance``, ``format_reports``, ``parse_reports``, ``support_probs``) take ``o``:
+    the one-round oracles' or the longitudinal ones'."""
+    return longitudinal if isinstance(o, longitudinal.LongitudinalOracle) else core
+
+
+def _one_round(o: Any) -> core.Oracle:
+    """The one-round oracle whose reports ``o`` writes (itself, or a longitudinal oracle's
+    second round: grr codes or unary bits)."""
+    return longitudinal.report_oracle(o) if isinstance(o, longitudinal.LongitudinalOracle) else o
+
+
+def _population(model: ModelGraph, mech: Any) -> sympy.Matrix | None:
+    return population_vector(model, [mech.variable])
+
+
+@functools.lru_cache(maxsize=None)
+def closed_forms(kind: str) -> tuple[str, str, str]:
+    """``p*``, ``q*`` and ``n Var(f_hat_v)`` given the table, simplified, in epsilon, d (g, k), f."""
+    o = core.oracle(kind, 16, 1.0)
+    pe, qe = core.support_probs(o, exact=True)
+    var = sympy.factor(sympy.simplify(core.variance_formula(o, exact=True, conditional=True)))
+    return sympy.sstr(sympy.simplify(pe)), sympy.sstr(sympy.simplify(qe)), sympy.sstr(var)
+
+
+def _facts(o: Any) -> dict:
+    """What the oracle is: its protocol (after adp's choice), p*, q*, g, k, and the closed forms."""
+    if isinstance(o, longitudinal.LongitudinalOracle):
+        p, q = longitudinal.support_probs(o)
+        return {"protocol": o.kind, "p_star": p, "q_star": q, "permanent": {"p1": o.p1, "q1": o.q1},
+                "instantaneous": {"p2": o.p2, "q2": o.q2},
+                "composition": "p* = p1 p2 + (1 - p1) q2, q* = q1 p2 + (1 - q1) q2 (a memoized permanent "
+                               "response at epsilon, an instantaneous one each collection, one report at first)"}
+    p, q = core.support_probs(o)
+    pe, qe, var = closed_forms(o.kind)
+    facts: dict = {"protocol": o.kind if o.via is None else f"{o.kind} (chosen by adp)", "p_star": p, "q_star": q,
+                   "p_star_formula": pe, "q_star_formula": qe, "variance_formula": var,
+                   "variance_meaning": "n Var(f_hat_v) given the collected table (Wang et al. 2017, Eq. (1)); "
+                                       "at a population add f (1 - f)"}
+    if o.g is not None:
+        facts["g"] = o.g
+    if o.k is not None:
+        facts["k"] = o.k
+    if o.kind == "hr":
+        facts["K"] = o.K
+    return facts
+
+
+# ---- reading reports ------------------------------------------------------------------------------
+def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, np.ndarray]:
+    """The distinct reports of ``column`` (parsed by ``o``'s reader) and their counts; D004 for
+    missing values and D013 naming every distinct value that is not a report of the oracle."""
+    _require(column, engine)
+    tally = engine.tally([column])
+    tally.check_no_missing([column])
+    values = np.asarray(tally.column(column), dtype=object)
+    text = strip_texts(values) if all_text(values) else np.array([str(v).strip() for v in values], dtype=object)
+    reports, bad = ops(o).parse_reports(o, text)
+    mask = np.zeros(len(text), dtype=bool)
+    mask[np.asarray(bad, dtype=np.int64)] = True
+    check_reports(tally, mask, text, column, protocol, _form_hint(_one_round(o)))
+    return reports, np.asarray(tally.counts, dtype=float)
+
+
+def _require(column: str, engine: Any) -> None:
+    """D003 (as for every mechanism) when the engine's data have no such column."""
+    require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
+
+
+def read_support_counts(column: str, protocol: str, o: Any, engine: Any) -> tuple[np.ndarray, float]:
+    """``C`` (the reports whose support holds each category) and the number of reports of
+    ``column``: all the unbiased estimator needs.
+
+    Unary-encoding reports of more than a few categories are nearly all distinct (d = 256,
+    epsilon = 4: a million reports, a million texts), so an engine that has the rows'
+    texts at hand (:meth:`.engines.PandasEngine.text_blocks`) gives them as bytes and the
+    bits are counted row by row, in blocks, without grouping them.  Anything else (other
+    oracles, a text that is not a report, a missing value) is read as distinct reports
+    (:func:`read_reports`), with its messages.
+    """
+    one = _one_round(o)
+    if one.kind in core._UE and hasattr(engine, "text_blocks"):
+        _require(column, engine)
+        blocks = engine.text_blocks(column, 2 * one.packed_width)
+        if blocks is not None:
+            C = np.zeros(one.d, dtype=np.int64)
+            n = 0
+            for chars in blocks:
+                packed, ok = core.unhex(one, chars)
+                if not ok.all():
+                    break                   # not every row is a report: read them as reports
+                C += core.support_counts(one, packed)
+                n += len(chars)
+            else:
+                return C.astype(float), float(n)
+    reports, counts = read_reports(column, protocol, o, engine)
+    return ops(o).support_counts(o, reports, counts), float(counts.sum())
+
+
+def check_reports(tally: Any, bad: np.ndarray, text: np.ndarray, column: str, protocol: str, hint: str) -> None:
+    """D013 naming every distinct value of ``column`` that is not a report (``bad``, over
+    the tally's distinct tuples; ``text`` their values) with its rows."""
+    if not bad.any():
+        return
+    shown_values = text[bad]
+    shown = ", ".join(repr(t) for t in shown_values[:5]) + (" ..." if len(shown_values) > 5 else "")
+    many = len(shown_values) > 1
+    raise DataError(Diagnostic("D013", f"{len(shown_values)} distinct value{'s' if many else ''} in {tally.source} "
+                                       f"{'are' if many else 'is'} not {protocol} reports of {column}: {shown}",
+                               rows=tally.locate(bad), columns=(column,), hint=hint))
+
+
+def _form_hint(o: core.Oracle) -> str:
+    bits = f"the {o.d} bits as {2 * o.packed_width} hexadecimal digits (bit v of byte v // 8)"
+    hashed = "SEED:VALUE (the hash seed, then the hashed value in 0 .. g-1)"
+    forms = {"grr": "a category code 0 .. d-1", "sue": bits, "oue": bits, "blh": hashed, "olh": hashed,
+             "ss": f"{o.k} distinct category codes in increasing order joined by | (0|3|4)",
+             "hr": f"an index j in 0 .. {o.K - 1}"}
+    return f"{o.kind} reports are {forms.get(o.kind, 'what privatize writes')}; privatize writes them"
+
+
+# ---- estimates ------------------------------------------------------------------------------------
+def _mle_covariance(sets: np.ndarray, counts: np.ndarray, f: np.ndarray, pair: tuple[float, float]
+                    ) -> np.ndarray | None:
+    """n times the covariance of the MLE from the observed information (the Hessian of the
+    log-likelihood ``sum_y c_y log(L f)_y``, ``-sum_y c_y g_y g_y^T`` with ``g_y = L_y / (L
+    f)_y``) on the simplex (``f = alpha + B theta``); None when too large or singular (an
+    estimate on the boundary)."""
+    m, d = sets.shape
+    if m * d * d > MLE_SE_WORK:
+        return None
+    a, b = pair
+    J = np.zeros((d, d))
+    step = max(1, int(4e6 // d))
+    for lo in range(0, m, step):
+        L = np.where(sets[lo:lo + step], a, b)
+        g = L / (L @ f)[:, None]
+        J += g.T @ (g * counts[lo:lo + step, None])
+    n = counts.sum()
+    B = np.vstack([np.eye(d - 1), -np.ones((1, d - 1))])
+    try:
+        Vt = np.linalg.inv(B.T @ J @ B / n)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(Vt)) or np.any(np.diag(Vt) < 0):
+        return None
+    return B @ Vt @ B.T
+
+
+def mle_fit(o: core.Oracle, reports: Any, counts: np.ndarray, pair: tuple[float, float]
+            ) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """The MLE (the IBU) from reports of ``o``'s form whose likelihood is ``pair`` in / out of
+    their support: the estimate, n times its covariance (None when unknown) and the
+    log-likelihood (up to a constant)."""
+    sets, c = core.support_sets(o, reports, counts)
+    w = core.ibu(o, sets, c, pair=pair)
+    a, b = pair
+    loglik = float(np.sum(c * np.log(np.where(sets, a, b) @ w)))
+    return w, _mle_covariance(sets, c, w, pair), loglik
+
+
+def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray, support: np.ndarray | None = None) -> dict:
+    """The estimate of ``q`` (``mom`` or ``mle``) from distinct reports and their counts:
+    ``w``, ``V`` (n times its covariance, of the kind ``se`` asks; None when unknown), and notes.
+
+    ``mom`` needs only the support counts: given as ``support`` (with ``counts`` then the
+    number of reports, :func:`read_support_counts`), the reports are not looked at."""
+    n = float(np.sum(counts))
+    if n <= 0:
+        raise DataError(Diagnostic("D103", "no report was collected: nothing to estimate from"))
+    method = q.method.name
+    options = q.method.options
+    se_kind = str(options.get("se", "population"))
+    out: dict = {"n": n, "se_kind": se_kind, "notes": []}
+    if method == "mom":
+        project = str(options.get("project", "none"))
+        m = ops(o)
+        raw = m.unbiased(o, m.support_counts(o, reports, counts) if support is None else support, n)
+        out.update(w=project_onto(raw, project), projection=project)
+        # the covariance of the linear estimator, at the estimate brought onto the simplex
+        V = m.covariance(o, project_onto(raw, "clip"), 1.0, conditional=(se_kind == "conditional"))
+        if project != "none" and np.any(raw < 0):
+            out["notes"].append("the projection moved the estimate: its standard errors are the linear "
+                                "estimator's (conservative near the boundary)")
+        out["V"] = V
+    else:
+        one = _one_round(o)
+        pair = longitudinal.likelihood_pair(o) if one is not o else core._likelihood_pair(o)
+        w, V, loglik = mle_fit(one, reports, counts, pair)
+        out["w"] = w
+        out["loglik"] = loglik
+        if V is None:
+            out["notes"].append("no standard errors: the observed information is too large to form or singular "
+                                "(an estimate on the boundary)")
+        elif se_kind == "conditional":
+            V = conditional_covariance(V, w)
+        out["V"] = V
+    return out
+
+
+def _result(q: Query, labels: tuple[str, ...], o: core.Oracle, est: dict) -> Result:
+    n = est["n"]
+    extras: dict = {"method": q.method.name, "n": int(round(n)), **_facts(o)}
+    if est.get("projection"):
+        extras["projection"] = est["projection"]
+    V = est["V"]
+    inference = Inference(None, None, None, "no standard errors (see note)")
+    if V is not None:
+        se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
+        extras["se"] = _vec(se, labels)
+        extras["se_kind"] = est["se_kind"]
+        inference = wald_inference(est["w"], se, lambda: V / n)
+        extras["ci95"] = {lab: [float(a), float(b)] for lab, a, b in zip(labels, *inference.interval(0.95))}
+        extras["ci_method"] = inference.method
+    if "loglik" in est:
+        extras["loglik"] = est["loglik"]
+    if est["notes"]:
+        extras["note"] = "; ".join(est["notes"])
+    return Result("estimate", _shaped(q, est["w"], labels), extras, inference=inference)
+
+
+# ---- simulation -----------------------------------------------------------------------------------
+def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, seed: int | None) -> Result:
+    """``reps`` surveys of ``n`` respondents drawn from the population, privatized report by
+    report (the sampler of ``privatize``), estimated as on data; empirical against analytic."""
+    mech = q.mechanism
+    w_exact = _population(model, mech)
+    if w_exact is None:
+        raise BackendError(Diagnostic("B001", f"simulate needs a population for {mech.variable.name}"))
+    w = np.array([float(x) for x in w_exact], dtype=float)
+    w = w / w.sum()
+    labels = mech.variable.labels
+    rng = np.random.default_rng(seed)
+    key = row_key(rng.integers(0, 2 ** 63))
+    tables = rng.multinomial(n, w, size=reps)
+    se_kind = str(q.method.options.get("se", "population"))
+    estimates, targets, covered, widths = [], [], [], []
+    for r, table in enumerate(tables):
+        x = np.repeat(np.arange(o.d), table)
+        reports = ops(o).privatize(o, x, RowRandom(key, rows=range(r * n, (r + 1) * n), stream=stream_of(mech)))
+        est = fit(q, o, reports, np.ones(n))
+        aim = w if se_kind == "population" else table / n
+        estimates.append(est["w"])
+        targets.append(aim)
+        if est["V"] is not None:
+            se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
+            covered.append(np.abs(est["w"] - aim) <= Z95 * se)
+            widths.append(2 * Z95 * se)
+    E, A = np.array(estimates), np.array(targets)
+    emp = np.cov(E - A, rowvar=False) * n
+    value: dict = {
+        "mean": Vector(labels, tuple(E.mean(axis=0))),
+        "truth": Vector(labels, tuple(w)),
+        "bias": Vector(labels, tuple(E.mean(axis=0) - A.mean(axis=0))),
+        "n_cov_empirical": Matrix(labels, labels, emp),
+    }
+    if q.method.name == "mom" and str(q.method.options.get("project", "none")) == "none":
+        V = ops(o).covariance(o, w, 1.0, conditional=(se_kind == "conditional"))
+        value["n_cov_analytic"] = Matrix(labels, labels, V)
+        value["scaled_loss_limit"] = float(np.trace(V))
+    loss = n * np.sum((E - A) ** 2, axis=1)
+    value["scaled_loss_mean"] = float(loss.mean())
+    value["scaled_loss_se"] = float(loss.std(ddof=1) / math.sqrt(len(loss))) if len(loss) > 1 else float("nan")
+    if covered:
+        value["ci95_coverage"] = Vector(labels, tuple(np.mean(covered, axis=0)))
+        value["ci95_mean_width"] = Vector(labels, tuple(np.mean(widths, axis=0)))
+    extras = {"method": q.method.name, "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **_facts(o),
+              "note": "true tables ~ Multinomial(n, w); every respondent's report drawn by privatize's sampler"
+                      + ("; errors against each replication's own true table (se = conditional)"
+                         if se_kind == "conditional" else "")}
+    return Result("simulation", value, extras)
+
+
+def _covers(query: Query) -> bool:
+    """The estimand is the mechanism's own variable: ``distribution(X)`` from an oracle on
+    X, or ``joint(X, Y)`` from an oracle on the combined ``X * Y`` (its cells in order)."""
+    comps = [c for v in query.estimand.variables for c in v.components()]
+    return comps == list(query.mechanism.variable.components())
+
+
+def _shaped(query: Query, value: Any, labels: tuple[str, ...]) -> Any:
+    """A joint's estimate as a table over its variables; a distribution as a vector."""
+    if query.estimand.kind == "joint":
+        variables = query.estimand.variables
+        shape = tuple(len(v.labels) for v in variables)
+        return Table(tuple(v.name for v in variables), tuple(v.labels for v in variables),
+                     np.asarray(value, dtype=float).reshape(shape))
+    return _vec(value, labels)
+
+
+def _longitudinal_epsilon(model: ModelGraph, mech: Any, o: Any, declared: Any) -> Result:
+    """A longitudinal oracle: the privacy of any number of collections (the declared
+    epsilon, the memoized response's) read back as the limit of the exact loss of t
+    collections; one collection's (``first``); and the table of t = 1 .. 10."""
+    first = bind_parameters(model, mech.first)
+    limit = longitudinal.epsilon_of(o, math.inf)
+    one = longitudinal.epsilon_of(o, 1)
+    table = longitudinal.epsilon_table(o, 10)
+    extras = {**_facts(o), "first": first, "read_back": limit, "read_back_first": one,
+              "after_collections": {int(t): float(e) for t, e in zip(table["collections"], table["epsilon"])},
+              "reason": "the exact loss of t reports of the same value, max over report sequences of "
+                        "log(Pr(y_1..y_t | x) / Pr(y_1..y_t | x')): first at t = 1, rising to epsilon (the memoized "
+                        "response's) as t grows; t * first is no bound (the reports share the memoized response)"}
+    for got, want, what in ((limit, declared, "epsilon"), (one, first, "first")):
+        if abs(got - float(want)) > 1e-9 * max(1.0, float(want)):
+            raise BackendError(Diagnostic("B414", f"the {what} read back from {o.kind}'s report probabilities "
+                                          f"({got}) differs from the declared one ({want})"))
+    return Result("epsilon", declared, extras)
+
+
+def _engine(query: Query, options: dict) -> Any:
+    """The engine holding the reports of ``query``'s mechanism (``run``'s data); B002 without."""
+    data = options.get("data")
+    if data is None:
+        raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
+    return data.engine_for(query.mechanism.name or query.name)
+
+
+# ---- the back end ---------------------------------------------------------------------------------
+@register
+class FrequencyOracleBackend:
+    """Local-DP frequency oracles: closed forms, estimates on data, simulation, privatize."""
+
+    REGISTER_NAME = "oracle"
+    ANSWERS = _ANSWERS
+
+    def supports(self, query: Query, verb: str) -> bool:
+        """Its ``ANSWERS``, for an estimand on the mechanism's own variable."""
+        if not any(row.matches(query, verb) for row in self.ANSWERS):
+            return False
+        if query.estimand is not None:
+            if query.mechanism.family == "multi_oracle":
+                return frequency_multi.attribute_of(query.mechanism, query) is not None
+            return _covers(query)
+        return True
+
+    def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
+        try:
+            return self._answer(model, query, verb, **options)
+        except core.FloatRangeError as e:
+            raise float_range(model, query.mechanism, e) from None
+
+    def _answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
+        mech = query.mechanism
+        if mech.family == "multi_oracle":
+            return self._multi(model, query, verb, **options)
+        o = oracle_of(model, mech)
+        labels = mech.variable.labels
+        if query.kind == "epsilon":
+            return self._epsilon(model, mech, o)
+        if query.kind == "avar":
+            return self._avar(model, query, o)
+        project = str(query.method.options.get("project", "none"))
+        if project not in PROJECTIONS:
+            raise BackendError(Diagnostic("B413", f"unknown projection {project!r}",
+                                          hint=f"project = {' | '.join(PROJECTIONS)}"))
+        if verb == "simulate":
+            return simulate(model, query, o, n=int(options["n"]), reps=int(options["reps"]), seed=options.get("seed"))
+        engine = _engine(query, options)
+        if query.method.name == "mom":
+            C, n = read_support_counts(mech.variable.name, mech.protocol, o, engine)
+            return _result(query, labels, o, fit(query, o, None, np.array([n]), support=C))
+        reports, counts = read_reports(mech.variable.name, mech.protocol, o, engine)
+        return _result(query, labels, o, fit(query, o, reports, counts))
+
+    def _multi(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
+        mech = query.mechanism
+        mo = frequency_multi.multi_of(model, mech)
+        if query.kind == "epsilon":
+            return frequency_multi.epsilon_result(model, mech, mo)
+        if query.kind == "avar":
+            return frequency_multi.avar_result(model, query, mo)
+        j = frequency_multi.attribute_of(mech, query)
+        if verb == "simulate":
+            return frequency_multi.simulate_attribute(model, query, mo, j, n=int(options["n"]),
+                                                      reps=int(options["reps"]), seed=options.get("seed"))
+        reports, counts, n = frequency_multi.read_attribute(mech, mo, j, _engine(query, options))
+        return frequency_multi.estimate_result(query, mo, j,
+                                               frequency_multi.estimate_attribute(query, mo, j, reports, counts, n))
+
+    def _epsilon(self, model: ModelGraph, mech: Any, o: Any) -> Result:
+        declared = bind_parameters(model, mech.epsilon)
+        if isinstance(o, longitudinal.LongitudinalOracle):
+            return _longitudinal_epsilon(model, mech, o, declared)
+        values = {core.EPSILON: declared, core.D: sympy.Integer(o.d)}
+        if o.g is not None:
+            values[core.G] = sympy.Integer(o.g)
+        if o.k is not None:
+            values[core.K] = sympy.Integer(o.k)
+        if costs.exact_exp(declared):
+            back = sympy.simplify(core.epsilon_of(o, exact=True).subs(values))
+            differs = sympy.simplify(back - declared) != 0
+        else:  # e^700 in exact arithmetic would take minutes: read back in floating point
+            back = core.epsilon_of(o)
+            differs = abs(back - float(declared)) > 1e-9 * max(1.0, float(declared))
+        extras = {**_facts(o), "read_back": back,
+                  "reason": "max over reports of log(max_x Pr(report | x) / min_x Pr(report | x)), from the "
+                            "oracle's report probabilities"}
+        if differs:
+            raise BackendError(Diagnostic("B414", f"the epsilon read back from {o.kind}'s report probabilities "
+                                          f"({back}) differs from the declared one ({declared})"))
+        return Result("epsilon", declared, extras)
+
+    def _avar(self, model: ModelGraph, q: Query, o: core.Oracle) -> Result:
+        mech = q.mechanism
+        w_exact = _population(model, mech)
+        if w_exact is None:
+            raise BackendError(Diagnostic("B001", f"avar needs a population for {mech.variable.name}",
+                                          hint=f"population {mech.variable.name} ~ categorical(...)"))
+        w = np.array([float(x) for x in w_exact], dtype=float)
+        kind = str(q.method.options.get("se", "population"))
+        V = ops(o).covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
+        labels = mech.variable.labels
+        eps = bind_parameters(model, mech.epsilon)
+        value: Any = V
+        if ops(o) is core and o.d <= EXACT_CATEGORIES and _exact(eps) and costs.exact_exp(eps) \
+                and all(_exact(x) for x in w_exact):
+            total = sum(w_exact)
+            exact = core.exact_covariance(o, eps, [x / total for x in w_exact], conditional=(kind == "conditional"))
+            value = exact.applyfunc(sympy.factor)
+        eig = np.sort(np.linalg.eigvalsh((V + V.T) / 2))[::-1]
+        extras = {"method": "mom", "se_kind": kind, **_facts(o), "trace": float(np.trace(V)),
+                  "evaluation": "exact, at the declared population" if value is not V else
+                  "floating point, at the declared population",
+                  "eigenvalues": [float(x) for x in eig],
+                  "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
+                  "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi "
+                  "(privacy noise only)"}
+        if isinstance(o, longitudinal.LongitudinalOracle):
+            # two collections of the same respondents share their permanent responses
+            X = longitudinal.cross_collection_covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
+            extras["cross_collection_covariance"] = _mat(X, labels, labels)
+            extras["change_covariance"] = _mat(longitudinal.change_covariance(o, w / w.sum(), 1.0), labels, labels)
+        return Result("avar", _mat(value, labels, labels), extras)
+
+    # -- privatize --------------------------------------------------------------------------------
+    def privatizes(self, mechanism: Any) -> bool:
+        return getattr(mechanism, "family", None) in ORACLE
+
+    def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
+                  offset: int = 0) -> pd.DataFrame:
+        """The reports (text) of the mechanism's variable on the raw table ``frame``, in one
+        column named after it (a combined variable's read from its parts' columns); the rows
+        and index of ``frame``, none of its columns."""
+        if mechanism.family == "multi_oracle":
+            return frequency_multi.privatize_frame(model, mechanism, frame, seed, offset=offset)
+        o = oracle_of(model, mechanism)
+        var = mechanism.variable
+        x, cols = raw_codes(PandasEngine(frame, "the raw data"), var)
+        key = row_key(seed)
+        stream = stream_of(mechanism)
+        pieces = []
+        for start in range(0, len(x), CHUNK):
+            stop = min(len(x), start + CHUNK)
+            rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream)
+            pieces.append(report_column(_one_round(o), ops(o).privatize(o, x[start:stop], rng)))
+        return pd.DataFrame({var.name: _concatenate(pieces)}, index=frame.index)
+
+
+def _small_key(o: core.Oracle, reports: Any) -> np.ndarray | None:
+    """One integer per report when a report fits in 8 bytes (grr and hr indices; unary
+    encoding and subset bitmasks of at most 64 categories), else None.  Bitmasks are read
+    big-endian (byte 0 highest), so that unary encoding's keys are in the order of its texts."""
+    if o.kind in ("grr", "hr"):
+        return np.asarray(reports, dtype=np.int64)
+    if o.kind in ("sue", "oue", "ss") and o.packed_width <= 8:
+        packed = np.zeros((len(reports), 8), dtype=np.uint8)
+        packed[:, 8 - o.packed_width:] = reports
+        return packed.view(">u8").ravel().astype(np.uint64)
+    return None
+
+
+#: keys below this many values are grouped by a table (a bincount), not by hashing
+_DENSE_KEYS = 1 << 20
+
+
+def report_column(o: core.Oracle, reports: Any) -> Any:
+    """The reports as a column: where a report fits in 8 bytes, a categorical (codes into the
+    texts of the distinct reports, sorted as text, so that a tally of it is in canonical
+    order already: no string built per row, none hashed back when counted, as for finite
+    mechanisms); unary encoding's longer bit vectors as Arrow text built from one buffer of
+    hex digits (no Python string per report); else one text per row."""
+    key = _small_key(o, reports)
+    if key is None:
+        if o.kind in core._UE:
+            return _arrow_texts(core.hex_chars(reports))
+        return core.format_reports(o, reports)
+    top = o.d if o.kind == "grr" else o.K if o.kind == "hr" else 1 << (8 * o.packed_width)
+    if top <= _DENSE_KEYS:
+        # a table over every possible key: the distinct ones in increasing order, no hashing
+        seen = np.bincount(key.astype(np.intp), minlength=top) > 0
+        uniq = np.flatnonzero(seen).astype(key.dtype)
+        index = np.zeros(top, dtype=np.int32)
+        index[uniq.astype(np.intp)] = np.arange(uniq.size, dtype=np.int32)
+        codes = index[key.astype(np.intp)]
+    else:
+        codes, uniq = pd.factorize(key, sort=False)          # hashing, not a sort
+        codes, uniq = np.asarray(codes).ravel(), np.asarray(uniq, dtype=key.dtype)
+    distinct = uniq if o.kind in ("grr", "hr") else \
+        np.ascontiguousarray(uniq.astype(">u8")).view(np.uint8).reshape(-1, 8)[:, 8 - o.packed_width:]
+    text = np.asarray(core.format_reports(o, distinct))
+    if o.kind not in core._UE or top > _DENSE_KEYS:
+        # the texts sorted (decimal codes and subsets do not sort as their keys do)
+        order = np.argsort(text, kind="stable")
+        rank = np.empty(order.size, dtype=np.int32)
+        rank[order] = np.arange(order.size, dtype=np.int32)
+        codes, text = rank[codes], text[order]
+    return pd.Categorical.from_codes(codes, categories=pd.Index(text, dtype=object),
+                                     validate=False)
+
+
+def _arrow_texts(chars: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """Texts of one width (rows of ASCII codes) as an Arrow string column, from one buffer."""
+    import pyarrow as pa
+
+    m, width = chars.shape
+    big = m * width >= 2 ** 31
+    offsets = np.arange(m + 1, dtype=np.int64 if big else np.int32) * width
+    kind = pa.LargeStringArray if big else pa.StringArray
+    arr = kind.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(chars)))
+    return pd.arrays.ArrowExtensionArray(arr)
+
+
+def _concatenate(pieces: list[Any]) -> Any:
+    """Pieces of a report column as one (categoricals merged on their texts, Arrow texts
+    chunked)."""
+    if not pieces:
+        return np.empty(0, dtype=object)
+    if all(isinstance(p, pd.Categorical) for p in pieces):
+        return pieces[0] if len(pieces) == 1 else pd.api.types.union_categoricals(pieces)
+    if all(isinstance(p, pd.arrays.ArrowExtensionArray) for p in pieces):
+        import pyarrow as pa
+
+        if len(pieces) == 1:
+            return pieces[0]
+        arrays = [pa.array(p) for p in pieces]
+        if len({a.type for a in arrays}) == 1:
+            return pd.arrays.ArrowExtensionArray(pa.chunked_array(arrays))
+    return np.concatenate([np.asarray(p, dtype=object) for p in pieces])
+
+
+__all__ = ["FrequencyOracleBackend", "oracle_of", "number_of", "read_reports", "check_reports", "fit", "mle_fit",
+           "simulate"]

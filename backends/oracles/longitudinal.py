@@ -1,0 +1,901 @@
+"""Longitudinal (memoized, two-round) frequency oracles: L-GRR, L-SUE, L-OUE, L-OSUE.
+
+A respondent who answers the same question in many collections must not leak more as
+the collections pile up.  RAPPOR (Erlingsson, Pihur and Korolova, CCS 2014) answers
+with *memoization*: a **permanent randomized response** (PRR) of the true value is drawn
+once, at ``eps_perm`` (``eps_inf``), kept for that respondent and value, and every
+collection reports an **instantaneous randomized response** (IRR) of the memoized
+value, fresh each time, calibrated so that *one* report is ``eps_1``-LDP.  Whatever the
+number of collections, the reports are a post-processing of the PRR, so they are
+``eps_perm``-LDP together.  Arcolezi, Couchot, Al Bouna and Xiao ("Improving the utility
+of locally differentially private protocols for longitudinal and multidimensional
+frequency estimates", Digital Communications and Networks 2023, arXiv:2111.04636;
+"Arcolezi et al." below) chain the pure protocols of Wang et al. (USENIX Security 2017)
+this way, and multi-freq-ldpy 0.2.5 (``long_freq_est``) implements them:
+
+======  ==================  =================  ==========================================
+kind    PRR (round 1)       IRR (round 2)      composed, one report
+======  ==================  =================  ==========================================
+l_grr   GRR at eps_perm     GRR over [d]       GRR at eps_1 (``calibration="tight"``)
+l_sue   SUE at eps_perm     SUE (p2 + q2 = 1)  SUE at eps_1 (basic one-time RAPPOR's IRR)
+l_oue   OUE at eps_perm     OUE (p2 = 1/2)     ``p* = 1/4 + q2/2`` (not OUE)
+l_osue  OUE at eps_perm     SUE (p2 + q2 = 1)  OUE at eps_1 (``p* = 1/2, q* = 1/(e^eps_1+1)``)
+======  ==================  =================  ==========================================
+
+One collection is a pure protocol (Wang et al.) with ``p* = p1 p2 + (1 - p1) q2`` and
+``q* = q1 p2 + (1 - q1) q2`` (per bit for UE; for GRR, the report equals ``v`` through
+``B = v`` then keep, or ``B != v`` then move to ``v``), so the unbiased estimator, its
+covariance and the support counts of :mod:`privspec.backends.oracles.pure` carry over with
+these constants (:func:`support_probs`, :func:`pair_probs`, :func:`covariance`,
+:func:`unbiased`).  The reports have the format of the one-round oracle of the IRR
+(:func:`report_oracle`: grr codes, or UE bits packed as
+:func:`privspec.backends.oracles.pure.privatize` packs them), so
+:func:`privspec.backends.oracles.pure.support_counts`, ``format_reports`` and
+``parse_reports`` of that oracle read them (wrapped here as :func:`support_counts`,
+:func:`format_reports`, :func:`parse_reports`); its ``unbiased`` would use the IRR's
+``(p2, q2)`` instead of ``(p*, q*)``: use this module's.
+
+The privacy of ``t`` collections of one value, between ``eps_1`` (t = 1) and
+``eps_perm`` (t -> infinity), is computed exactly by :func:`epsilon_of` (and by
+enumeration, :func:`epsilon_by_counts`; :func:`epsilon_table`).  It is not bounded by
+``t eps_1``: the reports share the PRR, so sequential composition does not apply.  The
+PRR is memoized per respondent *and value* (:func:`permanent`): a respondent whose value
+changes among k values draws k independent PRRs, and spends at most ``k eps_perm``.
+
+Where multi-freq-ldpy differs: its L-GRR second round solves the two-value equation
+(``calibration="peer"`` here; one report then spends less than ``eps_1`` when d > 2);
+its ``VAR_Long_Pure`` is exact only for L-SUE or at ``f = 0`` (:func:`variance`); its
+``L_GRR_Aggregator_IBU`` builds the channel with ``q = p1 q2 + q1 p2``, which drops the
+``(d-2) q1 q2`` of a memoized third value (its columns do not sum to 1 when d > 2); its
+``L_*_Client`` draws both rounds at every call from numpy's global generator (numba's
+for the UE clients): it simulates one collection, and nothing is memoized, so calling it
+again for the same respondent draws a fresh PRR (the reports of t calls are then only
+``t eps_1``-LDP together).
+
+Examples
+--------
+>>> import numpy as np
+>>> from privspec.backends.core.rowrandom import RowRandom
+>>> lo = longitudinal("l_osue", d=4, eps_perm=2.0, eps_1=1.0)
+>>> x = np.repeat(np.arange(4), [500, 300, 150, 50])
+>>> rng = RowRandom(1, rows=range(len(x)))
+>>> day0, day1 = privatize(lo, x, rng, collection=0), privatize(lo, x, rng, collection=1)
+>>> est = unbiased(lo, support_counts(lo, day0), n=len(x), project="clip")
+>>> bool(abs(est[0] - 0.5) < 0.15), bool((day0 != day1).any())
+(True, True)
+>>> round(epsilon_of(lo, 1), 9), round(epsilon_of(lo, float("inf")), 9)
+(1.0, 2.0)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from privspec.backends.oracles import pure as orc
+from privspec.backends.oracles.pure import Oracle, PairProbs
+from privspec.backends.core.rowrandom import RowRandom
+from privspec.backends.rr.joint import project as _project
+
+__all__ = ["KINDS", "CALIBRATIONS", "LongitudinalOracle", "longitudinal", "round_oracles", "report_oracle",
+           "support_probs", "support_gap", "pair_probs", "covariance", "cross_collection_covariance", "change_covariance",
+           "variance", "unbiased", "permanent",
+           "instantaneous", "privatize", "privatize_collections", "support_counts", "format_reports",
+           "parse_reports", "epsilon_of", "epsilon_by_counts", "epsilon_table", "max_eps_1"]
+
+#: the kinds :func:`longitudinal` accepts
+KINDS = ("l_grr", "l_sue", "l_oue", "l_osue")
+#: how L-GRR's second round is calibrated (the UE kinds: both are the same)
+CALIBRATIONS = ("tight", "peer")
+_UE = ("l_sue", "l_oue", "l_osue")
+#: the one-round oracle kinds of each round
+_ROUNDS = {"l_grr": ("grr", "grr"), "l_sue": ("sue", "sue"), "l_oue": ("oue", "oue"), "l_osue": ("oue", "sue")}
+#: row x category elements per block of the IRR sampler (as oracles' _CHUNK: blocks that stay in cache)
+_CHUNK = 1 << 18
+#: the stream tags (bits 32.. of the stream word) of the PRR and of collection t's IRR (t + 2)
+_PRR_TAG = 1
+_MAX_COLLECTION = (1 << 31) - 3
+
+
+# ---- the oracle ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LongitudinalOracle:
+    """A longitudinal frequency oracle: kind, domain size ``d``, the PRR's ``eps_perm``
+    (the privacy of any number of collections), one report's ``eps_1``, and the two
+    rounds' probabilities ``(p1, q1)`` (PRR: the true value's category / bit kept) and
+    ``(p2, q2)`` (IRR, given the memoized value / bit).  Build it with
+    :func:`longitudinal`.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_oue", 6, 2.0, 1.0)
+    >>> lo.p1, round(lo.q1, 6), lo.p2, round(lo.q2, 6)
+    (0.5, 0.119203, 0.5, 0.080937)
+    """
+
+    kind: str
+    d: int
+    eps_perm: float
+    eps_1: float
+    p1: float
+    q1: float
+    p2: float
+    q2: float
+    calibration: str = "tight"
+
+    @property
+    def packed_width(self) -> int:
+        """Bytes of a packed UE report: ``ceil(d / 8)``."""
+        return -(-self.d // 8)
+
+
+def max_eps_1(kind: str, eps_perm: float) -> float:
+    """The largest one-report ``eps_1`` a kind can reach below ``eps_perm``: ``eps_perm``
+    itself except for L-OUE, whose IRR keeps a memoized 1 with probability 1/2 only:
+    its ``q2 = 0`` gives ``p* = 1/4, q* = q1/2`` and so ``eps_1 <= log((2 e^eps_perm + 1)
+    / 3)`` (multi-freq-ldpy raises "Probabilities are negative" beyond it).
+
+    Examples
+    --------
+    >>> round(max_eps_1("l_oue", 1.0), 6), max_eps_1("l_sue", 1.0)
+    (0.763383, 1.0)
+    """
+    if kind == "l_oue":
+        return math.log((2 * math.exp(eps_perm) + 1) / 3)
+    return float(eps_perm)
+
+
+def _expm1_over(x: float, s: float) -> float:
+    """``(e^x - 1) / e^s`` for ``0 <= s <= x``, without overflow (x up to 1400) and without
+    cancellation where it is small (x near 0)."""
+    return math.expm1(x) * math.exp(-s) if x < 700 else math.exp(x - s) - math.exp(-s)
+
+
+def _round2(kind: str, d: int, eps_perm: float, eps_1: float, calibration: str) -> tuple[float, float]:
+    """``(p2, q2)``: the IRR that makes one report ``eps_1``-LDP (see :func:`longitudinal`).
+
+    Written with ``E = e^eps_perm`` divided out of numerator and denominator (``u = 1/E``)
+    and ``e^x - 1`` by ``expm1``: finite at ``eps_perm = 700`` (``E^2`` and ``e^(eps_1 +
+    eps_perm)`` overflow) and accurate at ``eps_1 = 1e-9`` (where ``a - 1`` and the
+    numerators are tiny differences)."""
+    u, a, am1 = math.exp(-eps_perm), math.exp(eps_1), math.expm1(eps_1)
+    both = _expm1_over(eps_1 + eps_perm, eps_perm)        # (a E - 1) / E
+    gone = -math.expm1(-eps_perm)                         # (E - 1) / E
+    if kind == "l_grr":
+        if calibration == "peer":
+            # multi-freq-ldpy / Arcolezi et al.: (p1 p2 + q1 q2) / (p1 q2 + q1 p2) = e^eps_1,
+            # q2 = (1 - p2) / (d - 1)
+            rest = -math.expm1(eps_1 - eps_perm)          # (E - a) / E
+            return both / ((d - 1) * rest + both), rest / ((d - 1) * rest + both)
+        # p*/q* = e^eps_1 with every path to a report counted (B != x then kept, etc.)
+        den = gone * (a + d - 1)
+        return (both + (d - 2) * am1 * u) / den, -math.expm1(eps_1 - eps_perm) / den
+    if kind == "l_sue":
+        # composed p* = s/(s+1), s = e^(eps_1/2): p2 = (p* - q1)/(p1 - q1)
+        # (q2 = 1 - p2 by its own expression: not 0 where p2 is 1 in doubles)
+        s = math.exp(eps_1 / 2)
+        den = (s + 1) * -math.expm1(-eps_perm / 2)
+        return _expm1_over((eps_1 + eps_perm) / 2, eps_perm / 2) / den, -math.expm1((eps_1 - eps_perm) / 2) / den
+    if kind == "l_osue":
+        # composed p* = 1/2, q* = 1/(a+1): q1 p2 + (1-q1)(1-p2) = 1/(a+1)
+        den = (a + 1) * gone
+        return both / den, -math.expm1(eps_1 - eps_perm) / den
+    # l_oue: the root in [0, 1/2) of 4E(a-1) q2^2 - (6Ea - 2E - 2a - 2) q2 + 2E - 3a + 1 = 0,
+    # (B - sqrt(D)) / (4E(a-1)) with B = 3Ea - E - a - 1 and B^2 - D = 4E(a-1)(3a - 1 - 2E): as
+    # (2E - 3a + 1) / (B + sqrt(D)), and over E: c / (b + sqrt(b^2 + 4 (a-1) c))
+    c = (2 * math.expm1(eps_perm) - 3 * am1) * u          # (2E - 3a + 1) / E
+    b = 3 * both - gone - am1 * u                         # B / E
+    root = b * math.sqrt(max(1 - 4 * (am1 / b) * (c / b), 0.0))   # sqrt(D) / E; b > 0, b^2 may overflow
+    return 0.5, c / (b + root)
+
+
+def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: str = "tight") -> LongitudinalOracle:
+    """A validated :class:`LongitudinalOracle` with both rounds' probabilities.
+
+    Round 1 (the PRR) is the one-round oracle at ``eps_perm``, its probabilities by
+    the expressions of multi-freq-ldpy's ``L_*_Client`` (and of
+    :func:`privspec.backends.oracles.pure.support_probs`, whose sampler draws it): GRR
+    ``p1 = E/(E+d-1)``, ``q1 = (1-p1)/(d-1)``; SUE ``p1 = h/(h+1)``, ``q1 = 1 - p1``
+    (``h = e^(eps_perm/2)``); OUE (L-OUE, L-OSUE) ``p1 = 1/2``, ``q1 = 1/(E+1)``
+    (``E = e^eps_perm``).
+
+    Round 2 (the IRR) solves "one report is exactly ``eps_1``-LDP": with ``a =
+    e^eps_1``, the composed ``p* = p1 p2 + (1-p1) q2``, ``q* = q1 p2 + (1-q1) q2`` must
+    satisfy ``p*/q* = a`` (GRR) or ``p*(1-q*) / ((1-p*) q*) = a`` (UE, the ratio of a
+    report with bit x on and bit x' off).  Closed forms (derived here; each equals
+    multi-freq-ldpy's expression, from Arcolezi et al.'s notebook ``1_ALLOMFREE_Analysis``,
+    to rounding: tests/test_oracles_longitudinal.py):
+
+    * l_sue (SUE, ``q2 = 1 - p2``): symmetric rounds give ``q* = 1 - p*``, so ``p* =
+      s/(s+1)``, ``s = e^(eps_1/2)`` (SUE at eps_1) and ``p2 = (p* - q1)/(p1 - q1) = (s h
+      - 1)/((s + 1)(h - 1))``: RAPPOR's IRR with ``p + q = 1``.
+    * l_osue (SUE, ``q2 = 1 - p2``): ``p* = 1/2``, so ``q* = 1/(a+1)`` (OUE at eps_1) and
+      ``p2 = (a E - 1)/((a + 1)(E - 1))``.
+    * l_oue (OUE, ``p2 = 1/2``): ``p* = 1/4 + q2/2``, a quadratic in ``q2``; its root in
+      ``[0, 1/2)`` is ``q2 = (3Ea - E - a - 1 - sqrt(D)) / (4E(a-1))``, ``D = 9E^2a^2 -
+      14E^2a + 9E^2 + 6Ea^2 - 20Ea + 6E + a^2 + 2a + 1`` (multi-freq-ldpy writes
+      ``sqrt(D)/4`` as ``1.11803398874989 sqrt(D/20)``).  It is >= 0 only for ``eps_1 <=``
+      :func:`max_eps_1`.
+    * l_grr, ``calibration="tight"`` (default): ``p*/q* = a`` with ``q2 = (1-p2)/(d-1)``
+      is linear in ``p2``: ``p2 = (aE - 1 + (d-2)(a-1)) / ((E-1)(a+d-1))``, ``q2 = (E -
+      a)/((E-1)(a+d-1))``; then ``p* = a/(a+d-1)``: GRR at eps_1.
+    * l_grr, ``calibration="peer"``: multi-freq-ldpy's (and Arcolezi et al.'s) ``p2 = (aE
+      - 1)/((d-1)(E-a) + aE - 1)``, which solves ``(p1 p2 + q1 q2)/(p1 q2 + q1 p2) = a``:
+      the binary (d = 2) equation, which leaves out the paths through a third value (B
+      neither x nor x'), ``(d-2) q1 q2`` in both probabilities.  For ``d > 2`` the real
+      one-report loss is then below ``eps_1`` (0.82 at d = 6, eps_perm = 2, eps_1 = 1):
+      still ``eps_1``-LDP, with more noise than needed.  Both calibrations agree at
+      ``d = 2``.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    d : int
+        Number of categories (>= 2).
+    eps_perm : float
+        The PRR's epsilon: the local-DP loss of any number of collections of one value.
+    eps_1 : float
+        One collection's epsilon, ``0 < eps_1 < eps_perm`` (L-OUE: ``<=``
+        :func:`max_eps_1`).
+    calibration : str
+        ``tight`` or ``peer`` (:data:`CALIBRATIONS`; only L-GRR's second round differs).
+
+    Raises
+    ------
+    ValueError
+        Unknown kind or calibration, ``d < 2``, an epsilon not finite and positive,
+        ``eps_1 >= eps_perm``, or an L-OUE ``eps_1`` beyond :func:`max_eps_1`.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_grr", 6, 2.0, 1.0)
+    >>> p, q = support_probs(lo)
+    >>> round(p / q, 12) == round(math.e, 12)
+    True
+    >>> longitudinal("l_sue", 4, 1.0, 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: eps_1 (one collection) must be below eps_perm (every collection): 1.0 >= 1.0
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown longitudinal oracle {kind!r}: one of {', '.join(KINDS)}")
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"unknown calibration {calibration!r}: one of {', '.join(CALIBRATIONS)}")
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
+        raise ValueError(f"a frequency oracle needs d >= 2 categories, not {d!r}")
+    d = int(d)
+    eps_perm, eps_1 = orc.check_epsilon(eps_perm, "eps_perm"), orc.check_epsilon(eps_1, "eps_1")
+    if eps_1 >= eps_perm:
+        raise ValueError(f"eps_1 (one collection) must be below eps_perm (every collection): {eps_1} >= {eps_perm}")
+    top = max_eps_1(kind, eps_perm)
+    if kind == "l_oue" and eps_1 > top:
+        raise ValueError(f"l_oue cannot reach eps_1 = {eps_1} at eps_perm = {eps_perm}: its IRR's q2 would be "
+                         f"negative; eps_1 <= log((2 e^eps_perm + 1)/3) = {top:.6g} (or use l_osue)")
+    k1 = _ROUNDS[kind][0]
+    # the PRR sampler's own floats (grr's q1 = 1/(E + d - 1) is multi-freq-ldpy's (1 - p1)/(d - 1)
+    # to rounding where p1 is not near 1, and not 0 where it is: epsilon = 700)
+    p1, q1 = orc.support_probs(orc.oracle(k1, d, eps_perm))
+    p2, q2 = _round2(kind, d, eps_perm, eps_1, calibration)
+    q2 = max(q2, 0.0)                                         # l_oue at max_eps_1: -1e-17 is 0
+    return LongitudinalOracle(kind, d, eps_perm, eps_1, float(p1), float(q1), float(p2), float(q2), calibration)
+
+
+def round_oracles(lo: LongitudinalOracle) -> tuple[Oracle, Oracle]:
+    """The two rounds as one-round oracles of :mod:`privspec.backends.oracles.pure`: the PRR
+    (exactly: :func:`permanent` draws it with this oracle's sampler) and the IRR, the
+    one-round oracle with ``(p2, q2)``'s epsilon (GRR ``log(p2/q2)``, SUE ``2 log(p2/q2)``,
+    OUE ``log((1-q2)/q2)``); the IRR is applied to a memoized bit vector that may have
+    several bits on, bit by bit, which that oracle's ``privatize`` (one true category)
+    does not do; its probabilities equal ``(p2, q2)`` to rounding.
+
+    Examples
+    --------
+    >>> first, second = round_oracles(longitudinal("l_osue", 6, 2.0, 1.0))
+    >>> first.kind, first.epsilon, second.kind, round(second.epsilon, 4)
+    ('oue', 2.0, 'sue', 2.8152)
+    """
+    k1, k2 = _ROUNDS[lo.kind]
+    if k2 == "grr":
+        eps2 = math.log(lo.p2 / lo.q2)
+    elif k2 == "sue":
+        eps2 = 2 * math.log(lo.p2 / lo.q2)
+    else:
+        eps2 = math.log((1 - lo.q2) / lo.q2) if lo.q2 > 0 else math.inf
+    # (an IRR that keeps nothing in doubles, eps2 = 0, or everything, inf: no oracle() accepts it)
+    second = orc.oracle(k2, lo.d, eps2) if 0 < eps2 < math.inf else orc.Oracle(k2, lo.d, eps2)
+    return orc.oracle(k1, lo.d, lo.eps_perm), second
+
+
+def report_oracle(lo: LongitudinalOracle) -> Oracle:
+    """The one-round oracle whose report format the reports have (the IRR's: ``grr``, or
+    ``sue``/``oue`` packed bits): for :func:`privspec.backends.oracles.pure.support_counts`,
+    ``support_sets``, ``format_reports`` and ``parse_reports``, which do not depend on
+    its epsilon; not for its ``unbiased``/``covariance`` (they would use ``(p2, q2)``).
+
+    Examples
+    --------
+    >>> report_oracle(longitudinal("l_grr", 5, 2.0, 1.0)).kind
+    'grr'
+    """
+    return round_oracles(lo)[1]
+
+
+# ---- the composed pure protocol --------------------------------------------------------------------
+def support_probs(lo: LongitudinalOracle) -> tuple[float, float]:
+    """``(p*, q*)`` of one collection: the probability that the true value is in the
+    report's support (GRR: the report equals it; UE: its bit is 1), and that another given
+    category is.
+
+    ``p* = p1 p2 + (1 - p1) q2`` (the memoized value/bit is the true one and kept, or not
+    and the IRR puts it back: GRR ``Pr(B != x) = 1 - p1``, then the report moves to x with
+    probability ``q2``); ``q* = q1 p2 + (1 - q1) q2`` likewise.  Both are written ``q2 +
+    pi (p2 - q2)``, and ``p* - q* = (p1 - q1)(p2 - q2)``: multi-freq-ldpy's ``MI_long``
+    subtracts ``n q1 (p2 - q2) + n q2 = n q*`` and divides by ``n (p1-q1)(p2-q2)``.
+
+    Examples
+    --------
+    >>> [round(v, 6) for v in support_probs(longitudinal("l_osue", 6, 2.0, 1.0))]
+    [0.5, 0.268941]
+    """
+    g = lo.p2 - lo.q2
+    return lo.q2 + lo.p1 * g, lo.q2 + lo.q1 * g
+
+
+def support_gap(lo: LongitudinalOracle) -> float:
+    """``p* - q*`` as the product ``(p1 - q1)(p2 - q2)``, the first factor by
+    :func:`privspec.backends.oracles.pure.support_gap` (no cancellation when an epsilon is small).
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_osue", 6, 2.0, 1.0)
+    >>> p, q = support_probs(lo)
+    >>> abs(support_gap(lo) - (p - q)) < 1e-15
+    True
+    """
+    return orc.support_gap(round_oracles(lo)[0]) * (lo.p2 - lo.q2)
+
+
+def pair_probs(lo: LongitudinalOracle) -> PairProbs:
+    """Probabilities that two categories ``v != w`` are both in the support (given ``X =
+    v``: ``one``; given another x: ``neither``), for the off-diagonal of :func:`covariance`.
+
+    UE kinds: given x the PRR bits are independent, and the IRR bits are independent
+    given the PRR bits, so the report's bits are independent given x: ``p* q*`` and
+    ``q*^2``.  L-GRR: a report is one category: 0.
+
+    Examples
+    --------
+    >>> pair_probs(longitudinal("l_grr", 4, 2.0, 1.0))
+    PairProbs(one=0.0, neither=0.0, xor=0.0)
+    """
+    if lo.kind == "l_grr":
+        return PairProbs(0.0, 0.0, 0.0)
+    p, q = support_probs(lo)
+    return PairProbs(p * q, q * q, q * q)
+
+
+def _frequencies(lo: LongitudinalOracle, f: Sequence[float]) -> np.ndarray:
+    f = np.asarray(f, dtype=float)
+    if f.shape != (lo.d,):
+        raise ValueError(f"f has {lo.d} entries (one per category), not shape {f.shape}")
+    if not abs(f.sum() - 1.0) <= 1e-6:
+        raise ValueError(f"f must be a distribution (it sums to {f.sum()})")
+    return f
+
+
+def covariance(lo: LongitudinalOracle, f: Sequence[float], n: float, conditional: bool = False) -> np.ndarray:
+    """The ``d x d`` covariance of one collection's :func:`unbiased` estimate (unprojected).
+
+    One collection is a pure protocol with :func:`support_probs` and :func:`pair_probs`,
+    so Wang et al.'s covariance applies (as :func:`privspec.backends.oracles.pure.covariance`):
+    ``conditional=False``, ``n`` respondents drawn from the population ``f`` (their PRRs
+    fresh): diagonal ``lam (1 - lam) / (n (p*-q*)^2)`` with ``lam = q* + (p*-q*) f``;
+    ``conditional=True``, given the table ``n f`` (both rounds' noise): diagonal ``[f
+    p*(1-p*) + (1-f) q*(1-q*)] / (n (p*-q*)^2)``.  (Across collections of the same
+    respondents the estimates are correlated through the shared PRR; that covariance is
+    not this one: :func:`cross_collection_covariance`.)
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_sue", 3, 2.0, 1.0)
+    >>> f = np.array([0.5, 0.3, 0.2])
+    >>> pop, cond = covariance(lo, f, 100), covariance(lo, f, 100, conditional=True)
+    >>> bool(np.allclose(pop - cond, (np.diag(f) - np.outer(f, f)) / 100))
+    True
+    """
+    f = _frequencies(lo, f)
+    if not n > 0:
+        raise ValueError("n must be positive")
+    p, q = support_probs(lo)
+    one, neither, _ = pair_probs(lo)
+    return orc.pure_covariance(p, q, one, neither, f, n, conditional, gap=support_gap(lo))
+
+
+def cross_collection_covariance(lo: LongitudinalOracle, f: Sequence[float], n: float,
+                                conditional: bool = False) -> np.ndarray:
+    """``Cov(f_hat_t, f_hat_s)``: the ``d x d`` covariance between the :func:`unbiased`
+    estimates of two different collections ``t != s`` of the same respondents, whose
+    values stay the same (so each keeps one PRR).
+
+    Given a respondent's value x the two reports are independent given the memoized PRR
+    ``B``, so the covariance of their supports is that of the IRR's means given B:
+    ``Cov(Z_t, Z_s | x) = (p2 - q2)^2 Cov(b | x)``, with ``b`` the PRR's support (UE: B's
+    bits, independent given x, so a diagonal ``pi (1 - pi)``; L-GRR: the indicator of B,
+    ``diag(pi) - pi pi^T``), where ``pi = q1 + (p1 - q1) e_x``.  Summed over the table and
+    divided by ``n^2 (p* - q*)^2 = n^2 (p1 - q1)^2 (p2 - q2)^2``, the IRR cancels:
+
+    * ``conditional=True`` (given the table ``n f``), with ``delta = p1 - q1``:
+      UE ``diag(f p1 (1 - p1) + (1 - f) q1 (1 - q1)) / (n delta^2)``; L-GRR
+      ``[diag(q1 + delta f) - q1^2 J - q1 delta (1 f^T + f 1^T) - delta^2 diag(f)] / (n delta^2)``;
+    * ``conditional=False`` (respondents drawn from ``f``): that plus the sampling term
+      ``(diag(f) - f f^T) / n``, the same respondents' values being in both collections.
+
+    It is below the one-collection :func:`covariance`: with ``Var(f_hat_t - f_hat_s) =
+    2 (covariance - cross_collection_covariance)`` a change between collections is
+    measured with only the IRR's noise (and the PRR's where values differ).  As eps_perm
+    grows (p1 -> 1, q1 -> 0) the conditional part vanishes.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_grr", 3, 2.0, 1.0)
+    >>> f = np.array([0.5, 0.3, 0.2])
+    >>> C = cross_collection_covariance(lo, f, 1000)
+    >>> bool(np.all(np.diag(C) < np.diag(covariance(lo, f, 1000))))
+    True
+    >>> D = cross_collection_covariance(lo, f, 1000, conditional=True)
+    >>> bool(np.allclose(C - D, (np.diag(f) - np.outer(f, f)) / 1000))
+    True
+    """
+    f = _frequencies(lo, f)
+    if not n > 0:
+        raise ValueError("n must be positive")
+    p1, q1 = lo.p1, lo.q1
+    delta = p1 - q1
+    if lo.kind == "l_grr":
+        one = np.ones(lo.d)
+        M = (np.diag(q1 + delta * f) - q1 * q1 * np.outer(one, one)
+             - q1 * delta * (np.outer(one, f) + np.outer(f, one)) - delta * delta * np.diag(f))
+    else:
+        M = np.diag(f * p1 * (1 - p1) + (1 - f) * q1 * (1 - q1))
+    V = M / (n * delta * delta)
+    if not conditional:
+        V = V + (np.diag(f) - np.outer(f, f)) / n
+    return V
+
+
+def change_covariance(lo: LongitudinalOracle, f: Sequence[float], n: float) -> np.ndarray:
+    """``Cov(f_hat_t - f_hat_s)``, the covariance of the measured change between two
+    collections ``t != s`` of the same respondents whose values stay the same:
+    ``2 (covariance - cross_collection_covariance)``.  The respondents' sampling is
+    common to both collections and cancels, so population and conditional forms agree,
+    and it is computed from the conditional ones (UE's bits, independent given x, leave
+    exact zeros off the diagonal).
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_osue", 4, 2.0, 1.0)
+    >>> f = np.array([0.4, 0.3, 0.2, 0.1])
+    >>> W = change_covariance(lo, f, 100)
+    >>> bool(np.allclose(W, 2 * (covariance(lo, f, 100) - cross_collection_covariance(lo, f, 100))))
+    True
+    >>> float(W[0, 1])
+    0.0
+    """
+    return 2 * (covariance(lo, f, n, conditional=True) - cross_collection_covariance(lo, f, n, conditional=True))
+
+
+def variance(lo: LongitudinalOracle, f: Any, n: float = 1, conditional: bool = False) -> Any:
+    """``Var(f_hat_v)`` of one collection for categories of frequency ``f`` (a number or
+    array): the diagonal of :func:`covariance`.
+
+    ``conditional=False``: ``sig (1 - sig) / (n (p1-q1)^2 (p2-q2)^2)`` with ``sig = q* +
+    (p1-q1)(p2-q2) f``, the probability that a report supports the category.  This is
+    multi-freq-ldpy's ``VAR_Long_Pure(p1, q1, p2, q2, n, f)`` (Arcolezi et al.), whose
+    ``sig = f (2 p1 p2 - 2 p1 q2 + 2 q2 - 1) + p2 q1 + q2 (1 - q1)`` writes ``p* - q*`` as
+    ``2 p1 p2 - 2 p1 q2 + 2 q2 - 1``, which holds when ``q1 = 1 - p1`` and ``q2 = 1 - p2``
+    (L-SUE): the two agree for every kind at ``f = 0`` (their default) and for L-SUE at
+    every f; for L-OUE, L-OSUE and L-GRR at ``f > 0`` theirs is not the variance of their
+    estimator (the Monte Carlo test checks ours).  ``conditional=True``: ``[f p*(1-p*) +
+    (1-f) q*(1-q*)] / (n (p*-q*)^2)``.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_oue", 6, 2.0, 1.0)
+    >>> f = np.array([0.3, 0.2, 0.2, 0.1, 0.1, 0.1])
+    >>> bool(np.allclose(variance(lo, f, 500), np.diag(covariance(lo, f, 500))))
+    True
+    """
+    f = np.asarray(f, dtype=float)
+    p, q = support_probs(lo)
+    g2 = ((lo.p1 - lo.q1) * (lo.p2 - lo.q2)) ** 2
+    if conditional:
+        v = (f * p * (1 - p) + (1 - f) * q * (1 - q)) / (n * g2)
+    else:
+        sig = q + (lo.p1 - lo.q1) * (lo.p2 - lo.q2) * f
+        v = sig * (1 - sig) / (n * g2)
+    return float(v) if v.ndim == 0 else v
+
+
+def likelihood_pair(lo: LongitudinalOracle) -> tuple[float, float]:
+    """``(a, b)``: the likelihood of one collection's report for a category in / not in its
+    support, up to a common factor (:func:`privspec.backends.oracles.pure.ibu`'s ``pair``).  A
+    report is a pure protocol in ``p*, q*`` (:func:`support_probs`): the grr report's
+    channel, or independent bits given x (unary encoding; the permanent bits are
+    independent given x, and so are their instantaneous copies).
+
+    Examples
+    --------
+    >>> a, b = likelihood_pair(longitudinal("l_grr", 4, 2.0, 1.0))
+    >>> round(math.log(a / b), 12)                  # one report spends first
+    1.0
+    """
+    p, q = support_probs(lo)
+    if lo.kind == "l_grr":
+        return p, q
+    return p * (1 - q), (1 - p) * q
+
+
+def unbiased(lo: LongitudinalOracle, C: Sequence[float], n: float, project: str = "none") -> np.ndarray:
+    """``f_hat = (C/n - q*) / (p* - q*)`` from one collection's support counts ``C``
+    (:func:`support_counts`), optionally projected onto the simplex (``clip``: negatives
+    to 0 and rescaled, multi-freq-ldpy's ``MI_long``; ``euclidean``), as
+    :func:`privspec.backends.oracles.pure.unbiased`.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_grr", 3, 2.0, 1.0)
+    >>> p, q = support_probs(lo)
+    >>> C = 1000 * (q + (p - q) * np.array([0.6, 0.3, 0.1]))   # the expected counts
+    >>> unbiased(lo, C, 1000).round(12).tolist()
+    [0.6, 0.3, 0.1]
+    """
+    C = np.asarray(C, dtype=float)
+    if C.shape != (lo.d,):
+        raise ValueError(f"C has {lo.d} entries, not shape {C.shape}")
+    if not n > 0:
+        raise ValueError("n must be positive")
+    q = support_probs(lo)[1]
+    gap = support_gap(lo)
+    if gap == 0:   # first below about 1e-16: the IRR keeps nothing in doubles
+        raise orc.FloatRangeError(0.0, math.inf)
+    return _project((C / n - q) / gap, project)
+
+
+# ---- sampling --------------------------------------------------------------------------------------
+def _codes(lo: LongitudinalOracle, codes: Any, rng: RowRandom) -> np.ndarray:
+    x = np.asarray(codes)
+    if x.ndim != 1:
+        raise ValueError("codes is a 1-D array of category codes")
+    if x.size and (not np.issubdtype(x.dtype, np.integer) or x.min() < 0 or x.max() >= lo.d):
+        raise ValueError(f"codes are integers in [0, {lo.d})")
+    if len(rng) != len(x):
+        raise ValueError(f"rng has {len(rng)} rows for {len(x)} codes")
+    return x.astype(np.int64, copy=False)
+
+
+def _stream(rng: RowRandom, tag: int) -> int:
+    """The stream of the PRR (tag 1) or of collection t's IRR (tag t + 2): the caller's
+    stream with the tag in bits 32-62, so that streams named by
+    :func:`privspec.backends.core.rowrandom.stream_of` (32-bit) never meet these."""
+    return int(rng.stream) ^ (tag << 32)
+
+
+def permanent(lo: LongitudinalOracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> np.ndarray:
+    """The memoized PRR of each row's value: the round-1 oracle's reports (grr codes, or UE
+    bits packed as :func:`privspec.backends.oracles.pure.privatize` packs them), drawn by that
+    oracle's sampler from randomness that depends on (key, row, value) and not on the
+    collection.
+
+    Memoization is per respondent *and value* (RAPPOR): the row ``r`` holding ``v`` draws
+    at the counter row ``r d + v`` of its own stream (``rng.stream`` with tag 1 in bits
+    32-62), so a respondent's PRRs of two values are independent.  Randomness shared
+    between values would couple them: with one uniform per row, GRR's two PRRs would
+    always differ by ``v' - v (mod d)``, and UE's would agree on every bit but ``v, v'``,
+    revealing the change of value exactly however large ``eps_perm`` is.  ``rng``
+    gives the key, the rows and the stream; its draw counter is neither read nor advanced,
+    so one ``rng`` serves every collection.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_grr", 5, 2.0, 1.0)
+    >>> a = permanent(lo, np.array([0, 1, 2, 3]), RowRandom(9, rows=range(4)))
+    >>> b = permanent(lo, np.array([2, 3]), RowRandom(9, rows=[2, 3]))
+    >>> bool(np.array_equal(a[2:], b))
+    True
+    """
+    x = _codes(lo, codes, rng)
+    first = round_oracles(lo)[0]
+    if len(x) and (int(rng.rows.max()) + 1) * lo.d * (-(-lo.d // 4) if lo.kind in _UE else 1) >= 1 << 62:
+        raise ValueError("row indices too large for per-value memoization (row * d must stay below 2^62)")
+    memo_rows = rng.rows * lo.d + x
+    return orc.privatize(first, x, RowRandom(rng.key, rows=memo_rows, stream=_stream(rng, _PRR_TAG)))
+
+
+def _collection(collection: Any) -> int:
+    if isinstance(collection, bool) or not isinstance(collection, (int, np.integer)):
+        raise ValueError(f"collection is an integer >= 0, not {collection!r}")
+    if not 0 <= int(collection) <= _MAX_COLLECTION:
+        raise ValueError(f"collection is an integer in [0, {_MAX_COLLECTION}], not {collection}")
+    return int(collection)
+
+
+def instantaneous(lo: LongitudinalOracle, memo: np.ndarray, rng: RowRandom, collection: int = 0) -> np.ndarray:
+    """The IRR of memoized PRRs (:func:`permanent`) at one collection: fresh randomness of
+    that collection (stream tag ``collection + 2``): one uniform per row (GRR) or per row
+    and category (UE).
+
+    GRR: keep the memoized code with probability ``p2``, else a uniform other code (one
+    uniform: ``u < p2`` keeps, else the other is ``floor((u-p2)/(1-p2) (d-1))`` places
+    on).  UE: bit ``v`` is 1 with probability ``p2`` if the memoized bit is 1, ``q2`` if
+    it is 0 (``u_v < p2`` or ``u_v < q2``, 53-bit uniforms).  Every row makes the same
+    draw whatever its value, in blocks of rows that do not change it.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_sue", 10, 3.0, 1.0)
+    >>> memo = permanent(lo, np.array([0, 9]), RowRandom(4, rows=range(2)))
+    >>> instantaneous(lo, memo, RowRandom(4, rows=range(2)), collection=5).shape
+    (2, 2)
+    """
+    t = _collection(collection)
+    stream = _stream(rng, t + 2)
+    n = len(rng)
+    if lo.kind == "l_grr":
+        b = np.asarray(memo, dtype=np.int64)
+        if b.shape != (n,):
+            raise ValueError(f"memo has one code per row ({n}), not shape {b.shape}")
+        u = RowRandom(rng.key, rows=rng.rows, stream=stream).random(n)
+        other = np.clip(((u - lo.p2) / (1 - lo.p2) * (lo.d - 1)).astype(np.int64), 0, lo.d - 2)
+        return np.where(u < lo.p2, b, (b + 1 + other) % lo.d)
+    memo = np.asarray(memo, dtype=np.uint8)
+    if memo.shape != (n, lo.packed_width):
+        raise ValueError(f"memo has shape (n, {lo.packed_width}) of packed bits, not {memo.shape}")
+    out = np.empty_like(memo)
+    step = max(1, _CHUNK // lo.d)
+    for lo_, hi in ((s, min(n, s + step)) for s in range(0, n, step)):
+        # a fresh RowRandom per block at draw 0: a row's uniforms depend on its index only
+        u = RowRandom(rng.key, rows=rng.rows[lo_:hi], stream=stream).random((hi - lo_, lo.d))
+        bits = np.unpackbits(memo[lo_:hi], axis=1, count=lo.d, bitorder="little").astype(bool)
+        out[lo_:hi] = np.packbits(u < np.where(bits, lo.p2, lo.q2), axis=1, bitorder="little")
+    return out
+
+
+def privatize(lo: LongitudinalOracle, codes: Sequence[int] | np.ndarray, rng: RowRandom,
+              collection: int = 0) -> np.ndarray:
+    """One collection's reports: the IRR (:func:`instantaneous`) of the memoized PRR
+    (:func:`permanent`) of each row's value.
+
+    A row's report is a function of (key, row index, value, collection) alone: the PRR
+    of (key, row, value) is the same in every collection (memoized without storing it),
+    the IRR is fresh per collection; the same whole or in pieces.  The respondent must
+    keep its row index and the seed across collections.  Reports: L-GRR int codes; UE
+    kinds ``(n, ceil(d/8))`` uint8 packed bits (:func:`report_oracle`'s format).
+
+    Draws per row: the PRR's (one uniform for GRR; UE: :func:`privspec.backends.oracles.pure.
+    privatize`'s ``ceil(d/4) + 3`` words) at a counter per (row, value), and the IRR's
+    (1 uniform, or d).
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_oue", 10, 2.0, 1.0)
+    >>> r = privatize(lo, np.array([0, 9, 3]), RowRandom(4, rows=range(3)), collection=2)
+    >>> r.shape, r.dtype
+    ((3, 2), dtype('uint8'))
+    """
+    return instantaneous(lo, permanent(lo, codes, rng), rng, collection)
+
+
+def privatize_collections(lo: LongitudinalOracle, codes: Sequence[int] | np.ndarray, rng: RowRandom,
+                          collections: Sequence[int]) -> list[np.ndarray]:
+    """The reports of several collections of the same values: ``[privatize(lo, codes, rng,
+    t) for t in collections]``, the PRR drawn once.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_grr", 4, 2.0, 1.0)
+    >>> x, rng = np.array([1, 2, 3]), RowRandom(2, rows=range(3))
+    >>> both = privatize_collections(lo, x, rng, [0, 7])
+    >>> bool(np.array_equal(both[1], privatize(lo, x, rng, 7)))
+    True
+    """
+    memo = permanent(lo, codes, rng)
+    return [instantaneous(lo, memo, rng, t) for t in collections]
+
+
+def support_counts(lo: LongitudinalOracle, reports: Any, counts: Sequence[float] | None = None) -> np.ndarray:
+    """``C_v``, the reports whose support contains ``v``:
+    :func:`privspec.backends.oracles.pure.support_counts` of :func:`report_oracle`.
+
+    Examples
+    --------
+    >>> support_counts(longitudinal("l_grr", 3, 2.0, 1.0), np.array([2, 0, 2]))
+    array([1, 0, 2])
+    """
+    return orc.support_counts(report_oracle(lo), reports, counts)
+
+
+def format_reports(lo: LongitudinalOracle, reports: Any) -> np.ndarray:
+    """The reports as text (:func:`privspec.backends.oracles.pure.format_reports` of
+    :func:`report_oracle`: grr the decimal code, UE hex of the packed bits).
+
+    Examples
+    --------
+    >>> format_reports(longitudinal("l_sue", 10, 2.0, 1.0), np.array([[5, 2]], dtype=np.uint8)).tolist()
+    ['0502']
+    """
+    return orc.format_reports(report_oracle(lo), reports)
+
+
+def parse_reports(lo: LongitudinalOracle, strings: Sequence[Any]) -> tuple[Any, np.ndarray]:
+    """``(reports of the valid strings, positions of the invalid ones)``:
+    :func:`privspec.backends.oracles.pure.parse_reports` of :func:`report_oracle`.
+
+    Examples
+    --------
+    >>> r, bad = parse_reports(longitudinal("l_grr", 3, 2.0, 1.0), ["2", "x", "3", "0"])
+    >>> r.tolist(), bad.tolist()
+    ([2, 0], [1, 2])
+    """
+    return orc.parse_reports(report_oracle(lo), strings)
+
+
+# ---- privacy accounting ----------------------------------------------------------------------------
+def _log_ratio(a: float, not_a: float, b: float, not_b: float, log_r: float) -> float:
+    """``log[(a r + 1 - a)/(b r + 1 - b)]`` for ``r = exp(log_r)``, any size, with ``not_a =
+    1 - a`` and ``not_b = 1 - b`` given (1 - a in doubles is 0 where a is within 1e-16 of
+    1: epsilon = 700): divided through by r when r > 1 (the terms of size ``log r`` would
+    cancel to their rounding, 1e-9 at t = 10^7)."""
+    la, lna, lb, lnb = math.log(a), math.log(not_a), math.log(b), math.log(not_b)
+    if log_r >= 0:
+        return float(np.logaddexp(la, lna - log_r) - np.logaddexp(lb, lnb - log_r))
+    return float(np.logaddexp(la + log_r, lna) - np.logaddexp(lb + log_r, lnb))
+
+
+def _complements(lo: LongitudinalOracle) -> tuple[float, float, float, float]:
+    """``1 - p1, 1 - q1, 1 - p2, 1 - q2``, each from its own expression."""
+    not_p1, not_q1 = orc._complements(round_oracles(lo)[0])
+    if lo.kind in ("l_sue", "l_osue"):                # SUE's IRR: p2 + q2 = 1
+        return not_p1, not_q1, lo.q2, lo.p2
+    return not_p1, not_q1, 1 - lo.p2, 1 - lo.q2
+
+
+def _check_t(collections: Any) -> float:
+    t = float(collections)
+    if not (t >= 1 and (math.isinf(t) or t == int(t))):
+        raise ValueError(f"collections is an integer >= 1 (or infinity), not {collections!r}")
+    return t
+
+
+def epsilon_of(lo: LongitudinalOracle, collections: float = 1) -> float:
+    """The exact local-DP loss of ``t`` collections of one value: ``max over report
+    sequences y_1..y_t and values x != x' of log Pr(y_1..y_t | x) / Pr(y_1..y_t | x')``.
+
+    Given the memoized ``B``, the IRRs are i.i.d., so ``Pr(y | x) = sum_b Pr(B = b | x)
+    prod_j Pr(y_j | b)``.
+
+    * UE kinds: given x the bits are independent (:func:`pair_probs`) and only bits x
+      and x' have laws that depend on which of the two is true, so the log ratio is a sum
+      of two per-bit terms.  A bit whose t reports have s ones has ``Pr = pi p2^s
+      (1-p2)^(t-s) + (1 - pi) q2^s (1-q2)^(t-s)``, ``pi = p1`` (the true value's bit) or
+      ``q1``; the ratio of the two is ``(p1 L + 1 - p1)/(q1 L + 1 - q1)`` with ``L =
+      (p2/q2)^s ((1-p2)/(1-q2))^(t-s)``, increasing in L and L in s: the maximum has bit x
+      on in all t reports (``L = r^t``, ``r = p2/q2``) and bit x' off in all (``L =
+      rho^t``, ``rho = (1-p2)/(1-q2)``)::
+
+          eps(t) = log[(p1 r^t + 1-p1)/(q1 r^t + 1-q1)] + log[(q1 rho^t + 1-q1)/(p1 rho^t + 1-p1)]
+
+    * L-GRR: with ``c_b`` the reports equal to b, ``Pr(y | x) = q2^t [(p1 - q1) r^(c_x) +
+      q1 S]``, ``S = sum_b r^(c_b)``; the ratio is ``(p1 r^a + q1 T)/(q1 r^a + (p1-q1)
+      r^b + q1 T)`` (``a = c_x, b = c_x'``, ``T = sum_{v != x} r^(c_v) >= d - 1``),
+      falling in b and T and rising in ``r^a``: the maximum has every report equal to x::
+
+          eps(t) = log[(p1 r^t + 1-p1)/(q1 r^t + 1-q1)]
+
+    At t = 1 these are ``log(p*/q*)`` and ``log(p*(1-q*)/((1-p*)q*))``: ``eps_1`` (L-GRR
+    with ``calibration="peer"``: less, see :func:`longitudinal`).  As ``t -> infinity``,
+    ``r^t -> infinity`` and ``rho^t -> 0``: ``log(p1/q1)`` (GRR) and ``log(p1(1-q1)/
+    ((1-p1)q1))`` (UE), the PRR's ``eps_perm``: ``collections=math.inf`` gives that limit.
+    Computed in logs (any t).  :func:`epsilon_by_counts` finds the same maxima by
+    enumeration.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_sue", 6, 2.0, 1.0)
+    >>> [round(epsilon_of(lo, t), 4) for t in (1, 2, 5, 10, math.inf)]
+    [1.0, 1.6116, 1.9872, 2.0, 2.0]
+    """
+    t = _check_t(collections)
+    not_p1, not_q1, not_p2, not_q2 = _complements(lo)
+    if math.isinf(t):
+        eps = math.log(lo.p1) - math.log(lo.q1)
+        if lo.kind in _UE:
+            eps += math.log(not_q1) - math.log(not_p1)
+        return eps
+    # q2 = 0: l_oue at max_eps_1
+    log_r = t * (math.log(lo.p2) - math.log(lo.q2)) if lo.q2 > 0 else math.inf
+    eps = _log_ratio(lo.p1, not_p1, lo.q1, not_q1, log_r)
+    if lo.kind in _UE:
+        eps += _log_ratio(lo.q1, not_q1, lo.p1, not_p1, t * (math.log(not_p2) - math.log(not_q2)))
+    return eps
+
+
+def epsilon_by_counts(lo: LongitudinalOracle, collections: int) -> float:
+    """:func:`epsilon_of` by enumeration of the reports' counts (a check of its maximizer;
+    O(t) for UE, O(t^2) for L-GRR).
+
+    The likelihood of t reports depends on them only through counts.  UE: per bit, its
+    number of ones ``s`` in ``0..t``; the loss is ``max_s log(g_p1(s)/g_q1(s)) + max_s
+    log(g_q1(s)/g_p1(s))`` with ``g_pi(s) = pi p2^s (1-p2)^(t-s) + (1-pi) q2^s (1-q2)^(t-s)``
+    (bits x and x'; the others' laws do not depend on x).  L-GRR: the counts ``a`` of
+    reports equal to x, ``b`` equal to x' and ``m = t - a - b`` to the other ``d - 2``
+    values (none when d = 2); the ratio falls as ``S_o = sum_{others} r^(c_v)`` grows
+    (when it exceeds 1), and for given m the smallest ``S_o`` spreads m evenly (``r^c``
+    is convex), so the maximum is over ``(a, b)`` with that spread.
+
+    Examples
+    --------
+    >>> lo = longitudinal("l_grr", 4, 2.0, 1.0)
+    >>> abs(epsilon_by_counts(lo, 5) - epsilon_of(lo, 5)) < 1e-12
+    True
+    """
+    t = int(_check_t(collections))
+    if not lo.q2 > 0:
+        raise ValueError("epsilon_by_counts needs q2 > 0 (l_oue at max_eps_1 has q2 = 0: use epsilon_of)")
+    lr = math.log(lo.p2 / lo.q2)
+    if lo.kind in _UE:
+        s = np.arange(t + 1, dtype=float)
+        log_p1 = s * math.log(lo.p2) + (t - s) * math.log1p(-lo.p2)
+        log_p0 = s * math.log(lo.q2) + (t - s) * math.log1p(-lo.q2)
+
+        def log_g(pi: float) -> np.ndarray:
+            return np.logaddexp(math.log(pi) + log_p1, math.log1p(-pi) + log_p0)
+
+        diff = log_g(lo.p1) - log_g(lo.q1)
+        return float(diff.max() + (-diff).max())
+    a, b = np.meshgrid(np.arange(t + 1), np.arange(t + 1), indexing="ij")
+    m = t - a - b
+    ok = m >= 0
+    if lo.d == 2:
+        ok &= m == 0
+        s_other = np.zeros(m.shape)
+    else:
+        k = lo.d - 2
+        mm = np.maximum(m, 0)
+        hi = mm % k                                   # values with ceil(m/k) reports, the rest floor
+        base = mm // k
+        s_other = (k - hi) * np.exp(base * lr) + hi * np.exp((base + 1) * lr)
+    ra, rb = np.exp(a * lr), np.exp(b * lr)
+    S = ra + rb + s_other
+    num = (lo.p1 - lo.q1) * ra + lo.q1 * S
+    den = (lo.p1 - lo.q1) * rb + lo.q1 * S
+    return float(np.log(num[ok] / den[ok]).max())
+
+
+def epsilon_table(lo: LongitudinalOracle, T: int = 10) -> pd.DataFrame:
+    """The loss of ``t = 1..T`` collections of one value (:func:`epsilon_of`) beside
+    ``t eps_1``, what t *independent* ``eps_1``-LDP reports would cost.
+
+    The loss rises with t (t reports are a post-processing of t + 1) and stays below
+    ``eps_perm`` (they are a post-processing of the PRR), but ``t eps_1`` is no bound: the
+    reports share the PRR, so sequential composition does not apply, and a strong PRR
+    seen through weak IRRs can leak more than ``t eps_1`` (L-OUE at ``eps_perm = 10,
+    eps_1 = 2.1``: 4.63 for two reports; L-GRR at d = 100, ``eps_perm = 4, eps_1 = 0.04``:
+    3.54 for 50; both confirmed by enumeration in tests/test_oracles_longitudinal.py).
+
+    Examples
+    --------
+    >>> epsilon_table(longitudinal("l_osue", 6, 2.0, 1.0), 3).round(4)
+       collections  epsilon  independent
+    0            1   1.0000          1.0
+    1            2   1.6417          2.0
+    2            3   1.8992          3.0
+    """
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+        raise ValueError(f"T is an integer >= 1, not {T!r}")
+    t = np.arange(1, int(T) + 1)
+    return pd.DataFrame({"collections": t, "epsilon": [epsilon_of(lo, int(v)) for v in t],
+                         "independent": t * lo.eps_1})

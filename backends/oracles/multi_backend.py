@@ -1,0 +1,334 @@
+"""Several attributes under one local-DP budget (``spl``, ``smp``, ``rsfd``): what the
+frequency-oracle back end (:mod:`privspec.backends.oracles.backend`) answers for them,
+with :mod:`privspec.backends.oracles.multi`.
+
+A report file holds one column per attribute, named after its variable (``smp`` adds the
+column ``sampled``: which attribute the respondent reported; the other cells of its row
+are empty).  ``distribution(X)`` of one attribute reads its column only (``smp``: with
+``sampled``), as distinct reports and their counts.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sympy
+
+from privspec.errors import BackendError, DataError, Diagnostic
+from privspec.model.graph import ModelGraph, Query
+from privspec.results.values import Inference, Matrix, Result, Vector
+from privspec.backends.oracles import backend as single   # its helpers, called at run time (it imports this module)
+from privspec.backends.oracles import pure as core
+from privspec.backends.oracles import multi
+from privspec.backends.data.files import require_columns
+from privspec.backends.data.engines import PandasEngine
+from privspec.backends.finite.data import raw_codes
+from privspec.backends.finite.estimates import conditional_covariance, wald_inference
+from privspec.backends.finite.truth import _mat, _vec
+from privspec.backends.core.normal import Z95
+from privspec.backends.core.populations import bind_parameters, population_vector
+from privspec.backends.core.rowrandom import RowRandom, row_key, stream_of
+from privspec.backends.rr.joint import project as project_onto
+
+#: rows privatized at once (per-row randomness: the result does not depend on it)
+CHUNK = 1 << 19
+
+
+def multi_of(model: ModelGraph, mech: Any) -> multi.MultiOracle:
+    """The :class:`~privspec.backends.oracles.multi.MultiOracle` a mechanism declares."""
+    eps = single.number_of(model, mech.epsilon, "epsilon")
+    ds = tuple(v.p for v in mech.attributes)
+    try:
+        if mech.protocol == "rsfd":
+            return multi.multi_oracle("rsfd", None, ds, eps, variant=mech.fake.replace("_", "-"))
+        return multi.multi_oracle(mech.protocol, mech.oracles, ds, eps)
+    except ValueError as e:
+        raise BackendError(Diagnostic("B412", str(e))) from None
+
+
+def attribute_of(mech: Any, query: Query) -> int | None:
+    """The attribute a one-variable estimand is about (None: not one of them)."""
+    est = query.estimand
+    if est is None or est.kind != "distribution":
+        return None
+    return next((j for j, v in enumerate(mech.attributes) if v == est.variables[0]), None)
+
+
+def _others_uniform(mo: multi.MultiOracle, j: int, f: np.ndarray) -> list[np.ndarray]:
+    """Marginals for :func:`~privspec.backends.oracles.multi.covariance`: attribute ``j``'s
+    ``f``, the others uniform (an attribute's covariance depends on its own marginal only)."""
+    return [f if i == j else np.full(d, 1.0 / d) for i, d in enumerate(mo.ds)]
+
+
+def attribute_covariance(mo: multi.MultiOracle, j: int, f: np.ndarray, conditional: bool, n: int,
+                         split: int | None = None) -> np.ndarray:
+    """``n`` times the covariance of attribute ``j``'s estimate from ``n`` respondents (smp:
+    given that ``split`` of them reported it; without it, averaged over the split)."""
+    split_all = None
+    if mo.protocol == "smp" and split is not None:
+        split_all = [split if i == j else 1 for i in range(mo.A)]
+    return n * multi.covariance(mo, _others_uniform(mo, j, f), n, conditional, n_attribute=split_all)[j]
+
+
+def facts(mo: multi.MultiOracle, j: int | None = None) -> dict:
+    """What the protocol is: its attributes' oracles and epsilons, the two privacy levels."""
+    out: dict = {"protocol": mo.protocol, "attributes": mo.A, "oracles": list(mo.kinds),
+                 "attribute_epsilon": mo.attribute_epsilon,
+                 "epsilon_any_change": multi.epsilon_of(mo, "any"),
+                 "epsilon_one_attribute": multi.epsilon_of(mo, "attribute")}
+    if mo.protocol == "rsfd":
+        out["fake"] = mo.variant
+        out["fakes"] = list(mo.fakes)
+    if j is not None:
+        if mo.protocol == "rsfd":
+            pe, qe, _, _ = multi.rsfd_probs(mo, j)
+        else:
+            pe, qe = core.support_probs(mo.oracles[j])
+        out.update(attribute=j, p_star=pe, q_star=qe)
+    return out
+
+
+def epsilon_result(model: ModelGraph, mech: Any, mo: multi.MultiOracle) -> Result:
+    """The local-DP epsilon of one respondent's whole report (any two tuples), read back
+    from the probabilities; the one-attribute level beside it."""
+    declared = bind_parameters(model, mech.epsilon)
+    any_change = multi.epsilon_of(mo, "any")
+    extras = facts(mo)
+    extras["declared"] = declared
+    if mo.protocol == "rsfd":
+        extras["reason"] = ("random sampling plus fake data: the sampled attribute is privatized at eps' = "
+                            "ln(A (e^eps - 1) + 1); two respondents' tuples that differ in every attribute are "
+                            "separated by eps' (the report that equals x everywhere), tuples that differ in one "
+                            "attribute by epsilon_one_attribute; the paper's eps is the latter")
+        return Result("epsilon", sympy.Float(any_change, 15), extras)
+    extras["reason"] = ("sequential composition of the attributes' oracles at epsilon / A" if mo.protocol == "spl"
+                        else "one attribute's oracle at epsilon; which attribute does not depend on the answers")
+    if abs(any_change - float(declared)) > 1e-9 * max(1.0, float(declared)):
+        raise BackendError(Diagnostic("B414", f"the epsilon read back ({any_change}) differs from the declared "
+                                      f"one ({declared})"))
+    return Result("epsilon", declared, extras)
+
+
+def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
+    mech = q.mechanism
+    j = attribute_of(mech, q)
+    var = mech.attributes[j]
+    w = population_vector(model, [var])
+    if w is None:
+        raise BackendError(Diagnostic("B001", f"avar needs a population for {var.name}"))
+    f = np.array([float(x) for x in w], dtype=float)
+    f = f / f.sum()
+    kind = str(q.method.options.get("se", "population"))
+    if mo.protocol == "smp":
+        # the split averaged over n_j ~ Binomial(n, 1/A): n enters beyond 1/n; asymptotically A Sigma
+        V = mo.A * core.covariance(mo.oracles[j], f, 1.0, conditional=(kind == "conditional"))
+        if kind == "conditional":
+            V = V + (mo.A - 1) * (np.diag(f) - np.outer(f, f))
+        note = "n_j ~ n / A respondents report the attribute: A times its oracle's covariance (and the sampled " \
+               "respondents' spread, given the table)"
+    else:
+        V = attribute_covariance(mo, j, f, kind == "conditional", n=1)   # n Cov does not depend on n
+        note = "its oracle at epsilon / A" if mo.protocol == "spl" else \
+            "a pure protocol per attribute with p_eff, q_eff (real report with probability 1/A, else fake)"
+    extras = {"method": "mom", "se_kind": kind, **facts(mo, j), "trace": float(np.trace(V)), "note": note,
+              "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
+              "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi"}
+    for l, other in enumerate(mech.attributes):
+        C = None if l == j else cross_avar(model, mo, j, l, var, other, kind == "conditional")
+        if C is not None:
+            extras[f"cross_covariance_{other.name}"] = _mat(C, var.labels, other.labels)
+    return Result("avar", _mat(V, var.labels, var.labels), extras)
+
+
+def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: Any, other: Any,
+               conditional: bool) -> np.ndarray | None:
+    """``n`` times the covariance of attribute ``j``'s and ``l``'s estimates as ``n`` grows
+    (:func:`~privspec.backends.oracles.multi.cross_covariance`), at the population; None
+    where the spec does not give both attributes' populations.  Two populations declared
+    apart are independent (their joint is the product, exactly: D = 0)."""
+    pair = population_vector(model, [var, other])
+    if pair is None:
+        return None
+    exact = sympy.Matrix(len(var.labels), len(other.labels), list(pair))
+    exact = exact / sum(exact)
+    fj_x = [sum(exact.row(i)) for i in range(exact.rows)]
+    fl_x = [sum(exact.col(k)) for k in range(exact.cols)]
+    fj, fl = np.array(fj_x, dtype=float), np.array(fl_x, dtype=float)
+    independent = all((exact[i, k] - fj_x[i] * fl_x[k]).is_zero is True      # exact numbers: instant
+                      for i in range(exact.rows) for k in range(exact.cols))
+    P = np.outer(fj, fl) if independent else np.array(exact.tolist(), dtype=float)
+    if mo.protocol == "smp" and conditional:        # -n D / (n - 1) -> -D
+        return -(P - np.outer(fj, fl))
+    return multi.cross_covariance(mo, j, l, fj, fl, 1, conditional, P)
+
+
+# ---- data ------------------------------------------------------------------------------------------
+def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tuple[Any, np.ndarray, int]:
+    """Attribute ``j``'s distinct reports (parsed) and their counts, and the number of
+    respondents ``n`` (smp: all rows; the reports are those of the rows that sampled j)."""
+    var = mech.attributes[j]
+    o = mo.oracles[j]
+    if mo.protocol != "smp":
+        reports, counts = single.read_reports(var.name, mech.protocol, o, engine)
+        return reports, counts, int(counts.sum())
+    require_columns(pd.DataFrame(columns=engine.columns()), [var.name, multi.SAMPLED],
+                    getattr(engine, "source", "the data"))
+    tally = engine.tally([multi.SAMPLED, var.name])
+    tally.check_no_missing([multi.SAMPLED])
+    sampled = np.array([str(v).strip() for v in tally.column(multi.SAMPLED)], dtype=object)
+    valid = np.isin(sampled, [str(i) for i in range(mo.A)])
+    mine = sampled == str(j)
+    # the cells of the attributes a row did not report are empty (missing to the engines)
+    text = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
+                     for v in tally.column(var.name)], dtype=object)
+    reports, bad = core.parse_reports(o, text[mine])
+    bad_mask = ~valid
+    bad_mask[np.flatnonzero(mine)[np.asarray(bad, dtype=np.int64)]] = True
+    single.check_reports(tally, bad_mask, np.where(valid, text, sampled),
+                         var.name if valid.all() else multi.SAMPLED, mech.protocol,
+                         single._form_hint(o) + "; the column 'sampled' holds the index of the attribute reported "
+                                                "(0 .. A-1, in the order of smp(...))")
+    counts = np.asarray(tally.counts, dtype=float)
+    return reports, counts[mine], int(counts.sum())
+
+
+def likelihood_pair(mo: multi.MultiOracle, j: int) -> tuple[float, float]:
+    """Attribute ``j``'s report likelihood for a category in / not in its support, up to a
+    common factor (the IBU's ``pair``): its oracle's for spl and smp; for rsfd the
+    mixture ``(1/A) real + ((A-1)/A) fake`` of the oracle at the amplified epsilon and a
+    fake report: a uniform value (grr: ``p/A + (A-1)/(A d)`` vs ``q/A + (A-1)/(A d)``) or
+    the zero vector's bits (unary encoding, ``k0 = (1-p)/(1-q)``, ``r = p(1-q)/(q(1-p))``:
+    ``k0 r/A + (A-1)/A`` vs ``k0/A + (A-1)/A``).  A random value's bits (``_r``) make the
+    fake's likelihood depend on the support's size: no pair, no MLE (B415)."""
+    o = mo.oracles[j]
+    if mo.protocol != "rsfd":
+        return core._likelihood_pair(o)
+    p, q = core.support_probs(o)
+    A, fake = mo.A, mo.fakes[j]
+    if fake == "uniform":
+        return p / A + (A - 1) / (A * o.d), q / A + (A - 1) / (A * o.d)
+    if fake == "zero":
+        k0, r = (1 - p) / (1 - q), p * (1 - q) / (q * (1 - p))
+        return k0 * r / A + (A - 1) / A, k0 / A + (A - 1) / A
+    raise BackendError(Diagnostic("B415", f"rsfd with fake = {mo.variant.replace('-', '_')}: a fake report of a random "
+                                  "value makes the likelihood depend on the support's size, so there is no IBU "
+                                  "here", hint="use by mom, or fake = grr | oue_z | sue_z"))
+
+
+def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, counts: np.ndarray,
+                       n: int) -> dict:
+    """Attribute ``j``'s estimate from its distinct reports and counts: ``w`` and ``V`` (n
+    times its covariance at the estimate, of the kind ``se`` asks)."""
+    o = mo.oracles[j]
+    project = str(q.method.options.get("project", "none"))
+    se_kind = str(q.method.options.get("se", "population"))
+    m = float(counts.sum())              # reports of the attribute (smp: those who sampled it)
+    if m <= 0:
+        raise DataError(Diagnostic("D103", f"no respondent reported {q.estimand.variables[0].name}: nothing to "
+                                           "estimate from"))
+    if q.method.name == "mle":
+        w, V, loglik = single.mle_fit(o, reports, counts, likelihood_pair(mo, j))
+        if V is not None:
+            V = V * (n / m)              # m reports of the attribute among n respondents (smp)
+            if se_kind == "conditional":
+                V = conditional_covariance(V, w)
+        return {"w": w, "V": V, "n": n, "reports": int(round(m)), "projection": "none", "se_kind": se_kind,
+                "loglik": loglik}
+    C = core.support_counts(o, reports, counts)
+    if mo.protocol == "rsfd":
+        pe, qe, _, _ = multi.rsfd_probs(mo, j)
+        raw = (C / m - qe) / (pe - qe)
+    else:
+        raw = core.unbiased(o, C, m)
+    split = int(round(m)) if mo.protocol == "smp" else None
+    V = attribute_covariance(mo, j, project_onto(raw, "clip"), se_kind == "conditional", n=n, split=split)
+    return {"w": project_onto(raw, project), "V": V, "n": n, "reports": int(round(m)), "projection": project,
+            "se_kind": se_kind}
+
+
+def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Result:
+    var = q.mechanism.attributes[j]
+    n = est["n"]
+    extras: dict = {"method": q.method.name, "n": n, **facts(mo, j), "projection": est["projection"]}
+    V = est["V"]
+    if V is not None:
+        se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
+        inference = wald_inference(est["w"], se, lambda: V / n)
+        extras.update(se=_vec(se, var.labels), se_kind=est["se_kind"],
+                      ci95={lab: [float(a), float(b)] for lab, a, b in zip(var.labels, *inference.interval(0.95))},
+                      ci_method=inference.method)
+    else:
+        extras["note"] = "no standard errors: the observed information is singular (an estimate on the boundary)"
+        inference = Inference(None, None, None, extras["note"])
+    if mo.protocol == "smp":
+        extras["reports_of_attribute"] = est["reports"]
+    if "loglik" in est:
+        extras["loglik"] = est["loglik"]
+    return Result("estimate", _vec(est["w"], var.labels), extras, inference=inference)
+
+
+def privatize_frame(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int | None, offset: int = 0
+                    ) -> pd.DataFrame:
+    """The reports on a raw table: a column per attribute (smp: and the column ``sampled``),
+    the rows and index of ``frame``, none of its columns."""
+    mo = multi_of(model, mech)
+    names = [v.name for v in mech.attributes]
+    engine = PandasEngine(frame, "the raw data")
+    codes = np.empty((len(frame), mo.A), dtype=np.int64)
+    for j, v in enumerate(mech.attributes):
+        codes[:, j] = raw_codes(engine, v)[0]   # a combined attribute read from its parts' columns
+    key = row_key(seed)
+    pieces: list[dict[str, np.ndarray]] = []
+    for start in range(0, len(frame), CHUNK):
+        stop = min(len(frame), start + CHUNK)
+        rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream_of(mech))
+        pieces.append(multi.format_reports(mo, multi.privatize(mo, codes[start:stop], rng), names))
+    return pd.DataFrame({c: np.concatenate([p[c].astype(object) for p in pieces]) if pieces
+                         else np.empty(0, dtype=object) for c in multi.column_names(mo, names)}, index=frame.index)
+
+
+def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: int, n: int, reps: int,
+                       seed: int | None) -> Result:
+    """``reps`` surveys of ``n`` respondents: every attribute drawn from its population
+    marginal (independently: one attribute's estimate depends on its own marginal only),
+    privatized by the protocol's sampler, attribute ``j`` estimated as on data."""
+    mech = q.mechanism
+    ws = []
+    for v in mech.attributes:
+        w = population_vector(model, [v])
+        if w is None:
+            raise BackendError(Diagnostic("B001", f"simulate needs a population for {v.name}"))
+        f = np.array([float(x) for x in w], dtype=float)
+        ws.append(f / f.sum())
+    rng = np.random.default_rng(seed)
+    key = row_key(rng.integers(0, 2 ** 63))
+    se_kind = str(q.method.options.get("se", "population"))
+    var = mech.attributes[j]
+    E, A, covered = [], [], []
+    for r in range(reps):
+        codes = np.column_stack([rng.choice(len(f), size=n, p=f) for f in ws])
+        reports = multi.privatize(mo, codes, RowRandom(key, rows=range(r * n, (r + 1) * n),
+                                                       stream=stream_of(mech)))
+        values = reports.values[j]
+        est = estimate_attribute(q, mo, j, values, np.ones(len(values)), n)
+        aim = ws[j] if se_kind == "population" else np.bincount(codes[:, j], minlength=var.p) / n
+        E.append(est["w"])
+        A.append(aim)
+        if est["V"] is not None:
+            se = np.sqrt(np.maximum(np.diag(est["V"]), 0.0) / n)
+            covered.append(np.abs(est["w"] - aim) <= Z95 * se)
+    E, A = np.array(E), np.array(A)
+    labels = var.labels
+    value = {"mean": Vector(labels, tuple(E.mean(axis=0))), "truth": Vector(labels, tuple(ws[j])),
+             "bias": Vector(labels, tuple(E.mean(axis=0) - A.mean(axis=0))),
+             "n_cov_empirical": Matrix(labels, labels, np.cov(E - A, rowvar=False) * n)}
+    if covered:
+        value["ci95_coverage"] = Vector(labels, tuple(np.mean(covered, axis=0)))
+    if q.method.name == "mom" and str(q.method.options.get("project", "none")) == "none":
+        V = attribute_covariance(mo, j, ws[j], se_kind == "conditional", n=n)
+        value["n_cov_analytic"] = Matrix(labels, labels, V)
+    extras = {"method": q.method.name, "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **facts(mo, j),
+              "note": "attributes drawn independently from their marginals; every respondent privatized by the "
+                      "protocol's sampler"}
+    return Result("simulation", value, extras)

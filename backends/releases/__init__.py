@@ -1,0 +1,1 @@
+"""Releases: count tables epsilon-private on a subset of variables, budgets, noise."""

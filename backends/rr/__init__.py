@@ -1,0 +1,1 @@
+"""Multi-dimensional randomized response (the castell paper): joint estimation, bounds, simulation."""

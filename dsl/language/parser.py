@@ -1,0 +1,805 @@
+"""Text -> AST: split a spec into declarations, parse each with Lark (LALR), fold exact
+arithmetic into sympy numbers, and turn every syntax error into a :class:`Diagnostic`.
+
+A declaration ends at the end of a line unless inside (), [] or {} (LANGUAGE.md).  The
+splitter finds those ends, so each declaration is parsed on its own: one syntax error
+does not hide the errors of later declarations, and an unclosed bracket is reported
+where it was opened instead of at the end of the file.
+"""
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import difflib
+import functools
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import sympy
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from privspec.language import arith
+from privspec.language import ast
+from privspec.model import costs
+from privspec.errors import Diagnostic
+from privspec.language.source import Source, Span
+
+def _grammar_declaration_keywords() -> tuple[str, ...]:
+    """The words that start a declaration, read from the grammar: the first literal of
+    each alternative of ``statement`` (``spec_decl: "spec" STRING`` -> ``spec``).
+
+    Examples
+    --------
+    >>> _grammar_declaration_keywords()[:3]
+    ('spec', 'variable', 'parameter')
+    """
+    from importlib.resources import files
+
+    text = files("privspec.grammar").joinpath("privspec.lark").read_text(encoding="utf-8")
+    body = re.search(r"^\??statement:(.*?)^\s*$", text, re.M | re.S)
+    rules = re.findall(r"\b(\w+)\b", body.group(1)) if body else []
+    words = []
+    for rule in rules:
+        first = re.search(rf'^{rule}:\s*"(\w+)"', text, re.M)
+        if first and first.group(1) not in words:
+            words.append(first.group(1))
+    return tuple(words)
+
+
+#: words that start a declaration (from the grammar, the one place they are written)
+DECLARATION_KEYWORDS = _grammar_declaration_keywords()
+#: names that the arithmetic reads as constants
+CONSTANTS = {"pi": sympy.pi, "inf": sympy.oo, "oo": sympy.oo}
+#: functions folded into exact numbers
+MATH_FUNCTIONS = arith.FUNCTIONS
+
+# Longest numeric literal (digits) and the largest power of ten it may carry.
+_MAX_DIGITS = arith.MAX_DIGITS
+# Deepest arithmetic on names accepted (``a * b * c ...``): later passes recurse on it.
+_MAX_DEPTH = 100
+
+
+def _cache_path() -> str | bool:
+    """Lark's grammar cache lives in the user's cache folder, never in the package."""
+    base = os.environ.get("PRIVSPEC_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") \
+        or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "privspec"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(folder, os.W_OK):
+        return False
+    return str(folder / f"grammar-py{sys.version_info[0]}{sys.version_info[1]}.lark-cache")
+
+
+@functools.lru_cache(maxsize=1)
+def get_parser() -> Lark:
+    """The LALR parser for ``privspec.lark`` (start symbols ``statement`` and ``file``).
+
+    Examples
+    --------
+    >>> get_parser().parse("variable x: continuous", start="statement").name.name
+    'x'
+    """
+    return Lark.open_from_package(
+        "privspec.grammar", "privspec.lark", ("",),
+        parser="lalr", start=["statement", "file"], maybe_placeholders=False,
+        transformer=ToAst(), cache=_cache_path(),
+    )
+
+
+# ---------------------------------------------------------------------------------
+# splitting into declarations
+_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*|[()\[\]{}]|\n')
+#: what follows a declaration keyword on a line that clearly starts a declaration: a name
+#: and the declaration's punctuation, except where the grammar says otherwise
+_DECL_FOLLOW = {"population": r"(?:\(|[A-Za-z_]\w*[ \t]*~)", "spec": '"'}
+_NAME_FOLLOW = r"[A-Za-z_]\w*[ \t]*[=:<>~]"
+_DECL_START = re.compile(r"[ \t]*(?:" + "|".join(
+    kw + r"[ \t]+" + _DECL_FOLLOW.get(kw, _NAME_FOLLOW) for kw in DECLARATION_KEYWORDS) + ")")
+_OPEN = "([{"
+_CLOSE = ")]}"
+
+
+def split_declarations(text: str) -> list[tuple[int, int]]:
+    """Offsets ``(start, end)`` of each declaration's text.
+
+    A newline ends a declaration unless a bracket is open; a line that clearly starts a
+    new declaration also ends the previous one, so that an unclosed bracket does not
+    swallow the rest of the file.
+
+    Examples
+    --------
+    >>> t = "variable x: categorical {a,  # first\\n b}  # two lines\\nvariable y: continuous\\n"
+    >>> [t[s:e] for s, e in split_declarations(t)]
+    ['variable x: categorical {a,  # first\\n b}', 'variable y: continuous']
+    """
+    out: list[tuple[int, int]] = []
+    depth = 0
+    start = None  # offset of the first non-blank character of the current declaration
+    comment = None  # offset of a comment that nothing but blanks has followed yet
+
+    def close(end: int) -> None:
+        nonlocal start
+        if start is not None:
+            out.append((start, end if comment is None else comment))
+        start = None
+
+    pos = 0
+    n = len(text)
+    for m in _SCAN.finditer(text):
+        s = m.start()
+        if text[pos:s].strip():
+            comment = None
+            if start is None:
+                start = pos + (len(text[pos:s]) - len(text[pos:s].lstrip()))
+        tok = m.group()
+        if tok == "\n":
+            if depth == 0:
+                close(s)
+            elif _DECL_START.match(text, s + 1):
+                depth = 0
+                close(s)
+        elif tok[0] == "#":
+            if comment is None:
+                comment = s
+        else:
+            comment = None
+            if start is None:
+                start = s
+            if tok in _OPEN:
+                depth += 1
+            elif tok in _CLOSE:
+                depth = max(0, depth - 1)
+        pos = m.end()
+    if text[pos:n].strip():
+        comment = None
+        if start is None:
+            start = pos + (len(text[pos:n]) - len(text[pos:n].lstrip()))
+    close(n)
+    # trailing whitespace and comments are not part of a declaration
+    return [(s, _rstrip_comment(text, s, e)) for s, e in out]
+
+
+def _rstrip_comment(text: str, s: int, e: int) -> int:
+    chunk = text[s:e].rstrip()
+    return s + len(chunk)
+
+
+# ---------------------------------------------------------------------------------
+# Lark tree -> AST
+class _Fold(Exception):
+    """Raised inside the transformer; becomes a diagnostic."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        self.diagnostic = diagnostic
+
+
+def parse_number(text: str, span: Span) -> sympy.Rational:
+    """An exact rational from a numeric literal (``0.25`` -> 1/4, ``2e-3`` -> 1/500)."""
+    if len(text) > _MAX_DIGITS:
+        raise _Fold(Diagnostic("E104", f"number {text[:12]}... has too many digits", span,
+                               f"numbers are limited to {_MAX_DIGITS} digits"))
+    if text.isdigit():
+        return sympy.Integer(int(text))
+    mantissa, _, exponent = text.lower().partition("e")
+    exp = int(exponent or 0)
+    whole, _, frac = mantissa.partition(".")
+    if abs(exp) > _MAX_DIGITS or len(whole.lstrip("0")) + exp > _MAX_DIGITS:
+        raise _Fold(Diagnostic("E104", f"number {text} is out of range", span,
+                               f"numbers are limited to {_MAX_DIGITS} digits"))
+    num = int((whole or "0") + frac)
+    exp -= len(frac)
+    value = sympy.Rational(num * 10**exp, 1) if exp >= 0 else sympy.Rational(num, 10**-exp)
+    if arith.size_bits(value) > arith.MAX_BITS:  # many digits and a small exponent: 1.999...9e-2999
+        raise _Fold(Diagnostic("E104", f"number {text[:12]}... is out of range", span,
+                               f"numbers are limited to {_MAX_DIGITS} digits"))
+    return value
+
+
+def _fold(fn, span: Span, *args) -> sympy.Expr:
+    """Fold exact arithmetic (:mod:`privspec.language.arith` prices it first), refusals as E104."""
+    try:
+        return fn(*args)
+    except arith.Refused as e:
+        raise _Fold(Diagnostic("E104", e.message, span, e.hint)) from None
+
+
+def _tspan(tok: Token, offset: int) -> Span:
+    return Span(tok.start_pos + offset, tok.end_pos + offset)
+
+
+def _is_tok(x, *types: str) -> bool:
+    return isinstance(x, Token) and (not types or x.type in types)
+
+
+@dataclasses.dataclass
+class ParseState:
+    """What the AST builder needs to know about the declaration being parsed: ``offset``
+    makes token spans absolute, ``decl_span`` is the declaration's span, ``depth`` maps
+    id(BinOp or Neg) -> nesting depth (per declaration)."""
+
+    offset: int = 0
+    decl_span: Span = Span(0, 0)
+    depth: dict[int, int] = dataclasses.field(default_factory=dict)
+
+
+#: the state of the parse under way in this thread/task (:func:`parse_statement` sets it;
+#: a direct ``get_parser().parse(...)`` sees offset 0, as before)
+_STATE: contextvars.ContextVar[ParseState] = contextvars.ContextVar("privspec_parse_state",
+                                                                    default=ParseState())
+
+
+def parse_statement(chunk: str, start: int = 0, end: int | None = None) -> ast.Declaration:
+    """Parse one declaration whose text starts at offset ``start`` of its file.
+
+    The builder's state is passed per parse (a context variable set for this call only),
+    so parses may nest or run in several threads on the one shared parser.
+
+    Examples
+    --------
+    >>> parse_statement("variable x: continuous", 10).name.span
+    Span(start=19, end=20)
+    """
+    token = _STATE.set(ParseState(start, Span(start, start + len(chunk) if end is None else end)))
+    try:
+        return get_parser().parse(chunk, start="statement")
+    finally:
+        _STATE.reset(token)
+
+
+class ToAst(Transformer):
+    """Build :mod:`privspec.language.ast` nodes as the parser's callbacks (no parse tree is built).
+
+    Spans come from tokens (rules marked ``!`` in the grammar keep their brackets).  The
+    instance is shared by the cached parser and holds no state: ``offset``,
+    ``decl_span`` and ``depth`` read the :class:`ParseState` of the parse under way
+    (:func:`parse_statement`; a parse outside it sees offset 0).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(visit_tokens=False)
+
+    @property
+    def offset(self) -> int:
+        return _STATE.get().offset
+
+    @property
+    def decl_span(self) -> Span:
+        return _STATE.get().decl_span
+
+    @property
+    def depth(self) -> dict[int, int]:
+        return _STATE.get().depth
+
+    # -- helpers (the hot ones read the state directly) -------------------------------
+    def _ref(self, tok: Token) -> ast.Ref:
+        return ast.Ref(str(tok), _tspan(tok, _STATE.get().offset))
+
+    def _sp(self, x) -> Span:
+        return _tspan(x, _STATE.get().offset) if isinstance(x, Token) else x.span
+
+    def _cover(self, first, last) -> Span:
+        return self._sp(first).join(self._sp(last))
+
+    @staticmethod
+    def _inner(c) -> list:
+        """Children without the kept punctuation tokens."""
+        return [x for x in c if not _is_tok(x, "LPAR", "RPAR", "LSQB", "RSQB", "LBRACE", "RBRACE", "COMMA",
+                                            "MINUS")]
+
+    # -- declarations ----------------------------------------------------------
+    def spec_decl(self, c):
+        return ast.SpecTitle(_unquote(c[0]), self.decl_span)
+
+    def categorical_decl(self, c):
+        return ast.CategoricalDecl(self._ref(c[0]), c[1], self.decl_span)
+
+    def label_set(self, c):
+        return tuple(self._inner(c))
+
+    def continuous_decl(self, c):
+        return ast.ContinuousDecl(self._ref(c[0]), c[1] if len(c) > 1 else None, self.decl_span)
+
+    def bounds(self, c):
+        a, b = self._inner(c)
+        return (a, b)
+
+    def combined_decl(self, c):
+        return ast.CombinedDecl(self._ref(c[0]), c[1], self.decl_span)
+
+    def parameter_decl(self, c):
+        constraints = tuple(x for x in c[1:] if isinstance(x, tuple))
+        value = [x for x in c[1:] if not isinstance(x, tuple)]
+        return ast.ParameterDecl(self._ref(c[0]), constraints, value[0] if value else None, self.decl_span)
+
+    def constraint(self, c):
+        return (str(c[0]), c[1])
+
+    def population_decl(self, c):
+        return ast.PopulationDecl(c[0], c[1], self.decl_span)
+
+    def pop_single(self, c):
+        return (self._ref(c[0]),)
+
+    def pop_joint(self, c):
+        return tuple(self._ref(t) for t in c if _is_tok(t, "NAME"))
+
+    def mechanism_decl(self, c):
+        return ast.MechanismDecl(self._ref(c[0]), c[1], self.decl_span)
+
+    def release_decl(self, c):
+        noise = tuple(v for k, v in c[2:] if k == "with")
+        protect = tuple(v for k, v in c[2:] if k == "protect")
+        totals = tuple(v for k, v in c[2:] if k == "totals")
+        return ast.ReleaseDecl(self._ref(c[0]), c[1], noise, protect, totals, self.decl_span)
+
+    def with_clause(self, c):
+        return ("with", c[0])
+
+    def protect_clause(self, c):
+        v = c[0]
+        return ("protect", self._ref(v) if isinstance(v, Token) else v)
+
+    def totals_clause(self, c):
+        return ("totals", tuple(self._ref(t) for t in c))
+
+    def query_decl(self, c):
+        verb, body, quals = c[1]
+        pick = lambda k: tuple(v for kk, v in quals if kk == k)  # noqa: E731
+        return ast.QueryDecl(self._ref(c[0]), verb, body, pick("from"), pick("by"), pick("calibrate"),
+                             self.decl_span)
+
+    def estimate_query(self, c):
+        return ("estimate", c[0], c[1:])
+
+    def test_query(self, c):
+        return ("test", c[0], c[1:])
+
+    def plain_query(self, c):
+        return (None, c[0], c[1:])
+
+    def from_clause(self, c):
+        return ("from", self._ref(c[0]))
+
+    def by_clause(self, c):
+        return ("by", c[0])
+
+    def calibrate_clause(self, c):
+        return ("calibrate", c[0])
+
+    def compare_decl(self, c):
+        name, estimand, rest = self._ref(c[0]), c[1], c[2:]
+        settings: tuple = ()
+        targets: tuple = ()
+        criteria: tuple = ()
+        entries = []
+        for x in rest:
+            if isinstance(x, tuple) and x and x[0] == "at":
+                settings = x[1]
+            elif isinstance(x, tuple) and x and x[0] == "target":
+                targets = x[1]
+            elif isinstance(x, tuple) and x and x[0] == "criteria":
+                criteria = x[1]
+            else:
+                entries.append(x)
+        return ast.CompareDecl(name, estimand, settings, tuple(entries), criteria, self.decl_span, targets)
+
+    def at_clause(self, c):
+        return ("at", tuple(c))
+
+    def setting(self, c):
+        return (self._ref(c[0]), c[1])
+
+    def target_clause(self, c):
+        return ("target", tuple(c))
+
+    def target(self, c):
+        return (self._ref(c[0]), str(c[1]), c[2])
+
+    def compare_entry(self, c):
+        return (self._ref(c[0]), c[1], c[2] if len(c) > 2 else None)
+
+    def criteria(self, c):
+        return ("criteria", tuple(c))
+
+    # -- values ------------------------------------------------------------------
+    def tagged(self, c):
+        return ast.Tagged(self._ref(c[0]), c[1], self._cover(c[0], c[1]))
+
+    def list(self, c):
+        return ast.ListLit(tuple(self._inner(c)), self._cover(c[0], c[-1]))
+
+    def braced(self, c):
+        return ast.Braced(tuple(self._inner(c)), self._cover(c[0], c[-1]))
+
+    def entry(self, c):
+        return ast.Entry(c[0], c[1], self._cover(c[0], c[1]))
+
+    def label(self, c):
+        tok = c[0]
+        if tok.type == "STRING":
+            return ast.Str(_unquote(tok), self._sp(tok))
+        return self._ref(tok)
+
+    def string(self, c):
+        return ast.Str(_unquote(c[0]), self._sp(c[0]))
+
+    def dotted(self, c):
+        return ast.Dotted(tuple(str(t) for t in c), self._cover(c[0], c[-1]))
+
+    def argkey(self, c):
+        if len(c) > 1:
+            return ast.Dotted(tuple(str(t) for t in c), self._cover(c[0], c[-1]))
+        tok = c[0]
+        return ast.Str(_unquote(tok), self._sp(tok)) if tok.type == "STRING" else self._ref(tok)
+
+    def kwarg(self, c):
+        return ast.KwArg(c[0], c[1], self._cover(c[0], c[1]))
+
+    def formula(self, c):
+        return ast.Formula(c[0], c[1], self._cover(c[0], c[1]))
+
+    def qualified(self, c):
+        quals = c[1:]
+        first = lambda k: next((v for kk, v in quals if kk == k), None)  # noqa: E731
+        return ast.Qualified(c[0], first("from"), first("by"), first("calibrate"),
+                             self._cover(c[0], quals[-1][1]))
+
+    def phrase(self, c):
+        return ast.Phrase((self._ref(c[0]), c[1]), self._cover(c[0], c[1]))
+
+    def word(self, c):
+        return self._ref(c[0])
+
+    def call(self, c):
+        func = self._ref(c[0])
+        args = tuple(self._inner(c[1:]))
+        span = self._cover(c[0], c[-1])
+        if func.name in MATH_FUNCTIONS and len(args) == 1 and isinstance(args[0], ast.Num):
+            return ast.Num(_fold(arith.call, span, func.name, args[0].value), span)
+        return ast.Call(func, args, span)
+
+    # -- arithmetic ----------------------------------------------------------------
+    def number(self, c):
+        span = self._sp(c[0])
+        return ast.Num(parse_number(str(c[0]), span), span)
+
+    def ref(self, c):
+        name = str(c[0])
+        if name in CONSTANTS:
+            return ast.Num(CONSTANTS[name], self._sp(c[0]))
+        return self._ref(c[0])
+
+    def _binary(self, op: str, c):
+        a, b = c
+        span = self._cover(a, b)
+        if isinstance(a, ast.Num) and isinstance(b, ast.Num):
+            return ast.Num(_fold(arith.binary, span, op, a.value, b.value), span)
+        return self._deep(ast.BinOp(op, a, b, span), a, b)
+
+    def _deep(self, node, *children):
+        """Record the nesting depth of unfolded arithmetic; refuse it past _MAX_DEPTH."""
+        depth = 1 + max(self.depth.get(id(c), 0) for c in children)
+        if depth > _MAX_DEPTH:
+            raise _Fold(Diagnostic("E104", "expression nested too deeply", node.span,
+                                   f"arithmetic on names is limited to {_MAX_DEPTH} levels"))
+        self.depth[id(node)] = depth
+        return node
+
+    def add(self, c):
+        return self._binary("+", c)
+
+    def sub(self, c):
+        return self._binary("-", c)
+
+    def mul(self, c):
+        return self._binary("*", c)
+
+    def div(self, c):
+        return self._binary("/", c)
+
+    def pow(self, c):
+        return self._binary("^", c)
+
+    def neg(self, c):
+        x = c[-1]
+        span = self._cover(c[0], x)
+        if isinstance(x, ast.Num):
+            return ast.Num(-x.value, span)
+        return self._deep(ast.Neg(x, span), x)
+
+    def pos(self, c):
+        return c[0]
+
+    def paren(self, c):
+        node = c[1]
+        new = dataclasses.replace(node, span=self._cover(c[0], c[2]))
+        depth = self.depth.pop(id(node), None)
+        if depth is not None:
+            self.depth[id(new)] = depth
+        return new
+
+
+def _unquote(tok: Token) -> str:
+    """The text of a STRING token (its quotes off, escapes read: :func:`unescape`)."""
+    return unescape(str(tok)[1:-1], tok.start_pos + _STATE.get().offset + 1)
+
+
+_ESCAPE = re.compile(r"\\(.)", re.S)
+#: what a quoted string's escapes are, for the hint of E106
+ESCAPES_HINT = ('a quoted string has two escapes: \\" for a quote and \\\\ for a backslash; write a '
+                'backslash doubled (C:\\\\data)')
+
+
+def unescape(text: str, start: int) -> str:
+    """The value of the inside ``text`` of a quoted string, which starts at offset ``start``
+    of the source: ``\\"`` is a quote and ``\\\\`` a backslash; any other escape is E106,
+    pointing at it (it used to drop the backslash: ``"\\input"`` read as ``input``).
+
+    Examples
+    --------
+    >>> unescape('say \\\\"hi\\\\" C:\\\\\\\\d', 0)
+    'say "hi" C:\\\\d'
+    """
+    if "\\" not in text:
+        return text
+
+    def one(m: re.Match) -> str:
+        if m.group(1) in '"\\':
+            return m.group(1)
+        raise _Fold(Diagnostic("E106", f"unknown escape '\\{m.group(1)}' in a quoted string",
+                               Span(start + m.start(), start + m.end()), ESCAPES_HINT))
+
+    return _ESCAPE.sub(one, text)
+
+
+# ---------------------------------------------------------------------------------
+# syntax errors
+_TERMINAL_WORDS = {
+    "NAME": "a name", "NUMBER": "a number", "STRING": 'a quoted label ("...")',
+    "COMPARE": "a comparison (> 0)", "$END": "the end of the declaration",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _terminal_text() -> dict[str, str]:
+    out = dict(_TERMINAL_WORDS)
+    for t in get_parser().terminals:
+        if t.name not in out and t.pattern.type == "str":
+            out[t.name] = f"'{t.pattern.value}'"
+    return out
+
+
+def describe_expected(names) -> str:
+    """Human words for a set of Lark terminal names, keywords first."""
+    text = _terminal_text()
+    words = sorted({text.get(n, n) for n in names if not n.startswith("__")},
+                   key=lambda w: (not w.startswith("'"), w))
+    if len(words) > 8:
+        words = words[:8] + ["..."]
+    return ", ".join(words)
+
+
+def _open_bracket(text: str) -> int | None:
+    """Offset (in ``text``) of the innermost bracket left open at the end, if any."""
+    stack: list[int] = []
+    for m in _SCAN.finditer(text):
+        tok = m.group()
+        if tok in _OPEN:
+            stack.append(m.start())
+        elif tok in _CLOSE and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def _too_deep(chunk: str) -> int | None:
+    """Offset of the first bracket nested deeper than ``_MAX_DEPTH``, if any."""
+    if sum(chunk.count(b) for b in _OPEN) <= _MAX_DEPTH:  # the usual case, decided at once
+        return None
+    depth = 0
+    for m in _SCAN.finditer(chunk):
+        tok = m.group()
+        if tok in _OPEN:
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return m.start()
+        elif tok in _CLOSE:
+            depth = max(0, depth - 1)
+    return None
+
+
+def syntax_diagnostic(err: UnexpectedInput, chunk: str, offset: int) -> Diagnostic:
+    """Turn a Lark error on one declaration into a positioned, hinted diagnostic."""
+    if isinstance(err, UnexpectedCharacters):
+        pos = err.pos_in_stream
+        ch = chunk[pos]
+        span = Span(offset + pos, offset + pos + 1)
+        hint = ""
+        if ch == "'":
+            hint = 'labels and titles are quoted with double quotes: "..."'
+        elif ch == '"':
+            hint = "close the quoted label on the same line"
+        elif ch in "=!" and chunk[pos:pos + 2] in ("==", "!="):
+            hint = "comparisons are written > 0, >= 0, < 1 or <= 1 (parameters only)"
+        elif ch == "*" or ch == ".":
+            hint = "powers are written with ^ (2^3)" if chunk[pos:pos + 2] == "**" else ""
+        return Diagnostic("E102", f"unexpected character {ch!r}", span,
+                          hint or f"expected {describe_expected(err.allowed)}")
+    if isinstance(err, UnexpectedEOF) or (isinstance(err, UnexpectedToken) and err.token.type == "$END"):
+        expected = err.expected if isinstance(err, UnexpectedEOF) else err.accepts or err.expected
+        opened = _open_bracket(chunk)
+        if opened is not None:
+            closer = _CLOSE[_OPEN.index(chunk[opened])]
+            return Diagnostic("E103", f"'{chunk[opened]}' is never closed",
+                              Span(offset + opened, offset + opened + 1),
+                              f"add '{closer}' to close it (a declaration ends at the end of its line "
+                              "unless a bracket is open)")
+        end = offset + len(chunk)
+        return Diagnostic("E103", "unexpected end of declaration", Span(end - 1, end) if chunk else Span(end, end),
+                          f"expected {describe_expected(expected)}")
+    assert isinstance(err, UnexpectedToken)
+    tok = err.token
+    span = Span(offset + tok.start_pos, offset + (tok.end_pos or tok.start_pos + len(str(tok))))
+    expected = err.accepts or err.expected
+    hint = f"expected {describe_expected(expected)}"
+    if tok.start_pos == 0:
+        close = difflib.get_close_matches(str(tok), DECLARATION_KEYWORDS, n=1, cutoff=0.7) \
+            if tok.type == "NAME" else []
+        hint = f"did you mean '{close[0]}'?" if close else \
+            "a declaration starts with " + ", ".join(DECLARATION_KEYWORDS)
+        if str(tok) in ("let", "var", "def", "import", "from"):
+            hint += " (this is not Python)"
+        return Diagnostic("E101", f"unexpected {_describe_token(tok)} at the start of a declaration", span, hint)
+    if tok.type == "NUMBER" and "STRING" in expected and "NUMBER" not in expected:
+        hint = f'labels are names or quoted strings: write "{tok}"'
+    elif tok.type == "RPAR" and chunk[tok.start_pos - 1:tok.start_pos] == ",":
+        hint = "remove the trailing comma or add the missing argument"
+    elif tok.type == "STAR" and chunk[tok.start_pos - 1:tok.start_pos] == "*":
+        hint = "powers are written with ^ (2^3)"
+    elif tok.type == "EQUAL" and chunk[tok.start_pos - 1:tok.start_pos] == "=":
+        hint = "'==' is not part of the language; keyword arguments take one '=' (epsilon = 1)"
+    if tok.type in ("NAME", "STRING", "NUMBER", "LPAR") and expected & {"RPAR", "COMMA", "RSQB", "RBRACE"} \
+            and tok.type not in expected:
+        hint += "; is a comma missing before it?"
+    return Diagnostic("E101", f"unexpected {_describe_token(tok)}", span, hint)
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type in ("NAME", "NUMBER", "STRING"):
+        kind = {"NAME": "name", "NUMBER": "number", "STRING": "label"}[tok.type]
+        return f"{kind} {str(tok)!r}" if tok.type != "STRING" else f"label {tok}"
+    return f"'{tok}'"
+
+
+# ---------------------------------------------------------------------------------
+def parse_declarations(source: Source) -> tuple[list[ast.Declaration], list[Diagnostic], list[tuple[int, int]]]:
+    """Parse every declaration of ``source``.
+
+    Returns
+    -------
+    declarations : list
+        AST of each declaration that parsed.
+    diagnostics : list of Diagnostic
+        One syntax error per declaration that did not parse.
+    failed : list of (start, end)
+        Offsets of the declarations that did not parse (their names are recovered by
+        the resolver, so that later uses do not cascade into "unknown name" errors).
+
+    Examples
+    --------
+    >>> decls, diags, _ = parse_declarations(Source("variable x: continuous\\nvariable y: oops"))
+    >>> type(decls[0]).__name__, diags[0].code
+    ('ContinuousDecl', 'E101')
+    """
+    decls: list[ast.Declaration] = []
+    diags: list[Diagnostic] = []
+    failed: list[tuple[int, int]] = []
+    text = source.text
+    for start, end in split_declarations(text):
+        chunk = text[start:end]
+        try:
+            fast = _label_set_declaration(chunk, start)
+        except _Fold as err:
+            diags.append(err.diagnostic)
+            failed.append((start, end))
+            continue
+        if fast is not None:
+            decls.append(fast)
+            continue
+        if len(chunk) > MAX_PARSED_CHARS:
+            diags.append(_too_long(chunk, start))
+            failed.append((start, end))
+            continue
+        deep = _too_deep(chunk)
+        if deep is not None:  # later passes recurse on the nesting
+            diags.append(Diagnostic("E104", "brackets nested too deeply", Span(start + deep, start + deep + 1),
+                                    f"nesting is limited to {_MAX_DEPTH} levels"))
+            failed.append((start, end))
+            continue
+        try:
+            decls.append(parse_statement(chunk, start, end))
+        except UnexpectedInput as err:
+            diags.append(syntax_diagnostic(err, chunk, start))
+            failed.append((start, end))
+        except _Fold as err:
+            diags.append(err.diagnostic)
+            failed.append((start, end))
+    return decls, diags, failed
+
+
+# ---------------------------------------------------------------------------------
+# long declarations
+#: Longest declaration parsed by Lark, in characters.  Lark's LALR parser takes about
+#: 1.5 s per MB on the 2-core reference machine (bench/fuzz.py), so 2 MB stay under
+#: 4 s; a longer declaration is refused at once instead of parsed for minutes.
+MAX_PARSED_CHARS = 2_000_000
+#: Most categories of a variable (:data:`privspec.model.costs.MAX_CATEGORIES`): a label set is
+#: read by a fast path, about 0.25 s per 100,000 labels, resolver included.
+MAX_CATEGORIES = costs.MAX_CATEGORIES
+
+_LABEL_SET_HEAD = re.compile(r"variable[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*:[ \t]*categorical[ \t\f\n]*\{")
+# the whole set: labels (names or quoted strings), commas and blanks only; anything else
+# (a comment, a dotted label, a number) leaves the declaration to Lark and its messages
+_ITEM = r'[ \t\f\n]*(?:[A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*")[ \t\f\n]*'
+_LABEL_SET_BODY = re.compile(rf"(?:{_ITEM},)*(?:{_ITEM})?[ \t\f\n]*\}}[ \t\f\n]*")
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)|"((?:[^"\\\n]|\\.)*)"')
+
+
+def _label_set_declaration(chunk: str, offset: int) -> ast.CategoricalDecl | None:
+    """``variable x: categorical {a, b, "c d"}`` read without Lark (None when it is not that).
+
+    A label set is the one declaration that grows with the data (125,000 categories),
+    and Lark spends about 6 microseconds a token on it; one regular expression checks
+    the whole set and a second reads its labels, about five times faster, with the same
+    AST and spans.
+
+    Examples
+    --------
+    >>> d = _label_set_declaration('variable x: categorical {a, "b c",}', 0)
+    >>> d.name.name, [getattr(n, "name", getattr(n, "text", None)) for n in d.labels]
+    ('x', ['a', 'b c'])
+    >>> _label_set_declaration("variable x: categorical {a.b}", 0) is None
+    True
+    """
+    head = _LABEL_SET_HEAD.match(chunk)
+    if head is None:
+        return None
+    name = ast.Ref(head.group(1), Span(offset + head.start(1), offset + head.end(1)))
+    if chunk.count(",", head.end()) >= MAX_CATEGORIES:
+        raise _Fold(Diagnostic("E701", f"variable {name.name} lists more than {MAX_CATEGORIES:,} categories",
+                               name.span, "a variable this large cannot be analysed or privatized; group "
+                                          "categories, or split the variable into parts combined with *"))
+    body = _LABEL_SET_BODY.fullmatch(chunk, head.end())
+    if body is None:
+        return None
+    close = chunk.rindex("}")
+    labels: list = []
+    add = labels.append
+    Ref, Str = ast.Ref, ast.Str
+    for m in _LABEL.finditer(chunk, head.end(), close):
+        label = m.group(1)
+        if label is not None:
+            add(Ref(label, Span(offset + m.start(), offset + m.end())))
+        else:
+            add(Str(unescape(m.group(2), offset + m.start(2)), Span(offset + m.start(), offset + m.end())))
+    return ast.CategoricalDecl(name, tuple(labels), Span(offset, offset + len(chunk)))
+
+
+def _too_long(chunk: str, offset: int) -> Diagnostic:
+    """E105 for a declaration too long to parse, pointing at its first word."""
+    first = re.match(r"\S+", chunk)
+    end = first.end() if first else 1
+    return Diagnostic("E105", f"this declaration is {len(chunk):,} characters long; declarations are limited "
+                              f"to {MAX_PARSED_CHARS:,}", Span(offset, offset + min(end, 40)),
+                      "split it, or read the values from a data file (privspec run --data)")
+
+
+def iter_tokens(text: str) -> Iterator[Token]:
+    """Lex ``text`` (for tools that want tokens, e.g. syntax highlighting)."""
+    return get_parser().lex(text)

@@ -1,0 +1,867 @@
+"""Mechanism declarations -> model mechanisms, with the design checks of the papers.
+
+Subset designs follow Definitions 2-4 and Appendices II-III of the subset-privacy
+paper; randomized response the multidimensional-RR paper; interval mechanisms the
+interval-privacy paper (Definitions 1, 4, 5; Examples 3, 4).
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Callable, Iterable
+
+import sympy
+
+from privspec.language import arith
+from privspec.language import ast
+from privspec.model import costs
+from privspec.model.graph import (CONTINUOUS_FAMILIES, IntervalMechanism, Law, Mechanism, ProductMechanism,
+                    ProgressiveMechanism, RandomizedResponse, SelectiveMechanism, SubsetDesign,
+                    SubsetMechanism, Variable)
+from privspec.model.graph import CensoredMechanism, FrequencyOracle, MultiAttributeOracle
+from privspec.model.scope import Context, compare, describe, did_you_mean, fmt, sign
+from privspec.model.signatures import Signature, bind, names, signature
+from privspec.language.source import Span
+
+SUBSET_DESIGNS = names("subset design")
+INTERVAL_SCHEMES = names("interval scheme")
+
+
+# ---- shared numeric checks ---------------------------------------------------------------
+def check_probability(ctx: Context, value: sympy.Expr, span: Span, what: str = "probability") -> bool:
+    """Error E301 unless 0 <= value <= 1 (symbolic values pass)."""
+    lo, hi = compare(value, sympy.Integer(0)), compare(value, sympy.Integer(1))
+    if (lo is not None and lo < 0) or (hi is not None and hi > 0):
+        ctx.error("E301", f"{what} {fmt(value)} is outside [0, 1]", span,
+                  "probabilities and design weights lie between 0 and 1")
+        return False
+    return True
+
+
+def sums_to_one(values: list[sympy.Expr]) -> tuple[bool | None, sympy.Expr]:
+    """Whether exact values sum to 1 (None when symbolic and undecidable), and the sum."""
+    total = sympy.Add(*values)
+    if isinstance(total, sympy.Rational):
+        return total == 1, total
+    if total.has(sympy.nan, sympy.oo, -sympy.oo, sympy.zoo):
+        return False, total
+    if total.is_number:
+        s = sign(total - 1)  # never a raw comparison: sympy cannot always decide it
+        return (None if s is None else s == 0), total
+    diff = sympy.simplify(total - 1)
+    return (True if diff == 0 else None), total
+
+
+#: Largest epsilon: e^epsilon (the odds of a truthful grr report, the geometric noise's
+#: ratio) must stay a floating-point number, below about e^709.  epsilon = 700 already
+#: means no privacy at all (odds of 10^304 to 1).
+MAX_EPSILON = 700
+#: Largest magnitude of a number the interval back end computes with in floating point
+#: (law parameters, support bounds): float64 ends near 1.8e308.  A scale (sd, rate) must
+#: be above its reciprocal, 1e-300, not to round to 0.
+FLOAT_LIMIT = 1e300
+_LOG2_FLOAT_LIMIT = math.log2(FLOAT_LIMIT)
+
+
+def check_positive(ctx: Context, value: sympy.Expr, node: ast.Node, what: str) -> bool:
+    """Positive, or a parameter declared positive (E304 for epsilon, E309 otherwise); a
+    number must also be finite, and epsilon at most :data:`MAX_EPSILON`."""
+    s = sign(value)
+    code = "E304" if what == "epsilon" else "E309"
+    if s is None:
+        ctx.error(code, f"{what} must be > 0, but {value} may not be", node.span,
+                  f"declare the parameter with a bound: parameter {value} > 0")
+        return False
+    if s <= 0:
+        ctx.error(code, f"{what} must be > 0, found {fmt(value)}", node.span,
+                  "local-DP epsilon is positive; smaller means more privacy" if what == "epsilon" else "")
+        return False
+    if arith.infinite(value):
+        ctx.error(code, f"{what} must be finite, found inf", node.span,
+                  "epsilon = inf would report the truth: no privacy" if what == "epsilon" else "")
+        return False
+    at = ctx.evaluated(value)  # at the parameters' values, as the back ends will compute it
+    if what == "epsilon" and at.is_number and (compare(at, sympy.Integer(MAX_EPSILON)) or 0) > 0:
+        ctx.error(code, f"epsilon must be at most {MAX_EPSILON}, found {fmt(at)}"
+                        + ("" if at is value else f" ({value} at the parameters' values)"), node.span,
+                  f"e^epsilon must stay a floating-point number; epsilon = {MAX_EPSILON} already means no "
+                  "privacy (the truth is reported with odds of 10^304 to 1)")
+        return False
+    return True
+
+
+def check_float(ctx: Context, value: sympy.Expr, node: ast.Node, what: str, scale: bool = False) -> bool:
+    """E309 unless a number is finite and within floating point (:data:`FLOAT_LIMIT`); a
+    scale must not round to 0 (:data:`FLOAT_TINY`).  Symbolic values pass."""
+    if not value.is_number:
+        return True
+    # by magnitudes (log2 |x|): a comparison would call anything below 1e-40 zero (scope.sign)
+    mag = arith.log2_magnitude(value)
+    if arith.infinite(value) or mag > _LOG2_FLOAT_LIMIT:
+        ctx.error("E309", f"{what} must be a finite number of at most 1e300 in size, found {fmt(value)}",
+                  node.span, "the interval back end computes in floating point (64-bit)")
+        return False
+    if scale and mag < -_LOG2_FLOAT_LIMIT:
+        ctx.error("E309", f"{what} is too small for floating point (below 1e-300), found {fmt(value)}",
+                  node.span, "the interval back end computes in floating point (64-bit)")
+        return False
+    return True
+
+
+def value(ctx: Context, args: dict[str, ast.Node], sig: Signature, name: str):
+    """The value of parameter ``name`` of a bound call, checked for the kind of value the
+    signature table gives it (``positive``: E304/E309; ``probability``: E301; ``integer``:
+    whole and at least its minimum; ``number``); None after reporting what is wrong."""
+    param, node = sig.param(name), args[name]
+    what = param.described
+    if param.kind == "integer":
+        return ctx.integer(node, what, param.minimum)
+    v = ctx.number(node, what)
+    if v is None:
+        return None
+    if param.kind == "positive" and not check_positive(ctx, v, node, what):
+        return None
+    if param.kind == "probability" and not check_probability(ctx, v, node.span, what):
+        return None
+    return v
+
+
+# ---- dispatch -------------------------------------------------------------------------
+def build_mechanism(ctx: Context, node: ast.Node, name: str | None) -> Mechanism | None:
+    """The mechanism a value describes (a call, or the name of a declared mechanism)."""
+    if isinstance(node, ast.Ref):
+        found = ctx.lookup(node, ["mechanism"], extra=BUILDERS)
+        return found
+    if not isinstance(node, ast.Call):
+        ctx.error("E205", f"expected a mechanism, found {describe(node)}", node.span,
+                  "e.g. subset(color, uniform), grr(race, epsilon = 1), interval(salary, case1(uniform(0, 150)))")
+        return None
+    builder = BUILDERS.get(node.name)
+    if builder is None:
+        ctx.error("E206", f"unknown mechanism '{node.name}'", node.func.span,
+                  did_you_mean(node.name, BUILDERS) or f"mechanisms: {', '.join(BUILDERS)}")
+        return None
+    mech = builder(ctx, node, name)
+    if mech is not None:
+        # what no back end could build (a 10^8-cell channel, 100,000 ranges) is refused here
+        refusal = costs.mechanism_refusal(mech)
+        if refusal is not None:
+            ctx.error(refusal.code, refusal.message, node.span, refusal.hint)
+            return None
+    return mech
+
+
+def _categorical(ctx: Context, node: ast.Node, mech: str) -> Variable | None:
+    var = ctx.variable(node, "a categorical variable")
+    if var is not None and not var.is_categorical:
+        ctx.error("E401", f"{mech}() privatizes categorical variables, but {var.name} is continuous",
+                  node.span, f"for continuous variables use interval({var.name}, case1(...))")
+        return None
+    return var
+
+
+def _continuous(ctx: Context, node: ast.Node, mech: str) -> Variable | None:
+    var = ctx.variable(node, "a continuous variable")
+    if var is not None and var.is_categorical:
+        ctx.error("E401", f"{mech}() privatizes continuous variables, but {var.name} is categorical",
+                  node.span, f"for categorical variables use subset({var.name}, uniform) or grr({var.name}, epsilon = 1)")
+        return None
+    return var
+
+
+# ---- subset privacy ---------------------------------------------------------------------
+_SUBSET_USAGE = signature("subset", "mechanism").usage
+
+
+def build_subset(ctx: Context, call: ast.Call, name: str | None) -> SubsetMechanism | None:
+    args = bind(ctx, call, signature("subset", "mechanism"))
+    if args is None:
+        return None
+    var = _categorical(ctx, args["variable"], "subset")
+    alpha = None
+    if "min_coverage" in args:
+        alpha = ctx.number(args["min_coverage"], "a coverage floor")
+        if alpha is not None:
+            lo, hi = compare(alpha, sympy.Integer(0)), compare(alpha, sympy.Rational(1, 2))
+            if (lo is not None and lo <= 0) or (hi is not None and hi >= 0):
+                ctx.error("E309", f"min_coverage must lie in (0, 1/2), found {fmt(alpha)}",
+                          args["min_coverage"].span,
+                          "alpha is the probability of each of the two dummy categories (Appendix II)")
+                alpha = None
+    if var is None:
+        return None
+    design = _subset_design(ctx, args["design"], var, alpha is not None)
+    if design is None:
+        return None
+    if alpha is not None and design.kind not in ("uniform", "independent"):
+        ctx.error("E409", f"min_coverage needs a uniform or independent design, not a {design.kind} one",
+                  args["min_coverage"].span,
+                  "dummy respondents draw their subset from nu (Appendix II): give the design as "
+                  "independent { ... } or uniform")
+        return None
+    p = var.p
+    if alpha is None:
+        if p < 3:
+            ctx.error("E405", f"subset privacy needs at least 3 categories; {var.name} has {p}",
+                      args["variable"].span,
+                      "combine variables (section II-D: variable gi = gender * income) or add dummy "
+                      "categories with min_coverage = 1/5 (Appendices II-III)")
+            return None
+        if p == 3 and design.kind in ("uniform", "independent"):
+            ctx.error("E405", f"an independent design needs at least 4 categories; {var.name} has 3",
+                      args["design"].span,
+                      "use a conditional design (e.g. sizes {2: 1}), combine variables (section II-D), "
+                      "or add min_coverage (Appendix III)")
+            return None
+    mech = SubsetMechanism(name, var, design, alpha, call.span)
+    _warn_unidentifiable_subset(ctx, mech, args["design"].span)
+    return mech
+
+
+def _label_set(ctx: Context, node: ast.Node, var: Variable) -> frozenset | None:
+    if not (isinstance(node, ast.Braced) and node.is_set):
+        ctx.error("E205", f"expected a subset of {var.name}'s categories, found {describe(node)}", node.span,
+                  "write subsets as {black, red}")
+        return None
+    labels = [ctx.domain_label(i, var) for i in node.items]
+    if any(lab is None for lab in labels):
+        return None
+    if len(set(labels)) != len(labels):
+        ctx.error("E311", "a category is listed twice in this subset", node.span)
+        return None
+    return frozenset(labels)
+
+
+def _design_entries(ctx: Context, body: ast.Node, kind: str) -> list[ast.Entry] | None:
+    if not isinstance(body, ast.Braced) or not (body.is_map or not body.items):
+        ctx.error("E205", f"a {kind} design is a map {{subset: weight, ...}}", body.span,
+                  "e.g. conditional { {black, red}: 1/2, {green, blue}: 1/2 }" if kind != "sizes"
+                  else "e.g. sizes {2: 1/2, 3: 1/2}")
+        return None
+    return list(body.entries)
+
+
+def _subset_design(ctx: Context, node: ast.Node, var: Variable, dummies: bool) -> SubsetDesign | None:
+    if isinstance(node, ast.Ref):
+        if node.name == "uniform":
+            return SubsetDesign("uniform")
+        ctx.error("E206", f"unknown subset design '{node.name}'", node.span,
+                  did_you_mean(node.name, SUBSET_DESIGNS) or f"designs: {', '.join(SUBSET_DESIGNS)}")
+        return None
+    if not isinstance(node, ast.Tagged) or node.tag.name not in SUBSET_DESIGNS[1:]:
+        tag = node.tag.name if isinstance(node, ast.Tagged) else None
+        ctx.error("E206", f"unknown subset design {repr(tag) if tag else describe(node)}", node.span,
+                  (did_you_mean(tag, SUBSET_DESIGNS) if tag else "") or f"designs: {', '.join(SUBSET_DESIGNS)}")
+        return None
+    kind = node.tag.name
+    entries = _design_entries(ctx, node.body, kind)
+    if entries is None:
+        return None
+    p = var.p
+    weights: list[tuple] = []
+    ok = True
+    seen: dict = {}
+    for e in entries:
+        w = ctx.number(e.value, "a design weight")
+        if kind == "sizes":
+            k = ctx.integer_or_parameter(e.key, "a subset size")
+            if k is None:
+                ok = False
+                continue
+            if isinstance(k, int) and (k < 2 or k > p):
+                ctx.error("E408", f"subset size {k} is not allowed for {var.name} (p = {p})", e.key.span,
+                          "sizes run from 2 (a subset of one category discloses the answer) to p")
+                ok = False
+                continue
+            key = k
+        else:
+            key = _label_set(ctx, e.key, var)
+            if key is None:
+                ok = False
+                continue
+            if kind == "conditional" and len(key) < 2:
+                ctx.error("E407", "a conditional design gives no weight to subsets of one category",
+                          e.key.span, "mu_a = 0 when |a| < 2 (Definition 2): a singleton reveals the answer")
+                ok = False
+                continue
+            if kind == "independent" and not dummies and len(key) in (1, p - 1):
+                ctx.error("E403", f"an independent design gives no weight to subsets of size 1 or p - 1 = {p - 1}",
+                          e.key.span, "nu_a = 0 if |a| = 1 or p - 1 (Definition 3): A or its complement "
+                                      "would be a single category")
+                ok = False
+                continue
+        if key in seen:
+            ctx.error("E311", "this subset is given a weight twice" if kind != "sizes" else "this size is given twice",
+                      e.key.span)
+            ok = False
+            continue
+        seen[key] = True
+        if w is None or not check_probability(ctx, w, e.value.span, "design weight"):
+            ok = False
+            continue
+        weights.append((key, w))
+    if not ok:
+        return None
+    design = SubsetDesign(kind, tuple(weights))
+    if kind == "conditional":
+        for lab in var.labels:
+            total_ok, total = sums_to_one([w for a, w in weights if lab in a])
+            if total_ok is False:
+                ctx.error("E402", f"conditional design does not sum to 1 for category '{lab}' (sum = {fmt(total)})",
+                          node.span, "every category must lie in subsets whose weights sum to 1 (Definition 2)")
+                return None
+    else:
+        total_ok, total = sums_to_one([w for _, w in weights])
+        if total_ok is False:
+            code = "E404" if kind == "independent" else "E302"
+            ctx.error(code, f"{kind} design weights do not sum to 1 (sum = {fmt(total)})", node.span,
+                      "nu is a probability distribution over subsets (Definition 3)" if kind == "independent"
+                      else "the weights of the sizes form a probability distribution")
+            return None
+    return design
+
+
+def _rank(rows: list[list[int]]) -> int:
+    """Exact rank of an integer matrix (Gaussian elimination over the rationals).
+
+    Examples
+    --------
+    >>> _rank([[1, 1, 0], [0, 1, 1], [1, 2, 1]])
+    2
+    """
+    m = [[Fraction(x) for x in r] for r in rows]
+    rank, ncols = 0, len(m[0]) if m else 0
+    for col in range(ncols):
+        pivot = next((i for i in range(rank, len(m)) if m[i][col] != 0), None)
+        if pivot is None:
+            continue
+        m[rank], m[pivot] = m[pivot], m[rank]
+        for i in range(rank + 1, len(m)):
+            if m[i][col] != 0:
+                f = m[i][col] / m[rank][col]
+                m[i] = [a - f * b for a, b in zip(m[i], m[rank])]
+        rank += 1
+    return rank
+
+
+def _warn_unidentifiable_subset(ctx: Context, mech: SubsetMechanism, span: Span) -> None:
+    """W101 when Assumption 1 fails: the subsets with mu_a > 0 must span R^p."""
+    if mech.min_coverage is not None:
+        return
+    var, design = mech.variable, mech.design
+    p = var.p
+    if design.kind == "uniform":
+        return  # full rank for p >= 4
+    if design.kind == "sizes":
+        if all(k == p for k, w in design.weights if sign(w) != 0):
+            ctx.warn("W101", f"this design always reports all {p} categories: w is not identifiable",
+                     span, "give weight to some size k < p (Assumption 1)")
+        return
+    support = [a for a, w in mech.conditional_design().items() if sign(w) != 0]
+    rows = [[1 if lab in a else 0 for lab in var.labels] for a in support]
+    r = _rank(rows)
+    if r < p:
+        ctx.warn("W101", f"the design is valid but not identifiable: its subsets span rank {r} < p = {p}",
+                 span, "Assumption 1 (Theorem 1): add subsets that separate the categories")
+
+
+# ---- randomized response -----------------------------------------------------------------
+def build_grr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
+    sig = signature("grr", "mechanism")
+    args = bind(ctx, call, sig)
+    if args is None:
+        return None
+    var = _categorical(ctx, args["variable"], "grr")
+    eps = value(ctx, args, sig, "epsilon")
+    if var is None or eps is None:
+        return None
+    if var.p < 2:
+        ctx.error("E405", f"randomized response needs at least 2 categories; {var.name} has {var.p}",
+                  args["variable"].span)
+        return None
+    return RandomizedResponse(name, var, epsilon=eps, span=call.span)
+
+
+#: the local-DP frequency oracles of one variable (docs/oracles.md); l_*: longitudinal forms
+ORACLES = ("sue", "oue", "blh", "olh", "ss", "hr", "adp", "l_grr", "l_sue", "l_oue", "l_osue")
+
+
+def build_oracle(ctx: Context, call: ast.Call, name: str | None) -> FrequencyOracle | None:
+    """``sue(X, epsilon = e)`` and the other frequency oracles: a categorical variable of at
+    least 2 categories, epsilon > 0, a hash range g >= 2 (olh), a subset size 1 <= k < d
+    (ss), and for a longitudinal form 0 < first < epsilon."""
+    protocol = call.name
+    sig = signature(protocol, "mechanism")
+    args = bind(ctx, call, sig)
+    if args is None:
+        return None
+    var = _categorical(ctx, args["variable"], protocol)
+    eps = value(ctx, args, sig, "epsilon")
+    g = value(ctx, args, sig, "g") if "g" in args else None
+    k = value(ctx, args, sig, "k") if "k" in args else None
+    first = value(ctx, args, sig, "first") if "first" in args else None
+    if var is None or eps is None or ("g" in args and g is None) or ("k" in args and k is None) \
+            or ("first" in args and first is None):
+        return None
+    if var.p < 2:
+        ctx.error("E405", f"{protocol}() needs at least 2 categories; {var.name} has {var.p}", args["variable"].span)
+        return None
+    if k is not None and k >= var.p:
+        ctx.error("E309", f"the subset size k must be below the number of categories ({var.p}), found {k}",
+                  args["k"].span, f"ss reports k of {var.name}'s {var.p} categories: 1 <= k <= {var.p - 1}")
+        return None
+    if first is not None and (compare(first, eps) or 0) >= 0:
+        ctx.error("E304", f"first (the privacy of one collection) must be below epsilon (that of every "
+                          f"collection together), found first = {fmt(first)} >= epsilon = {fmt(eps)}",
+                  args["first"].span, "memoization: the permanent report spends epsilon once; each collection "
+                                      "re-randomizes it at first < epsilon")
+        return None
+    if protocol == "l_oue" and first is not None:
+        # p2 = 1/2 leaves one report at most log((2 e^eps + 1)/3)-private (Arcolezi et al.)
+        ceiling = sympy.log((2 * sympy.exp(eps) + 1) / 3)
+        if (compare(first, ceiling) or 0) > 0:
+            ctx.error("E304", f"l_oue's first must be at most log((2 e^epsilon + 1)/3) = {float(ceiling):.6g} "
+                              f"at epsilon = {fmt(eps)}, found {fmt(first)}", args["first"].span,
+                      "its instantaneous response keeps the permanent 1-bit with probability 1/2; use l_osue "
+                      "or a smaller first")
+            return None
+    return FrequencyOracle(name, var, protocol, eps, sympy.Integer(g) if g is not None else None,
+                           sympy.Integer(k) if k is not None else None, first, call.span)
+
+
+#: the oracles an spl/smp attribute may use (written without epsilon: the protocol's budget)
+ATTRIBUTE_ORACLES = ("grr", "sue", "oue", "blh", "olh", "ss", "hr", "adp")
+
+
+def _keyword_args(ctx: Context, call: ast.Call, allowed: tuple[str, ...]) -> dict[str, ast.Node] | None:
+    """The keyword arguments of a call with variadic positional ones (E205 for an unknown
+    or repeated option, with did-you-mean)."""
+    out: dict[str, ast.Node] = {}
+    for kw in call.keywords:
+        key = kw.key.name if isinstance(kw.key, ast.Ref) else None
+        if key is None or key not in allowed:
+            shown = key or kw.key.text  # type: ignore[union-attr]
+            ctx.error("E205", f"{call.name}() has no option '{shown}'", kw.key.span,
+                      did_you_mean(shown, allowed) or f"options: {', '.join(allowed)}")
+            return None
+        if key in out:
+            ctx.error("E205", f"'{key}' is given twice", kw.key.span)
+            return None
+        out[key] = kw.value
+    return out
+
+
+def _distinct_attributes(ctx: Context, call: ast.Call, nodes: list[ast.Node], variables: list[Variable]) -> bool:
+    if len(variables) < 2:
+        ctx.error("E205", f"{call.name}() collects at least two attributes", call.span,
+                  "for one attribute use its oracle alone: oue(race, epsilon = 1)")
+        return False
+    repeated = _repeated_component(zip(nodes, variables))
+    if repeated is not None:
+        c, node = repeated
+        ctx.error("E205", f"variable {c} is collected twice by {call.name}()", node.span,
+                  "each attribute is one variable, given once")
+        return False
+    return True
+
+
+def _repeated_component(pairs: Iterable[tuple[ast.Node, Variable]]) -> tuple[str, ast.Node] | None:
+    """The first variable component that two of ``(node, variable)`` share, with the node of
+    the second (a product's factors, a protocol's attributes observe different variables)."""
+    seen: set[str] = set()
+    for node, v in pairs:
+        for c in v.components():
+            if c in seen:
+                return c, node
+            seen.add(c)
+    return None
+
+
+def build_multi_oracle(ctx: Context, call: ast.Call, name: str | None) -> MultiAttributeOracle | None:
+    """``spl(oue(race), grr(gender), epsilon = 2)`` and ``smp(...)``: at least two oracles,
+    each on its own categorical variable and written without epsilon (the protocol's
+    budget), and the budget epsilon > 0."""
+    sig = signature(call.name, "mechanism")
+    kws = _keyword_args(ctx, call, ("epsilon",))
+    if kws is None:
+        return None
+    if "epsilon" not in kws:
+        ctx.error("E205", f"{call.name}() needs epsilon = ...", call.span, sig.usage)
+        return None
+    eps = ctx.number(kws["epsilon"], "epsilon")
+    if eps is None or not check_positive(ctx, eps, kws["epsilon"], "epsilon"):
+        return None
+    kinds, variables, nodes = [], [], []
+    for arg in call.positional:
+        if not (isinstance(arg, ast.Call) and arg.name in ATTRIBUTE_ORACLES):
+            found = arg.name if isinstance(arg, ast.Call) else None
+            ctx.error("E205", f"{call.name}() takes an oracle per attribute, found "
+                              f"{repr(found + '(...)') if found else describe(arg)}", arg.span,
+                      (did_you_mean(found, ATTRIBUTE_ORACLES) if found else "") or
+                      f"e.g. {call.name}(oue(race), grr(gender), epsilon = 2); oracles: {', '.join(ATTRIBUTE_ORACLES)}")
+            return None
+        if arg.keywords or len(arg.positional) != 1:
+            ctx.error("E205", f"inside {call.name}() an oracle takes its variable only: {arg.name}(X)",
+                      (arg.keywords[0].span if arg.keywords else arg.span),
+                      f"the budget is {call.name}()'s epsilon (split or sampled among the attributes)")
+            return None
+        var = _categorical(ctx, arg.positional[0], arg.name)
+        if var is None:
+            return None
+        kinds.append(arg.name)
+        variables.append(var)
+        nodes.append(arg)
+    if not _distinct_attributes(ctx, call, nodes, variables):
+        return None
+    if call.name == "smp" and any(v.name == "sampled" for v in variables):
+        ctx.error("E205", "smp() writes the sampled attribute in a column named 'sampled': no attribute may be "
+                          "called so", call.span)
+        return None
+    return MultiAttributeOracle(name, call.name, tuple(kinds), tuple(variables), eps, None, call.span)
+
+
+def build_rsfd(ctx: Context, call: ast.Call, name: str | None) -> MultiAttributeOracle | None:
+    """``rsfd(race, gender, epsilon = 1, fake = grr)``: at least two categorical
+    variables, epsilon > 0, a fake-data variant."""
+    sig = signature("rsfd", "mechanism")
+    kws = _keyword_args(ctx, call, ("epsilon", "fake"))
+    if kws is None:
+        return None
+    if "epsilon" not in kws:
+        ctx.error("E205", "rsfd() needs epsilon = ...", call.span, sig.usage)
+        return None
+    eps = ctx.number(kws["epsilon"], "epsilon")
+    if eps is None or not check_positive(ctx, eps, kws["epsilon"], "epsilon"):
+        return None
+    fake = "grr"
+    if "fake" in kws:
+        node = kws["fake"]
+        words = sig.param("fake").words
+        if not (isinstance(node, ast.Ref) and node.name in words):
+            shown = node.name if isinstance(node, ast.Ref) else describe(node)
+            ctx.error("E205", f"unknown fake-data variant {shown!r}", node.span,
+                      (did_you_mean(shown, words) if isinstance(node, ast.Ref) else "") or f"fake = {' | '.join(words)}")
+            return None
+        fake = node.name
+    variables = []
+    for arg in call.positional:
+        var = _categorical(ctx, arg, "rsfd")
+        if var is None:
+            return None
+        variables.append(var)
+    if not _distinct_attributes(ctx, call, list(call.positional), variables):
+        return None
+    return MultiAttributeOracle(name, "rsfd", (fake,) * len(variables), tuple(variables), eps, fake, call.span)
+
+
+def _matrix(ctx: Context, node: ast.Node, what: str = "matrix") -> list[list[tuple[sympy.Expr, ast.Node]]] | None:
+    if isinstance(node, ast.Tagged) and node.tag.name == "matrix":
+        node = node.body
+    if not isinstance(node, ast.ListLit) or not all(isinstance(r, ast.ListLit) for r in node.items):
+        ctx.error("E205", f"expected a {what} [[...], [...]], found {describe(node)}", node.span)
+        return None
+    rows = []
+    for r in node.items:
+        vals = [(ctx.number(x, "a matrix entry"), x) for x in r.items]  # type: ignore[union-attr]
+        if any(v is None for v, _ in vals):
+            return None
+        rows.append(vals)
+    return rows  # type: ignore[return-value]
+
+
+def build_rr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
+    args = bind(ctx, call, signature("rr", "mechanism"))
+    if args is None:
+        return None
+    var = _categorical(ctx, args["variable"], "rr")
+    rows = _matrix(ctx, args["matrix"])
+    if var is None or rows is None:
+        return None
+    span = args["matrix"].span
+    n = len(rows)
+    if any(len(r) != n for r in rows):
+        widths = sorted({len(r) for r in rows})
+        ctx.error("E305", f"the randomization matrix is not square ({n} rows, rows of length "
+                          f"{', '.join(map(str, widths))})", span, "P[u][v] = Pr(Y = v | X = u) is d x d")
+        return None
+    if n != var.p:
+        ctx.error("E305", f"the matrix is {n}x{n} but {var.name} has {var.p} categories", span,
+                  "one row and one column per category, in declared order")
+        return None
+    ok = True
+    for i, r in enumerate(rows):
+        for v, node in r:
+            ok &= check_probability(ctx, v, node.span, "matrix entry")
+        if not ok:
+            continue
+        good, total = sums_to_one([v for v, _ in r])
+        if good is False:
+            row_node = args["matrix"].body.items[i] if isinstance(args["matrix"], ast.Tagged) else args["matrix"].items[i]
+            ctx.error("E306", f"row {i + 1} ({var.labels[i]}) of the matrix sums to {fmt(total)}, not 1",
+                      row_node.span, "the matrix must be row-stochastic: each row is Pr(Y = . | X = u)")
+            ok = False
+    if not ok:
+        return None
+    matrix = tuple(tuple(v for v, _ in r) for r in rows)
+    m = sympy.Matrix(matrix)
+    if all(x.is_number for x in m) and m.rank(simplify=True) < n:
+        ctx.warn("W101", "the randomization matrix is singular: the distribution is not identifiable",
+                 span, "use a nonsingular matrix (e.g. grr(X, epsilon = 1))")
+    return RandomizedResponse(name, var, matrix=matrix, span=call.span)
+
+
+def build_product(ctx: Context, call: ast.Call, name: str | None) -> ProductMechanism | None:
+    if call.keywords:
+        ctx.error("E205", "product() takes only mechanisms", call.keywords[0].span)
+        return None
+    if len(call.args) < 2:
+        ctx.error("E205", "product() needs at least two mechanisms", call.span,
+                  "product(subset(race, uniform), subset(gi, uniform))")
+        return None
+    factors = []
+    for arg in call.args:
+        m = build_mechanism(ctx, arg, None)
+        if m is None:
+            return None
+        if not m.is_finite:
+            ctx.error("E401", "product() combines finite mechanisms (subset, grr, rr)", arg.span)
+            return None
+        factors.append(m)
+    repeated = _repeated_component((arg, v) for arg, f in zip(call.args, factors) for v in f.variables)
+    if repeated is not None:
+        c, arg = repeated
+        ctx.error("E205", f"variable {c} is privatized by two factors of this product", arg.span,
+                  "each factor of a product mechanism observes different variables (Definition 8)")
+        return None
+    return ProductMechanism(name, tuple(factors), call.span)
+
+
+# ---- interval privacy ------------------------------------------------------------------------
+def build_law(ctx: Context, node: ast.Node, role: str) -> Law | None:
+    """A continuous law ``uniform(a, b)``, ``normal(m, s)``, ``logistic(l, s)``, ``exponential(r)``,
+    each with optional ``shift =`` and ``scale =``."""
+    if not isinstance(node, ast.Call) or node.name not in CONTINUOUS_FAMILIES:
+        name = node.name if isinstance(node, ast.Call) else None
+        ctx.error("E206", f"unknown {role} {repr(name) if name else describe(node)}", node.span,
+                  (did_you_mean(name, CONTINUOUS_FAMILIES) if name else "")
+                  or f"laws: {', '.join(f + '(...)' for f in CONTINUOUS_FAMILIES)}")
+        return None
+    names = CONTINUOUS_FAMILIES[node.name]
+    # shift/scale make shifted and scaled versions; a family's own parameter of that
+    # name (logistic's scale) is the parameter, not the option (the signature table knows)
+    options = [k for k in ("shift", "scale") if k not in names]
+    args = bind(ctx, node, signature(node.name, "law"))
+    if args is None:
+        return None
+    vals = {k: ctx.number(v, f"the {k} of {node.name}()") for k, v in args.items()}
+    if any(v is None for v in vals.values()):
+        return None
+    for k, v in vals.items():
+        if k in ("a", "b") and arith.infinite(v):
+            continue  # uniform's ends: reported below with their own message
+        # a scale parameter (or the scale option, whatever its sign) must not round to 0
+        scale = k in ("sd", "rate", "scale")
+        if not check_float(ctx, v, args[k], f"the {k} of {node.name}()", scale=scale):
+            return None
+    if node.name == "uniform":
+        c = compare(vals["a"], vals["b"])
+        if c is not None and c >= 0:
+            ctx.error("E309", f"uniform(a, b) needs a < b, found a = {fmt(vals['a'])}, b = {fmt(vals['b'])}",
+                      node.span)
+            return None
+        if arith.infinite(vals["a"]) or arith.infinite(vals["b"]):
+            ctx.error("E309", "uniform(a, b) needs finite ends", node.span)
+            return None
+        if vals["a"].is_number and vals["b"].is_number and float(vals["a"]) >= float(vals["b"]):
+            ctx.error("E309", f"uniform(a, b) has a < b, but a and b are the same number in floating point "
+                              f"(a = {fmt(vals['a'])}, b = {fmt(vals['b'])})", node.span,
+                      "the interval back end computes in floating point (64-bit): widen the range")
+            return None
+    for k in ("sd", "scale", "rate"):
+        if k in vals and k in args and not check_positive(ctx, vals[k], args[k], f"the {k} of {node.name}()"):
+            return None
+    return Law(node.name, tuple((k, vals[k]) for k in names),
+               shift=vals.get("shift", sympy.Integer(0)) if "shift" in options else sympy.Integer(0),
+               scale=vals.get("scale", sympy.Integer(1)) if "scale" in options else sympy.Integer(1))
+
+
+def build_interval(ctx: Context, call: ast.Call, name: str | None) -> IntervalMechanism | None:
+    args = bind(ctx, call, signature("interval", "mechanism"))
+    if args is None:
+        return None
+    var = _continuous(ctx, args["variable"], "interval")
+    scheme = args["scheme"]
+    if not isinstance(scheme, ast.Call) or scheme.name not in INTERVAL_SCHEMES:
+        sname = scheme.name if isinstance(scheme, ast.Call) else (scheme.name if isinstance(scheme, ast.Ref) else None)
+        ctx.error("E206", f"unknown interval scheme {repr(sname) if sname else describe(scheme)}", scheme.span,
+                  (did_you_mean(sname, INTERVAL_SCHEMES) if sname else "") or
+                  "schemes: case1(anchor), case2(anchor), canonical(m, anchor), ring(m, anchor)")
+        return None
+    ssig = signature(scheme.name, "interval scheme")
+    sargs = bind(ctx, scheme, ssig)
+    if scheme.name in ("case1", "case2"):
+        m = 2 if scheme.name == "case1" else 3
+    else:
+        m = value(ctx, sargs, ssig, "m") if sargs else None
+        if sargs and m is None:
+            return None
+    if sargs is None:
+        return None
+    anchor = build_law(ctx, sargs["anchor"], "anchor law")
+    disclose = None
+    if "disclose" in args:
+        disclose = _disclosed(ctx, args["disclose"], var)
+        if disclose is None:
+            return None
+    if var is None or anchor is None or m is None:
+        return None
+    _check_anchor_support(ctx, var, anchor, sargs["anchor"].span)
+    return IntervalMechanism(name, var, scheme.name, anchor, m, disclose, call.span)
+
+
+def _disclosed(ctx: Context, node: ast.Node, var: Variable | None):
+    if not (isinstance(node, ast.Tagged) and node.tag.name == "disclose" and isinstance(node.body, ast.ListLit)
+            and len(node.body.items) == 2):
+        ctx.error("E205", f"expected disclose [a, b], found {describe(node)}", node.span)
+        return None
+    lo, hi = (ctx.number(x, "an end of the disclosed range") for x in node.body.items)
+    if lo is None or hi is None:
+        return None
+    if not all(check_float(ctx, v, x, "an end of the disclosed range") for v, x in zip((lo, hi), node.body.items)):
+        return None
+    c = compare(lo, hi)
+    if c is not None and c >= 0:
+        ctx.error("E309", f"the disclosed range needs a < b, found [{fmt(lo)}, {fmt(hi)}]", node.span)
+        return None
+    if var is not None and ((compare(lo, var.lower) or 0) < 0 or (compare(hi, var.upper) or 0) > 0):
+        ctx.error("E309", f"the disclosed range [{fmt(lo)}, {fmt(hi)}] leaves the support of {var.name} "
+                          f"[{fmt(var.lower)}, {fmt(var.upper)}]", node.span)
+        return None
+    return (lo, hi)
+
+
+def _check_anchor_support(ctx: Context, var: Variable, anchor: Law, span: Span) -> None:
+    """E406 when the anchors cannot reach a finite end of the variable's support.
+
+    F_Y is identified only where anchors fall (interval privacy, Theorem 1): a bounded
+    support must be covered.  On an unbounded side nothing can be required.
+    """
+    lo, hi = anchor.support()
+    bad = []
+    if var.lower.is_finite and (compare(lo, var.lower) or 0) > 0:
+        bad.append(f"below {fmt(lo)}")
+    if var.upper.is_finite and (compare(hi, var.upper) or 0) < 0:
+        bad.append(f"above {fmt(hi)}")
+    below, above = compare(hi, var.lower), compare(lo, var.upper)
+    if not bad and ((below is not None and below <= 0) or (above is not None and above >= 0)):
+        bad = ["inside it"]
+    if bad:
+        ctx.error("E406", f"the anchors cannot cover the support of {var.name} [{fmt(var.lower)}, "
+                          f"{fmt(var.upper)}]: no anchor falls {' or '.join(bad)}", span,
+                  f"choose anchors whose support contains [{fmt(var.lower)}, {fmt(var.upper)}], "
+                  f"e.g. uniform({fmt(var.lower)}, {fmt(var.upper)})" if var.is_bounded else
+                  "choose anchors whose support reaches the variable's bounds")
+
+
+def build_selective(ctx: Context, call: ast.Call, name: str | None) -> SelectiveMechanism | None:
+    sig = signature("selective", "mechanism")
+    usage = sig.usage
+    args = bind(ctx, call, sig)
+    if args is None:
+        return None
+    base = build_mechanism(ctx, args["mechanism"], None)
+    if base is not None and not isinstance(base, IntervalMechanism):
+        ctx.error("E401", "selective() collects ranges of an interval mechanism (Definition 5)",
+                  args["mechanism"].span, usage)
+        return None
+    vals = {}
+    for k in ("tau", "rho"):
+        v = value(ctx, args, sig, k)
+        if v is None:
+            return None
+        vals[k] = v
+    if base is None:
+        return None
+    return SelectiveMechanism(name, base, vals["tau"], vals["rho"], call.span)
+
+
+def build_progressive(ctx: Context, call: ast.Call, name: str | None) -> ProgressiveMechanism | None:
+    sig = signature("progressive", "mechanism")
+    args = bind(ctx, call, sig)
+    if args is None:
+        return None
+    var = _continuous(ctx, args["variable"], "progressive")
+    rounds = value(ctx, args, sig, "rounds")
+    if var is None or rounds is None:
+        return None
+    if not var.is_bounded:
+        ctx.error("E406", f"progressive() draws anchors uniformly in the current range, but {var.name} "
+                          "has an unbounded support", args["variable"].span,
+                  f"declare bounds: variable {var.name}: continuous [a, b]")
+        return None
+    return ProgressiveMechanism(name, var, rounds, call.span)
+
+
+# ---- interval-censored data as they come ---------------------------------------------------------
+#: endpoint conventions of censored(Y, ends = ...), as written
+CENSORED_ENDS = {"right_closed": "(l, r]", "closed": "[l, r]", "left_closed": "[l, r)", "open": "(l, r)"}
+
+
+def build_censored(ctx: Context, call: ast.Call, name: str | None) -> CensoredMechanism | None:
+    """``censored(Y, ends = E, lower = L, upper = R)``: interval-censored data read as they are."""
+    args = bind(ctx, call, signature("censored", "mechanism"))
+    if args is None:
+        return None
+    var = ctx.variable(args["variable"], "a continuous variable")
+    if var is not None and var.is_categorical:
+        ctx.error("E401", f"censored() reads interval-censored values of a continuous variable, but {var.name} "
+                          "is categorical", args["variable"].span,
+                  f"declare it continuous: variable {var.name}: continuous [a, b]")
+        return None
+    ends = None
+    if "ends" in args:
+        node = args["ends"]
+        shown = node.name if isinstance(node, ast.Ref) else node.text if isinstance(node, ast.Str) else None
+        if shown not in CENSORED_ENDS:
+            ctx.error("E206", f"unknown interval ends {repr(shown) if shown else describe(node)}", node.span,
+                      (did_you_mean(shown, CENSORED_ENDS) if shown else "") or
+                      "ends: " + ", ".join(f"{k} {v}" for k, v in CENSORED_ENDS.items()))
+            return None
+        ends = shown
+    columns: dict[str, str] = {}
+    for key in ("lower", "upper"):
+        if key in args:
+            node = args[key]
+            if isinstance(node, (ast.Ref, ast.Str)):
+                columns[key] = node.name if isinstance(node, ast.Ref) else node.text
+            else:
+                ctx.error("E205", f"{key} = names a data column, found {describe(node)}", node.span,
+                          f'{key} = L or {key} = "lower bound"')
+                return None
+    if len(columns) == 1:
+        ctx.error("E205", "lower = and upper = go together (the two-column layout)", call.span,
+                  "give both columns, or neither: then the column named after the variable holds "
+                  "written intervals such as (2, 5] or [3, inf)")
+        return None
+    if columns and columns["lower"] == columns["upper"]:
+        ctx.error("E205", f"lower and upper name the same column '{columns['lower']}'", args["upper"].span)
+        return None
+    if var is None:
+        return None
+    return CensoredMechanism(name, var, ends, columns.get("lower"), columns.get("upper"), call.span)
+
+
+BUILDERS: dict[str, Callable[[Context, ast.Call, str | None], Mechanism | None]] = {
+    "subset": build_subset,
+    "grr": build_grr,
+    **{o: build_oracle for o in ORACLES},
+    "spl": build_multi_oracle,
+    "smp": build_multi_oracle,
+    "rsfd": build_rsfd,
+    "rr": build_rr,
+    "product": build_product,
+    "interval": build_interval,
+    "selective": build_selective,
+    "progressive": build_progressive,
+    "censored": build_censored,
+}

@@ -1,0 +1,309 @@
+"""Design comparisons and planning queries -> model: ``compare`` blocks (candidates with
+their estimators, settings, targets, the test to power) and ``sample_size(...)`` /
+``power(...)`` queries, checked like every other declaration.
+
+The back end (:mod:`privspec.backends.design.comparison`) evaluates them; the criteria and
+the default estimators are in :mod:`privspec.model.query_kinds`, so the front end and the back
+end read one table.
+"""
+from __future__ import annotations
+
+import sympy
+
+from privspec.language import ast
+from privspec.model import signatures
+from privspec.model.mechanisms import FLOAT_LIMIT, build_mechanism
+from privspec.model.graph import Compare, Estimand, Mechanism, Method, Plan, PowerTest, ProductMechanism, Query, Target
+from privspec.model.query_kinds import CRITERIA, FAMILIES, POWER_TESTS, default_estimator, family_of
+from privspec.model.scope import Context, compare, describe, did_you_mean, fmt
+from privspec.language.source import Span
+
+#: the settings of a compare block (``at n = 1000, alpha = 0.05, test = proportion(Black, 0.08)``)
+SETTINGS = ("n", "alpha", "test")
+#: targets a planning query takes as options (``sample_size(..., max_se = 0.01)``)
+PLANNING_TARGETS = ("max_se", "ci_width", "power")
+#: estimands whose sample size and power can be planned
+PLANNED_ESTIMANDS = ("distribution", "joint", "mean", "moment")
+
+
+def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
+    """A ``compare`` block: every candidate observes the estimand and has an estimator for it
+    (its ``by``, else its family's default), the settings and targets are valid."""
+    from privspec.model.queries import _estimand, _observes
+
+    est = _estimand(ctx, decl.estimand, "estimate")
+    ok = est is not None
+    n, alpha, test = None, sympy.Rational(1, 20), None
+    for key, value in decl.settings:
+        if key.name not in SETTINGS:
+            ctx.error("E205", f"unknown setting '{key.name}'", key.span,
+                      did_you_mean(key.name, SETTINGS) or f"settings: {', '.join(SETTINGS)}")
+            ok = False
+        elif key.name == "n":
+            n = _sample_size_n(ctx, value)
+            ok = ok and n is not None
+        elif key.name == "alpha":
+            alpha = _level(ctx, value)
+            ok = ok and alpha is not None
+        elif est is not None:
+            test = power_test(ctx, value, est)
+            ok = ok and test is not None
+    targets = []
+    for ref, op, value in decl.targets:
+        t = _target(ctx, ref, op, value)
+        ok = ok and t is not None
+        targets.append(t)
+    if any(t is not None and t.criterion == "power" for t in targets) and test is None:
+        ctx.error("E504", "a power target needs the test to power", decl.span,
+                  "add it to the settings: at n = 1000, test = proportion(LABEL, p0)")
+        ok = False
+    candidates, estimators = [], []
+    seen: set[str] = set()
+    for key, value, by in decl.candidates:
+        if key.name in seen:
+            ctx.error("E202", f"candidate '{key.name}' is declared twice in this comparison", key.span)
+            ok = False
+            continue
+        seen.add(key.name)
+        mech = build_mechanism(ctx, value, key.name)
+        if mech is None:
+            ok = False
+            continue
+        if est is not None and not all(_observes(mech, v) for v in est.variables):
+            ctx.error("E503", f"candidate {key.name} does not observe {', '.join(v.name for v in est.variables)}",
+                      value.span)
+            ok = False
+            continue
+        method = candidate_estimator(ctx, est, mech, by, key) if est is not None else None
+        if method is None:
+            ok = False
+            continue
+        candidates.append((key.name, mech))
+        estimators.append((key.name, method))
+    if not decl.candidates:
+        ctx.error("E205", "a comparison needs candidate mechanisms in { }", decl.span)
+        ok = False
+    criteria = []
+    for c in decl.criteria:
+        if not isinstance(c, ast.Ref) or c.name not in CRITERIA:
+            shown = c.name if isinstance(c, ast.Ref) else describe(c)
+            ctx.error("E502", f"unknown comparison criterion '{shown}'", c.span,
+                      (did_you_mean(shown, CRITERIA) if isinstance(c, ast.Ref) else "")
+                      or f"criteria: {', '.join(CRITERIA)}")
+            ok = False
+            continue
+        criteria.append(c.name)
+    if "power" in criteria and test is None:
+        ctx.error("E504", "the power criterion needs the test to power", decl.span,
+                  "add it to the settings: at n = 1000, test = proportion(LABEL, p0)")
+        ok = False
+    if not ok:
+        return None
+    plan = Plan(n=n, alpha=alpha, test=test, targets=tuple(targets))  # type: ignore[arg-type]
+    return Compare(decl.name.name, est, (("n", n),) if n is not None else (), tuple(candidates),  # type: ignore[arg-type]
+                   tuple(criteria) or ("avar_trace",), decl.span, tuple(estimators), plan)
+
+
+def candidate_estimator(ctx: Context, est: Estimand, mech: Mechanism, by: ast.Node | None,
+                        src: ast.Ref) -> Method | None:
+    """The estimator a candidate (or a planning query's mechanism) is judged with: ``by``
+    checked as in ``estimate``, else the family's efficient default."""
+    from privspec.model.queries import ESTIMATORS, _fit, _method
+
+    if by is not None:
+        method = _method(ctx, by, ESTIMATORS[est.kind], f"estimator for {est.kind}()")
+    else:
+        family = family_of(mech)
+        name = default_estimator(est.kind, family)
+        if name is None:
+            ctx.error("E501", f"no estimator of {est.kind}() applies to {FAMILIES[family]} ({src.name})", src.span,
+                      f"candidates for {est.kind}() are mechanisms that observe "
+                      f"{', '.join(v.name for v in est.variables)}")
+            return None
+        method = Method(name, ("normal",) if name == "mle" and est.kind in ("mean", "moment", "cdf") else (),
+                        src.span)
+    if method is None or not _fit(ctx, est, mech, method, src):
+        return None
+    return method
+
+
+def power_test(ctx: Context, node: ast.Node, est: Estimand) -> PowerTest | None:
+    """``proportion(LABEL, p0)``, ``difference(LABEL, delta)`` or ``independence(X, Y)``."""
+    usage = "proportion(LABEL, p0), difference(LABEL, delta) or independence(X, Y)"
+    if not isinstance(node, ast.Call) or node.name not in POWER_TESTS:
+        shown = node.name if isinstance(node, ast.Call) else describe(node)
+        ctx.error("E502", f"unknown test {shown!r} to power", node.span,
+                  (did_you_mean(shown, POWER_TESTS) if isinstance(node, ast.Call) else "") or usage)
+        return None
+    if node.keywords or len(node.args) != 2:
+        ctx.error("E205", f"{node.name}() takes two arguments: {usage}", node.span)
+        return None
+    if node.name == "independence":
+        names = []
+        for a in node.args:
+            v = ctx.variable(a, "a variable")
+            if v is None:
+                return None
+            names.append(v.name)
+        if names[0] == names[1]:
+            ctx.error("E205", f"{names[0]} appears twice in independence()", node.span)
+            return None
+        return PowerTest("independence", variables=tuple(names), span=node.span)
+    if est.kind != "distribution":
+        ctx.error("E501", f"{node.name}() tests a category's proportion: it needs distribution(X), "
+                          f"not {est.kind}()", node.span)
+        return None
+    label = ctx.domain_label(node.args[0], est.variables[0])
+    value = ctx.number(node.args[1], "the null proportion" if node.name == "proportion" else "the difference")
+    if label is None or value is None:
+        return None
+    lo = -1 if node.name == "difference" else 0
+    if not value.is_number or (compare(value, sympy.Integer(lo)) or 0) < 0 or (compare(value, sympy.Integer(1)) or 0) > 0:
+        ctx.error("E309", f"the {'difference' if lo else 'null proportion'} must be a number in [{lo}, 1], "
+                          f"found {fmt(value)}", node.args[1].span)
+        return None
+    if node.name == "difference" and value == 0:
+        ctx.error("E309", "a difference of 0 has no power to find: give the difference to detect", node.args[1].span)
+        return None
+    return PowerTest(node.name, label=label, value=value, variables=(est.variables[0].name,), span=node.span)
+
+
+def _level(ctx: Context, node: ast.Node, what: str = "alpha") -> sympy.Expr | None:
+    """A number strictly between 0 and 1: the level ``alpha`` of a test or interval, or the
+    ``power`` a sample size is planned for (a power of 1 is reached at no finite n)."""
+    words = {"alpha": "the level alpha", "power": "the power wanted"}[what]
+    value = ctx.number(node, words)
+    if value is None:
+        return None
+    if not value.is_number or not 0 < float(value) < 1:
+        hint = ("a test reaches power 1 only as n grows without end, and power 0 at no n: ask for a power "
+                "such as 0.8 or 0.9" if what == "power" else "the level of a test: 0.05, 0.01")
+        ctx.error("E309", f"{what} must be in (0, 1), found {fmt(value)}", node.span, hint)
+        return None
+    return value
+
+
+def _sample_size_n(ctx: Context, node: ast.Node) -> sympy.Integer | None:
+    """The number of respondents of ``at n = N`` or ``power(..., n = N)``: a whole number
+    from 1 to :data:`privspec.model.mechanisms.FLOAT_LIMIT` (it is computed with in floating point)."""
+    got = ctx.integer(node, "the sample size n", 1)
+    if got is None:
+        return None
+    if got > FLOAT_LIMIT:
+        ctx.error("E309", f"the sample size n must be at most 1e300, found {fmt(sympy.Integer(got))}", node.span,
+                  "standard errors and power are computed in floating point (64-bit); at 1e300 respondents "
+                  "every standard error is 0 and every power 1 already")
+        return None
+    return sympy.Integer(got)
+
+
+def _target(ctx: Context, ref: ast.Ref, op: str, node: ast.Node) -> Target | None:
+    if ref.name not in CRITERIA:
+        ctx.error("E502", f"unknown criterion '{ref.name}' in a target", ref.span,
+                  did_you_mean(ref.name, CRITERIA) or f"criteria: {', '.join(CRITERIA)}")
+        return None
+    value = ctx.number(node, f"the target for {ref.name}")
+    if value is None:
+        return None
+    if not value.is_number:
+        ctx.error("E205", f"a target is a number, found {fmt(value)}", node.span)
+        return None
+    better = CRITERIA[ref.name].better
+    if (better == "lower") != op.startswith("<"):
+        word = "at most (<=)" if better == "lower" else "at least (>=)"
+        ctx.error("E205", f"{ref.name} is better {better}: its target says {word} a value", ref.span,
+                  f"{ref.name} {'<=' if better == 'lower' else '>='} {fmt(value)}")
+        return None
+    return Target(ref.name, op, value, ref.span)
+
+
+# ---- planning queries --------------------------------------------------------------------------------
+def planning_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
+    """``sample_size(ESTIMAND from M [by E], max_se = x | ci_width = x | power = p, test = T)``
+    and ``power(ESTIMAND from M [by E], n = N, test = T)``."""
+    kind = call.name
+    sig = signatures.signature(kind, "query")
+    usage = QUERY_USAGE[kind]
+    if len(call.positional) != 1 or not isinstance(call.positional[0], ast.Qualified):
+        ctx.error("E205", f"{kind}() takes an estimand with its mechanism: {usage}", call.span)
+        return None
+    q = call.positional[0]
+    if q.calibrate is not None:
+        ctx.error("E205", f"{kind}() takes no calibrate clause", q.calibrate.span)
+        return None
+    if q.source is None:
+        ctx.error("E504", "say which mechanism the data come through: ... from MECHANISM", q.span, usage)
+        return None
+    est = _planned_estimand(ctx, q.value)
+    mech = ctx.lookup(q.source, ["mechanism"])
+    if est is None or mech is None:
+        return None
+    method = candidate_estimator(ctx, est, mech, q.method, q.source)
+    if method is None:
+        return None
+    options: dict[str, tuple[ast.KwArg, object]] = {}
+    for kw in call.keywords:
+        key = kw.key.name if isinstance(kw.key, ast.Ref) else getattr(kw.key, "text", "")
+        if key not in sig.keywords:
+            ctx.error("E205", f"unknown option '{key}' for {kind}()", kw.span, did_you_mean(key, sig.keywords) or usage)
+            return None
+        if key in options:
+            ctx.error("E205", f"'{key}' is given twice", kw.span)
+            return None
+        if key == "test":
+            value = power_test(ctx, kw.value, est)
+        elif key == "alpha" or key == "power":
+            value = _level(ctx, kw.value, key)
+        elif key == "n":
+            value = _sample_size_n(ctx, kw.value)
+        else:
+            value = ctx.number(kw.value, f"the target for {key}")
+            if value is not None and (not value.is_number or float(value) <= 0):
+                ctx.error("E309", f"{key} must be a positive number, found {fmt(value)}", kw.value.span)
+                value = None
+        if value is None:
+            return None
+        options[key] = (kw, value)
+    test = options.get("test", (None, None))[1]
+    alpha = options.get("alpha", (None, sympy.Rational(1, 20)))[1]
+    if kind == "power":
+        if "n" not in options or test is None:
+            ctx.error("E504", f"power() needs n and the test: {usage}", call.span)
+            return None
+        plan = Plan(n=options["n"][1], alpha=alpha, test=test)  # type: ignore[arg-type]
+    else:
+        given = [k for k in PLANNING_TARGETS if k in options]
+        if len(given) != 1:
+            ctx.error("E504" if not given else "E205", f"sample_size() takes one target "
+                      f"({', '.join(PLANNING_TARGETS)}), found {len(given)}", call.span, usage)
+            return None
+        if given[0] == "power" and test is None:
+            ctx.error("E504", "a power target needs the test: test = proportion(LABEL, p0)", call.span, usage)
+            return None
+        op = ">=" if given[0] == "power" else "<="
+        target = Target(given[0], op, options[given[0]][1], options[given[0]][0].span)  # type: ignore[arg-type]
+        plan = Plan(alpha=alpha, test=test, targets=(target,))  # type: ignore[arg-type]
+    if test is not None and test.kind == "independence":
+        if not isinstance(mech, ProductMechanism):
+            ctx.error("E501", f"independence tests need a product mechanism; {q.source.name} is not",
+                      q.source.span, "collect with product(subset(a, uniform), subset(b, uniform))")
+            return None
+    return Query(name, kind, mechanism=mech, estimand=est, method=method, plan=plan, span=span)
+
+
+def _planned_estimand(ctx: Context, node: ast.Node) -> Estimand | None:
+    from privspec.model.queries import _estimand
+
+    est = _estimand(ctx, node, "estimate")
+    if est is not None and est.kind not in PLANNED_ESTIMANDS:
+        ctx.error("E501", f"sample sizes and power are planned for {', '.join(PLANNED_ESTIMANDS)}, "
+                          f"not {est.kind}()", node.span)
+        return None
+    return est
+
+
+QUERY_USAGE = {
+    "sample_size": "sample_size(distribution(X) from M, max_se = 0.01) or sample_size(distribution(X) from M, "
+                   "power = 0.8, test = proportion(LABEL, p0))",
+    "power": "power(distribution(X) from M, n = 1000, test = proportion(LABEL, p0))",
+}

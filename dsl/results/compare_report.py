@@ -1,0 +1,677 @@
+"""The report of a design comparison (issue 17): one self-contained HTML page, or Markdown
+with PNG plots beside it.
+
+``privspec compare SPEC --report FILE.html|FILE.md`` hands the comparison document (the
+JSON-able dict of the comparison back end) to :func:`write_report`.  This module only
+lays that document out; every number comes from it.  Both formats carry the same
+content:
+
+* the criteria table: a row per candidate design, a column per criterion with its
+  analytic value (4 significant digits; the exact form as a tooltip), the simulated value
+  ``± its Monte Carlo error`` when there is one, and the rank; ``n/a`` cells say why in a
+  tooltip and in numbered notes under the table; dominated designs are marked, and why;
+* a scatter plot per frontier (privacy criterion against utility criterion), every point
+  labelled with its design, the frontier's designs joined and coloured, the dominated
+  ones hollow and grey;
+* the per-category standard errors (a dot plot and a table) when a candidate has them,
+  power curves (with the target power) when a candidate has them, the sample sizes that
+  meet the targets, the inverse design (free parameters solved for) and the spec itself.
+
+The HTML page fetches nothing: CSS inline, plots inline SVG, and a Content-Security-Policy
+that forbids every load, so that a reference slipping in later fails loudly in a browser
+instead of quietly reaching the network.  jinja2 renders it (autoescaped: design names and
+the spec text are the user's); matplotlib (Agg) draws the plots and is imported only when
+the document has something to plot.  Without them :class:`privspec.errors.BackendError`
+B031 says ``pip install 'privspec[report]'``.
+
+Examples
+--------
+>>> doc = {"kind": "comparison", "name": "designs", "estimand": "distribution(color)", "n": 100,
+...        "criteria": ["max_se"],
+...        "candidates": [{"name": "urn", "mechanism": "subset(color, uniform)",
+...                        "values": {"max_se": {"value": 0.0512345}}, "rank": {"max_se": 1}}]}
+>>> page = render_html(doc)
+>>> page.startswith("<!DOCTYPE html>"), "0.05123" in page, "://" in page  # fetches nothing
+(True, True, False)
+>>> fmt(0.0512345), fmt(1234.5678), fmt(12345), fmt(None), fmt(float("inf"))
+('0.05123', '1235', '12,345', '—', 'inf')
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable, Mapping
+from urllib.parse import quote
+
+from privspec.backends.plots import _pyplot
+from privspec.errors import BackendError, Diagnostic
+from privspec.results.report import _md, _md_table
+
+__all__ = ["render_html", "write_markdown", "write_report", "fmt"]
+
+#: what a cell shows when the document has no value for it (not computed, not n/a)
+MISSING = "—"
+#: suffixes :func:`write_report` writes as HTML and as Markdown
+HTML_SUFFIXES = (".html", ".htm")
+MD_SUFFIXES = (".md",)
+#: frontier candidates are drawn in their own colour; dominated ones in this grey
+GREY = "#9a9a9a"
+
+
+def _missing_extra() -> BackendError:
+    return BackendError(Diagnostic("B031", "the comparison report needs jinja2 and matplotlib",
+                                   hint="pip install 'privspec[report]'"))
+
+
+def _plt() -> Any:
+    """pyplot on Agg (the plots module's loader), with this report's B031 when missing."""
+    try:
+        return _pyplot()
+    except BackendError:
+        raise _missing_extra() from None
+
+
+# ---- numbers -----------------------------------------------------------------------------------
+def fmt(x: Any) -> str:
+    """A number as the report shows it: floats to 4 significant digits, integers in full
+    (thousands separated from 10,000 on), None as a dash; strings as they are.
+
+    Examples
+    --------
+    >>> fmt(2.0), fmt(0.000123456), fmt(1e-12), fmt(1000)
+    ('2', '0.0001235', '1e-12', '1000')
+    """
+    if x is None:
+        return MISSING
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
+        x = int(x)  # n = 1000.0 reads as 1000, not 1e+03
+    if isinstance(x, int):
+        return f"{x:,}" if abs(x) >= 10_000 else str(x)
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return f"{x:.4g}"
+    return str(x)
+
+
+def _finite(x: Any) -> float | None:
+    """``x`` as a float when it is a finite number (bools are not numbers here)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+def _items(x: Any) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else []
+
+
+def _dict(x: Any) -> dict:
+    return x if isinstance(x, dict) else {}
+
+
+# ---- the view: every string both formats show ------------------------------------------------
+class _Notes:
+    """Numbered notes of the n/a cells: one number per distinct reason, so that a reason
+    shared by several cells (every subset design has no epsilon) is printed once."""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+        self.cells: dict[str, list[str]] = {}
+
+    def number(self, reason: str, where: str) -> int:
+        if reason not in self.cells:
+            self.reasons.append(reason)
+            self.cells[reason] = []
+        self.cells[reason].append(where)
+        return self.reasons.index(reason) + 1
+
+    def rows(self) -> list[dict]:
+        return [{"number": i + 1, "reason": r, "cells": ", ".join(self.cells[r])}
+                for i, r in enumerate(self.reasons)]
+
+
+def _cell(cand: dict, criterion: str, notes: _Notes) -> dict:
+    raw = _dict(cand.get("values")).get(criterion)
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        raw = {"value": raw}
+    rank = _dict(cand.get("rank")).get(criterion)
+    cell = {"text": MISSING, "exact": None, "sim": None, "rank": rank, "na": None, "note": None,
+            "best": rank == 1}
+    if not isinstance(raw, dict):
+        return cell  # not computed: a dash, no note (nothing to explain)
+    if raw.get("value") is None:
+        reason = str(raw.get("na") or "not available")
+        cell.update(text="n/a", na=reason, rank=None, best=False,
+                    note=notes.number(reason, f"{cand.get('name', '?')} / {criterion}"))
+        return cell
+    cell["text"] = fmt(raw["value"])
+    if raw.get("exact") not in (None, ""):
+        cell["exact"] = str(raw["exact"])
+    if raw.get("simulated") is not None:
+        cell["sim"] = fmt(raw["simulated"]) + (f" ± {fmt(raw['mc_error'])}" if raw.get("mc_error") is not None
+                                               else "")
+    return cell
+
+
+def _status(cand: dict) -> str:
+    by = {k: _items(v) for k, v in _dict(cand.get("dominated_by")).items() if _items(v)}
+    if by:
+        return "dominated: " + "; ".join(f"by {', '.join(map(str, v))} on {k}" for k, v in by.items())
+    if cand.get("pareto") is True:
+        return "on the frontier"
+    if cand.get("pareto") is False:
+        return "dominated"
+    return ""
+
+
+def _sample_sizes(cands: list[dict]) -> dict | None:
+    keys: list[str] = []
+    for c in cands:
+        keys += [k for k in _dict(c.get("sample_size")) if k not in keys]
+    if not keys:
+        return None
+    rows = []
+    for c in cands:
+        sizes = _dict(c.get("sample_size"))
+        cells = []
+        for k in keys:
+            v = sizes.get(k)
+            if isinstance(v, dict):  # {"na": reason} or {"value": n}
+                v = v.get("value") if v.get("value") is not None else f"n/a ({v.get('na', 'not reached')})"
+            cells.append(fmt(v))
+        rows.append({"name": str(c.get("name", "?")), "cells": cells})
+    return {"header": keys, "rows": rows}
+
+
+def _se_table(cands: list[dict]) -> dict | None:
+    labels: list[str] = []
+    with_se = [c for c in cands if _items(_dict(c.get("se")).get("labels"))]
+    for c in with_se:
+        labels += [str(x) for x in c["se"]["labels"] if str(x) not in labels]
+    if not labels:
+        return None
+    columns = []
+    for c in with_se:
+        se = dict(zip(map(str, c["se"]["labels"]), _items(c["se"].get("values"))))
+        columns.append([fmt(se.get(lab)) for lab in labels])
+    return {"header": [str(c.get("name", "?")) for c in with_se],
+            "rows": [{"name": lab, "cells": [col[i] for col in columns]} for i, lab in enumerate(labels)]}
+
+
+def _choice(choice: Any, parameter: str, verb: str) -> str:
+    """One of an inverse design's answers: ``eps = 1.7 meets max_se <= 0.01 (max_se 0.0099, ...)``."""
+    if not isinstance(choice, dict):
+        return MISSING
+    if "none" in choice:
+        return f"none: {choice['none']}"
+    crit = ", ".join(f"{k} {fmt(v)}" for k, v in _dict(choice.get("criteria")).items())
+    said = choice.get("meets") if verb == "meets" else choice.get("at")
+    text = f"{parameter} = {fmt(choice.get('value'))}" + (f" {verb} {said}" if said else "")
+    return text + (f" ({crit})" if crit else "")
+
+
+def _inverse(doc: dict) -> list[dict]:
+    rows = []
+    for inv in _items(doc.get("inverse")):
+        if not isinstance(inv, dict):
+            continue
+        par = str(inv.get("parameter", "?"))
+        rng = _items(inv.get("range"))
+        rows.append({"candidate": str(inv.get("candidate", "?")), "parameter": par,
+                     "range": f"[{', '.join(fmt(x) for x in rng)}]" if rng else MISSING,
+                     "most_private": _choice(inv.get("most_private"), par, "meets"),
+                     "best_utility": _choice(inv.get("best_utility"), par, "at")})
+    return rows
+
+
+def _criterion_heads(doc: dict) -> list[dict]:
+    info = _dict(doc.get("criterion_info"))
+    heads = []
+    for k in _items(doc.get("criteria")):
+        i = _dict(info.get(k))
+        sub = ", ".join(x for x in (i.get("side"), f"{i['better']} is better" if i.get("better") else None) if x)
+        heads.append({"name": str(k), "sub": sub, "meaning": str(i.get("meaning") or "")})
+    return heads
+
+
+def _axis_label(doc: dict, criterion: str) -> str:
+    better = _dict(_dict(doc.get("criterion_info")).get(criterion)).get("better")
+    return f"{criterion} ({better} is better)" if better else criterion
+
+
+def _point(cand: dict, criterion: str) -> float | None:
+    raw = _dict(cand.get("values")).get(criterion)
+    return _finite(raw.get("value") if isinstance(raw, dict) else raw)
+
+
+def _frontiers(doc: dict) -> list[dict]:
+    """What each frontier section says besides its plot."""
+    out = []
+    cands = [c for c in _items(doc.get("candidates")) if isinstance(c, dict)]
+    for i, fr in enumerate(f for f in _items(doc.get("frontiers")) if isinstance(f, dict)):
+        x, y = str(fr.get("x", "?")), str(fr.get("y", "?"))
+        left_out = [str(c.get("name", "?")) for c in cands if _point(c, x) is None or _point(c, y) is None]
+        out.append({"number": i + 1, "x": x, "y": y, "title": f"{y} against {x}",
+                    "frontier": [str(n) for n in _items(fr.get("frontier"))],
+                    "dominated": [{"name": str(k), "why": str(v)} for k, v in _dict(fr.get("dominated")).items()],
+                    "left_out": left_out})
+    return out
+
+
+def _has_power(cands: list[dict]) -> bool:
+    return any(_items(_dict(c.get("power")).get("n")) for c in cands)
+
+
+def _view(doc: dict) -> dict:
+    """The comparison document as the strings both formats lay out (and the plots to draw)."""
+    cands = [c for c in _items(doc.get("candidates")) if isinstance(c, dict)]
+    criteria = [str(k) for k in _items(doc.get("criteria"))]
+    notes = _Notes()
+    rows = []
+    for c in cands:
+        status = _status(c)
+        rows.append({"name": str(c.get("name", "?")), "mechanism": str(c.get("mechanism") or ""),
+                     "estimator": str(c.get("estimator") or ""), "cells": [_cell(c, k, notes) for k in criteria],
+                     "status": status, "dominated": status.startswith("dominated")})
+    planning = _dict(doc.get("planning"))
+    targets = [f"{t.get('criterion', '?')} {t.get('op', '')} {fmt(t.get('value'))}"
+               for t in _items(doc.get("targets")) if isinstance(t, dict)]
+    sim = None
+    if doc.get("reps"):
+        sim = f"{fmt(doc['reps'])} simulated replications" + (f", seed {doc['seed']}" if doc.get("seed") is not None
+                                                            else "")
+    return {
+        "title": str(doc.get("title") or doc.get("name") or "Design comparison"),
+        "name": str(doc.get("name") or ""), "estimand": str(doc.get("estimand") or ""),
+        "n": fmt(doc.get("n")) if doc.get("n") is not None else None,
+        "alpha": fmt(doc.get("alpha")) if doc.get("alpha") is not None else None,
+        "simulation": sim, "criteria": _criterion_heads(doc), "rows": rows, "notes": notes.rows(),
+        "frontiers": _frontiers(doc), "se": _se_table(cands),
+        "power": bool(_has_power(cands)),
+        "planning": {"test": str(planning.get("test") or ""),
+                     "target": fmt(planning.get("target_power")) if planning.get("target_power") is not None
+                     else None} if planning else None,
+        "targets": targets, "sample_sizes": _sample_sizes(cands), "inverse": _inverse(doc),
+        "spec": str(doc.get("spec") or ""),
+    }
+
+
+# ---- plots -------------------------------------------------------------------------------------
+def _colours(doc: dict) -> dict[str, Any]:
+    """One colour per design, the same in every plot (tab10, by order in the document)."""
+    _plt()
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    return {str(c.get("name", "?")): cmap(i % 10)
+            for i, c in enumerate(c for c in _items(doc.get("candidates")) if isinstance(c, dict))}
+
+
+def _frontier_figure(doc: dict, fr: dict, colours: Mapping[str, Any]) -> Any:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    x, y = fr["x"], fr["y"]
+    on = set(fr["frontier"])
+    pts = {}
+    for c in _items(doc.get("candidates")):
+        if isinstance(c, dict) and _point(c, x) is not None and _point(c, y) is not None:
+            pts[str(c.get("name", "?"))] = (_point(c, x), _point(c, y))
+    line = sorted(p for n, p in pts.items() if n in on)
+    if len(line) > 1:
+        ax.plot(*zip(*line), color="#333333", lw=1.2, zorder=1, label="frontier")
+    for name, (px, py) in pts.items():
+        if name in on:
+            ax.scatter([px], [py], s=70, color=colours.get(name, "C0"), edgecolor="black", zorder=3)
+        else:  # dominated: hollow and grey, so the frontier stands out
+            ax.scatter([px], [py], s=60, facecolor="white", edgecolor=GREY, lw=1.5, zorder=2)
+        ax.annotate(name, (px, py), xytext=(6, 6), textcoords="offset points", fontsize=9,
+                    color="black" if name in on else "#555555")
+    ax.set_xlabel(_axis_label(doc, x))
+    ax.set_ylabel(_axis_label(doc, y))
+    ax.set_title(fr["title"])
+    ax.margins(0.15)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _se_figure(doc: dict, colours: Mapping[str, Any]) -> Any:
+    """Dot plot: a row per category, a marker per design (offset so that ties stay visible)."""
+    plt = _plt()
+    cands = [c for c in _items(doc.get("candidates"))
+             if isinstance(c, dict) and _items(_dict(c.get("se")).get("labels"))]
+    labels: list[str] = []
+    for c in cands:
+        labels += [str(x) for x in c["se"]["labels"] if str(x) not in labels]
+    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.45 * len(labels)))
+    width = 0.6 / max(len(cands), 1)
+    for j, c in enumerate(cands):
+        se = dict(zip(map(str, c["se"]["labels"]), _items(c["se"].get("values"))))
+        ys = [i - 0.3 + width * (j + 0.5) for i, lab in enumerate(labels) if _finite(se.get(lab)) is not None]
+        xs = [_finite(se[lab]) for lab in labels if _finite(se.get(lab)) is not None]
+        name = str(c.get("name", "?"))
+        ax.scatter(xs, ys, s=40, color=colours.get(name, "C0"), label=name, zorder=3)
+        ax.hlines(ys, 0, xs, color=colours.get(name, "C0"), lw=1.5, zorder=2)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlim(left=0)
+    ax.set_xlabel(f"standard error at n = {fmt(doc.get('n'))}" if doc.get("n") is not None else "standard error")
+    ax.set_title("Standard error of each category's estimate")
+    ax.grid(axis="x", alpha=0.3)
+    # beside the axes: inside, it would hide the longest bars' dots
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def _power_figure(doc: dict, colours: Mapping[str, Any]) -> Any:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for c in _items(doc.get("candidates")):
+        pw = _dict(_dict(c).get("power"))
+        pairs = [(_finite(n), _finite(p)) for n, p in zip(_items(pw.get("n")), _items(pw.get("power")))]
+        pairs = [(n, p) for n, p in pairs if n is not None and p is not None]
+        if pairs:
+            name = str(c.get("name", "?"))
+            ax.plot(*zip(*pairs), marker="o", ms=4, color=colours.get(name, "C0"), label=name)
+    target = _finite(_dict(doc.get("planning")).get("target_power"))
+    if target is not None:
+        ax.axhline(target, color="black", ls="--", lw=1, label=f"target power {fmt(target)}")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("sample size n")
+    ax.set_ylabel("power")
+    ax.set_title(str(_dict(doc.get("planning")).get("test") or "Power"), fontsize=10, wrap=True)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def _figures(doc: dict, view: dict) -> list[tuple[str, Callable[[], Any]]]:
+    """``(slug, draw)`` per plot the document has, in the order of the report; the slug
+    names the plot in the template and the PNG's file name."""
+    if not view["frontiers"] and view["se"] is None and not view["power"]:
+        return []  # nothing to draw: no matplotlib needed
+    colours = _colours(doc)
+    out: list[tuple[str, Callable[[], Any]]] = [
+        (f"frontier_{fr['number']}", lambda fr=fr: _frontier_figure(doc, fr, colours)) for fr in view["frontiers"]]
+    if view["se"] is not None:
+        out.append(("se", lambda: _se_figure(doc, colours)))
+    if view["power"]:
+        out.append(("power", lambda: _power_figure(doc, colours)))
+    return out
+
+
+def _saved(draw: Callable[[], Any], kind: str, salt: str) -> bytes:
+    plt = _plt()
+    import matplotlib
+
+    fig = draw()
+    buf = io.BytesIO()
+    # text stays text in SVG (selectable, searchable, small); a fixed salt per plot gives
+    # reproducible ids that differ between the plots of one page; no date in the metadata
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+        try:
+            fig.savefig(buf, format=kind, dpi=120, bbox_inches="tight",
+                        metadata={"Date": None} if kind == "svg" else None)
+        finally:
+            plt.close(fig)
+    return buf.getvalue()
+
+
+def _inline_svg(data: bytes, prefix: str) -> str:
+    """An SVG file as an element to inline: its XML prolog, doctype and metadata dropped, and every
+    id prefixed, since matplotlib names each figure's groups ``figure_1``, ``axes_1``, ...
+    and ids must be unique in the page (``url(#...)`` and ``href="#..."`` follow)."""
+    svg = data.decode("utf-8")
+    svg = svg[svg.index("<svg"):]
+    # the RDF metadata (matplotlib's version, namespaces) says nothing to a reader of the page
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
+    svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}-{m.group(1)})", svg)
+    svg = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', svg)
+    return svg
+
+
+# ---- HTML --------------------------------------------------------------------------------------
+def render_html(doc: dict) -> str:
+    """The comparison report as one self-contained HTML page (CSS inline, plots inline SVG,
+    no reference to anything outside the page).
+
+    Parameters
+    ----------
+    doc : dict
+        The comparison document (``kind = "comparison"``); optional keys may be absent,
+        None or empty.
+
+    Returns
+    -------
+    str
+        The page, starting ``<!DOCTYPE html>``.
+
+    Raises
+    ------
+    privspec.errors.BackendError
+        B031 when jinja2 is missing, or matplotlib and the document has plots.
+
+    Examples
+    --------
+    >>> doc = {"name": "d", "criteria": ["epsilon"], "candidates": [
+    ...     {"name": "<urn>", "values": {"epsilon": {"value": None, "na": "no finite epsilon"}}}]}
+    >>> page = render_html(doc)
+    >>> '<td class="na" title="no finite epsilon">' in page, "&lt;urn&gt;" in page
+    (True, True)
+    """
+    try:
+        import jinja2
+        from markupsafe import Markup
+    except ImportError:
+        raise _missing_extra() from None
+    view = _view(doc)
+    plots = {slug: Markup(_inline_svg(_saved(draw, "svg", f"privspec-{slug}"), f"p-{slug}"))
+             for slug, draw in _figures(doc, view)}
+    env = jinja2.Environment(loader=jinja2.PackageLoader("privspec", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("compare.html.j2").render(v=view, plots=plots)
+
+
+# ---- Markdown ----------------------------------------------------------------------------------
+def _md_cell(cell: dict) -> str:
+    if cell["na"] is not None:
+        return f"n/a [{cell['note']}]"
+    text = f"**{cell['text']}**" if cell["best"] else cell["text"]
+    if cell["sim"]:
+        text += f" (sim {cell['sim']})"
+    if cell["rank"] is not None:
+        text += f", rank {cell['rank']}"
+    return text
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text``."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _markdown(view: dict, images: Mapping[str, str]) -> str:
+    v = view
+    out = [f"# {_md(v['title'])}", ""]
+    facts = [f"Comparison **{_md(v['name'])}**" if v["name"] else "Comparison"]
+    if v["estimand"]:
+        facts.append(f"of designs for {_md(v['estimand'])}")
+    if v["n"]:
+        facts.append(f"at n = {v['n']}")
+    line = " ".join(facts) + (f" (alpha = {v['alpha']})" if v["alpha"] else "") + "."
+    out += [line + (f" {_md(v['simulation'])}." if v["simulation"] else ""), ""]
+
+    out += ["## Criteria", ""]
+    if v["rows"]:
+        header = ["design", "mechanism", "estimator"] + [_md(h["name"]) for h in v["criteria"]] + ["status"]
+        out += _md_table(header, [[f"**{_md(r['name'])}**", _md(r["mechanism"]), _md(r["estimator"])]
+                                  + [_md_cell(c) for c in r["cells"]]  # numbers: nothing to escape
+                                  + [_md(r["status"])] for r in v["rows"]])
+        out += ["", "Values at n; **bold**: the best (rank 1); sim: simulated value ± Monte Carlo error.", ""]
+    else:
+        out += ["No candidate designs.", ""]
+    out += [f"- **{_md(h['name'])}**" + (f" ({_md(h['sub'])})" if h["sub"] else "")
+            + (f": {_md(h['meaning'])}" if h["meaning"] else "") for h in v["criteria"]]
+    if v["notes"]:
+        out += ["", "Notes:", ""] + [f"{n['number']}. {_md(n['reason'])} ({_md(n['cells'])})" for n in v["notes"]]
+    out.append("")
+
+    if v["frontiers"]:
+        out += ["## Frontiers", ""]
+    for fr in v["frontiers"]:
+        out += [f"### {_md(fr['title'])}", ""]
+        if f"frontier_{fr['number']}" in images:
+            out += [f"![{_md(fr['title'])}]({quote(images['frontier_' + str(fr['number'])])})", ""]
+        out.append("On the frontier: " + (", ".join(_md(n) for n in fr["frontier"]) or "none") + ".")
+        out += [f"- {_md(d['name'])} is dominated: {_md(d['why'])}" for d in fr["dominated"]]
+        if fr["left_out"]:
+            out += ["", "Not plotted (no number on both criteria): " + ", ".join(_md(n) for n in fr["left_out"]) + "."]
+        out.append("")
+
+    if v["se"] is not None:
+        out += ["## Standard errors by category", ""]
+        if "se" in images:
+            out += [f"![Standard errors by category]({quote(images['se'])})", ""]
+        out += _md_table(["category"] + [_md(h) for h in v["se"]["header"]],
+                         [[_md(r["name"])] + r["cells"] for r in v["se"]["rows"]]) + [""]
+    if v["power"]:
+        out += ["## Power", ""]
+        if v["planning"]:
+            out += [f"{_md(v['planning']['test'])}" + (f"; target power {v['planning']['target']}"
+                                                       if v["planning"]["target"] else "") + ".", ""]
+        if "power" in images:
+            out += [f"![Power curves]({quote(images['power'])})", ""]
+    if v["sample_sizes"] is not None or v["targets"]:
+        out += ["## Sample sizes", ""]
+        if v["targets"]:
+            out += ["Targets: " + "; ".join(_md(t) for t in v["targets"]) + ".", ""]
+        if v["sample_sizes"] is not None:
+            out += _md_table(["design"] + [_md(h) for h in v["sample_sizes"]["header"]],
+                             [[_md(r["name"])] + [_md(c) for c in r["cells"]] for r in v["sample_sizes"]["rows"]])
+            out.append("")
+    if v["inverse"]:
+        out += ["## Inverse design", ""]
+        out += _md_table(["design", "parameter", "range", "most private", "best utility"],
+                         [[_md(r[k]) for k in ("candidate", "parameter", "range", "most_private", "best_utility")]
+                          for r in v["inverse"]]) + [""]
+    if v["spec"]:
+        fence = _fence(v["spec"])
+        out += ["## Spec", "", fence, v["spec"].rstrip("\n"), fence, ""]
+    return "\n".join(out)
+
+
+def _png(path: Path, slug: str) -> Path:
+    """Where the Markdown report at ``path`` puts its picture ``slug``: beside it."""
+    folder = path.parent if str(path.parent) else Path(".")
+    return folder / f"{path.stem}_{slug}.png"
+
+
+def report_targets(doc: dict, path: str | os.PathLike[str]) -> list[Path]:
+    """Every file :func:`write_report` writes for ``doc`` at ``path``: the report, then (for
+    Markdown) its PNGs; ValueError for a suffix that is neither HTML nor Markdown."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix in HTML_SUFFIXES:
+        return [p]
+    if suffix in MD_SUFFIXES:
+        return [p] + [_png(p, slug) for slug, _ in _figures(doc, _view(doc))]
+    raise ValueError(f"cannot tell the report's format from {os.fspath(path)!r}: "
+                     "name it FILE.html (one self-contained page) or FILE.md (Markdown with PNGs beside it)")
+
+
+def write_markdown(doc: dict, path: str | os.PathLike[str], force: bool = False) -> list[str]:
+    """Write the comparison report as Markdown to ``path`` and its plots as PNGs beside it
+    (``STEM_frontier_1.png``, ..., ``STEM_se.png``, ``STEM_power.png``), each atomically.
+
+    The PNGs are written first, so that the Markdown never names a missing image; images
+    are referenced by their file name (relative to the Markdown file).  Every file is
+    checked before any is written: an existing one is replaced only with ``force``
+    (:func:`privspec.backends.data.files.check_output`); should one appear meanwhile, the files
+    written before it are removed.
+
+    Returns
+    -------
+    list of str
+        The paths written: the Markdown file first, then the PNGs.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> doc = {"name": "d", "estimand": "distribution(color)", "criteria": ["max_se"],
+    ...        "candidates": [{"name": "urn", "values": {"max_se": {"value": 0.05, "simulated": 0.0512,
+    ...                                                              "mc_error": 0.002}}}]}
+    >>> [p] = write_markdown(doc, os.path.join(tempfile.mkdtemp(), "r.md"))
+    >>> print(open(p, encoding="utf-8").read())  # doctest: +ELLIPSIS
+    # d
+    <BLANKLINE>
+    Comparison **d** of designs for distribution(color).
+    <BLANKLINE>
+    ## Criteria
+    <BLANKLINE>
+    | design | mechanism | estimator | max\\_se | status |
+    |---|---|---|---|---|
+    | **urn** |  |  | 0.05 (sim 0.0512 ± 0.002) |  |
+    ...
+    """
+    from privspec.backends.data.files import check_output, write_bytes_atomic, write_text_atomic
+
+    p = Path(path)
+    for target in report_targets(doc, p):
+        check_output(target, force=force)
+    view = _view(doc)
+    images, written = {}, []
+    try:
+        for slug, draw in _figures(doc, view):
+            png = _png(p, slug)
+            write_bytes_atomic(_saved(draw, "png", f"privspec-{slug}"), png, force=force)
+            images[slug] = png.name
+            written.append(os.fspath(png))
+        write_text_atomic(_markdown(view, images), p, force=force)
+    except BaseException:
+        if not force:  # they were new: no half report stays behind
+            for done in written:
+                os.unlink(done)
+        raise
+    return [os.fspath(p)] + written
+
+
+def write_report(doc: dict, path: str | os.PathLike[str], force: bool = False) -> list[str]:
+    """Write the comparison report, HTML or Markdown by the suffix of ``path``
+    (``.html``/``.htm``: :func:`render_html`; ``.md``: :func:`write_markdown`).  An existing
+    file is replaced only with ``force``; anything there that is not a regular file (a
+    device, a pipe, a folder), never (D007, :func:`privspec.backends.data.files.check_output`).
+
+    Returns
+    -------
+    list of str
+        The paths written (the report first).
+
+    Raises
+    ------
+    ValueError
+        Any other suffix.
+    privspec.errors.BackendError
+        B031 when jinja2 or matplotlib is missing.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix in HTML_SUFFIXES:
+        from privspec.backends.data.files import check_output, write_text_atomic
+
+        check_output(path, force=force)
+        write_text_atomic(render_html(doc), path, force=force)
+        return [os.fspath(path)]
+    if suffix in MD_SUFFIXES:
+        return write_markdown(doc, path, force=force)
+    raise ValueError(f"cannot tell the report's format from {os.fspath(path)!r}: "
+                     "name it FILE.html (one self-contained page) or FILE.md (Markdown with PNGs beside it)")
