@@ -18,7 +18,7 @@ MODULES = sorted({m.name for m in pkgutil.walk_packages(privspec.__path__, "priv
 
 
 #: modules whose examples need an optional extra
-OPTIONAL = {"privspec.backends.plots": "matplotlib", "privspec.results.compare_report": "jinja2"}
+OPTIONAL = {"privspec.results.plots": "matplotlib", "privspec.results.compare_report": "jinja2"}
 
 
 @pytest.mark.parametrize("name", MODULES)

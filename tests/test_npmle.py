@@ -587,7 +587,7 @@ def test_profile_band_with_ring_and_counts():
 # ---- plots -----------------------------------------------------------------------------
 def test_plot_cdf(tmp_path):
     pytest.importorskip("matplotlib")
-    from privspec.backends.plots import plot_cdf
+    from privspec.results.plots import plot_cdf
 
     left, right = case2(200, seed=1)
     fit = npmle(left, right)
@@ -603,7 +603,7 @@ def test_plot_cdf(tmp_path):
 
 
 def test_plot_without_matplotlib(tmp_path, monkeypatch):
-    from privspec.backends.plots import plot_cdf
+    from privspec.results.plots import plot_cdf
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)     # import fails
     with pytest.raises(BackendError, match="matplotlib") as info:
@@ -612,7 +612,7 @@ def test_plot_without_matplotlib(tmp_path, monkeypatch):
 
 
 # ---- the modules' own examples (tests/test_doctests.py walks privspec/ only) ----------
-@pytest.mark.parametrize("module", ["privspec.backends.interval.npmle.estimator", "privspec.backends.plots"])
+@pytest.mark.parametrize("module", ["privspec.backends.interval.npmle.estimator", "privspec.results.plots"])
 def test_module_examples(module):
     if module.endswith("plots"):
         pytest.importorskip("matplotlib")

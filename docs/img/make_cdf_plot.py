@@ -18,7 +18,7 @@ from scipy import stats
 from privspec.backends.interval.backend import aggregate
 from privspec.backends.interval.mechanisms import sample_interval
 from privspec.backends.interval.npmle.estimator import cdf_confidence_band, npmle
-from privspec.backends.plots import plot_cdf
+from privspec.results.plots import plot_cdf
 from privspec.model.graph import IntervalMechanism, Law, Variable
 
 OUT = Path(__file__).resolve().parent / "interval_cdf.png"

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import quote
 
-from privspec.backends.plots import _pyplot
+from privspec.results.plots import _pyplot
 from privspec.errors import BackendError, Diagnostic
 from privspec.results.report import _md, _md_table
 

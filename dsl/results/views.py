@@ -270,7 +270,7 @@ class ResultViews:
         (default: 41 points over the data), estimates with their ``1 - alpha`` intervals
         (:meth:`conf_int`), a matrix as a heat map, a ``power`` result's curve over n and
         a ``sample_size`` result's criterion over n with the target marked."""
-        from privspec.backends import plots
+        from privspec.results import plots
         from privspec.results.values import Matrix, StepFunction
 
         names = _Names(self)

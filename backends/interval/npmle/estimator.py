@@ -44,7 +44,7 @@ reps=200, seed=None, calibration="auto", ring=False, tol=1e-10) -> (lower, upper
     percentile bootstrap (``"bootstrap"``).
 ``likelihood_ratio(result, left, right, counts, x, theta) -> ndarray``
     The statistic the profile band inverts, at given ``(x, theta)`` pairs.
-``plot_cdf(result, band, path)`` in :mod:`privspec.backends.plots` draws the estimate
+``plot_cdf(result, band, path)`` in :mod:`privspec.results.plots` draws the estimate
     and its band (matplotlib, the ``plot`` extra).
 
 Modules
