@@ -30,6 +30,7 @@ the tests is installed already) and ``pytest`` (the suite itself).  Python block
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
 import io
 import os
@@ -336,17 +337,36 @@ def test_language_example_is_bundled_verbatim_and_checks() -> None:
     assert len(model.queries) == 24 and list(model.compares) == ["race_designs"]
 
 
+def _product_modules() -> set[str]:
+    """Every module of the product, dotted, from the source folders (pyproject's package-dir)."""
+    found = set()
+    for top, package in (("dsl", "privspec"), ("backends", "privspec.backends")):
+        for path in (ROOT / top).rglob("*.py"):
+            parts = path.relative_to(ROOT / top).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found.add(".".join((package, *parts)))
+    return found
+
+
 def test_architecture_names_modules_that_exist() -> None:
-    """docs/architecture.md says where each formula lives: every module it names exists."""
+    """docs/architecture.md says where each formula lives: every module, file and
+    ``module.name`` it cites exists, and every module of the product is cited."""
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    named = set(re.findall(r"`(?:backends/)?([a-z_]+)\.py`", text)) | set(re.findall(r"\b([a-z_]+)\.py\b", text))
-    named |= {m.split(".")[0] for m in re.findall(r"`([a-z_]+)\.[A-Za-z_]+", text)
-              if (ROOT / "backends" / f"{m.split('.')[0]}.py").exists()}
-    missing = sorted(n for n in named if not (ROOT / "backends" / f"{n}.py").exists()
-                     and not (ROOT / "dsl" / f"{n}.py").exists() and n not in ("x", "y"))  # the legend
-    assert not missing, missing
-    for dotted in set(re.findall(r"`privspec\.(?:backends\.)?([a-z_]+)`", text)) - {"x", "y"}:
-        assert (ROOT / "backends" / f"{dotted}.py").exists() or (ROOT / "dsl" / f"{dotted}.py").exists(), dotted
+    modules = _product_modules()
+    for path in set(re.findall(r"\b((?:dsl|backends|grammar)/[\w/]*\.(?:py|lark))\b", text)):
+        assert (ROOT / path).is_file(), path
+    for dotted in set(re.findall(r"`(privspec(?:\.\w+)+)`", text)):
+        module = next((m for m in sorted(modules, key=len, reverse=True)
+                       if dotted == m or dotted.startswith(m + ".")), None)
+        assert module is not None, dotted
+        obj = importlib.import_module(module)
+        for name in dotted[len(module) + 1:].split(".") if dotted != module else ():
+            assert hasattr(obj, name), dotted
+            obj = getattr(obj, name)
+    cited = set(re.findall(r"privspec(?:\.\w+)+", text))
+    missing = sorted(m for m in modules if m not in cited and not m.endswith("__main__"))
+    assert not missing, f"modules docs/architecture.md does not name: {missing}"
 
 
 def test_oracle_page_specs_check_clean() -> None:
