@@ -280,7 +280,7 @@ def one(case: str, p: dict, repeat: int) -> dict:
     elif case == "interval":
         import privspec
         from privspec.backends.data.engines import DuckDBEngine
-        from privspec.backends.interval.backend import fit_npmle
+        from privspec.backends.interval.fit import fit_npmle
         from privspec.backends.interval.reports import report_model
 
         spec = privspec.load(INTERVAL_SPEC)

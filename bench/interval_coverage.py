@@ -38,11 +38,14 @@ import sympy
 from scipy import stats
 from scipy.special import stdtrit
 
-from privspec.backends.interval.backend import aggregate
+from privspec.backends.interval.fit import aggregate
 from privspec.backends.interval.estimators import (example2_conditional_se, example2_mean, npmle_case1_se,
                                                    parametric_mle)
-from privspec.backends.interval.mechanisms import law_distribution, likelihood_pieces, sample_interval
-from privspec.backends.interval.resample import (Z95, bootstrap, case1_fitter, engine_fitter, moment_statistic,
+from privspec.backends.interval.laws import law_distribution
+from privspec.backends.interval.ranges import likelihood_pieces
+from privspec.backends.interval.sampling import sample_interval
+from privspec.backends.core.normal import Z95
+from privspec.backends.interval.resample import (bootstrap, case1_fitter, engine_fitter, moment_statistic,
                                                  npmle_moment_interval)
 from privspec.backends.interval.npmle.estimator import likelihood_ratio, npmle
 from privspec.model.graph import IntervalMechanism, Law, Variable

@@ -18,7 +18,8 @@ import time
 import numpy as np
 from scipy import stats
 
-from privspec.backends.interval.backend import _engine, aggregate
+from privspec.backends.interval.backend import _engine
+from privspec.backends.interval.fit import aggregate
 from privspec.backends.interval.coverage import case1_coverage
 from privspec.backends.interval.estimators import example2_mean, npmle_functional
 from privspec.backends.interval.npmle.estimator import npmle

@@ -309,12 +309,12 @@ def test_conditional_se_of_a_parametric_fit_is_refused(se_data):
 
 def test_band_at_chosen_points():
     """fit_npmle bounds F at any finite points (the API to come); True keeps the quartiles."""
-    from privspec.backends.interval.backend import fit_npmle
+    from privspec.backends.interval.fit import fit_npmle
 
     model = privspec.load(SE_SPEC).model
     mech = model.queries["m2"].mechanism
     rng = np.random.default_rng(0)
-    from privspec.backends.interval.mechanisms import sample_reports
+    from privspec.backends.interval.reports import sample_reports
 
     left, right = sample_reports(model, mech, rng.normal(0.5, 1, 300), rng)
     L, R, C = privspec.backends.interval.backend.aggregate(left, right)

@@ -13,8 +13,9 @@ import pytest
 from scipy import stats
 
 import privspec
-from privspec.backends.interval.backend import aggregate, estimate_from_reports, fit_npmle
-from privspec.backends.interval.mechanisms import sample_reports
+from privspec.backends.interval.estimate import estimate_from_reports
+from privspec.backends.interval.fit import aggregate, fit_npmle
+from privspec.backends.interval.reports import sample_reports
 from privspec.backends.interval.resample import (case1_fitter, engine_fitter, jackknife, moment_statistic,
                                                  npmle_moment_interval)
 from privspec.backends.interval.npmle.estimator import likelihood_ratio, npmle

@@ -10,11 +10,12 @@ from scipy import stats
 
 from privspec.model.graph import IntervalMechanism, Law, ProgressiveMechanism, SelectiveMechanism, Variable
 from privspec.backends.interval.coverage import (case1_coverage, case2_coverage, composition_bound,
-                                                 coverage_from_data, ensemble_coverage, exact_uniform_coverage,
-                                                 ignorability, mechanism_coverage, partition_coverage,
-                                                 progressive_coverage)
-from privspec.backends.interval.mechanisms import (law_distribution, range_coverage, sample_interval,
-                                                   sample_progressive, sample_selective)
+                                                 ensemble_coverage, exact_uniform_coverage, ignorability,
+                                                 partition_coverage, progressive_coverage)
+from privspec.backends.interval.laws import law_distribution
+from privspec.backends.interval.ranges import range_coverage
+from privspec.backends.interval.reports import coverage_from_data, mechanism_coverage
+from privspec.backends.interval.sampling import sample_interval, sample_progressive, sample_selective
 
 Z = sympy.Integer
 SCORE = Variable("score", "continuous")

@@ -8,12 +8,14 @@ import sympy
 from scipy import integrate, stats
 
 from privspec.model.graph import IntervalMechanism, Law, Variable
-from privspec.backends.interval.backend import aggregate
+from privspec.backends.interval.fit import aggregate
 from privspec.backends.interval.avar import fisher_information
 from privspec.backends.interval.coverage import case1_coverage
 from privspec.backends.interval.estimators import (example2_mean, example2_variance, information_bound,
                                                    law_moment, npmle_functional, optimal_anchor, parametric_mle)
-from privspec.backends.interval.mechanisms import law_distribution, likelihood_pieces, sample_interval
+from privspec.backends.interval.laws import law_distribution
+from privspec.backends.interval.ranges import likelihood_pieces
+from privspec.backends.interval.sampling import sample_interval
 from privspec.backends.interval.npmle.estimator import npmle_pieces
 from privspec.backends.interval.npmle.data import innermost
 

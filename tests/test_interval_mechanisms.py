@@ -9,9 +9,10 @@ from scipy import stats
 
 from privspec.errors import DataError
 from privspec.model.graph import IntervalMechanism, Law, ProgressiveMechanism, SelectiveMechanism, Variable
-from privspec.backends.interval.mechanisms import (format_ranges, law_cdf_expr, law_distribution,
-                                                   likelihood_pieces, parse_ranges, range_coverage,
-                                                   sample_interval, sample_progressive, sample_selective)
+from privspec.backends.interval.laws import law_cdf_expr, law_distribution
+from privspec.backends.interval.mechanisms import format_ranges, parse_ranges
+from privspec.backends.interval.ranges import likelihood_pieces, range_coverage
+from privspec.backends.interval.sampling import sample_interval, sample_progressive, sample_selective
 
 Z = sympy.Integer
 SCORE = Variable("score", "continuous")
@@ -231,7 +232,7 @@ def test_parse_ranges_rounds_numbers_correctly(misrounding_to_numeric):
 def test_spec_numbers_become_the_nearest_double():
     """A spec's exact numbers: one correctly rounded division (sympy.N(x, 17) then float
     rounded twice, off for 0.4% of 17-digit decimals such as 0.44675406503255774)."""
-    from privspec.backends.interval.mechanisms import _f
+    from privspec.backends.interval.laws import nearest_double as _f
 
     rng = np.random.default_rng(15)
     p, q = rng.integers(1, 10**15, 2000).tolist(), rng.integers(1, 10**15, 2000).tolist()

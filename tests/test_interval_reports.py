@@ -16,8 +16,8 @@ import pytest
 import privspec
 from privspec.backends.data.files import DataBindings
 from privspec.backends.interval.backend import CensoredBackend, IntervalBackend
-from privspec.backends.interval.coverage import coverage_from_data, mechanism_coverage
-from privspec.backends.interval.mechanisms import population_law, sample_reports
+from privspec.backends.interval.laws import population_law
+from privspec.backends.interval.reports import coverage_from_data, mechanism_coverage, sample_reports
 from privspec.backends.interval.reports import (CensoredReports, IntervalReports, ProgressiveReports, ReportModel,
                                                 SelectiveReports, is_interval_family, report_model)
 from privspec.errors import BackendError, DataError

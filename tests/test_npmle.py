@@ -647,7 +647,7 @@ def test_band_critical_values():
     """Interval data: D's quantile at 1 - 0.8 (1 - level), 2.486 at 95% (finite-sample
     calibration); the table's own levels with calibration='banerjee-wellner', interpolated in
     log(1 - level); chi-square(1) for exact points."""
-    from privspec.backends.interval.npmle.estimator import _BW_LEVELS, _BW_QUANTILES, _critical
+    from privspec.backends.interval.npmle.bands import _BW_LEVELS, _BW_QUANTILES, _critical
 
     assert _critical(0.95, "auto", False) == pytest.approx(2.4864, abs=1e-3)
     assert _critical(0.95, "auto", True) == pytest.approx(stats.chi2.ppf(0.95, 1))
@@ -694,8 +694,9 @@ def interval_reports(scheme: str, m: int, disclose, n: int, seed: int):
     fits them: distinct reports with counts, then their pieces (the acceptable range taken out)."""
     import sympy
 
-    from privspec.backends.interval.backend import aggregate
-    from privspec.backends.interval.mechanisms import likelihood_pieces, sample_interval
+    from privspec.backends.interval.fit import aggregate
+    from privspec.backends.interval.ranges import likelihood_pieces
+    from privspec.backends.interval.sampling import sample_interval
     from privspec.model.graph import IntervalMechanism, Law, Variable
 
     anchors = Law("uniform", (("a", sympy.Integer(-3)), ("b", sympy.Integer(3))))
@@ -821,8 +822,9 @@ def test_an_engine_failure_surfaces_instead_of_switching_engines(monkeypatch):
     error), and a fit stopped short of the maximum says so (converged, kkt) and gets no
     standard error."""
     import privspec
-    from privspec.backends.interval.backend import estimate_from_reports, fit_npmle
-    from privspec.backends.interval.mechanisms import sample_reports
+    from privspec.backends.interval.estimate import estimate_from_reports
+    from privspec.backends.interval.fit import fit_npmle
+    from privspec.backends.interval.reports import sample_reports
 
     model = privspec.load("""variable s: continuous [0, 150]
 population s ~ uniform(0, 150)
@@ -832,7 +834,7 @@ query m = estimate mean(s) from mid by npmle
     q = model.queries["m"]
     rng = np.random.default_rng(2)
     left, right = sample_reports(model, q.mechanism, rng.uniform(0, 150, 300), rng)
-    from privspec.backends.interval.backend import aggregate
+    from privspec.backends.interval.fit import aggregate
 
     L, R, C = aggregate(left, right)
     ok = fit_npmle(q.mechanism, L, R, C)

@@ -38,8 +38,8 @@ from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import IntervalMechanism, ModelGraph, Query
 from privspec.backends.interval.reports import report_model
 from privspec.results.values import Result
-from privspec.backends.interval.estimators import ParametricFit, _score_ratio, example2_variance, information_bound
-from privspec.backends.interval.mechanisms import _f, law_distribution, population_law
+from privspec.backends.interval.estimators import ParametricFit, example2_variance, information_bound, score_ratio
+from privspec.backends.interval.laws import law_distribution, nearest_double, population_law
 
 QMC_POINTS = 2 ** 14
 _FAMILIES = {"normal": stats.norm, "logistic": stats.logistic}
@@ -141,7 +141,7 @@ def fisher_information(mech: IntervalMechanism, family: str, mu: float, sigma: f
         p2l, p2r = np.zeros_like(lefts), np.zeros_like(lefts)
     pieces = [(p1l, p1r), (p2l, p2r)]
     if mech.disclose is not None:
-        a, b = _f(mech.disclose[0]), _f(mech.disclose[1])
+        a, b = nearest_double(mech.disclose[0]), nearest_double(mech.disclose[1])
         cut = []
         for pl, pr in pieces:
             cut += [(pl, np.minimum(pr, a)), (np.maximum(pl, b), pr)]
@@ -159,10 +159,10 @@ def fisher_information(mech: IntervalMechanism, family: str, mu: float, sigma: f
     if mech.disclose is not None:
         # disclosed values: E[score score^T; Y in A], score of log f((y - mu)/sigma)/sigma
         x, w = np.polynomial.legendre.leggauss(200)
-        a, b = _f(mech.disclose[0]), _f(mech.disclose[1])
+        a, b = nearest_double(mech.disclose[0]), nearest_double(mech.disclose[1])
         y = a + (b - a) * (x + 1) / 2
         z = (y - mu) / sigma
-        s = _score_ratio(family, z)
+        s = score_ratio(family, z)
         g = np.vstack([-s / sigma, -(1 + z * s) / sigma])
         dens = dist.pdf(z) / sigma
         info = info + (g * (w * dens * (b - a) / 2)) @ g.T

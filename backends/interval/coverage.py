@@ -40,9 +40,9 @@ import sympy
 from scipy import integrate
 from scipy.stats import qmc
 
-from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import IntervalMechanism, Law, ProgressiveMechanism, SelectiveMechanism
-from privspec.backends.interval.mechanisms import _f, law_cdf_expr, law_distribution, range_coverage, support_of
+from privspec.backends.interval.laws import law_cdf_expr, law_distribution, nearest_double, support_of
+from privspec.backends.interval.ranges import range_coverage
 
 QMC_POINTS = 2 ** 14
 QMC_SCRAMBLES = 8
@@ -139,7 +139,7 @@ def pair_integral(population, together: Callable[[np.ndarray, np.ndarray], np.nd
 def _outside(disclose: tuple | None) -> Callable[[np.ndarray], np.ndarray]:
     if disclose is None:
         return lambda y: 1.0
-    a, b = _f(disclose[0]), _f(disclose[1])
+    a, b = nearest_double(disclose[0]), nearest_double(disclose[1])
     return lambda y: ((y < a) | (y > b)).astype(float)
 
 
@@ -152,7 +152,7 @@ def partition_coverage(population, anchor, scheme: str, count: int, disclose: tu
         return same(np.abs(anchor.cdf(y) - anchor.cdf(yp))) * out(y) * out(yp)
 
     lo, hi = anchor.support()
-    breaks = [lo, hi] + ([_f(disclose[0]), _f(disclose[1])] if disclose else [])
+    breaks = [lo, hi] + ([nearest_double(disclose[0]), nearest_double(disclose[1])] if disclose else [])
     return pair_integral(population, together, breaks)
 
 
@@ -169,7 +169,7 @@ def ensemble_coverage(population, mechanisms: Sequence[IntervalMechanism]) -> fl
         anchor = law_distribution(m.anchor)
         count = m.m if m.scheme == "ring" else m.m - 1
         parts.append((anchor, same_range(m.scheme, count), _outside(m.disclose)))
-        breaks += list(anchor.support()) + ([_f(m.disclose[0]), _f(m.disclose[1])] if m.disclose else [])
+        breaks += list(anchor.support()) + ([nearest_double(m.disclose[0]), nearest_double(m.disclose[1])] if m.disclose else [])
 
     def together(y, yp):
         val = 1.0
@@ -302,7 +302,7 @@ def selective_terms(mech: SelectiveMechanism, cdf: Callable, points: int = QMC_P
     and sum_i P_i^2 1{P_i >= tau} with P_i = L(R^(i)) (Y falls in range i with
     probability P_i); computed by randomized quasi-Monte Carlo.
     """
-    tau = _f(mech.tau)
+    tau = nearest_double(mech.tau)
     ps, ss = [], []
     for k in range(scrambles):
         P = partition_probabilities(mech.base, _sobol_anchors(mech.base, points // scrambles, k), cdf)
@@ -335,7 +335,7 @@ def selective_coverage(mech: SelectiveMechanism, cdf: Callable) -> Coverage:
     L(S_null) = 1; the collected reports have coverage >= tau.
     """
     terms = selective_terms(mech, cdf)
-    rho = _f(mech.rho)
+    rho = nearest_double(mech.rho)
     p, s = terms["p"], terms["s"]
     value = rho * s + (1 - rho * p)
     extras = {"p_coverage_at_least_tau": p, "collect_probability": rho * p,
@@ -345,23 +345,6 @@ def selective_coverage(mech: SelectiveMechanism, cdf: Callable) -> Coverage:
     return Coverage(value, "quasi-monte-carlo",
                     f"{QMC_POINTS} scrambled Sobol anchor draws in {QMC_SCRAMBLES} scrambles; a null report "
                     "counts with coverage 1", extras)
-
-
-# ---- one entry point ------------------------------------------------------------------------------
-def mechanism_coverage(mech, population: Law | None) -> Coverage:
-    """tau(M) for any interval-family mechanism; symbolic in F when no population is given.
-
-    Which formula applies is the mechanism's report model's to say
-    (:meth:`.interval_reports.ReportModel.coverage`: :func:`interval_mechanism_coverage`,
-    :func:`selective_coverage` or :func:`progressive_mechanism_coverage`).
-    """
-    if population is None:
-        return symbolic_coverage(mech)
-    from privspec.backends.interval.reports import is_interval_family, report_model
-
-    if not is_interval_family(mech):
-        raise BackendError(Diagnostic("B103", f"'{mech.name}' is not an interval mechanism"))
-    return report_model(mech).coverage(population)
 
 
 def progressive_mechanism_coverage(mech: ProgressiveMechanism, population: Law) -> Coverage:
@@ -426,19 +409,3 @@ def _density_on_support(law: Law, u: sympy.Symbol) -> tuple[sympy.Expr, sympy.Ex
         rate = law.param("rate") / law.scale
         return rate * sympy.exp(-rate * (u - law.shift)), lo, hi
     return sympy.diff(law_cdf_expr(law, u), u), lo, hi
-
-
-# ---- from data ---------------------------------------------------------------------------------
-def coverage_from_data(left: np.ndarray, right: np.ndarray, counts: np.ndarray, mech,
-                       cdf: Callable) -> tuple[float, str]:
-    """The data-based coverage estimate, with a word on which estimator it is.
-
-    Case I (no acceptable range): n^-1 sum_i [F(u_i)^2 + (1 - F(u_i))^2] with u_i the
-    anchor in each report (the by-product of Theorem 1's proof).  Otherwise the mean
-    individual coverage n^-1 sum_i L(S_{z_i}) (nulls count 1), which is unbiased for
-    E[L(S_Z)] but uses only the collected range, as the data hold no other anchors.
-    """
-    # the report model knows which estimator the mechanism's reports allow
-    from privspec.backends.interval.reports import report_model
-
-    return report_model(mech).coverage_from_data(left, right, counts, cdf)

@@ -33,7 +33,7 @@ from scipy import integrate, optimize, special, stats
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Law
-from privspec.backends.interval.mechanisms import _f, law_cdf_expr, law_distribution
+from privspec.backends.interval.laws import law_cdf_expr, law_distribution, nearest_double
 
 
 # ---- Example 2 --------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ def example2_variance(population: Law, a: sympy.Expr, b: sympy.Expr) -> tuple[sy
         e_second = sum(c * (m1 if k == 1 else m2 if k == 2 else 1) for (k,), c in poly.terms())
         return sympy.simplify(e_second - m1 ** 2), "exact", 0.0
     dist = law_distribution(population)
-    af, bf = _f(a), _f(b)
+    af, bf = nearest_double(a), nearest_double(b)
 
     def cond(y):
         y = np.clip(y, af, bf)
@@ -183,7 +183,7 @@ def _std_logistic_moment(i: int) -> sympy.Expr:
 _FAMILIES = {"normal": stats.norm, "logistic": stats.logistic}
 
 
-def _score_ratio(family: str, z: np.ndarray) -> np.ndarray:
+def score_ratio(family: str, z: np.ndarray) -> np.ndarray:
     """f0'(z) / f0(z) of the standard law."""
     return -z if family == "normal" else -np.tanh(z / 2)
 
@@ -227,9 +227,7 @@ class ParametricFit:
         """
         if self.negll is None or k not in (1, 2) or not (self.scale > 0):
             return None
-        from scipy.special import ndtri
-
-        crit = float(ndtri(0.5 + level / 2) ** 2)
+        crit = float(special.ndtri(0.5 + level / 2) ** 2)
         negll = self.negll
         m2 = self._standard_moments(2)[2]
         v_hat = self.moment_value(k, self.location, self.scale)
@@ -352,7 +350,7 @@ def _negative_loglik(piece_left: np.ndarray, piece_right: np.ndarray, owner: np.
             zp = zl[is_point]
             cp = counts[owner[is_point]]
             ll += np.sum(cp * (dist.logpdf(zp) - log_s))
-            ratio = _score_ratio(family, zp)
+            ratio = score_ratio(family, zp)
             g_mu += np.sum(cp * (-ratio / s))
             g_ls += np.sum(cp * (-ratio * zp - 1))
         return -ll, -np.array([g_mu, g_ls])

@@ -1,4 +1,4 @@
-"""Interval mechanisms: anchor laws, observed ranges, and how they are written.
+"""Interval reports as written: the one convention, and reading and writing it.
 
 The one convention
 ------------------
@@ -27,8 +27,8 @@ them into :class:`Censored` (ends and closedness), whose :meth:`Censored.encoded
 same sets in the one convention, exactly.  Every number is read correctly rounded
 (:func:`parse_floats`).
 
-Anchors and populations are :class:`privspec.model.graph.Law` objects; :func:`law_distribution`
-turns one into a frozen :mod:`scipy.stats` distribution (``shift + scale * X``).
+The mechanisms draw these reports (:mod:`.sampling`, from the laws of :mod:`.laws`);
+what a report says about Y is in :mod:`.ranges`.
 
 Examples
 --------
@@ -42,143 +42,20 @@ Examples
 """
 from __future__ import annotations
 
-import math
 import re
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
-import sympy
-from scipy import stats
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from privspec.errors import BackendError, DataError, Diagnostic
-from privspec.model.graph import (IntervalMechanism, Law, ModelGraph, ProgressiveMechanism, SelectiveMechanism,
-                     Variable)
+from privspec.errors import DataError, Diagnostic
+from privspec.backends.data.files import parse_numbers
 from privspec.backends.data.tally import ROWS, Rows, unusual_text
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 #: how a null (not collected) report is written
 NULL = "null"
-
-
-# ---- laws ----------------------------------------------------------------------------------
-def _f(x: sympy.Expr | float) -> float:
-    """The double nearest an exact value (correctly rounded).
-
-    A rational goes through Python's integer true division, which rounds once and
-    correctly; ``float(sympy.N(x, 17))`` rounds twice (to 17 digits, then to a double)
-    and missed the nearest double for 0.4% of 17-digit decimals, so a spec bound
-    ``0.44675406503255774`` and the same number read from data differed by an ulp.
-    Other constants (``log(3)``, ``pi``) are evaluated to 40 digits and rounded once more,
-    which errs only within 1e-40 of a tie.
-
-    Examples
-    --------
-    >>> import sympy
-    >>> _f(sympy.Rational(44675406503255774, 10**17)) == float("0.44675406503255774")
-    True
-    >>> _f(sympy.oo), _f(sympy.log(3)) == float(sympy.N(sympy.log(3), 40))
-    (inf, True)
-    """
-    if isinstance(x, (int, float, np.integer, np.floating)):
-        return float(x)
-    if isinstance(x, sympy.Rational):
-        try:
-            return int(x.p) / int(x.q)
-        except OverflowError:  # beyond the largest double
-            return math.copysign(math.inf, int(x.p))
-    return float(sympy.N(x, 40))
-
-
-def law_distribution(law: Law):
-    """A frozen scipy distribution for a continuous law, ``shift + scale * X``.
-
-    Examples
-    --------
-    >>> import sympy
-    >>> d = law_distribution(Law("logistic", (("location", sympy.Integer(0)), ("scale", sympy.Integer(5)))))
-    >>> round(float(d.cdf(5.0)), 6)
-    0.731059
-    >>> tuple(map(float, law_distribution(Law("exponential", (("rate", sympy.Integer(2)),),
-    ...                                        shift=sympy.Integer(10))).support()))
-    (10.0, inf)
-    """
-    p = {k: _f(v) for k, v in law.params}
-    shift, scale = _f(law.shift), _f(law.scale)
-    if law.family == "uniform":
-        base_loc, base_scale, dist = p["a"], p["b"] - p["a"], stats.uniform
-    elif law.family == "normal":
-        base_loc, base_scale, dist = p["mean"], p["sd"], stats.norm
-    elif law.family == "logistic":
-        base_loc, base_scale, dist = p["location"], p["scale"], stats.logistic
-    elif law.family == "exponential":
-        base_loc, base_scale, dist = 0.0, 1.0 / p["rate"], stats.expon
-    else:
-        raise BackendError(Diagnostic("B101", f"no continuous law '{law.family}'"))
-    # the front end keeps scale > 0 (E309), so shift + scale * X is again loc-scale
-    return dist(loc=shift + scale * base_loc, scale=scale * base_scale)
-
-
-def law_cdf_expr(law: Law, x: sympy.Expr) -> sympy.Expr:
-    """The exact CDF of a law at ``x`` (a sympy expression).
-
-    Examples
-    --------
-    >>> import sympy
-    >>> u = sympy.Symbol("u")
-    >>> law_cdf_expr(Law("uniform", (("a", sympy.Integer(0)), ("b", sympy.Integer(150)))), u)
-    Piecewise((0, u < 0), (u/150, u <= 150), (1, True))
-    """
-    z = (x - law.shift) / law.scale
-    p = dict(law.params)
-    if law.family == "uniform":
-        a, b = p["a"], p["b"]
-        return sympy.Piecewise((0, z < a), ((z - a) / (b - a), z <= b), (1, True))
-    if law.family == "normal":
-        return (1 + sympy.erf((z - p["mean"]) / (p["sd"] * sympy.sqrt(2)))) / 2
-    if law.family == "logistic":
-        return 1 / (1 + sympy.exp(-(z - p["location"]) / p["scale"]))
-    if law.family == "exponential":
-        return sympy.Piecewise((0, z < 0), (1 - sympy.exp(-p["rate"] * z), True))
-    raise BackendError(Diagnostic("B101", f"no continuous law '{law.family}'"))
-
-
-def law_pdf_expr(law: Law, x: sympy.Expr) -> sympy.Expr:
-    """The exact density of a law at ``x`` (a sympy expression)."""
-    return sympy.diff(law_cdf_expr(law, x), x) if law.family in ("normal", "logistic") else _pdf_piecewise(law, x)
-
-
-def _pdf_piecewise(law: Law, x: sympy.Expr) -> sympy.Expr:
-    z = (x - law.shift) / law.scale
-    p = dict(law.params)
-    if law.family == "uniform":
-        a, b = p["a"], p["b"]
-        return sympy.Piecewise((1 / ((b - a) * law.scale), (z >= a) & (z <= b)), (0, True))
-    rate = p["rate"]
-    return sympy.Piecewise((rate * sympy.exp(-rate * z) / law.scale, z >= 0), (0, True))
-
-
-def population_law(model: ModelGraph, variable: Variable) -> Law | None:
-    """The continuous population declared for ``variable`` alone, or None."""
-    pop = model.population_of(variable.name)
-    if pop is None or len(pop.variables) != 1 or pop.law.family == "categorical":
-        return None
-    return pop.law
-
-
-def disclose_of(mech) -> tuple | None:
-    """The acceptable range of an interval mechanism (or of a selective one's base): its
-    report model's (:attr:`.interval_reports.ReportModel.disclose`); None for anything else."""
-    from privspec.backends.interval.reports import is_interval_family, report_model
-
-    return report_model(mech).disclose if is_interval_family(mech) else None
-
-
-def support_of(variable: Variable) -> tuple[float, float]:
-    """The variable's support ``[lower, upper]`` as floats (infinite ends allowed)."""
-    return _f(variable.lower), _f(variable.upper)
 
 
 # ---- parsing and writing ------------------------------------------------------------------------
@@ -252,9 +129,6 @@ def _extract(text: pd.Series, rx: re.Pattern) -> pd.DataFrame:
     """``text.str.extract(rx)`` (its groups, NaN where no match), in one vectorized pass
     of Arrow's RE2 over the values; the values RE2 does not match (its \\s and \\d are
     ASCII, Python's Unicode) are matched by Python's ``re``, so the groups are Python's."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     n = rx.groups
     values = np.asarray(text.to_numpy(dtype=object), dtype=object)
     out = pd.DataFrame({i: pd.Series(np.full(len(values), np.nan, dtype=object), index=text.index)
@@ -280,9 +154,6 @@ def _extract(text: pd.Series, rx: re.Pattern) -> pd.DataFrame:
 def _fullmatch(text: pd.Series, rx: re.Pattern) -> np.ndarray:
     """``text.str.fullmatch(rx)`` as a bool array (the patterns are anchored), by Arrow's RE2,
     the values it does not match checked again by Python's ``re`` (see :func:`_extract`)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     values = np.asarray(text.to_numpy(dtype=object), dtype=object)
     if not len(values):
         return np.zeros(0, dtype=bool)
@@ -332,8 +203,6 @@ def parse_floats(text: Sequence[str] | pd.Series | np.ndarray) -> np.ndarray:
     >>> parse_floats(["0.69999999999999996", "-inf", None, "2.5e-3"]).tolist()
     [0.7, -inf, nan, 0.0025]
     """
-    from privspec.backends.data.files import parse_numbers
-
     s = pd.Series(text, dtype=object)
     out = np.full(len(s), np.nan)
     have = s.notna().to_numpy()
@@ -516,8 +385,8 @@ def parse_censored(values: Sequence[str] | pd.Series, column: str = "value",
         if off.any():
             rows = where(off)
             raise _bad(rows, column, f"{len(rows)} interval(s) written with other brackets than the declared "
-                                     f"ends = {ends} {_ends_form(ends)} (e.g. {_shown(s, off)})",
-                       f"write them {_ends_form(ends)}, or leave out ends = ... so that each row's brackets "
+                                     f"ends = {ends} {ends_form(ends)} (e.g. {_shown(s, off)})",
+                       f"write them {ends_form(ends)}, or leave out ends = ... so that each row's brackets "
                        "say how it is closed", code="D111")
     # a written "[x, x]" is an exact value; "(x, x]" and the like are empty
     empty = bracketed & (left == right) & ~(left_closed & right_closed)
@@ -575,7 +444,7 @@ def parse_bounds(lower: Sequence[str] | pd.Series, upper: Sequence[str] | pd.Ser
     return out
 
 
-def _ends_form(ends: str) -> str:
+def ends_form(ends: str) -> str:
     lc, rc = ENDS[ends]
     return ("[" if lc else "(") + "a, b" + ("]" if rc else ")")
 
@@ -670,9 +539,6 @@ def _num_arrow(x: np.ndarray) -> pa.StringArray:
     by the number of digits, numpy by magnitude (below 1e-4 or from 1e16 up), so every
     text with an exponent, and every nonzero value below 1e-4, is written by :func:`_num`;
     the others are the same digits, positional, in both (a whole number without ``.0``)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     x = x + 0.0                                   # -0.0 is written 0
     text = pc.cast(pa.array(x), pa.string())
     with np.errstate(invalid="ignore"):
@@ -687,9 +553,6 @@ def format_ranges(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Write reports as text (the inverse of :func:`parse_ranges`), vectorized (Arrow's
     string kernels: 1e7 reports in about 7 s, where numpy's text and Python string
     concatenation took 29 s)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
     if not left.size:
         return np.empty(left.shape, dtype=object)
@@ -704,195 +567,3 @@ def format_ranges(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     if neither.any():
         out = pc.if_else(pa.array(neither), pa.scalar(NULL), out)
     return out.to_numpy(zero_copy_only=False).reshape(left.shape)
-
-
-# ---- sampling the mechanisms ----------------------------------------------------------------------
-def draw(law: Law, size, rng: np.random.Generator) -> np.ndarray:
-    """Draws from a law (anchors or a population), by inversion of uniforms from ``rng``."""
-    return law_distribution(law).ppf(rng.random(size))
-
-
-def _partition(y: np.ndarray, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The canonical interval (U(k), U(k+1)] holding y, anchors sorted per row; and k."""
-    anchors = np.sort(anchors, axis=1)
-    n, q = anchors.shape
-    k = (anchors < y[:, None]).sum(axis=1)  # y in (U(k), U(k+1)]: k anchors strictly below y
-    padded = np.empty((n, q + 2))
-    padded[:, 0], padded[:, -1], padded[:, 1:-1] = -np.inf, np.inf, anchors
-    rows = np.arange(n)
-    return padded[rows, k], padded[rows, k + 1], k
-
-
-def sample_interval(mech: IntervalMechanism, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Reports of an interval mechanism (Definition 2, Example 3) for true values ``y``.
-
-    ``case1``/``case2``/``canonical(m)`` draw m - 1 iid anchors, sort them and report the
-    interval (U(i-1), U(i)] holding y; ``ring(q)`` draws q anchors and reports
-    (T(i-1), T(i)] or the ring range (-inf, T(1)] U (T(q), inf] (Example 3); values in
-    the acceptable range ``disclose [a, b]`` are reported exactly.
-
-    Examples
-    --------
-    >>> import numpy as np, sympy
-    >>> from privspec.model.graph import Variable
-    >>> v = Variable("y", "continuous")
-    >>> anchor = Law("uniform", (("a", sympy.Integer(-1)), ("b", sympy.Integer(1))))
-    >>> m = IntervalMechanism("m", v, "case2", anchor, 3)
-    >>> left, right = sample_interval(m, np.array([0.0, 0.5, -0.2]), np.random.default_rng(1))
-    >>> bool(np.all((left < [0.0, 0.5, -0.2]) & ([0.0, 0.5, -0.2] <= right)))
-    True
-    """
-    y = np.asarray(y, dtype=float)
-    n = len(y)
-    count = mech.m if mech.scheme == "ring" else mech.m - 1
-    anchors = draw(mech.anchor, (n, count), rng)
-    left, right, k = _partition(y, anchors)
-    if mech.scheme == "ring":
-        # the two end intervals are one range: (-inf, T(1)] U (T(q), inf], l > r
-        ends = (k == 0) | (k == count)
-        srt = np.sort(anchors, axis=1)
-        left = np.where(ends, srt[:, -1], left)
-        right = np.where(ends, srt[:, 0], right)
-    if mech.disclose is not None:
-        a, b = _f(mech.disclose[0]), _f(mech.disclose[1])
-        inside = (y >= a) & (y <= b)
-        left = np.where(inside, y, left)
-        right = np.where(inside, y, right)
-    return left, right
-
-
-def sample_selective(mech: SelectiveMechanism, y: np.ndarray, rng: np.random.Generator,
-                     cdf) -> tuple[np.ndarray, np.ndarray]:
-    """Definition 5: the base report is collected if L(S_Z) >= tau and W ~ Bern(rho) is 1.
-
-    ``cdf`` is the population CDF used for the coverage L (Way II of section III-D:
-    the system knows, or has estimated, F_Y).  Not collected: NaN.
-    """
-    left, right = sample_interval(mech.base, y, rng)
-    coverage = range_coverage(left, right, cdf, mech.base.disclose)
-    w = rng.random(len(y)) < _f(mech.rho)
-    keep = w & (coverage >= _f(mech.tau))
-    return np.where(keep, left, np.nan), np.where(keep, right, np.nan)
-
-
-def sample_progressive(mech: ProgressiveMechanism, y: np.ndarray, rng: np.random.Generator,
-                       tau: np.ndarray | float | None = None, cdf=None) -> tuple[np.ndarray, np.ndarray]:
-    """Example 4: up to ``rounds`` anchors, each uniform on the current range.
-
-    Round h draws U(h) uniform on [lo, hi], the respondent says whether Y <= U(h), and
-    the range shrinks to the side holding Y.  With a sensitivity ``tau`` (per respondent)
-    and the population ``cdf``, an answer is given only while the new range keeps
-    coverage L >= tau; otherwise the previous range is collected (``null`` when the
-    first answer is refused).  Without ``tau`` every respondent answers every round.
-    Reports are written (lo, hi]; a range still at the lower end of the support keeps
-    -inf as its left end, as in Case I.
-    """
-    y = np.asarray(y, dtype=float)
-    n = len(y)
-    lo0, hi0 = support_of(mech.variable)
-    lo, hi = np.full(n, lo0), np.full(n, hi0)
-    answered = np.zeros(n, dtype=bool)
-    active = np.ones(n, dtype=bool)
-    for _ in range(mech.rounds):
-        u = lo + (hi - lo) * rng.random(n)
-        below = y <= u
-        new_lo, new_hi = np.where(below, lo, u), np.where(below, u, hi)
-        if tau is not None:
-            cov = cdf(new_hi) - cdf(new_lo)
-            active &= cov >= tau
-        lo, hi = np.where(active, new_lo, lo), np.where(active, new_hi, hi)
-        answered |= active
-    left = np.where(lo == lo0, -np.inf, lo)
-    right = np.where(hi == hi0, np.inf, hi)
-    return np.where(answered, left, np.nan), np.where(answered, right, np.nan)
-
-
-def sample_reports(model: ModelGraph, mech, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Reports of any interval-family mechanism for true values ``y`` (its report model
-    draws them: :meth:`.interval_reports.ReportModel.draw`); B103 for anything else."""
-    from privspec.backends.interval.reports import is_interval_family, report_model
-
-    if not is_interval_family(mech):
-        raise BackendError(Diagnostic("B103", f"'{getattr(mech, 'name', mech)}' is not an interval mechanism"))
-    return report_model(mech).draw(model, y, rng)
-
-
-# ---- what a report says about Y ----------------------------------------------------------------------
-def range_coverage(left: np.ndarray, right: np.ndarray, cdf,
-                   disclose: tuple | None = None) -> np.ndarray:
-    """Individual coverage L(S_z) = P(Y in S_z) of reports (Implication 3).
-
-    S_z is the reported range less the acceptable range A (proof of Theorem 3); a
-    disclosed point has coverage 0; NaN (not collected) stays NaN.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from scipy import stats
-    >>> cov = range_coverage(np.array([-np.inf, 0.0, 1.0, 1.0]), np.array([0.0, np.inf, 1.0, -1.0]),
-    ...                      stats.norm.cdf)
-    >>> [round(float(c), 4) for c in cov]
-    [0.5, 0.5, 0.0, 0.3173]
-    """
-    left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
-    fl, fr = cdf(left), cdf(right)
-    interval = np.where(left < right, fr - fl, 0.0)
-    ring = left > right
-    cov = np.where(ring, 1.0 - (fl - fr), interval)
-    if disclose is not None:
-        a, b = _f(disclose[0]), _f(disclose[1])
-        fa, fb = cdf(a), cdf(b)
-        # mass of A inside the range: (l, r] meets [a, b]
-        inner = np.clip(np.minimum(fr, fb) - np.maximum(fl, fa), 0.0, None)
-        ring_inner = np.clip(np.minimum(fr, fb) - fa, 0.0, None) + np.clip(fb - np.maximum(fl, fa), 0.0, None)
-        cov = cov - np.where(ring, ring_inner, np.where(left < right, inner, 0.0))
-    cov = np.where(np.isnan(left), np.nan, cov)
-    return np.clip(cov, 0.0, 1.0)
-
-
-def likelihood_pieces(left: np.ndarray, right: np.ndarray, support: tuple[float, float],
-                      disclose: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The pieces ``(l, r]`` (or points) whose union is the set of values a report allows.
-
-    The reported range is cut to the variable's support and, when the mechanism has
-    an acceptable range A, A is taken out (a value in A would have been disclosed:
-    proof of Theorem 3).  Returns ``(piece_left, piece_right, owner)`` with ``owner``
-    the index of the report each piece belongs to; a report whose set is empty has
-    no piece (the caller reports it).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> pl, pr, owner = likelihood_pieces(np.array([-np.inf, 30.0, 5.0]), np.array([100.0, np.inf, 5.0]),
-    ...                                   (0.0, 150.0), (0, 20))
-    >>> pl.tolist(), pr.tolist(), owner.tolist()
-    ([20.0, 30.0, 5.0], [100.0, 150.0, 5.0], [0, 1, 2])
-    """
-    left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
-    lo, hi = support
-    idx = np.arange(len(left))
-    ring = left > right
-    point = left == right
-    # a ring range is two pieces, (-inf, r] and (l, inf]
-    pl = np.concatenate([np.where(ring, -np.inf, left), left[ring]])
-    pr = np.concatenate([right, np.full(int(ring.sum()), np.inf)])
-    owner = np.concatenate([idx, idx[ring]])
-    is_point = np.concatenate([point, np.zeros(int(ring.sum()), dtype=bool)])
-    # points are where they are; intervals are cut to the support [lo, hi]
-    pl = np.where(is_point, pl, np.maximum(pl, lo))
-    pr = np.where(is_point, pr, np.minimum(pr, hi))
-    if disclose is not None:
-        a, b = _f(disclose[0]), _f(disclose[1])
-        # (l, r] \ [a, b] = (l, min(r, a)) U (max(l, b), r]; the open end at a has
-        # probability zero for a continuous Y, so it is written (l, a]
-        first_l, first_r = pl, np.minimum(pr, a)
-        second_l, second_r = np.maximum(pl, b), pr
-        keep1 = is_point | (first_l < first_r)
-        keep2 = ~is_point & (second_l < second_r) & (pr > b)
-        pl = np.concatenate([np.where(is_point, pl, first_l)[keep1], second_l[keep2]])
-        pr = np.concatenate([np.where(is_point, pr, first_r)[keep1], second_r[keep2]])
-        owner = np.concatenate([owner[keep1], owner[keep2]])
-        is_point = np.concatenate([is_point[keep1], np.zeros(int(keep2.sum()), dtype=bool)])
-    keep = is_point | (pl < pr)
-    order = np.lexsort((pl[keep], owner[keep]))
-    return pl[keep][order], pr[keep][order], owner[keep][order]

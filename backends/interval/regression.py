@@ -47,7 +47,8 @@ import numpy as np
 from scipy import special
 
 from privspec.errors import BackendError, Diagnostic
-from privspec.backends.interval.mechanisms import likelihood_pieces
+from privspec.backends.interval.estimators import parametric_mle
+from privspec.backends.interval.ranges import likelihood_pieces
 
 REGRESSORS = ("linear", "random_forest", "gradient_boosting")
 NOISES = ("normal", "logistic")
@@ -154,6 +155,7 @@ def make_regressor(name: str, seed: int | None = None) -> Any:
     if name not in REGRESSORS:
         raise BackendError(Diagnostic("B110", f"unknown regressor '{name}'", hint=f"regressors: {', '.join(REGRESSORS)}"))
     try:
+        # extra: scikit-learn (privspec[ml]) only for these regressors
         from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
     except ImportError:
         raise BackendError(Diagnostic("B111", f"the {name} regressor needs scikit-learn",
@@ -212,8 +214,6 @@ def iterative_regression(X: np.ndarray, left: np.ndarray, right: np.ndarray, reg
     if estimate_scale or init == "center":
         # the marginal law of Y fitted to the reports (maximum likelihood, no covariates):
         # its scale bounds the noise's from above, a safe start for the EM updates
-        from privspec.backends.interval.estimators import parametric_mle
-
         marginal = parametric_mle(pl, pr, owner, np.ones(n), noise)
         s = marginal.scale if estimate_scale else float(scale)
         if init == "center":

@@ -1,6 +1,6 @@
 """One report model per interval-family mechanism: what its reports look like.
 
-The interval back end (:mod:`.interval`) asks the same questions of every mechanism it
+The interval back end (:mod:`.backend`) asks the same questions of every mechanism it
 answers for: which data columns hold the reports, how to read and check them, where
 the anchors fall, which pieces of the line a report allows, whether there are anchors
 at all (censored data have none), which interval mechanism sits underneath for
@@ -47,14 +47,19 @@ import pandas as pd
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import (CensoredMechanism, IntervalMechanism, Law, ModelGraph, ProgressiveMechanism,
                      SelectiveMechanism)
-from privspec.backends.interval.mechanisms import (Censored, _ends_form, _f, law_distribution, likelihood_pieces, parse_bounds,
-                                  ranges_sql,
-                                  parse_censored, parse_ranges, population_law, range_coverage, sample_interval,
-                                  sample_progressive, sample_selective, support_of)
 from privspec.backends.data.tally import ROWS, Rows, Tally
+from privspec.backends.interval.coverage import (Coverage, interval_mechanism_coverage, progressive_mechanism_coverage,
+                                                 selective_coverage, symbolic_coverage)
+from privspec.backends.interval.estimators import case1_anchor
+from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
+from privspec.backends.interval.mechanisms import (Censored, ends_form, parse_bounds, parse_censored, parse_ranges,
+                                                   ranges_sql)
+from privspec.backends.interval.ranges import likelihood_pieces, range_coverage
+from privspec.backends.interval.sampling import sample_interval, sample_progressive, sample_selective
 
 __all__ = ["ReportModel", "IntervalReports", "SelectiveReports", "ProgressiveReports", "CensoredReports",
-           "report_model", "is_interval_family", "check_censored"]
+           "report_model", "is_interval_family", "check_censored", "values_and_rows", "mechanism_coverage",
+           "coverage_from_data", "sample_reports"]
 
 #: reports checked a block at a time (:meth:`ReportModel.check`)
 _CHECK_BLOCK = 1 << 20
@@ -157,7 +162,7 @@ class ReportModel:
         D101 for what is not a report (or a null where none can be), D102 for reports
         the mechanism cannot produce (:meth:`check`).
         """
-        values, where = _entries(frame)
+        values, where = values_and_rows(frame)
         left, right = parse_ranges(values[column], column, allow_null=self.allows_null, where=where)
         self.check(left, right, column, where)
         return left, right
@@ -165,7 +170,7 @@ class ReportModel:
     def read_counts(self, engine: Any, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The reports an engine counts, as ``(left, right, counts)`` per distinct report,
         checked (:meth:`read`).  An engine that parses in SQL (DuckDB) reads the plain
-        reports' numbers itself (:func:`.interval_mechanisms.ranges_sql`): no report text
+        reports' numbers itself (:func:`.mechanisms.ranges_sql`): no report text
         reaches Python but the few others; the values and the messages are the same."""
         parsed_tally = getattr(engine, "tally_parsed", None)
         if parsed_tally is None or getattr(engine, "_fallback", None) is not None or not self.written_as_ranges:
@@ -219,7 +224,7 @@ class ReportModel:
             problems.append((point, "disclosed values, but the mechanism has no acceptable range",
                              "declare one: interval(X, case1(...), disclose [a, b])"))
         elif disclose is not None:
-            a, b = _f(disclose[0]), _f(disclose[1])
+            a, b = nearest_double(disclose[0]), nearest_double(disclose[1])
             bad = point & ((left < a) | (left > b))
             problems.append((bad, f"disclosed values outside the acceptable range [{a:g}, {b:g}]",
                              "only values in the acceptable range are reported exactly"))
@@ -263,19 +268,17 @@ class ReportModel:
     def likelihood_pieces(self, left: np.ndarray, right: np.ndarray
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The pieces whose union a report allows: cut to the support, the acceptable
-        range taken out (:func:`.interval_mechanisms.likelihood_pieces`)."""
+        range taken out (:func:`.ranges.likelihood_pieces`)."""
         return likelihood_pieces(left, right, support_of(self.variable), self.disclose)
 
     # -- coverage ------------------------------------------------------------------------------------------
-    def coverage(self, population: Law | None) -> Any:
-        """tau(M) as a :class:`.interval_coverage.Coverage`; symbolic in F without a population."""
-        from privspec.backends.interval.coverage import symbolic_coverage
-
+    def coverage(self, population: Law | None) -> Coverage:
+        """tau(M) as a :class:`.coverage.Coverage`; symbolic in F without a population."""
         if population is None:
             return symbolic_coverage(self.mechanism)
         return self._coverage(population)
 
-    def _coverage(self, population: Law) -> Any:
+    def _coverage(self, population: Law) -> Coverage:
         # no design to cover with (censored data never get here: B106 comes first)
         raise BackendError(Diagnostic("B103", f"'{self.mechanism.name}' is not an interval mechanism"))
 
@@ -290,8 +293,6 @@ class ReportModel:
         n = counts.sum()
         # Theorem 1's estimator needs every respondent's anchor: nulls (selective) hide theirs
         if self.one_sided and not self.allows_null:
-            from privspec.backends.interval.estimators import case1_anchor
-
             u, _ = case1_anchor(left, right, *support_of(self.variable))
             fu = cdf(u)
             return float(np.sum(counts * (fu ** 2 + (1 - fu) ** 2)) / n), "Theorem 1 estimator (anchors in the data)"
@@ -333,9 +334,7 @@ class IntervalReports(ReportModel):
     def one_sided(self) -> bool:
         return self.mechanism.scheme == "case1" and self.mechanism.disclose is None
 
-    def _coverage(self, population: Law) -> Any:
-        from privspec.backends.interval.coverage import interval_mechanism_coverage
-
+    def _coverage(self, population: Law) -> Coverage:
         return interval_mechanism_coverage(self.mechanism, population)
 
     def draw(self, model: ModelGraph, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -370,9 +369,7 @@ class SelectiveReports(IntervalReports):
     def one_sided(self) -> bool:
         return self.base.scheme == "case1" and self.base.disclose is None
 
-    def _coverage(self, population: Law) -> Any:
-        from privspec.backends.interval.coverage import selective_coverage
-
+    def _coverage(self, population: Law) -> Coverage:
         # a null report counts with coverage 1 (quasi-Monte Carlo over the base's anchors)
         return selective_coverage(self.mechanism, law_distribution(population).cdf)
 
@@ -395,9 +392,7 @@ class ProgressiveReports(ReportModel):
 
     allows_null = True
 
-    def _coverage(self, population: Law) -> Any:
-        from privspec.backends.interval.coverage import progressive_mechanism_coverage
-
+    def _coverage(self, population: Law) -> Coverage:
         return progressive_mechanism_coverage(self.mechanism, population)
 
     def draw(self, model: ModelGraph, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -410,7 +405,7 @@ class CensoredReports(ReportModel):
 
     One column named after ``Y`` (each row with its brackets) or the two columns
     ``lower``/``upper``; the ends become half-open intervals of doubles
-    (:meth:`.interval_mechanisms.Censored.encoded`, exact).
+    (:meth:`.mechanisms.Censored.encoded`, exact).
 
     Examples
     --------
@@ -436,7 +431,7 @@ class CensoredReports(ReportModel):
         """The observations, parsed in the mechanism's layout and checked (D1xx name rows and
         columns); per row, or per distinct tuple of a tally."""
         mech = self.mechanism
-        values, where = _entries(frame)
+        values, where = values_and_rows(frame)
         if mech.lower is not None:
             columns = (mech.lower, mech.upper)
             obs = parse_bounds(values[mech.lower], values[mech.upper], columns, mech.ends, where)
@@ -452,7 +447,7 @@ class CensoredReports(ReportModel):
     def extras(self) -> dict:
         mech = self.mechanism
         if mech.ends is not None:
-            ends = f"{_ends_form(mech.ends)} ({mech.ends}, declared)"
+            ends = f"{ends_form(mech.ends)} ({mech.ends}, declared)"
         elif mech.lower is not None:
             ends = "(a, b] (right_closed, the default of the two-column layout)"
         else:
@@ -464,7 +459,7 @@ class CensoredReports(ReportModel):
                            "holding it (as Turnbull's NPMLE and every parametric fit of censored data do)"}
 
 
-def _entries(data: pd.DataFrame | Tally) -> tuple[pd.DataFrame, Rows]:
+def values_and_rows(data: pd.DataFrame | Tally) -> tuple[pd.DataFrame, Rows]:
     """The values to parse and where they sit in the file: a frame's rows, or a tally's
     distinct tuples."""
     if isinstance(data, Tally):
@@ -572,3 +567,41 @@ def report_model(mechanism: Any) -> ReportModel:
         return kind(mechanism)
     hit = _MODELS[id(mechanism)] = kind(mechanism, weak=True)
     return hit
+
+
+# ---- what every report model answers, asked of a mechanism ---------------------------------------------
+def mechanism_coverage(mech: Any, population: Law | None) -> Coverage:
+    """tau(M) for any interval-family mechanism; symbolic in F when no population is given.
+
+    Which formula applies is the mechanism's report model's to say
+    (:meth:`ReportModel.coverage`: :func:`.coverage.interval_mechanism_coverage`,
+    :func:`.coverage.selective_coverage` or :func:`.coverage.progressive_mechanism_coverage`).
+    """
+    if population is None:
+        return symbolic_coverage(mech)
+    if not is_interval_family(mech):
+        raise BackendError(Diagnostic("B103", f"'{mech.name}' is not an interval mechanism"))
+    return report_model(mech).coverage(population)
+
+
+def coverage_from_data(left: np.ndarray, right: np.ndarray, counts: np.ndarray, mech: Any,
+                       cdf: Callable) -> tuple[float, str]:
+    """The data-based coverage estimate, with a word on which estimator it is.
+
+    Case I (no acceptable range): n^-1 sum_i [F(u_i)^2 + (1 - F(u_i))^2] with u_i the
+    anchor in each report (the by-product of Theorem 1's proof).  Otherwise the mean
+    individual coverage n^-1 sum_i L(S_{z_i}) (nulls count 1), which is unbiased for
+    E[L(S_Z)] but uses only the collected range, as the data hold no other anchors.
+    The report model knows which estimator the mechanism's reports allow
+    (:meth:`ReportModel.coverage_from_data`).
+    """
+    return report_model(mech).coverage_from_data(left, right, counts, cdf)
+
+
+def sample_reports(model: ModelGraph, mech: Any, y: np.ndarray, rng: np.random.Generator
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Reports of any interval-family mechanism for true values ``y`` (its report model
+    draws them: :meth:`ReportModel.draw`); B103 for anything else."""
+    if not is_interval_family(mech):
+        raise BackendError(Diagnostic("B103", f"'{getattr(mech, 'name', mech)}' is not an interval mechanism"))
+    return report_model(mech).draw(model, y, rng)

@@ -81,9 +81,14 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
+from scipy.special import stdtrit
 
 from privspec.backends.interval.estimators import representative_points
-from privspec.backends.core.normal import Z95 as _Z95
+
+try:
+    from scipy.optimize import isotonic_regression
+except ImportError:  # pragma: no cover - scipy before 1.12: the engine answers
+    isotonic_regression = None
 
 #: the most refits of the interval engine a jackknife makes (beyond, respondents are dealt
 #: into this many groups; the t quantile with groups - 1 degrees of freedom pays for the
@@ -96,8 +101,6 @@ RANGE_FIT_GROUPS = 20
 #: beyond this many distinct reports the range fit takes seconds a refit (0.25 s at
 #: 2,000, 25 s at 3,000 where it may stop at its iteration limit), so no jackknife
 RANGE_FIT_MAX_REPORTS = 2000
-#: the normal quantile of a two-sided 95% interval
-Z95 = _Z95  # the shared normal quantile (privspec.backends.core.normal)
 
 Statistic = Callable[[np.ndarray, np.ndarray], float]
 
@@ -109,15 +112,6 @@ class Fitter(Protocol):
 
 
 # ---- fitters ----------------------------------------------------------------------------------
-def _isotonic():
-    """scipy's isotonic regression (scipy >= 1.12), or None."""
-    try:
-        from scipy.optimize import isotonic_regression
-    except ImportError:  # pragma: no cover - older scipy: the engine answers
-        return None
-    return isotonic_regression
-
-
 def case1_fitter(left: np.ndarray, right: np.ndarray) -> Fitter | None:
     """The Case-I NPMLE as an isotonic regression, for reports ``(-inf, U]`` / ``(U, inf)``.
 
@@ -130,7 +124,7 @@ def case1_fitter(left: np.ndarray, right: np.ndarray) -> Fitter | None:
     Returns None for reports of another form (or without scipy's isotonic
     regression): the general engine answers those.
     """
-    iso = _isotonic()
+    iso = isotonic_regression
     left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
     below = (left == -np.inf) & np.isfinite(right)
     above = np.isfinite(left) & (right == np.inf)
@@ -310,8 +304,6 @@ class FunctionalInterval:
     def at(self, level: float) -> tuple[np.ndarray, np.ndarray]:
         """The interval at another ``level`` by the same method: ``estimate +- t(df) se`` (the
         whole line where there is no standard error)."""
-        from scipy.special import stdtrit
-
         if self.df <= 0 or not np.isfinite(self.se):
             return np.array([-np.inf]), np.array([np.inf])
         mid, q = (self.lower + self.upper) / 2, float(stdtrit(self.df, 0.5 + level / 2))
@@ -337,6 +329,22 @@ TARGETS = {"population": "the population's E[phi(Y)] (sampling and privacy noise
 def no_interval(kind: str, why: str) -> FunctionalInterval:
     """No standard error, and why (printed as ``coverage_note``)."""
     return FunctionalInterval(float("nan"), -np.inf, np.inf, 0, kind, "none", 0, float("nan"), why)
+
+
+def _fitter(left: np.ndarray, right: np.ndarray, refit: Callable[[np.ndarray, np.ndarray, np.ndarray], object],
+            groups: int | None) -> tuple[Fitter, int]:
+    """The refits of a jackknife and how many: the Case-I fast path where it applies (up to
+    :data:`CASE1_GROUPS`), else ``refit`` (``groups``, :data:`JACKKNIFE_GROUPS` by default)."""
+    fast = case1_fitter(left, right)
+    if fast is not None:
+        return fast, CASE1_GROUPS
+    return engine_fitter(left, right, refit), JACKKNIFE_GROUPS if groups is None else groups
+
+
+def _movers(jk: Jackknife, value: float, counts: np.ndarray) -> int:
+    """The respondents (groups) whose deletion moves the estimate, beyond the fit's round-off."""
+    moved = np.abs(jk.values - value) > 1e-6 * max(jk.se, 1e-300)
+    return int(round(float(counts @ moved))) if jk.values.size == counts.size else int(moved.sum())
 
 
 def npmle_moment_interval(left: np.ndarray, right: np.ndarray, counts: np.ndarray, order: int, *,
@@ -395,29 +403,19 @@ def npmle_moment_interval(left: np.ndarray, right: np.ndarray, counts: np.ndarra
     >>> bool(cond.se < ci.se)                     # less the sampling part, Var(Y) / n
     True
     """
-    from scipy.special import stdtrit
-
     if kind not in TARGETS:
         raise ValueError(f"kind must be 'population' or 'conditional', not {kind!r}")
     counts = np.asarray(counts, dtype=float)
-    fast = case1_fitter(left, right)
-    fitter = fast if fast is not None else engine_fitter(left, right, refit)
-    if fast is not None:
-        groups = CASE1_GROUPS
-    elif groups is None:
-        groups = JACKKNIFE_GROUPS
+    fitter, groups = _fitter(left, right, refit, groups)
     statistic = moment_statistic(order, lower, upper)
     intervals, mass = fitter(counts)
     value = statistic(intervals, mass)
-    n = float(counts.sum())
     jk = jackknife(fitter, counts, statistic, groups=groups, seed=0 if seed is None else seed)
     var_phi = moment_variance(intervals, mass, order, lower, upper)
-    # respondents (groups) whose deletion moves the estimate, beyond the fit's round-off
-    moved = np.abs(jk.values - value) > 1e-6 * max(jk.se, 1e-300)
-    movers = int(round(float(counts @ moved))) if jk.values.size == counts.size else int(moved.sum())
+    movers = _movers(jk, value, counts)
     var = jk.se ** 2
     if kind == "conditional":
-        var = max(var - var_phi / n, 0.0)
+        var = max(var - var_phi / float(counts.sum()), 0.0)
     se = float(np.sqrt(var))
     effective = var_phi / jk.se ** 2 if jk.se > 0 else float("inf")
     if movers < 2 or not np.isfinite(se):

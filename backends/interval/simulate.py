@@ -1,7 +1,7 @@
 """``privspec simulate`` for interval mechanisms: replications drawn from the population.
 
 Each replication draws n values of Y from the declared population, privatizes them
-with the mechanism (its report model's :meth:`~.interval_reports.ReportModel.draw`), aggregates
+with the mechanism (its report model's :meth:`~.reports.ReportModel.draw`), aggregates
 the reports, and answers
 the query as ``run`` would; the summary sets empirical against analytic:
 
@@ -17,36 +17,40 @@ the query as ``run`` would; the summary sets empirical against analytic:
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
+from scipy import stats
 
 from privspec.errors import BackendError, DataError, Diagnostic
-from privspec.model.graph import ModelGraph, Query
+from privspec.model.graph import Law, ModelGraph, Query
 from privspec.results.values import Result
 from privspec.progress import progress
-from privspec.backends.interval.estimators import law_moment
-from privspec.backends.interval.mechanisms import draw, law_distribution, population_law, range_coverage
-from privspec.backends.interval.reports import report_model
 from privspec.backends.core.normal import Z95
+from privspec.backends.interval.estimate import estimate_from_reports, named_args
+from privspec.backends.interval.estimators import law_moment
+from privspec.backends.interval.laws import draw, law_distribution, population_law
+from privspec.backends.interval.ranges import range_coverage
+from privspec.backends.interval.reports import ReportModel, report_model
 
 #: refits of an NPMLE functional's jackknife per replication (``run`` makes up to
-#: :data:`.interval_resample.JACKKNIFE_GROUPS`): the t quantile with groups - 1 degrees of
+#: :data:`.resample.JACKKNIFE_GROUPS`): the t quantile with groups - 1 degrees of
 #: freedom keeps the intervals honest with fewer groups, and replications stay cheap
 SIMULATE_JACKKNIFE_GROUPS = 20
+#: the fitted laws of ``mle(...)``
+_FAMILIES = {"normal": stats.norm, "logistic": stats.logistic}
 
 
-def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: int, seed: int | None,
-                   estimate_from_reports: Callable[..., Result]) -> Result:
+def simulate_query(analytic: Callable[..., Result], model: ModelGraph, q: Query, *, n: int, reps: int,
+                   seed: int | None) -> Result:
     """Empirical against analytic for one query, from ``reps`` replications of size ``n``;
-    ``estimate_from_reports`` is the back end's estimator on reports (passed in: this module
-    is imported by the back end, not the other way round)."""
-
+    ``analytic(model, q, kind=None)`` is the back end's answer without data (as ``kind``,
+    ``q.kind`` by default)."""
     mech = q.mechanism
     reports = report_model(mech)  # draws the reports; says which range a report leaves
     pop = population_law(model, mech.variable)
     if q.kind in ("epsilon", "optimal_anchor"):
-        result = getattr(backend, "_" + q.kind)(model, q)
+        result = analytic(model, q)
         return Result(result.kind, result.value, {**result.extras, "simulation": "analytic only: nothing to draw"})
     if q.estimand is not None and q.estimand.kind == "regression":
         raise BackendError(Diagnostic("B122", "simulating a regression needs the covariates' joint law, "
@@ -56,67 +60,12 @@ def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: i
         raise BackendError(Diagnostic("B121", f"simulate draws {mech.variable.name} from its population",
                                       hint=f"declare it: population {mech.variable.name} ~ normal(0, 1)"))
     rng = np.random.default_rng(seed)
-    dist = law_distribution(pop)
     base = {"n": n, "reps": reps, "seed": seed}
     if q.kind in ("coverage", "leakage"):
-        analytic = backend._coverage(model, q)
-        means = []
-        for _ in progress(range(reps), desc=f"simulate {q.name}", unit="rep"):
-            left, right = reports.draw(model, draw(pop, n, rng), rng)
-            cov = range_coverage(left, right, dist.cdf, reports.disclose)
-            means.append(float(np.mean(np.where(np.isnan(left), 1.0, cov))))
-        emp = float(np.mean(means))
-        se = float(np.std(means, ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan")
-        a = float(analytic.value) if analytic.extras.get("evaluation") != "symbolic" else float("nan")
-        if q.kind == "leakage":
-            a, emp = 1.0 - a, 1.0 - emp
-        value = {"analytic": a, "empirical": emp, "empirical_se": se}
-        return Result("simulation", value, {**base, "evaluation": analytic.extras.get("evaluation"),
-                                            "note": "empirical: mean individual coverage L(S_Z) of the drawn "
-                                                    "reports (a null counts 1)"})
+        return _simulate_coverage(analytic(model, q, "coverage"), model, q, reports, pop, n, reps, rng, base)
     est = q.estimand
-    estimates, hits, skipped = [], [], 0
-    se_kind, se_method = None, None
     truth = float(law_moment(pop, est.order or 1)) if est.kind in ("mean", "moment") else None
-    grid = dist.ppf(np.linspace(0.005, 0.995, 201))
-    for rep in progress(range(reps), desc=f"simulate {q.name}", unit="rep"):
-        y = draw(pop, n, rng)
-        left, right = reports.draw(model, y, rng)
-        try:
-            r = estimate_from_reports(model, q, left, right, seed=rep, jackknife_groups=SIMULATE_JACKKNIFE_GROUPS)
-        except BackendError as e:
-            if any(d.code == "B140" for d in e.diagnostics):
-                raise   # a refused option is the answer, not a failed replication
-            skipped += 1
-            continue
-        except (DataError, np.linalg.LinAlgError, ValueError):
-            skipped += 1
-            continue
-        if est.kind == "cdf":
-            if isinstance(r.value, dict):  # mle: a fitted law
-                from scipy import stats
-
-                fam = {"normal": stats.norm, "logistic": stats.logistic}[[a for a in q.method.args if not isinstance(a, tuple)][0]]
-                Fh = fam(loc=r.value["location"], scale=r.value["scale"]).cdf(grid)
-            else:
-                iv = np.asarray(r.value.intervals, dtype=float)
-                cum = np.concatenate([[0.0], np.cumsum(r.value.mass)])
-                Fh = cum[np.searchsorted(iv[:, 1], grid, side="right")]
-            estimates.append(float(np.max(np.abs(Fh - dist.cdf(grid)))))
-        else:
-            estimates.append(float(r.value))
-            se_kind, se_method = r.extras.get("se_kind"), r.extras.get("se_method", se_method)
-            # the interval printed, about its own target: the population's moment, or for
-            # se = conditional the respondents' own mean (what that question is about)
-            target = float(np.mean(y ** (est.order or 1))) if se_kind == "conditional" else truth
-            ci = r.extras.get("ci95")
-            se = r.extras.get("se")
-            if ci is not None:
-                hits.append(float(ci[0] <= target <= ci[1]))
-            elif isinstance(se, (int, float)) and np.isfinite(se):
-                hits.append(float(abs(float(r.value) - target) <= Z95 * se))
-            else:
-                hits.append(np.nan)
+    estimates, hits, skipped, se_kind, se_method = _replicate(model, q, reports, pop, truth, n, reps, rng)
     if not estimates:
         raise BackendError(Diagnostic("B123", "every replication failed to produce an estimate"))
     E = np.array(estimates)
@@ -142,6 +91,74 @@ def simulate_query(backend: Any, model: ModelGraph, q: Query, *, n: int, reps: i
         if se_kind == "conditional":
             extras["ci95_target"] = "each replication's own sample mean (se = conditional)"
     if q.kind == "avar":
-        analytic = backend._avar(model, q)
-        value["analytic"] = float(analytic.value)
+        value["analytic"] = float(analytic(model, q, "avar").value)
     return Result("simulation", value, extras)
+
+
+def _simulate_coverage(analytic: Result, model: ModelGraph, q: Query, reports: ReportModel, pop: Law, n: int,
+                       reps: int, rng: np.random.Generator, base: dict) -> Result:
+    """Coverage or leakage: the analytic value beside the mean individual coverage of the drawn reports."""
+    dist = law_distribution(pop)
+    means = []
+    for _ in progress(range(reps), desc=f"simulate {q.name}", unit="rep"):
+        left, right = reports.draw(model, draw(pop, n, rng), rng)
+        cov = range_coverage(left, right, dist.cdf, reports.disclose)
+        means.append(float(np.mean(np.where(np.isnan(left), 1.0, cov))))
+    emp = float(np.mean(means))
+    se = float(np.std(means, ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan")
+    a = float(analytic.value) if analytic.extras.get("evaluation") != "symbolic" else float("nan")
+    if q.kind == "leakage":
+        a, emp = 1.0 - a, 1.0 - emp
+    value = {"analytic": a, "empirical": emp, "empirical_se": se}
+    return Result("simulation", value, {**base, "evaluation": analytic.extras.get("evaluation"),
+                                        "note": "empirical: mean individual coverage L(S_Z) of the drawn "
+                                                "reports (a null counts 1)"})
+
+
+def _replicate(model: ModelGraph, q: Query, reports: ReportModel, pop: Law, truth: float | None, n: int, reps: int,
+               rng: np.random.Generator) -> tuple[list, list, int, str | None, str | None]:
+    """The estimate of each replication (for a cdf its sup error on 201 population quantiles),
+    whether its printed interval held its target, how many replications failed, and the
+    standard error's kind and method."""
+    est = q.estimand
+    dist = law_distribution(pop)
+    estimates, hits, skipped = [], [], 0
+    se_kind, se_method = None, None
+    grid = dist.ppf(np.linspace(0.005, 0.995, 201))
+    for rep in progress(range(reps), desc=f"simulate {q.name}", unit="rep"):
+        y = draw(pop, n, rng)
+        left, right = reports.draw(model, y, rng)
+        try:
+            r = estimate_from_reports(model, q, left, right, seed=rep, jackknife_groups=SIMULATE_JACKKNIFE_GROUPS)
+        except BackendError as e:
+            if any(d.code == "B140" for d in e.diagnostics):
+                raise   # a refused option is the answer, not a failed replication
+            skipped += 1
+            continue
+        except (DataError, np.linalg.LinAlgError, ValueError):
+            skipped += 1
+            continue
+        if est.kind == "cdf":
+            if isinstance(r.value, dict):  # mle: a fitted law
+                fam = _FAMILIES[named_args(q)[0]]
+                Fh = fam(loc=r.value["location"], scale=r.value["scale"]).cdf(grid)
+            else:
+                iv = np.asarray(r.value.intervals, dtype=float)
+                cum = np.concatenate([[0.0], np.cumsum(r.value.mass)])
+                Fh = cum[np.searchsorted(iv[:, 1], grid, side="right")]
+            estimates.append(float(np.max(np.abs(Fh - dist.cdf(grid)))))
+            continue
+        estimates.append(float(r.value))
+        se_kind, se_method = r.extras.get("se_kind"), r.extras.get("se_method", se_method)
+        # the interval printed, about its own target: the population's moment, or for
+        # se = conditional the respondents' own mean (what that question is about)
+        target = float(np.mean(y ** (est.order or 1))) if se_kind == "conditional" else truth
+        ci = r.extras.get("ci95")
+        se = r.extras.get("se")
+        if ci is not None:
+            hits.append(float(ci[0] <= target <= ci[1]))
+        elif isinstance(se, (int, float)) and np.isfinite(se):
+            hits.append(float(abs(float(r.value) - target) <= Z95 * se))
+        else:
+            hits.append(np.nan)
+    return estimates, hits, skipped, se_kind, se_method

@@ -15,8 +15,8 @@ import numpy as np
 import sympy
 from scipy import stats
 
-from privspec.backends.interval.backend import aggregate
-from privspec.backends.interval.mechanisms import sample_interval
+from privspec.backends.interval.fit import aggregate
+from privspec.backends.interval.sampling import sample_interval
 from privspec.backends.interval.npmle.estimator import cdf_confidence_band, npmle
 from privspec.results.plots import plot_cdf
 from privspec.model.graph import IntervalMechanism, Law, Variable

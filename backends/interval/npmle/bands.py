@@ -9,7 +9,7 @@ the bootstrap.
   ``(x, theta)`` pairs.
 
 The constrained maxima ``max{loglik : F(x) = theta}`` are found by the same solver
-(:func:`.npmle_solver.cnm` with the masses below and above ``x`` fixed), on innermost
+(:func:`.solver.cnm` with the masses below and above ``x`` fixed), on innermost
 intervals refined at each ``x`` (a zero-weight range ending at ``x``), so that ``F(x)``
 is well defined in the constraint.
 
@@ -27,6 +27,7 @@ import math
 from typing import Any
 
 import numpy as np
+from scipy.special import ndtri
 
 from privspec.progress import progress
 from privspec.backends.interval.npmle.data import Design, as_rows, design_from_rows, merge_rows, row_probs
@@ -53,8 +54,6 @@ _FINITE_TAIL = 0.8
 
 
 def _critical(level: float, calibration: str, all_points: bool) -> float:
-    from scipy.special import ndtri   # lighter than scipy.stats
-
     if calibration == "auto":
         # exact data: the regular n^(1/2) case (chi-square); interval data: cube-root
         calibration = "chi2" if all_points else "finite-sample"
@@ -157,7 +156,14 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
             return _bootstrap_band(l, r, c, xs, level, reps, seed, ring, tol)
     if method != "profile":
         raise ValueError(f"method must be 'profile' or 'bootstrap', not {method!r}")
-    crit = _critical(level, calibration, bool(np.all(l == r)))
+    return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol)
+
+
+def _profile_band(result: NPMLEResult, l: np.ndarray, r: np.ndarray, c: np.ndarray, xs: np.ndarray, crit: float,
+                  tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """The profile likelihood band at ``xs`` of the merged rows ``l, r, c``: at each
+    distinct point the values of F(x) whose constrained maximum is within ``crit / 2`` of
+    the maximum log-likelihood."""
     cuts = np.unique(xs)
     des = design_from_rows(l, r, c, cuts=cuts)
     lower = np.empty(cuts.size)

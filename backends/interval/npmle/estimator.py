@@ -49,19 +49,20 @@ reps=200, seed=None, calibration="auto", ring=False, tol=1e-10) -> (lower, upper
 
 Modules
 -------
-* :mod:`.npmle_data`: validation, sufficient statistics, the innermost intervals (one
+* :mod:`.data`: validation, sufficient statistics, the innermost intervals (one
   place, for reports of one piece or several), the design (each report as runs of
   innermost intervals) and the likelihood over it;
-* :mod:`.npmle_qp`: the Newton matrix from runs and the quadratic program;
-* :mod:`.npmle_solver`: the constrained Newton method (support reduction, KKT stop,
-  hierarchical steps for large supports);
-* :mod:`.npmle_result`: :class:`NPMLEResult` and its functionals;
-* :mod:`.npmle_bands`: profile-likelihood and bootstrap bands.
+* :mod:`.qp`: the Newton matrix from runs and the quadratic program;
+* :mod:`.solver`: the constrained Newton method (support reduction, KKT stop,
+  hierarchical steps for large supports), over :mod:`.groups` of innermost intervals
+  with fixed sums;
+* :mod:`.result`: :class:`NPMLEResult` and its functionals;
+* :mod:`.bands`: profile-likelihood and bootstrap bands.
 
 Algorithm
 ---------
 1. Sufficient statistics: distinct reports with counts.
-2. Turnbull's innermost intervals of all pieces (:func:`.npmle_data.innermost`); each
+2. Turnbull's innermost intervals of all pieces (:func:`.data.innermost`); each
    piece covers a contiguous run of them, so ``P_i`` is a sum of differences of prefix
    sums of the masses and the gradient ``D_j = sum_i c_i [j in R_i] / P_i`` a
    difference array and one cumulative sum: O(pieces + m) per pass, never an
@@ -92,11 +93,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np  # noqa: F401 - the examples below use it
-
-from privspec.backends.interval.npmle.bands import (_BW_LEVELS, _BW_QUANTILES, _FINITE_TAIL, _critical,  # noqa: F401 - re-exported
-                          cdf_confidence_band, likelihood_ratio)
-from privspec.backends.interval.npmle.data import aggregate_intervals, as_pieces, as_rows, design_from_pieces, design_from_rows, merge_rows
+from privspec.backends.interval.npmle.bands import cdf_confidence_band, likelihood_ratio
+from privspec.backends.interval.npmle.data import (aggregate_intervals, as_pieces, as_rows, design_from_pieces,
+                                                   design_from_rows, merge_rows)
 from privspec.backends.interval.npmle.result import NPMLEResult, make_result
 from privspec.backends.interval.npmle.solver import cnm, initial, one_blas_thread
 
@@ -134,6 +133,7 @@ def npmle(left: Any, right: Any, counts: Any = None, *, tol: float = 1e-10,
     --------
     Current-status data (Case I): the NPMLE is the isotonic regression of the indicators.
 
+    >>> import numpy as np
     >>> fit = npmle([-np.inf, 1, -np.inf, 3], [1, np.inf, 2, np.inf])
     >>> fit.cdf([1, 2, 3]).tolist(), fit.kkt <= 1e-10
     ([0.5, 0.5, 0.5], True)
@@ -177,6 +177,7 @@ def npmle_pieces(piece_left: Any, piece_right: Any, owner: Any, counts: Any = No
 
     Examples
     --------
+    >>> import numpy as np
     >>> # (-inf, 0] U (3, inf) twice, (0, 2], and (-inf, 1] U (2, inf)
     >>> fit = npmle_pieces([-np.inf, 3, 0, -np.inf, 2], [0, np.inf, 2, 1, np.inf],
     ...                    [0, 0, 1, 2, 2], [2, 1, 1])

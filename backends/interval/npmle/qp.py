@@ -1,6 +1,6 @@
 """The Newton subproblem of the NPMLE: its matrix from runs, and the quadratic program.
 
-Each Newton step of :mod:`.npmle_solver` minimizes ``1/2 x'Gx - h'x`` over masses
+Each Newton step of :mod:`.solver` minimizes ``1/2 x'Gx - h'x`` over masses
 ``x >= 0`` with fixed sums.  ``G = sum_i w_i e_i e_i'``, ``e_i`` the 0/1 vector of the
 candidates report ``i`` holds; a report is one or several runs of candidates, so ``G``
 is assembled from histograms of run ends (O(rows + k^2) for ``k`` candidates), never

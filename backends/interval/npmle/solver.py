@@ -1,14 +1,14 @@
 """The NPMLE solver: the constrained Newton method with support reduction.
 
 Maximizes ``sum_i c_i log P_i`` over masses ``p >= 0`` on the innermost intervals of a
-:class:`~.npmle_data.Design` (``sum p = 1``, or fixed sums per group of innermost
+:class:`~.data.Design` (``sum p = 1``, or fixed sums per group of innermost
 intervals for the profile likelihood), where ``P_i`` is the mass of the innermost
 intervals report ``i`` holds, in one run or in several.
 
 The method (Wang 2007, 2008; the algorithm of R's ``npsurv``): at each step add to the
 support the innermost interval of largest gradient between each two support points
 (where it is positive), solve the quadratic (Newton) approximation of the log-likelihood
-on that set under the constraints exactly (:func:`.npmle_qp.qp`, warm-started at the
+on that set under the constraints exactly (:func:`.qp.qp`, warm-started at the
 current masses), then backtrack (Armijo) toward it.  Masses the step sets to zero leave
 the support.  It stops on the KKT condition (``kkt <= tol``: no direction toward a point
 mass rises), not on a small change of the likelihood, which is how the EM-type
@@ -46,6 +46,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from privspec.backends.interval.npmle.data import Design, gradient, loglik, prefix_sums, row_probs, run_mass
+from privspec.backends.interval.npmle.groups import Groups
 from privspec.backends.interval.npmle.qp import cross_gram, qp, run_gram
 from privspec.backends.data.tally import run_starts
 
@@ -85,6 +86,7 @@ def one_blas_thread() -> contextlib.AbstractContextManager:
     ``OPENBLAS_NUM_THREADS=1`` before starting Python has the same effect).
     """
     try:
+        # extra: threadpoolctl (privspec[fast]) is optional
         from threadpoolctl import ThreadpoolController
     except ImportError:
         return contextlib.nullcontext()
@@ -350,6 +352,34 @@ def _blocks(on_support: np.ndarray, grp: np.ndarray, offset: int) -> np.ndarray:
     return starts[keep]
 
 
+def _block_gram(coef: tuple[np.ndarray, ...], w: np.ndarray, nb: int) -> np.ndarray:
+    """The Gram matrix over ``nb`` blocks of runs given as block coefficients (see
+    :func:`_coarse_step`), each run weighted by ``w``."""
+    b1, b2, al, ar, lo, hi = coef
+    G = np.zeros((nb, nb))
+    full = lo <= hi
+    if full.any():
+        G += run_gram(lo[full], hi[full], w[full], nb)
+    for t, a in ((b1, al), (b2, ar)):
+        # the end blocks against the full run between them
+        D = np.bincount(t[full] * (nb + 1) + lo[full], w[full] * a[full], minlength=nb * (nb + 1))
+        D -= np.bincount(t[full] * (nb + 1) + hi[full] + 1, w[full] * a[full], minlength=nb * (nb + 1))
+        M = np.cumsum(D.reshape(nb, nb + 1), axis=1)[:, :nb]
+        G += M + M.T
+    for t1, a1 in ((b1, al), (b2, ar)):
+        for t2, a2 in ((b1, al), (b2, ar)):
+            G += np.bincount(t1 * nb + t2, w * a1 * a2, minlength=nb * nb).reshape(nb, nb)
+    return G
+
+
+def _block_change(coef: tuple[np.ndarray, ...], dq: np.ndarray) -> np.ndarray:
+    """How much each run's probability changes when the blocks' masses change by ``dq``."""
+    b1, b2, al, ar, lo, hi = coef
+    Sq = np.concatenate([[0.0], np.cumsum(dq)])
+    run = np.where(lo <= hi, Sq[np.maximum(hi, lo - 1) + 1] - Sq[lo], 0.0)
+    return run + al * dq[b1] + ar * dq[b2]
+
+
 def _coarse_step(des: Design, p: np.ndarray, J: np.ndarray, starts: np.ndarray, grp: np.ndarray,
                  sums: np.ndarray, u: np.ndarray, n: float) -> np.ndarray | None:
     """A Newton step on the blocks' masses, each block's shape kept (the second level of
@@ -379,31 +409,8 @@ def _coarse_step(des: Design, p: np.ndarray, J: np.ndarray, starts: np.ndarray, 
         lo, hi = b1 + 1, np.where(same | empty, b1, b2 - 1)   # full blocks lo..hi (empty if lo > hi)
         return b1, b2, al, ar, lo, hi
 
-    def gram(coef: tuple[np.ndarray, ...], w: np.ndarray) -> np.ndarray:
-        b1, b2, al, ar, lo, hi = coef
-        G = np.zeros((nb, nb))
-        full = lo <= hi
-        if full.any():
-            G += run_gram(lo[full], hi[full], w[full], nb)
-        for t, a in ((b1, al), (b2, ar)):
-            # the end blocks against the full run between them
-            D = np.bincount(t[full] * (nb + 1) + lo[full], w[full] * a[full], minlength=nb * (nb + 1))
-            D -= np.bincount(t[full] * (nb + 1) + hi[full] + 1, w[full] * a[full], minlength=nb * (nb + 1))
-            M = np.cumsum(D.reshape(nb, nb + 1), axis=1)[:, :nb]
-            G += M + M.T
-        for t1, a1 in ((b1, al), (b2, ar)):
-            for t2, a2 in ((b1, al), (b2, ar)):
-                G += np.bincount(t1 * nb + t2, w * a1 * a2, minlength=nb * nb).reshape(nb, nb)
-        return G
-
-    def change(coef: tuple[np.ndarray, ...], dq: np.ndarray) -> np.ndarray:
-        b1, b2, al, ar, lo, hi = coef
-        Sq = np.concatenate([[0.0], np.cumsum(dq)])
-        run = np.where(lo <= hi, Sq[np.maximum(hi, lo - 1) + 1] - Sq[lo], 0.0)
-        return run + al * dq[b1] + ar * dq[b2]
-
     plain = coefficients(before[des.a], before[des.b1] - 1)
-    G = gram(plain, des.c / (P * P) / n)
+    G = _block_gram(plain, des.c / (P * P) / n, nb)
     V = None
     if des.has_multi:
         # a multi row as one dense vector of block coefficients (the sum of its pieces'):
@@ -427,8 +434,8 @@ def _coarse_step(des: Design, p: np.ndarray, J: np.ndarray, starts: np.ndarray, 
     live, gB = np.unique(bgrp, return_inverse=True)
     x = qp(G, h, q, gB.ravel().astype(np.intp), sums[live])
     dq = x - q
-    ratio = change(plain, dq) / P
-    ratio[change(plain, x) == 0.0] = -1.0      # no mass left to the row: see _Step.ratios
+    ratio = _block_change(plain, dq) / P
+    ratio[_block_change(plain, x) == 0.0] = -1.0      # no mass left to the row: see _Step.ratios
     mratio = None
     if V is not None:
         mratio = (V @ dq) / MP
@@ -466,7 +473,7 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
     return _cnm(des, p0, tol=tol, max_iter=max_iter, grp=grp, sums=sums)
 
 
-def _candidates(p: np.ndarray, excess: np.ndarray, groups: "_Groups") -> np.ndarray:
+def _candidates(p: np.ndarray, excess: np.ndarray, groups: Groups) -> np.ndarray:
     """The support and, between each two support points (and beyond the ends), the
     innermost interval of largest positive excess; group boundaries also split the
     segments.  Only the innermost intervals with a positive excess can be one: the search
@@ -492,7 +499,7 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
     still more than a quarter of the rows) a round would cost more than it saves: the
     direct method takes over from the masses at hand."""
     m, n = des.m, des.n
-    groups = _Groups(grp, sums)
+    groups = Groups(grp, sums)
     p = p0.copy()
     none, empty = np.zeros(0), np.zeros(0, dtype=np.intp)
     its = rounds = 0
@@ -510,7 +517,7 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
                 ll = loglik(des, P, none)
             break
         # (each array of all rows let go once used: at 1e7 reports fresh memory costs
-        # more than the passes over it, see npmle_data._innermost_ranges)
+        # more than the passes over it, see data._innermost_ranges)
         del P
         if ll is not None:
             before = ll
@@ -545,7 +552,7 @@ def _cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp: np.ndar
     m, n = des.m, des.n
     # a dense step up to _K_DENSE_MAX candidates while k^3 <= _DENSE_PER_ROW x rows
     dense_budget = _DENSE_PER_ROW * (des.a.size + des.pa.size)
-    groups = _Groups(grp, sums)
+    groups = Groups(grp, sums)
     p = p0.copy()
     P, MP = row_probs(des, p)
     ll = loglik(des, P, MP)
@@ -571,19 +578,7 @@ def _cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp: np.ndar
             x = qp(step.gram(), h, p[J], gl.ravel().astype(np.intp), sums[live])
             blocks = None
         else:
-            # block-diagonal Newton step: each block keeps its mass
-            blocks = _blocks(p[J] > 0, gJ, offset=(_K_BLOCK // 2) * (it % 2))
-            x = p[J].copy()
-            # a block already at its own optimum (the gradient level on its support and
-            # no higher on its candidates) is left as it is
-            dJ = d[J]
-            spread = np.maximum.reduceat(dJ, blocks) - np.minimum.reduceat(np.where(x > 0, dJ, np.inf), blocks)
-            for s, e, Gb in step.block_grams(blocks, spread > 0.1 * tol):
-                xb = x[s:e + 1]
-                # the Newton model in the block's masses alone: a row's target is 1 plus the
-                # share of its probability held in the block (2 when it is all there)
-                hb = d[J[s:e + 1]] + Gb @ xb
-                x[s:e + 1] = qp(Gb, hb, xb, np.zeros(xb.size, dtype=np.intp), np.array([xb.sum()]))
+            x, blocks = _block_step(step, J, p, d, gJ, it, tol)
         delta = x - p[J]
         ratio, mratio, drift = step.ratios(x, delta)
         alpha = _line_search(step.c, des.pc, ratio, mratio, drift / float(p[J].sum()), n)
@@ -617,23 +612,50 @@ def _cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp: np.ndar
             ll = loglik(des, P, MP)
         u = gradient(des, P, MP)
     if converged:
-        # masses round-off left (<= 1e-12 of their group) where the gradient is clearly
-        # below its group's level: the maximum has none there (on its support d_j = lambda),
-        # and "exact zeros off the support" is what the result promises
-        lam = groups.levels(u / n, p)
-        off = (p > 0) & (p <= 1e-12 * sums[grp]) & (u / n - lam[grp] < -1e-8)
-        if off.any():
-            q = p.copy()
-            q[off] = 0.0
-            groups.rescale(q)
-            P2, MP2 = row_probs(des, q)
-            if np.all(P2 > 0) and np.all(MP2 > 0):
-                u2 = gradient(des, P2, MP2)
-                kkt2, _ = groups.kkt(u2 / n, q)
-                if kkt2 <= tol:
-                    p, u, kkt, ll = q, u2, kkt2, loglik(des, P2, MP2)
+        p, u, kkt, ll = _drop_round_off(des, groups, grp, p, u, kkt, ll, tol)
     lam = groups.levels(u / n, p)
     return Fit(p=p, loglik=ll, iterations=it, kkt=kkt, converged=converged, lam=lam)
+
+
+def _block_step(step: _Step, J: np.ndarray, p: np.ndarray, d: np.ndarray, gJ: np.ndarray, it: int,
+                tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """The block-diagonal Newton step of :func:`_cnm`, each block of candidates keeping its
+    mass: the new masses on ``J`` and the blocks' starts."""
+    blocks = _blocks(p[J] > 0, gJ, offset=(_K_BLOCK // 2) * (it % 2))
+    x = p[J].copy()
+    # a block already at its own optimum (the gradient level on its support and
+    # no higher on its candidates) is left as it is
+    dJ = d[J]
+    spread = np.maximum.reduceat(dJ, blocks) - np.minimum.reduceat(np.where(x > 0, dJ, np.inf), blocks)
+    for s, e, Gb in step.block_grams(blocks, spread > 0.1 * tol):
+        xb = x[s:e + 1]
+        # the Newton model in the block's masses alone: a row's target is 1 plus the
+        # share of its probability held in the block (2 when it is all there)
+        hb = d[J[s:e + 1]] + Gb @ xb
+        x[s:e + 1] = qp(Gb, hb, xb, np.zeros(xb.size, dtype=np.intp), np.array([xb.sum()]))
+    return x, blocks
+
+
+def _drop_round_off(des: Design, groups: Groups, grp: np.ndarray, p: np.ndarray, u: np.ndarray, kkt: float,
+                    ll: float, tol: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """A converged fit less the masses round-off left (<= 1e-12 of their group) where the
+    gradient is clearly below its group's level: the maximum has none there (on its support
+    d_j = lambda), and "exact zeros off the support" is what the result promises.  Returns
+    ``(p, u, kkt, loglik)``, unchanged where dropping them would break the KKT conditions."""
+    n, sums = des.n, groups.sums
+    lam = groups.levels(u / n, p)
+    off = (p > 0) & (p <= 1e-12 * sums[grp]) & (u / n - lam[grp] < -1e-8)
+    if off.any():
+        q = p.copy()
+        q[off] = 0.0
+        groups.rescale(q)
+        P2, MP2 = row_probs(des, q)
+        if np.all(P2 > 0) and np.all(MP2 > 0):
+            u2 = gradient(des, P2, MP2)
+            kkt2, _ = groups.kkt(u2 / n, q)
+            if kkt2 <= tol:
+                return q, u2, kkt2, loglik(des, P2, MP2)
+    return p, u, kkt, ll
 
 
 def _segment_maxima(excess: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -648,49 +670,3 @@ def _segment_maxima(excess: np.ndarray, starts: np.ndarray) -> np.ndarray:
     top = np.maximum.reduceat(ex, first)
     at_max = np.flatnonzero(ex == np.repeat(top, np.diff(np.append(first, ex.size))))
     return pos[at_max[run_starts(seg[at_max])]]
-
-
-class _Groups:
-    """The groups of innermost intervals whose masses have fixed sums (the plain fit: one,
-    summing to 1; the profile likelihood: those below and above a cut), each a run of
-    innermost intervals: read by slices, not by gathers over every innermost interval."""
-
-    def __init__(self, grp: np.ndarray, sums: np.ndarray):
-        if grp.size > 1 and not bool(np.all(grp[1:] >= grp[:-1])):
-            raise ValueError("each group must be a run of innermost intervals (grp non-decreasing)")
-        self.sums = sums
-        #: where each group's run begins and ends
-        self.bounds = np.searchsorted(grp, np.arange(sums.size + 1))
-        #: where a group begins (candidates are searched within groups)
-        self.starts = self.bounds[1:-1]
-
-    def _runs(self) -> Iterator[tuple[int, int, int]]:
-        return zip(range(self.sums.size), self.bounds[:-1].tolist(), self.bounds[1:].tolist())
-
-    def rescale(self, p: np.ndarray) -> None:
-        """Each group's masses scaled (in place) to its sum exactly (0 where it has none)."""
-        for g, s, e in self._runs():
-            tot = p[s:e].sum()
-            p[s:e] *= self.sums[g] / tot if tot > 0 else 0.0
-
-    def levels(self, d: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """lambda_g: the gradient's mass-weighted mean over group g (1 without groups, as
-        sum p D = n), the level it takes on the group's support at the maximum."""
-        scale = np.where(self.sums > 0, self.sums, 1.0)
-        return np.array([float(p[s:e] @ d[s:e]) for _, s, e in self._runs()]) / scale
-
-    def kkt(self, d: np.ndarray, p: np.ndarray) -> tuple[float, np.ndarray]:
-        """The KKT measure (the largest directional derivative toward a point mass, scaled
-        by its group's sum) and each innermost interval's excess over its group's level
-        (-inf in a group with sum 0, which holds no mass)."""
-        lam = self.levels(d, p)
-        excess = np.empty_like(d)
-        kkt = -math.inf if d.size else 0.0
-        for g, s, e in self._runs():
-            if self.sums[g] > 0:
-                np.subtract(d[s:e], lam[g], out=excess[s:e])
-                if e > s:
-                    kkt = max(kkt, float(excess[s:e].max()) * float(self.sums[g]))
-            else:
-                excess[s:e] = -np.inf
-        return kkt, excess
