@@ -11,7 +11,8 @@ import sympy
 
 from privspec.model.graph import ProductMechanism, RandomizedResponse, SubsetMechanism
 from privspec.backends.core.channel import Channel, affine_channel, grr_channel, matrix_channel, product_channel, subset_channel
-from privspec.backends.core.uniform import UNIFORM_ENUM_LIMIT, UniformChannel, uniform_facts, uniform_r  # noqa: F401 (uniform_r: re-exported)
+from privspec.limits import UNIFORM_ENUM_LIMIT
+from privspec.backends.core.uniform import UniformChannel, uniform_facts, uniform_r  # noqa: F401 (uniform_r: re-exported)
 
 #: labels of the two dummy categories of Appendix II (made unique against the variable's)
 DUMMY_LABELS = ("_dummy1", "_dummy2")

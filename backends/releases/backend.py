@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import sympy
 
+from privspec.limits import COV_CELL_LIMIT
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Release
 from privspec.model.query_kinds import Answers
@@ -545,10 +546,6 @@ def table_result(model: ModelGraph, release: Release, keep: Sequence[str], relea
         extras["totals"] = _table(release, exact, margin(lay, released, exact))
     extras["negative_cells"] = int((released < 0).sum())
     return Result("table", _table(release, keep, data), extras, inference=inference)
-
-
-#: the most cells whose full covariance (cells x cells) ``cov_params`` forms
-COV_CELL_LIMIT = 4096
 
 
 def table_covariance(lay: Layout, keep: Sequence[str], s2: float) -> np.ndarray:

@@ -45,6 +45,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import scipy.stats
 
+from privspec.limits import COV_CELL_LIMIT
 from privspec.backends.core.estimators import clip_renormalize, project_simplex
 from privspec.backends.core.kron import kron_apply, kron_cov_frobenius2, kron_inverses
 
@@ -93,10 +94,6 @@ class JointFit:
     intervals: Callable[[float], tuple[np.ndarray, np.ndarray]] | None = field(default=None, compare=False,
                                                                                 repr=False)
     cov: Callable[[], np.ndarray] | None = field(default=None, compare=False, repr=False)
-
-
-#: the most cells whose full covariance (cells x cells) ``cov_params`` forms
-COV_CELL_LIMIT = 4096
 
 
 def _check_cells(cells: int) -> None:
