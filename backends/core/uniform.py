@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from privspec.limits import UNIFORM_ENUM_LIMIT
+from privspec.errors import BackendError, Diagnostic
 from privspec.backends.core.channel import _Exact, _Float, algebra
 
 
@@ -190,8 +190,6 @@ class UniformChannel:
 
     # -- what needs every subset ----------------------------------------------------------------
     def _enumerate(self, what: str):
-        from privspec.errors import BackendError, Diagnostic
-
         raise BackendError(Diagnostic("B007", f"{what} of the uniform design on {self.p} categories needs all "
                                       f"its subsets (2^{self.p} of them)",
                                       hint="closed forms cover moments, the MoM covariance (by mom) and size "
