@@ -17,8 +17,8 @@ from privspec.backends.core.compile import channel_in_w
 from privspec.backends.finite.data import count_observations, observations, privatize_frame
 from privspec.backends.finite.estimates import se_kind_of
 from privspec.backends.finite.simulate import simulate_query
-from privspec.backends.finite.truth import (Truth, as_matrix, as_vector, avar_matrix, coverage_value, estimate_on_counts,
-                                            independence_on_counts, leakage_value)
+from privspec.backends.finite.truth import (Truth, as_matrix, as_vector, avar_matrix, coverage_value,
+                                            estimate_on_counts, independence_on_counts, leakage_value)
 from privspec.backends.core.populations import parameter_values
 
 #: what this back end answers (the registry reads it; :mod:`privspec.model.query_kinds`)
@@ -45,8 +45,8 @@ def _moments(model: ModelGraph, q: Query) -> Result:
     ch = t.full_channel  # the reports' moments (dummy categories included)
     m = t.value(ch.moments, full=True)
     lab = ch.x_labels
-    value = {"Q": as_matrix(m["Q"], lab, lab), "gamma": as_vector(m["gamma"], lab), "H": as_matrix(m["H"], lab, lab),
-             "C": as_matrix(m["C"], lab, lab)}
+    value = {"Q": as_matrix(m["Q"], lab, lab), "gamma": as_vector(m["gamma"], lab),
+             "H": as_matrix(m["H"], lab, lab), "C": as_matrix(m["C"], lab, lab)}
     extras: dict = {"evaluation": t.evaluation(), **dict(ch.facts)}
     return Result("moments", value, extras)
 

@@ -552,7 +552,7 @@ def table_result(model: ModelGraph, release: Release, keep: Sequence[str], relea
 def table_covariance(lay: Layout, keep: Sequence[str], s2: float) -> np.ndarray:
     """The covariance of the released margin over ``keep`` (C order): each total cell's
     protected cells have ``s^2 (n I - J)`` under Algorithm 1 (they share their noise
-    pairs, :func:`.release_noise.margin_variance`) and ``s^2 I`` under the geometric
+    pairs, :func:`privspec.backends.releases.noise.margin_variance`) and ``s^2 I`` under the geometric
     mechanism, total cells are independent, and a margin sums cells: ``S C S^T``.
 
     Examples

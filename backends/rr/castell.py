@@ -85,7 +85,8 @@ def castell(counts: np.ndarray, K: Sequence[np.ndarray], *, variance: bool = Tru
 
 def _score_at(est: np.ndarray, second: np.ndarray, g: np.ndarray, step: np.ndarray, n: int, se: str,
               level: float) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~privspec.backends.core.projections.score_interval` with the level last (a partial of the rest: the intervals at any level)."""
+    """:func:`~privspec.backends.core.projections.score_interval` with the level last (a
+    partial of the rest: the intervals at any level)."""
     return score_interval(est, second, g, step, n, se, level)
 
 

@@ -35,9 +35,9 @@ class JointFit:
     it covers (``joint``: the table itself; ``product of marginals``: RR-Independent's
     own limit).  ``ci`` is the 95% interval per cell (lower, upper) where it is not the
     Wald interval ``table +- 1.96 se`` (clipped to [0, 1]), and ``ci_method`` names it
-    (:func:`~privspec.backends.core.projections.score_interval`); ``intervals`` gives it at any level.  ``cov`` computes the
-    full covariance of the cells (C order, divided by n, of the kind ``se_kind``) when
-    asked: the Python API's ``cov_params``.
+    (:func:`~privspec.backends.core.projections.score_interval`); ``intervals`` gives it
+    at any level.  ``cov`` computes the full covariance of the cells (C order, divided by
+    n, of the kind ``se_kind``) when asked: the Python API's ``cov_params``.
     """
 
     table: np.ndarray

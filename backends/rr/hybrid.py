@@ -23,8 +23,6 @@ from privspec.backends.rr.independent import independent
 #: the chance that ``hybrid(switch = variance)`` picks castell by its noise alone where
 #: RR-Independent is just as good (:func:`mse_comparison`'s ``margin``)
 MARGIN_LEVEL = 0.01
-
-
 #: how ``hybrid`` chooses (``by hybrid(switch = thresholds)``), the default first
 SWITCHES = ("variance", "thresholds")
 
@@ -121,18 +119,18 @@ def bound_rule(dims: Sequence[int], keep: Sequence[Any], n: Any) -> BoundRule:
     return BoundRule(ratio / n, ind_bound, n_star, preferred)
 
 
-# ---- the data-driven rule ----------------------------------------------------------------------------
 def _bounds(dims: list[int], keep: Sequence[Any], exact: bool) -> tuple[Any, Any]:
     """castell's bound times n, ``prod_k (d_k/p_k)``, and RR-Independent's, ``max(1/D, 1/d* -
     1/D)`` (:func:`bound_rule`): sympy numbers where ``exact``, else floats."""
     D, top = math.prod(dims), max(dims)
     ind = max(Fraction(1, D), Fraction(1, top) - Fraction(1, D))
     if exact:
-        return sympy.Mul(*[sympy.Integer(d) / p for d, p in zip(dims, keep)]), sympy.Rational(ind.numerator,
-                                                                                              ind.denominator)
+        ratio = sympy.Mul(*[sympy.Integer(d) / p for d, p in zip(dims, keep)])
+        return ratio, sympy.Rational(ind.numerator, ind.denominator)
     return math.prod(d / float(p) for d, p in zip(dims, keep)), float(ind)
 
 
+# ---- the data-driven rule ----------------------------------------------------------------------------
 def mse_comparison(counts: np.ndarray, K: Sequence[np.ndarray], c: JointFit | None = None,
                    ind: JointFit | None = None) -> dict[str, float]:
     """The estimated mean squared errors (summed over the cells, population scale) of
