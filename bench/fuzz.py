@@ -2,7 +2,7 @@
 
     python bench/fuzz.py                       # 20,000 mutants (500 analyzed), 5,000 slot cases (1,000 analyzed)
     python bench/fuzz.py --seed 7 --mutants 100000 --slots 20000 --analyzed 5000
-    python bench/fuzz.py --costs               # time the cases behind privspec.model.costs' limits
+    python bench/fuzz.py --costs               # time the cases behind the limits of privspec.limits
     python bench/fuzz.py --parameters          # every numeric parameter x value x query (2,296 cases)
 
 Prints every case that exits with a status other than 0 or 1 or takes more than 5 s,
@@ -70,7 +70,7 @@ def parameters(seconds: float) -> int:
     return 1 if failures else 0
 
 
-# ---- the measurements behind privspec.model.costs ---------------------------------------------------------------
+# ---- the measurements behind privspec.limits --------------------------------------------------------------------
 def _cat(p: int) -> str:
     return "variable x: categorical {" + ", ".join(f"c{i}" for i in range(p)) + "}\n"
 
@@ -126,7 +126,7 @@ def main_(argv: list[str] | None = None) -> int:
     ap.add_argument("--analyzed", type=int, default=1_000, help="slot cases also analyzed")
     ap.add_argument("--analyzed-mutants", type=int, default=500, help="mutants of the quick specs also analyzed")
     ap.add_argument("--seconds", type=float, default=CASE_SECONDS)
-    ap.add_argument("--costs", action="store_true", help="time the cases behind privspec.model.costs' limits")
+    ap.add_argument("--costs", action="store_true", help="time the cases behind the limits of privspec.limits")
     ap.add_argument("--parameters", action="store_true",
                     help="every mechanism's numeric parameters at extreme values x every query that reads them")
     args = ap.parse_args(argv)

@@ -35,7 +35,9 @@ import pandas as pd
 import privspec
 from privspec.backends.finite.backend import estimate_on_counts
 from privspec.backends.rr.backend import JointProblem
-from privspec.backends.rr.joint import castell, hybrid, independent
+from privspec.backends.rr.castell import castell
+from privspec.backends.rr.hybrid import hybrid
+from privspec.backends.rr.independent import independent
 from privspec.backends.rr.simulate import covers, joint_coverage, privatize_counts
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -329,16 +329,24 @@ def test_huge_label_sets_load_or_are_refused_at_once(labels: int, tmp_path: Path
         assert [d.code for d in spec.diagnostics] == ["E701"]
 
 
-def test_costs_mirror_the_back_ends_switches() -> None:
-    """The front end prices queries with copies of the back ends' switches (it never
-    imports a back end): they must stay equal."""
-    from privspec.model import costs
-    from privspec.backends.core import channel
-    from privspec.backends.core import uniform
+def test_the_back_ends_switch_at_the_limits_the_front_end_prices_with() -> None:
+    """One definition of each switch (privspec.limits): the channel is exact up to
+    EXACT_CELL_LIMIT cells, refuses results symbolic in w beyond SYMBOLIC_LIMIT
+    categories, and a uniform design beyond UNIFORM_ENUM_LIMIT categories is never
+    enumerated."""
+    from privspec import limits
+    from privspec.backends.core.channel import Channel
+    from privspec.backends.core.compile import large_uniform
 
-    assert costs.EXACT_CELL_LIMIT == channel.EXACT_LIMIT
-    assert costs.SYMBOLIC_LIMIT == channel.Channel.symbolic_limit
-    assert costs.UNIFORM_ENUM_LIMIT == uniform.UNIFORM_ENUM_LIMIT
+    def channel(cells: int) -> Channel:
+        return Channel(("a", "b"), tuple(str(i) for i in range(cells // 2)))
+
+    assert channel(limits.EXACT_CELL_LIMIT).exact_ok() and not channel(limits.EXACT_CELL_LIMIT + 2).exact_ok()
+    assert Channel.symbolic_limit == limits.SYMBOLIC_LIMIT
+    for p in (limits.UNIFORM_ENUM_LIMIT, limits.UNIFORM_ENUM_LIMIT + 1):
+        labels = ", ".join(f"c{i}" for i in range(p))
+        model = privspec.load(f"variable x: categorical {{{labels}}}\nmechanism u = subset(x, uniform)").model
+        assert large_uniform(model.mechanisms["u"]) == (p > limits.UNIFORM_ENUM_LIMIT)
 
 
 # ---- malformed data files x engines x verbs (issue 33) ----------------------------------------------------

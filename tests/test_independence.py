@@ -14,7 +14,8 @@ import privspec
 from privspec.backends.core.channel import product_channel
 from privspec.backends.core.compile import channel_of
 from privspec.backends.core.estimators import em
-from privspec.backends.finite.backend import FiniteBackend, independence_on_counts, report_table
+from privspec.backends.finite.backend import FiniteBackend
+from privspec.backends.finite.truth import independence_on_counts, report_table
 from privspec.backends.finite import independence
 from privspec.backends.finite.simulate import simulate_query
 from privspec.backends.finite.independence import DEFAULT_DRAWS, _margins, _random_tables, independence_test

@@ -13,7 +13,7 @@ import privspec
 from privspec.backends.core.compile import channel_in_w
 from privspec.backends.core.estimators import estimate
 from privspec.backends.finite.truth import estimate_on_counts
-from privspec.backends.rr.joint import castell
+from privspec.backends.rr.castell import castell
 from privspec.results.values import Result, Vector
 
 N = 5000

@@ -15,8 +15,11 @@ import privspec
 from privspec.backends.core.channel import matrix_channel
 from privspec.backends.core.kron import kron_apply
 from privspec.backends.rr.backend import grr_avar
-from privspec.backends.rr.joint import (avd, castell, clusters, cramers_v, hybrid, independent, mae, mse, project,
-                                        rr_joint, truncated)
+from privspec.backends.core.projections import project
+from privspec.backends.rr.castell import castell, rr_joint
+from privspec.backends.rr.hybrid import hybrid
+from privspec.backends.rr.independent import clusters, independent, truncated
+from privspec.backends.rr.metrics import avd, cramers_v, mae, mse
 from privspec.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

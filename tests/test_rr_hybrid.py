@@ -16,8 +16,10 @@ import pytest
 import privspec
 from privspec.backends.core.kron import kron_apply, kron_cov, kron_cov_frobenius2
 from privspec.backends.rr.bounds import thresholds_result
-from privspec.backends.rr.joint import (bound_rule, castell, hybrid, independent, keep_probabilities, mae,
-                                        mse_comparison)
+from privspec.backends.rr.castell import castell
+from privspec.backends.rr.hybrid import bound_rule, hybrid, keep_probabilities, mse_comparison
+from privspec.backends.rr.independent import independent
+from privspec.backends.rr.metrics import mae
 from privspec.backends.rr.simulate import privatize_counts
 
 ROOT = Path(__file__).resolve().parent.parent

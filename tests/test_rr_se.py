@@ -17,7 +17,9 @@ import pytest
 
 import privspec
 from privspec.backends.core.kron import kron_apply
-from privspec.backends.rr.joint import castell, clusters, hybrid, independent, rr_joint
+from privspec.backends.rr.castell import castell, rr_joint
+from privspec.backends.rr.hybrid import hybrid
+from privspec.backends.rr.independent import clusters, independent
 from privspec.backends.rr.simulate import joint_coverage, privatize_counts
 from privspec.cli import main
 from privspec.errors import BackendError

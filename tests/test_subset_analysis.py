@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 import privspec
 from privspec.backends.core.channel import subset_channel
-from privspec.backends.core.compile import channel_of, uniform_r
+from privspec.backends.core.compile import channel_of
+from privspec.backends.core.uniform import uniform_r
 from privspec.backends.finite.backend import FiniteBackend
 
 RACE = ("Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White")

@@ -38,6 +38,7 @@ from typing import Any, Sequence
 import numpy as np
 import sympy
 
+from privspec.limits import EXACT_CELL_LIMIT, SYMBOLIC_LIMIT
 from privspec.model import costs
 
 
@@ -122,10 +123,6 @@ def B_matrix(p: int, exact: bool = True):
 
 
 # ---- the channel ---------------------------------------------------------------------------
-#: beyond this many observations x categories, exact arithmetic gives way to floating point
-EXACT_LIMIT = 20_000
-
-
 @dataclass(frozen=True, eq=False)
 class Channel:
     """``K[o, x] = Pr(O = o | X = x)`` with labels.
@@ -183,7 +180,7 @@ class Channel:
     _cache: dict = field(default_factory=dict, repr=False)
 
     #: results symbolic in w (no population) are refused beyond this many categories
-    symbolic_limit = 8
+    symbolic_limit = SYMBOLIC_LIMIT
     #: the channel keeps the true value with one probability and reports each other value
     #: with another (GRR): :meth:`keep_probabilities`
     keeps_truth = False
@@ -240,8 +237,8 @@ class Channel:
         return (self.K, self.T) if exact else (self.Kn, self.Tn)
 
     def exact_ok(self) -> bool:
-        """Exact (sympy) arithmetic up to :data:`EXACT_LIMIT` observations x categories."""
-        return self.n_obs * self.p <= EXACT_LIMIT
+        """Exact (sympy) arithmetic up to :data:`~privspec.limits.EXACT_CELL_LIMIT` observations x categories."""
+        return self.n_obs * self.p <= EXACT_CELL_LIMIT
 
     def evaluation(self, exact: bool, declared: bool) -> str:
         """How a result on this channel was evaluated, in words."""
@@ -615,7 +612,7 @@ class GRRChannel(Channel):
             # an epsilon in floating point (a numeric search over it), or exact algebra in e^eps
             # over many categories (20: 21 s), with e^(1/10^6) as its unit (epsilon = 3.036123:
             # sympy factors polynomials of degree 10^6) or a high power of e (epsilon = 700: a
-            # polynomial of degree 1400, over 120 s; costs.EXACT_EXP_POWER): floating point
+            # polynomial of degree 1400, over 120 s; limits.EXACT_EXP_POWER): floating point
             return sympy.Matrix(self._closed_form_float(eps, [float(x) for x in w]))
         d = self.p
         e = sympy.exp(dict(self.facts)["epsilon"])

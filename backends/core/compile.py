@@ -7,11 +7,14 @@ import itertools
 import weakref
 from typing import Any, Callable
 
+import numpy as np
 import sympy
 
+from privspec.errors import BackendError, Diagnostic
+from privspec.limits import UNIFORM_ENUM_LIMIT
 from privspec.model.graph import ProductMechanism, RandomizedResponse, SubsetMechanism
 from privspec.backends.core.channel import Channel, affine_channel, grr_channel, matrix_channel, product_channel, subset_channel
-from privspec.backends.core.uniform import UNIFORM_ENUM_LIMIT, UniformChannel, uniform_facts, uniform_r  # noqa: F401 (uniform_r: re-exported)
+from privspec.backends.core.uniform import UniformChannel, constants, uniform_facts
 
 #: labels of the two dummy categories of Appendix II (made unique against the variable's)
 DUMMY_LABELS = ("_dummy1", "_dummy2")
@@ -44,10 +47,6 @@ def observed_subset_channel(mechanism: SubsetMechanism, masks: list[int]) -> Cha
     """The channel restricted to the subsets actually observed (bitmasks), for the uniform
     design on many categories: the likelihood involves only observed subsets, and
     ``mu_a = 2 nu`` is the same for all of them."""
-    from privspec.backends.core.uniform import constants
-
-    import numpy as np
-
     labels = mechanism.variable.labels
     p = len(labels)
     nu, _, _ = constants(p)
@@ -74,8 +73,6 @@ def channel_of(mechanism: Any) -> Channel:
     (6, 1/3)
     """
     if large_uniform(mechanism):
-        from privspec.errors import BackendError, Diagnostic
-
         raise BackendError(Diagnostic("B007", f"this needs all 2^{mechanism.variable.p} subsets of the uniform "
                                       f"design on {mechanism.variable.p} categories",
                                       hint="closed forms cover moments, the MoM covariance and size coverage; "
@@ -143,8 +140,6 @@ def _subset(mechanism: SubsetMechanism) -> Channel:
     labels = mechanism.variable.labels
     free = [k for k, _ in mechanism.design.weights if isinstance(k, sympy.Symbol)]
     if mechanism.design.kind == "sizes" and free:
-        from privspec.errors import BackendError, Diagnostic
-
         raise BackendError(Diagnostic(
             "B009", f"the subset size {free[0]} has no value: this needs a number",
             hint=f"give it a value (parameter {free[0]} = 2), or search its whole numbers in a compare "
@@ -199,7 +194,5 @@ def enlarge_population(w: Any, alpha: Any) -> Any:
     """``((1 - 2 alpha) w, alpha, alpha)``: the population on the enlarged domain (Appendix II)."""
     if isinstance(w, sympy.MatrixBase):
         return sympy.Matrix(list((1 - 2 * alpha) * w) + [alpha, alpha])
-    import numpy as np
-
     a = float(alpha)
     return np.concatenate([(1 - 2 * a) * np.asarray(w, dtype=float), [a, a]])

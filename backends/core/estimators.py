@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privspec.backends.core.channel import Channel
+from privspec.backends.core.projections import project_simplex
 
 
 @dataclass(frozen=True)
@@ -70,27 +71,6 @@ def kkt(ch: Channel, counts: np.ndarray, w: np.ndarray) -> float:
     w_j > 0 and <= 0 elsewhere (the Lagrange multiplier of sum w = 1 is n)."""
     n = counts.sum()
     return float(np.max(gradient(ch, counts, w) / n - 1.0))
-
-
-def project_simplex(v: np.ndarray) -> np.ndarray:
-    """Euclidean projection onto the probability simplex (sort-based, O(p log p)).
-
-    Examples
-    --------
-    >>> project_simplex(np.array([0.6, 0.6, -0.2])).round(3).tolist()
-    [0.5, 0.5, 0.0]
-    """
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - 1.0
-    k = np.arange(1, len(v) + 1)
-    rho = np.nonzero(u - css / k > 0)[0][-1]
-    return np.maximum(v - css[rho] / (rho + 1), 0.0)
-
-
-def clip_renormalize(v: np.ndarray) -> np.ndarray:
-    """Set negative entries to 0 and rescale to sum 1."""
-    c = np.maximum(v, 0.0)
-    return c / c.sum()
 
 
 def mom(ch: Channel, counts: np.ndarray) -> Fit:

@@ -17,6 +17,7 @@ inversion (Algorithm 3).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Sequence
 
@@ -87,12 +88,10 @@ def _one_blas_thread(size: int):
     """A product with a tiny inner dimension (d_k) is memory-bound: extra BLAS threads only
     contend (measured up to 30x slower on a busy 2-core machine).  With threadpoolctl
     (the ``fast`` extra) large tensors are multiplied on one BLAS thread."""
-    import contextlib
-
     if size < 1 << 16:
         return contextlib.nullcontext()
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import threadpool_limits  # extra: the ``fast`` extra (optional)
     except ImportError:  # optional
         return contextlib.nullcontext()
     return threadpool_limits(1, user_api="blas")

@@ -20,10 +20,8 @@ from typing import Any
 import numpy as np
 import sympy
 
+from privspec.errors import BackendError, Diagnostic
 from privspec.backends.core.channel import _Exact, _Float, algebra
-
-#: above this many categories the uniform design is never enumerated
-UNIFORM_ENUM_LIMIT = 12
 
 
 def constants(p: int) -> tuple[sympy.Rational, sympy.Rational, sympy.Rational]:
@@ -116,7 +114,7 @@ def size_coverage(p: int, w: Any) -> Any:
 
 
 class UniformChannel:
-    """The uniform design on p > :data:`UNIFORM_ENUM_LIMIT` categories as a channel kind:
+    """The uniform design on p > :data:`~privspec.limits.UNIFORM_ENUM_LIMIT` categories as a channel kind:
     the closed forms above stand in for the matrices, which are never enumerated.
 
     It offers what :class:`~privspec.backends.core.channel.Channel` offers for analysis
@@ -192,8 +190,6 @@ class UniformChannel:
 
     # -- what needs every subset ----------------------------------------------------------------
     def _enumerate(self, what: str):
-        from privspec.errors import BackendError, Diagnostic
-
         raise BackendError(Diagnostic("B007", f"{what} of the uniform design on {self.p} categories needs all "
                                       f"its subsets (2^{self.p} of them)",
                                       hint="closed forms cover moments, the MoM covariance (by mom) and size "

@@ -30,8 +30,9 @@ from privspec.errors import DataError, Diagnostic
 from privspec.model.graph import ProductMechanism, SubsetMechanism, Variable
 from privspec.progress import progress
 from privspec.backends.core.channel import Channel, GRRChannel
-from privspec.backends.core.compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
-from privspec.backends.data.files import MISSING, describe_values, missing_rows, require_columns, show_value
+from privspec.backends.core.compile import base_independent_design, channel_of, large_uniform, observed_subset_channel
+from privspec.backends.data.engines import PandasEngine
+from privspec.backends.data.files import MISSING, describe_values, require_columns, show_value
 from privspec.backends.core.rowrandom import BLOCK, RowRandom, row_key, stream_of
 from privspec.backends.data.tally import Tally, describe_distinct
 
@@ -65,7 +66,7 @@ def _column_hint(variable: Variable, frame: pd.DataFrame | Sequence[str], what: 
     return f"{what} of {variable.name} are read from the column '{variable.name}'{parts}; found: {found}"
 
 
-def _joined(frame: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
+def joined_labels(frame: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
     """One column, or part columns joined into the combined label (``F.Low``)."""
     if len(cols) == 1:
         return frame[cols[0]]
@@ -140,8 +141,6 @@ def tally_of(mechanism: Any, data: Any, path: Any = "data") -> Tally:
     D003 when a column is missing, with the hint of the variable that lacks it."""
     if isinstance(data, Tally):
         return data
-    from privspec.backends.data.engines import PandasEngine
-
     engine = PandasEngine(data, str(path)) if isinstance(data, pd.DataFrame) else data
     header = engine.columns()
     for f in factor_mechanisms(mechanism):
@@ -151,7 +150,7 @@ def tally_of(mechanism: Any, data: Any, path: Any = "data") -> Tally:
     return engine.tally(report_columns(mechanism, header))
 
 
-def _factor_codes(ch: Channel | Any, tally: Tally, variable: Variable,
+def factor_codes(ch: Channel | Any, tally: Tally, variable: Variable,
                   mechanism: str | None = None) -> tuple[np.ndarray, Channel]:
     """Observation index per distinct tuple of the tally, and the channel they index.
     ``ch`` may be a mechanism that is a large uniform design: its channel is then built
@@ -162,7 +161,7 @@ def _factor_codes(ch: Channel | Any, tally: Tally, variable: Variable,
     path = tally.source
     if len(cols) > 1:
         tally.check_no_missing(cols)
-    values = _joined(tally.values, cols)
+    values = joined_labels(tally.values, cols)
     # the few distinct reports are parsed here, whatever the number of rows
     codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=True)
     blank = [k for k, u in enumerate(uniques) if str(u).strip() in MISSING]
@@ -211,11 +210,11 @@ def observations(mechanism: Any, data: Any, path: Any = "data") -> tuple[Channel
     tally = tally_of(mechanism, data, path)
     weights = tally.counts.astype(float)
     if large_uniform(mechanism):
-        codes, ch = _factor_codes(mechanism, tally, mechanism.variable, name)
+        codes, ch = factor_codes(mechanism, tally, mechanism.variable, name)
         return ch, np.bincount(codes, weights=weights, minlength=ch.n_obs)
     ch = channel_of(mechanism)
     chans = [channel_of(f) for f in factors]
-    codes = [_factor_codes(c, tally, f.variable, name)[0] for c, f in zip(chans, factors)]
+    codes = [factor_codes(c, tally, f.variable, name)[0] for c, f in zip(chans, factors)]
     if len(codes) == 1:
         joint = codes[0]
     else:
@@ -258,7 +257,7 @@ def raw_codes(raw: Any, var: Variable, dtype: Any = np.int64) -> tuple[np.ndarra
     require_columns(frame, cols, "the raw data", hint=_column_hint(var, frame, "raw values"))
     tally, per_row = raw.tally_rows(cols)
     tally.check_no_missing(cols)
-    index = _labels_to_index(_joined(tally.values, cols), var.labels, var.name, cols, tally)
+    index = _labels_to_index(joined_labels(tally.values, cols), var.labels, var.name, cols, tally)
     return per_row(index.astype(dtype, copy=False)), cols
 
 
@@ -276,7 +275,7 @@ def check_raw(mechanism: Any, engine: Any) -> int:
     tally = engine.tally(list(dict.fromkeys(c for cols in per for c in cols)))
     for f, cols in zip(factors, per):
         tally.check_no_missing(cols)
-        _labels_to_index(_joined(tally.values, cols), f.variable.labels, f.variable.name, cols, tally)
+        _labels_to_index(joined_labels(tally.values, cols), f.variable.labels, f.variable.name, cols, tally)
     return tally.n
 
 
@@ -476,8 +475,6 @@ def privatize_frame(model: Any, mechanism: Any, frame: pd.DataFrame, seed: int |
     factors = factor_mechanisms(mechanism)
     reports: dict[str, Any] = {}
     n = len(frame)
-    from privspec.backends.data.engines import PandasEngine
-
     raw = PandasEngine(frame, "the raw data")
     for i, f in enumerate(factors):
         var = f.variable
@@ -535,4 +532,4 @@ def _privatize_with_dummies(mechanism: SubsetMechanism, x: np.ndarray, rng: RowR
     return pd.DataFrame({column: arranged})
 
 
-__all__ = ["count_observations", "privatize_frame", "raw_codes", "dummy_labels", "missing_rows"]
+__all__ = ["count_observations", "privatize_frame", "raw_codes"]

@@ -40,7 +40,8 @@ from privspec.model.graph import ProductMechanism, Query, Variable
 from privspec.results.values import Inference
 from privspec.backends.core.channel import B_matrix, Channel
 from privspec.backends.core.compile import channel_in_w, channel_of
-from privspec.backends.core.estimators import AFFINE_METHODS, Fit, estimate, fit_with_mass
+from privspec.backends.core.estimators import AFFINE_METHODS, Fit, em, estimate, fit_with_mass
+from privspec.backends.core.projections import SCORE_CI, WALD_CI, score_interval, wald_interval
 
 #: estimators whose intervals come from the profile likelihood
 MLE_FAMILY = ("mle", "em", "newton")
@@ -264,22 +265,6 @@ def fit_estimate(q: Query, ch: Channel, counts: np.ndarray, *, level: float = 0.
 
 
 # ---- intervals ---------------------------------------------------------------------------------------
-def wald_interval(w: np.ndarray, se: np.ndarray, level: float = 0.95) -> np.ndarray:
-    """``w +- z se`` with ``z`` the normal quantile, clipped to ``[0, 1]`` (a probability).
-
-    Examples
-    --------
-    >>> wald_interval(np.array([0.01, 0.5]), np.array([0.01, 0.1])).round(4).tolist()
-    [[0.0, 0.0296], [0.304, 0.696]]
-    """
-    z = stats.norm.ppf(0.5 + level / 2)
-    return np.clip(np.column_stack([w - z * se, w + z * se]), 0.0, 1.0)
-
-
-#: how :func:`wald_interval` names its intervals where a back end has no other kind
-WALD_CI = "wald (estimate +- z se, clipped to [0, 1])"
-
-
 def wald_inference(w: np.ndarray, se: np.ndarray, cov: Callable[[], np.ndarray] | None,
                    no_covariance: str = "") -> Inference:
     """The Python API's view of an estimate whose intervals are :func:`wald_interval`'s
@@ -420,8 +405,6 @@ def _intervals(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, w: np.ndarra
     if method == "mom" and M is None and not dummies and ch.closed is None:
         # MoM is linear, w_hat = A lambda_hat with A = Q^-1 T (A K = I): the score interval
         # evaluates its variance at each candidate value, as Wilson's does for a proportion
-        from privspec.backends.rr.joint import SCORE_CI, score_interval
-
         K, T = ch.Kn, ch.Tn
         A = np.linalg.solve(T @ K, T)
         lam = counts / counts.sum()
@@ -432,12 +415,8 @@ def _intervals(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, w: np.ndarra
 
 
 def _mle(ch: Channel, counts: np.ndarray, start: np.ndarray) -> np.ndarray:
-    from privspec.backends.core.estimators import em
-
     return em(ch, counts, start).w
 
 
 def _mle_loglik(ch: Channel, counts: np.ndarray, start: np.ndarray) -> float:
-    from privspec.backends.core.estimators import em
-
     return em(ch, counts, start).loglik

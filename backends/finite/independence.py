@@ -462,6 +462,7 @@ def independence_test(chA: Channel, chB: Channel, N: np.ndarray, method: str, *,
     N = np.asarray(N, dtype=float)
     m = _margins(method, chA, chB, N)
     df = _df(method, m)
+    ll = None
     if method == "lrt":
         # the observed table's joint MLE (EM on its observed cells, from the null fit); the
         # joint model contains the null point w_A w_B^T, so its maximum is >= loglik0
@@ -470,16 +471,22 @@ def independence_test(chA: Channel, chB: Channel, N: np.ndarray, method: str, *,
         stat = 2.0 * (ll - m.loglik0)
     else:
         stat = float(_CLOSED_FORM[method](m, N[None])[0])
-    note = m.note
     if calibration == "asymptotic":
         _refuse_asymptotic(m, df)
         if method == "bonferroni":
             p_value = min(1.0, chA.p * chB.p * float(stats.chi2.sf(stat, 1)))
-            note += "; Bonferroni bound on the smallest chi-square(1) p-value"
+            note = m.note + "; Bonferroni bound on the smallest chi-square(1) p-value"
         else:
             p_value = float(stats.chi2.sf(stat, df))
-            note += f"; chi-square({df:.0f}) p-value"
+            note = m.note + f"; chi-square({df:.0f}) p-value"
         return TestOutcome(method, stat, df, p_value, note, "asymptotic")
+    return _permutation_test(method, m, stat, df, ll, draws, seed)
+
+
+def _permutation_test(method: str, m: _Margins, stat: float, df: float | None, ll: float | None, draws: int | None,
+                      seed: int | np.random.SeedSequence | None) -> TestOutcome:
+    """The statistic calibrated by ``draws`` random tables with the observed margins (the
+    LRT's by :func:`_lrt_exceeds` against the observed joint log-likelihood ``ll``)."""
     B = DEFAULT_DRAWS if draws is None else int(draws)
     if B < 1:
         raise ValueError("draws must be at least 1")
@@ -495,7 +502,7 @@ def independence_test(chA: Channel, chB: Channel, N: np.ndarray, method: str, *,
             # ties (a permuted table equal to N) count: the p-value can only grow
             exceed += int(np.sum(_CLOSED_FORM[method](m, tables) >= stat - 1e-9 * max(1.0, abs(stat))))
     p_value = (1 + exceed) / (B + 1)
-    note += f"; p-value calibrated by {B} permutations (random tables with the observed margins)"
+    note = m.note + f"; p-value calibrated by {B} permutations (random tables with the observed margins)"
     if undecided:
         note += f"; {undecided} permuted tables undecided after the iteration limit, counted as exceeding"
     return TestOutcome(method, stat, df, p_value, note, "permutation", B,

@@ -13,7 +13,7 @@ from privspec.model.graph import ModelGraph, Query
 from privspec.results.values import Matrix, Result, Vector
 from privspec.progress import progress
 from privspec.errors import PrivspecError
-from privspec.backends.finite.truth import Truth, _real_labels, avar_matrix, independence_on_counts
+from privspec.backends.finite.truth import Truth, real_labels, avar_matrix, independence_on_counts
 from privspec.backends.finite.estimates import fit_estimate, marginal_map, se_kind_of
 
 
@@ -56,7 +56,7 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
     M = None
     variable = q.estimand.variables[0] if len(q.estimand.variables) == 1 else None
     if variable is not None:
-        M = marginal_map(_real_labels(t.mech), q.mechanism, variable)
+        M = marginal_map(real_labels(t.mech), q.mechanism, variable)
         if M is not None:
             target = M @ target
     estimates, targets, covered, widths, methods = [], [], [], [], set()

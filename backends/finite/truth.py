@@ -12,7 +12,7 @@ import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.values import Inference, Matrix, Result, TestResult, Vector
+from privspec.results.values import Inference, Matrix, Result, Table, TestResult, Vector
 from privspec.backends.core.channel import Channel
 from privspec.backends.core.compile import channel_in_w, channel_of, population_on_channel
 from privspec.backends.finite.estimates import FiniteEstimate, conditional_covariance, fit_estimate, marginal_map, se_kind_of
@@ -35,7 +35,7 @@ class Truth:
         w = population_vector(model, list(mech.variables))
         self.declared = w is not None
         if w is None:
-            w = symbolic_vector(_real_labels(mech))
+            w = symbolic_vector(real_labels(mech))
         self.w = w
         self.w_full = population_on_channel(mech, w)
         self.subs = parameter_values(model)
@@ -94,18 +94,20 @@ class Truth:
         return out
 
 
-def _real_labels(mech: Any) -> tuple[str, ...]:
+def real_labels(mech: Any) -> tuple[str, ...]:
     """The categories w is over (joint ones for products; dummies excluded)."""
     return channel_in_w(mech).x_labels
 
 
-def _mat(data: Any, rows, cols) -> Matrix:
+def as_matrix(data: Any, rows, cols) -> Matrix:
+    """A result matrix with these row and column labels, of sympy or numpy values."""
     if isinstance(data, np.ndarray):
         return Matrix(tuple(rows), tuple(cols), data)
     return Matrix(tuple(rows), tuple(cols), sympy.Matrix(data))
 
 
-def _vec(data: Any, labels) -> Vector:
+def as_vector(data: Any, labels) -> Vector:
+    """A result vector with these labels, of sympy or numpy values."""
     values = list(np.asarray(data).ravel()) if isinstance(data, np.ndarray) else list(data)
     return Vector(tuple(labels), tuple(values))
 
@@ -176,7 +178,7 @@ def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) 
     fit = est.fit
     extras: dict = {"method": q.method.name, "n": fit.n}
     if est.V is not None:
-        extras["se"] = _vec(est.se, est.labels)
+        extras["se"] = as_vector(est.se, est.labels)
         extras["se_kind"] = est.se_kind
     if est.ci is not None:
         extras["ci95"] = {lab: [float(a), float(b)] for lab, (a, b) in zip(est.labels, est.ci)}
@@ -193,13 +195,11 @@ def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) 
         extras["note"] = note
     inference = _inference(est)
     if q.estimand.kind == "joint":
-        from privspec.results.values import Table
-
         shape = tuple(len(v.labels) for v in q.estimand.variables)
         return Result("estimate", Table(tuple(v.name for v in q.estimand.variables),
                                         tuple(v.labels for v in q.estimand.variables), est.w.reshape(shape)), extras,
                       inference=inference)
-    return Result("estimate", _vec(est.w, est.labels), extras, inference=inference)
+    return Result("estimate", as_vector(est.w, est.labels), extras, inference=inference)
 
 
 def _inference(est: FiniteEstimate) -> Inference:

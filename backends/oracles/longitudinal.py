@@ -78,7 +78,7 @@ import pandas as pd
 from privspec.backends.oracles import pure as orc
 from privspec.backends.oracles.pure import Oracle, PairProbs
 from privspec.backends.core.rowrandom import RowRandom
-from privspec.backends.rr.joint import project as _project
+from privspec.backends.core.projections import project as _project
 
 __all__ = ["KINDS", "CALIBRATIONS", "LongitudinalOracle", "longitudinal", "round_oracles", "report_oracle",
            "support_probs", "support_gap", "pair_probs", "covariance", "cross_collection_covariance", "change_covariance",

@@ -91,7 +91,7 @@ from scipy import stats
 from privspec.backends.oracles import pure as orc
 from privspec.backends.oracles.pure import Oracle
 from privspec.backends.core.rowrandom import RowRandom
-from privspec.backends.rr.joint import project as _project
+from privspec.backends.core.projections import project as _project
 
 __all__ = ["PROTOCOLS", "RSFD_VARIANTS", "SAMPLED", "MultiOracle", "MultiReports", "MultiStats", "multi_oracle",
            "amplified_epsilon", "rsfd_probs", "privatize", "statistics", "estimate", "covariance",

@@ -25,11 +25,11 @@ from privspec.backends.data.files import require_columns
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import raw_codes
 from privspec.backends.finite.estimates import conditional_covariance, wald_inference
-from privspec.backends.finite.truth import _mat, _vec
+from privspec.backends.finite.truth import as_matrix as _mat, as_vector as _vec
 from privspec.backends.core.normal import Z95
 from privspec.backends.core.populations import bind_parameters, population_vector
 from privspec.backends.core.rowrandom import RowRandom, row_key, stream_of
-from privspec.backends.rr.joint import project as project_onto
+from privspec.backends.core.projections import project as project_onto
 
 #: rows privatized at once (per-row randomness: the result does not depend on it)
 CHUNK = 1 << 19

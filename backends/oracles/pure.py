@@ -57,7 +57,7 @@ import pandas as pd
 import sympy
 
 from privspec.backends.core.rowrandom import RowRandom
-from privspec.backends.rr.joint import project as _project
+from privspec.backends.core.projections import project as _project
 from privspec.backends.data.tally import all_text
 
 __all__ = ["KINDS", "Oracle", "oracle", "support_probs", "PairProbs", "pair_probs", "covariance",
@@ -1344,7 +1344,7 @@ def support_sets(o: Oracle, reports: Any, counts: Sequence[float] | None = None)
 # ---- estimators ------------------------------------------------------------------------------------
 def unbiased(o: Oracle, C: Sequence[float], n: float, project: str = "none") -> np.ndarray:
     """``f_hat = (C/n - q*)/(p* - q*)`` (Wang et al. Eq. (1)), optionally projected onto
-    the simplex with :func:`privspec.backends.rr.joint.project`: ``clip`` (negatives to 0,
+    the simplex with :func:`privspec.backends.core.projections.project`: ``clip`` (negatives to 0,
     rescaled to sum 1: multi-freq-ldpy's ``MI``) or ``euclidean`` (nearest distribution in
     L2).
 

@@ -27,16 +27,20 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 import sympy
+from scipy.special import ndtri
 
+from privspec.limits import COV_CELL_LIMIT
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Release
 from privspec.model.query_kinds import Answers
 from privspec.results.values import Inference, Matrix, Result, Table, Vector
 from privspec.backends import register
+from privspec.backends.data.engines import PandasEngine
 from privspec.backends.data.files import parse_numbers, require_columns
-from privspec.backends.finite.data import _joined
+from privspec.backends.finite.data import joined_labels
 from privspec.backends.data.tally import Tally, describe_distinct
-from privspec.backends.releases.budget import bind_parameters, budget_on, budget_table, describe_release, release_privacy_loss
+from privspec.backends.core.populations import bind_parameters
+from privspec.backends.releases.budget import budget_on, budget_table, describe_release, release_privacy_loss
 from privspec.backends.releases.noise import (PAPER, algorithm1, cell_covariance, geometric_mechanism, margin_variance,
                             noise_variance, nonnegative)
 
@@ -194,8 +198,6 @@ def _codes(tally: Tally, values: pd.Series, column: str, labels: Sequence[str], 
 
 
 def _engine(data: Any, path: Any) -> Any:
-    from privspec.backends.data.engines import PandasEngine
-
     return PandasEngine(data, str(path)) if isinstance(data, pd.DataFrame) else data
 
 
@@ -237,7 +239,7 @@ def count_records(model: ModelGraph, release: Release, data: Any, path: Any = "i
         return np.zeros(lay.shape, dtype=np.int64)
     for cols in per_var:
         tally.check_no_missing(cols)
-    codes = [_codes(tally, _joined(tally.values, cols), v.name, v.labels, path)
+    codes = [_codes(tally, joined_labels(tally.values, cols), v.name, v.labels, path)
              for v, cols in zip(release.variables, per_var)]
     flat = np.ravel_multi_index(codes, lay.shape)
     return np.bincount(flat, weights=tally.counts, minlength=math.prod(lay.shape)).reshape(lay.shape).astype(np.int64)
@@ -547,14 +549,10 @@ def table_result(model: ModelGraph, release: Release, keep: Sequence[str], relea
     return Result("table", _table(release, keep, data), extras, inference=inference)
 
 
-#: the most cells whose full covariance (cells x cells) ``cov_params`` forms
-COV_CELL_LIMIT = 4096
-
-
 def table_covariance(lay: Layout, keep: Sequence[str], s2: float) -> np.ndarray:
     """The covariance of the released margin over ``keep`` (C order): each total cell's
     protected cells have ``s^2 (n I - J)`` under Algorithm 1 (they share their noise
-    pairs, :func:`.release_noise.margin_variance`) and ``s^2 I`` under the geometric
+    pairs, :func:`privspec.backends.releases.noise.margin_variance`) and ``s^2 I`` under the geometric
     mechanism, total cells are independent, and a margin sums cells: ``S C S^T``.
 
     Examples
@@ -578,8 +576,6 @@ def table_covariance(lay: Layout, keep: Sequence[str], s2: float) -> np.ndarray:
 
 
 def _wald_cells(data: np.ndarray, se: float, level: float) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.special import ndtri
-
     z = float(ndtri(0.5 + level / 2))
     return data - z * se, data + z * se
 

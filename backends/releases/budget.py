@@ -37,7 +37,7 @@ from typing import Iterable, Mapping, Sequence
 import sympy
 
 from privspec.model.graph import ModelGraph, Release
-from privspec.backends.core.populations import bind_parameters  # noqa: F401 (releases.py imports it from here)
+from privspec.backends.core.populations import bind_parameters
 from privspec.backends.releases.noise import privacy_loss
 
 

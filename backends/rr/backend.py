@@ -36,12 +36,13 @@ from privspec.results.values import Inference, Matrix, Result, Table, Vector
 from privspec.backends import register
 from privspec.backends.core.channel import grr_channel
 from privspec.backends.core.compile import channel_of
-from privspec.backends.finite.estimates import WALD_CI, wald_interval
-from privspec.backends.core.kron import kron_apply
+from privspec.backends.core.kron import kron_apply, kron_cov
+from privspec.backends.core.projections import WALD_CI, wald_interval
 from privspec.backends.core.populations import parameter_values, population_vector, symbolic_vector
-from privspec.backends.rr.problem import JointProblem, numeric_K  # noqa: F401 (numeric_K: re-exported)
+from privspec.backends.rr.bounds import bounds_result, thresholds_result
+from privspec.backends.rr.problem import JointProblem
 from privspec.backends.rr.simulate import simulate_joint
-from privspec.backends.rr.joint import JointFit, project
+from privspec.backends.rr.fit import JointFit
 
 #: exact (sympy) joint covariances up to this many cells; floating point beyond
 EXACT_CELLS = 64
@@ -81,8 +82,6 @@ class RRBackend:
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         kind = query.kind
         if kind in ("bounds", "thresholds"):
-            from privspec.backends.rr.bounds import bounds_result, thresholds_result
-
             return (bounds_result if kind == "bounds" else thresholds_result)(model, query)
         if kind == "epsilon":
             return epsilon_result(model, query)
@@ -137,7 +136,7 @@ def joint_result(problem: JointProblem, fit: JointFit) -> Result:
 
 
 def _wald(table: np.ndarray, se: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~privspec.backends.finite.estimates.wald_interval` of every cell (a probability)."""
+    """:func:`~privspec.backends.core.projections.wald_interval` of every cell (a probability)."""
     ci = wald_interval(np.ravel(table), np.ravel(se), level)
     return ci[:, 0].reshape(np.shape(table)), ci[:, 1].reshape(np.shape(table))
 
@@ -261,8 +260,6 @@ def _joint_avar(model: ModelGraph, q: Query) -> Result:
             if not declared:
                 raise BackendError(Diagnostic("B003", f"the covariance of a {problem.cells}-cell joint symbolic "
                                               "in w is too large", hint="declare a population"))
-            from privspec.backends.core.kron import kron_cov
-
             K = problem.K()
             wn = np.array([float(x) for x in w.subs(subs)])
 
@@ -300,7 +297,7 @@ def _independent_avar(model: ModelGraph, problem: JointProblem, labels: tuple[st
     true marginals ``Pi_ind = (x)_k m_k``: one respondent's reports ``y`` contribute
     ``u(y) = sum_k c_k A_k[., y_k]`` (``A_k = K_k^-1``, ``c_k = prod_{j != k} m_j``), so
     ``n Cov = U diag(lambda) U^T - (w Pi_ind)(w Pi_ind)^T`` with w factors; the per-cell
-    variances are those of :func:`~privspec.backends.rr.joint.independent`. The limit is
+    variances are those of :func:`~privspec.backends.rr.independent.independent`. The limit is
     not the joint where the attributes are dependent: ``bias = Pi_ind - Pi`` goes in the
     extras (the comparison's ``mse`` adds it)."""
     w, declared = _truth(model, problem.variables)
@@ -345,5 +342,4 @@ def shown(x: Any) -> Any:
     return str(x) if isinstance(x, sympy.Basic) and x.free_symbols else x
 
 
-__all__ = ["RRBackend", "JointProblem", "grr_avar", "epsilon_result", "joint_result", "numeric_K",
-           "project"]
+__all__ = ["RRBackend", "grr_avar", "epsilon_result", "joint_result"]

@@ -6,7 +6,7 @@ The paper writes its bounds with one domain size d and one keep probability p (f
 unequal domains it takes the largest d and the smallest p.  ``bounds`` and
 ``thresholds`` use instead the generalization of Theorems 5-6 and Appendix C that their
 proofs give for factors with domain sizes and budgets of their own,
-:func:`privspec.backends.rr.joint.bound_rule` -- the one rule that ``hybrid(switch =
+:func:`privspec.backends.rr.hybrid.bound_rule` -- the one rule that ``hybrid(switch =
 thresholds)`` uses too, so that ``thresholds(M, n = N)``'s ``castell_preferred`` is the
 hybrid's choice at that n.  With one domain size and ``eps/w`` per attribute it is the
 paper's.  For each w the entry is for the w attributes for which castell is least
@@ -35,7 +35,8 @@ from privspec.model.graph import ModelGraph, Query
 from privspec.results.values import Result
 from privspec.backends.core.compile import channel_of
 from privspec.backends.core.populations import parameter_values, population_vector
-from privspec.backends.rr.joint import bound_rule, keep_probabilities
+from privspec.backends.rr.hybrid import bound_rule, keep_probabilities
+from privspec.backends.rr.problem import numeric_K
 
 N = sympy.Symbol("n", positive=True)
 #: beyond this many w-subsets of a product, the entry for w is for the w factors with
@@ -72,8 +73,6 @@ class _Factor:
 
     def keep(self) -> float:
         """The keep probability as ``hybrid`` sees it: from the same floating-point channel."""
-        from privspec.backends.rr.problem import numeric_K
-
         return float(keep_probabilities([numeric_K(self.model, self.mech)])[0])
 
 
@@ -239,7 +238,7 @@ def _eps_star(worst: list[_Factor], n: Any, B: Any) -> Any:
 
 def thresholds_result(model: ModelGraph, q: Query) -> Result:
     """Appendix C, generalized to factors with domain sizes and budgets of their own
-    (:func:`privspec.backends.rr.joint.bound_rule`): ``n*``, ``eps*`` and whether castell
+    (:func:`privspec.backends.rr.hybrid.bound_rule`): ``n*``, ``eps*`` and whether castell
     is preferred for w = 2..m (GRR factors), and the paper's ``w*``.
 
     For each w, the w attributes with the largest ``n*``.  ``castell_preferred`` is

@@ -16,11 +16,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+import privspec
 from privspec.model.graph import Estimand, Method, Query
-from privspec.backends.finite.data import privatize_frame
-from privspec.backends.finite.data import tally_of
-from privspec.backends.rr.problem import JointProblem, _codes
-from privspec.backends.rr.joint import avd
+from privspec.backends.finite.data import privatize_frame, tally_of
+from privspec.backends.rr.problem import JointProblem, report_codes
+from privspec.backends.rr.castell import castell
+from privspec.backends.rr.hybrid import hybrid
+from privspec.backends.rr.independent import independent
+from privspec.backends.rr.metrics import avd, mae
+from privspec.backends.rr.simulate import privatize_counts
 
 
 def _quote(text: str) -> str:
@@ -53,8 +57,6 @@ def avd_by_dimension(frame: pd.DataFrame, columns: Sequence[str], epsilon: float
     >>> out[2]["castell"] < out[2]["independent"]
     True
     """
-    import privspec
-
     raw = frame[list(columns)].astype(str).reset_index(drop=True)
     model = privspec.load(study_spec(raw, columns, epsilon)).model
     mech = model.mechanisms["m"]
@@ -71,7 +73,7 @@ def avd_by_dimension(frame: pd.DataFrame, columns: Sequence[str], epsilon: float
         # the reports are counted once (a tally of the distinct report tuples); a subset's
         # table is one bincount over the tuples
         tally = tally_of(mech, reports, "reports")
-        codes = [_codes(f, tally) for f in mech.factors]
+        codes = [report_codes(f, tally) for f in mech.factors]
         for w in widths:
             for S in picks[w]:
                 variables = tuple(model.variables[columns[j]] for j in S)
@@ -115,9 +117,6 @@ def table_study(table: np.ndarray, epsilon: float, seeds: int = 20,
     >>> out["castell"]["mae"] < out["independent"]["mae"], out["hybrid"]["castell_chosen"]
     (True, 5)
     """
-    from privspec.backends.rr.joint import castell, hybrid, independent, mae
-    from privspec.backends.rr.simulate import privatize_counts
-
     table = np.asarray(table, dtype=float)
     truth = table / table.sum()
     K = []

@@ -18,9 +18,11 @@ from privspec.backends.core.channel import matrix_channel, product_channel
 from privspec.backends.core.compile import channel_of
 from privspec.backends.core.estimators import em
 from privspec.backends.finite.estimates import require_answer
-from privspec.backends.finite.data import _factor_codes, count_observations, tally_of
+from privspec.backends.finite.data import count_observations, factor_codes, tally_of
 from privspec.backends.core.populations import parameter_values
-from privspec.backends.rr.joint import SE_KINDS, JointFit, estimate_joint, rr_joint, with_projection
+from privspec.backends.rr.castell import rr_joint
+from privspec.backends.rr.fit import SE_KINDS, JointFit, check_cells, linear_covariance
+from privspec.backends.rr.joint import estimate_joint, with_projection
 
 #: beyond this many cells the MLE of a joint (dense EM on the Kronecker channel) is refused
 MLE_CELL_LIMIT = 2048
@@ -121,7 +123,7 @@ class JointProblem:
         if not self.product:
             return count_observations(mech, frame, path)
         tally = tally_of(mech, frame, path)
-        codes = [_codes(f, tally) for f in self.factors]
+        codes = [report_codes(f, tally) for f in self.factors]
         joint = np.ravel_multi_index(tuple(codes), self.shape) if len(codes) > 1 else codes[0]
         return np.bincount(joint, weights=tally.counts.astype(float), minlength=self.cells).reshape(self.shape)
 
@@ -159,7 +161,7 @@ class JointProblem:
             cov = ch.avar_mle(np.clip(fit.w, 1e-12, None)) / fit.n
             if se == "conditional":
                 # asymptotically linear in lambda_hat with J K = I on the simplex's tangent space:
-                # conditional = population - (diag(Pi) - Pi Pi^T)/n (module docstring of rr_joint)
+                # conditional = population - (diag(Pi) - Pi Pi^T)/n (privspec.backends.rr.fit)
                 cov = cov - (np.diag(fit.w) - np.outer(fit.w, fit.w)) / fit.n
             var = np.diag(cov)
         except np.linalg.LinAlgError:
@@ -175,7 +177,7 @@ class JointProblem:
 
         ``se = conditional``: each estimand cell is a sum ``c^T Pi_hat`` of combined-domain
         cells, an estimator with ``A K = I``, so its conditional variance is the population
-        one less ``(c^T Pi - (c^T Pi)^2)/n`` (module docstring of :mod:`.rr_joint`)."""
+        one less ``(c^T Pi - (c^T Pi)^2)/n`` (:mod:`privspec.backends.rr.fit`)."""
         mech = self.q.mechanism
         keep, K = None, None
         if method in ("mle", "em"):
@@ -240,10 +242,8 @@ def _summed_covariance(S: np.ndarray, full: JointFit, V: np.ndarray | None, keep
     """The covariance of the estimand's cells ``S Pi_hat`` (``S`` sums combined-domain cells),
     whose variances :meth:`JointProblem._combined` computes one at a time: ``S V S^T / n``
     for the MLE (``V``: n times its covariance, of the kind ``se``), else the linear
-    estimator's with Jacobian ``S K^-1`` (:func:`privspec.backends.rr.joint.linear_covariance`)."""
-    from privspec.backends.rr.joint import _check_cells, linear_covariance
-
-    _check_cells(S.shape[0])
+    estimator's with Jacobian ``S K^-1`` (:func:`privspec.backends.rr.fit.linear_covariance`)."""
+    check_cells(S.shape[0])
     if V is not None:
         return S @ V @ S.T / full.n
     if keep is not None:  # K^-1 = (I - q J)/(p - q): S K^-1 = (S - q (S 1) 1^T)/(p - q)
@@ -254,9 +254,9 @@ def _summed_covariance(S: np.ndarray, full: JointFit, V: np.ndarray | None, keep
     return linear_covariance(U, lam, full.n, se, S @ full.table.reshape(-1))
 
 
-def _codes(factor: Any, tally) -> np.ndarray:
+def report_codes(factor: Any, tally) -> np.ndarray:
     """Report index per distinct tuple for one factor (the finite back end's reader)."""
-    out = _factor_codes(channel_of(factor), tally, factor.variable)
+    out = factor_codes(channel_of(factor), tally, factor.variable)
     return out[0] if isinstance(out, tuple) else out
 
 

@@ -20,7 +20,8 @@ from privspec.backends.core.kron import kron_apply
 from privspec.backends.core.populations import population_vector
 from privspec.backends.core.normal import Z95
 from privspec.backends.rr.problem import JointProblem, numeric_K
-from privspec.backends.rr.joint import SE_KINDS, JointFit, avd, mae, mse
+from privspec.backends.rr.fit import SE_KINDS, JointFit
+from privspec.backends.rr.metrics import avd, mae, mse
 
 
 def _truth(model: ModelGraph, problem: JointProblem) -> tuple[np.ndarray, np.ndarray]:
@@ -254,7 +255,7 @@ def joint_coverage(estimate: Callable[[np.ndarray], JointFit], truth: np.ndarray
 
     Examples
     --------
-    >>> from privspec.backends.rr.joint import castell
+    >>> from privspec.backends.rr.castell import castell
     >>> K = [np.array([[0.75, 0.25], [0.25, 0.75]])] * 2
     >>> truth = np.array([[0.4, 0.1], [0.2, 0.3]])
     >>> out = joint_coverage(lambda c: castell(c, K), truth, K, 5000, 200, seed=1)

@@ -24,7 +24,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from privspec.language import arith
 from privspec.language import ast
-from privspec.model import costs
+from privspec.limits import MAX_CATEGORIES
 from privspec.errors import Diagnostic
 from privspec.language.source import Source, Span
 
@@ -739,9 +739,6 @@ def parse_declarations(source: Source) -> tuple[list[ast.Declaration], list[Diag
 #: 1.5 s per MB on the 2-core reference machine (bench/fuzz.py), so 2 MB stay under
 #: 4 s; a longer declaration is refused at once instead of parsed for minutes.
 MAX_PARSED_CHARS = 2_000_000
-#: Most categories of a variable (:data:`privspec.model.costs.MAX_CATEGORIES`): a label set is
-#: read by a fast path, about 0.25 s per 100,000 labels, resolver included.
-MAX_CATEGORIES = costs.MAX_CATEGORIES
 
 _LABEL_SET_HEAD = re.compile(r"variable[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*:[ \t]*categorical[ \t\f\n]*\{")
 # the whole set: labels (names or quoted strings), commas and blanks only; anything else

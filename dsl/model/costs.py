@@ -15,12 +15,10 @@ the size, the limit and what to do instead:
   a joint table or a product's reports beyond memory, too many permutations, an exact
   coverage integral of too high a degree).
 
-Every limit is a named constant below with the measurement behind it: what finishes
-in about 3 seconds on the 2-core reference machine (``bench/fuzz.py --costs`` measures
-them again).  The front end never imports a back end, so the back ends' own switches
-(``EXACT_LIMIT`` of ``backends/core/channel.py``, ``Channel.symbolic_limit``,
-``UNIFORM_ENUM_LIMIT`` of ``backends/core/uniform.py``) are mirrored here and a test keeps
-them equal.
+Every limit is a named constant of :mod:`privspec.limits` with the measurement behind
+it: what finishes in about 3 seconds on the 2-core reference machine (``bench/fuzz.py
+--costs`` measures them again).  The back ends switch on the same constants (exact to
+floating point, an enumerated design to its closed forms), read from the same module.
 """
 from __future__ import annotations
 
@@ -32,96 +30,11 @@ import sympy
 
 from privspec.model.graph import (Compare, Estimand, IntervalMechanism, Method, Population, ProductMechanism,
                     ProgressiveMechanism, Query, RandomizedResponse, SelectiveMechanism, SubsetMechanism, Variable)
+from privspec.limits import (CHANNEL_CELL_LIMIT, EXACT_CELL_LIMIT, EXACT_EXP_POWER, EXACT_INTERVAL_LIMIT, EXACT_P_LIMITS,
+                             JOINT_CELL_LIMIT, MAX_CATEGORIES, MAX_INTERVALS, MAX_MOMENT_ORDER, MAX_ROUNDS,
+                             MAX_SIMULATED_N, PERMUTATION_WORK_LIMIT, RESULT_CELL_LIMIT, SIMULATION_NUMBER_LIMIT,
+                             SYMBOLIC_LIMIT, SYMBOLIC_W_P_LIMITS, UNIFORM_ENUM_LIMIT)
 
-# ---- limits ---------------------------------------------------------------------------------------
-#: Most categories of one variable, declared or combined (``a * b * c``).  A million labels
-#: load in about 2 s (0.7 s for 2^20 combined ones); no back end can use more: grr's channel
-#: alone would have 10^12 cells.
-MAX_CATEGORIES = 1_000_000
-#: Most cells (reports x categories) of a finite mechanism's channel.  The back ends build
-#: it as a sympy matrix and convert it to floats, 10 to 30 microseconds a cell
-#: (grr on 300 categories, 90,000 cells: 2.8 s), for privatize, run and analyze alike.
-CHANNEL_CELL_LIMIT = 100_000
-#: Mirror of ``backends/core/channel.py`` EXACT_LIMIT: up to this many channel cells the finite
-#: back end computes exactly (sympy), beyond it in floating point.
-EXACT_CELL_LIMIT = 20_000
-#: Mirror of ``Channel.symbolic_limit`` (backends/core/channel.py): results symbolic in w (no population)
-#: are refused by the back end beyond this many categories.
-SYMBOLIC_LIMIT = 8
-#: Mirror of ``backends/core/uniform.py`` UNIFORM_ENUM_LIMIT: a uniform design on more
-#: categories is served in closed form, never enumerated.
-UNIFORM_ENUM_LIMIT = 12
-#: Most cells of a joint estimated from a product mechanism, and most distinct reports of
-#: a product read from data (the counts of every combination of the factors' reports).
-#: castell on 18 binary attributes (2^18 = 262,144 cells) takes 4.4 s, on 17 about 2 s.
-JOINT_CELL_LIMIT = 2 ** 17
-#: Most ranges of an interval mechanism (canonical(m, ...), ring(m, ...)).  Selective
-#: coverage draws quasi-Monte Carlo anchors in m dimensions (2 s at m = 1000; scipy's Sobol
-#: stops at 21,201); past 1000 ranges each holds a thousandth of the anchors' mass and the
-#: value is all but disclosed.
-MAX_INTERVALS = 1_000
-#: Most ranges for the exact coverage of uniform anchors around a uniform population: a
-#: polynomial of degree m integrated by sympy (m = 20: 2.2 s, m = 30: 6 s).
-EXACT_INTERVAL_LIMIT = 20
-#: Most rounds of a progressive mechanism.  Coverage by quadrature takes 30 ms a round
-#: (100 rounds: 3.2 s); after 100 rounds the range is (2/3)^100 ~ 2e-18 of the support.
-MAX_ROUNDS = 100
-#: Most numbers in one query's result (a p x p matrix has p^2): every number is written
-#: out, in text or JSON, about 3 microseconds each (moments of the uniform design on 500
-#: categories, three 500 x 500 matrices: 2.8 s).  The uniform design's closed forms are
-#: the one way to p x p results beyond the channel limit.
-RESULT_CELL_LIMIT = 1_000_000
-#: Most permutation draws times report-table cells of an independence test: the lrt's
-#: permutations cost about 0.4 microseconds a cell (9,999 draws of a 120-cell table: 0.4 s).
-PERMUTATION_WORK_LIMIT = 10_000_000
-#: Highest order of moment(X, k): E[Y^k] in floating point overflows past about 140 for a
-#: variable bounded by 150.
-MAX_MOMENT_ORDER = 100
-#: Most numbers one simulation holds at once (:func:`simulation_refusal`): its replications
-#: times the numbers each keeps (the true table, the reports' counts, the estimate, its
-#: target, coverage and interval: about six per category, plus the reports of a finite
-#: mechanism; a released table three times), plus, where reports are drawn one respondent at
-#: a time (frequency oracles, interval mechanisms), the respondents of one replication times
-#: the numbers of a value and its report.  10^8 float64 numbers are 0.8 GB; ``simulate
-#: --reps 1000000000`` of grr on 5 categories asked for 37 GiB and ended in MemoryError.
-SIMULATION_NUMBER_LIMIT = 100_000_000
-#: Most respondents of one simulated data set: counts are drawn as integers and kept as
-#: float64, whole numbers exactly up to 2^53.
-MAX_SIMULATED_N = 2 ** 53
-
-#: Largest number of categories analysed exactly, by query kind and by the numbers the
-#: channel and the population hold (:func:`number_class`): rational (``epsilon = log(3)``,
-#: ``1/4``), irrational (one transcendental such as e^1 or pi, or a small radical),
-#: complex (several of them mixed, e^65, 3^(1/13)), intricate (e^(1/10^9), nested
-#: transcendentals: sympy's cancellation works in an extension of huge degree) and
-#: symbolic (a parameter).  None: no limit below the exact/floating switch.  Measured a
-#: query at a time (bench/fuzz.py --costs), identifiable (an exact rank): rational
-#: p = 18 1.3 s, 19 6.8 s; e^1 p = 6 1.1 s, 8 13.8 s.  avar by mom, e^1: p = 8 1.8 s,
-#: 12 3.6 s, 15 5.7 s; e^65 p = 4: 17 s at a population of unequal fractions.  avar by
-#: mle: rational p = 100 2.7 s; e^1 p = 10 1.7 s, 15 7.6 s; e * 5^(1/3) p = 4 8.7 s.
-#: fisher: rational p = 100 3.4 s; e^1 p = 20 3.5 s.  moments: e^1 p = 100 3 s.
-EXACT_P_LIMITS: dict[str, dict[str, int | None]] = {
-    "identifiable": {"rational": 18, "irrational": 6, "complex": 3, "intricate": 0, "symbolic": 5},
-    "avar_mom": {"rational": None, "irrational": 8, "complex": 3, "intricate": 0, "symbolic": 8},
-    "avar_mle": {"rational": 100, "irrational": 10, "complex": 3, "intricate": 0, "symbolic": 8},
-    "fisher": {"rational": 100, "irrational": 20, "complex": 3, "intricate": 0, "symbolic": 8},
-    "moments": {"rational": None, "irrational": 100, "complex": 50, "intricate": 8, "symbolic": 8},
-    "privacy": {"rational": None, "irrational": None, "complex": 100, "intricate": 8, "symbolic": 8},
-}
-#: the same without a population (results symbolic in w): fisher rational p = 4 0.9 s,
-#: 5 5.6 s; e^1 p = 3 0.8 s, 4 3.5 s, 5 over 30 s
-SYMBOLIC_W_P_LIMITS: dict[str, dict[str, int | None]] = {
-    "fisher": {"rational": 4, "irrational": 3, "complex": 2, "intricate": 0, "symbolic": 3},
-    "avar_mle": {"rational": 3, "irrational": 3, "complex": 2, "intricate": 0, "symbolic": 2},
-}
-#: Largest power of e (of its generator: e^(7/2) is a cube of e^(1/2)... to the 7th) with which the
-#: back ends compute exactly in e^epsilon: grr's Warner covariance and the frequency oracles'
-#: covariances and read-back epsilon factor rational functions of degree about twice that
-#: power.  Measured on 4 categories, 2 cores under load (about 4 times slower than alone):
-#: grr epsilon = 1 6.0 s, 10 7.6 s, 20 13.6 s, 40 18 s, 65 over 30 s, 700 over 120 s; hr on 16
-#: categories 1 7.1 s, 10 14.7 s, 20 49 s.  Beyond it they compute in floating point (to
-#: rounding; e^700 is a double).
-EXACT_EXP_POWER = 10
 #: number classes, cheapest first
 CLASSES = ("rational", "irrational", "complex", "intricate", "symbolic")
 #: an irrational number stays "irrational" (not "complex") with at most one transcendental
