@@ -15,6 +15,7 @@ import functools
 import os
 import re
 import sys
+from importlib.resources import files
 from pathlib import Path
 from typing import Iterator
 
@@ -24,7 +25,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from privspec.language import arith
 from privspec.language import ast
-from privspec.model import costs
+from privspec.model.costs import MAX_CATEGORIES
 from privspec.errors import Diagnostic
 from privspec.language.source import Source, Span
 
@@ -37,8 +38,6 @@ def _grammar_declaration_keywords() -> tuple[str, ...]:
     >>> _grammar_declaration_keywords()[:3]
     ('spec', 'variable', 'parameter')
     """
-    from importlib.resources import files
-
     text = files("privspec.grammar").joinpath("privspec.lark").read_text(encoding="utf-8")
     body = re.search(r"^\??statement:(.*?)^\s*$", text, re.M | re.S)
     rules = re.findall(r"\b(\w+)\b", body.group(1)) if body else []
@@ -54,8 +53,6 @@ def _grammar_declaration_keywords() -> tuple[str, ...]:
 DECLARATION_KEYWORDS = _grammar_declaration_keywords()
 #: names that the arithmetic reads as constants
 CONSTANTS = {"pi": sympy.pi, "inf": sympy.oo, "oo": sympy.oo}
-#: functions folded into exact numbers
-MATH_FUNCTIONS = arith.FUNCTIONS
 
 # Longest numeric literal (digits) and the largest power of ten it may carry.
 _MAX_DIGITS = arith.MAX_DIGITS
@@ -461,7 +458,7 @@ class ToAst(Transformer):
         func = self._ref(c[0])
         args = tuple(self._inner(c[1:]))
         span = self._cover(c[0], c[-1])
-        if func.name in MATH_FUNCTIONS and len(args) == 1 and isinstance(args[0], ast.Num):
+        if func.name in arith.FUNCTIONS and len(args) == 1 and isinstance(args[0], ast.Num):
             return ast.Num(_fold(arith.call, span, func.name, args[0].value), span)
         return ast.Call(func, args, span)
 
@@ -739,9 +736,8 @@ def parse_declarations(source: Source) -> tuple[list[ast.Declaration], list[Diag
 #: 1.5 s per MB on the 2-core reference machine (bench/fuzz.py), so 2 MB stay under
 #: 4 s; a longer declaration is refused at once instead of parsed for minutes.
 MAX_PARSED_CHARS = 2_000_000
-#: Most categories of a variable (:data:`privspec.model.costs.MAX_CATEGORIES`): a label set is
-#: read by a fast path, about 0.25 s per 100,000 labels, resolver included.
-MAX_CATEGORIES = costs.MAX_CATEGORIES
+# Most categories of a variable (MAX_CATEGORIES): a label set is read by a fast path,
+# about 0.25 s per 100,000 labels, resolver included.
 
 _LABEL_SET_HEAD = re.compile(r"variable[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*:[ \t]*categorical[ \t\f\n]*\{")
 # the whole set: labels (names or quoted strings), commas and blanks only; anything else

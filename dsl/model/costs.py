@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 
 import sympy
 
-from privspec.model.graph import (Compare, Estimand, IntervalMechanism, Method, Population, ProductMechanism,
+from privspec.model.graph import (Compare, IntervalMechanism, Method, Population, ProductMechanism,
                     ProgressiveMechanism, Query, RandomizedResponse, SelectiveMechanism, SubsetMechanism, Variable)
 
 # ---- limits ---------------------------------------------------------------------------------------

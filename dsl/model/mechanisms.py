@@ -13,13 +13,14 @@ from typing import Callable, Iterable
 import sympy
 
 from privspec.language import arith
+from privspec.language.arith import fmt
 from privspec.language import ast
 from privspec.model import costs
 from privspec.model.graph import (CONTINUOUS_FAMILIES, IntervalMechanism, Law, Mechanism, ProductMechanism,
                     ProgressiveMechanism, RandomizedResponse, SelectiveMechanism, SubsetDesign,
                     SubsetMechanism, Variable)
 from privspec.model.graph import CensoredMechanism, FrequencyOracle, MultiAttributeOracle
-from privspec.model.scope import Context, compare, describe, did_you_mean, fmt, sign
+from privspec.model.scope import Context, compare, describe, did_you_mean, sign
 from privspec.model.signatures import Signature, bind, names, signature
 from privspec.language.source import Span
 

@@ -84,7 +84,7 @@ class EstimandKind:
     default first; ``by_family``: family -> the estimators that apply to data from a
     mechanism of that family.  Conditions finer than a family (the unbiased mean needs
     Case-I uniform anchors; castell needs the factors covering the estimand to be
-    randomized responses) are checked by the front end (:func:`privspec.model.queries._fit`).
+    randomized responses) are checked by the front end (:func:`privspec.model.estimands.check_fit`).
     """
 
     name: str

@@ -7,6 +7,7 @@ import re
 import sympy
 
 from privspec.language import arith
+from privspec.language.arith import fmt
 from privspec.language import ast
 from privspec.model import costs
 from privspec.errors import Diagnostic
@@ -15,7 +16,7 @@ from privspec.model.graph import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter
 from privspec.language.parser import CONSTANTS, DECLARATION_KEYWORDS
 from privspec.model.plans import build_compare
 from privspec.model.queries import build_query
-from privspec.model.scope import Context, compare, describe, did_you_mean, factors, fmt, sign
+from privspec.model.scope import Context, compare, describe, did_you_mean, factors, sign
 from privspec.language.source import Source, Span
 
 NOISES = ("geometric",)
