@@ -11,12 +11,13 @@ from __future__ import annotations
 import sympy
 
 from privspec.language import ast
+from privspec.errors import did_you_mean
 from privspec.model import signatures
 from privspec.model.graph import (Estimand, FrequencyOracle, IntervalMechanism, Mechanism, Method, MultiAttributeOracle,
                                   ProductMechanism, RandomizedResponse, SubsetMechanism, Variable)
 from privspec.model.query_kinds import FAMILIES as FAMILY_WORDS
 from privspec.model.query_kinds import ESTIMANDS, INTERVAL, PRODUCT_JOINT, estimators_for, family_of
-from privspec.model.scope import Context, compare, describe, did_you_mean
+from privspec.model.scope import Context, compare, describe
 
 #: estimand kind -> estimators that can make it (from the estimand table, :mod:`.query_kinds`)
 ESTIMATORS: dict[str, tuple[str, ...]] = {k: e.estimators for k, e in ESTIMANDS.items()}

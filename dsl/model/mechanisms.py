@@ -20,8 +20,9 @@ from privspec.model.graph import (CONTINUOUS_FAMILIES, IntervalMechanism, Law, M
                     ProgressiveMechanism, RandomizedResponse, SelectiveMechanism, SubsetDesign,
                     SubsetMechanism, Variable)
 from privspec.model.graph import CensoredMechanism, FrequencyOracle, MultiAttributeOracle
-from privspec.model.scope import Context, compare, describe, did_you_mean, sign
+from privspec.model.scope import Context, compare, describe, sign
 from privspec.model.signatures import Signature, bind, names, signature
+from privspec.errors import did_you_mean
 from privspec.language.source import Span
 
 SUBSET_DESIGNS = names("subset design")

@@ -17,7 +17,8 @@ from privspec.model.estimands import ESTIMATORS, build_estimand, build_method, c
 from privspec.model.mechanisms import FLOAT_LIMIT, build_mechanism
 from privspec.model.graph import Compare, Estimand, Mechanism, Method, Plan, PowerTest, ProductMechanism, Query, Target
 from privspec.model.query_kinds import CRITERIA, FAMILIES, POWER_TESTS, default_estimator, family_of
-from privspec.model.scope import Context, compare, describe, did_you_mean
+from privspec.model.scope import Context, compare, describe
+from privspec.errors import did_you_mean
 from privspec.language.source import Span
 
 #: the settings of a compare block (``at n = 1000, alpha = 0.05, test = proportion(Black, 0.08)``)

@@ -9,14 +9,16 @@ import sympy
 from privspec.language import arith
 from privspec.language import ast
 from privspec.language.arith import fmt
+from privspec.errors import did_you_mean
 from privspec.language.source import Span
 from privspec.model import signatures
 from privspec.model.estimands import CALIBRATIONS, ESTIMATORS, build_estimand, build_method, check_fit, observes
-from privspec.model.graph import Estimand, IntervalMechanism, Mechanism, Method, ProductMechanism, Query, RandomizedResponse, Variable
+from privspec.model.graph import (Estimand, IntervalMechanism, Mechanism, Method, ProductMechanism, Query, RandomizedResponse,
+                                  Variable)
 from privspec.model.mechanisms import build_mechanism
 from privspec.model.plans import planning_query
 from privspec.model.query_kinds import ESTIMANDS, PLAIN_QUERIES, QUERY_KINDS, family_of
-from privspec.model.scope import Context, compare, describe, did_you_mean
+from privspec.model.scope import Context, compare, describe
 
 #: privacy metrics of ``coverage`` and ``leakage`` (from the signature table)
 METRICS = signatures.METRICS

@@ -303,7 +303,9 @@ def _mechanism(query: Any) -> str:
 
 
 def _number(x: Any) -> str:
-    from privspec.model.scope import fmt
+    # the command line reads this table before any spec (--help);
+    # start-up: fmt brings sympy (1-2 s), and every number it is given here is a sympy one already
+    from privspec.language.arith import fmt
 
     return fmt(x) if hasattr(x, "is_number") else str(x)
 

@@ -10,13 +10,13 @@ from privspec.language import arith
 from privspec.language.arith import fmt
 from privspec.language import ast
 from privspec.model import costs
-from privspec.errors import Diagnostic
+from privspec.errors import Diagnostic, did_you_mean
 from privspec.model.mechanisms import build_law, build_mechanism, check_float, check_positive, check_probability, sums_to_one
 from privspec.model.graph import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter, Population, Release, Variable
 from privspec.language.parser import CONSTANTS, DECLARATION_KEYWORDS
 from privspec.model.plans import build_compare
 from privspec.model.queries import build_query
-from privspec.model.scope import Context, compare, describe, did_you_mean, factors, sign
+from privspec.model.scope import Context, compare, describe, factors, sign
 from privspec.language.source import Source, Span
 
 NOISES = ("geometric",)

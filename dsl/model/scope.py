@@ -3,7 +3,6 @@ helpers every declaration needs (numbers, labels, variables, call arguments).
 """
 from __future__ import annotations
 
-import difflib
 import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -15,28 +14,12 @@ from privspec.language import arith
 from privspec.language.arith import fmt
 from privspec.language import ast
 from privspec.model import costs
-from privspec.errors import ERROR, WARNING, Diagnostic
+from privspec.errors import ERROR, WARNING, Diagnostic, did_you_mean
 from privspec.model.graph import Parameter, Variable
 from privspec.language.source import Span
 
 #: kinds of declared names
 KINDS = ("variable", "parameter", "mechanism", "release", "query", "compare")
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """``"did you mean 'x'?"`` for the closest candidate, or ``""``.
-
-    Examples
-    --------
-    >>> did_you_mean("subst", ["subset", "grr", "rr"])
-    "did you mean 'subset'?"
-    """
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    if not close:
-        lowered = {c.lower(): c for c in candidates}
-        if name.lower() in lowered:
-            close = [lowered[name.lower()]]
-    return f"did you mean '{close[0]}'?" if close else ""
 
 
 
