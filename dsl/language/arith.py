@@ -45,6 +45,8 @@ ROOT_BITS = 2_000
 #: Digits used to evaluate a number whose sign or realness sympy cannot tell at once;
 #: beyond them a value is "indistinguishable from zero" (and a complex part is noise).
 EVAL_DIGITS = 30
+#: names that the arithmetic reads as constants
+CONSTANTS = {"pi": sympy.pi, "inf": sympy.oo, "oo": sympy.oo}
 
 _LN2 = math.log(2)
 

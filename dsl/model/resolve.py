@@ -13,7 +13,7 @@ from privspec.model import costs
 from privspec.errors import Diagnostic, did_you_mean
 from privspec.model.mechanisms import build_law, build_mechanism, check_float, check_positive, check_probability, sums_to_one
 from privspec.model.graph import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter, Population, Release, Variable
-from privspec.language.parser import CONSTANTS, DECLARATION_KEYWORDS
+from privspec.language.parser import DECLARATION_KEYWORDS
 from privspec.model.plans import build_compare
 from privspec.model.queries import build_query
 from privspec.model.scope import Context, compare, describe, factors, sign
@@ -83,7 +83,7 @@ class _Resolver:
                                refusal.hint)
 
     def _check_name(self, ref: ast.Ref) -> bool:
-        if ref.name in CONSTANTS or ref.name in DECLARATION_KEYWORDS:
+        if ref.name in arith.CONSTANTS or ref.name in DECLARATION_KEYWORDS:
             self.ctx.error("E202", f"'{ref.name}' is reserved and cannot be declared", ref.span,
                            "pi and inf are constants; choose another name")
             return False
