@@ -14,7 +14,8 @@ from privspec.language import ast
 from privspec.language.arith import fmt
 from privspec.model import signatures
 from privspec.model.estimands import ESTIMATORS, build_estimand, build_method, check_fit, observes
-from privspec.model.mechanisms import FLOAT_LIMIT, build_mechanism
+from privspec.model.arguments import FLOAT_LIMIT
+from privspec.model.mechanisms import build_mechanism
 from privspec.model.graph import Compare, Estimand, Mechanism, Method, Plan, PowerTest, ProductMechanism, Query, Target
 from privspec.model.query_kinds import CRITERIA, FAMILIES, POWER_TESTS, default_estimator, family_of
 from privspec.model.scope import Context, compare, describe
@@ -184,7 +185,7 @@ def _level(ctx: Context, node: ast.Node, what: str = "alpha") -> sympy.Expr | No
 
 def _sample_size_n(ctx: Context, node: ast.Node) -> sympy.Integer | None:
     """The number of respondents of ``at n = N`` or ``power(..., n = N)``: a whole number
-    from 1 to :data:`privspec.model.mechanisms.FLOAT_LIMIT` (it is computed with in floating point)."""
+    from 1 to :data:`privspec.model.arguments.FLOAT_LIMIT` (it is computed with in floating point)."""
     got = ctx.integer(node, "the sample size n", 1)
     if got is None:
         return None

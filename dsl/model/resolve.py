@@ -11,7 +11,8 @@ from privspec.language.arith import fmt
 from privspec.language import ast
 from privspec.model import costs
 from privspec.errors import Diagnostic, did_you_mean
-from privspec.model.mechanisms import build_law, build_mechanism, check_float, check_positive, check_probability, sums_to_one
+from privspec.model.arguments import check_float, check_positive, check_probability, sums_to_one
+from privspec.model.mechanisms import build_law, build_mechanism
 from privspec.model.graph import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter, Population, Release, Variable
 from privspec.language.parser import DECLARATION_KEYWORDS
 from privspec.model.plans import build_compare
