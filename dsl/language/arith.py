@@ -332,11 +332,6 @@ def call(name: str, x: sympy.Expr) -> sympy.Expr:
     return _checked_symbolic(fn(x))
 
 
-def negate(x: sympy.Expr) -> sympy.Expr:
-    """``-x`` (free: the size and the magnitude do not change)."""
-    return -x
-
-
 # ---- checks after folding ----------------------------------------------------------------------
 def checked(value: sympy.Expr) -> sympy.Expr:
     """``value`` if it is a real number (or an infinity), else :class:`Refused`.

@@ -16,7 +16,6 @@ import re
 import sys
 from importlib.resources import files
 from pathlib import Path
-from typing import Iterator
 
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -409,8 +408,3 @@ def _too_long(chunk: str, offset: int) -> Diagnostic:
     return Diagnostic("E105", f"this declaration is {len(chunk):,} characters long; declarations are limited "
                               f"to {MAX_PARSED_CHARS:,}", Span(offset, offset + min(end, 40)),
                       "split it, or read the values from a data file (privspec run --data)")
-
-
-def iter_tokens(text: str) -> Iterator[Token]:
-    """Lex ``text`` (for tools that want tokens, e.g. syntax highlighting)."""
-    return get_parser().lex(text)

@@ -18,10 +18,6 @@ from privspec.errors import ERROR, WARNING, Diagnostic, did_you_mean
 from privspec.model.graph import Parameter, Variable
 from privspec.language.source import Span
 
-#: kinds of declared names
-KINDS = ("variable", "parameter", "mechanism", "release", "query", "compare")
-
-
 
 
 def sign(x: sympy.Expr) -> int | None:
