@@ -11,9 +11,8 @@ privatize``); :class:`privspec.Spec` offers them as methods:
 >>> res["tau"].value, res.ok
 (9/16, True)
 
-Nothing here reaches a back end's internals from user code: the registry picks the back
-end that answers each query (:func:`privspec.backends.backend_for`), exactly as the runner
-does.
+Nothing here reaches a back end's internals from user code: the registry says where each
+query goes (:func:`privspec.backends.route`), exactly as the runner does.
 """
 from __future__ import annotations
 
