@@ -6,10 +6,11 @@ A back end is a class with ``REGISTER_NAME`` that implements (part of) the
 back end only has to exist.  A back end declares, as data, what it answers: ``ANSWERS``,
 rows of :class:`privspec.model.query_kinds.Answers` (query kinds x mechanism families x verbs,
 optionally narrowed to estimands, estimators and options).  The runner asks
-:func:`backend_for` which back end answers a query for a verb (``analyze``, ``run``,
-``simulate``): the one whose matching row is the most specific (and whose
-``supports()`` agrees), whatever the order of registration; :func:`explain_unanswered`
-says, when none does, which back ends answer that kind and for what.
+:func:`route` where a query goes for a verb (``analyze``, ``run``, ``simulate``): to the
+back end whose matching row is the most specific (and whose ``supports()`` agrees),
+whatever the order of registration (:func:`backend_for`); nowhere for a query that needs
+data asked of ``analyze``; and, when no back end answers it, why (:func:`explain_unanswered`:
+which back ends answer that kind and for what).
 :func:`privatizer_for` says which one privatizes data with a mechanism, and
 :func:`comparer_for` which one evaluates a compare block; where none does, the runner
 says "not supported yet" (exit 1), never a traceback.
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from privspec.model.query_kinds import Answers, explain, family_of
+from privspec.model.query_kinds import Answers, explain, family_of, needs_data
 
 #: name -> back-end class
 REGISTRY: dict[str, type] = {}
@@ -119,6 +121,26 @@ def explain_unanswered(query: Any, verb: str) -> str:
     """Which back ends answer queries of ``query``'s kind, for which mechanism families,
     estimators and verbs (the hint of "not supported yet")."""
     return explain(query.kind, declarations(), family_of(query.mechanism))
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a query goes for a verb (:func:`route`): the back end that answers it, or why
+    none does."""
+
+    backend: Backend | None
+    #: ``analyze`` was asked a query that needs data (no back end is looked for)
+    needs_data: bool = False
+    #: when no back end answers: which ones answer the query's kind, and for what
+    why: str = ""
+
+
+def route(query: Any, verb: str) -> Route:
+    """Where ``query`` goes for ``verb``: the runner's one question to the registry."""
+    if verb == "analyze" and needs_data(query.kind):
+        return Route(None, needs_data=True)
+    backend = backend_for(query, verb)
+    return Route(backend, why="" if backend is not None else explain_unanswered(query, verb))
 
 
 def privatizer_for(mechanism: Any) -> Any | None:

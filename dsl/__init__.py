@@ -36,6 +36,8 @@ def load(path_or_text: "str | Path", *, name: str | None = None) -> "Spec":
     diagnostics (errors and warnings), ``spec.model`` the model graph (raising
     :class:`privspec.errors.SpecError` if there are errors).
     """
+    # ``import privspec`` and the command line's --help stay light:
+    # start-up: a spec brings sympy and lark (about 1 s)
     from privspec.spec import Spec
 
     return Spec.load(path_or_text, name=name)

@@ -11,24 +11,34 @@ privatize``); :class:`privspec.Spec` offers them as methods:
 >>> res["tau"].value, res.ok
 (9/16, True)
 
-Nothing here reaches a back end's internals from user code: the registry picks the back
-end that answers each query (:func:`privspec.backends.backend_for`), exactly as the runner
-does.
+Nothing here reaches a back end's internals from user code: the registry says where each
+query goes (:func:`privspec.backends.route`), exactly as the runner does.
 """
 from __future__ import annotations
 
+import html
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from privspec.model import query_kinds
-from privspec.errors import BackendError, DataError, Diagnostic, PrivspecError, SpecError
-from privspec.results.values import Result
+import pandas as pd
 
-#: the verbs that answer queries
-VERBS = ("analyze", "run", "simulate")
+from privspec.backends import comparer_for, privatizer_for, route
+from privspec.backends.data.files import (DataBindings, check_columns, check_output, frame_nested, guard_cells,
+                                          observed_columns, parse_numbers, require_flat)
+from privspec.backends.privatize import adds_rows, kept_columns, with_kept
+from privspec.errors import BackendError, DataError, Diagnostic, PrivspecError, SpecError, did_you_mean
+from privspec.model import costs, query_kinds
+from privspec.model.graph import Query
+from privspec.model.query_kinds import VERBS
+from privspec.progress import chosen
+from privspec.results.compare_report import report_targets, write_report
+from privspec.results.report import Summary
+from privspec.results.values import Result, render_results
 
 
 @dataclass
@@ -83,16 +93,12 @@ class Results(Mapping):
         "value": null, "error": {...}}`` (the documented contract).  Text: each query under
         a one-line caption of what it answers; ``verbose`` adds the extras that restate
         derivations (``meaning``, ``eigenvalues`` ...: :data:`privspec.results.report.DETAILS`)."""
-        from privspec.results.values import render_results
-
         if fmt != "json":
             return render_results(fmt, self.model, self.results, verbose=verbose)
         return json.dumps(self.to_dict(), indent=2, default=str)
 
     def to_dict(self) -> dict:
         """The JSON document as a dict (see :meth:`render`)."""
-        from privspec.results.values import render_results
-
         doc = json.loads(render_results("json", self.model, self.results))
         answered = doc.get("queries", {})
         entries: dict[str, Any] = {}
@@ -115,15 +121,11 @@ class Results(Mapping):
         line prints (``str()`` of it is that text) and renders as HTML in a notebook, with
         ``as_text()``, ``as_html()``, ``as_markdown()`` and ``as_latex()`` (the ``text``,
         HTML, ``markdown`` and ``latex`` renderings of :meth:`render`)."""
-        from privspec.results.report import Summary
-
         return Summary(self.render("text"), html=self._repr_html_, markdown=lambda: self.render("markdown"),
                        latex=lambda: self.render("latex"))
 
     def _repr_html_(self) -> str:
         """Each answer's table under its name; failures with their code and message."""
-        import html
-
         parts = []
         for q in self.queries:
             if q.name in self.results:
@@ -142,8 +144,6 @@ class Results(Mapping):
         stopped a query, whose one row has no value; else empty).  Each result's own
         :meth:`~privspec.results.values.Result.to_long`, stacked in query order: filter and pivot
         it with pandas (``frame.pivot_table(index="label", columns="statistic")``)."""
-        import pandas as pd
-
         rows: list[tuple] = []
         for q in self.queries:
             if q.name in self.results:
@@ -202,9 +202,6 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
     about the whole call (a data table whose column would feed several mechanisms, D006)
     are raised.
     """
-    from privspec.backends.data.files import DataBindings
-    from privspec.progress import chosen
-
     if verb not in VERBS:
         raise ValueError(f"verb must be one of {', '.join(VERBS)}, not {verb!r}")
     spec.raise_for_errors()
@@ -237,18 +234,16 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
 
 def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Results) -> None:
     """One query's answer, or why not, into ``out`` (:func:`answer`)."""
-    from privspec.backends import backend_for, explain_unanswered
-
-    if verb == "analyze" and query_kinds.needs_data(q.kind):
+    found = route(q, verb)
+    if found.needs_data:
         out.failures[q.name] = BackendError(Diagnostic(
             "B002", f"query '{q.name}' ({q.kind}) needs data",
             hint="privspec run SPEC --data FILE, or privspec simulate SPEC --n N"))
         out.messages[q.name] = (f"query '{q.name}' ({q.kind}) needs data: use privspec run --data FILE "
                                 "or privspec simulate")
         return
-    backend = backend_for(q, verb)
+    backend, why = found.backend, found.why
     if backend is None:
-        why = explain_unanswered(q, verb)
         text = spec.source.snippet(q.span) if q.span else q.name
         out.failures[q.name] = BackendError(Diagnostic(
             "B000", f"query '{q.name}' is not supported yet: {q.kind} queries have no back end for "
@@ -278,9 +273,6 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     (or PNG) is replaced only with ``force`` (:func:`write_reports`).  ``progress``: bars
     over the simulated replications, as :func:`answer` says.
     """
-    from privspec.backends import comparer_for
-    from privspec.progress import chosen
-
     spec.raise_for_errors()
     model = spec.model
     if not model.compares:
@@ -293,8 +285,6 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     if reps is not None and reps < 2:
         raise ValueError("reps must be at least 2 (a Monte Carlo error needs two replications)")
     if reps is not None:
-        from privspec.model.graph import Query
-
         # each candidate's estimate is simulated at the block's n (the back end's default 1000)
         _refuse_simulation(spec, [(Query(name, "estimate", mechanism=mech, estimand=c.estimand,
                                          method=c.estimator(name), span=c.span), int(c.n or 1000),
@@ -322,8 +312,6 @@ def _refuse_simulation(spec: Any, queries: Sequence[tuple[Any, int, str | None]]
     """E703 (:func:`privspec.model.costs.simulation_refusal`) for the first query whose simulation,
     ``reps`` replications of its n respondents, would hold more than memory allows: raised
     before anything is drawn.  ``queries``: (query, n, how the message names it)."""
-    from privspec.model import costs
-
     model = spec.model
     for q, n, what in queries:
         release = model.releases.get(q.scope) if q.mechanism is None and isinstance(q.scope, str) else None
@@ -336,8 +324,6 @@ def _refuse_simulation(spec: Any, queries: Sequence[tuple[Any, int, str | None]]
 def report_paths(report: Any, names: Sequence[str]) -> dict[str, Any]:
     """Block name -> the path of its report: ``report`` itself for one block, else the
     block's name added to its stem (``r.html`` -> ``r_design.html``)."""
-    from pathlib import Path
-
     path = Path(report)
     if len(names) == 1:
         return {names[0]: path}
@@ -352,11 +338,6 @@ def write_reports(results: Results, report: Any, force: bool = False) -> list[st
     one that is not a regular file, stops them all (D007) with nothing written.  A file
     that appears meanwhile stops the writing there, and the files this call wrote before
     it are removed (without ``force`` they were all new)."""
-    import os
-
-    from privspec.backends.data.files import check_output
-    from privspec.results.compare_report import report_targets, write_report
-
     paths = report_paths(report, list(results.results))
     for name, path in paths.items():
         for target in report_targets(results.results[name].value, path):
@@ -379,12 +360,7 @@ def privatizer(model: Any, mechanism: str, *, nonnegative: bool = False, offset:
     it (None when none does yet), after checking the options fit it: ``nonnegative`` is
     for releases, ``offset`` and ``keep`` for mechanisms (``keep`` not for one that adds
     dummy respondents).  ``records`` names the input in messages."""
-    from privspec.backends import privatizer_for
-    from privspec.backends.privatize import adds_rows
-
     if mechanism not in model.mechanisms and mechanism not in model.releases:
-        from privspec.model.scope import did_you_mean
-
         hint = did_you_mean(mechanism, [*model.mechanisms, *model.releases])
         raise KeyError(f"no mechanism named '{mechanism}'" + (f"; {hint}" if hint else ""))
     # a release privatizes raw records into its released table(s)
@@ -419,12 +395,6 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
     CSV file back as it was (docs/cli.md).  ``progress``: bars over the chunks of a large
     frame, as :func:`answer` says.
     """
-    import pandas as pd
-
-    from privspec.backends.data.files import guard_cells
-    from privspec.backends.privatize import kept_columns, with_kept
-    from privspec.progress import chosen
-
     spec.raise_for_errors()
     model = spec.model
     mech, backend = privatizer(model, mechanism, nonnegative=nonnegative, offset=offset, keep=keep)
@@ -433,8 +403,6 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
                                               f"({getattr(mech, 'family', 'release')}) is not supported yet"))
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
-    from privspec.backends.data.files import check_columns, frame_nested, observed_columns, require_flat
-
     # the table's shape, checked as every engine checks a file's: a repeated name (D014),
     # nested values in a column the mechanism reads (D015)
     check_columns(list(frame.columns))
@@ -480,8 +448,6 @@ def _looks_raw(mech: Any, data: Any) -> bool:
     """Whether an interval mechanism's column holds plain numbers only (raw values)."""
     if getattr(mech, "family", None) != "interval" or getattr(mech, "variable", None) is None:
         return False
-    from privspec.backends.data.files import parse_numbers
-
     column = mech.variable.name
     try:
         engine = data.engine_for(mech.name)

@@ -8,17 +8,19 @@ for the traceback), 130/143 when interrupted by SIGINT/SIGTERM.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
 import traceback
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 from privspec import __version__
 from privspec.model import query_kinds
-from privspec.errors import DataError, Diagnostic, PrivspecError
+from privspec.errors import DataError, Diagnostic, PrivspecError, did_you_mean
+from privspec.progress import enabled, wanted
 from privspec.results.render import FORMATS, check_report
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -86,6 +88,30 @@ def _parser() -> argparse.ArgumentParser:
                      help="who counts the reports: duckdb (the default for files: out of core, all cores), "
                           "pandas (in memory), spark (a cluster: the spark extra); every engine gives the "
                           "same results (docs/scale.md)")
+    _add_privatize(sub, common)
+    sim = sub.add_parser("simulate", parents=[common, verbose], help="empirical against analytic, from the populations")
+    sim.add_argument("--n", type=int, required=True, metavar="N", help="respondents per simulated data set (required)")
+    sim.add_argument("--reps", type=int, default=1000, metavar="R",
+                     help="simulated data sets (replications; default: 1000)")
+    sim.add_argument("--seed", type=_natural("--seed"), default=None,
+                     help="seed of the simulation: the same seed, the same table (default: fresh OS entropy)")
+    comp = sub.add_parser("compare", parents=[common], help="design comparisons and planning")
+    comp.add_argument("--report", metavar="FILE", default=None,
+                      help="write a report: FILE.html (one self-contained page) or FILE.md (Markdown with PNGs "
+                           "beside it); with several compare blocks, one file each, the block's name added "
+                           "(default: none)")
+    comp.add_argument("--reps", type=int, default=None, metavar="R",
+                      help="also simulate each utility criterion from R replications, with its Monte Carlo "
+                           "error (default: analytic values only)")
+    comp.add_argument("--seed", type=_natural("--seed"), default=None,
+                      help="seed of the simulation (default: fresh OS entropy)")
+    comp.add_argument("--force", action="store_true",
+                      help="replace an existing report and its PNGs (default: refuse, and write nothing)")
+    return p
+
+
+def _add_privatize(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The ``privatize`` command and its options."""
     priv = sub.add_parser("privatize", parents=[common], help="privatize raw data with a mechanism")
     priv.add_argument("--mechanism", required=True, metavar="M",
                       help="a mechanism, or a release (count tables) (required)")
@@ -117,25 +143,6 @@ def _parser() -> argparse.ArgumentParser:
     priv.add_argument("--nonnegative", action="store_true",
                       help="releases: post-process away negative counts, totals kept (biases small cells; "
                            "default: off)")
-    sim = sub.add_parser("simulate", parents=[common, verbose], help="empirical against analytic, from the populations")
-    sim.add_argument("--n", type=int, required=True, metavar="N", help="respondents per simulated data set (required)")
-    sim.add_argument("--reps", type=int, default=1000, metavar="R",
-                     help="simulated data sets (replications; default: 1000)")
-    sim.add_argument("--seed", type=_natural("--seed"), default=None,
-                     help="seed of the simulation: the same seed, the same table (default: fresh OS entropy)")
-    comp = sub.add_parser("compare", parents=[common], help="design comparisons and planning")
-    comp.add_argument("--report", metavar="FILE", default=None,
-                      help="write a report: FILE.html (one self-contained page) or FILE.md (Markdown with PNGs "
-                           "beside it); with several compare blocks, one file each, the block's name added "
-                           "(default: none)")
-    comp.add_argument("--reps", type=int, default=None, metavar="R",
-                      help="also simulate each utility criterion from R replications, with its Monte Carlo "
-                           "error (default: analytic values only)")
-    comp.add_argument("--seed", type=_natural("--seed"), default=None,
-                      help="seed of the simulation (default: fresh OS entropy)")
-    comp.add_argument("--force", action="store_true",
-                      help="replace an existing report and its PNGs (default: refuse, and write nothing)")
-    return p
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -150,8 +157,6 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         if args.verb is None:
             _parser().print_usage(err)
             return EXIT_USAGE
-        from privspec.progress import enabled, wanted
-
         with enabled(wanted(err, getattr(args, "quiet", False)), stream=err):
             return _dispatch(args, out, err)
     except _Usage as e:
@@ -179,6 +184,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
 
 
 def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    # start-up: a spec brings sympy and lark (about 1 s) that --help and --version never need
     from privspec.spec import Spec
 
     path = Path(args.spec)
@@ -206,15 +212,11 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     names = model.compares if args.verb == "compare" else model.queries
     unknown = [q for q in args.query if q not in names]
     if unknown:
-        from privspec.model.scope import did_you_mean
-
         hint = did_you_mean(unknown[0], names)
         what = "compare block" if args.verb == "compare" else "query"
         raise _Usage(f"privspec {args.verb}: no {what} named '{unknown[0]}' in {args.spec}"
                      + (f"; {hint}" if hint else ""))
     if args.verb == "privatize" and args.mechanism not in model.mechanisms and args.mechanism not in model.releases:
-        from privspec.model.scope import did_you_mean
-
         hint = did_you_mean(args.mechanism, [*model.mechanisms, *model.releases])
         raise _Usage(f"privspec privatize: no mechanism named '{args.mechanism}' in {args.spec}"
                      + (f"; {hint}" if hint else ""))
@@ -228,6 +230,8 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     naming the query; every other query is answered and printed (JSON: failed queries
     are ``{"kind", "value": null, "error": {...}}`` entries); the exit status is then 1.
     """
+    # check and --help never need what the API and the back ends bring:
+    # start-up: numpy, scipy and pandas (about 2 s)
     from privspec.api import answer, select
 
     model = spec.model
@@ -241,7 +245,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
         raise _Usage("privspec simulate: --n and --reps must be positive")
     data = None
     if args.verb == "run":
-        from privspec.backends.data.files import DataBindings
+        from privspec.backends.data.files import DataBindings  # start-up: as the API's
 
         try:
             data = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
@@ -280,16 +284,14 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
 def _plots(res, folder: Path) -> list[Path]:
     """The natural picture of each answered query that has one (``result.plot()``), as
     ``folder/QUERY.png``; results without one (a number, a mapping) are skipped."""
-    from privspec.results.values import Matrix, StepFunction, Table, Vector
+    from privspec.results.values import Matrix, StepFunction, Table, Vector  # start-up: as the API's
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise DataError(Diagnostic("D007", f"cannot write pictures to {folder}: {e.strerror or e}", file=str(folder),
                                    hint="give a folder that can be created and written")) from None
-    import io
-
-    from privspec.backends.data.files import check_output, write_bytes_atomic
+    from privspec.backends.data.files import check_output, write_bytes_atomic  # start-up: as the API's
 
     written = []
     for name, result in res.items():
@@ -302,7 +304,7 @@ def _plots(res, folder: Path) -> list[Path]:
         try:
             fig.savefig(buf, format="png")
         finally:
-            import matplotlib.pyplot as plt
+            import matplotlib.pyplot as plt  # the plot extra
 
             plt.close(fig)
         write_bytes_atomic(buf.getvalue(), path, force=True)
@@ -326,9 +328,11 @@ def _render_error(error: PrivspecError, spec) -> str:
 
 
 def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
+    # check and --help never need what the API and the back ends bring:
+    # start-up: numpy, scipy and pandas (about 2 s)
     from privspec.api import privatizer
-    from privspec.backends.data.files import PARQUET, check_output, interrupt_on_signals
-    from privspec.backends.privatize import privatize_file
+    from privspec.backends.data.files import PARQUET, check_output, interrupt_on_signals  # start-up: as the API's
+    from privspec.backends.privatize import privatize_file  # start-up: as the API's
 
     keep = [c.strip() for item in args.keep for c in item.split(",") if c.strip()]
     try:
@@ -369,6 +373,8 @@ def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
 
 
 def _compare(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
+    # check and --help never need what the API and the back ends bring:
+    # start-up: numpy, scipy and pandas (about 2 s)
     from privspec import api
 
     model = spec.model
@@ -378,7 +384,7 @@ def _compare(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if args.reps is not None and args.reps < 2:
         raise _Usage("privspec compare: --reps must be at least 2")
     if args.report is not None:
-        from privspec.backends.data.files import check_output
+        from privspec.backends.data.files import check_output  # start-up: as the API's
 
         report = Path(args.report)
         if report.suffix.lower() not in (".html", ".htm", ".md"):

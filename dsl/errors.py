@@ -8,10 +8,11 @@ Every problem privspec reports is a :class:`Diagnostic` with a stable code, a sp
           |       ^^^^^^
     hint: every category must lie in subsets whose weights sum to 1 (Definition 2)
 
-Codes are listed in ``docs/errors.md``.
+Codes are listed in ``docs/errors.md``.  :func:`did_you_mean` is the hint for a misspelt name.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
@@ -160,3 +161,19 @@ class BackendError(PrivspecError):
 def errors_of(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Only the errors, warnings left out."""
     return [d for d in diagnostics if d.is_error]
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``"did you mean 'x'?"`` for the closest candidate, or ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("subst", ["subset", "grr", "rr"])
+    "did you mean 'subset'?"
+    """
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in candidates}
+        if name.lower() in lowered:
+            close = [lowered[name.lower()]]
+    return f"did you mean '{close[0]}'?" if close else ""

@@ -1,6 +1,7 @@
 """The spec object returned by :func:`privspec.load`."""
 from __future__ import annotations
 
+import html
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from privspec.model.graph import ModelGraph
 from privspec.language.parser import parse_declarations
 from privspec.model.resolve import resolve
 from privspec.language.source import Source
+from privspec.results.render import singular
 
 if TYPE_CHECKING:
     from privspec.api import Results
@@ -117,9 +119,7 @@ class Spec:
         >>> spec.analyze()["tau"].value
         9/16
         """
-        from privspec.api import answer
-
-        return answer(self, "analyze", queries=queries, seed=seed)
+        return _api().answer(self, "analyze", queries=queries, seed=seed)
 
     def run(self, data: Any, queries: "Sequence[str] | None" = None, *, seed: int | None = 0,
             engine: str | None = None, progress: "bool | None" = None) -> "Results":
@@ -130,18 +130,14 @@ class Spec:
         the long loops (permutation tests, bootstrap bands): None (the default) where
         someone watches -- a notebook, an interactive terminal, never a pipe or a file --,
         True always (on standard error), False never (:func:`privspec.progress.chosen`)."""
-        from privspec.api import answer
-
-        return answer(self, "run", queries=queries, data=data, seed=seed, engine=engine, progress=progress)
+        return _api().answer(self, "run", queries=queries, data=data, seed=seed, engine=engine, progress=progress)
 
     def simulate(self, n: int, reps: int, seed: int | None = 0, queries: "Sequence[str] | None" = None, *,
                  progress: "bool | None" = None) -> "Results":
         """Compare each query's analytic answer with ``reps`` simulated data sets of ``n``
         respondents drawn from the declared populations; ``progress`` as in :meth:`run`
         (a bar over the replications)."""
-        from privspec.api import answer
-
-        return answer(self, "simulate", queries=queries, n=n, reps=reps, seed=seed, progress=progress)
+        return _api().answer(self, "simulate", queries=queries, n=n, reps=reps, seed=seed, progress=progress)
 
     def privatize(self, frame: Any, mechanism: str, seed: int | None = None, *, offset: int | None = None,
                   nonnegative: bool = False, keep: "Sequence[str] | None" = None, csv_guard: bool = False,
@@ -150,10 +146,8 @@ class Spec:
         of the reports only, with the raw columns named in ``keep`` before them
         (:func:`privspec.api.privatize`).  ``progress`` as in :meth:`run` (a bar over the
         chunks of a large frame)."""
-        from privspec.api import privatize
-
-        return privatize(self, frame, mechanism, seed=seed, offset=offset, nonnegative=nonnegative, keep=keep,
-                         csv_guard=csv_guard, progress=progress)
+        return _api().privatize(self, frame, mechanism, seed=seed, offset=offset, nonnegative=nonnegative,
+                                keep=keep, csv_guard=csv_guard, progress=progress)
 
     def compare(self, names: "Sequence[str] | None" = None, *, reps: int | None = None, seed: int | None = None,
                 report: Any = None, force: bool = False, progress: "bool | None" = None) -> "Results":
@@ -161,9 +155,7 @@ class Spec:
         Pareto frontiers, sample sizes and power (:func:`privspec.api.compare`); ``report``:
         write an HTML or Markdown report there (an existing one replaced only with ``force``);
         ``progress`` as in :meth:`run` (bars over the simulated replications with ``reps``)."""
-        from privspec.api import compare
-
-        return compare(self, names, reps=reps, seed=seed, report=report, force=force, progress=progress)
+        return _api().compare(self, names, reps=reps, seed=seed, report=report, force=force, progress=progress)
 
     # -- display --------------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -171,15 +163,11 @@ class Spec:
         if not self.ok:
             n = len(self.errors)
             return f"<Spec {name!r}: {n} error{'s' if n != 1 else ''}>"
-        from privspec.results.render import _singular
-
-        parts = ", ".join(f"{v} {k if v != 1 else _singular(k)}" for k, v in self.summary().items() if v)
+        parts = ", ".join(f"{v} {k if v != 1 else singular(k)}" for k, v in self.summary().items() if v)
         return f"<Spec {name!r}: {parts}>"
 
     def _repr_html_(self) -> str:
         """The declarations as a table (notebooks)."""
-        import html
-
         rows = []
         if self.ok:
             m = self.model
@@ -196,6 +184,15 @@ class Spec:
         title = html.escape(self.title or self.source.name)
         return (f"<table><caption>{title}</caption><thead><tr><th>kind</th><th>name</th><th>declaration</th></tr>"
                 f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _api() -> Any:
+    """:mod:`privspec.api`, loaded when a spec first answers something."""
+    # loading and checking a spec never need what the API brings:
+    # start-up: the back ends, numpy, scipy and pandas (about 2 s)
+    from privspec import api
+
+    return api
 
 
 def _names_a_file(text: object) -> bool:

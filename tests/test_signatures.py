@@ -12,7 +12,7 @@ import privspec
 from privspec.language import ast
 from privspec.model import mechanisms
 from privspec.language import parser
-from privspec.model import queries
+from privspec.model import estimands as queries
 from privspec.model import resolve
 from privspec.model import signatures
 from privspec.model.graph import CONTINUOUS_FAMILIES

@@ -73,7 +73,7 @@ def engine_for(source: Any, engine: str | None = None, name: str | None = None) 
     :func:`default_engine`.  ``name``: how messages call a DataFrame."""
     engine = engine or default_engine(source)
     if engine not in ENGINES:
-        from privspec.model.scope import did_you_mean
+        from privspec.errors import did_you_mean
 
         raise DataError(Diagnostic("D008", f"no engine named '{engine}'",
                                    hint=did_you_mean(engine, list(ENGINES)) or f"engines: {', '.join(ENGINES)}"))

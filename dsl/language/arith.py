@@ -18,6 +18,8 @@ evaluating it), and decidable in a bounded number of digits (sympy's
 
 The refusals are :class:`Refused` exceptions carrying a message and a hint; the
 parser and the resolver turn them into E104 diagnostics at the right span.
+
+:func:`fmt` writes a number back as a person would write it in a spec (messages, captions).
 """
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ ROOT_BITS = 2_000
 #: Digits used to evaluate a number whose sign or realness sympy cannot tell at once;
 #: beyond them a value is "indistinguishable from zero" (and a complex part is noise).
 EVAL_DIGITS = 30
+#: names that the arithmetic reads as constants
+CONSTANTS = {"pi": sympy.pi, "inf": sympy.oo, "oo": sympy.oo}
 
 _LN2 = math.log(2)
 
@@ -328,11 +332,6 @@ def call(name: str, x: sympy.Expr) -> sympy.Expr:
     return _checked_symbolic(fn(x))
 
 
-def negate(x: sympy.Expr) -> sympy.Expr:
-    """``-x`` (free: the size and the magnitude do not change)."""
-    return -x
-
-
 # ---- checks after folding ----------------------------------------------------------------------
 def checked(value: sympy.Expr) -> sympy.Expr:
     """``value`` if it is a real number (or an infinity), else :class:`Refused`.
@@ -381,3 +380,47 @@ def _checked_symbolic(value: sympy.Expr) -> sympy.Expr:
     if size_bits(value) > MAX_BITS:
         raise Refused("this expression is too large to compute exactly", _LIMIT_HINT)
     return value
+
+
+# ---- writing numbers back ---------------------------------------------------------------
+#: exact forms longer than this (in bits, about 60 digits) are printed approximately
+_FMT_BITS = 200
+
+
+def fmt(x: sympy.Expr) -> str:
+    """A number as a person would write it: ``5/6``, ``0.99``, ``log(3) ~ 1.0986``.
+
+    Long exact forms (a 3000-digit integer) are shown to 6 digits instead.
+
+    Examples
+    --------
+    >>> fmt(sympy.Rational(5, 6)), fmt(sympy.Integer(10) ** 100), fmt(sympy.log(3))
+    ('5/6', '~ 1.00000E+100', 'log(3) ~ 1.09861')
+    >>> fmt(sympy.Rational(1, 25)), fmt(sympy.Rational(1, 20)), fmt(sympy.Rational(99, 100)), fmt(sympy.Rational(4, 5))
+    ('0.04', '0.05', '0.99', '4/5')
+    """
+    if x.is_number and size_bits(x) > _FMT_BITS:
+        try:
+            return f"~ {sympy.N(x, 6)}"
+        except (OverflowError, ValueError, TypeError, PrecisionExhausted):
+            return "a number too long to print"
+    if isinstance(x, sympy.Integer):
+        return str(x)
+    if x is sympy.oo or x is -sympy.oo:  # sympy prints oo; the language writes inf
+        return "inf" if x is sympy.oo else "-inf"
+    if isinstance(x, sympy.Rational):
+        q, twos, fives = x.q, 0, 0
+        while q % 2 == 0:
+            q, twos = q // 2, twos + 1
+        while q % 5 == 0:
+            q, fives = q // 5, fives + 1
+        if q == 1 and 10 <= x.q <= 10**12:
+            # a finite decimal: 2^a 5^b in the denominator takes max(a, b) decimals (1/25 = 0.04)
+            return f"{float(x):.{max(twos, fives)}f}".rstrip("0").rstrip(".")
+        return str(x)
+    if x.is_number:
+        try:
+            return f"{x} ~ {float(sympy.N(x, 20)):.6g}"
+        except (OverflowError, ValueError, TypeError, PrecisionExhausted):
+            return f"{x} ~ {sympy.N(x, 6)}"
+    return str(x)

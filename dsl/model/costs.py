@@ -28,7 +28,7 @@ from typing import Iterable, Sequence
 
 import sympy
 
-from privspec.model.graph import (Compare, Estimand, IntervalMechanism, Method, Population, ProductMechanism,
+from privspec.model.graph import (Compare, IntervalMechanism, Method, Population, ProductMechanism,
                     ProgressiveMechanism, Query, RandomizedResponse, SelectiveMechanism, SubsetMechanism, Variable)
 from privspec.limits import (CHANNEL_CELL_LIMIT, EXACT_CELL_LIMIT, EXACT_EXP_POWER, EXACT_INTERVAL_LIMIT, EXACT_P_LIMITS,
                              JOINT_CELL_LIMIT, MAX_CATEGORIES, MAX_INTERVALS, MAX_MOMENT_ORDER, MAX_ROUNDS,

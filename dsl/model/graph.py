@@ -14,6 +14,7 @@ from typing import Mapping, Union
 
 import sympy
 
+from privspec.language.arith import fmt
 from privspec.language.source import Source, Span
 
 oo = sympy.oo
@@ -501,8 +502,6 @@ class PowerTest:
     span: Span | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
-        from privspec.model.scope import fmt
-
         if self.kind == "independence":
             return f"independence({', '.join(self.variables)})"
         return f"{self.kind}({self.label}, {fmt(self.value)})"

@@ -1,129 +1,37 @@
 """Mechanism declarations -> model mechanisms, with the design checks of the papers.
 
 Subset designs follow Definitions 2-4 and Appendices II-III of the subset-privacy
-paper; randomized response the multidimensional-RR paper; interval mechanisms the
-interval-privacy paper (Definitions 1, 4, 5; Examples 3, 4).
+paper; interval mechanisms the interval-privacy paper (Definitions 1, 4, 5; Examples 3,
+4).  Randomized response and the frequency oracles are built in
+:mod:`privspec.model.randomized_response`, the checks the builders share are in
+:mod:`privspec.model.arguments`; :func:`build_mechanism` dispatches on the call's name
+(:data:`BUILDERS`).
 """
 from __future__ import annotations
 
-import math
 from fractions import Fraction
-from typing import Callable, Iterable
+from typing import Callable
 
 import sympy
 
+from privspec.errors import did_you_mean
 from privspec.language import arith
 from privspec.language import ast
-from privspec.model import costs
-from privspec.model.graph import (CONTINUOUS_FAMILIES, IntervalMechanism, Law, Mechanism, ProductMechanism,
-                    ProgressiveMechanism, RandomizedResponse, SelectiveMechanism, SubsetDesign,
-                    SubsetMechanism, Variable)
-from privspec.model.graph import CensoredMechanism, FrequencyOracle, MultiAttributeOracle
-from privspec.model.scope import Context, compare, describe, did_you_mean, fmt, sign
-from privspec.model.signatures import Signature, bind, names, signature
+from privspec.language.arith import fmt
 from privspec.language.source import Span
+from privspec.model import costs
+from privspec.model.arguments import (categorical_variable, check_float, check_positive, check_probability,
+                                      continuous_variable, repeated_component, sums_to_one, value)
+from privspec.model.graph import (CONTINUOUS_FAMILIES, CensoredMechanism, IntervalMechanism, Law, Mechanism,
+                                  ProductMechanism, ProgressiveMechanism, SelectiveMechanism, SubsetDesign,
+                                  SubsetMechanism, Variable)
+from privspec.model.randomized_response import (ORACLES, build_grr, build_multi_oracle, build_oracle, build_rr,
+                                                build_rsfd)
+from privspec.model.scope import Context, compare, describe, sign
+from privspec.model.signatures import bind, names, signature
 
 SUBSET_DESIGNS = names("subset design")
 INTERVAL_SCHEMES = names("interval scheme")
-
-
-# ---- shared numeric checks ---------------------------------------------------------------
-def check_probability(ctx: Context, value: sympy.Expr, span: Span, what: str = "probability") -> bool:
-    """Error E301 unless 0 <= value <= 1 (symbolic values pass)."""
-    lo, hi = compare(value, sympy.Integer(0)), compare(value, sympy.Integer(1))
-    if (lo is not None and lo < 0) or (hi is not None and hi > 0):
-        ctx.error("E301", f"{what} {fmt(value)} is outside [0, 1]", span,
-                  "probabilities and design weights lie between 0 and 1")
-        return False
-    return True
-
-
-def sums_to_one(values: list[sympy.Expr]) -> tuple[bool | None, sympy.Expr]:
-    """Whether exact values sum to 1 (None when symbolic and undecidable), and the sum."""
-    total = sympy.Add(*values)
-    if isinstance(total, sympy.Rational):
-        return total == 1, total
-    if total.has(sympy.nan, sympy.oo, -sympy.oo, sympy.zoo):
-        return False, total
-    if total.is_number:
-        s = sign(total - 1)  # never a raw comparison: sympy cannot always decide it
-        return (None if s is None else s == 0), total
-    diff = sympy.simplify(total - 1)
-    return (True if diff == 0 else None), total
-
-
-#: Largest epsilon: e^epsilon (the odds of a truthful grr report, the geometric noise's
-#: ratio) must stay a floating-point number, below about e^709.  epsilon = 700 already
-#: means no privacy at all (odds of 10^304 to 1).
-MAX_EPSILON = 700
-#: Largest magnitude of a number the interval back end computes with in floating point
-#: (law parameters, support bounds): float64 ends near 1.8e308.  A scale (sd, rate) must
-#: be above its reciprocal, 1e-300, not to round to 0.
-FLOAT_LIMIT = 1e300
-_LOG2_FLOAT_LIMIT = math.log2(FLOAT_LIMIT)
-
-
-def check_positive(ctx: Context, value: sympy.Expr, node: ast.Node, what: str) -> bool:
-    """Positive, or a parameter declared positive (E304 for epsilon, E309 otherwise); a
-    number must also be finite, and epsilon at most :data:`MAX_EPSILON`."""
-    s = sign(value)
-    code = "E304" if what == "epsilon" else "E309"
-    if s is None:
-        ctx.error(code, f"{what} must be > 0, but {value} may not be", node.span,
-                  f"declare the parameter with a bound: parameter {value} > 0")
-        return False
-    if s <= 0:
-        ctx.error(code, f"{what} must be > 0, found {fmt(value)}", node.span,
-                  "local-DP epsilon is positive; smaller means more privacy" if what == "epsilon" else "")
-        return False
-    if arith.infinite(value):
-        ctx.error(code, f"{what} must be finite, found inf", node.span,
-                  "epsilon = inf would report the truth: no privacy" if what == "epsilon" else "")
-        return False
-    at = ctx.evaluated(value)  # at the parameters' values, as the back ends will compute it
-    if what == "epsilon" and at.is_number and (compare(at, sympy.Integer(MAX_EPSILON)) or 0) > 0:
-        ctx.error(code, f"epsilon must be at most {MAX_EPSILON}, found {fmt(at)}"
-                        + ("" if at is value else f" ({value} at the parameters' values)"), node.span,
-                  f"e^epsilon must stay a floating-point number; epsilon = {MAX_EPSILON} already means no "
-                  "privacy (the truth is reported with odds of 10^304 to 1)")
-        return False
-    return True
-
-
-def check_float(ctx: Context, value: sympy.Expr, node: ast.Node, what: str, scale: bool = False) -> bool:
-    """E309 unless a number is finite and within floating point (:data:`FLOAT_LIMIT`); a
-    scale must not round to 0 (:data:`FLOAT_TINY`).  Symbolic values pass."""
-    if not value.is_number:
-        return True
-    # by magnitudes (log2 |x|): a comparison would call anything below 1e-40 zero (scope.sign)
-    mag = arith.log2_magnitude(value)
-    if arith.infinite(value) or mag > _LOG2_FLOAT_LIMIT:
-        ctx.error("E309", f"{what} must be a finite number of at most 1e300 in size, found {fmt(value)}",
-                  node.span, "the interval back end computes in floating point (64-bit)")
-        return False
-    if scale and mag < -_LOG2_FLOAT_LIMIT:
-        ctx.error("E309", f"{what} is too small for floating point (below 1e-300), found {fmt(value)}",
-                  node.span, "the interval back end computes in floating point (64-bit)")
-        return False
-    return True
-
-
-def value(ctx: Context, args: dict[str, ast.Node], sig: Signature, name: str):
-    """The value of parameter ``name`` of a bound call, checked for the kind of value the
-    signature table gives it (``positive``: E304/E309; ``probability``: E301; ``integer``:
-    whole and at least its minimum; ``number``); None after reporting what is wrong."""
-    param, node = sig.param(name), args[name]
-    what = param.described
-    if param.kind == "integer":
-        return ctx.integer(node, what, param.minimum)
-    v = ctx.number(node, what)
-    if v is None:
-        return None
-    if param.kind == "positive" and not check_positive(ctx, v, node, what):
-        return None
-    if param.kind == "probability" and not check_probability(ctx, v, node.span, what):
-        return None
-    return v
 
 
 # ---- dispatch -------------------------------------------------------------------------
@@ -151,24 +59,6 @@ def build_mechanism(ctx: Context, node: ast.Node, name: str | None) -> Mechanism
     return mech
 
 
-def _categorical(ctx: Context, node: ast.Node, mech: str) -> Variable | None:
-    var = ctx.variable(node, "a categorical variable")
-    if var is not None and not var.is_categorical:
-        ctx.error("E401", f"{mech}() privatizes categorical variables, but {var.name} is continuous",
-                  node.span, f"for continuous variables use interval({var.name}, case1(...))")
-        return None
-    return var
-
-
-def _continuous(ctx: Context, node: ast.Node, mech: str) -> Variable | None:
-    var = ctx.variable(node, "a continuous variable")
-    if var is not None and var.is_categorical:
-        ctx.error("E401", f"{mech}() privatizes continuous variables, but {var.name} is categorical",
-                  node.span, f"for categorical variables use subset({var.name}, uniform) or grr({var.name}, epsilon = 1)")
-        return None
-    return var
-
-
 # ---- subset privacy ---------------------------------------------------------------------
 _SUBSET_USAGE = signature("subset", "mechanism").usage
 
@@ -177,7 +67,7 @@ def build_subset(ctx: Context, call: ast.Call, name: str | None) -> SubsetMechan
     args = bind(ctx, call, signature("subset", "mechanism"))
     if args is None:
         return None
-    var = _categorical(ctx, args["variable"], "subset")
+    var = categorical_variable(ctx, args["variable"], "subset")
     alpha = None
     if "min_coverage" in args:
         alpha = ctx.number(args["min_coverage"], "a coverage floor")
@@ -365,251 +255,7 @@ def _warn_unidentifiable_subset(ctx: Context, mech: SubsetMechanism, span: Span)
                  span, "Assumption 1 (Theorem 1): add subsets that separate the categories")
 
 
-# ---- randomized response -----------------------------------------------------------------
-def build_grr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
-    sig = signature("grr", "mechanism")
-    args = bind(ctx, call, sig)
-    if args is None:
-        return None
-    var = _categorical(ctx, args["variable"], "grr")
-    eps = value(ctx, args, sig, "epsilon")
-    if var is None or eps is None:
-        return None
-    if var.p < 2:
-        ctx.error("E405", f"randomized response needs at least 2 categories; {var.name} has {var.p}",
-                  args["variable"].span)
-        return None
-    return RandomizedResponse(name, var, epsilon=eps, span=call.span)
-
-
-#: the local-DP frequency oracles of one variable (docs/oracles.md); l_*: longitudinal forms
-ORACLES = ("sue", "oue", "blh", "olh", "ss", "hr", "adp", "l_grr", "l_sue", "l_oue", "l_osue")
-
-
-def build_oracle(ctx: Context, call: ast.Call, name: str | None) -> FrequencyOracle | None:
-    """``sue(X, epsilon = e)`` and the other frequency oracles: a categorical variable of at
-    least 2 categories, epsilon > 0, a hash range g >= 2 (olh), a subset size 1 <= k < d
-    (ss), and for a longitudinal form 0 < first < epsilon."""
-    protocol = call.name
-    sig = signature(protocol, "mechanism")
-    args = bind(ctx, call, sig)
-    if args is None:
-        return None
-    var = _categorical(ctx, args["variable"], protocol)
-    eps = value(ctx, args, sig, "epsilon")
-    g = value(ctx, args, sig, "g") if "g" in args else None
-    k = value(ctx, args, sig, "k") if "k" in args else None
-    first = value(ctx, args, sig, "first") if "first" in args else None
-    if var is None or eps is None or ("g" in args and g is None) or ("k" in args and k is None) \
-            or ("first" in args and first is None):
-        return None
-    if var.p < 2:
-        ctx.error("E405", f"{protocol}() needs at least 2 categories; {var.name} has {var.p}", args["variable"].span)
-        return None
-    if k is not None and k >= var.p:
-        ctx.error("E309", f"the subset size k must be below the number of categories ({var.p}), found {k}",
-                  args["k"].span, f"ss reports k of {var.name}'s {var.p} categories: 1 <= k <= {var.p - 1}")
-        return None
-    if first is not None and (compare(first, eps) or 0) >= 0:
-        ctx.error("E304", f"first (the privacy of one collection) must be below epsilon (that of every "
-                          f"collection together), found first = {fmt(first)} >= epsilon = {fmt(eps)}",
-                  args["first"].span, "memoization: the permanent report spends epsilon once; each collection "
-                                      "re-randomizes it at first < epsilon")
-        return None
-    if protocol == "l_oue" and first is not None:
-        # p2 = 1/2 leaves one report at most log((2 e^eps + 1)/3)-private (Arcolezi et al.)
-        ceiling = sympy.log((2 * sympy.exp(eps) + 1) / 3)
-        if (compare(first, ceiling) or 0) > 0:
-            ctx.error("E304", f"l_oue's first must be at most log((2 e^epsilon + 1)/3) = {float(ceiling):.6g} "
-                              f"at epsilon = {fmt(eps)}, found {fmt(first)}", args["first"].span,
-                      "its instantaneous response keeps the permanent 1-bit with probability 1/2; use l_osue "
-                      "or a smaller first")
-            return None
-    return FrequencyOracle(name, var, protocol, eps, sympy.Integer(g) if g is not None else None,
-                           sympy.Integer(k) if k is not None else None, first, call.span)
-
-
-#: the oracles an spl/smp attribute may use (written without epsilon: the protocol's budget)
-ATTRIBUTE_ORACLES = ("grr", "sue", "oue", "blh", "olh", "ss", "hr", "adp")
-
-
-def _keyword_args(ctx: Context, call: ast.Call, allowed: tuple[str, ...]) -> dict[str, ast.Node] | None:
-    """The keyword arguments of a call with variadic positional ones (E205 for an unknown
-    or repeated option, with did-you-mean)."""
-    out: dict[str, ast.Node] = {}
-    for kw in call.keywords:
-        key = kw.key.name if isinstance(kw.key, ast.Ref) else None
-        if key is None or key not in allowed:
-            shown = key or kw.key.text  # type: ignore[union-attr]
-            ctx.error("E205", f"{call.name}() has no option '{shown}'", kw.key.span,
-                      did_you_mean(shown, allowed) or f"options: {', '.join(allowed)}")
-            return None
-        if key in out:
-            ctx.error("E205", f"'{key}' is given twice", kw.key.span)
-            return None
-        out[key] = kw.value
-    return out
-
-
-def _distinct_attributes(ctx: Context, call: ast.Call, nodes: list[ast.Node], variables: list[Variable]) -> bool:
-    if len(variables) < 2:
-        ctx.error("E205", f"{call.name}() collects at least two attributes", call.span,
-                  "for one attribute use its oracle alone: oue(race, epsilon = 1)")
-        return False
-    repeated = _repeated_component(zip(nodes, variables))
-    if repeated is not None:
-        c, node = repeated
-        ctx.error("E205", f"variable {c} is collected twice by {call.name}()", node.span,
-                  "each attribute is one variable, given once")
-        return False
-    return True
-
-
-def _repeated_component(pairs: Iterable[tuple[ast.Node, Variable]]) -> tuple[str, ast.Node] | None:
-    """The first variable component that two of ``(node, variable)`` share, with the node of
-    the second (a product's factors, a protocol's attributes observe different variables)."""
-    seen: set[str] = set()
-    for node, v in pairs:
-        for c in v.components():
-            if c in seen:
-                return c, node
-            seen.add(c)
-    return None
-
-
-def build_multi_oracle(ctx: Context, call: ast.Call, name: str | None) -> MultiAttributeOracle | None:
-    """``spl(oue(race), grr(gender), epsilon = 2)`` and ``smp(...)``: at least two oracles,
-    each on its own categorical variable and written without epsilon (the protocol's
-    budget), and the budget epsilon > 0."""
-    sig = signature(call.name, "mechanism")
-    kws = _keyword_args(ctx, call, ("epsilon",))
-    if kws is None:
-        return None
-    if "epsilon" not in kws:
-        ctx.error("E205", f"{call.name}() needs epsilon = ...", call.span, sig.usage)
-        return None
-    eps = ctx.number(kws["epsilon"], "epsilon")
-    if eps is None or not check_positive(ctx, eps, kws["epsilon"], "epsilon"):
-        return None
-    kinds, variables, nodes = [], [], []
-    for arg in call.positional:
-        if not (isinstance(arg, ast.Call) and arg.name in ATTRIBUTE_ORACLES):
-            found = arg.name if isinstance(arg, ast.Call) else None
-            ctx.error("E205", f"{call.name}() takes an oracle per attribute, found "
-                              f"{repr(found + '(...)') if found else describe(arg)}", arg.span,
-                      (did_you_mean(found, ATTRIBUTE_ORACLES) if found else "") or
-                      f"e.g. {call.name}(oue(race), grr(gender), epsilon = 2); oracles: {', '.join(ATTRIBUTE_ORACLES)}")
-            return None
-        if arg.keywords or len(arg.positional) != 1:
-            ctx.error("E205", f"inside {call.name}() an oracle takes its variable only: {arg.name}(X)",
-                      (arg.keywords[0].span if arg.keywords else arg.span),
-                      f"the budget is {call.name}()'s epsilon (split or sampled among the attributes)")
-            return None
-        var = _categorical(ctx, arg.positional[0], arg.name)
-        if var is None:
-            return None
-        kinds.append(arg.name)
-        variables.append(var)
-        nodes.append(arg)
-    if not _distinct_attributes(ctx, call, nodes, variables):
-        return None
-    if call.name == "smp" and any(v.name == "sampled" for v in variables):
-        ctx.error("E205", "smp() writes the sampled attribute in a column named 'sampled': no attribute may be "
-                          "called so", call.span)
-        return None
-    return MultiAttributeOracle(name, call.name, tuple(kinds), tuple(variables), eps, None, call.span)
-
-
-def build_rsfd(ctx: Context, call: ast.Call, name: str | None) -> MultiAttributeOracle | None:
-    """``rsfd(race, gender, epsilon = 1, fake = grr)``: at least two categorical
-    variables, epsilon > 0, a fake-data variant."""
-    sig = signature("rsfd", "mechanism")
-    kws = _keyword_args(ctx, call, ("epsilon", "fake"))
-    if kws is None:
-        return None
-    if "epsilon" not in kws:
-        ctx.error("E205", "rsfd() needs epsilon = ...", call.span, sig.usage)
-        return None
-    eps = ctx.number(kws["epsilon"], "epsilon")
-    if eps is None or not check_positive(ctx, eps, kws["epsilon"], "epsilon"):
-        return None
-    fake = "grr"
-    if "fake" in kws:
-        node = kws["fake"]
-        words = sig.param("fake").words
-        if not (isinstance(node, ast.Ref) and node.name in words):
-            shown = node.name if isinstance(node, ast.Ref) else describe(node)
-            ctx.error("E205", f"unknown fake-data variant {shown!r}", node.span,
-                      (did_you_mean(shown, words) if isinstance(node, ast.Ref) else "") or f"fake = {' | '.join(words)}")
-            return None
-        fake = node.name
-    variables = []
-    for arg in call.positional:
-        var = _categorical(ctx, arg, "rsfd")
-        if var is None:
-            return None
-        variables.append(var)
-    if not _distinct_attributes(ctx, call, list(call.positional), variables):
-        return None
-    return MultiAttributeOracle(name, "rsfd", (fake,) * len(variables), tuple(variables), eps, fake, call.span)
-
-
-def _matrix(ctx: Context, node: ast.Node, what: str = "matrix") -> list[list[tuple[sympy.Expr, ast.Node]]] | None:
-    if isinstance(node, ast.Tagged) and node.tag.name == "matrix":
-        node = node.body
-    if not isinstance(node, ast.ListLit) or not all(isinstance(r, ast.ListLit) for r in node.items):
-        ctx.error("E205", f"expected a {what} [[...], [...]], found {describe(node)}", node.span)
-        return None
-    rows = []
-    for r in node.items:
-        vals = [(ctx.number(x, "a matrix entry"), x) for x in r.items]  # type: ignore[union-attr]
-        if any(v is None for v, _ in vals):
-            return None
-        rows.append(vals)
-    return rows  # type: ignore[return-value]
-
-
-def build_rr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
-    args = bind(ctx, call, signature("rr", "mechanism"))
-    if args is None:
-        return None
-    var = _categorical(ctx, args["variable"], "rr")
-    rows = _matrix(ctx, args["matrix"])
-    if var is None or rows is None:
-        return None
-    span = args["matrix"].span
-    n = len(rows)
-    if any(len(r) != n for r in rows):
-        widths = sorted({len(r) for r in rows})
-        ctx.error("E305", f"the randomization matrix is not square ({n} rows, rows of length "
-                          f"{', '.join(map(str, widths))})", span, "P[u][v] = Pr(Y = v | X = u) is d x d")
-        return None
-    if n != var.p:
-        ctx.error("E305", f"the matrix is {n}x{n} but {var.name} has {var.p} categories", span,
-                  "one row and one column per category, in declared order")
-        return None
-    ok = True
-    for i, r in enumerate(rows):
-        for v, node in r:
-            ok &= check_probability(ctx, v, node.span, "matrix entry")
-        if not ok:
-            continue
-        good, total = sums_to_one([v for v, _ in r])
-        if good is False:
-            row_node = args["matrix"].body.items[i] if isinstance(args["matrix"], ast.Tagged) else args["matrix"].items[i]
-            ctx.error("E306", f"row {i + 1} ({var.labels[i]}) of the matrix sums to {fmt(total)}, not 1",
-                      row_node.span, "the matrix must be row-stochastic: each row is Pr(Y = . | X = u)")
-            ok = False
-    if not ok:
-        return None
-    matrix = tuple(tuple(v for v, _ in r) for r in rows)
-    m = sympy.Matrix(matrix)
-    if all(x.is_number for x in m) and m.rank(simplify=True) < n:
-        ctx.warn("W101", "the randomization matrix is singular: the distribution is not identifiable",
-                 span, "use a nonsingular matrix (e.g. grr(X, epsilon = 1))")
-    return RandomizedResponse(name, var, matrix=matrix, span=call.span)
-
-
+# ---- products ------------------------------------------------------------------------------
 def build_product(ctx: Context, call: ast.Call, name: str | None) -> ProductMechanism | None:
     if call.keywords:
         ctx.error("E205", "product() takes only mechanisms", call.keywords[0].span)
@@ -627,7 +273,7 @@ def build_product(ctx: Context, call: ast.Call, name: str | None) -> ProductMech
             ctx.error("E401", "product() combines finite mechanisms (subset, grr, rr)", arg.span)
             return None
         factors.append(m)
-    repeated = _repeated_component((arg, v) for arg, f in zip(call.args, factors) for v in f.variables)
+    repeated = repeated_component((arg, v) for arg, f in zip(call.args, factors) for v in f.variables)
     if repeated is not None:
         c, arg = repeated
         ctx.error("E205", f"variable {c} is privatized by two factors of this product", arg.span,
@@ -689,7 +335,7 @@ def build_interval(ctx: Context, call: ast.Call, name: str | None) -> IntervalMe
     args = bind(ctx, call, signature("interval", "mechanism"))
     if args is None:
         return None
-    var = _continuous(ctx, args["variable"], "interval")
+    var = continuous_variable(ctx, args["variable"], "interval")
     scheme = args["scheme"]
     if not isinstance(scheme, ast.Call) or scheme.name not in INTERVAL_SCHEMES:
         sname = scheme.name if isinstance(scheme, ast.Call) else (scheme.name if isinstance(scheme, ast.Ref) else None)
@@ -790,7 +436,7 @@ def build_progressive(ctx: Context, call: ast.Call, name: str | None) -> Progres
     args = bind(ctx, call, sig)
     if args is None:
         return None
-    var = _continuous(ctx, args["variable"], "progressive")
+    var = continuous_variable(ctx, args["variable"], "progressive")
     rounds = value(ctx, args, sig, "rounds")
     if var is None or rounds is None:
         return None

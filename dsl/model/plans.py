@@ -11,11 +11,15 @@ from __future__ import annotations
 import sympy
 
 from privspec.language import ast
+from privspec.language.arith import fmt
 from privspec.model import signatures
-from privspec.model.mechanisms import FLOAT_LIMIT, build_mechanism
+from privspec.model.estimands import ESTIMATORS, build_estimand, build_method, check_fit, observes
+from privspec.model.arguments import FLOAT_LIMIT
+from privspec.model.mechanisms import build_mechanism
 from privspec.model.graph import Compare, Estimand, Mechanism, Method, Plan, PowerTest, ProductMechanism, Query, Target
 from privspec.model.query_kinds import CRITERIA, FAMILIES, POWER_TESTS, default_estimator, family_of
-from privspec.model.scope import Context, compare, describe, did_you_mean, fmt
+from privspec.model.scope import Context, compare, describe
+from privspec.errors import did_you_mean
 from privspec.language.source import Span
 
 #: the settings of a compare block (``at n = 1000, alpha = 0.05, test = proportion(Black, 0.08)``)
@@ -29,9 +33,7 @@ PLANNED_ESTIMANDS = ("distribution", "joint", "mean", "moment")
 def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
     """A ``compare`` block: every candidate observes the estimand and has an estimator for it
     (its ``by``, else its family's default), the settings and targets are valid."""
-    from privspec.model.queries import _estimand, _observes
-
-    est = _estimand(ctx, decl.estimand, "estimate")
+    est = build_estimand(ctx, decl.estimand, "estimate")
     ok = est is not None
     n, alpha, test = None, sympy.Rational(1, 20), None
     for key, value in decl.settings:
@@ -69,7 +71,7 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
         if mech is None:
             ok = False
             continue
-        if est is not None and not all(_observes(mech, v) for v in est.variables):
+        if est is not None and not all(observes(mech, v) for v in est.variables):
             ctx.error("E503", f"candidate {key.name} does not observe {', '.join(v.name for v in est.variables)}",
                       value.span)
             ok = False
@@ -108,10 +110,8 @@ def candidate_estimator(ctx: Context, est: Estimand, mech: Mechanism, by: ast.No
                         src: ast.Ref) -> Method | None:
     """The estimator a candidate (or a planning query's mechanism) is judged with: ``by``
     checked as in ``estimate``, else the family's efficient default."""
-    from privspec.model.queries import ESTIMATORS, _fit, _method
-
     if by is not None:
-        method = _method(ctx, by, ESTIMATORS[est.kind], f"estimator for {est.kind}()")
+        method = build_method(ctx, by, ESTIMATORS[est.kind], f"estimator for {est.kind}()")
     else:
         family = family_of(mech)
         name = default_estimator(est.kind, family)
@@ -122,7 +122,7 @@ def candidate_estimator(ctx: Context, est: Estimand, mech: Mechanism, by: ast.No
             return None
         method = Method(name, ("normal",) if name == "mle" and est.kind in ("mean", "moment", "cdf") else (),
                         src.span)
-    if method is None or not _fit(ctx, est, mech, method, src):
+    if method is None or not check_fit(ctx, est, mech, method, src):
         return None
     return method
 
@@ -185,7 +185,7 @@ def _level(ctx: Context, node: ast.Node, what: str = "alpha") -> sympy.Expr | No
 
 def _sample_size_n(ctx: Context, node: ast.Node) -> sympy.Integer | None:
     """The number of respondents of ``at n = N`` or ``power(..., n = N)``: a whole number
-    from 1 to :data:`privspec.model.mechanisms.FLOAT_LIMIT` (it is computed with in floating point)."""
+    from 1 to :data:`privspec.model.arguments.FLOAT_LIMIT` (it is computed with in floating point)."""
     got = ctx.integer(node, "the sample size n", 1)
     if got is None:
         return None
@@ -292,9 +292,7 @@ def planning_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Query
 
 
 def _planned_estimand(ctx: Context, node: ast.Node) -> Estimand | None:
-    from privspec.model.queries import _estimand
-
-    est = _estimand(ctx, node, "estimate")
+    est = build_estimand(ctx, node, "estimate")
     if est is not None and est.kind not in PLANNED_ESTIMANDS:
         ctx.error("E501", f"sample sizes and power are planned for {', '.join(PLANNED_ESTIMANDS)}, "
                           f"not {est.kind}()", node.span)

@@ -84,7 +84,7 @@ class EstimandKind:
     default first; ``by_family``: family -> the estimators that apply to data from a
     mechanism of that family.  Conditions finer than a family (the unbiased mean needs
     Case-I uniform anchors; castell needs the factors covering the estimand to be
-    randomized responses) are checked by the front end (:func:`privspec.model.queries._fit`).
+    randomized responses) are checked by the front end (:func:`privspec.model.estimands.check_fit`).
     """
 
     name: str
@@ -303,7 +303,9 @@ def _mechanism(query: Any) -> str:
 
 
 def _number(x: Any) -> str:
-    from privspec.model.scope import fmt
+    # the command line reads this table before any spec (--help);
+    # start-up: fmt brings sympy (1-2 s), and every number it is given here is a sympy one already
+    from privspec.language.arith import fmt
 
     return fmt(x) if hasattr(x, "is_number") else str(x)
 

@@ -7,15 +7,17 @@ import re
 import sympy
 
 from privspec.language import arith
+from privspec.language.arith import fmt
 from privspec.language import ast
 from privspec.model import costs
-from privspec.errors import Diagnostic
-from privspec.model.mechanisms import build_law, build_mechanism, check_float, check_positive, check_probability, sums_to_one
+from privspec.errors import Diagnostic, did_you_mean
+from privspec.model.arguments import check_float, check_positive, check_probability, sums_to_one
+from privspec.model.mechanisms import build_law, build_mechanism
 from privspec.model.graph import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter, Population, Release, Variable
-from privspec.language.parser import CONSTANTS, DECLARATION_KEYWORDS
+from privspec.language.parser import DECLARATION_KEYWORDS
 from privspec.model.plans import build_compare
 from privspec.model.queries import build_query
-from privspec.model.scope import Context, compare, describe, did_you_mean, factors, fmt, sign
+from privspec.model.scope import Context, compare, describe, factors, sign
 from privspec.language.source import Source, Span
 
 NOISES = ("geometric",)
@@ -82,7 +84,7 @@ class _Resolver:
                                refusal.hint)
 
     def _check_name(self, ref: ast.Ref) -> bool:
-        if ref.name in CONSTANTS or ref.name in DECLARATION_KEYWORDS:
+        if ref.name in arith.CONSTANTS or ref.name in DECLARATION_KEYWORDS:
             self.ctx.error("E202", f"'{ref.name}' is reserved and cannot be declared", ref.span,
                            "pi and inf are constants; choose another name")
             return False
@@ -406,36 +408,10 @@ class _Resolver:
         if len(set(names)) != len(names):
             ctx.error("E205", "a variable appears twice in this table", table.span)
             return None
-        if len(d.noise) != 1:
-            span = d.noise[1].span if d.noise else d.span
-            ctx.error("E205", "a release needs exactly one noise mechanism: with geometric(epsilon = e)", span, usage)
+        noise = _release_noise(ctx, d, usage)
+        if noise is None:
             return None
-        noise = d.noise[0]
-        if not isinstance(noise, ast.Call) or noise.name not in NOISES:
-            nname = noise.name if isinstance(noise, ast.Call) else None
-            ctx.error("E206", f"unknown noise mechanism {repr(nname) if nname else describe(noise)}", noise.span,
-                      (did_you_mean(nname, NOISES) if nname else "") or "noise: geometric(epsilon = e) (Algorithm 1)")
-            return None
-        args = ctx.bind(noise, ["epsilon"], ["epsilon"], ["calibration"], "geometric(epsilon = e)")
-        if args is None:
-            return None
-        eps = ctx.number(args["epsilon"], "epsilon")
-        if eps is None or not check_positive(ctx, eps, args["epsilon"], "epsilon"):
-            return None
-        calibration = CALIBRATIONS[0]
-        if "calibration" in args:
-            node = args["calibration"]
-            # a name, as options are written (`by mom`); a quoted one is accepted too
-            word = node.name if isinstance(node, ast.Ref) else node.text if isinstance(node, ast.Str) else None
-            if word not in CALIBRATIONS:
-                about = ("tight (the default) spends exactly epsilon; paper is Algorithm 1 as published "
-                         "(in fact epsilon/2-private)")
-                close = did_you_mean(word, CALIBRATIONS) if word else ""
-                ctx.error("E603", f"unknown noise calibration {word!r}: it is tight or paper" if word else
-                          f"a noise calibration is tight or paper, found {describe(node)}", node.span,
-                          f"{close} {about}" if close else about)
-                return None
-            calibration = word
+        noise_name, eps, calibration = noise
         if len(d.protect) > 1:
             ctx.error("E205", "'protect' is given twice", d.protect[1].span)
             return None
@@ -469,7 +445,7 @@ class _Resolver:
                               f"protect {{{', '.join(n for n in names if n != ref.name)}}}")
                     return None
                 totals.append(ref.name)
-        return Release(d.name.name, tuple(vars_), noise.name, eps, tuple(protect), tuple(totals), calibration,
+        return Release(d.name.name, tuple(vars_), noise_name, eps, tuple(protect), tuple(totals), calibration,
                        d.span)
 
     # -- queries and comparisons ------------------------------------------------------------
@@ -478,3 +454,39 @@ class _Resolver:
 
     def _CompareDecl(self, d: ast.CompareDecl) -> None:
         self._named(d.name, "compare", lambda: build_compare(self.ctx, d), self.compares)
+
+
+def _release_noise(ctx: Context, d: ast.ReleaseDecl, usage: str) -> tuple[str, sympy.Expr, str] | None:
+    """A release's noise (``with geometric(epsilon = e[, calibration = tight])``): its name,
+    epsilon and calibration, or None after saying what is wrong."""
+    if len(d.noise) != 1:
+        span = d.noise[1].span if d.noise else d.span
+        ctx.error("E205", "a release needs exactly one noise mechanism: with geometric(epsilon = e)", span, usage)
+        return None
+    noise = d.noise[0]
+    if not isinstance(noise, ast.Call) or noise.name not in NOISES:
+        nname = noise.name if isinstance(noise, ast.Call) else None
+        ctx.error("E206", f"unknown noise mechanism {repr(nname) if nname else describe(noise)}", noise.span,
+                  (did_you_mean(nname, NOISES) if nname else "") or "noise: geometric(epsilon = e) (Algorithm 1)")
+        return None
+    args = ctx.bind(noise, ["epsilon"], ["epsilon"], ["calibration"], "geometric(epsilon = e)")
+    if args is None:
+        return None
+    eps = ctx.number(args["epsilon"], "epsilon")
+    if eps is None or not check_positive(ctx, eps, args["epsilon"], "epsilon"):
+        return None
+    calibration = CALIBRATIONS[0]
+    if "calibration" in args:
+        node = args["calibration"]
+        # a name, as options are written (`by mom`); a quoted one is accepted too
+        word = node.name if isinstance(node, ast.Ref) else node.text if isinstance(node, ast.Str) else None
+        if word not in CALIBRATIONS:
+            about = ("tight (the default) spends exactly epsilon; paper is Algorithm 1 as published "
+                     "(in fact epsilon/2-private)")
+            close = did_you_mean(word, CALIBRATIONS) if word else ""
+            ctx.error("E603", f"unknown noise calibration {word!r}: it is tight or paper" if word else
+                      f"a noise calibration is tight or paper, found {describe(node)}", node.span,
+                      f"{close} {about}" if close else about)
+            return None
+        calibration = word
+    return noise.name, eps, calibration

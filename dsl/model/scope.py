@@ -3,7 +3,6 @@ helpers every declaration needs (numbers, labels, variables, call arguments).
 """
 from __future__ import annotations
 
-import difflib
 import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -12,74 +11,13 @@ import sympy
 from sympy.core.evalf import PrecisionExhausted
 
 from privspec.language import arith
+from privspec.language.arith import fmt
 from privspec.language import ast
 from privspec.model import costs
-from privspec.errors import ERROR, WARNING, Diagnostic
+from privspec.errors import ERROR, WARNING, Diagnostic, did_you_mean
 from privspec.model.graph import Parameter, Variable
-from privspec.language.parser import MATH_FUNCTIONS
 from privspec.language.source import Span
 
-#: kinds of declared names
-KINDS = ("variable", "parameter", "mechanism", "release", "query", "compare")
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """``"did you mean 'x'?"`` for the closest candidate, or ``""``.
-
-    Examples
-    --------
-    >>> did_you_mean("subst", ["subset", "grr", "rr"])
-    "did you mean 'subset'?"
-    """
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    if not close:
-        lowered = {c.lower(): c for c in candidates}
-        if name.lower() in lowered:
-            close = [lowered[name.lower()]]
-    return f"did you mean '{close[0]}'?" if close else ""
-
-
-def fmt(x: sympy.Expr) -> str:
-    """A number as a person would write it: ``5/6``, ``0.99``, ``log(3) ~ 1.0986``.
-
-    Long exact forms (a 3000-digit integer) are shown to 6 digits instead.
-
-    Examples
-    --------
-    >>> fmt(sympy.Rational(5, 6)), fmt(sympy.Integer(10) ** 100), fmt(sympy.log(3))
-    ('5/6', '~ 1.00000E+100', 'log(3) ~ 1.09861')
-    >>> fmt(sympy.Rational(1, 25)), fmt(sympy.Rational(1, 20)), fmt(sympy.Rational(99, 100)), fmt(sympy.Rational(4, 5))
-    ('0.04', '0.05', '0.99', '4/5')
-    """
-    if x.is_number and arith.size_bits(x) > _FMT_BITS:
-        try:
-            return f"~ {sympy.N(x, 6)}"
-        except (OverflowError, ValueError, TypeError, PrecisionExhausted):
-            return "a number too long to print"
-    if isinstance(x, sympy.Integer):
-        return str(x)
-    if x is sympy.oo or x is -sympy.oo:  # sympy prints oo; the language writes inf
-        return "inf" if x is sympy.oo else "-inf"
-    if isinstance(x, sympy.Rational):
-        q, twos, fives = x.q, 0, 0
-        while q % 2 == 0:
-            q, twos = q // 2, twos + 1
-        while q % 5 == 0:
-            q, fives = q // 5, fives + 1
-        if q == 1 and 10 <= x.q <= 10**12:
-            # a finite decimal: 2^a 5^b in the denominator takes max(a, b) decimals (1/25 = 0.04)
-            return f"{float(x):.{max(twos, fives)}f}".rstrip("0").rstrip(".")
-        return str(x)
-    if x.is_number:
-        try:
-            return f"{x} ~ {float(sympy.N(x, 20)):.6g}"
-        except (OverflowError, ValueError, TypeError, PrecisionExhausted):
-            return f"{x} ~ {sympy.N(x, 6)}"
-    return str(x)
-
-
-#: exact forms longer than this (in bits, about 60 digits) are printed approximately
-_FMT_BITS = 200
 
 
 def sign(x: sympy.Expr) -> int | None:
@@ -221,7 +159,7 @@ class Context:
             if a is None or b is None:
                 return None
             return self._fold(node, arith.binary, node.op, (a[0], b[0]), (a[1], b[1]))
-        if isinstance(node, ast.Call) and node.name in MATH_FUNCTIONS and len(node.args) == 1:
+        if isinstance(node, ast.Call) and node.name in arith.FUNCTIONS and len(node.args) == 1:
             x = self._number(node.args[0], what)
             if x is None:
                 return None

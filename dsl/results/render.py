@@ -20,7 +20,7 @@ def check_report(fmt: str, source: Source, title: str | None, diagnostics: Seque
                            "errors": errors, "warnings": warnings,
                            "diagnostics": [d.to_dict(source) for d in diagnostics],
                            "summary": summary}, indent=2)
-    counts = ", ".join(f"{v} {k if v != 1 else _singular(k)}" for k, v in (summary or {}).items() if v)
+    counts = ", ".join(f"{v} {k if v != 1 else singular(k)}" for k, v in (summary or {}).items() if v)
     status = "ok" if errors == 0 else f"{errors} error{'s' if errors != 1 else ''}"
     if warnings:
         status += f", {warnings} warning{'s' if warnings != 1 else ''}"
@@ -42,7 +42,7 @@ def check_report(fmt: str, source: Source, title: str | None, diagnostics: Seque
     return "\n".join(out)
 
 
-def _singular(plural: str) -> str:
+def singular(plural: str) -> str:
     """``queries`` -> ``query``, ``variables`` -> ``variable``."""
     return plural[:-3] + "y" if plural.endswith("ies") else plural[:-1]
 

@@ -1,0 +1,249 @@
+"""Randomized-response mechanisms -> model: ``grr`` and ``rr`` (a response matrix) of the
+multidimensional-RR paper, the local-DP frequency oracles (``sue``, ``oue``, ``olh`` ...,
+longitudinal ``l_*``), and the oracles that share one budget among several attributes
+(``spl``, ``smp``, ``rsfd``).
+"""
+from __future__ import annotations
+
+import sympy
+
+from privspec.errors import did_you_mean
+from privspec.language import ast
+from privspec.language.arith import fmt
+from privspec.model.arguments import (categorical_variable, check_positive, check_probability, repeated_component,
+                                      sums_to_one, value)
+from privspec.model.graph import FrequencyOracle, MultiAttributeOracle, RandomizedResponse, Variable
+from privspec.model.scope import Context, compare, describe
+from privspec.model.signatures import bind, signature
+
+
+def build_grr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
+    sig = signature("grr", "mechanism")
+    args = bind(ctx, call, sig)
+    if args is None:
+        return None
+    var = categorical_variable(ctx, args["variable"], "grr")
+    eps = value(ctx, args, sig, "epsilon")
+    if var is None or eps is None:
+        return None
+    if var.p < 2:
+        ctx.error("E405", f"randomized response needs at least 2 categories; {var.name} has {var.p}",
+                  args["variable"].span)
+        return None
+    return RandomizedResponse(name, var, epsilon=eps, span=call.span)
+
+
+#: the local-DP frequency oracles of one variable (docs/oracles.md); l_*: longitudinal forms
+ORACLES = ("sue", "oue", "blh", "olh", "ss", "hr", "adp", "l_grr", "l_sue", "l_oue", "l_osue")
+
+
+def build_oracle(ctx: Context, call: ast.Call, name: str | None) -> FrequencyOracle | None:
+    """``sue(X, epsilon = e)`` and the other frequency oracles: a categorical variable of at
+    least 2 categories, epsilon > 0, a hash range g >= 2 (olh), a subset size 1 <= k < d
+    (ss), and for a longitudinal form 0 < first < epsilon."""
+    protocol = call.name
+    sig = signature(protocol, "mechanism")
+    args = bind(ctx, call, sig)
+    if args is None:
+        return None
+    var = categorical_variable(ctx, args["variable"], protocol)
+    eps = value(ctx, args, sig, "epsilon")
+    g = value(ctx, args, sig, "g") if "g" in args else None
+    k = value(ctx, args, sig, "k") if "k" in args else None
+    first = value(ctx, args, sig, "first") if "first" in args else None
+    if var is None or eps is None or ("g" in args and g is None) or ("k" in args and k is None) \
+            or ("first" in args and first is None):
+        return None
+    if var.p < 2:
+        ctx.error("E405", f"{protocol}() needs at least 2 categories; {var.name} has {var.p}", args["variable"].span)
+        return None
+    if k is not None and k >= var.p:
+        ctx.error("E309", f"the subset size k must be below the number of categories ({var.p}), found {k}",
+                  args["k"].span, f"ss reports k of {var.name}'s {var.p} categories: 1 <= k <= {var.p - 1}")
+        return None
+    if first is not None and (compare(first, eps) or 0) >= 0:
+        ctx.error("E304", f"first (the privacy of one collection) must be below epsilon (that of every "
+                          f"collection together), found first = {fmt(first)} >= epsilon = {fmt(eps)}",
+                  args["first"].span, "memoization: the permanent report spends epsilon once; each collection "
+                                      "re-randomizes it at first < epsilon")
+        return None
+    if protocol == "l_oue" and first is not None:
+        # p2 = 1/2 leaves one report at most log((2 e^eps + 1)/3)-private (Arcolezi et al.)
+        ceiling = sympy.log((2 * sympy.exp(eps) + 1) / 3)
+        if (compare(first, ceiling) or 0) > 0:
+            ctx.error("E304", f"l_oue's first must be at most log((2 e^epsilon + 1)/3) = {float(ceiling):.6g} "
+                              f"at epsilon = {fmt(eps)}, found {fmt(first)}", args["first"].span,
+                      "its instantaneous response keeps the permanent 1-bit with probability 1/2; use l_osue "
+                      "or a smaller first")
+            return None
+    return FrequencyOracle(name, var, protocol, eps, sympy.Integer(g) if g is not None else None,
+                           sympy.Integer(k) if k is not None else None, first, call.span)
+
+
+#: the oracles an spl/smp attribute may use (written without epsilon: the protocol's budget)
+ATTRIBUTE_ORACLES = ("grr", "sue", "oue", "blh", "olh", "ss", "hr", "adp")
+
+
+def _keyword_args(ctx: Context, call: ast.Call, allowed: tuple[str, ...]) -> dict[str, ast.Node] | None:
+    """The keyword arguments of a call with variadic positional ones (E205 for an unknown
+    or repeated option, with did-you-mean)."""
+    out: dict[str, ast.Node] = {}
+    for kw in call.keywords:
+        key = kw.key.name if isinstance(kw.key, ast.Ref) else None
+        if key is None or key not in allowed:
+            shown = key or kw.key.text  # type: ignore[union-attr]
+            ctx.error("E205", f"{call.name}() has no option '{shown}'", kw.key.span,
+                      did_you_mean(shown, allowed) or f"options: {', '.join(allowed)}")
+            return None
+        if key in out:
+            ctx.error("E205", f"'{key}' is given twice", kw.key.span)
+            return None
+        out[key] = kw.value
+    return out
+
+
+def _distinct_attributes(ctx: Context, call: ast.Call, nodes: list[ast.Node], variables: list[Variable]) -> bool:
+    if len(variables) < 2:
+        ctx.error("E205", f"{call.name}() collects at least two attributes", call.span,
+                  "for one attribute use its oracle alone: oue(race, epsilon = 1)")
+        return False
+    repeated = repeated_component(zip(nodes, variables))
+    if repeated is not None:
+        c, node = repeated
+        ctx.error("E205", f"variable {c} is collected twice by {call.name}()", node.span,
+                  "each attribute is one variable, given once")
+        return False
+    return True
+
+
+def build_multi_oracle(ctx: Context, call: ast.Call, name: str | None) -> MultiAttributeOracle | None:
+    """``spl(oue(race), grr(gender), epsilon = 2)`` and ``smp(...)``: at least two oracles,
+    each on its own categorical variable and written without epsilon (the protocol's
+    budget), and the budget epsilon > 0."""
+    sig = signature(call.name, "mechanism")
+    kws = _keyword_args(ctx, call, ("epsilon",))
+    if kws is None:
+        return None
+    if "epsilon" not in kws:
+        ctx.error("E205", f"{call.name}() needs epsilon = ...", call.span, sig.usage)
+        return None
+    eps = ctx.number(kws["epsilon"], "epsilon")
+    if eps is None or not check_positive(ctx, eps, kws["epsilon"], "epsilon"):
+        return None
+    kinds, variables, nodes = [], [], []
+    for arg in call.positional:
+        if not (isinstance(arg, ast.Call) and arg.name in ATTRIBUTE_ORACLES):
+            found = arg.name if isinstance(arg, ast.Call) else None
+            ctx.error("E205", f"{call.name}() takes an oracle per attribute, found "
+                              f"{repr(found + '(...)') if found else describe(arg)}", arg.span,
+                      (did_you_mean(found, ATTRIBUTE_ORACLES) if found else "") or
+                      f"e.g. {call.name}(oue(race), grr(gender), epsilon = 2); oracles: {', '.join(ATTRIBUTE_ORACLES)}")
+            return None
+        if arg.keywords or len(arg.positional) != 1:
+            ctx.error("E205", f"inside {call.name}() an oracle takes its variable only: {arg.name}(X)",
+                      (arg.keywords[0].span if arg.keywords else arg.span),
+                      f"the budget is {call.name}()'s epsilon (split or sampled among the attributes)")
+            return None
+        var = categorical_variable(ctx, arg.positional[0], arg.name)
+        if var is None:
+            return None
+        kinds.append(arg.name)
+        variables.append(var)
+        nodes.append(arg)
+    if not _distinct_attributes(ctx, call, nodes, variables):
+        return None
+    if call.name == "smp" and any(v.name == "sampled" for v in variables):
+        ctx.error("E205", "smp() writes the sampled attribute in a column named 'sampled': no attribute may be "
+                          "called so", call.span)
+        return None
+    return MultiAttributeOracle(name, call.name, tuple(kinds), tuple(variables), eps, None, call.span)
+
+
+def build_rsfd(ctx: Context, call: ast.Call, name: str | None) -> MultiAttributeOracle | None:
+    """``rsfd(race, gender, epsilon = 1, fake = grr)``: at least two categorical
+    variables, epsilon > 0, a fake-data variant."""
+    sig = signature("rsfd", "mechanism")
+    kws = _keyword_args(ctx, call, ("epsilon", "fake"))
+    if kws is None:
+        return None
+    if "epsilon" not in kws:
+        ctx.error("E205", "rsfd() needs epsilon = ...", call.span, sig.usage)
+        return None
+    eps = ctx.number(kws["epsilon"], "epsilon")
+    if eps is None or not check_positive(ctx, eps, kws["epsilon"], "epsilon"):
+        return None
+    fake = "grr"
+    if "fake" in kws:
+        node = kws["fake"]
+        words = sig.param("fake").words
+        if not (isinstance(node, ast.Ref) and node.name in words):
+            shown = node.name if isinstance(node, ast.Ref) else describe(node)
+            ctx.error("E205", f"unknown fake-data variant {shown!r}", node.span,
+                      (did_you_mean(shown, words) if isinstance(node, ast.Ref) else "") or f"fake = {' | '.join(words)}")
+            return None
+        fake = node.name
+    variables = []
+    for arg in call.positional:
+        var = categorical_variable(ctx, arg, "rsfd")
+        if var is None:
+            return None
+        variables.append(var)
+    if not _distinct_attributes(ctx, call, list(call.positional), variables):
+        return None
+    return MultiAttributeOracle(name, "rsfd", (fake,) * len(variables), tuple(variables), eps, fake, call.span)
+
+
+def _matrix(ctx: Context, node: ast.Node, what: str = "matrix") -> list[list[tuple[sympy.Expr, ast.Node]]] | None:
+    if isinstance(node, ast.Tagged) and node.tag.name == "matrix":
+        node = node.body
+    if not isinstance(node, ast.ListLit) or not all(isinstance(r, ast.ListLit) for r in node.items):
+        ctx.error("E205", f"expected a {what} [[...], [...]], found {describe(node)}", node.span)
+        return None
+    rows = []
+    for r in node.items:
+        vals = [(ctx.number(x, "a matrix entry"), x) for x in r.items]  # type: ignore[union-attr]
+        if any(v is None for v, _ in vals):
+            return None
+        rows.append(vals)
+    return rows  # type: ignore[return-value]
+
+
+def build_rr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
+    args = bind(ctx, call, signature("rr", "mechanism"))
+    if args is None:
+        return None
+    var = categorical_variable(ctx, args["variable"], "rr")
+    rows = _matrix(ctx, args["matrix"])
+    if var is None or rows is None:
+        return None
+    span = args["matrix"].span
+    n = len(rows)
+    if any(len(r) != n for r in rows):
+        widths = sorted({len(r) for r in rows})
+        ctx.error("E305", f"the randomization matrix is not square ({n} rows, rows of length "
+                          f"{', '.join(map(str, widths))})", span, "P[u][v] = Pr(Y = v | X = u) is d x d")
+        return None
+    if n != var.p:
+        ctx.error("E305", f"the matrix is {n}x{n} but {var.name} has {var.p} categories", span,
+                  "one row and one column per category, in declared order")
+        return None
+    ok = True
+    for i, r in enumerate(rows):
+        for v, node in r:
+            ok &= check_probability(ctx, v, node.span, "matrix entry")
+        if not ok:
+            continue
+        good, total = sums_to_one([v for v, _ in r])
+        if good is False:
+            row_node = args["matrix"].body.items[i] if isinstance(args["matrix"], ast.Tagged) else args["matrix"].items[i]
+            ctx.error("E306", f"row {i + 1} ({var.labels[i]}) of the matrix sums to {fmt(total)}, not 1",
+                      row_node.span, "the matrix must be row-stochastic: each row is Pr(Y = . | X = u)")
+            ok = False
+    if not ok:
+        return None
+    matrix = tuple(tuple(v for v, _ in r) for r in rows)
+    m = sympy.Matrix(matrix)
+    if all(x.is_number for x in m) and m.rank(simplify=True) < n:
+        ctx.warn("W101", "the randomization matrix is singular: the distribution is not identifiable",
+                 span, "use a nonsingular matrix (e.g. grr(X, epsilon = 1))")
+    return RandomizedResponse(name, var, matrix=matrix, span=call.span)
