@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 
 from privspec.model import query_kinds
 from privspec.errors import BackendError, DataError, Diagnostic, PrivspecError, SpecError
-from privspec.results.values import Result
+from privspec.results.result import Result
 
 #: the verbs that answer queries
 VERBS = ("analyze", "run", "simulate")
@@ -83,7 +83,7 @@ class Results(Mapping):
         "value": null, "error": {...}}`` (the documented contract).  Text: each query under
         a one-line caption of what it answers; ``verbose`` adds the extras that restate
         derivations (``meaning``, ``eigenvalues`` ...: :data:`privspec.results.report.DETAILS`)."""
-        from privspec.results.values import render_results
+        from privspec.results.result import render_results
 
         if fmt != "json":
             return render_results(fmt, self.model, self.results, verbose=verbose)
@@ -91,7 +91,7 @@ class Results(Mapping):
 
     def to_dict(self) -> dict:
         """The JSON document as a dict (see :meth:`render`)."""
-        from privspec.results.values import render_results
+        from privspec.results.result import render_results
 
         doc = json.loads(render_results("json", self.model, self.results))
         answered = doc.get("queries", {})

@@ -171,9 +171,9 @@ class Spec:
         if not self.ok:
             n = len(self.errors)
             return f"<Spec {name!r}: {n} error{'s' if n != 1 else ''}>"
-        from privspec.results.render import _singular
+        from privspec.results.render import singular
 
-        parts = ", ".join(f"{v} {k if v != 1 else _singular(k)}" for k, v in self.summary().items() if v)
+        parts = ", ".join(f"{v} {k if v != 1 else singular(k)}" for k, v in self.summary().items() if v)
         return f"<Spec {name!r}: {parts}>"
 
     def _repr_html_(self) -> str:

@@ -52,7 +52,8 @@ from privspec.errors import BackendError, Diagnostic, PrivspecError
 from privspec.model.graph import (Compare, Estimand, Method, ModelGraph, Parameter, Plan, Query, SubsetDesign, SubsetMechanism,
                      Target)
 from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, ORACLE, Answers, family_of
-from privspec.results.values import Matrix, Result, Table
+from privspec.results.result import Result
+from privspec.results.values import Matrix, Table
 from privspec.backends import backend_for, register
 from privspec.backends.design import planning
 from privspec.backends.core.compile import channel_of

@@ -37,7 +37,7 @@ from scipy.stats import qmc
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import IntervalMechanism, ModelGraph, Query
 from privspec.backends.interval.reports import report_model
-from privspec.results.values import Result
+from privspec.results.result import Result
 from privspec.backends.interval.estimators import ParametricFit, _score_ratio, example2_variance, information_bound
 from privspec.backends.interval.mechanisms import _f, law_distribution, population_law
 

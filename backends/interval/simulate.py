@@ -23,7 +23,7 @@ import numpy as np
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.values import Result
+from privspec.results.result import Result
 from privspec.progress import progress
 from privspec.backends.interval.estimators import law_moment
 from privspec.backends.interval.mechanisms import draw, law_distribution, population_law, range_coverage

@@ -20,7 +20,7 @@ def check_report(fmt: str, source: Source, title: str | None, diagnostics: Seque
                            "errors": errors, "warnings": warnings,
                            "diagnostics": [d.to_dict(source) for d in diagnostics],
                            "summary": summary}, indent=2)
-    counts = ", ".join(f"{v} {k if v != 1 else _singular(k)}" for k, v in (summary or {}).items() if v)
+    counts = ", ".join(f"{v} {k if v != 1 else singular(k)}" for k, v in (summary or {}).items() if v)
     status = "ok" if errors == 0 else f"{errors} error{'s' if errors != 1 else ''}"
     if warnings:
         status += f", {warnings} warning{'s' if warnings != 1 else ''}"
@@ -28,10 +28,10 @@ def check_report(fmt: str, source: Source, title: str | None, diagnostics: Seque
         return f"{source.name}: {status}" + (f" ({counts})" if counts and errors == 0 else "")
     rows = [(d.severity, d.code, _where(d, source), d.message, d.hint) for d in diagnostics]
     if fmt == "markdown":
-        out = [f"**{_md(source.name)}**: {status}" + (f" ({counts})" if counts and errors == 0 else ""), ""]
+        out = [f"**{md(source.name)}**: {status}" + (f" ({counts})" if counts and errors == 0 else ""), ""]
         if rows:
             out += ["| severity | code | where | message | hint |", "|---|---|---|---|---|"]
-            out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+            out += ["| " + " | ".join(md(c) for c in r) + " |" for r in rows]
         return "\n".join(out)
     # latex
     out = [f"\\textbf{{{_tex(source.name)}}}: {_tex(status)}" + (f" ({_tex(counts)})" if counts and errors == 0 else "")]
@@ -42,7 +42,7 @@ def check_report(fmt: str, source: Source, title: str | None, diagnostics: Seque
     return "\n".join(out)
 
 
-def _singular(plural: str) -> str:
+def singular(plural: str) -> str:
     """``queries`` -> ``query``, ``variables`` -> ``variable``."""
     return plural[:-3] + "y" if plural.endswith("ies") else plural[:-1]
 
@@ -73,8 +73,6 @@ def md(s: object) -> str:
     """
     return "".join(_MD.get(c, c) for c in str(s))
 
-
-_md = md
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
