@@ -33,7 +33,7 @@ VERBS = ("analyze", "run", "simulate")
 
 @dataclass
 class Results(Mapping):
-    """The answers to a spec's queries: a mapping query name -> :class:`~privspec.results.values.Result`
+    """The answers to a spec's queries: a mapping query name -> :class:`~privspec.results.result.Result`
     (answered queries only), with the queries that could not be answered in :attr:`failures`.
 
     Attributes
@@ -140,7 +140,7 @@ class Results(Mapping):
         for a result of one row), ``statistic`` (``estimate``, ``se``, ``lower``, ``upper``,
         ``value``, a matrix column ...), ``value`` (a float) and ``error`` (the code of what
         stopped a query, whose one row has no value; else empty).  Each result's own
-        :meth:`~privspec.results.values.Result.to_long`, stacked in query order: filter and pivot
+        :meth:`~privspec.results.result.Result.to_long`, stacked in query order: filter and pivot
         it with pandas (``frame.pivot_table(index="label", columns="statistic")``)."""
         import pandas as pd
 

@@ -1,6 +1,6 @@
 """Readable renderings of query results: text, Markdown and LaTeX (issue 16).
 
-The JSON contract (:meth:`privspec.results.values.Result.to_dict`) is the source of every
+The JSON contract (:meth:`privspec.results.result.Result.to_dict`) is the source of every
 number shown here; this module only lays it out:
 
 * **text** -- ``NAME (KIND): VALUE`` then one ``    key = value`` line per extra.
