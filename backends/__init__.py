@@ -42,7 +42,7 @@ class Backend(Protocol):
         its ``ANSWERS`` cover; conditions finer than the declaration)."""
 
     def answer(self, model: Any, query: Any, verb: str, **options: Any) -> Any:
-        """The query's :class:`privspec.results.values.Result`.
+        """The query's :class:`privspec.results.result.Result`.
 
         ``options`` carry the command line: ``data`` (a :class:`privspec.backends.data.files.DataBindings`
         for ``run``), ``n``, ``reps`` and ``seed`` (``simulate``).

@@ -38,12 +38,12 @@ from privspec.model.query_kinds import VERBS
 from privspec.progress import chosen
 from privspec.results.compare_report import report_targets, write_report
 from privspec.results.report import Summary
-from privspec.results.values import Result, render_results
+from privspec.results.result import Result, render_results
 
 
 @dataclass
 class Results(Mapping):
-    """The answers to a spec's queries: a mapping query name -> :class:`~privspec.results.values.Result`
+    """The answers to a spec's queries: a mapping query name -> :class:`~privspec.results.result.Result`
     (answered queries only), with the queries that could not be answered in :attr:`failures`.
 
     Attributes
@@ -142,7 +142,7 @@ class Results(Mapping):
         for a result of one row), ``statistic`` (``estimate``, ``se``, ``lower``, ``upper``,
         ``value``, a matrix column ...), ``value`` (a float) and ``error`` (the code of what
         stopped a query, whose one row has no value; else empty).  Each result's own
-        :meth:`~privspec.results.values.Result.to_long`, stacked in query order: filter and pivot
+        :meth:`~privspec.results.result.Result.to_long`, stacked in query order: filter and pivot
         it with pandas (``frame.pivot_table(index="label", columns="statistic")``)."""
         rows: list[tuple] = []
         for q in self.queries:

@@ -181,7 +181,8 @@ def test_matrices_and_moments_are_labelled_frames(urn) -> None:
 
 
 def test_test_results_have_statistic_df_pvalue() -> None:
-    from privspec.results.values import Result, TestResult
+    from privspec.results.result import Result
+    from privspec.results.values import TestResult
 
     r = Result("test", TestResult("pearson", 3.2, 1.0, 0.0736), {"n": 500, "calibration": "permutation"})
     assert (r.statistic, r.df, r.pvalue, r.method, r.nobs) == (3.2, 1.0, 0.0736, "pearson", 500)

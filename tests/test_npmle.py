@@ -21,7 +21,8 @@ from privspec.backends.interval.npmle import estimator as npmle_module
 from privspec.backends.interval.npmle import solver as npmle_solver
 from privspec.backends.interval.npmle.estimator import NPMLEResult, aggregate_intervals, cdf_confidence_band, npmle
 from privspec.errors import BackendError, DataError
-from privspec.results.values import Result, StepFunction
+from privspec.results.result import Result
+from privspec.results.values import StepFunction
 
 INF = np.inf
 

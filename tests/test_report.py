@@ -15,7 +15,8 @@ import sympy
 import privspec
 from privspec.cli import main
 from privspec.results.report import from_plain, plain, render, tex
-from privspec.results.values import Matrix, Result, StepFunction, Table, TestResult, Vector
+from privspec.results.result import Result
+from privspec.results.values import Matrix, StepFunction, Table, TestResult, Vector
 
 SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.privspec"))
 PDFLATEX = shutil.which("pdflatex")

@@ -14,7 +14,8 @@ from privspec.backends.core.compile import channel_in_w
 from privspec.backends.core.estimators import estimate
 from privspec.backends.finite.truth import estimate_on_counts
 from privspec.backends.rr.castell import castell
-from privspec.results.values import Result, Vector
+from privspec.results.result import Result
+from privspec.results.values import Vector
 
 N = 5000
 W0 = (0.15, 0.25, 0.25, 0.35)

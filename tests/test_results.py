@@ -6,7 +6,8 @@ import json
 import numpy as np
 import sympy
 
-from privspec.results.values import Matrix, Result, StepFunction, Table, TestResult, Vector, render_results
+from privspec.results.result import Result, render_results
+from privspec.results.values import Matrix, StepFunction, Table, TestResult, Vector
 
 
 def test_scalar_exact_and_symbolic() -> None:

@@ -1,8 +1,8 @@
 """Design comparisons and planning: which mechanism, which epsilon, how many respondents.
 
 A ``compare`` block names candidate mechanisms for one estimand; each is judged on the
-criteria of :data:`privspec.model.query_kinds.CRITERIA`, every one computed by the query that
-already answers it (one path through the back ends: ``avar`` for the utility criteria,
+criteria it names, each evaluated by its :class:`privspec.backends.design.criteria.Criterion`
+(the query that already answers it: ``avar`` for the utility criteria,
 ``coverage``/``leakage``/``epsilon`` for privacy, ``estimate`` under ``simulate`` for the
 simulated values). A criterion that does not apply to a candidate is n/a with the
 reason the back end gave, never an error.
@@ -18,7 +18,8 @@ Beside the table:
 * **inverse design** for candidates with one free parameter (``grr(race, epsilon =
   eps)`` with ``parameter eps > 0 <= 8``): the most private value meeting the utility
   targets at n, and the best utility meeting the privacy targets, found on a grid over
-  the parameter's range and refined by bisection where a target's verdict changes.
+  the parameter's range and refined by bisection where a target's verdict changes
+  (:mod:`privspec.backends.design.inverse`).
 
 Examples
 --------
@@ -48,297 +49,16 @@ import numpy as np
 import sympy
 from scipy import stats
 
-from privspec.errors import BackendError, Diagnostic, PrivspecError
-from privspec.model.graph import (Compare, Estimand, Method, ModelGraph, Parameter, Plan, Query, SubsetDesign, SubsetMechanism,
-                     Target)
-from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, ORACLE, Answers, family_of
-from privspec.results.values import Matrix, Result, Table
-from privspec.backends import backend_for, register
+from privspec.errors import BackendError, Diagnostic
+from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
+from privspec.model.query_kinds import FINITE, INTERVAL, ORACLE, Answers, family_of
+from privspec.results.result import Result
+from privspec.results.values import Matrix, Table
+from privspec.backends import register
 from privspec.backends.design import planning
-from privspec.backends.core.compile import channel_of
-from privspec.backends.finite.truth import Truth, report_table
-from privspec.backends.core.populations import population_vector
-
-#: points of the grid an inverse design scans before refining (and of a power curve)
-INVERSE_GRID = 17
-#: bisection steps refining an inverse design's boundary (the range / 2^steps)
-INVERSE_STEPS = 24
-UTILITY_FROM_AVAR = ("avar_trace", "avar_max", "max_se", "ci_width", "mse")
-PRIVACY_QUERIES = {"coverage": ("coverage", "size"), "size": ("leakage", "size"),
-                   "mutual_information": ("leakage", "mutual_information"),
-                   "prediction": ("leakage", "prediction")}
-
-
-class NotApplicable(Exception):
-    """A criterion that does not apply to a candidate; the message says why, and
-    ``diagnostic`` is the back end's own where one refused (a planning query fails with it)."""
-
-    def __init__(self, reason: str, diagnostic: Diagnostic | None = None):
-        super().__init__(reason)
-        self.diagnostic = diagnostic
-
-
-def _not_applicable(e: PrivspecError) -> NotApplicable:
-    """A back end's refusal as a criterion that does not apply (its first diagnostic kept)."""
-    return NotApplicable(_reason(e), e.diagnostics[0] if e.diagnostics else None)
-
-
-# ---- one candidate's criteria ------------------------------------------------------------------------
-@dataclasses.dataclass
-class Candidate:
-    """A candidate mechanism with its estimator, and what the back ends say about it."""
-
-    name: str
-    mechanism: Any
-    method: Method
-    estimand: Estimand
-
-    def query(self, kind: str, **kw: Any) -> Query:
-        needs_estimand = kind in ("avar", "estimate")
-        return Query(f"{self.name}.{kind}", kind, mechanism=self.mechanism,
-                     estimand=self.estimand if needs_estimand else None,
-                     method=self.method if needs_estimand else None, **kw)
-
-
-def _answer(model: ModelGraph, q: Query, verb: str = "analyze", **options: Any) -> Result:
-    backend = backend_for(q, verb)
-    if backend is None:
-        raise NotApplicable(f"no back end answers {q.kind} for this mechanism")
-    try:
-        return backend.answer(model, q, verb, **options)
-    except PrivspecError as e:
-        raise _not_applicable(e) from None
-    except (ValueError, TypeError, np.linalg.LinAlgError, ZeroDivisionError) as e:
-        raise NotApplicable(str(e)) from None
-
-
-def _reason(e: PrivspecError) -> str:
-    d = getattr(e, "diagnostics", None) or [getattr(e, "diagnostic", None)]
-    d = [x for x in d if x is not None]
-    if d:
-        return f"{d[0].message} [{d[0].code}]"
-    return str(e)
-
-
-def _number(x: Any) -> float:
-    if isinstance(x, sympy.Basic):
-        if x.free_symbols:
-            raise NotApplicable(f"symbolic in {', '.join(sorted(map(str, x.free_symbols)))}: give the parameters "
-                                "values, or see the inverse design")
-        if x is sympy.oo:
-            return math.inf
-        return float(x)
-    return float(x)
-
-
-def avar_of(model: ModelGraph, cand: Candidate) -> tuple[np.ndarray, tuple[str, ...], float]:
-    """The candidate's asymptotic covariance (n Var), its labels, and the squared bias of
-    its limit (0 but for estimators that do not converge to the estimand), from ``avar``."""
-    r = _answer(model, cand.query("avar"))
-    value = r.value
-    bias2 = float(r.extras.get("bias_squared", 0.0))
-    if isinstance(value, Matrix):
-        data = value.data
-        if isinstance(data, sympy.MatrixBase):
-            if data.free_symbols:
-                _number(data[0, 0] + sum(data))  # says which symbols
-            data = np.array(data.evalf(17).tolist(), dtype=float)
-        return np.asarray(data, dtype=float), tuple(value.rows), bias2
-    return np.array([[_number(value)]]), (cand.estimand.kind,), bias2
-
-
-def population_of(model: ModelGraph, cand: Candidate) -> np.ndarray:
-    w = population_vector(model, list(cand.estimand.variables))
-    if w is None:
-        raise NotApplicable("no population is declared for " + ", ".join(v.name for v in cand.estimand.variables))
-    return np.array([_number(x) for x in w], dtype=float)
-
-
-class Evaluation:
-    """Every criterion of one candidate at one model (memoized: the avar is computed once)."""
-
-    def __init__(self, model: ModelGraph, cand: Candidate, plan: Plan):
-        self.model, self.cand, self.plan = model, cand, plan
-        self.alpha = float(plan.alpha)
-        self._cache: dict[str, Any] = {}
-        #: why nothing can be computed (a free parameter), or None
-        self.free: NotApplicable | None = None
-
-    def _memo(self, key: str, fn: Callable[[], Any]) -> Any:
-        if self.free is not None:
-            raise self.free
-        if key not in self._cache:
-            try:
-                self._cache[key] = fn()
-            except NotApplicable as e:
-                self._cache[key] = e
-            except PrivspecError as e:
-                self._cache[key] = _not_applicable(e)
-            except (ValueError, np.linalg.LinAlgError, ZeroDivisionError) as e:
-                self._cache[key] = NotApplicable(str(e))
-        got = self._cache[key]
-        if isinstance(got, NotApplicable):
-            raise got
-        return got
-
-    # -- utility ----------------------------------------------------------------------------------
-    def avar(self) -> tuple[np.ndarray, tuple[str, ...]]:
-        return self._memo("avar", lambda: avar_of(self.model, self.cand))[:2]
-
-    def bias_squared(self) -> float:
-        return self._memo("avar", lambda: avar_of(self.model, self.cand))[2]
-
-    def diag(self) -> np.ndarray:
-        d = np.maximum(np.diag(self.avar()[0]), 0.0)
-        if not np.all(np.isfinite(d)):
-            raise NotApplicable("the asymptotic variance is infinite: the estimator is not root-n consistent "
-                                "for this design")
-        return d
-
-    def at(self, criterion: str, n: int) -> float:
-        """The criterion's value at ``n`` respondents (privacy criteria do not depend on n)."""
-        if criterion == "avar_trace":
-            return float(self.diag().sum())
-        if criterion == "mse":
-            return float(self.diag().sum() / n + self.bias_squared())
-        if criterion == "avar_max":
-            return float(self.diag().max())
-        if criterion == "max_se":
-            return float(planning.standard_errors(self.diag(), n).max())
-        if criterion == "ci_width":
-            z = float(stats.norm.ppf(1 - self.alpha / 2))
-            return float(2 * z * planning.standard_errors(self.diag(), n).max())
-        if criterion == "efficiency":
-            return self._memo("efficiency", self._efficiency)
-        if criterion == "power":
-            try:
-                return float(self.power_function()(np.array([n]))[0])
-            except ValueError as e:  # e.g. an estimate with no variance
-                raise NotApplicable(str(e)) from None
-        return self._memo(criterion, lambda: self._privacy(criterion))
-
-    def _efficiency(self) -> float:
-        est = self.cand.estimand
-        mine = self.diag().sum()
-        if est.kind in ("distribution", "joint"):
-            best = Method("mle")
-        elif self.cand.method.name == "mle":
-            raise NotApplicable("a parametric fit: its efficiency is relative to its model (compare max_se)")
-        else:
-            best = Method("npmle")   # attains the information bound (Theorem 2's proof)
-        if best.name == self.cand.method.name and not self.cand.method.args:
-            return 1.0
-        other = dataclasses.replace(self.cand, method=best)
-        try:
-            bound = np.diag(avar_of(self.model, other)[0]).sum()
-        except NotApplicable as e:
-            raise NotApplicable(f"the efficient estimator's variance ({best.name}): {e}") from None
-        return float(bound / mine) if mine > 0 else math.nan
-
-    def _privacy(self, criterion: str) -> float:
-        mech = self.cand.mechanism
-        if criterion == "epsilon":
-            return _number(_answer(self.model, self.cand.query("epsilon")).value)
-        if criterion == "individual":
-            if family_of(mech) not in FINITE:
-                raise NotApplicable("the worst case of one respondent is computed for finite mechanisms")
-            t = Truth(self.model, mech)
-            ch = t.full_channel
-            w = t.numeric_w(t.w_full)
-            K = ch.at(t.subs).Kn if t.subs else ch.Kn
-            return worst_posterior(K, w)
-        kind, metric = PRIVACY_QUERIES[criterion]
-        if family_of(mech) in ("oracle", "multi_oracle"):
-            raise NotApplicable(f"{metric} is computed from a channel's report probabilities; a frequency "
-                                f"oracle's reports ({mech.protocol}: bit vectors, hashes, Hadamard indices) have no "
-                                "channel here: compare it on epsilon")
-        if metric != "size" and family_of(mech) in INTERVAL:
-            raise NotApplicable(f"{metric} is computed for finite mechanisms")
-        if metric == "size" and not _set_valued(mech):
-            raise NotApplicable("reports are single categories: size coverage is for set-valued reports "
-                                "(subset and interval mechanisms)")
-        r = _answer(self.model, self.cand.query(kind, metrics=(metric,)))
-        value = r.value[metric] if isinstance(r.value, dict) else r.value
-        return _number(value)
-
-    # -- planning ---------------------------------------------------------------------------------
-    def power_function(self) -> Callable[[np.ndarray], np.ndarray]:
-        """Power of the plan's test as a function of n (vectorized)."""
-        return self._memo("power", self._power_function)
-
-    def _power_function(self) -> Callable[[np.ndarray], np.ndarray]:
-        test, alpha = self.plan.test, self.alpha
-        if test is None:
-            raise NotApplicable("no test to power: add test = ... to the settings")
-        if test.kind == "independence":
-            joint = self.report_joint(test.variables)
-            return lambda n: np.asarray(planning.power_independence(n, joint, alpha), dtype=float)
-        V, labels = self.avar()
-        if test.label not in labels:
-            raise NotApplicable(f"this estimate has no cell {test.label}")
-        k = labels.index(test.label)
-        var = float(V[k, k])
-        if test.kind == "proportion":
-            w = population_of(self.model, self.cand)
-            delta = float(w[k]) - float(test.value)
-            return lambda n: np.asarray(planning.power_proportion(n, delta, var, alpha), dtype=float)
-        delta = float(test.value)
-        return lambda n: np.asarray(planning.power_difference(n, delta, var, var, alpha), dtype=float)
-
-    def report_joint(self, variables: Sequence[str]) -> np.ndarray:
-        """``P(A = a, B = b)``: the table of two factors' reports at the population."""
-        mech = self.cand.mechanism
-        if family_of(mech) not in ("product", "rr_product"):
-            raise NotApplicable("independence is tested on the reports of a product mechanism")
-        t = Truth(self.model, mech)
-        ch = t.full_channel
-        lam = np.maximum((ch.at(t.subs) if t.subs else ch).Kn @ t.numeric_w(t.w_full), 0.0)
-        vs = tuple(self.model.variables[v] for v in variables)
-        q = Query("power", "test", mechanism=mech, estimand=Estimand("independence", vs))
-        try:
-            return np.asarray(report_table(q, lam / lam.sum())[2], dtype=float)
-        except StopIteration:
-            raise NotApplicable(f"no single factor observes each of {', '.join(variables)}") from None
-
-    def sample_size(self, target: Target) -> int | None:
-        """The fewest respondents meeting a utility target (None: not within
-        :data:`privspec.backends.design.planning.N_MAX`, 10^9)."""
-        if target.criterion not in ("max_se", "ci_width", "power"):
-            raise NotApplicable(f"{target.criterion} does not depend on n")
-        value = float(target.value)
-        try:
-            if target.criterion == "max_se":
-                return planning.n_for_max_se(self.diag(), value, n_max=planning.N_MAX)
-            if target.criterion == "ci_width":
-                return planning.n_for_ci_width(self.diag(), value, self.alpha, n_max=planning.N_MAX)
-            fn = self.power_function()
-            return planning.n_for_power(lambda n: float(fn(np.array([n]))[0]), value, n_max=planning.N_MAX)
-        except ValueError as e:
-            raise NotApplicable(str(e)) from None
-
-
-def _set_valued(mech: Any) -> bool:
-    fam = getattr(mech, "family", None)
-    if fam in ("subset", "interval"):
-        return True
-    return fam == "product" and all(getattr(f, "family", None) == "subset" for f in mech.factors)
-
-
-def worst_posterior(K: np.ndarray, w: np.ndarray) -> float:
-    """``max_o max_x Pr(X = x | O = o)`` over the reports ``o`` that can occur: what the
-    most revealing report tells about one respondent (1: some report discloses a value).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> p, q = np.e / (np.e + 1), 1 / (np.e + 1)       # Warner's RR, epsilon = 1
-    >>> round(worst_posterior(np.array([[p, q], [q, p]]), np.array([0.5, 0.5])), 4)
-    0.7311
-    """
-    J = np.asarray(K, dtype=float) * np.asarray(w, dtype=float)[None, :]
-    lam = J.sum(axis=1)
-    on = lam > 0
-    return float((J[on].max(axis=1) / lam[on]).max())
+from privspec.backends.design.criteria import REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer
+from privspec.backends.design.inverse import (best_feasible, best_whole, bind, finite_at, free_parameters,
+                                              parameter_range, score, size_parameter_range)
 
 
 # ---- the comparison ------------------------------------------------------------------------------------
@@ -395,8 +115,8 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
         "kind": "comparison", "name": comp.name, "title": model.title,
         "estimand": str(comp.estimand), "n": n, "alpha": float(plan.alpha),
         "criteria": criteria,
-        "criterion_info": {c: {"side": CRITERIA[c].side, "better": CRITERIA[c].better, "meaning": CRITERIA[c].doc}
-                           for c in criteria},
+        "criterion_info": {c: {"side": REGISTRY[c].side, "better": REGISTRY[c].better,
+                               "meaning": REGISTRY[c].meaning} for c in criteria},
         "candidates": rows, "frontiers": frontiers,
         "targets": [{"criterion": t.criterion, "op": t.op, "value": float(t.value)} for t in plan.targets],
         "planning": _planning_text(plan),
@@ -448,9 +168,9 @@ def _targets(ev: Evaluation, targets: Sequence[Target], n: int) -> tuple[dict, d
             met[key] = bool(t.met(ev.at(t.criterion, n)))
         except NotApplicable as e:
             met[key] = None
-            sizes[key] = None if CRITERIA[t.criterion].side == "privacy" else f"n/a: {e}"
+            sizes[key] = None if REGISTRY[t.criterion].side == "privacy" else f"n/a: {e}"
             continue
-        if t.criterion in ("max_se", "ci_width", "power"):
+        if REGISTRY[t.criterion].sample_size is not None:
             try:
                 sizes[key] = ev.sample_size(t)
             except NotApplicable as e:
@@ -460,7 +180,7 @@ def _targets(ev: Evaluation, targets: Sequence[Target], n: int) -> tuple[dict, d
 
 def _better(criterion: str, a: float, b: float) -> bool:
     """Whether ``a`` is strictly better than ``b`` on ``criterion``."""
-    return a < b if CRITERIA[criterion].better == "lower" else a > b
+    return REGISTRY[criterion].better_than(a, b)
 
 
 def _rank(rows: list[dict], criteria: Sequence[str]) -> None:
@@ -477,8 +197,8 @@ def _rank(rows: list[dict], criteria: Sequence[str]) -> None:
 
 def _frontiers(rows: list[dict], criteria: Sequence[str]) -> list[dict]:
     """Pareto frontiers of each privacy criterion (x) against each utility criterion (y)."""
-    utility = [c for c in criteria if CRITERIA[c].side == "utility"]
-    privacy = [c for c in criteria if CRITERIA[c].side == "privacy"]
+    utility = [c for c in criteria if REGISTRY[c].side == "utility"]
+    privacy = [c for c in criteria if REGISTRY[c].side == "privacy"]
     out = []
     for r in rows:
         r["dominated_by"] = {}
@@ -510,7 +230,7 @@ def _frontiers(rows: list[dict], criteria: Sequence[str]) -> list[dict]:
 
 def _recommend(rows: list[dict], criteria: Sequence[str], targets: Sequence[Target]) -> str | None:
     """One sentence: the most private candidate that meets every target at n, when one does."""
-    privacy = [c for c in criteria if CRITERIA[c].side == "privacy"]
+    privacy = [c for c in criteria if REGISTRY[c].side == "privacy"]
     if not targets or not privacy:
         return None
     ok = [r for r in rows if all(v is True for v in r["targets"].values())]
@@ -532,39 +252,28 @@ def _simulated(model: ModelGraph, cand: Candidate, ev: Evaluation, n: int, reps:
                values: dict) -> None:
     """The utility criteria from ``reps`` replications (``simulate`` of the candidate's
     estimate), with Monte Carlo errors (normal theory for sample variances)."""
-    wanted = [c for c in values if c in UTILITY_FROM_AVAR]
+    wanted = [c for c in values if REGISTRY[c].simulated is not None]
     for c in values:
         if c not in wanted:
-            values[c].setdefault("simulated_na", "analytic: not a sampling quantity" if c != "efficiency"
-                                 else "a ratio of asymptotic variances")
+            values[c].setdefault("simulated_na", REGISTRY[c].not_simulated)
     if not wanted:
         return
     try:
-        r = _answer(model, cand.query("estimate"), "simulate", n=n, reps=reps, seed=seed)
+        r = answer(model, cand.query("estimate"), "simulate", n=n, reps=reps, seed=seed)
         S, full, R = _empirical_covariance(r)
     except NotApplicable as e:
         for c in wanted:
             values[c]["simulated_na"] = str(e)
         return
-    mse = _empirical_mse(r, n)
-    d = np.maximum(np.diag(S), 0.0)
-    k = int(np.argmax(d))
-    z = float(stats.norm.ppf(1 - ev.alpha / 2))
-    # Var of a sample variance s^2 (normal theory): 2 sigma^4 / (R - 1); of tr S: 2 tr(Sigma^2) / (R - 1)
-    tr_err = math.sqrt(2 * (float(np.sum(S * S)) if full else float(np.sum(d * d))) / (R - 1))
-    sim = {"avar_trace": (float(d.sum()), tr_err),
-           "avar_max": (float(d[k]), float(d[k]) * math.sqrt(2 / (R - 1))),
-           "max_se": (math.sqrt(d[k] / n), math.sqrt(d[k] / n) / math.sqrt(2 * (R - 1))),
-           "ci_width": (2 * z * math.sqrt(d[k] / n), 2 * z * math.sqrt(d[k] / n) / math.sqrt(2 * (R - 1)))}
-    if mse is not None:
-        sim["mse"] = mse
+    got = Replications(S, full, R, _empirical_mse(r, n), float(stats.norm.ppf(1 - ev.alpha / 2)))
     for c in wanted:
-        if c not in sim:
+        sim = REGISTRY[c].simulated(got, n)
+        if sim is None:
             values[c]["simulated_na"] = "the simulation gives no squared errors for this estimator"
             continue
-        values[c]["simulated"], values[c]["mc_error"] = sim[c]
-        if not full and c == "avar_trace":
-            values[c]["mc_note"] = "error from the variances alone (the simulation keeps no covariances)"
+        values[c]["simulated"], values[c]["mc_error"] = sim
+        if not full and REGISTRY[c].diagonal_note:
+            values[c]["mc_note"] = REGISTRY[c].diagonal_note
 
 
 def _empirical_mse(r: Result, n: int) -> tuple[float, float] | None:
@@ -595,70 +304,6 @@ def _empirical_covariance(r: Result) -> tuple[np.ndarray, bool, int]:
 
 
 # ---- inverse design ------------------------------------------------------------------------------------
-def free_parameters(model: ModelGraph, mech: Any) -> list[Parameter]:
-    """The parameters without a value that ``mech`` depends on."""
-    symbols = set()
-    for f in dataclasses.fields(mech):
-        symbols |= _symbols(getattr(mech, f.name))
-    return [p for p in model.parameters.values() if p.value is None and p.symbol in symbols]
-
-
-def _symbols(x: Any, depth: int = 0) -> set:
-    if depth > 6:
-        return set()
-    if isinstance(x, sympy.Basic):
-        return set(x.free_symbols)
-    if isinstance(x, (tuple, list)):
-        return set().union(*(_symbols(y, depth + 1) for y in x)) if x else set()
-    if isinstance(x, dict):
-        return set().union(*(_symbols(y, depth + 1) for y in list(x.keys()) + list(x.values()))) if x else set()
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return set().union(*(_symbols(getattr(x, f.name), depth + 1) for f in dataclasses.fields(x)))
-    return set()
-
-
-def parameter_range(p: Parameter) -> tuple[float, float]:
-    """``(low, high)`` from the parameter's constraints (``parameter eps > 0 <= 8``); an open
-    end moves in by 10^-6 of the range."""
-    lo, hi = -math.inf, math.inf
-    lo_open = hi_open = False
-    for op, bound in p.constraints:
-        b = float(bound)
-        if op in (">", ">="):
-            if b >= lo:
-                lo, lo_open = b, op == ">"
-        elif b <= hi:
-            hi, hi_open = b, op == "<"
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise NotApplicable(f"give {p.name} a range to search: parameter {p.name} > 0 <= 8")
-    eps = (hi - lo) * 1e-6
-    return lo + (eps if lo_open else 0.0), hi - (eps if hi_open else 0.0)
-
-
-def size_parameter_range(mech: Any, p: Parameter, lo: float, hi: float) -> tuple[int, int] | None:
-    """Where ``p`` is a subset size (``subset(race, sizes {k: 1})``): the whole numbers of
-    ``[lo, hi]`` that are sizes of every variable it sizes (2..p); None where it sizes
-    nothing."""
-    ps = [m.variable.p for m in _subset_mechanisms(mech)
-          if m.design.kind == "sizes" and any(k == p.symbol for k, _ in m.design.weights)]
-    if not ps:
-        return None
-    return max(2, math.ceil(lo - 1e-9)), min(min(ps), math.floor(hi + 1e-9))
-
-
-def _subset_mechanisms(mech: Any, depth: int = 0) -> list[SubsetMechanism]:
-    if isinstance(mech, SubsetMechanism):
-        return [mech]
-    if depth > 6 or not dataclasses.is_dataclass(mech) or isinstance(mech, type):
-        return []
-    found = []
-    for f in dataclasses.fields(mech):
-        v = getattr(mech, f.name)
-        for y in (v if isinstance(v, (tuple, list)) else (v,)):
-            found += _subset_mechanisms(y, depth + 1)
-    return found
-
-
 def _value(x: float, integer: bool) -> sympy.Expr:
     return sympy.Integer(int(round(x))) if integer else sympy.Float(x, 17)
 
@@ -669,50 +314,16 @@ def _at(model: ModelGraph, p: Parameter, value: float, integer: bool = False) ->
     return dataclasses.replace(model, parameters=params)
 
 
-def bind(x: Any, values: dict, depth: int = 0) -> Any:
-    """``x`` (a mechanism, its laws and designs) with the parameters in ``values`` replaced
-    by their values everywhere in it, so that every back end sees plain numbers."""
-    if depth > 8:
-        return x
-    if isinstance(x, SubsetDesign) and x.kind == "sizes" and any(isinstance(k, sympy.Basic) for k, _ in x.weights):
-        # a size bound to a whole number becomes an int; one size given twice adds its weights
-        merged: dict = {}
-        for k, w in x.weights:
-            k = k.subs(values) if isinstance(k, sympy.Basic) else k
-            if isinstance(k, sympy.Basic):
-                if not k.is_integer:
-                    raise NotApplicable(f"a subset size must be a whole number, not {k}")
-                k = int(k)
-            merged[k] = merged.get(k, 0) + bind(w, values, depth + 1)
-        return dataclasses.replace(x, weights=tuple(merged.items()))
-    if isinstance(x, sympy.Basic):
-        return x.subs(values) if x.free_symbols & set(values) else x
-    if isinstance(x, tuple):
-        return tuple(bind(y, values, depth + 1) for y in x)
-    if isinstance(x, list):
-        return [bind(y, values, depth + 1) for y in x]
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        changes = {}
-        for f in dataclasses.fields(x):
-            if not f.init:
-                continue
-            old = getattr(x, f.name)
-            new = bind(old, values, depth + 1)
-            if new is not old:
-                changes[f.name] = new
-        return dataclasses.replace(x, **changes) if changes else x
-    return x
-
 
 def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate], n: int) -> list[dict]:
     """For each candidate with one free parameter: the most private value meeting the
     utility targets at n, and the best utility meeting the privacy targets."""
     out = []
     criteria = list(comp.criteria)
-    privacies = [c for c in criteria if CRITERIA[c].side == "privacy"] or ["epsilon"]
-    utility = next((c for c in criteria if CRITERIA[c].side == "utility"), "max_se")
-    u_targets = [t for t in comp.plan.targets if CRITERIA[t.criterion].side == "utility"]
-    p_targets = [t for t in comp.plan.targets if CRITERIA[t.criterion].side == "privacy"]
+    privacies = [c for c in criteria if REGISTRY[c].side == "privacy"] or ["epsilon"]
+    utility = next((c for c in criteria if REGISTRY[c].side == "utility"), "max_se")
+    u_targets = [t for t in comp.plan.targets if REGISTRY[t.criterion].side == "utility"]
+    p_targets = [t for t in comp.plan.targets if REGISTRY[t.criterion].side == "privacy"]
     for c in cands:
         params = free_parameters(model, c.mechanism)
         if not params:
@@ -759,7 +370,7 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
 
         # privacy is measured by the first privacy criterion that tells this family's values
         # apart (epsilon is inf for every subset design: its coverage is the measure there)
-        privacy = next((k for k in privacies if _finite_at(criteria_at, (lo + hi) / 2, k)), privacies[0])
+        privacy = next((k for k in privacies if finite_at(criteria_at, (lo + hi) / 2, k)), privacies[0])
         entry["privacy"] = privacy
         if integer:
             entry["integer"] = True
@@ -769,8 +380,8 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
                                                     ("best_utility", p_targets, utility, "at", "")):
             if not targets:
                 continue
-            search = _best_whole if integer else _best_feasible
-            x = search(lambda v: meets(v, targets), lo, hi, lambda v: _score(criteria_at, v, objective))
+            search = best_whole if integer else best_feasible
+            x = search(lambda v: meets(v, targets), lo, hi, lambda v: score(criteria_at, v, objective))
             text = ", ".join(map(str, targets))
             if x is None:
                 entry[key] = {"none": f"no value of {p.name} in [{lo:g}, {hi:g}] meets {text}{at_n}"}
@@ -783,55 +394,6 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
         out.append(entry)
     return out
 
-
-def _finite_at(criteria_at: Callable, x: float, criterion: str) -> bool:
-    try:
-        return math.isfinite(criteria_at(x, [criterion])[criterion])
-    except NotApplicable:
-        return False
-
-
-def _best_whole(feasible: Callable[[float], bool], lo: int, hi: int, score: Callable[[float], float]
-                ) -> int | None:
-    """The best-scoring feasible whole number in ``lo..hi`` (a subset size: few values, each
-    is tried); the smallest among equals."""
-    ok = [k for k in range(lo, hi + 1) if feasible(k)]
-    return min(ok, key=lambda k: (score(k), k)) if ok else None
-
-
-def _score(criteria_at: Callable, x: float, criterion: str) -> float:
-    """Smaller is better."""
-    try:
-        v = criteria_at(x, [criterion])[criterion]
-    except NotApplicable:
-        return math.inf
-    return v if CRITERIA[criterion].better == "lower" else -v
-
-
-def _best_feasible(feasible: Callable[[float], bool], lo: float, hi: float, score: Callable[[float], float]
-                   ) -> float | None:
-    """The best-scoring feasible value: a grid over [lo, hi], then bisection between the best
-    feasible grid point and its infeasible neighbour (where the optimum sits on the
-    boundary of the feasible set, as it does for monotone privacy-utility trade-offs)."""
-    grid = np.linspace(lo, hi, INVERSE_GRID)
-    ok = [bool(feasible(float(x))) for x in grid]
-    if not any(ok):
-        return None
-    scores = [score(float(x)) if f else math.inf for x, f in zip(grid, ok)]
-    i = int(np.argmin(scores))
-    best = float(grid[i])
-    for j in (i - 1, i + 1):
-        if 0 <= j < len(grid) and not ok[j]:
-            a, b = best, float(grid[j])      # a feasible, b not
-            for _ in range(INVERSE_STEPS):
-                m = (a + b) / 2
-                if feasible(m):
-                    a = m
-                else:
-                    b = m
-            if score(a) <= score(best):
-                best = a
-    return best
 
 
 # ---- planning queries ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import sympy
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import FINITE, Answers, analytic
-from privspec.results.values import Result
+from privspec.results.result import Result
 from privspec.backends import register
 from privspec.backends.core.compile import channel_in_w
 from privspec.backends.finite.data import count_observations, observations, privatize_frame

@@ -10,7 +10,8 @@ from scipy import stats
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.values import Matrix, Result, Vector
+from privspec.results.result import Result
+from privspec.results.values import Matrix, Vector
 from privspec.progress import progress
 from privspec.errors import PrivspecError
 from privspec.backends.finite.truth import Truth, real_labels, avar_matrix, independence_on_counts

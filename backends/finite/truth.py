@@ -12,7 +12,8 @@ import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.values import Inference, Matrix, Result, Table, TestResult, Vector
+from privspec.results.result import Result
+from privspec.results.values import Inference, Matrix, Table, TestResult, Vector
 from privspec.backends.core.channel import Channel
 from privspec.backends.core.compile import channel_in_w, channel_of, population_on_channel
 from privspec.backends.finite.estimates import FiniteEstimate, conditional_covariance, fit_estimate, marginal_map, se_kind_of

@@ -37,7 +37,7 @@ from scipy.stats import qmc
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import IntervalMechanism, ModelGraph, Query
 from privspec.backends.interval.reports import report_model
-from privspec.results.values import Result
+from privspec.results.result import Result
 from privspec.backends.interval.estimators import ParametricFit, example2_variance, information_bound, score_ratio
 from privspec.backends.interval.laws import law_distribution, nearest_double, population_law
 

@@ -45,7 +45,8 @@ import sympy
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.query_kinds import QUERY_KINDS, Answers, analytic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.values import Result, Vector
+from privspec.results.result import Result
+from privspec.results.values import Vector
 from privspec.backends import register
 from privspec.backends.core.rowrandom import RowRandom, stream_of
 from privspec.backends.data.files import check_no_missing, parse_numbers, require_columns

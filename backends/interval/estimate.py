@@ -16,7 +16,8 @@ from scipy.special import ndtri
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import IntervalMechanism, ModelGraph, Query
-from privspec.results.values import Inference, Result, StepFunction
+from privspec.results.result import Result
+from privspec.results.values import Inference, StepFunction
 from privspec.backends.interval import resample
 from privspec.backends.interval.estimators import (example2_conditional_se, example2_mean, npmle_functional,
                                                    parametric_mle)

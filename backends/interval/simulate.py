@@ -24,7 +24,7 @@ from scipy import stats
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import Law, ModelGraph, Query
-from privspec.results.values import Result
+from privspec.results.result import Result
 from privspec.progress import progress
 from privspec.backends.core.normal import Z95
 from privspec.backends.interval.estimate import estimate_from_reports, named_args

@@ -31,7 +31,8 @@ from privspec.model import costs
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import ORACLE, Answers
-from privspec.results.values import Inference, Matrix, Result, Table, Vector
+from privspec.results.result import Result
+from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
 from privspec.backends.oracles import multi_backend as frequency_multi
 from privspec.backends.oracles import pure as core

@@ -17,7 +17,8 @@ import sympy
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.values import Inference, Matrix, Result, Vector
+from privspec.results.result import Result
+from privspec.results.values import Inference, Matrix, Vector
 from privspec.backends.oracles import backend as single   # its helpers, called at run time (it imports this module)
 from privspec.backends.oracles import pure as core
 from privspec.backends.oracles import multi

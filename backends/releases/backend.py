@@ -33,7 +33,8 @@ from privspec.limits import COV_CELL_LIMIT
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Release
 from privspec.model.query_kinds import Answers
-from privspec.results.values import Inference, Matrix, Result, Table, Vector
+from privspec.results.result import Result
+from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.data.files import parse_numbers, require_columns

@@ -32,7 +32,8 @@ from privspec.model import costs
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Variable
 from privspec.model.query_kinds import Answers
-from privspec.results.values import Inference, Matrix, Result, Table, Vector
+from privspec.results.result import Result
+from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
 from privspec.backends.core.channel import grr_channel
 from privspec.backends.core.compile import channel_of

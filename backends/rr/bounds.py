@@ -32,7 +32,7 @@ import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.values import Result
+from privspec.results.result import Result
 from privspec.backends.core.compile import channel_of
 from privspec.backends.core.populations import parameter_values, population_vector
 from privspec.backends.rr.hybrid import bound_rule, keep_probabilities

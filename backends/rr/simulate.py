@@ -14,7 +14,8 @@ import scipy.stats
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.values import Result, Table, Vector
+from privspec.results.result import Result
+from privspec.results.values import Table, Vector
 from privspec.progress import progress
 from privspec.backends.core.kron import kron_apply
 from privspec.backends.core.populations import population_vector

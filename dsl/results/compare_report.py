@@ -46,9 +46,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import quote
 
-from privspec.results.plots import _pyplot
 from privspec.errors import BackendError, Diagnostic
-from privspec.results.report import _md, _md_table
+from privspec.results.plots import pyplot
+from privspec.results.render import md
+from privspec.results.report import md_table
 
 __all__ = ["render_html", "write_markdown", "write_report", "fmt"]
 
@@ -69,7 +70,7 @@ def _missing_extra() -> BackendError:
 def _plt() -> Any:
     """pyplot on Agg (the plots module's loader), with this report's B031 when missing."""
     try:
-        return _pyplot()
+        return pyplot()
     except BackendError:
         raise _missing_extra() from None
 
@@ -307,7 +308,7 @@ def _view(doc: dict) -> dict:
 def _colours(doc: dict) -> dict[str, Any]:
     """One colour per design, the same in every plot (tab10, by order in the document)."""
     _plt()
-    import matplotlib
+    import matplotlib  # extra: report (pyplot above has loaded it)
 
     cmap = matplotlib.colormaps["tab10"]
     return {str(c.get("name", "?")): cmap(i % 10)
@@ -411,7 +412,7 @@ def _figures(doc: dict, view: dict) -> list[tuple[str, Callable[[], Any]]]:
 
 def _saved(draw: Callable[[], Any], kind: str, salt: str) -> bytes:
     plt = _plt()
-    import matplotlib
+    import matplotlib  # extra: report
 
     fig = draw()
     buf = io.BytesIO()
@@ -470,8 +471,8 @@ def render_html(doc: dict) -> str:
     (True, True)
     """
     try:
-        import jinja2
-        from markupsafe import Markup
+        import jinja2  # extra: report
+        from markupsafe import Markup  # extra: report (jinja2 depends on it)
     except ImportError:
         raise _missing_extra() from None
     view = _view(doc)
@@ -503,67 +504,67 @@ def _fence(text: str) -> str:
 
 def _markdown(view: dict, images: Mapping[str, str]) -> str:
     v = view
-    out = [f"# {_md(v['title'])}", ""]
-    facts = [f"Comparison **{_md(v['name'])}**" if v["name"] else "Comparison"]
+    out = [f"# {md(v['title'])}", ""]
+    facts = [f"Comparison **{md(v['name'])}**" if v["name"] else "Comparison"]
     if v["estimand"]:
-        facts.append(f"of designs for {_md(v['estimand'])}")
+        facts.append(f"of designs for {md(v['estimand'])}")
     if v["n"]:
         facts.append(f"at n = {v['n']}")
     line = " ".join(facts) + (f" (alpha = {v['alpha']})" if v["alpha"] else "") + "."
-    out += [line + (f" {_md(v['simulation'])}." if v["simulation"] else ""), ""]
+    out += [line + (f" {md(v['simulation'])}." if v["simulation"] else ""), ""]
 
     out += ["## Criteria", ""]
     if v["rows"]:
-        header = ["design", "mechanism", "estimator"] + [_md(h["name"]) for h in v["criteria"]] + ["status"]
-        out += _md_table(header, [[f"**{_md(r['name'])}**", _md(r["mechanism"]), _md(r["estimator"])]
+        header = ["design", "mechanism", "estimator"] + [md(h["name"]) for h in v["criteria"]] + ["status"]
+        out += md_table(header, [[f"**{md(r['name'])}**", md(r["mechanism"]), md(r["estimator"])]
                                   + [_md_cell(c) for c in r["cells"]]  # numbers: nothing to escape
-                                  + [_md(r["status"])] for r in v["rows"]])
+                                  + [md(r["status"])] for r in v["rows"]])
         out += ["", "Values at n; **bold**: the best (rank 1); sim: simulated value ± Monte Carlo error.", ""]
     else:
         out += ["No candidate designs.", ""]
-    out += [f"- **{_md(h['name'])}**" + (f" ({_md(h['sub'])})" if h["sub"] else "")
-            + (f": {_md(h['meaning'])}" if h["meaning"] else "") for h in v["criteria"]]
+    out += [f"- **{md(h['name'])}**" + (f" ({md(h['sub'])})" if h["sub"] else "")
+            + (f": {md(h['meaning'])}" if h["meaning"] else "") for h in v["criteria"]]
     if v["notes"]:
-        out += ["", "Notes:", ""] + [f"{n['number']}. {_md(n['reason'])} ({_md(n['cells'])})" for n in v["notes"]]
+        out += ["", "Notes:", ""] + [f"{n['number']}. {md(n['reason'])} ({md(n['cells'])})" for n in v["notes"]]
     out.append("")
 
     if v["frontiers"]:
         out += ["## Frontiers", ""]
     for fr in v["frontiers"]:
-        out += [f"### {_md(fr['title'])}", ""]
+        out += [f"### {md(fr['title'])}", ""]
         if f"frontier_{fr['number']}" in images:
-            out += [f"![{_md(fr['title'])}]({quote(images['frontier_' + str(fr['number'])])})", ""]
-        out.append("On the frontier: " + (", ".join(_md(n) for n in fr["frontier"]) or "none") + ".")
-        out += [f"- {_md(d['name'])} is dominated: {_md(d['why'])}" for d in fr["dominated"]]
+            out += [f"![{md(fr['title'])}]({quote(images['frontier_' + str(fr['number'])])})", ""]
+        out.append("On the frontier: " + (", ".join(md(n) for n in fr["frontier"]) or "none") + ".")
+        out += [f"- {md(d['name'])} is dominated: {md(d['why'])}" for d in fr["dominated"]]
         if fr["left_out"]:
-            out += ["", "Not plotted (no number on both criteria): " + ", ".join(_md(n) for n in fr["left_out"]) + "."]
+            out += ["", "Not plotted (no number on both criteria): " + ", ".join(md(n) for n in fr["left_out"]) + "."]
         out.append("")
 
     if v["se"] is not None:
         out += ["## Standard errors by category", ""]
         if "se" in images:
             out += [f"![Standard errors by category]({quote(images['se'])})", ""]
-        out += _md_table(["category"] + [_md(h) for h in v["se"]["header"]],
-                         [[_md(r["name"])] + r["cells"] for r in v["se"]["rows"]]) + [""]
+        out += md_table(["category"] + [md(h) for h in v["se"]["header"]],
+                         [[md(r["name"])] + r["cells"] for r in v["se"]["rows"]]) + [""]
     if v["power"]:
         out += ["## Power", ""]
         if v["planning"]:
-            out += [f"{_md(v['planning']['test'])}" + (f"; target power {v['planning']['target']}"
+            out += [f"{md(v['planning']['test'])}" + (f"; target power {v['planning']['target']}"
                                                        if v["planning"]["target"] else "") + ".", ""]
         if "power" in images:
             out += [f"![Power curves]({quote(images['power'])})", ""]
     if v["sample_sizes"] is not None or v["targets"]:
         out += ["## Sample sizes", ""]
         if v["targets"]:
-            out += ["Targets: " + "; ".join(_md(t) for t in v["targets"]) + ".", ""]
+            out += ["Targets: " + "; ".join(md(t) for t in v["targets"]) + ".", ""]
         if v["sample_sizes"] is not None:
-            out += _md_table(["design"] + [_md(h) for h in v["sample_sizes"]["header"]],
-                             [[_md(r["name"])] + [_md(c) for c in r["cells"]] for r in v["sample_sizes"]["rows"]])
+            out += md_table(["design"] + [md(h) for h in v["sample_sizes"]["header"]],
+                             [[md(r["name"])] + [md(c) for c in r["cells"]] for r in v["sample_sizes"]["rows"]])
             out.append("")
     if v["inverse"]:
         out += ["## Inverse design", ""]
-        out += _md_table(["design", "parameter", "range", "most private", "best utility"],
-                         [[_md(r[k]) for k in ("candidate", "parameter", "range", "most_private", "best_utility")]
+        out += md_table(["design", "parameter", "range", "most private", "best utility"],
+                         [[md(r[k]) for k in ("candidate", "parameter", "range", "most_private", "best_utility")]
                           for r in v["inverse"]]) + [""]
     if v["spec"]:
         fence = _fence(v["spec"])

@@ -19,21 +19,27 @@ True
 """
 from __future__ import annotations
 
+import io
 import os
+import textwrap
 from typing import Any, Sequence
 
 import numpy as np
 
 from privspec.errors import BackendError, Diagnostic
+from privspec.results.values import StepFunction
 
-__all__ = ["plot_cdf", "figure_cdf", "figure_estimates", "figure_matrix", "figure_curve"]
+__all__ = ["pyplot", "plot_cdf", "figure_cdf", "figure_estimates", "figure_matrix", "figure_curve"]
 
 
-def _pyplot():
+def pyplot() -> Any:
+    """matplotlib's pyplot on the non-interactive Agg back end; B030 says how to install it
+    where it is missing."""
     try:
-        import matplotlib
+        import matplotlib  # extra: plot
+
         matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # extra: plot
     except ImportError:
         raise BackendError(Diagnostic("B030", "plotting needs matplotlib",
                                       hint="pip install 'privspec[plot]'")) from None
@@ -42,8 +48,6 @@ def _pyplot():
 
 def _title(ax: Any, title: str) -> None:
     """The title, folded to lines that fit the figure's width."""
-    import textwrap
-
     width = max(int(ax.figure.get_figwidth() * 10), 30)
     ax.set_title(textwrap.fill(title, width=width, break_long_words=False), fontsize="medium")
 
@@ -61,9 +65,7 @@ def _labels(ax: Any, xlabel: str | None, ylabel: str | None, title: str | None) 
 def _steps(result: Any) -> tuple[np.ndarray, np.ndarray]:
     """Innermost intervals ``(m, 2)`` and masses from an NPMLEResult, a StepFunction or a
     Result whose value is a StepFunction."""
-    from privspec.results.values import Result, StepFunction
-
-    if isinstance(result, Result):
+    if isinstance(getattr(result, "value", None), StepFunction):  # a Result
         result = result.value
     if isinstance(result, StepFunction):
         return np.asarray(result.intervals, dtype=float).reshape(-1, 2), np.asarray(result.mass, dtype=float)
@@ -84,8 +86,6 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
     str
         ``path``.
     """
-    import io
-
     from privspec.backends.data.files import check_output, write_bytes_atomic
 
     check_output(path, force=True)
@@ -94,7 +94,7 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
     try:
         fig.savefig(buf, format=os.path.splitext(os.fspath(path))[1][1:].lower() or "png")
     finally:
-        _pyplot().close(fig)
+        pyplot().close(fig)
     write_bytes_atomic(buf.getvalue(), path, force=True)
     return os.fspath(path)
 
@@ -117,7 +117,7 @@ def figure_cdf(result: Any, band: Sequence[Any] | None, *, title: str | None = N
     truth : callable, optional
         A reference CDF (vectorized) drawn dashed, e.g. the population's in a simulation.
     """
-    plt = _pyplot()
+    plt = pyplot()
     intervals, mass = _steps(result)
     cum = np.minimum(np.cumsum(mass), 1.0)
     right = intervals[:, 1]
@@ -158,7 +158,7 @@ def figure_estimates(params: Any, lower: Any = None, upper: Any = None, *, title
     """Estimates with their intervals (a pandas Series and two of the same index): a Figure,
     the estimates on the x axis (``xlabel``), one row per label (``ylabel``: what the labels
     are); ``interval`` names the intervals in the legend."""
-    plt = _pyplot()
+    plt = pyplot()
     labels = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in params.index]
     y = np.arange(len(labels))
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.2))
@@ -182,7 +182,7 @@ def figure_estimates(params: Any, lower: Any = None, upper: Any = None, *, title
 def figure_matrix(frame: Any, *, title: str | None = None, xlabel: str | None = None,
                   ylabel: str | None = None) -> Any:
     """A labelled matrix (a DataFrame) as a heat map: a Figure."""
-    plt = _pyplot()
+    plt = pyplot()
     data = np.asarray(frame, dtype=float)
     fig, ax = plt.subplots(figsize=(1.0 + 0.6 * data.shape[1], 0.8 + 0.5 * data.shape[0]))
     bound = float(np.nanmax(np.abs(data))) or 1.0
@@ -201,7 +201,7 @@ def figure_curve(n: Sequence[float], values: Sequence[float], *, ylabel: str, ti
     """A criterion (power, a standard error ...) over the number of respondents ``n`` (log
     scale): a Figure, with the point ``mark`` (the n asked, or the sample size found) and
     the horizontal line ``target`` marked."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ax.plot(np.asarray(n, dtype=float), np.asarray(values, dtype=float), "-", color="tab:blue", label=ylabel)
     if target is not None:

@@ -28,10 +28,10 @@ def check_report(fmt: str, source: Source, title: str | None, diagnostics: Seque
         return f"{source.name}: {status}" + (f" ({counts})" if counts and errors == 0 else "")
     rows = [(d.severity, d.code, _where(d, source), d.message, d.hint) for d in diagnostics]
     if fmt == "markdown":
-        out = [f"**{_md(source.name)}**: {status}" + (f" ({counts})" if counts and errors == 0 else ""), ""]
+        out = [f"**{md(source.name)}**: {status}" + (f" ({counts})" if counts and errors == 0 else ""), ""]
         if rows:
             out += ["| severity | code | where | message | hint |", "|---|---|---|---|---|"]
-            out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+            out += ["| " + " | ".join(md(c) for c in r) + " |" for r in rows]
         return "\n".join(out)
     # latex
     out = [f"\\textbf{{{_tex(source.name)}}}: {_tex(status)}" + (f" ({_tex(counts)})" if counts and errors == 0 else "")]
@@ -73,8 +73,6 @@ def md(s: object) -> str:
     """
     return "".join(_MD.get(c, c) for c in str(s))
 
-
-_md = md
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",

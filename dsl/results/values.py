@@ -1,8 +1,8 @@
-"""Query results and their rendering (the JSON contract of LANGUAGE.md).
+"""The values of query results and their JSON form (the JSON contract of LANGUAGE.md).
 
-Every back end returns a :class:`Result`: the query's kind, a value, and extras such as
-the estimator (``method``), ``n``, standard errors (``se``), a test's fields or an
-NPMLE's ``loglik``/``iterations``/``kkt``.  Values are one of
+Every back end returns a :class:`privspec.results.result.Result`: the query's kind, a
+value, and extras such as the estimator (``method``), ``n``, standard errors (``se``), a
+test's fields or an NPMLE's ``loglik``/``iterations``/``kkt``.  Values are one of
 
 * a scalar: a sympy expression (exact or symbolic), a float, an int or a bool;
 * :class:`Vector` over a variable's categories;
@@ -12,20 +12,19 @@ NPMLE's ``loglik``/``iterations``/``kkt``.  Values are one of
 * :class:`StepFunction`, a distribution function on innermost intervals;
 * a mapping of names to any of these (several metrics, a budget).
 
-Exact sympy values stay exact until rendered; ``to_dict`` adds ``"expr"`` and
+Exact sympy values stay exact until rendered; ``Result.to_dict`` adds ``"expr"`` and
 ``"latex"`` for them, and sets ``"value"`` to null when they are symbolic.
 """
 from __future__ import annotations
 
-import json
 import keyword
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import sympy
 
-from privspec.results.views import ResultViews
+from privspec.results.layout import inline_or_block, interval
 
 
 #: the most entries a value's repr lists (the rest are counted)
@@ -58,9 +57,7 @@ def _named(labels: Sequence[Any], values: Sequence[Any]) -> str:
 
 def _grid_repr(head: str, value: Any) -> str:
     """``head`` above the value as the text report lays it out (a grid under its labels)."""
-    from privspec.results.report import _inline_or_block
-
-    return head + _inline_or_block(to_json(value), "  ")
+    return head + inline_or_block(to_json(value), "  ")
 
 
 @dataclass(frozen=True)
@@ -168,9 +165,7 @@ class StepFunction:
     mass: tuple[float, ...]
 
     def __repr__(self) -> str:
-        from privspec.results.report import _interval
-
-        return f"StepFunction({_named([_interval(a, b) for a, b in self.intervals], self.mass)})"
+        return f"StepFunction({_named([interval(a, b) for a, b in self.intervals], self.mass)})"
 
 
 @dataclass(frozen=True)
@@ -310,7 +305,7 @@ def to_json(value: Any) -> Any:
     return number(value)
 
 
-def _sympy_form(value: Any) -> Any:
+def sympy_form(value: Any) -> Any:
     """The exact sympy object behind a value, or None when it is not exact."""
     if isinstance(value, sympy.Basic):
         return value
@@ -321,120 +316,30 @@ def _sympy_form(value: Any) -> Any:
     return None
 
 
-def _has_symbols(value: Any) -> bool:
-    form = _sympy_form(value)
+def has_symbols(value: Any) -> bool:
+    """Whether an exact form in ``value`` (or in one of a mapping's values) has free symbols."""
+    form = sympy_form(value)
     if form is not None:
         return bool(form.free_symbols)
     if isinstance(value, Mapping):
-        return any(_has_symbols(v) for v in value.values())
+        return any(has_symbols(v) for v in value.values())
     return False
 
 
-@dataclass(frozen=True)
-class Result(ResultViews):
-    """One query's answer.
+def flatten(value: Any, prefix: str = "") -> Any:
+    """``(key, leaf)`` pairs of a JSON value, nested keys spelled ``outer.inner`` and list
+    entries ``outer[i]``.
 
     Examples
     --------
-    >>> r = Result("coverage", sympy.Rational(5131, 7500), {"note": "exact"})
-    >>> r.to_dict()["value"], r.to_dict()["expr"]
-    (0.6841333333333334, '5131/7500')
-    >>> Result("epsilon", sympy.Symbol("eps")).to_dict()["value"] is None
-    True
+    >>> list(flatten({"a": {"b": 1}, "c": [2, 3]}))
+    [('a.b', 1), ('c[0]', 2), ('c[1]', 3)]
     """
-
-    kind: str
-    value: Any
-    extras: Mapping[str, Any] = field(default_factory=dict)
-    #: what the Python API needs beyond the JSON (an NPMLE's fit and data, for ``cdf(x)``,
-    #: ``band(x)``...; a planning query's criterion over n, for its plot); never serialized
-    fit: Any = field(default=None, compare=False, repr=False)
-    #: an estimate's covariance and intervals at any level (:class:`Inference`); never serialized
-    inference: Inference | None = field(default=None, compare=False, repr=False)
-    #: the query answered (its name, estimand and mechanism label the plots); set by the
-    #: runner (:func:`privspec.api.answer`), never serialized
-    query: Any = field(default=None, compare=False, repr=False)
-
-    def to_dict(self) -> dict:
-        """The JSON contract: ``kind``, ``value`` and the extras (``se``, ``method``, ``n`` ...)."""
-        symbolic = _has_symbols(self.value)
-        out: dict[str, Any] = {"kind": self.kind, "value": None if symbolic else to_json(self.value)}
-        form = _sympy_form(self.value)
-        if form is not None and not (isinstance(form, sympy.Basic) and form.is_Float):
-            out["expr"] = exact_text(form)
-            out["latex"] = exact_text(form, sympy.latex)
-        for k, v in self.extras.items():
-            if isinstance(v, sympy.Basic) and v.free_symbols:
-                out[k] = exact_text(v)  # a symbolic extra (a trace in eps, ...) is more use as an expression
-            else:
-                out[k] = to_json(v) if not isinstance(v, str) else v
-        return out
-
-    def summary(self) -> Any:
-        """The result as a :class:`privspec.results.report.Summary`: it prints as the text report
-        (:func:`privspec.results.report.text_summary`; ``str()`` of it is that text) and renders
-        as HTML in a notebook, with ``as_text()``, ``as_html()``, ``as_markdown()`` and
-        ``as_latex()``.
-
-        Examples
-        --------
-        >>> s = Result("coverage", sympy.Rational(5131, 7500), {"metric": "size"}).summary()
-        >>> print(s)
-        0.684133 (exactly 5131/7500)
-            metric = size
-        >>> print(s.as_markdown())
-        **value**: 0.684133 (exactly $\\frac{5131}{7500}$)
-        <BLANKLINE>
-        | extra | value |
-        |---|---|
-        | metric | size |
-        """
-        from privspec.results.report import Summary, latex_body, markdown_summary, text_summary
-
-        return Summary(text_summary(self), html=self._repr_html_, markdown=lambda: markdown_summary(self),
-                       latex=lambda: latex_body(self))
-
-    def __str__(self) -> str:
-        from privspec.results.report import text_summary
-
-        return text_summary(self)
-
-    def as_latex(self) -> str:
-        """The result in LaTeX, without a document around it (:func:`privspec.results.report.latex_body`)."""
-        from privspec.results.report import latex_body
-
-        return latex_body(self)
-
-
-def _flatten(value: Any, prefix: str = "") -> Any:
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+            yield from flatten(v, f"{prefix}.{k}" if prefix else str(k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            yield from _flatten(v, f"{prefix}[{i}]")
+            yield from flatten(v, f"{prefix}[{i}]")
     else:
         yield (prefix, value)
-
-
-def _text(value: Any) -> str:
-    """A JSON value as the text report shows it (:mod:`privspec.results.report`)."""
-    from privspec.results.report import _inline_or_block
-
-    return _inline_or_block(value, "")
-
-
-def render_results(fmt: str, model: Any, results: Mapping[str, Result], verbose: bool = False) -> str:
-    """``{"spec": TITLE, "queries": {NAME: RESULT}}`` as JSON, or a readable report (text:
-    each query under a caption saying what it answers; ``verbose``: with every extra)."""
-    if fmt == "json":
-        return json.dumps({"spec": model.title, "queries": {k: r.to_dict() for k, r in results.items()}},
-                          indent=2, default=str)
-    from privspec.results.report import render
-
-    return render(fmt, model.title, results, model=model, verbose=verbose)
-
-
-def rows_of(values: Sequence[Any]) -> list[Any]:
-    """Numbers of a sequence, for tests and tables."""
-    return [number(v) for v in values]

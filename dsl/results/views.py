@@ -1,6 +1,6 @@
 """Results as data scientists read them: pandas objects with labels, statsmodels' names.
 
-:class:`ResultViews` is mixed into :class:`privspec.results.values.Result`; every accessor reads
+:class:`ResultViews` is mixed into :class:`privspec.results.result.Result`; every accessor reads
 the result's value and extras (the JSON contract), so nothing is computed twice:
 
 * estimates: ``params`` (a Series by category, a MultiIndex Series for joint tables, one
@@ -16,7 +16,8 @@ the result's value and extras (the JSON contract), so nothing is computed twice:
 
 Examples
 --------
->>> from privspec.results.values import Result, Vector
+>>> from privspec.results.result import Result
+>>> from privspec.results.values import Vector
 >>> r = Result("estimate", Vector(("a", "b"), (0.25, 0.75)),
 ...            {"method": "mom", "n": 400, "se": Vector(("a", "b"), (0.02, 0.02)), "se_kind": "population"})
 >>> r.params.round(2).to_dict(), r.nobs
@@ -29,13 +30,22 @@ Examples
 """
 from __future__ import annotations
 
+import html
+import numbers
 from typing import Any
 
+import numpy as np
 from scipy import stats
+
+from privspec.results import plots
+from privspec.results.comparison_tables import frame as comparison_frame
+from privspec.results.layout import NOISE
+from privspec.results.values import Matrix, StepFunction, Table, TestResult, Vector, flatten, to_json
 
 
 def _pd():
-    import pandas as pd
+    # only the Python API's views need pandas, never the command line's reports
+    import pandas as pd  # start-up: about 0.6 s beyond the scipy and sympy a result loads already
 
     return pd
 
@@ -52,7 +62,7 @@ def _float(x: Any) -> float:
 
 
 class ResultViews:
-    """Accessors of :class:`privspec.results.values.Result` (see the module docstring)."""
+    """Accessors of :class:`privspec.results.result.Result` (see the module docstring)."""
 
     kind: str
     value: Any
@@ -86,8 +96,6 @@ class ResultViews:
     def params(self) -> Any:
         """The estimate as a labelled Series (index: category; joint tables: one level per
         variable; a mean or moment: the query's kind)."""
-        from privspec.results.values import StepFunction
-
         if isinstance(self.value, StepFunction):
             raise TypeError("this estimate is a distribution function (masses on innermost intervals): use "
                             "cdf(x), band(x), quantile(q), mean() or to_frame()")
@@ -119,8 +127,6 @@ class ResultViews:
         ``params -+ z bse`` at every level where it carries no ``ci95``, and only its
         ``ci95`` otherwise.
         """
-        import numpy as np
-
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be between 0 and 1, not {alpha}")
         pd = _pd()
@@ -150,16 +156,12 @@ class ResultViews:
         return out
 
     def _series(self, value: Any, name: str) -> Any:
-        from privspec.results.values import Table, Vector
-
         pd = _pd()
         if isinstance(value, Vector):
             index_name = "variable" if self.kind == "budget" else "category"
             return pd.Series([_float(v) for v in value.values], index=pd.Index(value.labels, name=index_name),
                              name=name)
         if isinstance(value, Table):
-            import numpy as np
-
             index = pd.MultiIndex.from_product([list(lab) for lab in value.labels], names=list(value.variables))
             return pd.Series(np.asarray(value.data, dtype=float).ravel(), index=index, name=name)
         if isinstance(value, dict):
@@ -172,8 +174,6 @@ class ResultViews:
     def frame(self, which: str | None = None) -> Any:
         """A matrix result as a DataFrame labelled by its rows and columns (``which``: the
         matrix of a ``moments`` result, ``Q``, ``H`` or ``C``)."""
-        from privspec.results.values import Matrix, to_json
-
         value = self.value
         if which is not None:
             value = value[which]
@@ -193,10 +193,6 @@ class ResultViews:
         Raises ValueError where the estimator has none (a projection moved the estimate,
         ``truncated``, a fit on the boundary), saying why.
         """
-        import numpy as np
-
-        from privspec.results.values import Matrix
-
         if isinstance(self.value, Matrix):
             return self.frame()
         params = self.params
@@ -257,8 +253,6 @@ class ResultViews:
     def band(self, x: Any, alpha: float = 0.05) -> Any:
         """Pointwise ``1 - alpha`` confidence bounds for ``F(x)`` at any points (the profile
         likelihood ratio), as a DataFrame indexed by ``x``."""
-        import numpy as np
-
         x = np.atleast_1d(np.asarray(x, dtype=float))
         lower, upper = self._distribution().band(x, alpha)
         return _pd().DataFrame({"cdf": self.cdf(x), "lower": lower, "upper": upper}, index=_pd().Index(x, name="x"))
@@ -270,9 +264,6 @@ class ResultViews:
         (default: 41 points over the data), estimates with their ``1 - alpha`` intervals
         (:meth:`conf_int`), a matrix as a heat map, a ``power`` result's curve over n and
         a ``sample_size`` result's criterion over n with the target marked."""
-        from privspec.results import plots
-        from privspec.results.values import Matrix, StepFunction
-
         names = _Names(self)
         if self.kind == "power" and isinstance(self.extras.get("curve"), dict):
             curve = self.extras["curve"]
@@ -288,8 +279,6 @@ class ResultViews:
         if isinstance(self.value, StepFunction):
             band = None
             if self.fit is not None and getattr(self.fit, "rows", False):
-                import numpy as np
-
                 if x is None:
                     ends = np.asarray(self.value.intervals, dtype=float)
                     ends = ends[np.isfinite(ends)]
@@ -313,8 +302,6 @@ class ResultViews:
     # -- tests -----------------------------------------------------------------------------------------
     @property
     def _test(self) -> Any:
-        from privspec.results.values import TestResult
-
         return self.value if isinstance(self.value, TestResult) else None
 
     @property
@@ -334,14 +321,10 @@ class ResultViews:
         """The result as a labelled table: estimates with ``estimate``, ``se``, ``lower``,
         ``upper`` per category; a matrix as itself; a test as one row; ``moments`` as the
         stacked matrices; anything else as key/value rows."""
-        from privspec.results.values import Matrix, StepFunction, Table, Vector, _flatten
-
         pd = _pd()
         value = self.value
         if self.kind == "comparison":
-            from privspec.results.comparison_tables import frame
-
-            return frame(value)
+            return comparison_frame(value)
         if self._test is not None:
             return pd.DataFrame([{"method": self.method, "statistic": self.statistic, "df": self.df,
                                   "pvalue": self.pvalue}])
@@ -376,7 +359,7 @@ class ResultViews:
             return pd.DataFrame([row], index=pd.Index([self.kind]))
         if isinstance(d["value"], dict):
             return _records(d["value"], d.get("expr") if isinstance(d.get("expr"), dict) else None)
-        return pd.DataFrame(list(_flatten(d["value"])), columns=["key", "value"])
+        return pd.DataFrame(list(flatten(d["value"])), columns=["key", "value"])
 
     def to_long(self) -> Any:
         """The result's numbers as a tidy long table, one number a row: ``label`` (the row
@@ -388,7 +371,8 @@ class ResultViews:
 
         Examples
         --------
-        >>> from privspec.results.values import Result, Vector
+        >>> from privspec.results.result import Result
+        >>> from privspec.results.values import Vector
         >>> r = Result("estimate", Vector(("a", "b"), (0.25, 0.75)), {"se": Vector(("a", "b"), (0.02, 0.02))})
         >>> r.to_long().head(3).to_dict("records")
         [{'label': 'a', 'statistic': 'estimate', 'value': 0.25}, {'label': 'a', 'statistic': 'se', 'value': 0.02}, {'label': 'a', 'statistic': 'lower', 'value': 0.21080...}]
@@ -407,16 +391,10 @@ class ResultViews:
 
     def _repr_html_(self) -> str:
         """:meth:`to_frame` as an HTML table, under the query's kind and method."""
-        import html
-
-        import numpy as np
-
-        from privspec.results.report import NOISE
-
         head = html.escape(self.kind + (f" by {self.method}" if self.method else ""))
         frame = self.to_frame()
-        numbers = frame.select_dtypes("number").to_numpy(dtype=float, na_value=float("nan")).ravel()
-        finite = abs(numbers[np.isfinite(numbers)])
+        cells = frame.select_dtypes("number").to_numpy(dtype=float, na_value=float("nan")).ravel()
+        finite = abs(cells[np.isfinite(cells)])
         floor = NOISE * (finite.max() if finite.size else 0.0)  # rounding noise beside the table's largest entry
         # six significant digits, not pandas' six decimals (0.000380 would hide a digit)
         table = frame.to_html(float_format=lambda v: "0" if abs(v) < floor else f"{v:.6g}")
@@ -481,8 +459,6 @@ class _Names:
 
 def _number(cell: Any) -> float | None:
     """A table cell as a float (booleans as 0/1, ``"inf"`` as infinity), None for text."""
-    import numbers
-
     if isinstance(cell, (bool, numbers.Number)) or hasattr(cell, "dtype"):
         try:
             return float(cell)

@@ -6,7 +6,7 @@ This is the estimator of section III-C of the interval-privacy paper: the right-
 ``F`` that maximizes the log-likelihood functional ``psi`` of eq. (7),
 ``psi(F) = (1/n) sum_j log F(R_j)``, where ``R_j`` is the range respondent ``j`` reported.
 Pure numerics: the back end of issue 10 (``backends/interval/backend.py``) wraps it in a
-:class:`privspec.results.values.Result`.  One engine for every kind of report (issue 15).
+:class:`privspec.results.result.Result`.  One engine for every kind of report (issue 15).
 
 API
 ---

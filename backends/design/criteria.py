@@ -1,0 +1,437 @@
+"""The criteria of a design comparison and their evaluation for one candidate.
+
+Every criterion a ``compare`` block can rank by (:data:`privspec.model.query_kinds.CRITERIA`
+names them for the language, with their side and direction) is one :class:`Criterion` of
+:data:`REGISTRY` here: how its value at n is computed (``analytic``, by the query that
+already answers it: ``avar`` for the utility criteria, ``coverage``/``leakage``/``epsilon``
+for privacy), how it is read off replications of ``simulate`` where it is a sampling
+quantity (``simulated``), and the fewest respondents that meet a target on it where it
+depends on n (``sample_size``). Adding a criterion is one :class:`Criterion` and its line in
+:data:`REGISTRY` (and its name in the language's list).
+
+An :class:`Evaluation` is one candidate at one model, memoized (the avar is computed once);
+a criterion that does not apply raises :class:`NotApplicable` with the reason.
+
+Examples
+--------
+>>> REGISTRY["max_se"].side, REGISTRY["max_se"].smaller_is_better, REGISTRY["efficiency"].smaller_is_better
+('utility', True, False)
+>>> REGISTRY["epsilon"].better_than(1.0, 2.0), REGISTRY["coverage"].better_than(0.2, 0.6)
+(True, False)
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import sympy
+from scipy import stats
+
+from privspec.errors import Diagnostic, PrivspecError
+from privspec.model.graph import Estimand, Method, ModelGraph, Plan, Query, Target
+from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, family_of
+from privspec.results.result import Result
+from privspec.results.values import Matrix
+from privspec.backends import backend_for
+from privspec.backends.core.populations import population_vector
+from privspec.backends.design import planning
+from privspec.backends.finite.truth import Truth, report_table
+
+
+class NotApplicable(Exception):
+    """A criterion that does not apply to a candidate; the message says why, and
+    ``diagnostic`` is the back end's own where one refused (a planning query fails with it)."""
+
+    def __init__(self, reason: str, diagnostic: Diagnostic | None = None):
+        super().__init__(reason)
+        self.diagnostic = diagnostic
+
+
+def not_applicable(e: PrivspecError) -> NotApplicable:
+    """A back end's refusal as a criterion that does not apply (its first diagnostic kept)."""
+    return NotApplicable(reason(e), e.diagnostics[0] if e.diagnostics else None)
+
+
+# ---- one candidate's criteria ------------------------------------------------------------------------
+@dataclasses.dataclass
+class Candidate:
+    """A candidate mechanism with its estimator, and what the back ends say about it."""
+
+    name: str
+    mechanism: Any
+    method: Method
+    estimand: Estimand
+
+    def query(self, kind: str, **kw: Any) -> Query:
+        needs_estimand = kind in ("avar", "estimate")
+        return Query(f"{self.name}.{kind}", kind, mechanism=self.mechanism,
+                     estimand=self.estimand if needs_estimand else None,
+                     method=self.method if needs_estimand else None, **kw)
+
+
+def answer(model: ModelGraph, q: Query, verb: str = "analyze", **options: Any) -> Result:
+    backend = backend_for(q, verb)
+    if backend is None:
+        raise NotApplicable(f"no back end answers {q.kind} for this mechanism")
+    try:
+        return backend.answer(model, q, verb, **options)
+    except PrivspecError as e:
+        raise not_applicable(e) from None
+    except (ValueError, TypeError, np.linalg.LinAlgError, ZeroDivisionError) as e:
+        raise NotApplicable(str(e)) from None
+
+
+def reason(e: PrivspecError) -> str:
+    d = getattr(e, "diagnostics", None) or [getattr(e, "diagnostic", None)]
+    d = [x for x in d if x is not None]
+    if d:
+        return f"{d[0].message} [{d[0].code}]"
+    return str(e)
+
+
+def number(x: Any) -> float:
+    if isinstance(x, sympy.Basic):
+        if x.free_symbols:
+            raise NotApplicable(f"symbolic in {', '.join(sorted(map(str, x.free_symbols)))}: give the parameters "
+                                "values, or see the inverse design")
+        if x is sympy.oo:
+            return math.inf
+        return float(x)
+    return float(x)
+
+
+def avar_of(model: ModelGraph, cand: Candidate) -> tuple[np.ndarray, tuple[str, ...], float]:
+    """The candidate's asymptotic covariance (n Var), its labels, and the squared bias of
+    its limit (0 but for estimators that do not converge to the estimand), from ``avar``."""
+    r = answer(model, cand.query("avar"))
+    value = r.value
+    bias2 = float(r.extras.get("bias_squared", 0.0))
+    if isinstance(value, Matrix):
+        data = value.data
+        if isinstance(data, sympy.MatrixBase):
+            if data.free_symbols:
+                number(data[0, 0] + sum(data))  # says which symbols
+            data = np.array(data.evalf(17).tolist(), dtype=float)
+        return np.asarray(data, dtype=float), tuple(value.rows), bias2
+    return np.array([[number(value)]]), (cand.estimand.kind,), bias2
+
+
+def population_of(model: ModelGraph, cand: Candidate) -> np.ndarray:
+    w = population_vector(model, list(cand.estimand.variables))
+    if w is None:
+        raise NotApplicable("no population is declared for " + ", ".join(v.name for v in cand.estimand.variables))
+    return np.array([number(x) for x in w], dtype=float)
+
+
+class Evaluation:
+    """Every criterion of one candidate at one model (memoized: the avar is computed once)."""
+
+    def __init__(self, model: ModelGraph, cand: Candidate, plan: Plan):
+        self.model, self.cand, self.plan = model, cand, plan
+        self.alpha = float(plan.alpha)
+        self._cache: dict[str, Any] = {}
+        #: why nothing can be computed (a free parameter), or None
+        self.free: NotApplicable | None = None
+
+    def memo(self, key: str, fn: Callable[[], Any]) -> Any:
+        """``fn()``, computed once per key; a criterion that does not apply is remembered too."""
+        if self.free is not None:
+            raise self.free
+        if key not in self._cache:
+            try:
+                self._cache[key] = fn()
+            except NotApplicable as e:
+                self._cache[key] = e
+            except PrivspecError as e:
+                self._cache[key] = not_applicable(e)
+            except (ValueError, np.linalg.LinAlgError, ZeroDivisionError) as e:
+                self._cache[key] = NotApplicable(str(e))
+        got = self._cache[key]
+        if isinstance(got, NotApplicable):
+            raise got
+        return got
+
+    # -- utility ----------------------------------------------------------------------------------
+    def avar(self) -> tuple[np.ndarray, tuple[str, ...]]:
+        return self.memo("avar", lambda: avar_of(self.model, self.cand))[:2]
+
+    def bias_squared(self) -> float:
+        return self.memo("avar", lambda: avar_of(self.model, self.cand))[2]
+
+    def diag(self) -> np.ndarray:
+        d = np.maximum(np.diag(self.avar()[0]), 0.0)
+        if not np.all(np.isfinite(d)):
+            raise NotApplicable("the asymptotic variance is infinite: the estimator is not root-n consistent "
+                                "for this design")
+        return d
+
+    def at(self, criterion: str, n: int) -> float:
+        """The criterion's value at ``n`` respondents (privacy criteria do not depend on n)."""
+        return REGISTRY[criterion].analytic(self, n)
+
+    def efficiency(self) -> float:
+        """The efficient estimator's asymptotic variance over this one's (traces)."""
+        est = self.cand.estimand
+        mine = self.diag().sum()
+        if est.kind in ("distribution", "joint"):
+            best = Method("mle")
+        elif self.cand.method.name == "mle":
+            raise NotApplicable("a parametric fit: its efficiency is relative to its model (compare max_se)")
+        else:
+            best = Method("npmle")   # attains the information bound (Theorem 2's proof)
+        if best.name == self.cand.method.name and not self.cand.method.args:
+            return 1.0
+        other = dataclasses.replace(self.cand, method=best)
+        try:
+            bound = np.diag(avar_of(self.model, other)[0]).sum()
+        except NotApplicable as e:
+            raise NotApplicable(f"the efficient estimator's variance ({best.name}): {e}") from None
+        return float(bound / mine) if mine > 0 else math.nan
+
+    # -- planning ---------------------------------------------------------------------------------
+    def power_function(self) -> Callable[[np.ndarray], np.ndarray]:
+        """Power of the plan's test as a function of n (vectorized)."""
+        return self.memo("power", self._power_function)
+
+    def _power_function(self) -> Callable[[np.ndarray], np.ndarray]:
+        test, alpha = self.plan.test, self.alpha
+        if test is None:
+            raise NotApplicable("no test to power: add test = ... to the settings")
+        if test.kind == "independence":
+            joint = self.report_joint(test.variables)
+            return lambda n: np.asarray(planning.power_independence(n, joint, alpha), dtype=float)
+        V, labels = self.avar()
+        if test.label not in labels:
+            raise NotApplicable(f"this estimate has no cell {test.label}")
+        k = labels.index(test.label)
+        var = float(V[k, k])
+        if test.kind == "proportion":
+            w = population_of(self.model, self.cand)
+            delta = float(w[k]) - float(test.value)
+            return lambda n: np.asarray(planning.power_proportion(n, delta, var, alpha), dtype=float)
+        delta = float(test.value)
+        return lambda n: np.asarray(planning.power_difference(n, delta, var, var, alpha), dtype=float)
+
+    def report_joint(self, variables: Sequence[str]) -> np.ndarray:
+        """``P(A = a, B = b)``: the table of two factors' reports at the population."""
+        mech = self.cand.mechanism
+        if family_of(mech) not in ("product", "rr_product"):
+            raise NotApplicable("independence is tested on the reports of a product mechanism")
+        t = Truth(self.model, mech)
+        ch = t.full_channel
+        lam = np.maximum((ch.at(t.subs) if t.subs else ch).Kn @ t.numeric_w(t.w_full), 0.0)
+        vs = tuple(self.model.variables[v] for v in variables)
+        q = Query("power", "test", mechanism=mech, estimand=Estimand("independence", vs))
+        try:
+            return np.asarray(report_table(q, lam / lam.sum())[2], dtype=float)
+        except StopIteration:
+            raise NotApplicable(f"no single factor observes each of {', '.join(variables)}") from None
+
+    def sample_size(self, target: Target) -> int | None:
+        """The fewest respondents meeting a utility target (None: not within
+        :data:`privspec.backends.design.planning.N_MAX`, 10^9)."""
+        needs = REGISTRY[target.criterion].sample_size
+        if needs is None:
+            raise NotApplicable(f"{target.criterion} does not depend on n")
+        value = float(target.value)
+        try:
+            return needs(self, value)
+        except ValueError as e:
+            raise NotApplicable(str(e)) from None
+
+
+def set_valued(mech: Any) -> bool:
+    fam = getattr(mech, "family", None)
+    if fam in ("subset", "interval"):
+        return True
+    return fam == "product" and all(getattr(f, "family", None) == "subset" for f in mech.factors)
+
+
+def worst_posterior(K: np.ndarray, w: np.ndarray) -> float:
+    """``max_o max_x Pr(X = x | O = o)`` over the reports ``o`` that can occur: what the
+    most revealing report tells about one respondent (1: some report discloses a value).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p, q = np.e / (np.e + 1), 1 / (np.e + 1)       # Warner's RR, epsilon = 1
+    >>> round(worst_posterior(np.array([[p, q], [q, p]]), np.array([0.5, 0.5])), 4)
+    0.7311
+    """
+    J = np.asarray(K, dtype=float) * np.asarray(w, dtype=float)[None, :]
+    lam = J.sum(axis=1)
+    on = lam > 0
+    return float((J[on].max(axis=1) / lam[on]).max())
+
+
+
+# ---- the criteria ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Replications:
+    """What ``simulate`` of a candidate's estimate gives the simulated criteria: ``n Cov`` of
+    the replications' estimates (``full``: the whole matrix, else only its diagonal), their
+    number ``R``, the mean squared error summed over cells with its Monte Carlo error (None
+    where the simulation keeps no squared errors) and the Wald quantile ``z``."""
+
+    cov: np.ndarray
+    full: bool
+    R: int
+    mse: tuple[float, float] | None
+    z: float
+
+    @property
+    def variances(self) -> np.ndarray:
+        return np.maximum(np.diag(self.cov), 0.0)
+
+    @property
+    def largest(self) -> float:
+        """The largest of the variances (of the cell with the largest standard error)."""
+        d = self.variances
+        return d[int(np.argmax(d))]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One criterion of a comparison: its ``name`` (the language's, whose ``side``, direction
+    and meaning :data:`privspec.model.query_kinds.CRITERIA` holds), its value at n
+    (``analytic(evaluation, n)``), its value and Monte Carlo error from replications where
+    it is a sampling quantity (``simulated(replications, n)``; None: the simulation does not
+    give it, ``not_simulated`` says why a criterion without one has none), and the fewest
+    respondents meeting a target value where it depends on n (``sample_size(evaluation,
+    value)``). ``diagonal_note`` is said of a simulated value computed from the variances
+    alone where the simulation keeps no covariances."""
+
+    name: str
+    analytic: Callable[[Evaluation, int], float]
+    simulated: Callable[[Replications, int], tuple[float, float] | None] | None = None
+    sample_size: Callable[[Evaluation, float], int | None] | None = None
+    not_simulated: str = "analytic: not a sampling quantity"
+    diagonal_note: str | None = None
+
+    @property
+    def side(self) -> str:
+        """``utility`` or ``privacy``."""
+        return CRITERIA[self.name].side
+
+    @property
+    def better(self) -> str:
+        """``lower`` or ``higher``: which way is better."""
+        return CRITERIA[self.name].better
+
+    @property
+    def smaller_is_better(self) -> bool:
+        return self.better == "lower"
+
+    @property
+    def meaning(self) -> str:
+        """What the criterion is, in words."""
+        return CRITERIA[self.name].doc
+
+    def better_than(self, a: float, b: float) -> bool:
+        """Whether ``a`` is strictly better than ``b``."""
+        return a < b if self.smaller_is_better else a > b
+
+
+def _ci_z(alpha: float) -> float:
+    return float(stats.norm.ppf(1 - alpha / 2))
+
+
+def _avar_max(ev: Evaluation, n: int) -> float:
+    return float(ev.diag().max())
+
+
+def _max_se(ev: Evaluation, n: int) -> float:
+    return float(planning.standard_errors(ev.diag(), n).max())
+
+
+def _ci_width(ev: Evaluation, n: int) -> float:
+    return float(2 * _ci_z(ev.alpha) * planning.standard_errors(ev.diag(), n).max())
+
+
+def _power(ev: Evaluation, n: int) -> float:
+    try:
+        return float(ev.power_function()(np.array([n]))[0])
+    except ValueError as e:  # e.g. an estimate with no variance
+        raise NotApplicable(str(e)) from None
+
+
+def _trace_simulated(r: Replications, n: int) -> tuple[float, float]:
+    # Var of a sample variance s^2 (normal theory): 2 sigma^4 / (R - 1); of tr S: 2 tr(Sigma^2) / (R - 1)
+    d = r.variances
+    return float(d.sum()), math.sqrt(2 * (float(np.sum(r.cov * r.cov)) if r.full else float(np.sum(d * d))) / (r.R - 1))
+
+
+def _se_simulated(r: Replications, n: int) -> tuple[float, float]:
+    return math.sqrt(r.largest / n), math.sqrt(r.largest / n) / math.sqrt(2 * (r.R - 1))
+
+
+def _width_simulated(r: Replications, n: int) -> tuple[float, float]:
+    return 2 * r.z * math.sqrt(r.largest / n), 2 * r.z * math.sqrt(r.largest / n) / math.sqrt(2 * (r.R - 1))
+
+
+def _n_for_power(ev: Evaluation, value: float) -> int | None:
+    fn = ev.power_function()
+    return planning.n_for_power(lambda n: float(fn(np.array([n]))[0]), value, n_max=planning.N_MAX)
+
+
+def _epsilon(ev: Evaluation, n: int) -> float:
+    return ev.memo("epsilon", lambda: number(answer(ev.model, ev.cand.query("epsilon")).value))
+
+
+def _individual(ev: Evaluation, n: int) -> float:
+    def worst() -> float:
+        mech = ev.cand.mechanism
+        if family_of(mech) not in FINITE:
+            raise NotApplicable("the worst case of one respondent is computed for finite mechanisms")
+        t = Truth(ev.model, mech)
+        ch = t.full_channel
+        w = t.numeric_w(t.w_full)
+        K = ch.at(t.subs).Kn if t.subs else ch.Kn
+        return worst_posterior(K, w)
+
+    return ev.memo("individual", worst)
+
+
+def _leakage(kind: str, metric: str) -> Callable[[Evaluation, int], float]:
+    """A privacy metric of a ``coverage`` or ``leakage`` query on the candidate's mechanism."""
+    def leak(ev: Evaluation) -> float:
+        mech = ev.cand.mechanism
+        if family_of(mech) in ("oracle", "multi_oracle"):
+            raise NotApplicable(f"{metric} is computed from a channel's report probabilities; a frequency "
+                                f"oracle's reports ({mech.protocol}: bit vectors, hashes, Hadamard indices) have no "
+                                "channel here: compare it on epsilon")
+        if metric != "size" and family_of(mech) in INTERVAL:
+            raise NotApplicable(f"{metric} is computed for finite mechanisms")
+        if metric == "size" and not set_valued(mech):
+            raise NotApplicable("reports are single categories: size coverage is for set-valued reports "
+                                "(subset and interval mechanisms)")
+        r = answer(ev.model, ev.cand.query(kind, metrics=(metric,)))
+        value = r.value[metric] if isinstance(r.value, dict) else r.value
+        return number(value)
+
+    return lambda ev, n: ev.memo(f"{kind} {metric}", lambda: leak(ev))
+
+
+#: every criterion a comparison evaluates, by name (the language's names, in its order)
+REGISTRY: dict[str, Criterion] = {c.name: c for c in (
+    Criterion("avar_trace", lambda ev, n: float(ev.diag().sum()), _trace_simulated,
+              diagonal_note="error from the variances alone (the simulation keeps no covariances)"),
+    Criterion("avar_max", _avar_max, lambda r, n: (float(r.largest), float(r.largest) * math.sqrt(2 / (r.R - 1)))),
+    Criterion("max_se", _max_se, _se_simulated,
+              lambda ev, t: planning.n_for_max_se(ev.diag(), t, n_max=planning.N_MAX)),
+    Criterion("ci_width", _ci_width, _width_simulated,
+              lambda ev, t: planning.n_for_ci_width(ev.diag(), t, ev.alpha, n_max=planning.N_MAX)),
+    Criterion("mse", lambda ev, n: float(ev.diag().sum() / n + ev.bias_squared()), lambda r, n: r.mse),
+    Criterion("efficiency", lambda ev, n: ev.memo("efficiency", ev.efficiency),
+              not_simulated="a ratio of asymptotic variances"),
+    Criterion("power", _power, sample_size=_n_for_power),
+    Criterion("coverage", _leakage("coverage", "size")),
+    Criterion("size", _leakage("leakage", "size")),
+    Criterion("mutual_information", _leakage("leakage", "mutual_information")),
+    Criterion("prediction", _leakage("leakage", "prediction")),
+    Criterion("individual", _individual),
+    Criterion("epsilon", _epsilon),
+)}
