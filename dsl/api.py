@@ -202,7 +202,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
     about the whole call (a data table whose column would feed several mechanisms, D006)
     are raised.
     """
-    from privspec.backends.data.files import DataBindings
+    from privspec.backends.data.bindings import DataBindings
     from privspec.progress import chosen
 
     if verb not in VERBS:
@@ -348,13 +348,13 @@ def write_reports(results: Results, report: Any, force: bool = False) -> list[st
     """Write each comparison's report (see :func:`compare`); returns the paths written.
 
     Every file (each report and its PNGs) is checked before any is written
-    (:func:`privspec.backends.data.files.check_output`): an existing one without ``force``, or
+    (:func:`privspec.outputs.check_output`): an existing one without ``force``, or
     one that is not a regular file, stops them all (D007) with nothing written.  A file
     that appears meanwhile stops the writing there, and the files this call wrote before
     it are removed (without ``force`` they were all new)."""
     import os
 
-    from privspec.backends.data.files import check_output
+    from privspec.outputs import check_output
     from privspec.results.compare_report import report_targets, write_report
 
     paths = report_paths(report, list(results.results))
@@ -421,7 +421,7 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
     """
     import pandas as pd
 
-    from privspec.backends.data.files import guard_cells
+    from privspec.backends.data.csv_cells import guard_cells
     from privspec.backends.privatize import kept_columns, with_kept
     from privspec.progress import chosen
 
@@ -433,7 +433,8 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
                                               f"({getattr(mech, 'family', 'release')}) is not supported yet"))
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
-    from privspec.backends.data.files import check_columns, frame_nested, observed_columns, require_flat
+    from privspec.backends.data.checks import check_columns, frame_nested, require_flat
+    from privspec.backends.data.bindings import observed_columns
 
     # the table's shape, checked as every engine checks a file's: a repeated name (D014),
     # nested values in a column the mechanism reads (D015)
@@ -480,7 +481,7 @@ def _looks_raw(mech: Any, data: Any) -> bool:
     """Whether an interval mechanism's column holds plain numbers only (raw values)."""
     if getattr(mech, "family", None) != "interval" or getattr(mech, "variable", None) is None:
         return False
-    from privspec.backends.data.files import parse_numbers
+    from privspec.backends.core.numbers import parse_numbers
 
     column = mech.variable.name
     try:

@@ -241,7 +241,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
         raise _Usage("privspec simulate: --n and --reps must be positive")
     data = None
     if args.verb == "run":
-        from privspec.backends.data.files import DataBindings
+        from privspec.backends.data.bindings import DataBindings
 
         try:
             data = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
@@ -289,7 +289,7 @@ def _plots(res, folder: Path) -> list[Path]:
                                    hint="give a folder that can be created and written")) from None
     import io
 
-    from privspec.backends.data.files import check_output, write_bytes_atomic
+    from privspec.outputs import check_output, write_bytes_atomic
 
     written = []
     for name, result in res.items():
@@ -327,7 +327,8 @@ def _render_error(error: PrivspecError, spec) -> str:
 
 def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
     from privspec.api import privatizer
-    from privspec.backends.data.files import PARQUET, check_output, interrupt_on_signals
+    from privspec.outputs import PARQUET, check_output
+    from privspec.signals import interrupt_on_signals
     from privspec.backends.privatize import privatize_file
 
     keep = [c.strip() for item in args.keep for c in item.split(",") if c.strip()]
@@ -378,7 +379,7 @@ def _compare(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if args.reps is not None and args.reps < 2:
         raise _Usage("privspec compare: --reps must be at least 2")
     if args.report is not None:
-        from privspec.backends.data.files import check_output
+        from privspec.outputs import check_output
 
         report = Path(args.report)
         if report.suffix.lower() not in (".html", ".htm", ".md"):

@@ -31,7 +31,7 @@ from privspec.model.graph import ProductMechanism, SubsetMechanism, Variable
 from privspec.progress import progress
 from privspec.backends.core.channel import Channel, GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of, dummy_labels, large_uniform, observed_subset_channel
-from privspec.backends.data.files import MISSING, describe_values, missing_rows, require_columns, show_value
+from privspec.backends.data.checks import MISSING, describe_values, missing_rows, require_columns, show_value
 from privspec.backends.core.rowrandom import BLOCK, RowRandom, row_key, stream_of
 from privspec.backends.data.tally import Tally, describe_distinct
 

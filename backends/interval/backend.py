@@ -47,7 +47,7 @@ from privspec.model.query_kinds import QUERY_KINDS, Answers, analytic
 from privspec.model.graph import ModelGraph, Query
 from privspec.results.values import Inference, Result, StepFunction, Vector
 from privspec.backends import register
-from privspec.backends.data.files import check_no_missing
+from privspec.backends.data.checks import check_no_missing
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval.estimators import (example2_mean, information_bound, npmle_functional,
                                   optimal_anchor, parametric_mle)
@@ -121,7 +121,8 @@ def raw_values(mechanism: Any, data: pd.DataFrame | Tally) -> np.ndarray:
     D004, D105 not a finite number, D106 outside the support): one per row of a frame, or
     per distinct tuple of a tally (the check before a file is privatized in pieces, which
     names the file's rows)."""
-    from privspec.backends.data.files import parse_numbers, require_columns
+    from privspec.backends.core.numbers import parse_numbers
+    from privspec.backends.data.checks import require_columns
     from privspec.backends.interval.reports import _entries
 
     var = mechanism.variable
@@ -176,7 +177,7 @@ def _load(mech: Any, query: Query, data: Any, columns: list[str]) -> tuple[Tally
 def _numeric(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     """Numeric columns as correctly rounded floats (:func:`.data.parse_numbers`); NaN where a
     cell is not a number."""
-    from privspec.backends.data.files import parse_numbers
+    from privspec.backends.core.numbers import parse_numbers
 
     return np.column_stack([parse_numbers(frame[col])[0] for col in columns]) if columns \
         else np.empty((len(frame), 0))

@@ -33,7 +33,8 @@ from privspec.model.graph import ModelGraph, Query, Release
 from privspec.model.query_kinds import Answers
 from privspec.results.values import Inference, Matrix, Result, Table, Vector
 from privspec.backends import register
-from privspec.backends.data.files import parse_numbers, require_columns
+from privspec.backends.core.numbers import parse_numbers
+from privspec.backends.data.checks import require_columns
 from privspec.backends.finite.data import _joined
 from privspec.backends.data.tally import Tally, describe_distinct
 from privspec.backends.releases.budget import bind_parameters, budget_on, budget_table, describe_release, release_privacy_loss

@@ -77,7 +77,7 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
     """Draw the estimated CDF as a step function, with its pointwise band, to ``path``
     (:func:`figure_cdf`; the suffix picks the format: ``.png``, ``.svg``, ``.pdf``).  The
     file is written atomically and replaces an earlier picture, never anything that is not
-    a regular file (:func:`privspec.backends.data.files.write_atomic`).
+    a regular file (:func:`privspec.outputs.write_atomic`).
 
     Returns
     -------
@@ -86,7 +86,7 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
     """
     import io
 
-    from privspec.backends.data.files import check_output, write_bytes_atomic
+    from privspec.outputs import check_output, write_bytes_atomic
 
     check_output(path, force=True)
     fig = figure_cdf(result, band, title=title, xlabel=xlabel, truth=truth)
