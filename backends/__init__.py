@@ -44,7 +44,7 @@ class Backend(Protocol):
     def answer(self, model: Any, query: Any, verb: str, **options: Any) -> Any:
         """The query's :class:`privspec.results.result.Result`.
 
-        ``options`` carry the command line: ``data`` (a :class:`privspec.backends.data.files.DataBindings`
+        ``options`` carry the command line: ``data`` (a :class:`privspec.backends.data.bindings.DataBindings`
         for ``run``), ``n``, ``reps`` and ``seed`` (``simulate``).
         """
 

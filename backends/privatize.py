@@ -3,12 +3,12 @@
 ``privspec privatize`` never holds the whole input: the raw answers are first checked on
 the distinct values an engine counts (the checks of the in-memory path, naming the
 file's rows; the rows it counted are checked against a count of the file's rows that
-needs no parse, :func:`.data.count_rows`, and an engine that missed some is replaced
+needs no parse, :func:`.files.count_rows`, and an engine that missed some is replaced
 by pandas' reading, the reference), then read in pieces of :data:`CHUNK_ROWS` rows in
 file order, each privatized with its offset -- a row's report depends on (seed, mechanism, row index,
 value) only (:class:`~privspec.backends.core.rowrandom.RowRandom`), so the output is the same
 for any piece size, engine or number of threads -- and appended to a temporary file
-beside the output, published at the end (:func:`.data.write_atomic`): a killed run
+beside the output, published at the end (:func:`privspec.outputs.write_atomic`): a killed run
 leaves no partial file at the target path, and without ``force`` an output that another
 run wrote meanwhile is not replaced.  Rows in = rows out: the rows read and written are
 counted, and any difference from the input's rows is an error (D016) that leaves
@@ -17,7 +17,7 @@ nothing at the target path.
 The output holds the mechanism's reports only: a raw column leaves privspec only when it
 is named (``keep``, ``--keep``: :func:`kept_columns`, :func:`with_kept`), never a column
 the mechanism privatizes.  ``csv_guard`` quotes cells a spreadsheet would run as formulas
-(:func:`.data.guard_cells`).
+(:func:`.csv_cells.guard_cells`).
 
 A release adds noise per cell of its table: its records are counted through the engine
 (a tally) and the small released table is written at once.  Dummy respondents
@@ -32,12 +32,17 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from privspec.errors import DataError, Diagnostic
 from privspec.model.graph import Release, SubsetMechanism
-from privspec.backends.data.files import (PARQUET, count_rows, csv_quoting, guard_cells, guard_text, observed_columns, write_atomic,
-                   write_table_atomic)
+from privspec.outputs import PARQUET, write_atomic
+from privspec.backends.data.bindings import observed_columns
+from privspec.backends.data.checks import require_columns
+from privspec.backends.data.csv_cells import guard_cells, guard_text
 from privspec.backends.data.engines import PandasEngine, engine_for
+from privspec.backends.data.files import count_rows
+from privspec.backends.data.writing import csv_quoting, write_table_atomic
 from privspec.backends.finite.data import check_raw, factor_mechanisms
 
 #: rows privatized at a time (the output does not depend on it)
@@ -56,7 +61,7 @@ def privatize_file(model: Any, mechanism: Any, backend: Any, source: Any, output
     row in the whole file (privatizing a file in pieces); ``engine``: who reads it;
     ``keep``: raw columns written beside the reports (:func:`kept_columns`; none by
     default); ``csv_guard``: quote cells that start like a spreadsheet formula;
-    ``force``: replace an existing ``output`` (:func:`.data.write_atomic`).
+    ``force``: replace an existing ``output`` (:func:`privspec.outputs.write_atomic`).
     """
     reader = engine_for(source, engine, name="the raw data")
     if isinstance(mechanism, Release):
@@ -188,7 +193,8 @@ def _check(mechanism: Any, reader: Any) -> int | None:
     if getattr(mechanism, "is_finite", False):
         return check_raw(mechanism, reader)
     if getattr(mechanism, "family", None) == "interval" and getattr(mechanism, "variable", None) is not None:
-        from privspec.backends.data.files import require_columns
+        # the interval back end (sympy, scipy) takes 2.6 s to import on top of this module
+        # (python -X importtime); start-up paid only where an interval mechanism needs it
         from privspec.backends.interval.backend import raw_values
 
         column = mechanism.variable.name
@@ -206,7 +212,7 @@ def _whole(reader: Any) -> pd.DataFrame:
 
 class _CsvSink:
     """Appends pieces to one CSV file: the header once.  ``scan``: the columns of raw text
-    (kept ones) whose cells may hold a carriage return (:func:`.data.csv_quoting`)."""
+    (kept ones) whose cells may hold a carriage return (:func:`.writing.csv_quoting`)."""
 
     def __init__(self, path: str, scan: Sequence[Any] = ()):
         self.path = path
@@ -232,7 +238,7 @@ class _ParquetSink:
         self.schema = None
 
     def add(self, frame: pd.DataFrame) -> None:
-        import pyarrow as pa
+        # start-up: pyarrow.parquet costs 30 ms, paid only where Parquet is written
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pandas(frame, preserve_index=False)

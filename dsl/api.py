@@ -28,13 +28,16 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 
 from privspec.backends import comparer_for, privatizer_for, route
-from privspec.backends.data.files import (DataBindings, check_columns, check_output, frame_nested, guard_cells,
-                                          observed_columns, parse_numbers, require_flat)
+from privspec.backends.core.numbers import parse_numbers
+from privspec.backends.data.bindings import DataBindings, observed_columns
+from privspec.backends.data.checks import check_columns, frame_nested, require_flat
+from privspec.backends.data.csv_cells import guard_cells
 from privspec.backends.privatize import adds_rows, kept_columns, with_kept
 from privspec.errors import BackendError, DataError, Diagnostic, PrivspecError, SpecError, did_you_mean
 from privspec.model import costs, query_kinds
 from privspec.model.graph import Query
 from privspec.model.query_kinds import VERBS
+from privspec.outputs import check_output
 from privspec.progress import chosen
 from privspec.results.compare_report import report_targets, write_report
 from privspec.results.report import Summary
@@ -334,7 +337,7 @@ def write_reports(results: Results, report: Any, force: bool = False) -> list[st
     """Write each comparison's report (see :func:`compare`); returns the paths written.
 
     Every file (each report and its PNGs) is checked before any is written
-    (:func:`privspec.backends.data.files.check_output`): an existing one without ``force``, or
+    (:func:`privspec.outputs.check_output`): an existing one without ``force``, or
     one that is not a regular file, stops them all (D007) with nothing written.  A file
     that appears meanwhile stops the writing there, and the files this call wrote before
     it are removed (without ``force`` they were all new)."""

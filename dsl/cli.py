@@ -245,7 +245,7 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
         raise _Usage("privspec simulate: --n and --reps must be positive")
     data = None
     if args.verb == "run":
-        from privspec.backends.data.files import DataBindings  # start-up: as the API's
+        from privspec.backends.data.bindings import DataBindings  # start-up: as the API's
 
         try:
             data = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
@@ -291,7 +291,7 @@ def _plots(res, folder: Path) -> list[Path]:
     except OSError as e:
         raise DataError(Diagnostic("D007", f"cannot write pictures to {folder}: {e.strerror or e}", file=str(folder),
                                    hint="give a folder that can be created and written")) from None
-    from privspec.backends.data.files import check_output, write_bytes_atomic  # start-up: as the API's
+    from privspec.outputs import check_output, write_bytes_atomic  # start-up: as the API's
 
     written = []
     for name, result in res.items():
@@ -331,7 +331,8 @@ def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
     # check and --help never need what the API and the back ends bring:
     # start-up: numpy, scipy and pandas (about 2 s)
     from privspec.api import privatizer
-    from privspec.backends.data.files import PARQUET, check_output, interrupt_on_signals  # start-up: as the API's
+    from privspec.outputs import PARQUET, check_output
+    from privspec.signals import interrupt_on_signals
     from privspec.backends.privatize import privatize_file  # start-up: as the API's
 
     keep = [c.strip() for item in args.keep for c in item.split(",") if c.strip()]
@@ -384,7 +385,7 @@ def _compare(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if args.reps is not None and args.reps < 2:
         raise _Usage("privspec compare: --reps must be at least 2")
     if args.report is not None:
-        from privspec.backends.data.files import check_output  # start-up: as the API's
+        from privspec.outputs import check_output
 
         report = Path(args.report)
         if report.suffix.lower() not in (".html", ".htm", ".md"):

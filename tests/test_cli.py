@@ -207,7 +207,7 @@ def test_negative_seed_is_a_usage_error(verb: list[str]) -> None:
 def test_interrupt_exit_status(monkeypatch) -> None:
     import signal
 
-    from privspec.backends.data.files import Interrupted
+    from privspec.signals import Interrupted
 
     def interrupted(*args, **kwargs):
         raise Interrupted(signal.SIGTERM)

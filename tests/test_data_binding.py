@@ -10,7 +10,7 @@ import pytest
 
 import privspec
 from privspec.backends import backend_for
-from privspec.backends.data.files import DataBindings
+from privspec.backends.data.bindings import DataBindings
 from privspec.cli import main
 from privspec.errors import DataError
 

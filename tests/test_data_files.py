@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import privspec
-from privspec.backends.data.files import MAX_COUNT, describe_values, parse_numbers, read_table
+from privspec.backends.core.numbers import MAX_COUNT, parse_numbers
+from privspec.backends.data.checks import describe_values
+from privspec.backends.data.files import read_table
 from privspec.errors import DataError, Diagnostic
 from privspec.language.source import Source
 
@@ -495,7 +497,7 @@ def test_privatize_checks_rows_in_against_rows_out(tmp_path: Path, monkeypatch) 
 def test_an_engine_that_misses_rows_is_replaced_by_the_reference_reading(tmp_path: Path, monkeypatch) -> None:
     """With the check of the file's last line switched off, DuckDB drops the 40 MB last row
     again; privatize's independent count sees it and reads the file as pandas does."""
-    from privspec.backends.data import engines
+    from privspec.backends.data.engines import duckdb as engines
 
     monkeypatch.setattr(engines, "LONG_LAST_LINE", 10 ** 12)
     spec = _families(tmp_path)

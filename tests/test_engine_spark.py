@@ -1,4 +1,4 @@
-"""The Spark engine (privspec.backends.data.spark) counts what DuckDB and pandas count:
+"""The Spark engine (privspec.backends.data.engines.spark) counts what DuckDB and pandas count:
 the same distinct tuples, counts, dtypes, canonical order and rows for messages, for CSV,
 Parquet and a DataFrame, and the same diagnostic for a file it cannot read.
 
@@ -52,7 +52,7 @@ SURVEY = (
 def spark():
     from pyspark.sql import SparkSession
 
-    from privspec.backends.data.spark import spark_session
+    from privspec.backends.data.engines.spark import spark_session
 
     existed = SparkSession.getActiveSession() is not None
     session = spark_session()
@@ -63,7 +63,7 @@ def spark():
 
 def engines(source, spark) -> list:
     """Pandas, DuckDB and Spark engines on one file (or frame)."""
-    from privspec.backends.data.spark import SparkEngine
+    from privspec.backends.data.engines.spark import SparkEngine
 
     if isinstance(source, pd.DataFrame):
         return [PandasEngine(source), DuckDBEngine(source), SparkEngine(source)]
@@ -107,7 +107,7 @@ def test_csv_same_tally_and_rows(survey_csv, columns, spark):
 
 
 def test_csv_conventions(survey_csv, spark):
-    from privspec.backends.data.spark import SparkEngine
+    from privspec.backends.data.engines.spark import SparkEngine
 
     engine = SparkEngine(survey_csv)
     assert engine.name == "spark" and engine.source == str(survey_csv)
@@ -126,7 +126,7 @@ def test_csv_conventions(survey_csv, spark):
 
 
 def test_engine_for_spark(survey_csv, spark):
-    from privspec.backends.data.spark import SparkEngine
+    from privspec.backends.data.engines.spark import SparkEngine
 
     engine = engine_for(survey_csv, "spark")
     assert isinstance(engine, SparkEngine)
@@ -160,7 +160,7 @@ def test_parquet_same_tally_and_rows(survey_parquet, columns, spark):
 
 
 def test_parquet_types_kept(survey_parquet, spark):
-    from privspec.backends.data.spark import SparkEngine
+    from privspec.backends.data.engines.spark import SparkEngine
 
     engine = SparkEngine(survey_parquet)
     t = engine.tally(["income", "kids", "race"])
@@ -173,7 +173,7 @@ def test_parquet_types_kept(survey_parquet, spark):
 
 def test_parquet_nan_is_missing(tmp_path, spark):
     """A Parquet NaN and a null are one missing value, as for pandas."""
-    from privspec.backends.data.spark import SparkEngine
+    from privspec.backends.data.engines.spark import SparkEngine
 
     path = tmp_path / "nan.parquet"
     pq.write_table(pa.table({"f": pa.array([1.0, float("nan"), None, float("nan"), 1.0], from_pandas=False)}), path)
@@ -192,7 +192,7 @@ def test_dataframe_same_tally_and_rows(survey_parquet, columns, spark):
 
 
 def test_dataframe_other_dtypes_counted_by_pandas(spark):
-    from privspec.backends.data.spark import SparkEngine
+    from privspec.backends.data.engines.spark import SparkEngine
 
     frame = pd.DataFrame({"x": pd.Categorical(["b", "a", "b"]), "y": ["1", 1, None]})
     for cols in (["x"], ["y"], ["x", "y"]):
@@ -203,7 +203,7 @@ def test_csv_pandas_conventions(tmp_path, spark):
     """Where Spark's CSV reader alone would differ from pandas: a tab after a comma (Spark
     skips it), a quoted leading space, a byte-order mark, blank lines before the header,
     a line of spaces, CRLF line ends, text after a closing quote."""
-    from privspec.backends.data.spark import SparkEngine
+    from privspec.backends.data.engines.spark import SparkEngine
 
     cases = {
         "tab.csv": "x,y\na,\tb\na, b\n",
@@ -233,7 +233,7 @@ def test_csv_pandas_conventions(tmp_path, spark):
     ("empty.csv", b""),                                        # not even a header
 ])
 def test_unreadable_csv_same_diagnostic(tmp_path, name, data, spark):
-    from privspec.backends.data.spark import SparkEngine
+    from privspec.backends.data.engines.spark import SparkEngine
 
     path = tmp_path / name
     path.write_bytes(data)
@@ -254,7 +254,7 @@ def test_short_rows_read_as_pandas_reads_them(tmp_path, spark):
 
 
 def test_missing_file_and_column(tmp_path, survey_csv, spark):
-    from privspec.backends.data.spark import SparkEngine
+    from privspec.backends.data.engines.spark import SparkEngine
 
     for source in (tmp_path / "nope.csv", tmp_path):
         with pytest.raises(DataError) as want:
@@ -270,7 +270,7 @@ def test_missing_file_and_column(tmp_path, survey_csv, spark):
 
 
 def test_existing_session_is_used(spark, survey_csv):
-    from privspec.backends.data.spark import SparkEngine, spark_session
+    from privspec.backends.data.engines.spark import SparkEngine, spark_session
 
     assert spark_session() is spark
     assert SparkEngine(survey_csv).spark is spark

@@ -18,6 +18,7 @@ import pytest
 
 import privspec
 from privspec.backends.data import engines
+from privspec.backends.data.engines import duckdb as duckdb_engine
 from privspec.backends.data.files import read_table
 from privspec.backends.data.engines import DuckDBEngine, PandasEngine, engine_for
 from privspec.cli import main
@@ -454,7 +455,7 @@ def test_arrow_casts_decimals_as_python_rounds_them() -> None:
     import random
     from decimal import Decimal
 
-    from privspec.backends.data.files import parse_numbers
+    from privspec.backends.core.numbers import parse_numbers
 
     rng = random.Random(3)
     texts = []
@@ -479,7 +480,7 @@ query F = estimate cdf(salary) from c2 by npmle
 def sql_parse(request, monkeypatch) -> str:
     """DuckDB's two ways to the parsed reports, each taken whatever the data: every row
     parsed (mostly different texts), or the distinct texts grouped first."""
-    monkeypatch.setattr(engines, "_DISTINCT_SHARE", 0.0 if request.param == "per row" else 2.0)
+    monkeypatch.setattr(duckdb_engine, "_DISTINCT_SHARE", 0.0 if request.param == "per row" else 2.0)
     return request.param
 
 
@@ -583,7 +584,7 @@ def _sql_reads_as_python(texts: list[str]) -> list[bool]:
     ends, to the bit (signed zeros too); which texts took the quick cut (no pattern)."""
     import duckdb
 
-    from privspec.backends.data.engines import _layers
+    from privspec.backends.data.engines.duckdb import _layers
     from privspec.backends.interval.mechanisms import parse_ranges, ranges_sql
 
     prepare, ok, (left, right) = ranges_sql()
@@ -646,12 +647,12 @@ def test_rows_sorted_by_the_first_value_are_put_in_order_of_both(pairs, many_run
     rows = rows[:, np.argsort(rows[0], kind="stable")]       # what DuckDB hands over
     want = sorted(tuple(map(repr, r)) for r in rows.T.tolist())    # the rows, signed zeros told apart
     if many_runs:
-        engines._RUN_SORTS, saved = 0, engines._RUN_SORTS
+        duckdb_engine._RUN_SORTS, saved = 0, duckdb_engine._RUN_SORTS
     try:
-        engines._sort_runs(rows)
+        duckdb_engine._sort_runs(rows)
     finally:
         if many_runs:
-            engines._RUN_SORTS = saved
+            duckdb_engine._RUN_SORTS = saved
     first, second = rows
     assert np.all((first[1:] > first[:-1]) | ((first[1:] == first[:-1]) & (second[1:] >= second[:-1])))
     assert sorted(tuple(map(repr, r)) for r in rows.T.tolist()) == want

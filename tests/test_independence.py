@@ -256,7 +256,7 @@ def test_run_end_to_end(tmp_path) -> None:
     """privatize raw records drawn from Table III, then test from the file."""
     import pandas as pd
 
-    from privspec.backends.data.files import DataBindings
+    from privspec.backends.data.bindings import DataBindings
 
     model = privspec.load(SPEC).model
     rng = np.random.default_rng(5)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import privspec
-from privspec.backends.data.files import DataBindings
+from privspec.backends.data.bindings import DataBindings
 from privspec.backends.interval.backend import CensoredBackend, IntervalBackend
 from privspec.backends.interval.laws import population_law
 from privspec.backends.interval.reports import coverage_from_data, mechanism_coverage, sample_reports

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 import privspec
-from privspec.backends.data import files as data
-from privspec.backends.data.files import check_output, output_kind, write_atomic, write_text_atomic
+from privspec import outputs as data
+from privspec.outputs import check_output, output_kind, write_atomic, write_text_atomic
 from privspec.cli import main
 from privspec.errors import DataError
 

@@ -17,7 +17,8 @@ from scipy import stats
 import privspec
 from privspec.backends import privatizer_for
 from privspec.backends.core.compile import channel_of
-from privspec.backends.data.files import Interrupted, write_table_atomic
+from privspec.signals import Interrupted
+from privspec.backends.data.writing import write_table_atomic
 from privspec.backends.finite.data import privatize_factor, privatize_frame
 from privspec.backends.core.rowrandom import RowRandom, philox4x64, row_key, row_uniforms, row_words
 from privspec.cli import main
@@ -532,7 +533,9 @@ def test_guard_is_one_to_one_and_undone_by_every_reader(tmp_path: Path) -> None:
     """Every formula start (OWASP: = + - @ tab CR) quoted, a plain number not, a value that
     looks guarded already quoted once more; pandas and DuckDB read each cell back, a
     carriage return inside a cell included (the writer quotes it)."""
-    from privspec.backends.data.files import guard_cells, read_table, unguard_text, write_table_atomic
+    from privspec.backends.data.csv_cells import guard_cells, unguard_text
+    from privspec.backends.data.files import read_table
+    from privspec.backends.data.writing import write_table_atomic
     from privspec.backends.data.engines import engine_for
 
     cells = ["=A1", "+1+1", "-2.5", "-1-1", "@x", "\tt", "\rr", "'=q", "''+q", "'", "a'b", "-", "-inf", "", "plain"]

@@ -189,7 +189,7 @@ def test_results_symbolic_in_a_design_parameter(tmp_path) -> None:
     expected = t * (0.3 ** 2 + 0.7 ** 2) + (sympy.Rational(1, 2) - t) * (0.4 ** 2 + 0.6 ** 2) + sympy.Rational(1, 2) * (0.5 ** 2 + 0.5 ** 2)
     assert abs(float((r.value - expected).subs(t, sympy.Rational(1, 7)))) < 1e-12
     assert "symbolic in t" in r.extras["evaluation"] and r.to_dict()["value"] is None
-    from privspec.backends.data.files import DataBindings
+    from privspec.backends.data.bindings import DataBindings
     from privspec.errors import BackendError
 
     (tmp_path / "d.csv").write_text("c\na|b\nc|d\n")

@@ -11,7 +11,7 @@ import sympy
 
 import privspec
 from privspec.backends.core.channel import subset_channel
-from privspec.backends.data.files import DataBindings
+from privspec.backends.data.bindings import DataBindings
 from privspec.backends.core.estimators import em, estimate, kkt, mom, newton, one_step
 from privspec.backends.finite.backend import FiniteBackend
 from privspec.errors import DataError

@@ -10,7 +10,7 @@ import sympy
 import privspec
 from privspec.backends.core import uniform
 from privspec.backends.core.compile import channel_of
-from privspec.backends.data.files import DataBindings
+from privspec.backends.data.bindings import DataBindings
 from privspec.backends.finite.backend import FiniteBackend
 from privspec.errors import BackendError
 

@@ -27,9 +27,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from privspec.errors import DataError, Diagnostic
-from privspec.backends.data.files import MISSING
+from privspec.backends.data.checks import MISSING, describe_values
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class Tally:
 
     def missing(self, columns: Sequence[str] | None = None) -> np.ndarray:
         """Bool over the tuples: some of ``columns`` (all by default) is empty or a
-        missing-value word (:data:`privspec.backends.data.files.MISSING`)."""
+        missing-value word (:data:`privspec.backends.data.checks.MISSING`)."""
         out = np.zeros(len(self.counts), dtype=bool)
         for c in columns or self.columns:
             out |= missing_mask(self.values[c])
@@ -225,9 +227,6 @@ def strip_texts(values: np.ndarray) -> np.ndarray:
     >>> strip_texts(np.array([" a ", "b", "\\u2003c\\x1c"], dtype=object)).tolist()
     ['a', 'b', 'c']
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if not len(values):
         return np.asarray(values, dtype=object)
     arr = pa.array(values, type=pa.string())
@@ -252,18 +251,13 @@ def unusual_text(values: Any) -> np.ndarray:
     >>> unusual_text(np.array(["a b", "\\x0bc", None], dtype=object)).tolist()
     [False, True, True]
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     got = pc.match_substring_regex(pa.array(values, type=pa.string()), r"[^\x20-\x7e]")
     return pc.fill_null(got, True).to_numpy(zero_copy_only=False).astype(bool, copy=False)
 
 
 def describe_distinct(tally: Tally, codes: np.ndarray, uniques: Sequence[Any],
                       bad: dict[int, str] | Sequence[int], limit: int = 5) -> tuple[str, tuple[int, ...]]:
-    """:func:`privspec.backends.data.files.describe_values` for a tally: ``codes`` index
+    """:func:`privspec.backends.data.checks.describe_values` for a tally: ``codes`` index
     ``uniques`` per distinct tuple (one column of the tally, or its parts joined); every
     distinct bad value is named with its file rows, in the order of first appearance."""
-    from privspec.backends.data.files import describe_values
-
     return describe_values(codes, uniques, bad, limit, locate=tally.locate)

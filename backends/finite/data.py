@@ -32,7 +32,7 @@ from privspec.progress import progress
 from privspec.backends.core.channel import Channel, GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of, large_uniform, observed_subset_channel
 from privspec.backends.data.engines import PandasEngine
-from privspec.backends.data.files import MISSING, describe_values, require_columns, show_value
+from privspec.backends.data.checks import MISSING, describe_values, require_columns, show_value
 from privspec.backends.core.rowrandom import BLOCK, RowRandom, row_key, stream_of
 from privspec.backends.data.tally import Tally, describe_distinct
 

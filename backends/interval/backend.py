@@ -49,7 +49,8 @@ from privspec.results.result import Result
 from privspec.results.values import Vector
 from privspec.backends import register
 from privspec.backends.core.rowrandom import RowRandom, stream_of
-from privspec.backends.data.files import check_no_missing, parse_numbers, require_columns
+from privspec.backends.core.numbers import parse_numbers
+from privspec.backends.data.checks import check_no_missing, require_columns
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval.avar import avar
 from privspec.backends.interval.estimate import estimate_from_reports, named_args

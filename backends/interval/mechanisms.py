@@ -51,7 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from privspec.errors import DataError, Diagnostic
-from privspec.backends.data.files import parse_numbers
+from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.tally import ROWS, Rows, unusual_text
 
 #: how a null (not collected) report is written
@@ -193,7 +193,7 @@ def parse_floats(text: Sequence[str] | pd.Series | np.ndarray) -> np.ndarray:
 
     The strings must already be numbers (``_NUM``: decimals, exponents, ``inf``); the
     callers match them first and name the rows that are not.  The conversion is the one
-    every data file goes through, :func:`privspec.backends.data.files.parse_numbers` (Python's
+    every data file goes through, :func:`privspec.backends.core.numbers.parse_numbers` (Python's
     ``float`` once per distinct string): ``pd.to_numeric``, used before, put 36-39% of
     random 17-digit decimals on a neighbouring double under pandas 2, so
     ``0.69999999999999996`` (the double 0.7) fell below a disclosed range ``[0.7, 10.4]``.

@@ -37,7 +37,7 @@ from privspec.backends import register
 from privspec.backends.oracles import multi_backend as frequency_multi
 from privspec.backends.oracles import pure as core
 from privspec.backends.oracles import longitudinal
-from privspec.backends.data.files import require_columns
+from privspec.backends.data.checks import require_columns
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import raw_codes
 from privspec.backends.data.tally import all_text, strip_texts

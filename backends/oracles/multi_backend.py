@@ -22,7 +22,7 @@ from privspec.results.values import Inference, Matrix, Vector
 from privspec.backends.oracles import backend as single   # its helpers, called at run time (it imports this module)
 from privspec.backends.oracles import pure as core
 from privspec.backends.oracles import multi
-from privspec.backends.data.files import require_columns
+from privspec.backends.data.checks import require_columns
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import raw_codes
 from privspec.backends.finite.estimates import conditional_covariance, wald_inference

@@ -36,8 +36,9 @@ from privspec.model.query_kinds import Answers
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
+from privspec.backends.core.numbers import parse_numbers
+from privspec.backends.data.checks import require_columns
 from privspec.backends.data.engines import PandasEngine
-from privspec.backends.data.files import parse_numbers, require_columns
 from privspec.backends.finite.data import joined_labels
 from privspec.backends.data.tally import Tally, describe_distinct
 from privspec.backends.core.populations import bind_parameters

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import quote
 
+from privspec import outputs
 from privspec.errors import BackendError, Diagnostic
 from privspec.results.plots import pyplot
 from privspec.results.render import md
@@ -598,7 +599,7 @@ def write_markdown(doc: dict, path: str | os.PathLike[str], force: bool = False)
     The PNGs are written first, so that the Markdown never names a missing image; images
     are referenced by their file name (relative to the Markdown file).  Every file is
     checked before any is written: an existing one is replaced only with ``force``
-    (:func:`privspec.backends.data.files.check_output`); should one appear meanwhile, the files
+    (:func:`privspec.outputs.check_output`); should one appear meanwhile, the files
     written before it are removed.
 
     Returns
@@ -625,20 +626,18 @@ def write_markdown(doc: dict, path: str | os.PathLike[str], force: bool = False)
     | **urn** |  |  | 0.05 (sim 0.0512 ± 0.002) |  |
     ...
     """
-    from privspec.backends.data.files import check_output, write_bytes_atomic, write_text_atomic
-
     p = Path(path)
     for target in report_targets(doc, p):
-        check_output(target, force=force)
+        outputs.check_output(target, force=force)
     view = _view(doc)
     images, written = {}, []
     try:
         for slug, draw in _figures(doc, view):
             png = _png(p, slug)
-            write_bytes_atomic(_saved(draw, "png", f"privspec-{slug}"), png, force=force)
+            outputs.write_bytes_atomic(_saved(draw, "png", f"privspec-{slug}"), png, force=force)
             images[slug] = png.name
             written.append(os.fspath(png))
-        write_text_atomic(_markdown(view, images), p, force=force)
+        outputs.write_text_atomic(_markdown(view, images), p, force=force)
     except BaseException:
         if not force:  # they were new: no half report stays behind
             for done in written:
@@ -651,7 +650,7 @@ def write_report(doc: dict, path: str | os.PathLike[str], force: bool = False) -
     """Write the comparison report, HTML or Markdown by the suffix of ``path``
     (``.html``/``.htm``: :func:`render_html`; ``.md``: :func:`write_markdown`).  An existing
     file is replaced only with ``force``; anything there that is not a regular file (a
-    device, a pipe, a folder), never (D007, :func:`privspec.backends.data.files.check_output`).
+    device, a pipe, a folder), never (D007, :func:`privspec.outputs.check_output`).
 
     Returns
     -------
@@ -667,10 +666,8 @@ def write_report(doc: dict, path: str | os.PathLike[str], force: bool = False) -
     """
     suffix = Path(path).suffix.lower()
     if suffix in HTML_SUFFIXES:
-        from privspec.backends.data.files import check_output, write_text_atomic
-
-        check_output(path, force=force)
-        write_text_atomic(render_html(doc), path, force=force)
+        outputs.check_output(path, force=force)
+        outputs.write_text_atomic(render_html(doc), path, force=force)
         return [os.fspath(path)]
     if suffix in MD_SUFFIXES:
         return write_markdown(doc, path, force=force)

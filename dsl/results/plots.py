@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from privspec import outputs
 from privspec.errors import BackendError, Diagnostic
 from privspec.results.values import StepFunction
 
@@ -79,23 +80,21 @@ def plot_cdf(result: Any, band: Sequence[Any] | None, path: str | os.PathLike[st
     """Draw the estimated CDF as a step function, with its pointwise band, to ``path``
     (:func:`figure_cdf`; the suffix picks the format: ``.png``, ``.svg``, ``.pdf``).  The
     file is written atomically and replaces an earlier picture, never anything that is not
-    a regular file (:func:`privspec.backends.data.files.write_atomic`).
+    a regular file (:func:`privspec.outputs.write_atomic`).
 
     Returns
     -------
     str
         ``path``.
     """
-    from privspec.backends.data.files import check_output, write_bytes_atomic
-
-    check_output(path, force=True)
+    outputs.check_output(path, force=True)
     fig = figure_cdf(result, band, title=title, xlabel=xlabel, truth=truth)
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format=os.path.splitext(os.fspath(path))[1][1:].lower() or "png")
     finally:
         pyplot().close(fig)
-    write_bytes_atomic(buf.getvalue(), path, force=True)
+    outputs.write_bytes_atomic(buf.getvalue(), path, force=True)
     return os.fspath(path)
 
 

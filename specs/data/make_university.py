@@ -50,7 +50,7 @@ def records(seed: int = SEED) -> pd.DataFrame:
 def main() -> None:
     import privspec
     from privspec.backends import privatizer_for
-    from privspec.backends.data.files import write_table_atomic
+    from privspec.backends.data.writing import write_table_atomic
 
     raw = records()
     write_table_atomic(raw, HERE / "university.csv", force=True)  # regenerated in place

@@ -12,7 +12,7 @@ The engine calls :meth:`SparkSession.builder.getOrCreate`, so a session that alr
 exists is used as it is: that is how privspec runs on a cluster.  Create the session
 first, with the master and resources of your cluster, then call privspec::
 
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # extra: spark
     spark = (SparkSession.builder.master("yarn")          # or spark://host:7077, k8s://...
              .config("spark.executor.memory", "8g").getOrCreate())
     privspec.load("survey.privspec").run({"urn": "/shared/survey.parquet"}, engine="spark")
@@ -36,16 +36,16 @@ Reading
   one task (``multiLine``: a quoted field may hold a line break, so the file cannot be
   split), with ``mode=FAILFAST``: a row with more or fewer fields than the header, or a
   quote that never closes, fails the read and the file is read by
-  :func:`.data.read_table`, which names the rows (D002) as for every engine.  Spark
+  :func:`.files.read_table`, which names the rows (D002) as for every engine.  Spark
   skips every control character after a comma (a tab, say), where pandas skips only
   spaces; Spark keeps text after a closing quote (``"a" b``) with the quotes, where
   pandas appends it to the value (``a b``); Spark reads bytes that are not UTF-8 as
   U+FFFD, where pandas refuses them: a first, splittable pass over the lines
   (:data:`_SUSPECT`) looks for these, and a file holding one is read by
-  :func:`.data.read_table` (its diagnostic, or pandas' reading).
+  :func:`.files.read_table` (its diagnostic, or pandas' reading).
 - Parquet: the column types kept; NaN is missing, as for pandas.
 - A pandas DataFrame: ``spark.createDataFrame(frame)`` for columns of text, numbers and
-  booleans; any other frame is counted by :class:`.engines.PandasEngine`.
+  booleans; any other frame is counted by :class:`.pandas.PandasEngine`.
 
 Rows for error messages (:meth:`Tally.locate`) take a second pass: Parquet's own row
 index (``_metadata.row_index``), else the position of each row in its partition
@@ -58,22 +58,24 @@ import re
 import shlex
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, ClassVar, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from privspec.errors import DataError
-from privspec.backends.data.files import (PARQUET, _read_csv, check_columns, file_columns, frame_nested, read_table, require_columns,
-                   require_flat)
-from privspec.backends.data.engines import PandasEngine
+from privspec.outputs import PARQUET
+from privspec.backends.data.checks import check_columns, frame_nested, require_columns, require_flat
+from privspec.backends.data.csv_cells import read_csv
+from privspec.backends.data.engines.pandas import PandasEngine
+from privspec.backends.data.files import file_columns, read_table
 from privspec.backends.data.tally import Tally, canonical
 
 #: a CSV line that Spark may read otherwise than pandas: a byte that is not UTF-8 (Spark
 #: reads U+FFFD, pandas refuses the file); a control character (other than a line break)
 #: at the start of a field after spaces (Spark skips it, pandas keeps it); text after a
 #: closing quote (``"a" b,`` or ``"a"  ,``: pandas appends it to the value, Spark keeps the
-#: quotes); a cell guarded for spreadsheets (``'=...``, :func:`.data.guard_cells`: pandas
+#: quotes); a cell guarded for spreadsheets (``'=...``, :func:`.csv_cells.guard_cells`: pandas
 #: drops the quote).  A line inside a quoted field, or a quote inside an unquoted value, may
 #: match too: the file is then read by pandas, with the same results.
 _SUSPECT = ("\ufffd|(^|,) *[\\x00-\\x09\\x0b\\x0c\\x0e-\\x1f]|[^, \"]\"[^\",\\r\\n]"
@@ -100,8 +102,8 @@ def _master_configured() -> bool:
 
 def spark_session() -> Any:
     """The session in use (the user's, e.g. on a cluster), else a new local one."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext  # extra: spark
+    from pyspark.sql import SparkSession  # extra: spark
 
     if SparkSession.getActiveSession() is not None or SparkContext._active_spark_context is not None:
         return SparkSession.builder.getOrCreate()
@@ -139,10 +141,19 @@ class SparkEngine:
     """Counts in Spark: ``df.groupBy(cells).count()``, on the session in use (a cluster)
     or a local one; see the module notes for the reading conventions."""
 
-    name = "spark"
+    name: ClassVar[str] = "spark"
+    needs: ClassVar[str] = "pyspark"
+    extra: ClassVar[str | None] = "spark"
+    #: the default for no data: asked for by name (``--engine spark``)
+    default_for: ClassVar[tuple[type, ...]] = ()
+    rank: ClassVar[int] = 0
+
+    @classmethod
+    def open(cls, source: Any, name: str | None = None) -> "SparkEngine":
+        return cls(source, name)
 
     def __init__(self, source: Any, name: str | None = None):
-        from pyspark.sql import functions as F
+        from pyspark.sql import functions as F  # extra: spark
 
         self._F = F
         self.spark = spark_session()
@@ -179,7 +190,7 @@ class SparkEngine:
         self._nested = file_columns(path)[1]   # D014 as for every engine
         try:
             if self._csv:
-                self._header = [str(c) for c in _read_csv(path, nrows=0).columns]  # pandas' names
+                self._header = [str(c) for c in read_csv(path, nrows=0).columns]  # pandas' names
                 schema = ", ".join(f"c{i} STRING" for i in range(len(self._header)))
                 self._df = self.spark.read.csv(
                     self._path, schema=schema, header=True, enforceSchema=True, inferSchema=False, sep=",",
@@ -232,7 +243,7 @@ class SparkEngine:
     def _cells(self, columns: Sequence[str]) -> list[Any]:
         """The cells of ``columns`` as every engine reads them, named ``k0, k1, ...``: CSV
         text with ``""`` for an empty cell; NaN as a missing value."""
-        from pyspark.sql.types import DoubleType, FloatType
+        from pyspark.sql.types import DoubleType, FloatType  # extra: spark
 
         F = self._F
         types = {f.name: f.dataType for f in self._df.schema.fields}
@@ -278,6 +289,7 @@ class SparkEngine:
     def _tuples(rows: list[Any], schema: Any, columns: list[str], count: str) -> tuple[pd.DataFrame, np.ndarray]:
         """Collected tuples as a frame with the dtypes pandas would give (int64, float64
         where a number is missing, bool, else objects), and the ``count`` column."""
+        # extra: spark
         from pyspark.sql.types import BooleanType, ByteType, DoubleType, FloatType, IntegerType, LongType, ShortType
 
         types = {f.name: f.dataType for f in schema.fields}
@@ -342,7 +354,7 @@ class SparkEngine:
         if self._csv:  # one file, never split (multiLine): one partition, its rows in file order
             return ided.select((F.col("m") + 1).alias("r"), *cells_of(columns))
         # a frame sliced in order: the position in its partition, after the rows of the partitions before
-        from pyspark import StorageLevel
+        from pyspark import StorageLevel  # extra: spark
 
         ided = ided.persist(StorageLevel.MEMORY_AND_DISK)
         self._persisted.append(ided)
@@ -363,7 +375,7 @@ class SparkEngine:
         in two jobs: the tuples counted again with their first rows and put in canonical
         order on the driver, which names the first rows of the wanted tuples; then every
         row whose tuple's first row is one of those."""
-        from pyspark.sql import Window
+        from pyspark.sql import Window  # extra: spark
 
         if self._fallback is not None:
             return np.asarray(self._fallback.tally(columns).locate(mask), dtype=np.int64)
@@ -399,6 +411,6 @@ class SparkEngine:
 
 def cells_of(columns: Sequence[str]) -> list[Any]:
     """The columns ``k0, k1, ...`` that :meth:`SparkEngine._cells` names."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # extra: spark
 
     return [F.col(f"k{j}") for j in range(len(columns))]
