@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from privspec.backends.core.channel import _Exact, _Float, algebra
+from privspec.backends.core.algebra import Exact as _Exact, Float as _Float, algebra
 
 #: above this many categories the uniform design is never enumerated
 UNIFORM_ENUM_LIMIT = 12

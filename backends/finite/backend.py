@@ -13,7 +13,7 @@ from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import FINITE, Answers, analytic
 from privspec.results.values import Result
 from privspec.backends import register
-from privspec.backends.core.channel import _Exact
+from privspec.backends.core.algebra import Exact as _Exact
 from privspec.backends.core.compile import channel_in_w
 from privspec.backends.finite.data import count_observations, observations, privatize_frame
 from privspec.backends.finite.estimates import se_kind_of

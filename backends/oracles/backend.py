@@ -35,6 +35,7 @@ from privspec.results.values import Inference, Matrix, Result, Table, Vector
 from privspec.backends import register
 from privspec.backends.oracles import multi_backend as frequency_multi
 from privspec.backends.oracles import pure as core
+from privspec.backends.oracles import sampling
 from privspec.backends.oracles import longitudinal
 from privspec.backends.data.files import require_columns
 from privspec.backends.data.engines import PandasEngine
@@ -153,12 +154,7 @@ def _facts(o: Any) -> dict:
                    "p_star_formula": pe, "q_star_formula": qe, "variance_formula": var,
                    "variance_meaning": "n Var(f_hat_v) given the collected table (Wang et al. 2017, Eq. (1)); "
                                        "at a population add f (1 - f)"}
-    if o.g is not None:
-        facts["g"] = o.g
-    if o.k is not None:
-        facts["k"] = o.k
-    if o.kind == "hr":
-        facts["K"] = o.K
+    facts.update(o.facts())
     return facts
 
 
@@ -174,7 +170,7 @@ def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, 
     reports, bad = ops(o).parse_reports(o, text)
     mask = np.zeros(len(text), dtype=bool)
     mask[np.asarray(bad, dtype=np.int64)] = True
-    check_reports(tally, mask, text, column, protocol, _form_hint(_one_round(o)))
+    check_reports(tally, mask, text, column, protocol, form_hint(_one_round(o)))
     return reports, np.asarray(tally.counts, dtype=float)
 
 
@@ -195,14 +191,14 @@ def read_support_counts(column: str, protocol: str, o: Any, engine: Any) -> tupl
     (:func:`read_reports`), with its messages.
     """
     one = _one_round(o)
-    if one.kind in core._UE and hasattr(engine, "text_blocks"):
+    if one.HEX_TEXT and hasattr(engine, "text_blocks"):
         _require(column, engine)
         blocks = engine.text_blocks(column, 2 * one.packed_width)
         if blocks is not None:
             C = np.zeros(one.d, dtype=np.int64)
             n = 0
             for chars in blocks:
-                packed, ok = core.unhex(one, chars)
+                packed, ok = sampling.unhex(one.d, chars)
                 if not ok.all():
                     break                   # not every row is a report: read them as reports
                 C += core.support_counts(one, packed)
@@ -226,13 +222,9 @@ def check_reports(tally: Any, bad: np.ndarray, text: np.ndarray, column: str, pr
                                rows=tally.locate(bad), columns=(column,), hint=hint))
 
 
-def _form_hint(o: core.Oracle) -> str:
-    bits = f"the {o.d} bits as {2 * o.packed_width} hexadecimal digits (bit v of byte v // 8)"
-    hashed = "SEED:VALUE (the hash seed, then the hashed value in 0 .. g-1)"
-    forms = {"grr": "a category code 0 .. d-1", "sue": bits, "oue": bits, "blh": hashed, "olh": hashed,
-             "ss": f"{o.k} distinct category codes in increasing order joined by | (0|3|4)",
-             "hr": f"an index j in 0 .. {o.K - 1}"}
-    return f"{o.kind} reports are {forms.get(o.kind, 'what privatize writes')}; privatize writes them"
+def form_hint(o: core.Oracle) -> str:
+    """How ``o``'s reports are written, for a message about data that are not."""
+    return f"{o.kind} reports are {o.form()}; privatize writes them"
 
 
 # ---- estimates ------------------------------------------------------------------------------------
@@ -301,7 +293,7 @@ def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray, support: np.
         out["V"] = V
     else:
         one = _one_round(o)
-        pair = longitudinal.likelihood_pair(o) if one is not o else core._likelihood_pair(o)
+        pair = longitudinal.likelihood_pair(o) if one is not o else core.likelihood_pair(o)
         w, V, loglik = mle_fit(one, reports, counts, pair)
         out["w"] = w
         out["loglik"] = loglik
@@ -573,19 +565,6 @@ class FrequencyOracleBackend:
         return pd.DataFrame({var.name: _concatenate(pieces)}, index=frame.index)
 
 
-def _small_key(o: core.Oracle, reports: Any) -> np.ndarray | None:
-    """One integer per report when a report fits in 8 bytes (grr and hr indices; unary
-    encoding and subset bitmasks of at most 64 categories), else None.  Bitmasks are read
-    big-endian (byte 0 highest), so that unary encoding's keys are in the order of its texts."""
-    if o.kind in ("grr", "hr"):
-        return np.asarray(reports, dtype=np.int64)
-    if o.kind in ("sue", "oue", "ss") and o.packed_width <= 8:
-        packed = np.zeros((len(reports), 8), dtype=np.uint8)
-        packed[:, 8 - o.packed_width:] = reports
-        return packed.view(">u8").ravel().astype(np.uint64)
-    return None
-
-
 #: keys below this many values are grouped by a table (a bincount), not by hashing
 _DENSE_KEYS = 1 << 20
 
@@ -596,12 +575,12 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
     order already: no string built per row, none hashed back when counted, as for finite
     mechanisms); unary encoding's longer bit vectors as Arrow text built from one buffer of
     hex digits (no Python string per report); else one text per row."""
-    key = _small_key(o, reports)
+    key = o.small_key(reports)
     if key is None:
-        if o.kind in core._UE:
-            return _arrow_texts(core.hex_chars(reports))
+        if o.HEX_TEXT:
+            return _arrow_texts(sampling.hex_chars(reports))
         return core.format_reports(o, reports)
-    top = o.d if o.kind == "grr" else o.K if o.kind == "hr" else 1 << (8 * o.packed_width)
+    top = o.key_range
     if top <= _DENSE_KEYS:
         # a table over every possible key: the distinct ones in increasing order, no hashing
         seen = np.bincount(key.astype(np.intp), minlength=top) > 0
@@ -612,10 +591,8 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
     else:
         codes, uniq = pd.factorize(key, sort=False)          # hashing, not a sort
         codes, uniq = np.asarray(codes).ravel(), np.asarray(uniq, dtype=key.dtype)
-    distinct = uniq if o.kind in ("grr", "hr") else \
-        np.ascontiguousarray(uniq.astype(">u8")).view(np.uint8).reshape(-1, 8)[:, 8 - o.packed_width:]
-    text = np.asarray(core.format_reports(o, distinct))
-    if o.kind not in core._UE or top > _DENSE_KEYS:
+    text = np.asarray(core.format_reports(o, o.keyed_reports(uniq)))
+    if not o.HEX_TEXT or top > _DENSE_KEYS:
         # the texts sorted (decimal codes and subsets do not sort as their keys do)
         order = np.argsort(text, kind="stable")
         rank = np.empty(order.size, dtype=np.int32)

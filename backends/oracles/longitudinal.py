@@ -306,7 +306,7 @@ def round_oracles(lo: LongitudinalOracle) -> tuple[Oracle, Oracle]:
     else:
         eps2 = math.log((1 - lo.q2) / lo.q2) if lo.q2 > 0 else math.inf
     # (an IRR that keeps nothing in doubles, eps2 = 0, or everything, inf: no oracle() accepts it)
-    second = orc.oracle(k2, lo.d, eps2) if 0 < eps2 < math.inf else orc.Oracle(k2, lo.d, eps2)
+    second = orc.oracle(k2, lo.d, eps2) if 0 < eps2 < math.inf else orc.PROTOCOLS[k2](lo.d, eps2)
     return orc.oracle(k1, lo.d, lo.eps_perm), second
 
 
@@ -757,7 +757,7 @@ def _log_ratio(a: float, not_a: float, b: float, not_b: float, log_r: float) -> 
 
 def _complements(lo: LongitudinalOracle) -> tuple[float, float, float, float]:
     """``1 - p1, 1 - q1, 1 - p2, 1 - q2``, each from its own expression."""
-    not_p1, not_q1 = orc._complements(round_oracles(lo)[0])
+    not_p1, not_q1 = orc.complements(round_oracles(lo)[0])
     if lo.kind in ("l_sue", "l_osue"):                # SUE's IRR: p2 + q2 = 1
         return not_p1, not_q1, lo.q2, lo.p2
     return not_p1, not_q1, 1 - lo.p2, 1 - lo.q2

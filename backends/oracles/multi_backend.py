@@ -187,7 +187,7 @@ def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tup
     bad_mask[np.flatnonzero(mine)[np.asarray(bad, dtype=np.int64)]] = True
     single.check_reports(tally, bad_mask, np.where(valid, text, sampled),
                          var.name if valid.all() else multi.SAMPLED, mech.protocol,
-                         single._form_hint(o) + "; the column 'sampled' holds the index of the attribute reported "
+                         single.form_hint(o) + "; the column 'sampled' holds the index of the attribute reported "
                                                 "(0 .. A-1, in the order of smp(...))")
     counts = np.asarray(tally.counts, dtype=float)
     return reports, counts[mine], int(counts.sum())
@@ -203,7 +203,7 @@ def likelihood_pair(mo: multi.MultiOracle, j: int) -> tuple[float, float]:
     fake's likelihood depend on the support's size: no pair, no MLE (B415)."""
     o = mo.oracles[j]
     if mo.protocol != "rsfd":
-        return core._likelihood_pair(o)
+        return core.likelihood_pair(o)
     p, q = core.support_probs(o)
     A, fake = mo.A, mo.fakes[j]
     if fake == "uniform":
