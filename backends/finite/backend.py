@@ -18,7 +18,7 @@ from privspec.backends.core.compile import channel_in_w
 from privspec.backends.finite.data import count_observations, observations, privatize_frame
 from privspec.backends.finite.estimates import se_kind_of
 from privspec.backends.finite.simulate import simulate_query
-from privspec.backends.finite.truth import (Truth, _mat, _vec, avar_matrix, coverage_value, estimate_on_counts,
+from privspec.backends.finite.truth import (Truth, mat as _mat, vec as _vec, avar_matrix, coverage_value, estimate_on_counts,
                            independence_on_counts, leakage_value, report_table)
 from privspec.backends.core.populations import parameter_values
 

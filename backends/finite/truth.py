@@ -99,13 +99,15 @@ def _real_labels(mech: Any) -> tuple[str, ...]:
     return channel_in_w(mech).x_labels
 
 
-def _mat(data: Any, rows, cols) -> Matrix:
+def mat(data: Any, rows, cols) -> Matrix:
+    """A result :class:`Matrix` with row and column labels (numpy or sympy data)."""
     if isinstance(data, np.ndarray):
         return Matrix(tuple(rows), tuple(cols), data)
     return Matrix(tuple(rows), tuple(cols), sympy.Matrix(data))
 
 
-def _vec(data: Any, labels) -> Vector:
+def vec(data: Any, labels) -> Vector:
+    """A result :class:`Vector` with labels (numpy or a sequence)."""
     values = list(np.asarray(data).ravel()) if isinstance(data, np.ndarray) else list(data)
     return Vector(tuple(labels), tuple(values))
 
@@ -176,7 +178,7 @@ def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) 
     fit = est.fit
     extras: dict = {"method": q.method.name, "n": fit.n}
     if est.V is not None:
-        extras["se"] = _vec(est.se, est.labels)
+        extras["se"] = vec(est.se, est.labels)
         extras["se_kind"] = est.se_kind
     if est.ci is not None:
         extras["ci95"] = {lab: [float(a), float(b)] for lab, (a, b) in zip(est.labels, est.ci)}
@@ -199,7 +201,7 @@ def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) 
         return Result("estimate", Table(tuple(v.name for v in q.estimand.variables),
                                         tuple(v.labels for v in q.estimand.variables), est.w.reshape(shape)), extras,
                       inference=inference)
-    return Result("estimate", _vec(est.w, est.labels), extras, inference=inference)
+    return Result("estimate", vec(est.w, est.labels), extras, inference=inference)
 
 
 def _inference(est: FiniteEstimate) -> Inference:

@@ -50,7 +50,7 @@ from privspec.backends.rr.joint import project as _project
 __all__ = ["PROTOCOLS", "KINDS", "oracle", "support_probs", "pair_probs", "covariance", "exact_covariance",
            "support_gap", "variance_formula", "epsilon_of", "complements", "likelihood_pair", "privatize",
            "support_counts", "support_sets", "format_reports", "parse_reports", "unbiased", "ibu",
-           "ibu_support_counts", "standard_errors", "symbols_of",
+           "ibu_support_counts", "standard_errors", "symbols_of", "check_codes",
            # the interface and the shared pieces, where the oracles' users find them
            "Oracle", "PairProbs", "FloatRangeError", "pure_covariance", "check_epsilon", "EPSILON", "D", "G", "K",
            "F"]
@@ -390,16 +390,20 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
     >>> r.shape, r.dtype
     ((3, 2), dtype('uint8'))
     """
+    return o.sample(check_codes(codes, o.d, rng), rng)
+
+
+def check_codes(codes: Any, d: int, rng: RowRandom) -> np.ndarray:
+    """The codes as int64, one per row of ``rng``; ValueError unless a 1-D array of integers
+    in ``[0, d)``."""
     x = np.asarray(codes)
     if x.ndim != 1:
         raise ValueError("codes is a 1-D array of category codes")
-    if x.size and (not np.issubdtype(x.dtype, np.integer) or x.min() < 0 or x.max() >= o.d):
-        raise ValueError(f"codes are integers in [0, {o.d})")
-    x = x.astype(np.int64, copy=False)
-    n = len(x)
-    if len(rng) != n:
-        raise ValueError(f"rng has {len(rng)} rows for {n} codes")
-    return o.sample(x, rng)
+    if x.size and (not np.issubdtype(x.dtype, np.integer) or x.min() < 0 or x.max() >= d):
+        raise ValueError(f"codes are integers in [0, {d})")
+    if len(rng) != len(x):
+        raise ValueError(f"rng has {len(rng)} rows for {len(x)} codes")
+    return x.astype(np.int64, copy=False)
 
 
 def _weights(counts: Any, m: int) -> np.ndarray | None:

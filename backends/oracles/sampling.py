@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 from scipy import stats
