@@ -484,7 +484,7 @@ def _concatenate(pieces: list[Any]) -> Any:
     if all(isinstance(p, pd.Categorical) for p in pieces):
         return pieces[0] if len(pieces) == 1 else pd.api.types.union_categoricals(pieces)
     if all(isinstance(p, pd.arrays.ArrowExtensionArray) for p in pieces):
-            if len(pieces) == 1:
+        if len(pieces) == 1:
             return pieces[0]
         arrays = [pa.array(p) for p in pieces]
         if len({a.type for a in arrays}) == 1:
