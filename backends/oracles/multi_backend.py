@@ -18,7 +18,7 @@ import sympy
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
 from privspec.results.values import Inference, Matrix, Result, Vector
-from privspec.backends.oracles import reports as single
+from privspec.backends.oracles.reports import avar_extras, check_reports, form_hint, mle_fit, number_of, read_reports
 from privspec.backends.oracles import pure as core
 from privspec.backends.oracles import multi
 from privspec.backends.data.files import require_columns
@@ -37,7 +37,7 @@ CHUNK = 1 << 19
 
 def multi_of(model: ModelGraph, mech: Any) -> multi.MultiOracle:
     """The :class:`~privspec.backends.oracles.multi.MultiOracle` a mechanism declares."""
-    eps = single.number_of(model, mech.epsilon, "epsilon")
+    eps = number_of(model, mech.epsilon, "epsilon")
     ds = tuple(v.p for v in mech.attributes)
     try:
         if mech.fake is not None:            # rsfd: the variant says the oracles
@@ -109,7 +109,7 @@ def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
     f = f / f.sum()
     kind = str(q.method.options.get("se", "population"))
     V = mo.asymptotic_covariance(j, f, kind == "conditional")
-    extras = single.avar_extras(kind, facts(mo, j), V, note=mo.NOTE)
+    extras = avar_extras(kind, facts(mo, j), V, note=mo.NOTE)
     for l, other in enumerate(mech.attributes):
         C = None if l == j else cross_avar(model, mo, j, l, var, other, kind == "conditional")
         if C is not None:
@@ -145,7 +145,7 @@ def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tup
     var = mech.attributes[j]
     o = mo.oracles[j]
     if not mo.KEEPS_SAMPLED:
-        reports, counts = single.read_reports(var.name, mech.protocol, o, engine)
+        reports, counts = read_reports(var.name, mech.protocol, o, engine)
         return reports, counts, int(counts.sum())
     require_columns(pd.DataFrame(columns=engine.columns()), [var.name, multi.SAMPLED],
                     getattr(engine, "source", "the data"))
@@ -160,10 +160,10 @@ def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tup
     reports, bad = core.parse_reports(o, text[mine])
     bad_mask = ~valid
     bad_mask[np.flatnonzero(mine)[np.asarray(bad, dtype=np.int64)]] = True
-    single.check_reports(tally, bad_mask, np.where(valid, text, sampled),
-                         var.name if valid.all() else multi.SAMPLED, mech.protocol,
-                         single.form_hint(o) + "; the column 'sampled' holds the index of the attribute reported "
-                                                "(0 .. A-1, in the order of smp(...))")
+    check_reports(tally, bad_mask, np.where(valid, text, sampled),
+                  var.name if valid.all() else multi.SAMPLED, mech.protocol,
+                  form_hint(o) + "; the column 'sampled' holds the index of the attribute reported "
+                                 "(0 .. A-1, in the order of smp(...))")
     counts = np.asarray(tally.counts, dtype=float)
     return reports, counts[mine], int(counts.sum())
 
@@ -180,7 +180,7 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
         raise DataError(Diagnostic("D103", f"no respondent reported {q.estimand.variables[0].name}: nothing to "
                                            "estimate from"))
     if q.method.name == "mle":
-        w, V, loglik = single.mle_fit(o, reports, counts, mo.likelihood_pair(j))
+        w, V, loglik = mle_fit(o, reports, counts, mo.likelihood_pair(j))
         if V is not None:
             V = V * (n / m)              # m reports of the attribute among n respondents (smp)
             if se_kind == "conditional":
