@@ -35,6 +35,7 @@ from privspec.model.query_kinds import ORACLE, Answers
 from privspec.results.values import Inference, Matrix, Result, Table, Vector
 from privspec.backends import register
 from privspec.backends.oracles import multi_backend as frequency_multi
+from privspec.backends.core.frequency import FloatRangeError
 from privspec.backends.oracles import pure as core
 from privspec.backends.oracles import sampling
 from privspec.backends.oracles import longitudinal
@@ -87,14 +88,14 @@ def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
     k = int(mech.subset_size) if mech.subset_size is not None else None
     eps = number_of(model, mech.epsilon, "epsilon")
     if eps == 0:  # positive (the checker says so), but below the smallest double
-        raise float_range(model, mech, core.FloatRangeError(0.0, math.inf))
+        raise float_range(model, mech, FloatRangeError(0.0, math.inf))
     try:
         return core.oracle(mech.protocol, mech.variable.p, eps, g=g, k=k)
     except ValueError as e:
         raise BackendError(Diagnostic("B412", str(e))) from None
 
 
-def float_range(model: ModelGraph, mech: Any, e: core.FloatRangeError) -> BackendError:
+def float_range(model: ModelGraph, mech: Any, e: FloatRangeError) -> BackendError:
     """B416: a covariance of ``mech`` beyond floating point (its epsilon is too small; for a
     longitudinal oracle its ``first``, always the smaller)."""
     name = "first" if getattr(mech, "first", None) is not None else "epsilon"
@@ -313,7 +314,7 @@ class FrequencyOracleBackend:
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         try:
             return self._answer(model, query, verb, **options)
-        except core.FloatRangeError as e:
+        except FloatRangeError as e:
             raise float_range(model, query.mechanism, e) from None
 
     def _answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:

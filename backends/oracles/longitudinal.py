@@ -73,6 +73,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from privspec.backends.core.frequency import FloatRangeError
 from privspec.backends.oracles import pure as orc
 from privspec.backends.oracles.memoized import LGRR, LOSUE, LOUE, LSUE, LongitudinalOracle
 from privspec.backends.oracles.protocol import Oracle, PairProbs
@@ -440,7 +441,7 @@ def unbiased(lo: LongitudinalOracle, C: Sequence[float], n: float, project: str 
     q = support_probs(lo)[1]
     gap = support_gap(lo)
     if gap == 0:   # first below about 1e-16: the IRR keeps nothing in doubles
-        raise orc.FloatRangeError(0.0, math.inf)
+        raise FloatRangeError(0.0, math.inf)
     return _project((C / n - q) / gap, project)
 
 

@@ -40,7 +40,7 @@ import pandas as pd
 import sympy
 
 from privspec.backends.core.algebra import Exact, Float
-from privspec.backends.core.frequency import FloatRangeError, pure_covariance
+from privspec.backends.core.frequency import pure_covariance
 from privspec.backends.core.rowrandom import RowRandom
 from privspec.backends.data.tally import all_text
 from privspec.backends.oracles.protocol import D, EPSILON, F, G, K, Oracle, PairProbs, check_epsilon
@@ -52,7 +52,7 @@ __all__ = ["PROTOCOLS", "KINDS", "oracle", "support_probs", "pair_probs", "covar
            "support_counts", "support_sets", "format_reports", "parse_reports", "unbiased", "ibu",
            "ibu_support_counts", "standard_errors", "symbols_of", "check_codes",
            # the interface and the shared pieces, where the oracles' users find them
-           "Oracle", "PairProbs", "FloatRangeError", "pure_covariance", "check_epsilon", "EPSILON", "D", "G", "K",
+           "Oracle", "PairProbs", "pure_covariance", "check_epsilon", "EPSILON", "D", "G", "K",
            "F"]
 
 #: the protocols by the spec's name: adding one is a class and a line here
