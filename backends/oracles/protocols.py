@@ -21,6 +21,7 @@ packed bits (:class:`PackedReports`), hashed values (:class:`LocalHashing`).
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -47,9 +48,9 @@ class CodeReports(Oracle):
     """Reports that are one integer code in ``[0, key_range)`` (grr, hr)."""
 
     @property
+    @abstractmethod
     def key_range(self) -> int:
         """How many report codes there are."""
-        raise NotImplementedError
 
     def distinct_supports(self, reports: Any, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         uniq, inv = np.unique(np.asarray(reports, dtype=np.int64), return_inverse=True)
@@ -362,9 +363,9 @@ class LocalHashing(Oracle):
     PARAMS = ("g",)
 
     @classmethod
+    @abstractmethod
     def default_g(cls, epsilon: float) -> int:
         """The hash range when the spec gives none."""
-        raise NotImplementedError
 
     @classmethod
     def build(cls, d: int, epsilon: float, g: Any = None, k: Any = None) -> "LocalHashing":
