@@ -118,7 +118,7 @@ def test_wide_unary_reports_counted_by_row_equal_the_tally(tmp_path) -> None:
     column, a file through DuckDB); texts that are not reports still get D013 with their
     rows, missing ones D004."""
     pytest.importorskip("duckdb")
-    from privspec.backends.oracles import backend as frequency_oracles
+    from privspec.backends.oracles import reports as frequency_oracles
 
     labels = [f"c{i}" for i in range(100)]
     wide = privspec.load("variable x: categorical {" + ", ".join(labels) + "}\n"

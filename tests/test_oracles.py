@@ -23,8 +23,9 @@ import pytest
 import sympy
 from scipy import stats
 
-from privspec.backends.oracles import pure as orc
-from privspec.backends.oracles.pure import (EPSILON, F, covariance, epsilon_of, format_reports, hash_values, ibu,
+from privspec.backends.oracles import sampling as orc
+from privspec.backends.oracles.protocols import hash_values
+from privspec.backends.oracles.pure import (EPSILON, F, covariance, epsilon_of, format_reports, ibu,
                                        ibu_support_counts, oracle, pair_probs, parse_reports, privatize,
                                        standard_errors, support_counts, support_probs, support_sets, symbols_of,
                                        unbiased, variance_formula)
@@ -118,7 +119,7 @@ def test_closed_forms_against_the_enumerated_mechanism(kind: str, d: int) -> Non
     # the sampler draws from this law: chi-square goodness of fit, x = 1
     n = 60_000
     reps = privatize(o, np.full(n, 1), RowRandom(21, rows=range(n)))
-    member = orc._membership(o, reps)
+    member = o.membership(reps)
     index = {row.tobytes(): i for i, row in enumerate(S)} if kind != "grr" else None
     if kind == "grr":
         obs = np.bincount(reps, minlength=d)
@@ -164,7 +165,7 @@ def _estimates(o, x: np.ndarray, seed: int) -> np.ndarray:
     C = np.empty((R, o.d), dtype=np.int64)
     block = 100
     for r in range(0, R, block):
-        member = orc._membership(o, reps[r * N_MC:(r + block) * N_MC])
+        member = o.membership(reps[r * N_MC:(r + block) * N_MC])
         C[r:r + block] = member.reshape(-1, N_MC, o.d).sum(axis=1)
     for r in (0, R - 1):
         assert np.array_equal(support_counts(o, reps[r * N_MC:(r + 1) * N_MC]), C[r])
@@ -418,7 +419,7 @@ def _event(o, reps, x1: int, x2: int) -> np.ndarray:
     if o.kind in ("blh", "olh"):
         h = hash_values(o, reps["seed"], [x1, x2])
         return (h[:, 0] == reps["value"]) & (h[:, 1] != reps["value"])
-    member = orc._hadamard_member(reps, o.d)
+    member = orc.hadamard_member(reps, o.d)
     return member[:, x1] & ~member[:, x2]
 
 
@@ -455,7 +456,7 @@ def test_chunking_weights_and_text(kind: str, monkeypatch) -> None:
     monkeypatch.undo()
     assert C.sum() > 0 and C.shape == (o.d,)
     # the rows' support sets, weighted, give the same counts
-    assert np.array_equal(orc._membership(o, whole).sum(axis=0), C)
+    assert np.array_equal(o.membership(whole).sum(axis=0), C)
     sets, counts = support_sets(o, whole)
     assert counts.sum() == n and np.allclose(counts @ sets, C)
     uniq, inv = np.unique(whole, return_inverse=True, axis=0 if whole.ndim == 2 else None)
@@ -624,7 +625,7 @@ def test_ibu_exact_em_is_the_mle() -> None:
 # a table of subsets; first distinct draws
 @pytest.mark.parametrize("d,eps", [(6, 1.0), (16, 2.0), (70, 3.0), (70, 1.0)])
 def test_subset_selection_samplers_have_the_right_support_rates(d, eps) -> None:
-    from privspec.backends.oracles.pure import _ss_enumerable
+    from privspec.backends.oracles.protocols import _ss_enumerable
 
     o = oracle("ss", d, eps)
     assert _ss_enumerable(o) == (d <= 64)

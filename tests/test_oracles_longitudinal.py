@@ -39,6 +39,7 @@ from scipy import stats
 
 from privspec.backends.oracles import pure as orc
 from privspec.backends.oracles import longitudinal as ol
+from privspec.backends.oracles import sampling
 from privspec.backends.core.rowrandom import RowRandom
 
 KINDS = ol.KINDS
@@ -407,7 +408,7 @@ def test_pieces_privatize_as_the_whole_and_text_round_trips(kind: str, monkeypat
     assert np.array_equal(ol.privatize(lo, x[pick], RowRandom(6, rows=pick), collection=5), whole[pick])
     # small blocks change nothing (the IRR's blocks of rows, the PRR sampler's)
     monkeypatch.setattr(ol, "_CHUNK", 64)
-    monkeypatch.setattr(orc, "_CHUNK", 64, raising=False)   # oracles.py may rename it
+    monkeypatch.setattr(sampling, "_CHUNK", 64)   # the one-round samplers, in pieces too
     assert np.array_equal(ol.privatize(lo, x, RowRandom(6, rows=range(n)), collection=5), whole)
     monkeypatch.undo()
     # another stream, another collection: other reports

@@ -24,7 +24,7 @@ product, built only when asked for (:attr:`Channel.K`).  Observations of a produ
 tuples of the factors' observations; labels join them with ``" & "``.
 
 The same formulas serve exact and floating evaluation through a tiny algebra
-(:class:`_Exact`, :class:`_Float`), so a formula is written once.
+(:mod:`privspec.backends.core.algebra`), so a formula is written once.
 """
 from __future__ import annotations
 
@@ -38,81 +38,12 @@ from typing import Any, Sequence
 import numpy as np
 import sympy
 
+from privspec.errors import BackendError, Diagnostic
 from privspec.limits import EXACT_CELL_LIMIT, SYMBOLIC_LIMIT
 from privspec.model import costs
-
-
-# ---- a tiny algebra: the same formulas, exact or floating ------------------------------
-class _Exact:
-    """sympy matrices: exact and symbolic."""
-
-    @staticmethod
-    def asmatrix(x: Any) -> sympy.Matrix:
-        return x if isinstance(x, sympy.MatrixBase) else sympy.Matrix(x)
-
-    @staticmethod
-    def diag(v: Any) -> sympy.Matrix:
-        return sympy.diag(*list(v))
-
-    @staticmethod
-    def inv(m: Any) -> sympy.Matrix:
-        return m.inv()
-
-    @staticmethod
-    def outer(u: Any, v: Any) -> sympy.Matrix:
-        return u * v.T
-
-    @staticmethod
-    def recip(v: Any) -> list:
-        return [1 / x for x in v]
-
-    @staticmethod
-    def log2(x: Any) -> Any:
-        return sympy.log(x, 2)
-
-    @staticmethod
-    def simplify(x: Any) -> Any:
-        return x.applyfunc(sympy.cancel) if isinstance(x, sympy.MatrixBase) else sympy.cancel(x)
-
-
-class _Float:
-    """numpy float64 arrays."""
-
-    @staticmethod
-    def asmatrix(x: Any) -> np.ndarray:
-        a = np.asarray(x, dtype=float)
-        return a.reshape(-1, 1) if a.ndim == 1 else a
-
-    @staticmethod
-    def diag(v: Any) -> np.ndarray:
-        return np.diag(np.asarray(v, dtype=float).ravel())
-
-    @staticmethod
-    def inv(m: Any) -> np.ndarray:
-        return np.linalg.inv(m)
-
-    @staticmethod
-    def outer(u: Any, v: Any) -> np.ndarray:
-        return np.outer(u, v)
-
-    @staticmethod
-    def recip(v: Any) -> np.ndarray:
-        return 1.0 / np.asarray(v, dtype=float).ravel()
-
-    @staticmethod
-    def log2(x: Any) -> Any:
-        return np.log2(x)
-
-    @staticmethod
-    def simplify(x: Any) -> Any:
-        return x
-
-
-def algebra(w: Any):
-    """The algebra matching ``w``: exact for sympy objects, floating otherwise."""
-    if isinstance(w, sympy.MatrixBase) or (isinstance(w, (list, tuple)) and w and isinstance(w[0], sympy.Basic)):
-        return _Exact
-    return _Float
+from privspec.backends.core.algebra import Exact, Float, algebra
+from privspec.backends.core.frequency import FloatRangeError, grr_gap, grr_probs, pure_covariance
+from privspec.backends.core.kron import kron_apply
 
 
 def B_matrix(p: int, exact: bool = True):
@@ -275,16 +206,12 @@ class Channel:
         [0.2875, 0.1625, 0.2625, 0.2875]
         """
         if self.factors and "Kn" not in self._cache:
-            from privspec.backends.core.kron import kron_apply
-
             return kron_apply([f.Kn for f in self.factors], np.asarray(w, dtype=float)).reshape(-1)
         return self.Kn @ np.asarray(w, dtype=float).reshape(-1)
 
     def rmatvec(self, v: Any) -> np.ndarray:
         """``K^T v`` in floating point (mode-wise for products)."""
         if self.factors and "Kn" not in self._cache:
-            from privspec.backends.core.kron import kron_apply
-
             return kron_apply([f.Kn.T for f in self.factors], np.asarray(v, dtype=float)).reshape(-1)
         return self.Kn.T @ np.asarray(v, dtype=float).reshape(-1)
 
@@ -337,15 +264,15 @@ class Channel:
         if self.closed is not None:
             return self.closed.moments(w)
         A = algebra(w)
-        K, T = self.matrices(A is _Exact)
+        K, T = self.matrices(A is Exact)
         w = A.asmatrix(w)
-        lam = K @ w if A is _Float else K * w
+        lam = K @ w if A is Float else K * w
         if self.offset is not None:  # affine: lambda = K w + b, and Q (the part in w) stays T K
-            lam = lam + (self.bn.reshape(-1, 1) if A is _Float else self.offset)
-        Q = T @ K if A is _Float else T * K
-        gamma = T @ lam if A is _Float else T * lam  # = Q w (+ T b)
-        H = (T @ A.diag(lam) @ T.T) if A is _Float else T * A.diag(lam) * T.T
-        C = H - A.outer(gamma, gamma) if A is _Float else H - gamma * gamma.T
+            lam = lam + (self.bn.reshape(-1, 1) if A is Float else self.offset)
+        Q = T @ K if A is Float else T * K
+        gamma = T @ lam if A is Float else T * lam  # = Q w (+ T b)
+        H = (T @ A.diag(lam) @ T.T) if A is Float else T * A.diag(lam) * T.T
+        C = H - A.outer(gamma, gamma) if A is Float else H - gamma * gamma.T
         return {"lambda": lam, "Q": Q, "gamma": gamma, "H": H, "C": C}
 
     def avar_mom(self, w: Any) -> Any:
@@ -355,7 +282,7 @@ class Channel:
         A = algebra(w)
         m = self.moments(w)
         Qi = A.inv(m["Q"])
-        return Qi @ m["C"] @ Qi.T if A is _Float else A.simplify(Qi * m["C"] * Qi.T)
+        return Qi @ m["C"] @ Qi.T if A is Float else A.simplify(Qi * m["C"] * Qi.T)
 
     def covariance_closed_form(self, w: Any) -> Any:
         """The MoM covariance in the design's own closed form where it has one (GRR:
@@ -377,10 +304,10 @@ class Channel:
         """Fisher information of one observation in w: ``K^T diag(1/lambda) K`` (observations with
         lambda = 0 carry no information and are left out)."""
         A = algebra(w)
-        K, _ = self.matrices(A is _Exact)
+        K, _ = self.matrices(A is Exact)
         w = A.asmatrix(w)
-        b = self._offset(A is _Exact)
-        if A is _Float:
+        b = self._offset(A is Exact)
+        if A is Float:
             lam = (K @ w).ravel() + (0.0 if b is None else b)
             keep = lam > 0
             Kk = K[keep]
@@ -393,16 +320,16 @@ class Channel:
     def fisher_theta(self, w: Any) -> Any:
         """``I(theta) = B^T I(w) B`` for ``w = alpha + B theta`` (the paper's parameterization)."""
         A = algebra(w)
-        B = B_matrix(self.p, A is _Exact)
+        B = B_matrix(self.p, A is Exact)
         Iw = self.fisher_w(w)
-        return B.T @ Iw @ B if A is _Float else A.simplify(B.T * Iw * B)
+        return B.T @ Iw @ B if A is Float else A.simplify(B.T * Iw * B)
 
     def avar_mle(self, w: Any) -> Any:
         """Asymptotic covariance of sqrt(n)(w_MLE - w): ``B I(theta)^-1 B^T`` (Theorem 3)."""
         A = algebra(w)
-        B = B_matrix(self.p, A is _Exact)
+        B = B_matrix(self.p, A is Exact)
         Ii = A.inv(self.fisher_theta(w))
-        return B @ Ii @ B.T if A is _Float else A.simplify(B * Ii * B.T)
+        return B @ Ii @ B.T if A is Float else A.simplify(B * Ii * B.T)
 
     def loglik(self, w: np.ndarray, counts: np.ndarray) -> float:
         """``sum_o n_o log (K w)_o`` (Eq. 3), on counts per observation."""
@@ -418,17 +345,17 @@ class Channel:
             raise ValueError("size coverage needs set-valued observations")
         A = algebra(w)
         m = self.moments(w)
-        lam, T = m["lambda"], (self.T if A is _Exact else self.Tn)
-        size = (T.T @ A.asmatrix(w)) if A is _Float else T.T * A.asmatrix(w)
-        if A is _Float:
+        lam, T = m["lambda"], (self.T if A is Exact else self.Tn)
+        size = (T.T @ A.asmatrix(w)) if A is Float else T.T * A.asmatrix(w)
+        if A is Float:
             return float(lam.ravel() @ size.ravel())
         return sympy.expand(sum(lam[i] * size[i] for i in range(self.n_obs)))
 
     def joint(self, w: Any) -> Any:
         """``Pr(X = x, O = o) = K[o, x] w_x`` (observations x categories)."""
         A = algebra(w)
-        K, _ = self.matrices(A is _Exact)
-        if A is _Float:
+        K, _ = self.matrices(A is Exact)
+        if A is Float:
             return K * np.asarray(w, dtype=float).ravel()[None, :]
         w = A.asmatrix(w)
         return K * A.diag(list(w))
@@ -437,7 +364,7 @@ class Channel:
         """``I(X; O) = sum_{x,o} Pr(x, o) log2( K[o, x] / lambda_o )`` in bits (Def. 6)."""
         A = algebra(w)
         J = self.joint(w)
-        if A is _Float:
+        if A is Float:
             lam = J.sum(axis=1, keepdims=True)
             K = self.Kn
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -455,7 +382,7 @@ class Channel:
     def entropy(self, w: Any) -> Any:
         """``H(X)`` in bits."""
         A = algebra(w)
-        if A is _Float:
+        if A is Float:
             v = np.asarray(w, dtype=float).ravel()
             v = v[v > 0]
             return float(-(v * np.log2(v)).sum())
@@ -465,7 +392,7 @@ class Channel:
         """``R(X; O) = sum_o max_x Pr(X = x, O = o)`` (Def. 7): the best guess's accuracy."""
         A = algebra(w)
         J = self.joint(w)
-        if A is _Float:
+        if A is Float:
             return float(J.max(axis=1).sum())
         return sum(sympy.Max(*[J[i, j] for j in range(J.cols)]) for i in range(J.rows))
 
@@ -515,8 +442,6 @@ def _to_float(m: Any) -> np.ndarray:
 
 
 def _symbolic_error(m: Any):
-    from privspec.errors import BackendError, Diagnostic
-
     names = sorted(map(str, m.free_symbols))
     raise BackendError(Diagnostic("B009", f"the mechanism depends on the parameter{'s' if len(names) > 1 else ''} "
                                   f"{', '.join(names)}, which has no value: this needs numbers",
@@ -575,19 +500,17 @@ class GRRChannel(Channel):
     keeps_truth = True
 
     def _closed_form_float(self, eps: Any, w: Sequence[float]) -> np.ndarray:
-        """The closed form in floating point: the grr frequency oracle's covariance
-        (:func:`privspec.backends.oracles.pure.covariance`, ``p - q`` by ``expm1``: accurate for
-        small epsilon); B416 where the variance overflows (epsilon below about 1e-150)."""
-        from privspec.errors import BackendError, Diagnostic
-        from privspec.backends.oracles.pure import FloatRangeError, covariance, oracle
-
+        """The closed form in floating point: a pure oracle's covariance with GRR's report law
+        (:func:`privspec.backends.core.frequency.pure_covariance`, ``p - q`` by ``expm1``: accurate
+        for small epsilon); B416 where the variance overflows (epsilon below about 1e-150)."""
         x = float(eps)
         shown = sympy.sstr(sympy.N(eps, 3))
         try:
             if x == 0:  # a positive epsilon below the smallest double
                 raise FloatRangeError(0.0, math.inf)
             w = np.asarray(w, dtype=float)
-            return covariance(oracle("grr", self.p, x), w / w.sum(), 1.0)
+            p, q = grr_probs(Float, x, self.p)
+            return pure_covariance(p, q, 0.0, 0.0, w / w.sum(), 1.0, gap=grr_gap(x, self.p))
         except FloatRangeError as e:
             raise BackendError(Diagnostic("B416", e.describe(shown), hint=e.HINT)) from None
 
@@ -600,7 +523,7 @@ class GRRChannel(Channel):
         columns sum to 0), hence the closed form of ``P^-T (diag(lambda) - lambda
         lambda^T) P^-1``.
         """
-        if algebra(w) is _Float:
+        if algebra(w) is Float:
             return self.avar_mom(w)
         eps = sympy.sympify(dict(self.facts)["epsilon"])
         numeric_w = all(getattr(x, "is_number", True) for x in w)
@@ -625,8 +548,7 @@ class GRRChannel(Channel):
     def keep_probabilities(self) -> tuple[float, float] | None:
         """``(p, q) = (e^eps, 1) / (e^eps + d - 1)`` in floating point (epsilon must have a value:
         use :meth:`Channel.at`)."""
-        e, d = math.exp(float(dict(self.facts)["epsilon"])), self.p
-        return e / (e + d - 1), 1 / (e + d - 1)
+        return grr_probs(Float, float(dict(self.facts)["epsilon"]), self.p)
 
     def check_floating(self) -> None:
         """B416 where ``p`` and ``q`` are equal in doubles: the matrix is singular in floating
@@ -638,8 +560,6 @@ class GRRChannel(Channel):
         p, q = self.keep_probabilities()
         if p > q:
             return
-        from privspec.errors import BackendError, Diagnostic
-
         raise BackendError(Diagnostic("B416", f"epsilon = {sympy.sstr(sympy.N(eps, 3))} is too small for floating "
                                       "point: grr's keep probability exceeds the others by less than their "
                                       "rounding, so its randomization matrix is singular in doubles",
@@ -656,9 +576,8 @@ def grr_channel(labels: Sequence[str], epsilon: Any, note: str = "", P: Any = No
     """The GRR channel on ``labels`` at ``epsilon`` (a number or a symbol); ``P`` the
     randomization matrix when the caller has it (``P[u][v] = Pr(Y = v | X = u)``)."""
     d = len(labels)
-    e = sympy.exp(sympy.sympify(epsilon))
-    P = sympy.Matrix(d, d, lambda i, j: e / (e + d - 1) if i == j else 1 / (e + d - 1)) if P is None \
-        else sympy.Matrix(P)
+    keep, other = grr_probs(Exact, sympy.sympify(epsilon), d)
+    P = sympy.Matrix(d, d, lambda i, j: keep if i == j else other) if P is None else sympy.Matrix(P)
     # Pr(Y = x | x) / Pr(Y = x | x') = e^eps: epsilon is |eps| (a symbol's sign unknown)
     return GRRChannel(tuple(labels), tuple(labels), P.T, sympy.eye(d), None, kind="rr",
                       note=note or "grr randomized response",

@@ -21,7 +21,7 @@ import numpy as np
 import sympy
 
 from privspec.errors import BackendError, Diagnostic
-from privspec.backends.core.channel import _Exact, _Float, algebra
+from privspec.backends.core.algebra import Exact, Float, algebra
 
 
 def constants(p: int) -> tuple[sympy.Rational, sympy.Rational, sympy.Rational]:
@@ -56,7 +56,7 @@ def moments(p: int, w: Any) -> dict[str, Any]:
     """
     A = algebra(w)
     _, c2, c3 = constants(p)
-    if A is _Float:
+    if A is Float:
         c2, c3 = float(c2), float(c3)
         w = np.asarray(w, dtype=float).reshape(-1, 1)
         Q = (1 - c2) * np.eye(p) + c2 * np.ones((p, p))
@@ -67,7 +67,7 @@ def moments(p: int, w: Any) -> dict[str, Any]:
         np.fill_diagonal(H, gamma.ravel())
         C = H - gamma @ gamma.T
         return {"Q": Q, "gamma": gamma, "H": H, "C": C}
-    w = _Exact.asmatrix(w)
+    w = Exact.asmatrix(w)
     Q = (1 - c2) * sympy.eye(p) + c2 * sympy.ones(p, p)
     gamma = Q * w
     S = sum(w)
@@ -90,8 +90,8 @@ def avar_mom(p: int, w: Any) -> Any:
     """``Q^-1 C Q^-1`` (Theorem 4) for the uniform design."""
     A = algebra(w)
     C = moments(p, w)["C"]
-    Qi = q_inverse(p, A is _Exact)
-    return Qi @ C @ Qi if A is _Float else (Qi * C * Qi).applyfunc(sympy.expand)
+    Qi = q_inverse(p, A is Exact)
+    return Qi @ C @ Qi if A is Float else (Qi * C * Qi).applyfunc(sympy.expand)
 
 
 def size_coverage(p: int, w: Any) -> Any:
@@ -105,11 +105,11 @@ def size_coverage(p: int, w: Any) -> Any:
     """
     A = algebra(w)
     _, c2, _ = constants(p)
-    if A is _Float:
+    if A is Float:
         v = np.asarray(w, dtype=float).ravel()
         c2 = float(c2)
         return float((1 - c2) * (v @ v) + c2 * v.sum() ** 2)
-    w = list(_Exact.asmatrix(w))
+    w = list(Exact.asmatrix(w))
     return sympy.expand((1 - c2) * sum(x ** 2 for x in w) + c2 * sum(w) ** 2)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import sympy
 
 from privspec.model import costs
@@ -35,14 +36,16 @@ from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
 from privspec.backends.oracles import multi_backend as frequency_multi
+from privspec.backends.core.frequency import FloatRangeError
 from privspec.backends.oracles import pure as core
+from privspec.backends.oracles import sampling
 from privspec.backends.oracles import longitudinal
-from privspec.backends.data.checks import require_columns
+from privspec.backends.oracles.reports import (avar_extras, mle_fit, number_of, one_round, ops, read_reports,
+                                               read_support_counts)
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import raw_codes
-from privspec.backends.data.tally import all_text, strip_texts
 from privspec.backends.finite.estimates import conditional_covariance, wald_inference
-from privspec.backends.finite.truth import as_matrix as _mat, as_vector as _vec
+from privspec.backends.finite.truth import as_matrix, as_vector
 from privspec.backends.core.normal import Z95
 from privspec.backends.core.populations import bind_parameters, population_vector
 from privspec.backends.core.rowrandom import RowRandom, row_key, stream_of
@@ -60,9 +63,6 @@ _ANSWERS = (
     Answers(("estimate",), ("multi_oracle",), ("run", "simulate"), estimands=("distribution",),
             methods=("mom", "mle")),
 )
-#: the observed information of the MLE (``by mle``) is a d x d sum over the distinct support
-#: sets: computed up to this many set x category^2 products (about 2 s), else no standard error
-MLE_SE_WORK = 2e9
 #: rows privatized at once (per-row randomness: the result does not depend on it)
 CHUNK = 1 << 20
 #: exact (sympy) covariances up to this many categories (at exact epsilon and population); floats beyond
@@ -76,19 +76,10 @@ def _exact(x: Any) -> bool:
 
 
 # ---- the oracle of a mechanism --------------------------------------------------------------------
-def number_of(model: ModelGraph, value: Any, what: str) -> float:
-    """A value at the parameters' values, as a float; B410 while a parameter has none."""
-    v = bind_parameters(model, value)
-    if not getattr(v, "is_number", False):
-        raise BackendError(Diagnostic("B410", f"{what} = {v} has no value: a frequency oracle is analysed and run "
-                                      "at numbers", hint="give the parameter a value (parameter eps = 1)"))
-    return float(v)
-
-
 def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
     """The :class:`privspec.backends.oracles.pure.Oracle` a mechanism declares, at the
     parameters' values."""
-    if mech.protocol.startswith("l_"):
+    if mech.protocol in longitudinal.LONGITUDINAL:
         try:
             return longitudinal.longitudinal(mech.protocol, mech.variable.p, number_of(model, mech.epsilon, "epsilon"),
                                              number_of(model, mech.first, "first"))
@@ -98,33 +89,20 @@ def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
     k = int(mech.subset_size) if mech.subset_size is not None else None
     eps = number_of(model, mech.epsilon, "epsilon")
     if eps == 0:  # positive (the checker says so), but below the smallest double
-        raise float_range(model, mech, core.FloatRangeError(0.0, math.inf))
+        raise float_range(model, mech, FloatRangeError(0.0, math.inf))
     try:
         return core.oracle(mech.protocol, mech.variable.p, eps, g=g, k=k)
     except ValueError as e:
         raise BackendError(Diagnostic("B412", str(e))) from None
 
 
-def float_range(model: ModelGraph, mech: Any, e: core.FloatRangeError) -> BackendError:
+def float_range(model: ModelGraph, mech: Any, e: FloatRangeError) -> BackendError:
     """B416: a covariance of ``mech`` beyond floating point (its epsilon is too small; for a
     longitudinal oracle its ``first``, always the smaller)."""
     name = "first" if getattr(mech, "first", None) is not None else "epsilon"
     value = bind_parameters(model, getattr(mech, name))
     shown = sympy.sstr(sympy.N(value, 3)) if getattr(value, "is_number", False) else str(value)
     return BackendError(Diagnostic("B416", e.describe(shown, name), hint=e.HINT))
-
-
-def ops(o: Any) -> Any:
-    """The module whose functions (``privatize``, ``support_counts``, ``unbiased``,
-    ``covariance``, ``format_reports``, ``parse_reports``, ``support_probs``) take ``o``:
-    the one-round oracles' or the longitudinal ones'."""
-    return longitudinal if isinstance(o, longitudinal.LongitudinalOracle) else core
-
-
-def _one_round(o: Any) -> core.Oracle:
-    """The one-round oracle whose reports ``o`` writes (itself, or a longitudinal oracle's
-    second round: grr codes or unary bits)."""
-    return longitudinal.report_oracle(o) if isinstance(o, longitudinal.LongitudinalOracle) else o
 
 
 def _population(model: ModelGraph, mech: Any) -> sympy.Matrix | None:
@@ -154,128 +132,11 @@ def _facts(o: Any) -> dict:
                    "p_star_formula": pe, "q_star_formula": qe, "variance_formula": var,
                    "variance_meaning": "n Var(f_hat_v) given the collected table (Wang et al. 2017, Eq. (1)); "
                                        "at a population add f (1 - f)"}
-    if o.g is not None:
-        facts["g"] = o.g
-    if o.k is not None:
-        facts["k"] = o.k
-    if o.kind == "hr":
-        facts["K"] = o.K
+    facts.update(o.facts())
     return facts
 
 
-# ---- reading reports ------------------------------------------------------------------------------
-def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, np.ndarray]:
-    """The distinct reports of ``column`` (parsed by ``o``'s reader) and their counts; D004 for
-    missing values and D013 naming every distinct value that is not a report of the oracle."""
-    _require(column, engine)
-    tally = engine.tally([column])
-    tally.check_no_missing([column])
-    values = np.asarray(tally.column(column), dtype=object)
-    text = strip_texts(values) if all_text(values) else np.array([str(v).strip() for v in values], dtype=object)
-    reports, bad = ops(o).parse_reports(o, text)
-    mask = np.zeros(len(text), dtype=bool)
-    mask[np.asarray(bad, dtype=np.int64)] = True
-    check_reports(tally, mask, text, column, protocol, _form_hint(_one_round(o)))
-    return reports, np.asarray(tally.counts, dtype=float)
-
-
-def _require(column: str, engine: Any) -> None:
-    """D003 (as for every mechanism) when the engine's data have no such column."""
-    require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
-
-
-def read_support_counts(column: str, protocol: str, o: Any, engine: Any) -> tuple[np.ndarray, float]:
-    """``C`` (the reports whose support holds each category) and the number of reports of
-    ``column``: all the unbiased estimator needs.
-
-    Unary-encoding reports of more than a few categories are nearly all distinct (d = 256,
-    epsilon = 4: a million reports, a million texts), so an engine that has the rows'
-    texts at hand (:meth:`.engines.PandasEngine.text_blocks`) gives them as bytes and the
-    bits are counted row by row, in blocks, without grouping them.  Anything else (other
-    oracles, a text that is not a report, a missing value) is read as distinct reports
-    (:func:`read_reports`), with its messages.
-    """
-    one = _one_round(o)
-    if one.kind in core._UE and hasattr(engine, "text_blocks"):
-        _require(column, engine)
-        blocks = engine.text_blocks(column, 2 * one.packed_width)
-        if blocks is not None:
-            C = np.zeros(one.d, dtype=np.int64)
-            n = 0
-            for chars in blocks:
-                packed, ok = core.unhex(one, chars)
-                if not ok.all():
-                    break                   # not every row is a report: read them as reports
-                C += core.support_counts(one, packed)
-                n += len(chars)
-            else:
-                return C.astype(float), float(n)
-    reports, counts = read_reports(column, protocol, o, engine)
-    return ops(o).support_counts(o, reports, counts), float(counts.sum())
-
-
-def check_reports(tally: Any, bad: np.ndarray, text: np.ndarray, column: str, protocol: str, hint: str) -> None:
-    """D013 naming every distinct value of ``column`` that is not a report (``bad``, over
-    the tally's distinct tuples; ``text`` their values) with its rows."""
-    if not bad.any():
-        return
-    shown_values = text[bad]
-    shown = ", ".join(repr(t) for t in shown_values[:5]) + (" ..." if len(shown_values) > 5 else "")
-    many = len(shown_values) > 1
-    raise DataError(Diagnostic("D013", f"{len(shown_values)} distinct value{'s' if many else ''} in {tally.source} "
-                                       f"{'are' if many else 'is'} not {protocol} reports of {column}: {shown}",
-                               rows=tally.locate(bad), columns=(column,), hint=hint))
-
-
-def _form_hint(o: core.Oracle) -> str:
-    bits = f"the {o.d} bits as {2 * o.packed_width} hexadecimal digits (bit v of byte v // 8)"
-    hashed = "SEED:VALUE (the hash seed, then the hashed value in 0 .. g-1)"
-    forms = {"grr": "a category code 0 .. d-1", "sue": bits, "oue": bits, "blh": hashed, "olh": hashed,
-             "ss": f"{o.k} distinct category codes in increasing order joined by | (0|3|4)",
-             "hr": f"an index j in 0 .. {o.K - 1}"}
-    return f"{o.kind} reports are {forms.get(o.kind, 'what privatize writes')}; privatize writes them"
-
-
 # ---- estimates ------------------------------------------------------------------------------------
-def _mle_covariance(sets: np.ndarray, counts: np.ndarray, f: np.ndarray, pair: tuple[float, float]
-                    ) -> np.ndarray | None:
-    """n times the covariance of the MLE from the observed information (the Hessian of the
-    log-likelihood ``sum_y c_y log(L f)_y``, ``-sum_y c_y g_y g_y^T`` with ``g_y = L_y / (L
-    f)_y``) on the simplex (``f = alpha + B theta``); None when too large or singular (an
-    estimate on the boundary)."""
-    m, d = sets.shape
-    if m * d * d > MLE_SE_WORK:
-        return None
-    a, b = pair
-    J = np.zeros((d, d))
-    step = max(1, int(4e6 // d))
-    for lo in range(0, m, step):
-        L = np.where(sets[lo:lo + step], a, b)
-        g = L / (L @ f)[:, None]
-        J += g.T @ (g * counts[lo:lo + step, None])
-    n = counts.sum()
-    B = np.vstack([np.eye(d - 1), -np.ones((1, d - 1))])
-    try:
-        Vt = np.linalg.inv(B.T @ J @ B / n)
-    except np.linalg.LinAlgError:
-        return None
-    if not np.all(np.isfinite(Vt)) or np.any(np.diag(Vt) < 0):
-        return None
-    return B @ Vt @ B.T
-
-
-def mle_fit(o: core.Oracle, reports: Any, counts: np.ndarray, pair: tuple[float, float]
-            ) -> tuple[np.ndarray, np.ndarray | None, float]:
-    """The MLE (the IBU) from reports of ``o``'s form whose likelihood is ``pair`` in / out of
-    their support: the estimate, n times its covariance (None when unknown) and the
-    log-likelihood (up to a constant)."""
-    sets, c = core.support_sets(o, reports, counts)
-    w = core.ibu(o, sets, c, pair=pair)
-    a, b = pair
-    loglik = float(np.sum(c * np.log(np.where(sets, a, b) @ w)))
-    return w, _mle_covariance(sets, c, w, pair), loglik
-
-
 def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray, support: np.ndarray | None = None) -> dict:
     """The estimate of ``q`` (``mom`` or ``mle``) from distinct reports and their counts:
     ``w``, ``V`` (n times its covariance, of the kind ``se`` asks; None when unknown), and notes.
@@ -301,8 +162,8 @@ def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray, support: np.
                                 "estimator's (conservative near the boundary)")
         out["V"] = V
     else:
-        one = _one_round(o)
-        pair = longitudinal.likelihood_pair(o) if one is not o else core._likelihood_pair(o)
+        one = one_round(o)
+        pair = longitudinal.likelihood_pair(o) if one is not o else core.likelihood_pair(o)
         w, V, loglik = mle_fit(one, reports, counts, pair)
         out["w"] = w
         out["loglik"] = loglik
@@ -324,7 +185,7 @@ def _result(q: Query, labels: tuple[str, ...], o: core.Oracle, est: dict) -> Res
     inference = Inference(None, None, None, "no standard errors (see note)")
     if V is not None:
         se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
-        extras["se"] = _vec(se, labels)
+        extras["se"] = as_vector(se, labels)
         extras["se_kind"] = est["se_kind"]
         inference = wald_inference(est["w"], se, lambda: V / n)
         extras["ci95"] = {lab: [float(a), float(b)] for lab, a, b in zip(labels, *inference.interval(0.95))}
@@ -402,7 +263,7 @@ def _shaped(query: Query, value: Any, labels: tuple[str, ...]) -> Any:
         shape = tuple(len(v.labels) for v in variables)
         return Table(tuple(v.name for v in variables), tuple(v.labels for v in variables),
                      np.asarray(value, dtype=float).reshape(shape))
-    return _vec(value, labels)
+    return as_vector(value, labels)
 
 
 def _longitudinal_epsilon(model: ModelGraph, mech: Any, o: Any, declared: Any) -> Result:
@@ -454,7 +315,7 @@ class FrequencyOracleBackend:
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         try:
             return self._answer(model, query, verb, **options)
-        except core.FloatRangeError as e:
+        except FloatRangeError as e:
             raise float_range(model, query.mechanism, e) from None
 
     def _answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
@@ -536,19 +397,15 @@ class FrequencyOracleBackend:
             exact = core.exact_covariance(o, eps, [x / total for x in w_exact], conditional=(kind == "conditional"))
             value = exact.applyfunc(sympy.factor)
         eig = np.sort(np.linalg.eigvalsh((V + V.T) / 2))[::-1]
-        extras = {"method": "mom", "se_kind": kind, **_facts(o), "trace": float(np.trace(V)),
-                  "evaluation": "exact, at the declared population" if value is not V else
-                  "floating point, at the declared population",
-                  "eigenvalues": [float(x) for x in eig],
-                  "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
-                  "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi "
-                  "(privacy noise only)"}
+        extras = avar_extras(kind, _facts(o), V, evaluation="exact, at the declared population" if value is not V
+                             else "floating point, at the declared population",
+                             eigenvalues=[float(x) for x in eig])
         if isinstance(o, longitudinal.LongitudinalOracle):
             # two collections of the same respondents share their permanent responses
             X = longitudinal.cross_collection_covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
-            extras["cross_collection_covariance"] = _mat(X, labels, labels)
-            extras["change_covariance"] = _mat(longitudinal.change_covariance(o, w / w.sum(), 1.0), labels, labels)
-        return Result("avar", _mat(value, labels, labels), extras)
+            extras["cross_collection_covariance"] = as_matrix(X, labels, labels)
+            extras["change_covariance"] = as_matrix(longitudinal.change_covariance(o, w / w.sum(), 1.0), labels, labels)
+        return Result("avar", as_matrix(value, labels, labels), extras)
 
     # -- privatize --------------------------------------------------------------------------------
     def privatizes(self, mechanism: Any) -> bool:
@@ -570,21 +427,8 @@ class FrequencyOracleBackend:
         for start in range(0, len(x), CHUNK):
             stop = min(len(x), start + CHUNK)
             rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream)
-            pieces.append(report_column(_one_round(o), ops(o).privatize(o, x[start:stop], rng)))
+            pieces.append(report_column(one_round(o), ops(o).privatize(o, x[start:stop], rng)))
         return pd.DataFrame({var.name: _concatenate(pieces)}, index=frame.index)
-
-
-def _small_key(o: core.Oracle, reports: Any) -> np.ndarray | None:
-    """One integer per report when a report fits in 8 bytes (grr and hr indices; unary
-    encoding and subset bitmasks of at most 64 categories), else None.  Bitmasks are read
-    big-endian (byte 0 highest), so that unary encoding's keys are in the order of its texts."""
-    if o.kind in ("grr", "hr"):
-        return np.asarray(reports, dtype=np.int64)
-    if o.kind in ("sue", "oue", "ss") and o.packed_width <= 8:
-        packed = np.zeros((len(reports), 8), dtype=np.uint8)
-        packed[:, 8 - o.packed_width:] = reports
-        return packed.view(">u8").ravel().astype(np.uint64)
-    return None
 
 
 #: keys below this many values are grouped by a table (a bincount), not by hashing
@@ -597,12 +441,12 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
     order already: no string built per row, none hashed back when counted, as for finite
     mechanisms); unary encoding's longer bit vectors as Arrow text built from one buffer of
     hex digits (no Python string per report); else one text per row."""
-    key = _small_key(o, reports)
+    key = o.small_key(reports)
     if key is None:
-        if o.kind in core._UE:
-            return _arrow_texts(core.hex_chars(reports))
+        if o.HEX_TEXT:
+            return _arrow_texts(sampling.hex_chars(reports))
         return core.format_reports(o, reports)
-    top = o.d if o.kind == "grr" else o.K if o.kind == "hr" else 1 << (8 * o.packed_width)
+    top = o.key_range
     if top <= _DENSE_KEYS:
         # a table over every possible key: the distinct ones in increasing order, no hashing
         seen = np.bincount(key.astype(np.intp), minlength=top) > 0
@@ -613,10 +457,8 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
     else:
         codes, uniq = pd.factorize(key, sort=False)          # hashing, not a sort
         codes, uniq = np.asarray(codes).ravel(), np.asarray(uniq, dtype=key.dtype)
-    distinct = uniq if o.kind in ("grr", "hr") else \
-        np.ascontiguousarray(uniq.astype(">u8")).view(np.uint8).reshape(-1, 8)[:, 8 - o.packed_width:]
-    text = np.asarray(core.format_reports(o, distinct))
-    if o.kind not in core._UE or top > _DENSE_KEYS:
+    text = np.asarray(core.format_reports(o, o.keyed_reports(uniq)))
+    if not o.HEX_TEXT or top > _DENSE_KEYS:
         # the texts sorted (decimal codes and subsets do not sort as their keys do)
         order = np.argsort(text, kind="stable")
         rank = np.empty(order.size, dtype=np.int32)
@@ -628,8 +470,6 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
 
 def _arrow_texts(chars: np.ndarray) -> pd.api.extensions.ExtensionArray:
     """Texts of one width (rows of ASCII codes) as an Arrow string column, from one buffer."""
-    import pyarrow as pa
-
     m, width = chars.shape
     big = m * width >= 2 ** 31
     offsets = np.arange(m + 1, dtype=np.int64 if big else np.int32) * width
@@ -646,8 +486,6 @@ def _concatenate(pieces: list[Any]) -> Any:
     if all(isinstance(p, pd.Categorical) for p in pieces):
         return pieces[0] if len(pieces) == 1 else pd.api.types.union_categoricals(pieces)
     if all(isinstance(p, pd.arrays.ArrowExtensionArray) for p in pieces):
-        import pyarrow as pa
-
         if len(pieces) == 1:
             return pieces[0]
         arrays = [pa.array(p) for p in pieces]
@@ -656,5 +494,4 @@ def _concatenate(pieces: list[Any]) -> Any:
     return np.concatenate([np.asarray(p, dtype=object) for p in pieces])
 
 
-__all__ = ["FrequencyOracleBackend", "oracle_of", "number_of", "read_reports", "check_reports", "fit", "mle_fit",
-           "simulate"]
+__all__ = ["FrequencyOracleBackend", "oracle_of", "fit", "simulate"]

@@ -28,8 +28,7 @@ One collection is a pure protocol (Wang et al.) with ``p* = p1 p2 + (1 - p1) q2`
 covariance and the support counts of :mod:`privspec.backends.oracles.pure` carry over with
 these constants (:func:`support_probs`, :func:`pair_probs`, :func:`covariance`,
 :func:`unbiased`).  The reports have the format of the one-round oracle of the IRR
-(:func:`report_oracle`: grr codes, or UE bits packed as
-:func:`privspec.backends.oracles.pure.privatize` packs them), so
+(:func:`report_oracle`: grr codes, or UE bits packed), so
 :func:`privspec.backends.oracles.pure.support_counts`, ``format_reports`` and
 ``parse_reports`` of that oracle read them (wrapped here as :func:`support_counts`,
 :func:`format_reports`, :func:`parse_reports`); its ``unbiased`` would use the IRR's
@@ -69,67 +68,35 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from privspec.backends.core.frequency import FloatRangeError
 from privspec.backends.oracles import pure as orc
-from privspec.backends.oracles.pure import Oracle, PairProbs
+from privspec.backends.oracles.memoized import LGRR, LOSUE, LOUE, LSUE, LongitudinalOracle
+from privspec.backends.oracles.protocol import Oracle, PairProbs
 from privspec.backends.core.rowrandom import RowRandom
 from privspec.backends.core.projections import project as _project
 
-__all__ = ["KINDS", "CALIBRATIONS", "LongitudinalOracle", "longitudinal", "round_oracles", "report_oracle",
-           "support_probs", "support_gap", "pair_probs", "covariance", "cross_collection_covariance", "change_covariance",
-           "variance", "unbiased", "permanent",
-           "instantaneous", "privatize", "privatize_collections", "support_counts", "format_reports",
-           "parse_reports", "epsilon_of", "epsilon_by_counts", "epsilon_table", "max_eps_1"]
+__all__ = ["LONGITUDINAL", "KINDS", "CALIBRATIONS", "LongitudinalOracle", "longitudinal", "round_oracles",
+           "report_oracle", "support_probs", "support_gap", "pair_probs", "covariance", "cross_collection_covariance",
+           "change_covariance", "variance", "likelihood_pair", "unbiased", "permanent", "instantaneous", "privatize",
+           "privatize_collections", "support_counts", "format_reports", "parse_reports", "epsilon_of",
+           "epsilon_by_counts", "epsilon_table", "max_eps_1"]
 
+#: the kinds by the spec's name (:mod:`privspec.backends.oracles.memoized`): a class and a line here
+LONGITUDINAL: dict[str, type[LongitudinalOracle]] = {"l_grr": LGRR, "l_sue": LSUE, "l_oue": LOUE, "l_osue": LOSUE}
 #: the kinds :func:`longitudinal` accepts
-KINDS = ("l_grr", "l_sue", "l_oue", "l_osue")
+KINDS = tuple(LONGITUDINAL)
 #: how L-GRR's second round is calibrated (the UE kinds: both are the same)
 CALIBRATIONS = ("tight", "peer")
-_UE = ("l_sue", "l_oue", "l_osue")
-#: the one-round oracle kinds of each round
-_ROUNDS = {"l_grr": ("grr", "grr"), "l_sue": ("sue", "sue"), "l_oue": ("oue", "oue"), "l_osue": ("oue", "sue")}
-#: row x category elements per block of the IRR sampler (as oracles' _CHUNK: blocks that stay in cache)
+#: row x category elements per block of the IRR sampler (as the oracles': blocks that stay in cache)
 _CHUNK = 1 << 18
 #: the stream tags (bits 32.. of the stream word) of the PRR and of collection t's IRR (t + 2)
 _PRR_TAG = 1
 _MAX_COLLECTION = (1 << 31) - 3
-
-
-# ---- the oracle ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LongitudinalOracle:
-    """A longitudinal frequency oracle: kind, domain size ``d``, the PRR's ``eps_perm``
-    (the privacy of any number of collections), one report's ``eps_1``, and the two
-    rounds' probabilities ``(p1, q1)`` (PRR: the true value's category / bit kept) and
-    ``(p2, q2)`` (IRR, given the memoized value / bit).  Build it with
-    :func:`longitudinal`.
-
-    Examples
-    --------
-    >>> lo = longitudinal("l_oue", 6, 2.0, 1.0)
-    >>> lo.p1, round(lo.q1, 6), lo.p2, round(lo.q2, 6)
-    (0.5, 0.119203, 0.5, 0.080937)
-    """
-
-    kind: str
-    d: int
-    eps_perm: float
-    eps_1: float
-    p1: float
-    q1: float
-    p2: float
-    q2: float
-    calibration: str = "tight"
-
-    @property
-    def packed_width(self) -> int:
-        """Bytes of a packed UE report: ``ceil(d / 8)``."""
-        return -(-self.d // 8)
 
 
 def max_eps_1(kind: str, eps_perm: float) -> float:
@@ -143,54 +110,7 @@ def max_eps_1(kind: str, eps_perm: float) -> float:
     >>> round(max_eps_1("l_oue", 1.0), 6), max_eps_1("l_sue", 1.0)
     (0.763383, 1.0)
     """
-    if kind == "l_oue":
-        return math.log((2 * math.exp(eps_perm) + 1) / 3)
-    return float(eps_perm)
-
-
-def _expm1_over(x: float, s: float) -> float:
-    """``(e^x - 1) / e^s`` for ``0 <= s <= x``, without overflow (x up to 1400) and without
-    cancellation where it is small (x near 0)."""
-    return math.expm1(x) * math.exp(-s) if x < 700 else math.exp(x - s) - math.exp(-s)
-
-
-def _round2(kind: str, d: int, eps_perm: float, eps_1: float, calibration: str) -> tuple[float, float]:
-    """``(p2, q2)``: the IRR that makes one report ``eps_1``-LDP (see :func:`longitudinal`).
-
-    Written with ``E = e^eps_perm`` divided out of numerator and denominator (``u = 1/E``)
-    and ``e^x - 1`` by ``expm1``: finite at ``eps_perm = 700`` (``E^2`` and ``e^(eps_1 +
-    eps_perm)`` overflow) and accurate at ``eps_1 = 1e-9`` (where ``a - 1`` and the
-    numerators are tiny differences)."""
-    u, a, am1 = math.exp(-eps_perm), math.exp(eps_1), math.expm1(eps_1)
-    both = _expm1_over(eps_1 + eps_perm, eps_perm)        # (a E - 1) / E
-    gone = -math.expm1(-eps_perm)                         # (E - 1) / E
-    if kind == "l_grr":
-        if calibration == "peer":
-            # multi-freq-ldpy / Arcolezi et al.: (p1 p2 + q1 q2) / (p1 q2 + q1 p2) = e^eps_1,
-            # q2 = (1 - p2) / (d - 1)
-            rest = -math.expm1(eps_1 - eps_perm)          # (E - a) / E
-            return both / ((d - 1) * rest + both), rest / ((d - 1) * rest + both)
-        # p*/q* = e^eps_1 with every path to a report counted (B != x then kept, etc.)
-        den = gone * (a + d - 1)
-        return (both + (d - 2) * am1 * u) / den, -math.expm1(eps_1 - eps_perm) / den
-    if kind == "l_sue":
-        # composed p* = s/(s+1), s = e^(eps_1/2): p2 = (p* - q1)/(p1 - q1)
-        # (q2 = 1 - p2 by its own expression: not 0 where p2 is 1 in doubles)
-        s = math.exp(eps_1 / 2)
-        den = (s + 1) * -math.expm1(-eps_perm / 2)
-        return _expm1_over((eps_1 + eps_perm) / 2, eps_perm / 2) / den, -math.expm1((eps_1 - eps_perm) / 2) / den
-    if kind == "l_osue":
-        # composed p* = 1/2, q* = 1/(a+1): q1 p2 + (1-q1)(1-p2) = 1/(a+1)
-        den = (a + 1) * gone
-        return both / den, -math.expm1(eps_1 - eps_perm) / den
-    # l_oue: the root in [0, 1/2) of 4E(a-1) q2^2 - (6Ea - 2E - 2a - 2) q2 + 2E - 3a + 1 = 0,
-    # (B - sqrt(D)) / (4E(a-1)) with B = 3Ea - E - a - 1 and B^2 - D = 4E(a-1)(3a - 1 - 2E): as
-    # (2E - 3a + 1) / (B + sqrt(D)), and over E: c / (b + sqrt(b^2 + 4 (a-1) c))
-    c = (2 * math.expm1(eps_perm) - 3 * am1) * u          # (2E - 3a + 1) / E
-    b = 3 * both - gone - am1 * u                         # B / E
-    root = b * math.sqrt(max(1 - 4 * (am1 / b) * (c / b), 0.0))   # sqrt(D) / E; b > 0, b^2 may overflow
-    return 0.5, c / (b + root)
-
+    return LONGITUDINAL[kind].max_eps_1(eps_perm)
 
 def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: str = "tight") -> LongitudinalOracle:
     """A validated :class:`LongitudinalOracle` with both rounds' probabilities.
@@ -205,30 +125,12 @@ def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: 
     Round 2 (the IRR) solves "one report is exactly ``eps_1``-LDP": with ``a =
     e^eps_1``, the composed ``p* = p1 p2 + (1-p1) q2``, ``q* = q1 p2 + (1-q1) q2`` must
     satisfy ``p*/q* = a`` (GRR) or ``p*(1-q*) / ((1-p*) q*) = a`` (UE, the ratio of a
-    report with bit x on and bit x' off).  Closed forms (derived here; each equals
-    multi-freq-ldpy's expression, from Arcolezi et al.'s notebook ``1_ALLOMFREE_Analysis``,
-    to rounding: tests/test_oracles_longitudinal.py):
-
-    * l_sue (SUE, ``q2 = 1 - p2``): symmetric rounds give ``q* = 1 - p*``, so ``p* =
-      s/(s+1)``, ``s = e^(eps_1/2)`` (SUE at eps_1) and ``p2 = (p* - q1)/(p1 - q1) = (s h
-      - 1)/((s + 1)(h - 1))``: RAPPOR's IRR with ``p + q = 1``.
-    * l_osue (SUE, ``q2 = 1 - p2``): ``p* = 1/2``, so ``q* = 1/(a+1)`` (OUE at eps_1) and
-      ``p2 = (a E - 1)/((a + 1)(E - 1))``.
-    * l_oue (OUE, ``p2 = 1/2``): ``p* = 1/4 + q2/2``, a quadratic in ``q2``; its root in
-      ``[0, 1/2)`` is ``q2 = (3Ea - E - a - 1 - sqrt(D)) / (4E(a-1))``, ``D = 9E^2a^2 -
-      14E^2a + 9E^2 + 6Ea^2 - 20Ea + 6E + a^2 + 2a + 1`` (multi-freq-ldpy writes
-      ``sqrt(D)/4`` as ``1.11803398874989 sqrt(D/20)``).  It is >= 0 only for ``eps_1 <=``
-      :func:`max_eps_1`.
-    * l_grr, ``calibration="tight"`` (default): ``p*/q* = a`` with ``q2 = (1-p2)/(d-1)``
-      is linear in ``p2``: ``p2 = (aE - 1 + (d-2)(a-1)) / ((E-1)(a+d-1))``, ``q2 = (E -
-      a)/((E-1)(a+d-1))``; then ``p* = a/(a+d-1)``: GRR at eps_1.
-    * l_grr, ``calibration="peer"``: multi-freq-ldpy's (and Arcolezi et al.'s) ``p2 = (aE
-      - 1)/((d-1)(E-a) + aE - 1)``, which solves ``(p1 p2 + q1 q2)/(p1 q2 + q1 p2) = a``:
-      the binary (d = 2) equation, which leaves out the paths through a third value (B
-      neither x nor x'), ``(d-2) q1 q2`` in both probabilities.  For ``d > 2`` the real
-      one-report loss is then below ``eps_1`` (0.82 at d = 6, eps_perm = 2, eps_1 = 1):
-      still ``eps_1``-LDP, with more noise than needed.  Both calibrations agree at
-      ``d = 2``.
+    report with bit x on and bit x' off).  Each kind's closed form is derived in its class
+    (:mod:`privspec.backends.oracles.memoized`); each equals multi-freq-ldpy's expression,
+    from Arcolezi et al.'s notebook ``1_ALLOMFREE_Analysis``, to rounding
+    (tests/test_oracles_longitudinal.py).  L-GRR's ``calibration="peer"`` is theirs, which
+    solves the binary (d = 2) equation: for ``d > 2`` one report then spends less than
+    ``eps_1`` (:class:`~privspec.backends.oracles.memoized.LGRR`).
 
     Parameters
     ----------
@@ -271,17 +173,14 @@ def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: 
     eps_perm, eps_1 = orc.check_epsilon(eps_perm, "eps_perm"), orc.check_epsilon(eps_1, "eps_1")
     if eps_1 >= eps_perm:
         raise ValueError(f"eps_1 (one collection) must be below eps_perm (every collection): {eps_1} >= {eps_perm}")
-    top = max_eps_1(kind, eps_perm)
-    if kind == "l_oue" and eps_1 > top:
-        raise ValueError(f"l_oue cannot reach eps_1 = {eps_1} at eps_perm = {eps_perm}: its IRR's q2 would be "
-                         f"negative; eps_1 <= log((2 e^eps_perm + 1)/3) = {top:.6g} (or use l_osue)")
-    k1 = _ROUNDS[kind][0]
+    cls = LONGITUDINAL[kind]
+    cls.check_eps_1(eps_perm, eps_1)
     # the PRR sampler's own floats (grr's q1 = 1/(E + d - 1) is multi-freq-ldpy's (1 - p1)/(d - 1)
     # to rounding where p1 is not near 1, and not 0 where it is: epsilon = 700)
-    p1, q1 = orc.support_probs(orc.oracle(k1, d, eps_perm))
-    p2, q2 = _round2(kind, d, eps_perm, eps_1, calibration)
+    p1, q1 = orc.support_probs(orc.oracle(cls.ROUNDS[0], d, eps_perm))
+    p2, q2 = cls.round2(d, eps_perm, eps_1, calibration)
     q2 = max(q2, 0.0)                                         # l_oue at max_eps_1: -1e-17 is 0
-    return LongitudinalOracle(kind, d, eps_perm, eps_1, float(p1), float(q1), float(p2), float(q2), calibration)
+    return cls(d, eps_perm, eps_1, float(p1), float(q1), float(p2), float(q2), calibration)
 
 
 def round_oracles(lo: LongitudinalOracle) -> tuple[Oracle, Oracle]:
@@ -298,15 +197,10 @@ def round_oracles(lo: LongitudinalOracle) -> tuple[Oracle, Oracle]:
     >>> first.kind, first.epsilon, second.kind, round(second.epsilon, 4)
     ('oue', 2.0, 'sue', 2.8152)
     """
-    k1, k2 = _ROUNDS[lo.kind]
-    if k2 == "grr":
-        eps2 = math.log(lo.p2 / lo.q2)
-    elif k2 == "sue":
-        eps2 = 2 * math.log(lo.p2 / lo.q2)
-    else:
-        eps2 = math.log((1 - lo.q2) / lo.q2) if lo.q2 > 0 else math.inf
+    k1, k2 = lo.ROUNDS
+    eps2 = lo.irr_epsilon()
     # (an IRR that keeps nothing in doubles, eps2 = 0, or everything, inf: no oracle() accepts it)
-    second = orc.oracle(k2, lo.d, eps2) if 0 < eps2 < math.inf else orc.Oracle(k2, lo.d, eps2)
+    second = orc.oracle(k2, lo.d, eps2) if 0 < eps2 < math.inf else orc.PROTOCOLS[k2](lo.d, eps2)
     return orc.oracle(k1, lo.d, lo.eps_perm), second
 
 
@@ -341,8 +235,7 @@ def support_probs(lo: LongitudinalOracle) -> tuple[float, float]:
     >>> [round(v, 6) for v in support_probs(longitudinal("l_osue", 6, 2.0, 1.0))]
     [0.5, 0.268941]
     """
-    g = lo.p2 - lo.q2
-    return lo.q2 + lo.p1 * g, lo.q2 + lo.q1 * g
+    return lo.support_probs()
 
 
 def support_gap(lo: LongitudinalOracle) -> float:
@@ -372,10 +265,7 @@ def pair_probs(lo: LongitudinalOracle) -> PairProbs:
     >>> pair_probs(longitudinal("l_grr", 4, 2.0, 1.0))
     PairProbs(one=0.0, neither=0.0, xor=0.0)
     """
-    if lo.kind == "l_grr":
-        return PairProbs(0.0, 0.0, 0.0)
-    p, q = support_probs(lo)
-    return PairProbs(p * q, q * q, q * q)
+    return lo.pairs()
 
 
 def _frequencies(lo: LongitudinalOracle, f: Sequence[float]) -> np.ndarray:
@@ -453,15 +343,8 @@ def cross_collection_covariance(lo: LongitudinalOracle, f: Sequence[float], n: f
     f = _frequencies(lo, f)
     if not n > 0:
         raise ValueError("n must be positive")
-    p1, q1 = lo.p1, lo.q1
-    delta = p1 - q1
-    if lo.kind == "l_grr":
-        one = np.ones(lo.d)
-        M = (np.diag(q1 + delta * f) - q1 * q1 * np.outer(one, one)
-             - q1 * delta * (np.outer(one, f) + np.outer(f, one)) - delta * delta * np.diag(f))
-    else:
-        M = np.diag(f * p1 * (1 - p1) + (1 - f) * q1 * (1 - q1))
-    V = M / (n * delta * delta)
+    delta = lo.p1 - lo.q1
+    V = lo.prr_covariance(f) / (n * delta * delta)
     if not conditional:
         V = V + (np.diag(f) - np.outer(f, f)) / n
     return V
@@ -533,10 +416,7 @@ def likelihood_pair(lo: LongitudinalOracle) -> tuple[float, float]:
     >>> round(math.log(a / b), 12)                  # one report spends first
     1.0
     """
-    p, q = support_probs(lo)
-    if lo.kind == "l_grr":
-        return p, q
-    return p * (1 - q), (1 - p) * q
+    return lo.likelihood_pair()
 
 
 def unbiased(lo: LongitudinalOracle, C: Sequence[float], n: float, project: str = "none") -> np.ndarray:
@@ -561,22 +441,11 @@ def unbiased(lo: LongitudinalOracle, C: Sequence[float], n: float, project: str 
     q = support_probs(lo)[1]
     gap = support_gap(lo)
     if gap == 0:   # first below about 1e-16: the IRR keeps nothing in doubles
-        raise orc.FloatRangeError(0.0, math.inf)
+        raise FloatRangeError(0.0, math.inf)
     return _project((C / n - q) / gap, project)
 
 
 # ---- sampling --------------------------------------------------------------------------------------
-def _codes(lo: LongitudinalOracle, codes: Any, rng: RowRandom) -> np.ndarray:
-    x = np.asarray(codes)
-    if x.ndim != 1:
-        raise ValueError("codes is a 1-D array of category codes")
-    if x.size and (not np.issubdtype(x.dtype, np.integer) or x.min() < 0 or x.max() >= lo.d):
-        raise ValueError(f"codes are integers in [0, {lo.d})")
-    if len(rng) != len(x):
-        raise ValueError(f"rng has {len(rng)} rows for {len(x)} codes")
-    return x.astype(np.int64, copy=False)
-
-
 def _stream(rng: RowRandom, tag: int) -> int:
     """The stream of the PRR (tag 1) or of collection t's IRR (tag t + 2): the caller's
     stream with the tag in bits 32-62, so that streams named by
@@ -607,9 +476,9 @@ def permanent(lo: LongitudinalOracle, codes: Sequence[int] | np.ndarray, rng: Ro
     >>> bool(np.array_equal(a[2:], b))
     True
     """
-    x = _codes(lo, codes, rng)
+    x = orc.check_codes(codes, lo.d, rng)
     first = round_oracles(lo)[0]
-    if len(x) and (int(rng.rows.max()) + 1) * lo.d * (-(-lo.d // 4) if lo.kind in _UE else 1) >= 1 << 62:
+    if len(x) and (int(rng.rows.max()) + 1) * lo.d * lo.memo_width() >= 1 << 62:
         raise ValueError("row indices too large for per-value memoization (row * d must stay below 2^62)")
     memo_rows = rng.rows * lo.d + x
     return orc.privatize(first, x, RowRandom(rng.key, rows=memo_rows, stream=_stream(rng, _PRR_TAG)))
@@ -625,14 +494,10 @@ def _collection(collection: Any) -> int:
 
 def instantaneous(lo: LongitudinalOracle, memo: np.ndarray, rng: RowRandom, collection: int = 0) -> np.ndarray:
     """The IRR of memoized PRRs (:func:`permanent`) at one collection: fresh randomness of
-    that collection (stream tag ``collection + 2``): one uniform per row (GRR) or per row
-    and category (UE).
-
-    GRR: keep the memoized code with probability ``p2``, else a uniform other code (one
-    uniform: ``u < p2`` keeps, else the other is ``floor((u-p2)/(1-p2) (d-1))`` places
-    on).  UE: bit ``v`` is 1 with probability ``p2`` if the memoized bit is 1, ``q2`` if
-    it is 0 (``u_v < p2`` or ``u_v < q2``, 53-bit uniforms).  Every row makes the same
-    draw whatever its value, in blocks of rows that do not change it.
+    that collection (stream tag ``collection + 2``): one uniform per row (GRR: keep the
+    memoized code with probability ``p2``, else a uniform other) or per row and category
+    (UE: bit ``v`` is 1 with probability ``p2`` if the memoized bit is 1, ``q2`` if it is
+    0).  Every row makes the same draw whatever its value, in blocks that do not change it.
 
     Examples
     --------
@@ -641,27 +506,18 @@ def instantaneous(lo: LongitudinalOracle, memo: np.ndarray, rng: RowRandom, coll
     >>> instantaneous(lo, memo, RowRandom(4, rows=range(2)), collection=5).shape
     (2, 2)
     """
-    t = _collection(collection)
-    stream = _stream(rng, t + 2)
-    n = len(rng)
-    if lo.kind == "l_grr":
-        b = np.asarray(memo, dtype=np.int64)
-        if b.shape != (n,):
-            raise ValueError(f"memo has one code per row ({n}), not shape {b.shape}")
-        u = RowRandom(rng.key, rows=rng.rows, stream=stream).random(n)
-        other = np.clip(((u - lo.p2) / (1 - lo.p2) * (lo.d - 1)).astype(np.int64), 0, lo.d - 2)
-        return np.where(u < lo.p2, b, (b + 1 + other) % lo.d)
-    memo = np.asarray(memo, dtype=np.uint8)
-    if memo.shape != (n, lo.packed_width):
-        raise ValueError(f"memo has shape (n, {lo.packed_width}) of packed bits, not {memo.shape}")
+    stream = _stream(rng, _collection(collection) + 2)
+    n, draws = len(rng), lo.irr_draws()
+    memo = lo.memo_of(memo, n)
     out = np.empty_like(memo)
-    step = max(1, _CHUNK // lo.d)
+    step = max(1, _CHUNK // draws)
     for lo_, hi in ((s, min(n, s + step)) for s in range(0, n, step)):
         # a fresh RowRandom per block at draw 0: a row's uniforms depend on its index only
-        u = RowRandom(rng.key, rows=rng.rows[lo_:hi], stream=stream).random((hi - lo_, lo.d))
-        bits = np.unpackbits(memo[lo_:hi], axis=1, count=lo.d, bitorder="little").astype(bool)
-        out[lo_:hi] = np.packbits(u < np.where(bits, lo.p2, lo.q2), axis=1, bitorder="little")
+        u = RowRandom(rng.key, rows=rng.rows[lo_:hi], stream=stream).random((hi - lo_, draws) if draws > 1
+                                                                            else hi - lo_)
+        out[lo_:hi] = lo.irr(memo[lo_:hi], u)
     return out
+
 
 
 def privatize(lo: LongitudinalOracle, codes: Sequence[int] | np.ndarray, rng: RowRandom,
@@ -744,25 +600,6 @@ def parse_reports(lo: LongitudinalOracle, strings: Sequence[Any]) -> tuple[Any, 
 
 
 # ---- privacy accounting ----------------------------------------------------------------------------
-def _log_ratio(a: float, not_a: float, b: float, not_b: float, log_r: float) -> float:
-    """``log[(a r + 1 - a)/(b r + 1 - b)]`` for ``r = exp(log_r)``, any size, with ``not_a =
-    1 - a`` and ``not_b = 1 - b`` given (1 - a in doubles is 0 where a is within 1e-16 of
-    1: epsilon = 700): divided through by r when r > 1 (the terms of size ``log r`` would
-    cancel to their rounding, 1e-9 at t = 10^7)."""
-    la, lna, lb, lnb = math.log(a), math.log(not_a), math.log(b), math.log(not_b)
-    if log_r >= 0:
-        return float(np.logaddexp(la, lna - log_r) - np.logaddexp(lb, lnb - log_r))
-    return float(np.logaddexp(la + log_r, lna) - np.logaddexp(lb + log_r, lnb))
-
-
-def _complements(lo: LongitudinalOracle) -> tuple[float, float, float, float]:
-    """``1 - p1, 1 - q1, 1 - p2, 1 - q2``, each from its own expression."""
-    not_p1, not_q1 = orc._complements(round_oracles(lo)[0])
-    if lo.kind in ("l_sue", "l_osue"):                # SUE's IRR: p2 + q2 = 1
-        return not_p1, not_q1, lo.q2, lo.p2
-    return not_p1, not_q1, 1 - lo.p2, 1 - lo.q2
-
-
 def _check_t(collections: Any) -> float:
     t = float(collections)
     if not (t >= 1 and (math.isinf(t) or t == int(t))):
@@ -809,32 +646,17 @@ def epsilon_of(lo: LongitudinalOracle, collections: float = 1) -> float:
     [1.0, 1.6116, 1.9872, 2.0, 2.0]
     """
     t = _check_t(collections)
-    not_p1, not_q1, not_p2, not_q2 = _complements(lo)
-    if math.isinf(t):
-        eps = math.log(lo.p1) - math.log(lo.q1)
-        if lo.kind in _UE:
-            eps += math.log(not_q1) - math.log(not_p1)
-        return eps
-    # q2 = 0: l_oue at max_eps_1
-    log_r = t * (math.log(lo.p2) - math.log(lo.q2)) if lo.q2 > 0 else math.inf
-    eps = _log_ratio(lo.p1, not_p1, lo.q1, not_q1, log_r)
-    if lo.kind in _UE:
-        eps += _log_ratio(lo.q1, not_q1, lo.p1, not_p1, t * (math.log(not_p2) - math.log(not_q2)))
-    return eps
+    not_p1, not_q1 = orc.complements(round_oracles(lo)[0])
+    return lo.epsilon_at(t, not_p1, not_q1)
 
 
 def epsilon_by_counts(lo: LongitudinalOracle, collections: int) -> float:
     """:func:`epsilon_of` by enumeration of the reports' counts (a check of its maximizer;
     O(t) for UE, O(t^2) for L-GRR).
 
-    The likelihood of t reports depends on them only through counts.  UE: per bit, its
-    number of ones ``s`` in ``0..t``; the loss is ``max_s log(g_p1(s)/g_q1(s)) + max_s
-    log(g_q1(s)/g_p1(s))`` with ``g_pi(s) = pi p2^s (1-p2)^(t-s) + (1-pi) q2^s (1-q2)^(t-s)``
-    (bits x and x'; the others' laws do not depend on x).  L-GRR: the counts ``a`` of
-    reports equal to x, ``b`` equal to x' and ``m = t - a - b`` to the other ``d - 2``
-    values (none when d = 2); the ratio falls as ``S_o = sum_{others} r^(c_v)`` grows
-    (when it exceeds 1), and for given m the smallest ``S_o`` spreads m evenly (``r^c``
-    is convex), so the maximum is over ``(a, b)`` with that spread.
+    The likelihood of t reports depends on them only through counts: per bit its number
+    of ones (UE), or the reports equal to x, to x' and to the others (L-GRR; each kind's
+    :meth:`~privspec.backends.oracles.memoized.LongitudinalOracle.epsilon_by_counts`).
 
     Examples
     --------
@@ -845,34 +667,7 @@ def epsilon_by_counts(lo: LongitudinalOracle, collections: int) -> float:
     t = int(_check_t(collections))
     if not lo.q2 > 0:
         raise ValueError("epsilon_by_counts needs q2 > 0 (l_oue at max_eps_1 has q2 = 0: use epsilon_of)")
-    lr = math.log(lo.p2 / lo.q2)
-    if lo.kind in _UE:
-        s = np.arange(t + 1, dtype=float)
-        log_p1 = s * math.log(lo.p2) + (t - s) * math.log1p(-lo.p2)
-        log_p0 = s * math.log(lo.q2) + (t - s) * math.log1p(-lo.q2)
-
-        def log_g(pi: float) -> np.ndarray:
-            return np.logaddexp(math.log(pi) + log_p1, math.log1p(-pi) + log_p0)
-
-        diff = log_g(lo.p1) - log_g(lo.q1)
-        return float(diff.max() + (-diff).max())
-    a, b = np.meshgrid(np.arange(t + 1), np.arange(t + 1), indexing="ij")
-    m = t - a - b
-    ok = m >= 0
-    if lo.d == 2:
-        ok &= m == 0
-        s_other = np.zeros(m.shape)
-    else:
-        k = lo.d - 2
-        mm = np.maximum(m, 0)
-        hi = mm % k                                   # values with ceil(m/k) reports, the rest floor
-        base = mm // k
-        s_other = (k - hi) * np.exp(base * lr) + hi * np.exp((base + 1) * lr)
-    ra, rb = np.exp(a * lr), np.exp(b * lr)
-    S = ra + rb + s_other
-    num = (lo.p1 - lo.q1) * ra + lo.q1 * S
-    den = (lo.p1 - lo.q1) * rb + lo.q1 * S
-    return float(np.log(num[ok] / den[ok]).max())
+    return lo.epsilon_by_counts(t)
 
 
 def epsilon_table(lo: LongitudinalOracle, T: int = 10) -> pd.DataFrame:

@@ -81,103 +81,26 @@ Examples
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import numpy as np
-from scipy import stats
 
 from privspec.backends.oracles import pure as orc
-from privspec.backends.oracles.pure import Oracle
+from privspec.backends.oracles.multidim import (RSFD, SAMPLED, SMP, SPL, MultiOracle, MultiReports, MultiStats,
+                                                amplified_epsilon, inverse_binomial_mean)
 from privspec.backends.core.rowrandom import RowRandom
-from privspec.backends.core.projections import project as _project
 
 __all__ = ["PROTOCOLS", "RSFD_VARIANTS", "SAMPLED", "MultiOracle", "MultiReports", "MultiStats", "multi_oracle",
            "amplified_epsilon", "rsfd_probs", "privatize", "statistics", "estimate", "covariance",
            "cross_covariance", "joint_covariance",
            "inverse_binomial_mean", "epsilon_of", "format_reports", "parse_reports", "column_names"]
 
+#: the protocols by the spec's name (:mod:`privspec.backends.oracles.multidim`): a class and a line here
+MULTI: dict[str, type[MultiOracle]] = {"spl": SPL, "smp": SMP, "rsfd": RSFD}
 #: the protocols of :func:`multi_oracle`
-PROTOCOLS = ("spl", "smp", "rsfd")
+PROTOCOLS = tuple(MULTI)
 #: RS+FD's variants: the oracle and the fake data
-RSFD_VARIANTS = ("grr", "oue-z", "oue-r", "sue-z", "sue-r", "adp")
-#: the name of SMP's column of sampled attributes (:func:`format_reports`)
-SAMPLED = "sampled"
-
-_FAKE = {"grr": ("grr", "uniform"), "oue-z": ("oue", "zero"), "oue-r": ("oue", "random"),
-         "sue-z": ("sue", "zero"), "sue-r": ("sue", "random")}
-
-
-# ---- the protocol ----------------------------------------------------------------------------------
-def amplified_epsilon(epsilon: float, A: int) -> float:
-    """RS+FD's ``eps' = ln(A (e^eps - 1) + 1)`` (the paper's amplification by sampling),
-    by multi-freq-ldpy's numpy expression (so that its floats agree with theirs).
-
-    Examples
-    --------
-    >>> round(amplified_epsilon(1.0, 3), 6)
-    1.81724
-    """
-    return float(np.log(A * (np.exp(epsilon) - 1) + 1))
-
-
-@dataclass(frozen=True)
-class MultiOracle:
-    """A multidimensional protocol: ``protocol`` (:data:`PROTOCOLS`), the per-attribute
-    oracle ``kinds`` (``adp`` already resolved), domain sizes ``ds``, the total
-    ``epsilon``, and for RS+FD its ``variant`` and per attribute the ``fakes`` (``uniform``,
-    ``zero`` or ``random``).  Build it with :func:`multi_oracle`.
-
-    Examples
-    --------
-    >>> mo = multi_oracle("spl", ("grr", "oue"), (3, 5), 2.0)
-    >>> mo.A, mo.attribute_epsilon, [o.kind for o in mo.oracles]
-    (2, 1.0, ['grr', 'oue'])
-    """
-
-    protocol: str
-    kinds: tuple[str, ...]
-    ds: tuple[int, ...]
-    epsilon: float
-    variant: str | None = None
-    fakes: tuple[str, ...] | None = None
-
-    @property
-    def A(self) -> int:
-        """The number of attributes."""
-        return len(self.ds)
-
-    @property
-    def attribute_epsilon(self) -> float:
-        """The epsilon of each attribute's oracle: ``eps / A`` (spl), ``eps`` (smp), ``eps'``
-        (rsfd, :func:`amplified_epsilon`)."""
-        if self.protocol == "spl":
-            return self.epsilon / self.A          # multi-freq-ldpy's eps_spl = epsilon / d
-        if self.protocol == "smp":
-            return self.epsilon
-        return amplified_epsilon(self.epsilon, self.A)
-
-    @property
-    def oracles(self) -> tuple[Oracle, ...]:
-        """Each attribute's :class:`~privspec.backends.oracles.pure.Oracle` at
-        :attr:`attribute_epsilon` (for RS+FD: the real report's)."""
-        e = self.attribute_epsilon
-        return tuple(orc.oracle(k, d, e) for k, d in zip(self.kinds, self.ds))
-
-
-def _rsfd_adp(d: int, A: int, eps_amp: float) -> str:
-    """multi-freq-ldpy's ``RSpFD_ADP_Client`` rule: RS+FD[GRR] when ``VAR_RSpFD_GRR <=
-    VAR_RSpFD_UE_zero`` at ``n = 1, f = 0`` (OUE parameters), with their float expressions."""
-    e = np.exp(eps_amp)
-    p_grr = e / (e + d - 1)
-    q_grr = (1 - p_grr) / (d - 1)
-    p_ue, q_ue = 0.5, 1 / (e + 1)
-    s_grr = (1 / A) * (q_grr + 0 * (p_grr - q_grr) + (A - 1) / d)
-    s_ue = (1 / A) * (A * q_ue + 0 * (p_ue - q_ue))
-    var_grr = (A ** 2 * s_grr * (1 - s_grr)) / (1 * (p_grr - q_grr) ** 2)
-    var_ue = (A ** 2 * s_ue * (1 - s_ue)) / (1 * (p_ue - q_ue) ** 2)
-    return "grr" if var_grr <= var_ue else "oue-z"
+RSFD_VARIANTS = RSFD.VARIANTS
 
 
 def multi_oracle(protocol: str, kinds: str | Sequence[str] | None, ds: Sequence[int], epsilon: float,
@@ -226,28 +149,8 @@ def multi_oracle(protocol: str, kinds: str | Sequence[str] | None, ds: Sequence[
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
             raise ValueError(f"every attribute needs an integer domain size >= 2, not {d!r}")
     ds_t = tuple(int(d) for d in ds_t)
-    A = len(ds_t)
     epsilon = orc.check_epsilon(epsilon)
-    if protocol == "rsfd":
-        if kinds is not None:
-            raise ValueError(f"rsfd takes a variant (one of {', '.join(RSFD_VARIANTS)}), not kinds")
-        if variant not in RSFD_VARIANTS:
-            raise ValueError(f"unknown RS+FD variant {variant!r}: one of {', '.join(RSFD_VARIANTS)}")
-        e_amp = amplified_epsilon(epsilon, A)
-        per = [_rsfd_adp(d, A, e_amp) if variant == "adp" else variant for d in ds_t]
-        mo = MultiOracle("rsfd", tuple(_FAKE[v][0] for v in per), ds_t, epsilon, variant,
-                         tuple(_FAKE[v][1] for v in per))
-        mo.oracles  # validates (e.g. a domain the oracle refuses)
-        return mo
-    if variant is not None:
-        raise ValueError(f"a variant is a parameter of rsfd, not of {protocol}")
-    kinds_t = (kinds,) * A if isinstance(kinds, str) else tuple(kinds) if kinds is not None else ()
-    if len(kinds_t) != A:
-        raise ValueError(f"one oracle kind for all attributes or one per attribute ({A}), not {kinds!r}")
-    e_attr = epsilon / A if protocol == "spl" else epsilon
-    resolved = tuple(orc.oracle(k, d, e_attr).kind for k, d in zip(kinds_t, ds_t))
-    return MultiOracle(protocol, resolved, ds_t, epsilon)
-
+    return MULTI[protocol].build(kinds, ds_t, epsilon, variant)
 
 def rsfd_probs(mo: MultiOracle, j: int) -> tuple[float, float, float, float]:
     """RS+FD's per-attribute pure-protocol constants ``(p_eff, q_eff, one_eff,
@@ -263,62 +166,11 @@ def rsfd_probs(mo: MultiOracle, j: int) -> tuple[float, float, float, float]:
     >>> bool(np.isclose(pe, (p + 2 / 4) / 3)), bool(np.isclose(qe, (q + 2 / 4) / 3)), one, neither
     (True, True, 0.0, 0.0)
     """
-    if mo.protocol != "rsfd":
+    if not isinstance(mo, RSFD):
         raise ValueError("rsfd_probs is for the rsfd protocol")
-    A = mo.A
-    p, q = orc.support_probs(mo.oracles[j])
-    one, neither, _ = orc.pair_probs(mo.oracles[j])
-    phi, c = _fake_support(mo, j)
-    return ((p + (A - 1) * phi) / A, (q + (A - 1) * phi) / A,
-            (one + (A - 1) * c) / A, (neither + (A - 1) * c) / A)
-
-
-def _fake_support(mo: MultiOracle, j: int) -> tuple[float, float]:
-    """RS+FD's fake report on attribute ``j``: the probability ``phi`` that its support holds
-    a given category and ``c`` that it holds two given ones (module docstring)."""
-    o = mo.oracles[j]
-    d, fake = o.d, mo.fakes[j]
-    p, q = orc.support_probs(o)
-    if fake == "uniform":      # a uniform value: in the support {y} with prob 1/d; never two
-        return 1.0 / d, 0.0
-    if fake == "zero":         # every bit 1 with prob q, independently
-        return q, q * q
-    one, neither, _ = orc.pair_probs(o)   # the oracle applied to a uniform value
-    return p / d + (1 - 1 / d) * q, (2 / d) * one + (1 - 2 / d) * neither
-
+    return mo.probs(j)
 
 # ---- reports ---------------------------------------------------------------------------------------
-class MultiReports(NamedTuple):
-    """Collected reports.  ``values[j]``: attribute ``j``'s reports, in the format of
-    :func:`privspec.backends.oracles.pure.privatize` for its oracle; one per respondent (spl,
-    rsfd) or, for smp, one per respondent who sampled ``j``, in row order.  ``attribute``:
-    smp's sampled attribute per respondent (None otherwise: RS+FD's sampled attribute is
-    what the fake data hide, so it is never kept)."""
-
-    values: tuple
-    attribute: np.ndarray | None = None
-
-
-class MultiStats(NamedTuple):
-    """The sufficient statistics of :func:`estimate`: per attribute the support counts
-    ``C_j`` (:func:`privspec.backends.oracles.pure.support_counts` of its reports) and the
-    number of its reports ``n_j`` (n for spl and rsfd)."""
-
-    counts: tuple
-    n: tuple
-
-
-def _uniform_index(u: np.ndarray, m: int) -> np.ndarray:
-    """A uniform index in ``[0, m)`` from uniforms on (0, 1): ``floor(u m)`` (the uniforms
-    have 53 bits, so each index's probability is ``1/m`` within ``2^-53``)."""
-    return np.minimum((u * m).astype(np.int64), m - 1)
-
-
-def _rowwise(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a`` where ``mask`` (per row) else ``b``; reports may be 1-D or (n, width)."""
-    return np.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
-
-
 def privatize(mo: MultiOracle, codes: np.ndarray, rng: RowRandom) -> MultiReports:
     """Privatize each row's tuple ``codes[i] = (x_1, ..., x_A)``: :class:`MultiReports`.
 
@@ -355,28 +207,7 @@ def privatize(mo: MultiOracle, codes: np.ndarray, rng: RowRandom) -> MultiReport
         raise ValueError(f"column j holds codes in [0, d_j), d = {mo.ds}")
     if len(rng) != n:
         raise ValueError(f"rng has {len(rng)} rows for {n} tuples")
-    oracles = mo.oracles
-    if mo.protocol == "spl":
-        return MultiReports(tuple(orc.privatize(o, x[:, j], rng) for j, o in enumerate(oracles)))
-    s = _uniform_index(rng.random(n), mo.A)
-    if mo.protocol == "smp":
-        values = tuple(orc.privatize(o, x[:, j], rng)[s == j] for j, o in enumerate(oracles))
-        return MultiReports(values, s)
-    values = []
-    for j, o in enumerate(oracles):
-        real = orc.privatize(o, x[:, j], rng)
-        if mo.fakes[j] == "uniform":
-            fake = _uniform_index(rng.random(n), o.d)
-        elif mo.fakes[j] == "random":
-            fake = orc.privatize(o, _uniform_index(rng.random(n), o.d), rng)
-        else:
-            fake = orc.privatize(o, np.zeros(n, dtype=np.int64), rng)
-            _, q = orc.support_probs(o)
-            bit0 = (rng.random(n) < q).astype(np.uint8)
-            fake[:, 0] = (fake[:, 0] & np.uint8(0xFE)) | bit0
-        values.append(_rowwise(s == j, real, fake))
-    return MultiReports(tuple(values))
-
+    return mo.sample(x, rng)
 
 def statistics(mo: MultiOracle, reports: MultiReports) -> MultiStats:
     """The sufficient statistics (:class:`MultiStats`) of collected reports: per
@@ -392,14 +223,7 @@ def statistics(mo: MultiOracle, reports: MultiReports) -> MultiStats:
     if len(reports.values) != mo.A:
         raise ValueError(f"reports for {len(reports.values)} attributes, not {mo.A}")
     counts = tuple(orc.support_counts(o, v) for o, v in zip(mo.oracles, reports.values))
-    if mo.protocol == "smp":
-        n = tuple(len(v) for v in reports.values)
-    else:
-        lengths = {len(v) for v in reports.values}
-        if len(lengths) > 1:
-            raise ValueError(f"{mo.protocol}: every attribute has one report per respondent")
-        n = (lengths.pop(),) * mo.A
-    return MultiStats(counts, n)
+    return MultiStats(counts, mo.report_numbers(reports.values))
 
 
 def estimate(mo: MultiOracle, data: MultiReports | MultiStats, project: str = "none") -> list[np.ndarray]:
@@ -418,42 +242,11 @@ def estimate(mo: MultiOracle, data: MultiReports | MultiStats, project: str = "n
     [[0.7344, 0.1016], [0.418, 0.418]]
     """
     st = statistics(mo, data) if isinstance(data, MultiReports) else data
-    out = []
-    for j, o in enumerate(mo.oracles):
-        C, n = np.asarray(st.counts[j], dtype=float), st.n[j]
-        if mo.protocol == "rsfd":
-            if C.shape != (o.d,) or not n > 0:
-                raise ValueError(f"attribute {j}: {o.d} counts and n > 0")
-            pe, qe, _, _ = rsfd_probs(mo, j)
-            out.append(_project((C / n - qe) / (pe - qe), project))
-        elif n == 0:
-            out.append(np.full(o.d, np.nan))  # no respondent sampled this attribute
-        else:
-            out.append(orc.unbiased(o, C, n, project=project))
-    return out
+    return [mo.attribute_estimate(j, o, np.asarray(st.counts[j], dtype=float), st.n[j], project)
+            for j, o in enumerate(mo.oracles)]
 
 
 # ---- covariance ------------------------------------------------------------------------------------
-def inverse_binomial_mean(n: int, pi: float) -> float:
-    """``E[1/N | N >= 1]`` for ``N ~ Binomial(n, pi)``, summed over the pmf within 40
-    standard deviations of the mean (the rest weighs below 1e-300).  About ``1/(n pi) (1 +
-    (1 - pi)/(n pi))``.
-
-    Examples
-    --------
-    >>> round(inverse_binomial_mean(1000, 1 / 3) * 1000 / 3, 5)
-    1.00201
-    """
-    n = int(n)
-    if n < 1 or not 0 < pi <= 1:
-        raise ValueError("n >= 1 and 0 < pi <= 1")
-    mu, sd = n * pi, math.sqrt(n * pi * (1 - pi))
-    lo, hi = max(1, int(mu - 40 * sd) - 1), min(n, int(mu + 40 * sd) + 2)
-    k = np.arange(lo, hi + 1)
-    w = stats.binom.pmf(k, n, pi)
-    return float(np.sum(w / k) / -math.expm1(n * math.log1p(-pi)) if pi < 1 else 1.0 / n)
-
-
 def covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, conditional: bool = False,
                n_attribute: Sequence[int] | None = None) -> list[np.ndarray]:
     """Each attribute's ``d_j x d_j`` covariance of :func:`estimate` (unprojected), at the
@@ -494,32 +287,14 @@ def covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, conditiona
         raise ValueError(f"f holds one distribution per attribute ({mo.A})")
     if not n >= 1:
         raise ValueError("n >= 1")
-    if n_attribute is not None and (mo.protocol != "smp" or len(n_attribute) != mo.A):
-        raise ValueError("n_attribute (one count per attribute) is smp's split")
+    mo.check_split(n_attribute)
     out = []
     for j, o in enumerate(mo.oracles):
         fj = np.asarray(f[j], dtype=float)
         if fj.shape != (o.d,) or not abs(fj.sum() - 1.0) <= 1e-6:
             raise ValueError(f"f[{j}] is a distribution over {o.d} categories")
-        if mo.protocol == "spl":
-            out.append(orc.covariance(o, fj, n, conditional))
-        elif mo.protocol == "rsfd":
-            out.append(orc.pure_covariance(*rsfd_probs(mo, j), fj, n, conditional))
-        else:
-            D = np.diag(fj) - np.outer(fj, fj)
-            if n_attribute is not None:
-                nj = n_attribute[j]
-                if nj < 1:
-                    out.append(np.full((o.d, o.d), np.nan))
-                    continue
-                inv, spread = 1.0 / nj, ((n - nj) / (nj * (n - 1)) if n > 1 else 0.0)
-            else:
-                inv = inverse_binomial_mean(n, 1.0 / mo.A)
-                spread = (n * inv - 1) / (n - 1) if n > 1 else 0.0
-            one = orc.covariance(o, fj, 1, conditional)
-            out.append(one * inv + D * spread if conditional else one * inv)
+        out.append(mo.attribute_covariance(j, o, fj, n, conditional, n_attribute))
     return out
-
 
 def cross_covariance(mo: MultiOracle, j: int, l: int, f_j: Sequence[float], f_l: Sequence[float], n: int,
                      conditional: bool = False, joint: Any = None) -> np.ndarray:
@@ -582,21 +357,7 @@ def cross_covariance(mo: MultiOracle, j: int, l: int, f_j: Sequence[float], f_l:
                              "covariance needs the attributes' joint table")
         return D
 
-    if mo.protocol == "spl":
-        return np.zeros((dj, dl)) if conditional else need() / n
-    if mo.protocol == "smp":
-        if not conditional:
-            return np.zeros((dj, dl))
-        return -need() / (n - 1) if n > 1 else np.full((dj, dl), np.nan)
-    A = mo.A
-    (pj, qj), (pl, ql) = orc.support_probs(mo.oracles[j]), orc.support_probs(mo.oracles[l])
-    phj, phl = _fake_support(mo, j)[0], _fake_support(mo, l)[0]
-    mu_j, mu_l = qj + (pj - qj) * fj, ql + (pl - ql) * fl
-    both = (np.outer(mu_j, np.full(dl, phl)) + np.outer(np.full(dj, phj), mu_l) + (A - 2) * phj * phl) / A
-    cov_z = both - np.outer(mu_j + (A - 1) * phj, mu_l + (A - 1) * phl) / A ** 2
-    pop = A ** 2 * cov_z / (n * (pj - qj) * (pl - ql))
-    return pop - need() / n if conditional else pop
-
+    return mo.cross(j, l, fj, fl, n, conditional, need)
 
 def joint_covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, conditional: bool = False,
                      joints: dict | None = None) -> np.ndarray:
@@ -626,28 +387,6 @@ def joint_covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, cond
 
 
 # ---- privacy ---------------------------------------------------------------------------------------
-def _rsfd_ratio_terms(mo: MultiOracle, j: int) -> tuple[float, Any]:
-    """RS+FD, attribute j: ``Pr(y | x) = prod_i Pr_fake_i(y_i) / A * sum_i T_i`` with ``T_i =
-    Pr_real_i(y_i | x_i) / Pr_fake_i(y_i)``.  Returns the smallest ``T_j`` (over y_j and
-    x_j) and the function ``S -> max (S + T_j(y, x)) / (S + T_j(y, x'))`` (over y_j and
-    two values x_j, x'_j).  grr: ``T = d p`` or ``d q``; ``-z``: ``p/q`` or ``(1-p)/(1-q)``;
-    ``-r``: ``R(y_x) / mean_u R(y_u)`` (``R``: the ``-z`` ratio), smallest ``d/((d-1) e' +
-    1)`` (bit x off, every other on); the largest ratio has bit x on, bit x' off and no
-    other on (the ratio falls as the mean grows)."""
-    o = mo.oracles[j]
-    p, q = orc.support_probs(o)
-    d, fake = o.d, mo.fakes[j]
-    if fake == "uniform":
-        hi, lo = d * p, d * q
-        return lo, lambda S: (S + hi) / (S + lo)
-    r_hi, r_lo = p / q, (1 - p) / (1 - q)
-    if fake == "zero":
-        return r_lo, lambda S: (S + r_hi) / (S + r_lo)
-    e = r_hi / r_lo
-    D = e + d - 1                                   # mean_u R (in units of r_lo) times d, one bit on
-    return d / ((d - 1) * e + 1), lambda S: (S * D + d * e) / (S * D + d)
-
-
 def epsilon_of(mo: MultiOracle, neighbours: str = "any") -> float:
     """The local-DP epsilon of one respondent's whole report, ``max_y log(Pr(y | x) /
     Pr(y | x'))``, from the mechanism's probabilities (the oracles'
@@ -658,7 +397,7 @@ def epsilon_of(mo: MultiOracle, neighbours: str = "any") -> float:
     * spl: the sum of the attributes' (sequential composition, attained by a report that
       is each oracle's worst): ``eps``.
     * smp: the largest attribute's: ``eps`` (the sampled index does not depend on x).
-    * rsfd: ``Pr(y | x)`` is proportional to ``sum_j T_j(y_j, x_j)`` (:func:`_rsfd_ratio_terms`)
+    * rsfd: ``Pr(y | x)`` is proportional to ``sum_j T_j(y_j, x_j)`` (:meth:`~privspec.backends.oracles.multidim.Fake.ratio_terms`)
       and each ``T_j`` ranges over a factor ``e^eps'``, reached at the same y for every j:
       ``eps' = ln(A (e^eps - 1) + 1)``, **not** eps: the paper's amplification by
       sampling holds for tuples that differ in one attribute only.
@@ -680,17 +419,7 @@ def epsilon_of(mo: MultiOracle, neighbours: str = "any") -> float:
     """
     if neighbours not in ("any", "attribute"):
         raise ValueError(f"neighbours is 'any' or 'attribute', not {neighbours!r}")
-    eps = [orc.epsilon_of(o) for o in mo.oracles]
-    if mo.protocol == "spl":
-        return float(sum(eps)) if neighbours == "any" else float(max(eps))
-    if mo.protocol == "smp":
-        return float(max(eps))
-    if neighbours == "any":
-        return float(max(eps))
-    terms = [_rsfd_ratio_terms(mo, j) for j in range(mo.A)]
-    lows = np.array([t[0] for t in terms])
-    return float(max(math.log(terms[j][1](lows.sum() - lows[j])) for j in range(mo.A)))
-
+    return mo.epsilon_of([orc.epsilon_of(o) for o in mo.oracles], neighbours)
 
 # ---- text form -------------------------------------------------------------------------------------
 def column_names(mo: MultiOracle, names: Sequence[str] | None = None) -> list[str]:
@@ -703,9 +432,9 @@ def column_names(mo: MultiOracle, names: Sequence[str] | None = None) -> list[st
     ['age', 'sex', 'sampled']
     """
     names = [f"x{j}" for j in range(mo.A)] if names is None else [str(s) for s in names]
-    if len(names) != mo.A or len(set(names)) != mo.A or (mo.protocol == "smp" and SAMPLED in names):
+    if len(names) != mo.A or len(set(names)) != mo.A or set(names) & set(mo.EXTRA_COLUMNS):
         raise ValueError(f"{mo.A} distinct attribute names (not {SAMPLED!r} for smp)")
-    return names + ([SAMPLED] if mo.protocol == "smp" else [])
+    return names + list(mo.EXTRA_COLUMNS)
 
 
 def format_reports(mo: MultiOracle, reports: MultiReports, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -722,20 +451,7 @@ def format_reports(mo: MultiOracle, reports: MultiReports, names: Sequence[str] 
     """
     cols = column_names(mo, names)
     text = [orc.format_reports(o, v) for o, v in zip(mo.oracles, reports.values)]
-    if mo.protocol != "smp":
-        return {c: t for c, t in zip(cols, text)}
-    s = np.asarray(reports.attribute, dtype=np.int64)
-    out: dict[str, np.ndarray] = {}
-    for j, t in enumerate(text):
-        where = s == j
-        if int(where.sum()) != len(t):
-            raise ValueError(f"attribute {j}: {len(t)} reports but {int(where.sum())} rows sampled it")
-        col = np.full(len(s), "", dtype=t.dtype if len(t) else "<U1")
-        col[where] = t
-        out[cols[j]] = col
-    out[SAMPLED] = s.astype(str)
-    return out
-
+    return mo.format(cols, text, reports)
 
 def parse_reports(mo: MultiOracle, columns: dict[str, Sequence[Any]],
                   names: Sequence[str] | None = None) -> tuple[MultiReports, np.ndarray]:
@@ -759,30 +475,4 @@ def parse_reports(mo: MultiOracle, columns: dict[str, Sequence[Any]],
     lengths = {len(columns[c]) for c in cols}
     if len(lengths) > 1:
         raise ValueError("the columns have different lengths")
-    m = lengths.pop()
-    if mo.protocol == "smp":
-        s_val, s_bad = orc.parse_reports(orc.oracle("grr", mo.A, 1.0), columns[SAMPLED])
-        s = np.full(m, -1, dtype=np.int64)
-        s[np.setdiff1d(np.arange(m), s_bad)] = s_val
-        ok = s >= 0
-        parsed = []
-        for j, o in enumerate(mo.oracles):
-            rows = np.flatnonzero(s == j)
-            col = columns[cols[j]]
-            vals, bad = orc.parse_reports(o, [col[i] for i in rows])
-            ok[rows[bad]] = False
-            good = np.ones(len(rows), dtype=bool)
-            good[bad] = False
-            parsed.append((rows[good], vals))
-        values = tuple(v for _, v in parsed)
-        return MultiReports(values, s[ok]), np.flatnonzero(~ok)
-    ok = np.ones(m, dtype=bool)
-    parsed = []
-    for j, o in enumerate(mo.oracles):
-        vals, bad = orc.parse_reports(o, columns[cols[j]])
-        okj = np.ones(m, dtype=bool)
-        okj[bad] = False
-        ok &= okj
-        parsed.append((okj, vals))
-    values = tuple(vals[ok[okj]] for okj, vals in parsed)
-    return MultiReports(values), np.flatnonzero(~ok)
+    return mo.parse(cols, columns, lengths.pop())

@@ -19,14 +19,14 @@ from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Vector
-from privspec.backends.oracles import backend as single   # its helpers, called at run time (it imports this module)
+from privspec.backends.oracles.reports import avar_extras, check_reports, form_hint, mle_fit, number_of, read_reports
 from privspec.backends.oracles import pure as core
 from privspec.backends.oracles import multi
 from privspec.backends.data.checks import require_columns
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import raw_codes
 from privspec.backends.finite.estimates import conditional_covariance, wald_inference
-from privspec.backends.finite.truth import as_matrix as _mat, as_vector as _vec
+from privspec.backends.finite.truth import as_matrix, as_vector
 from privspec.backends.core.normal import Z95
 from privspec.backends.core.populations import bind_parameters, population_vector
 from privspec.backends.core.rowrandom import RowRandom, row_key, stream_of
@@ -38,11 +38,11 @@ CHUNK = 1 << 19
 
 def multi_of(model: ModelGraph, mech: Any) -> multi.MultiOracle:
     """The :class:`~privspec.backends.oracles.multi.MultiOracle` a mechanism declares."""
-    eps = single.number_of(model, mech.epsilon, "epsilon")
+    eps = number_of(model, mech.epsilon, "epsilon")
     ds = tuple(v.p for v in mech.attributes)
     try:
-        if mech.protocol == "rsfd":
-            return multi.multi_oracle("rsfd", None, ds, eps, variant=mech.fake.replace("_", "-"))
+        if mech.fake is not None:            # rsfd: the variant says the oracles
+            return multi.multi_oracle(mech.protocol, None, ds, eps, variant=mech.fake.replace("_", "-"))
         return multi.multi_oracle(mech.protocol, mech.oracles, ds, eps)
     except ValueError as e:
         raise BackendError(Diagnostic("B412", str(e))) from None
@@ -66,9 +66,7 @@ def attribute_covariance(mo: multi.MultiOracle, j: int, f: np.ndarray, condition
                          split: int | None = None) -> np.ndarray:
     """``n`` times the covariance of attribute ``j``'s estimate from ``n`` respondents (smp:
     given that ``split`` of them reported it; without it, averaged over the split)."""
-    split_all = None
-    if mo.protocol == "smp" and split is not None:
-        split_all = [split if i == j else 1 for i in range(mo.A)]
+    split_all = None if split is None else [split if i == j else 1 for i in range(mo.A)]
     return n * multi.covariance(mo, _others_uniform(mo, j, f), n, conditional, n_attribute=split_all)[j]
 
 
@@ -78,14 +76,9 @@ def facts(mo: multi.MultiOracle, j: int | None = None) -> dict:
                  "attribute_epsilon": mo.attribute_epsilon,
                  "epsilon_any_change": multi.epsilon_of(mo, "any"),
                  "epsilon_one_attribute": multi.epsilon_of(mo, "attribute")}
-    if mo.protocol == "rsfd":
-        out["fake"] = mo.variant
-        out["fakes"] = list(mo.fakes)
+    out.update(mo.facts())
     if j is not None:
-        if mo.protocol == "rsfd":
-            pe, qe, _, _ = multi.rsfd_probs(mo, j)
-        else:
-            pe, qe = core.support_probs(mo.oracles[j])
+        pe, qe = mo.attribute_probs(j)
         out.update(attribute=j, p_star=pe, q_star=qe)
     return out
 
@@ -97,14 +90,9 @@ def epsilon_result(model: ModelGraph, mech: Any, mo: multi.MultiOracle) -> Resul
     any_change = multi.epsilon_of(mo, "any")
     extras = facts(mo)
     extras["declared"] = declared
-    if mo.protocol == "rsfd":
-        extras["reason"] = ("random sampling plus fake data: the sampled attribute is privatized at eps' = "
-                            "ln(A (e^eps - 1) + 1); two respondents' tuples that differ in every attribute are "
-                            "separated by eps' (the report that equals x everywhere), tuples that differ in one "
-                            "attribute by epsilon_one_attribute; the paper's eps is the latter")
+    extras["reason"] = mo.REASON
+    if not mo.SPENDS_DECLARED:
         return Result("epsilon", sympy.Float(any_change, 15), extras)
-    extras["reason"] = ("sequential composition of the attributes' oracles at epsilon / A" if mo.protocol == "spl"
-                        else "one attribute's oracle at epsilon; which attribute does not depend on the answers")
     if abs(any_change - float(declared)) > 1e-9 * max(1.0, float(declared)):
         raise BackendError(Diagnostic("B414", f"the epsilon read back ({any_change}) differs from the declared "
                                       f"one ({declared})"))
@@ -121,25 +109,13 @@ def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
     f = np.array([float(x) for x in w], dtype=float)
     f = f / f.sum()
     kind = str(q.method.options.get("se", "population"))
-    if mo.protocol == "smp":
-        # the split averaged over n_j ~ Binomial(n, 1/A): n enters beyond 1/n; asymptotically A Sigma
-        V = mo.A * core.covariance(mo.oracles[j], f, 1.0, conditional=(kind == "conditional"))
-        if kind == "conditional":
-            V = V + (mo.A - 1) * (np.diag(f) - np.outer(f, f))
-        note = "n_j ~ n / A respondents report the attribute: A times its oracle's covariance (and the sampled " \
-               "respondents' spread, given the table)"
-    else:
-        V = attribute_covariance(mo, j, f, kind == "conditional", n=1)   # n Cov does not depend on n
-        note = "its oracle at epsilon / A" if mo.protocol == "spl" else \
-            "a pure protocol per attribute with p_eff, q_eff (real report with probability 1/A, else fake)"
-    extras = {"method": "mom", "se_kind": kind, **facts(mo, j), "trace": float(np.trace(V)), "note": note,
-              "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
-              "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi"}
+    V = mo.asymptotic_covariance(j, f, kind == "conditional")
+    extras = avar_extras(kind, facts(mo, j), V, note=mo.NOTE)
     for l, other in enumerate(mech.attributes):
         C = None if l == j else cross_avar(model, mo, j, l, var, other, kind == "conditional")
         if C is not None:
-            extras[f"cross_covariance_{other.name}"] = _mat(C, var.labels, other.labels)
-    return Result("avar", _mat(V, var.labels, var.labels), extras)
+            extras[f"cross_covariance_{other.name}"] = as_matrix(C, var.labels, other.labels)
+    return Result("avar", as_matrix(V, var.labels, var.labels), extras)
 
 
 def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: Any, other: Any,
@@ -159,9 +135,8 @@ def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: An
     independent = all((exact[i, k] - fj_x[i] * fl_x[k]).is_zero is True      # exact numbers: instant
                       for i in range(exact.rows) for k in range(exact.cols))
     P = np.outer(fj, fl) if independent else np.array(exact.tolist(), dtype=float)
-    if mo.protocol == "smp" and conditional:        # -n D / (n - 1) -> -D
-        return -(P - np.outer(fj, fl))
-    return multi.cross_covariance(mo, j, l, fj, fl, 1, conditional, P)
+    limit = mo.asymptotic_cross(P - np.outer(fj, fl), conditional)
+    return limit if limit is not None else multi.cross_covariance(mo, j, l, fj, fl, 1, conditional, P)
 
 
 # ---- data ------------------------------------------------------------------------------------------
@@ -170,8 +145,8 @@ def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tup
     respondents ``n`` (smp: all rows; the reports are those of the rows that sampled j)."""
     var = mech.attributes[j]
     o = mo.oracles[j]
-    if mo.protocol != "smp":
-        reports, counts = single.read_reports(var.name, mech.protocol, o, engine)
+    if not mo.KEEPS_SAMPLED:
+        reports, counts = read_reports(var.name, mech.protocol, o, engine)
         return reports, counts, int(counts.sum())
     require_columns(pd.DataFrame(columns=engine.columns()), [var.name, multi.SAMPLED],
                     getattr(engine, "source", "the data"))
@@ -186,35 +161,12 @@ def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tup
     reports, bad = core.parse_reports(o, text[mine])
     bad_mask = ~valid
     bad_mask[np.flatnonzero(mine)[np.asarray(bad, dtype=np.int64)]] = True
-    single.check_reports(tally, bad_mask, np.where(valid, text, sampled),
-                         var.name if valid.all() else multi.SAMPLED, mech.protocol,
-                         single._form_hint(o) + "; the column 'sampled' holds the index of the attribute reported "
-                                                "(0 .. A-1, in the order of smp(...))")
+    check_reports(tally, bad_mask, np.where(valid, text, sampled),
+                  var.name if valid.all() else multi.SAMPLED, mech.protocol,
+                  form_hint(o) + "; the column 'sampled' holds the index of the attribute reported "
+                                 "(0 .. A-1, in the order of smp(...))")
     counts = np.asarray(tally.counts, dtype=float)
     return reports, counts[mine], int(counts.sum())
-
-
-def likelihood_pair(mo: multi.MultiOracle, j: int) -> tuple[float, float]:
-    """Attribute ``j``'s report likelihood for a category in / not in its support, up to a
-    common factor (the IBU's ``pair``): its oracle's for spl and smp; for rsfd the
-    mixture ``(1/A) real + ((A-1)/A) fake`` of the oracle at the amplified epsilon and a
-    fake report: a uniform value (grr: ``p/A + (A-1)/(A d)`` vs ``q/A + (A-1)/(A d)``) or
-    the zero vector's bits (unary encoding, ``k0 = (1-p)/(1-q)``, ``r = p(1-q)/(q(1-p))``:
-    ``k0 r/A + (A-1)/A`` vs ``k0/A + (A-1)/A``).  A random value's bits (``_r``) make the
-    fake's likelihood depend on the support's size: no pair, no MLE (B415)."""
-    o = mo.oracles[j]
-    if mo.protocol != "rsfd":
-        return core._likelihood_pair(o)
-    p, q = core.support_probs(o)
-    A, fake = mo.A, mo.fakes[j]
-    if fake == "uniform":
-        return p / A + (A - 1) / (A * o.d), q / A + (A - 1) / (A * o.d)
-    if fake == "zero":
-        k0, r = (1 - p) / (1 - q), p * (1 - q) / (q * (1 - p))
-        return k0 * r / A + (A - 1) / A, k0 / A + (A - 1) / A
-    raise BackendError(Diagnostic("B415", f"rsfd with fake = {mo.variant.replace('-', '_')}: a fake report of a random "
-                                  "value makes the likelihood depend on the support's size, so there is no IBU "
-                                  "here", hint="use by mom, or fake = grr | oue_z | sue_z"))
 
 
 def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, counts: np.ndarray,
@@ -229,7 +181,7 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
         raise DataError(Diagnostic("D103", f"no respondent reported {q.estimand.variables[0].name}: nothing to "
                                            "estimate from"))
     if q.method.name == "mle":
-        w, V, loglik = single.mle_fit(o, reports, counts, likelihood_pair(mo, j))
+        w, V, loglik = mle_fit(o, reports, counts, mo.likelihood_pair(j))
         if V is not None:
             V = V * (n / m)              # m reports of the attribute among n respondents (smp)
             if se_kind == "conditional":
@@ -237,12 +189,8 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
         return {"w": w, "V": V, "n": n, "reports": int(round(m)), "projection": "none", "se_kind": se_kind,
                 "loglik": loglik}
     C = core.support_counts(o, reports, counts)
-    if mo.protocol == "rsfd":
-        pe, qe, _, _ = multi.rsfd_probs(mo, j)
-        raw = (C / m - qe) / (pe - qe)
-    else:
-        raw = core.unbiased(o, C, m)
-    split = int(round(m)) if mo.protocol == "smp" else None
+    raw = mo.attribute_estimate(j, o, C, m, "none")
+    split = int(round(m)) if mo.KEEPS_SAMPLED else None
     V = attribute_covariance(mo, j, project_onto(raw, "clip"), se_kind == "conditional", n=n, split=split)
     return {"w": project_onto(raw, project), "V": V, "n": n, "reports": int(round(m)), "projection": project,
             "se_kind": se_kind}
@@ -256,17 +204,17 @@ def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Resul
     if V is not None:
         se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
         inference = wald_inference(est["w"], se, lambda: V / n)
-        extras.update(se=_vec(se, var.labels), se_kind=est["se_kind"],
+        extras.update(se=as_vector(se, var.labels), se_kind=est["se_kind"],
                       ci95={lab: [float(a), float(b)] for lab, a, b in zip(var.labels, *inference.interval(0.95))},
                       ci_method=inference.method)
     else:
         extras["note"] = "no standard errors: the observed information is singular (an estimate on the boundary)"
         inference = Inference(None, None, None, extras["note"])
-    if mo.protocol == "smp":
+    if mo.KEEPS_SAMPLED:
         extras["reports_of_attribute"] = est["reports"]
     if "loglik" in est:
         extras["loglik"] = est["loglik"]
-    return Result("estimate", _vec(est["w"], var.labels), extras, inference=inference)
+    return Result("estimate", as_vector(est["w"], var.labels), extras, inference=inference)
 
 
 def privatize_frame(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int | None, offset: int = 0
