@@ -20,8 +20,10 @@ from typing import Any, Sequence, TextIO
 from privspec import __version__
 from privspec.model import query_kinds
 from privspec.errors import DataError, Diagnostic, PrivspecError, did_you_mean
+from privspec.outputs import PARQUET, check_output, write_bytes_atomic
 from privspec.progress import enabled, wanted
 from privspec.results.render import FORMATS, check_report
+from privspec.signals import interrupt_on_signals
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -291,7 +293,6 @@ def _plots(res, folder: Path) -> list[Path]:
     except OSError as e:
         raise DataError(Diagnostic("D007", f"cannot write pictures to {folder}: {e.strerror or e}", file=str(folder),
                                    hint="give a folder that can be created and written")) from None
-    from privspec.outputs import check_output, write_bytes_atomic  # start-up: as the API's
 
     written = []
     for name, result in res.items():
@@ -331,8 +332,6 @@ def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
     # check and --help never need what the API and the back ends bring:
     # start-up: numpy, scipy and pandas (about 2 s)
     from privspec.api import privatizer
-    from privspec.outputs import PARQUET, check_output
-    from privspec.signals import interrupt_on_signals
     from privspec.backends.privatize import privatize_file  # start-up: as the API's
 
     keep = [c.strip() for item in args.keep for c in item.split(",") if c.strip()]
@@ -385,8 +384,6 @@ def _compare(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if args.reps is not None and args.reps < 2:
         raise _Usage("privspec compare: --reps must be at least 2")
     if args.report is not None:
-        from privspec.outputs import check_output
-
         report = Path(args.report)
         if report.suffix.lower() not in (".html", ".htm", ".md"):
             raise _Usage(f"privspec compare: --report {args.report}: name an .html or .md file")
