@@ -184,8 +184,7 @@ def bounds_result(model: ModelGraph, q: Query) -> Result:
     t4 = theorem4(model, q)
     if t4:
         value["theorem4"] = t4
-    extras = _symbolic_extras(value)
-    extras.update({"n": str(n) if n.free_symbols else n, "meaning": (
+    return _result("bounds", value, n, (
         "per w (the w attributes for which castell is least preferred, listed in attributes), with d_k the "
         "domain sizes, p_k the keep probabilities, D = prod d_k, d* = max d_k: independent = Theorem 5 (Eq. 26) "
         "from its proof, max(1/D, 1/d* - 1/D); castell = Theorem 6 (Eq. 27) from its proof, prod_k (d_k/p_k)/n "
@@ -193,8 +192,7 @@ def bounds_result(model: ModelGraph, q: Query) -> Result:
         "||K^-1||_inf / n, the exact worst case of the paper's rounding model (|error of each report frequency| "
         "<= 1/n); castell_sd_uniform = standard deviation of each castell cell when the truth is uniform (the "
         "sampling error, of order n^-1/2, which Eq. 27 does not bound); theorem4: Cramer's V, RR-Independent's "
-        "limiting MSE and its bound V^2 (min(d_A, d_B) - 1)/(d_A d_B) (= V^2 (d - 1)/d^2 < V^2/d for equal d)")})
-    return Result("bounds", value, extras)
+        "limiting MSE and its bound V^2 (min(d_A, d_B) - 1)/(d_A d_B) (= V^2 (d - 1)/d^2 < V^2/d for equal d)"))
 
 
 def _eps_star(worst: list[_Factor], n: Any, B: Any) -> Any:
@@ -276,16 +274,22 @@ def thresholds_result(model: ModelGraph, q: Query) -> Result:
         value[f"w={w}"] = entry
     D = sympy.Integer(d_all)
     value["w_star"] = (sympy.log(n) - sympy.log(D)) / sympy.log(D ** 2)
-    extras = _symbolic_extras(value)
-    extras.update({"n": str(n) if n.free_symbols else n, "meaning": (
+    return _result("thresholds", value, n, (
         "Appendix C for factors with domain sizes d_k and keep probabilities p_k of their own (GRR: "
         "p_k = e^eps_k/(e^eps_k + d_k - 1)), for the w attributes with the largest n*: RR-Ind-Joint (castell) is "
         "preferred for n > n_star = prod_k (d_k/p_k) / max(1/D, 1/d* - 1/D) (D = prod d_k, d* = max d_k; with one "
         "d and eps/w each, the paper's (1 + (d-1)/e^(eps/w))^w d^w / max(d^-w, 1/d - d^-w)), i.e. where Theorem "
         "6's castell_bound is below Theorem 5's independent_bound, and for eps > eps_star (eps: the budget of the "
         "w attributes together, each keeping its share); castell_preferred is hybrid(switch = thresholds)'s "
-        "choice at this n; w_star = (log n - log d)/log d^2 with d the largest domain (the paper's)")})
-    return Result("thresholds", value, extras)
+        "choice at this n; w_star = (log n - log d)/log d^2 with d the largest domain (the paper's)"))
+
+
+def _result(kind: str, value: dict, n: Any, meaning: str) -> Result:
+    """The result of a bounds query: ``value``, its symbolic form where it has one, the
+    number of respondents ``n`` (text when symbolic) and what each entry means."""
+    extras = _symbolic_extras(value)
+    extras.update({"n": str(n) if n.free_symbols else n, "meaning": meaning})
+    return Result(kind, value, extras)
 
 
 def _symbolic_extras(value: dict) -> dict:
