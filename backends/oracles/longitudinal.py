@@ -433,11 +433,7 @@ def unbiased(lo: LongitudinalOracle, C: Sequence[float], n: float, project: str 
     >>> unbiased(lo, C, 1000).round(12).tolist()
     [0.6, 0.3, 0.1]
     """
-    C = np.asarray(C, dtype=float)
-    if C.shape != (lo.d,):
-        raise ValueError(f"C has {lo.d} entries, not shape {C.shape}")
-    if not n > 0:
-        raise ValueError("n must be positive")
+    C = orc.check_support_counts(C, lo.d, n)
     q = support_probs(lo)[1]
     gap = support_gap(lo)
     if gap == 0:   # first below about 1e-16: the IRR keeps nothing in doubles

@@ -51,6 +51,7 @@ __all__ = ["PROTOCOLS", "KINDS", "oracle", "support_probs", "pair_probs", "covar
            "support_gap", "variance_formula", "epsilon_of", "complements", "likelihood_pair", "privatize",
            "support_counts", "support_sets", "format_reports", "parse_reports", "unbiased", "ibu",
            "ibu_support_counts", "standard_errors", "symbols_of", "check_codes",
+           "check_support_counts",
            # the interface and the shared pieces, where the oracles' users find them
            "Oracle", "PairProbs", "pure_covariance", "check_epsilon", "EPSILON", "D", "G", "K",
            "F"]
@@ -493,12 +494,19 @@ def unbiased(o: Oracle, C: Sequence[float], n: float, project: str = "none") -> 
     >>> unbiased(o, [50, 30, 20], 100, project="clip").round(4).tolist()
     [0.8333, 0.1667, 0.0]
     """
-    C = np.asarray(C, dtype=float)
-    if C.shape != (o.d,):
-        raise ValueError(f"C has {o.d} entries, not shape {C.shape}")
-    if not n > 0:
-        raise ValueError("n must be positive")
+    C = check_support_counts(C, o.d, n)
     return _project((C / n - support_probs(o)[1]) / support_gap(o), project)
+
+
+def check_support_counts(C: Sequence[float], d: int, n: float | None = None) -> np.ndarray:
+    """The support counts ``C`` as floats; ValueError unless they have ``d`` entries and
+    ``n`` (where given) is positive."""
+    C = np.asarray(C, dtype=float)
+    if C.shape != (d,):
+        raise ValueError(f"C has {d} entries, not shape {C.shape}")
+    if n is not None and not n > 0:
+        raise ValueError("n must be positive")
+    return C
 
 
 def _stop(err: str):
@@ -590,9 +598,7 @@ def ibu_support_counts(o: Oracle, C: Sequence[float], iters: int = 10000, tol: f
     >>> ibu_support_counts(o, [50, 40, 30]).round(3).tolist()
     [0.685, 0.315, 0.0]
     """
-    C = np.asarray(C, dtype=float)
-    if C.shape != (o.d,):
-        raise ValueError(f"C has {o.d} entries, not shape {C.shape}")
+    C = check_support_counts(C, o.d)
     change = _stop(err)
     p, q = support_probs(o)
     A = np.eye(o.d)
