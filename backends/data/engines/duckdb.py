@@ -16,11 +16,10 @@ import numpy as np
 import pandas as pd
 
 from privspec.errors import DataError
-from privspec.outputs import PARQUET
-from privspec.backends.data.checks import check_columns, frame_nested, require_columns, require_flat
 from privspec.backends.data.csv_cells import UNGUARD_SQL, read_csv
+from privspec.backends.data.engines.fallback import PandasFallback
 from privspec.backends.data.engines.pandas import PandasEngine
-from privspec.backends.data.files import FILE, file_columns, read_table
+from privspec.backends.data.files import FILE
 from privspec.backends.data.tally import Tally, canonical, run_starts
 
 #: bytes of a CSV's last line beyond which DuckDB does not read the file: DuckDB drops a
@@ -123,7 +122,7 @@ class _PandasReads(Exception):
     """DuckDB read a file that only pandas' reading reads right (:meth:`DuckDBEngine._blank_cells`)."""
 
 
-class DuckDBEngine:
+class DuckDBEngine(PandasFallback):
     """Counts in DuckDB (embedded): ``SELECT cols, count(*) ... GROUP BY ALL`` over the
     file, out of core, on all cores.  CSV cells are read as text with the conventions of
     :func:`.files.read_table` (a space after a comma skipped, an empty cell ``""``)."""
@@ -146,33 +145,21 @@ class DuckDBEngine:
         self._duckdb = duckdb
         self.con = _connection()
         self._id = next(_IDS)
-        self._fallback: PandasEngine | None = None
+        self._start()
         self._frame_view: str | None = None
-        self._nested: frozenset[str] = frozenset()
         if isinstance(source, pd.DataFrame):
-            self.source = name or "<DataFrame>"
-            check_columns(list(source.columns))
-            self._nested = frame_nested(source)
-            self._frame = source
-            self._header = [str(c) for c in source.columns]
-            self._csv = False
+            self._open_frame(source, name)
             self._frame_view = f"privspec_frame_{self._id}"
             try:
                 self.con.register(self._frame_view, source)
             except duckdb.Error:   # a column DuckDB cannot take (numpy arrays of text): pandas counts
                 self._frame_view = None
-                self._fallback = PandasEngine(source, self.source)
+                self._use_pandas()
                 return
             weakref.finalize(self, _unregister, self.con, self._frame_view)  # the frame is not held after
             self._from = self._frame_view
             return
-        self.source = name or str(source)
-        path = Path(source)
-        if not path.is_file():
-            read_table(path)  # D001 as for every engine
-        self._csv = path.suffix.lower() not in PARQUET
-        self._path = os.fspath(path)
-        self._nested = file_columns(path)[1]   # D014 as for every engine
+        path = self._open_file(source, name)
         try:
             if self._csv and long_last_line(path):
                 # DuckDB drops a final row longer than its read buffer without a word
@@ -213,18 +200,6 @@ class DuckDBEngine:
                 skip += 1
         return names, skip
 
-    def _use_pandas(self) -> PandasEngine:
-        """The file as pandas reads it: its diagnostic if it cannot be read, else its frame
-        (DuckDB refused something pandas takes: the results stay the same)."""
-        if self._fallback is None:
-            self._fallback = PandasEngine(read_table(self._path), self.source, nested=self._nested)
-        return self._fallback
-
-    def columns(self) -> list[str]:
-        if self._fallback is not None:
-            return self._fallback.columns()
-        return list(self._header)
-
     def has_rows(self) -> bool:
         """Whether the table holds a data row: DuckDB stops at the first (a CSV's first block).
         A one-column CSV whose every cell is blank is read by pandas (:meth:`_blank_cells`)."""
@@ -258,8 +233,7 @@ class DuckDBEngine:
         columns = list(columns)
         if self._fallback is not None:
             return self._fallback.tally(columns)
-        require_columns(pd.DataFrame(columns=self._header), columns, self.source)
-        require_flat(columns, self._nested)
+        self._require(columns)
         raw = ", ".join(f"{_quote(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         cells = ", ".join(f"{self._cell(c, f'c{i}')} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         keys = ", ".join(_quote(f"c{i}") for i in range(len(columns)))
@@ -343,8 +317,7 @@ class DuckDBEngine:
         the tally of the rest."""
         if self._fallback is not None:
             raise NotImplementedError("a file DuckDB cannot read: no SQL parse")
-        require_columns(pd.DataFrame(columns=self._header), [column], self.source)
-        require_flat([column], self._nested)
+        self._require([column])
         if not self._is_text(column):
             # a typed column (Parquet numbers, booleans): no text to parse in SQL; its values
             # go to privspec's parser as every engine hands them over

@@ -57,18 +57,14 @@ import os
 import re
 import shlex
 import warnings
-from pathlib import Path
 from typing import Any, ClassVar, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from privspec.errors import DataError
-from privspec.outputs import PARQUET
-from privspec.backends.data.checks import check_columns, frame_nested, require_columns, require_flat
 from privspec.backends.data.csv_cells import read_csv
-from privspec.backends.data.engines.pandas import PandasEngine
-from privspec.backends.data.files import file_columns, read_table
+from privspec.backends.data.engines.fallback import PandasFallback
 from privspec.backends.data.tally import Tally, canonical
 
 #: a CSV line that Spark may read otherwise than pandas: a byte that is not UTF-8 (Spark
@@ -137,7 +133,7 @@ def _spark_ready(frame: pd.DataFrame) -> bool:
     return True
 
 
-class SparkEngine:
+class SparkEngine(PandasFallback):
     """Counts in Spark: ``df.groupBy(cells).count()``, on the session in use (a cluster)
     or a local one; see the module notes for the reading conventions."""
 
@@ -157,18 +153,10 @@ class SparkEngine:
 
         self._F = F
         self.spark = spark_session()
-        self._fallback: PandasEngine | None = None
-        self._path: str | None = None
-        self._csv = False
+        self._start()
         self._checked = False
-        self._frame: pd.DataFrame | None = None
-        self._nested: frozenset[str] = frozenset()
         if isinstance(source, pd.DataFrame):
-            self.source = name or "<DataFrame>"
-            check_columns(list(source.columns))
-            self._nested = frame_nested(source)
-            self._frame = source
-            self._header = [str(c) for c in source.columns]
+            self._open_frame(source, name)
             if not len(source.columns) or not _spark_ready(source):
                 self._use_pandas()
                 return
@@ -181,13 +169,8 @@ class SparkEngine:
             except Exception:
                 self._use_pandas()
             return
-        self.source = name or str(source)
-        path = Path(source)
-        if not path.is_file():
-            read_table(path)  # D001 as for every engine
-        self._csv = path.suffix.lower() not in PARQUET
-        self._path = os.path.abspath(os.fspath(path))
-        self._nested = file_columns(path)[1]   # D014 as for every engine
+        path = self._open_file(source, name)
+        self._path = os.path.abspath(path)
         try:
             if self._csv:
                 self._header = [str(c) for c in read_csv(path, nrows=0).columns]  # pandas' names
@@ -204,22 +187,6 @@ class SparkEngine:
             raise
         except Exception:
             self._use_pandas()
-
-    def _use_pandas(self) -> PandasEngine:
-        """The file as pandas reads it: its diagnostic if it cannot be read, else its frame
-        (Spark refused, or would misread, something pandas takes: the results stay the same)."""
-        if self._fallback is None:
-            if self._frame is not None:
-                self._fallback = PandasEngine(self._frame, self.source)
-            else:
-                assert self._path is not None
-                self._fallback = PandasEngine(read_table(self._path), self.source, nested=self._nested)
-        return self._fallback
-
-    def columns(self) -> list[str]:
-        if self._fallback is not None:
-            return self._fallback.columns()
-        return list(self._header)
 
     def has_rows(self) -> bool:
         """Whether the table holds a data row (Spark takes the first)."""
@@ -262,8 +229,7 @@ class SparkEngine:
         columns = list(columns)
         if self._fallback is not None:
             return self._fallback.tally(columns)
-        require_columns(pd.DataFrame(columns=self._header), columns, self.source)
-        require_flat(columns, self._nested)
+        self._require(columns)
         keys = [f"k{j}" for j in range(len(columns))]
         try:
             if self._suspect():
