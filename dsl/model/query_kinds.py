@@ -262,23 +262,19 @@ def _listed(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+#: the estimands of one template in words, by kind (``{x}``: the variables' names)
+_ESTIMAND_WORDS = {"distribution": "the {x} shares", "joint": "the joint shares of {x}", "mean": "the mean of {x}",
+                   "cdf": "the distribution function of {x}"}
+
+
 def _estimand_words(estimand: Any) -> str:
     """An estimand in words: ``the color shares``, ``the mean of salary``."""
     kind, variables = estimand.kind, estimand.variables
-    if kind == "distribution":
-        return f"the {_names(variables)} shares"
-    if kind == "joint":
-        return f"the joint shares of {_names(variables)}"
-    if kind == "mean":
-        return f"the mean of {_names(variables)}"
-    if kind == "cdf":
-        return f"the distribution function of {_names(variables)}"
     if kind == "moment":
-        x = _names(variables)
-        return f"the moment E[{x}^{estimand.order}]"
+        return f"the moment E[{_names(variables)}^{estimand.order}]"
     if kind == "regression":
         return f"the regression of {variables[0].name} on {_names(variables[1:])}"
-    return f"{kind}({_names(variables)})"
+    return _ESTIMAND_WORDS.get(kind, kind + "({x})").format(x=_names(variables))
 
 
 def _estimator_words(method: Any) -> str:
