@@ -260,6 +260,7 @@ def check_covariance(est: np.ndarray, V: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 def test_covariance_monte_carlo(kind: str) -> None:
     lo = ol.longitudinal(kind, D, EPS_PERM, EPS_1)
     seed = 100 + KINDS.index(kind)

@@ -83,7 +83,7 @@ ESTIMATORS = {
 }
 
 
-@pytest.mark.parametrize("kind", ["population", "conditional"])
+@pytest.mark.parametrize("kind", ["population", pytest.param("conditional", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", list(ESTIMATORS))
 def test_variance_against_its_own_monte_carlo(name: str, kind: str) -> None:
     """2000 replications at n = 5000; the analytic variance at the expected reports within
