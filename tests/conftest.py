@@ -1,8 +1,8 @@
 """Shared test configuration: the ``--update-golden`` option, a headless Chromium
 (``browser``) for the reports' tests, ``within`` (a time limit on a block), and the
-closing line of a run that left out the ``slow`` tests (Monte Carlo, simulation-size,
-fuzz and bench-length ones; pyproject.toml deselects them by default) saying how many
-and how to run them."""
+closing line of a run that left out the ``slow`` tests (Monte Carlo at full size,
+whole-spec and bench-length runs, the full fuzz; pyproject.toml deselects them by
+default) saying how many and how to run them."""
 from __future__ import annotations
 
 import contextlib
@@ -45,9 +45,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     """After a run that left slow tests out: how many, and the commands that run them."""
     left_out = config.stash.get(SLOW_LEFT_OUT, 0)
     if left_out:
+        tests = "slow test was" if left_out == 1 else "slow tests were"
         terminalreporter.write_line(
-            f"{left_out} slow tests (Monte Carlo, simulation-size, fuzz, bench-length) were not run: "
-            f"`{RUN_SLOW}` runs them, `{RUN_ALL}` runs the whole suite (as .ci/run does).")
+            f"{left_out} {tests} left out (Monte Carlo at full size, whole-spec and bench-length runs, "
+            f"the full fuzz): `{RUN_SLOW}` runs them, `{RUN_ALL}` runs the whole suite (as .ci/run does).")
 
 
 @pytest.fixture

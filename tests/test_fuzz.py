@@ -240,11 +240,16 @@ ANALYZED = 150
 ANALYZED_MUTANTS = 40
 
 
-def test_fuzz_never_an_internal_error_never_slow(tmp_path: Path) -> None:
-    """A few thousand seeded cases: exit 0 or 1, each within CASE_SECONDS."""
+# the full fuzz is slow; a small sample of the same generators runs by default
+@pytest.mark.parametrize("mutants, slot_cases, analyzed, analyzed_mutants", [
+    pytest.param(MUTANTS, SLOT_CASES, ANALYZED, ANALYZED_MUTANTS, id="full", marks=pytest.mark.slow),
+    pytest.param(100, 60, 6, 2, id="sample")])
+def test_fuzz_never_an_internal_error_never_slow(mutants: int, slot_cases: int, analyzed: int, analyzed_mutants: int,
+                                                 tmp_path: Path) -> None:
+    """A few thousand seeded cases (160 in the sample): exit 0 or 1, each within CASE_SECONDS."""
     path = tmp_path / "fuzz.privspec"
     failures = []
-    for n, case in enumerate(cases(SEED, MUTANTS, SLOT_CASES, ANALYZED, ANALYZED_MUTANTS)):
+    for n, case in enumerate(cases(SEED, mutants, slot_cases, analyzed, analyzed_mutants)):
         for problem in run_case(case, path):
             failures.append(f"case {n}: {problem}\n{case.text[:400]}")
     assert not failures, f"{len(failures)} failing cases; the first:\n" + "\n\n".join(failures[:3])
@@ -769,6 +774,7 @@ def test_every_parameter_slot_is_valid_with_a_plain_value() -> None:
     assert not bad, "\n\n".join(bad)
 
 
+@pytest.mark.slow
 def test_parameters_x_queries_never_an_internal_error_never_slow(tmp_path: Path) -> None:
     """Every slot x every extreme value x (in turn) every query: exit 0 or 1, each run within
     CASE_SECONDS (epsilon = 700 hung for minutes in exact arithmetic, 1e-300 ended in a

@@ -776,6 +776,7 @@ def monte_carlo(model, query: str, factors: list[Ref], w: np.ndarray, n: int, re
     assert np.all(np.abs(Z.mean(axis=0)) <= 5 * np.sqrt(np.diag(V) / reps)), Z.mean(axis=0)
 
 
+@pytest.mark.slow
 def test_monte_carlo_grr_covariance() -> None:
     """GRR on 4 categories, eps = 1 (exact in e): 20000 samples of 200 respondents, seed 11
     (tolerance 5 standard errors: about 5% of a variance)."""
@@ -787,6 +788,7 @@ def test_monte_carlo_grr_covariance() -> None:
     monte_carlo(model, "v", [ref_grr(L, 1.0)], np.array([float(v) for v in w]), n=200, reps=20000, seed=11)
 
 
+@pytest.mark.slow
 def test_monte_carlo_product_covariance() -> None:
     """product(rr(g, P), grr(h, eps = log 3)) on 2 x 3 joint categories with dependence:
     20000 samples of 200 respondents, seed 12, each factor privatized on its own."""
@@ -920,6 +922,7 @@ def test_release_variance_properties(case) -> None:
         assert to_float(part.value, subs) == 0
 
 
+@pytest.mark.slow
 def test_release_monte_carlo_algorithm1_and_geometric() -> None:
     """Noisy tables drawn by privspec (noisy_counts, fixed seed), 4000 of each release:
     with exact totals every total is exact in every draw, every cell is unbiased and has
