@@ -321,8 +321,8 @@ def test_api_compare_frame_html_and_report(tmp_path: Path) -> None:
         spec.compare(["nope"])
 
 
-@pytest.mark.parametrize("path", [p if p.stem == "language" else pytest.param(p, marks=pytest.mark.slow)
-                                  for p in COMPARE_SPECS], ids=lambda p: p.stem)
+@pytest.mark.slow   # tests/test_compare_report.py opens a report in Chromium in the quick run
+@pytest.mark.parametrize("path", COMPARE_SPECS, ids=lambda p: p.stem)
 def test_bundled_reports_render_in_chromium(path: Path, tmp_path: Path, browser) -> None:
     pytest.importorskip("jinja2")
     mimage = pytest.importorskip("matplotlib.image")
