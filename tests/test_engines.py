@@ -352,6 +352,7 @@ def _raw_file(tmp_path: Path, n: int, fmt: str) -> Path:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.slow
 def test_privatize_streams_the_same_rows_whatever_the_chunks_and_the_engine(tmp_path: Path, fmt: str) -> None:
     """Every piece size and engine writes the same bytes, equal to privatizing the whole table
     in memory with the same seed; row order and count kept."""
@@ -603,6 +604,7 @@ def _sql_reads_as_python(texts: list[str]) -> list[bool]:
     return [took[t] for t in texts]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(_REPORT_BITS, max_size=8).map("".join), min_size=1, max_size=40))
 def test_sql_reads_interval_reports_as_python_does(texts) -> None:
@@ -613,6 +615,7 @@ def test_sql_reads_interval_reports_as_python_does(texts) -> None:
 _PIECE = st.lists(_REPORT_BITS | st.sampled_from(["0", "-0", "9", "e-", "E+", "-inf", "inf", " "]), max_size=5).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 # the casts' traps, each once (the search finds them only at times)
 @example(["(1, nan]"]).via("NaN is DuckDB's largest number")

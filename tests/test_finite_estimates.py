@@ -167,6 +167,7 @@ def test_boundary_critical_values() -> None:
     assert abs(boundary_critical(0.0) - 2.7055) < 1e-3 and abs(boundary_critical(5.0) - 3.8415) < 1e-3
 
 
+@pytest.mark.slow
 def test_profile_intervals_cover_a_category_next_to_zero() -> None:
     """Randomized response with eps = 1 on two categories, w = (0.01, 0.99), n = 500: the first
     category is a fraction of a standard error from 0, where the MLE sits at 0 about half

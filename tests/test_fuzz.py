@@ -321,7 +321,7 @@ def test_check_counts_in_words(tmp_path: Path) -> None:
     assert "(1 variable, 1 mechanism, 1 query)" in out.getvalue() + err.getvalue()
 
 
-@pytest.mark.parametrize("labels", [125_000, 5_000_000])
+@pytest.mark.parametrize("labels", [125_000, pytest.param(5_000_000, marks=pytest.mark.slow)])
 def test_huge_label_sets_load_or_are_refused_at_once(labels: int, tmp_path: Path) -> None:
     """125,000 labels load (the duplicate check was quadratic: 100 s); 5,000,000 labels on
     one line (74 MB) are refused (E701) without parsing them."""
