@@ -706,6 +706,7 @@ def symbolic_answers(kind: str):
     return _SYMBOLIC[kind]
 
 
+@pytest.mark.slow
 @settings(PROPS, max_examples=20)
 @given(st.sampled_from(sorted(SYMBOLIC)), st.lists(st.integers(1, 30), min_size=4, max_size=4),
        st.integers(1, 40))
