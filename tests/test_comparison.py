@@ -57,8 +57,8 @@ def test_the_bundled_comparisons() -> None:
                                               "oracles", "planning"]
 
 
-@pytest.mark.parametrize("path", [p if p.stem == "language" else pytest.param(p, marks=pytest.mark.slow)
-                                  for p in COMPARE_SPECS], ids=lambda p: p.stem)
+@pytest.mark.slow   # whole-spec comparisons; the quick run compares through the API and in the tests below
+@pytest.mark.parametrize("path", COMPARE_SPECS, ids=lambda p: p.stem)
 def test_compare_exits_0_with_every_cell_a_number_or_a_reason(path: Path, tmp_path: Path) -> None:
     # the report's plots need matplotlib (the report extra; the extras venv of .ci/run has it)
     report = ["--report", tmp_path / "r.html"] if _has("matplotlib") and _has("jinja2") else []

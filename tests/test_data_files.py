@@ -444,6 +444,7 @@ CSV_ATOMS = ["a", "b", "é", " ", "  ", "\t", ",", '"', '""', '"a"', ' "', '," '
              "\x00", "\ufeff"]
 
 
+@pytest.mark.slow
 @given(st.lists(st.lists(st.sampled_from(CSV_ATOMS), max_size=6), max_size=12), st.sampled_from([1, 2, 3, 7, 1 << 24]),
        st.booleans())
 @settings(max_examples=400, deadline=None, derandomize=True)

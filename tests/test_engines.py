@@ -438,6 +438,7 @@ _ALPHABET = st.sampled_from(list("0123456789.,+-eE()[]| \t") + ["inf", "INF", "n
                                                                      "\x1c", "\u2003", "x", "\n"])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(_ALPHABET, max_size=14).map("".join), min_size=1, max_size=80))
 def test_arrow_regexes_match_pythons(texts) -> None:

@@ -98,7 +98,8 @@ def test_jackknife_of_a_mean_and_its_groups():
 
 
 # ---- coverage of the NPMLE mean -------------------------------------------------------------------------
-@pytest.mark.parametrize("n, reps", [(100, 300), pytest.param(400, 150, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("n, reps", [(100, 300), (400, 150)])
 def test_npmle_mean_interval_covers_in_the_table2_setting(n, reps):
     """Printed 95% interval of the NPMLE mean, Table II setting: 96-98% at n = 100 and 95-96%
     at n = 400 in bench/interval_coverage.py; the plug-in bound printed before gave 78% and

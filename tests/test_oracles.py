@@ -538,9 +538,9 @@ def test_first_distinct_draws_give_the_first_m_distinct_values() -> None:
 
 
 # first distinct draws (d > 64); the same, of the others left out (2k > d - 1)
-@pytest.mark.parametrize("d,eps,k", [(70, 3.0, None), pytest.param(300, 0.5, None, marks=pytest.mark.slow),
-                                     pytest.param(90, 1.0, 60, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("spare", [pytest.param(None, marks=pytest.mark.slow), -3.0])
+@pytest.mark.slow   # 100,000 rows each; test_subset_selection_samplers_have_the_right_support_rates is the quick check
+@pytest.mark.parametrize("d,eps,k", [(70, 3.0, None), (300, 0.5, None), (90, 1.0, 60)])
+@pytest.mark.parametrize("spare", [None, -3.0])
 def test_subset_selection_draws_uniform_subsets(d, eps, k, spare, monkeypatch) -> None:
     """Given the truth, every other category is reported at the same rate and every pair of
     them equally often (chi-square over the C(d-1, 2) pairs), at the rates pair_probs

@@ -591,7 +591,7 @@ def _text_mode_parts(tex: str) -> list[str]:
     return tex.split("$")[0::2]
 
 
-@pytest.mark.parametrize("name", ["urn", "randomized_response"])
+@pytest.mark.parametrize("name", ["urn", pytest.param("randomized_response", marks=pytest.mark.slow)])
 def test_latex_report_escapes_text_mode_specials(name: str) -> None:
     tex = report(name, "latex")
     for part in _text_mode_parts(tex):

@@ -82,6 +82,7 @@ def test_text_lines_are_short(path: Path) -> None:
     assert len(longest) <= 200, (len(longest), longest[:120])
 
 
+@pytest.mark.slow
 def test_cli_text_matches_the_api_and_is_short() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(["analyze", str(SPECS[0].parent / "randomized_response.privspec")], stdout=out, stderr=err) == 0
@@ -154,7 +155,8 @@ def test_step_functions_and_tests() -> None:
 
 
 # ---- Markdown ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path", bundled())
+@pytest.mark.parametrize("path", [p if p.id not in ("planning", "language", "randomized_response")
+                                  else pytest.param(*p.values, id=p.id, marks=pytest.mark.slow) for p in bundled()])
 def test_markdown_has_tables_not_code_fences(path: Path) -> None:
     res = analyzed(path)
     md = res.render("markdown")
