@@ -301,6 +301,7 @@ def test_interval_anchor_spread(docs) -> None:
 
 
 # ---- the API, the report, errors ---------------------------------------------------------------
+@pytest.mark.slow
 def test_api_compare_frame_html_and_report(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     pytest.importorskip("jinja2")

@@ -118,7 +118,8 @@ def test_the_bundled_specs_with_data() -> None:
                                            "randomized_response", "university", "urn"]
 
 
-@pytest.mark.parametrize("path", [p if p.stem not in ("randomized_response", "language", "interval_privacy")
+@pytest.mark.parametrize("path", [p if p.stem not in ("randomized_response", "language", "interval_privacy",
+                                                    "gender_income", "bcdeter", "oracles")
                                   else pytest.param(p, marks=pytest.mark.slow) for p in DATA_SPECS],
                          ids=lambda p: p.stem)
 def test_every_engine_gives_the_same_results_on_every_bundled_spec(path: Path, tmp_path: Path) -> None:

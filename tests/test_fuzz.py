@@ -534,7 +534,7 @@ def file_spec(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("damage", DAMAGE)
+@pytest.mark.parametrize("damage", [d if d != "long_line" else pytest.param(d, marks=pytest.mark.slow) for d in DAMAGE])
 def test_every_kind_of_damaged_file_gets_one_answer(damage: str, file_spec: Path, tmp_path: Path) -> None:
     """Each kind of damage once (the first file hypothesis draws of it), for every verb."""
     from hypothesis import find
