@@ -789,7 +789,6 @@ def test_monte_carlo_grr_covariance() -> None:
     monte_carlo(model, "v", [ref_grr(L, 1.0)], np.array([float(v) for v in w]), n=200, reps=20000, seed=11)
 
 
-@pytest.mark.slow
 def test_monte_carlo_product_covariance() -> None:
     """product(rr(g, P), grr(h, eps = log 3)) on 2 x 3 joint categories with dependence:
     20000 samples of 200 respondents, seed 12, each factor privatized on its own."""
