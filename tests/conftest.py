@@ -1,5 +1,8 @@
 """Shared test configuration: the ``--update-golden`` option, a headless Chromium
-(``browser``) for the reports' tests, and ``within`` (a time limit on a block)."""
+(``browser``) for the reports' tests, ``within`` (a time limit on a block), and the
+closing line of a run that left out the ``slow`` tests (Monte Carlo at full size,
+whole-spec and bench-length runs, the full fuzz; pyproject.toml deselects them by
+default) saying how many and how to run them."""
 from __future__ import annotations
 
 import contextlib
@@ -19,6 +22,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--update-golden", action="store_true", default=False,
         help="(re)write tests/golden/* from the current output instead of comparing with it",
     )
+
+
+#: pyproject.toml's default selection
+DEFAULT_MARKS = "not slow"
+#: the command that runs what the default run leaves out, and the one that runs everything
+RUN_SLOW = 'pytest -m slow'
+RUN_ALL = 'pytest -m "slow or not slow"'
+#: how many slow tests this run deselected
+SLOW_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Counts the ``slow`` tests among those deselected by the default ``-m "not slow"``."""
+    if items and items[0].config.getoption("markexpr") == DEFAULT_MARKS:
+        config = items[0].config
+        slow = sum(1 for item in items if item.get_closest_marker("slow"))
+        config.stash[SLOW_LEFT_OUT] = config.stash.get(SLOW_LEFT_OUT, 0) + slow
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """After a run that left slow tests out: how many, and the commands that run them."""
+    left_out = config.stash.get(SLOW_LEFT_OUT, 0)
+    if left_out:
+        tests = "slow test was" if left_out == 1 else "slow tests were"
+        terminalreporter.write_line(
+            f"{left_out} {tests} left out (Monte Carlo at full size, whole-spec and bench-length runs, "
+            f"the full fuzz): `{RUN_SLOW}` runs them, `{RUN_ALL}` runs the whole suite (as .ci/run does).")
 
 
 @pytest.fixture

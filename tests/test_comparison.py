@@ -57,6 +57,7 @@ def test_the_bundled_comparisons() -> None:
                                               "oracles", "planning"]
 
 
+@pytest.mark.slow   # whole-spec comparisons; the quick run compares through the API and in the tests below
 @pytest.mark.parametrize("path", COMPARE_SPECS, ids=lambda p: p.stem)
 def test_compare_exits_0_with_every_cell_a_number_or_a_reason(path: Path, tmp_path: Path) -> None:
     # the report's plots need matplotlib (the report extra; the extras venv of .ci/run has it)
@@ -77,6 +78,7 @@ def test_compare_exits_0_with_every_cell_a_number_or_a_reason(path: Path, tmp_pa
     assert text_code == 0 and max(len(line) for line in text.splitlines()) <= 200
 
 
+@pytest.mark.slow
 def test_race_designs_ranks_and_frontier(docs) -> None:
     doc = docs[("compare_race", "race_designs")]
     uniform, pairs, grr_1, grr_3 = (cand(doc, n) for n in ("uniform", "pairs", "grr_1", "grr_3"))
@@ -114,9 +116,9 @@ def test_pareto_frontier_by_its_definition() -> None:
 
 
 # ---- analytic against simulated ------------------------------------------------------------------
-@pytest.mark.parametrize("stem, block, reps", [("compare_race", "race_designs", 300),
+@pytest.mark.parametrize("stem, block, reps", [pytest.param("compare_race", "race_designs", 300, marks=pytest.mark.slow),
                                                 ("compare_survey", "two", 300),
-                                                ("compare_interval", "anchors", 200)])
+                                                pytest.param("compare_interval", "anchors", 200, marks=pytest.mark.slow)])
 def test_analytic_criteria_agree_with_simulation(stem: str, block: str, reps: int) -> None:
     """Each simulated utility criterion within 4.5 Monte Carlo errors of its analytic value
     (plus 3% for the finite-n departure of the estimators from their limits)."""
@@ -160,6 +162,7 @@ def test_rr_independent_avar_and_bias_against_simulation() -> None:
 
 
 # ---- planning ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sample_sizes_are_the_smallest_n_meeting_the_target(docs) -> None:
     """Against a brute-force scan of the criterion over n."""
     spec = privspec.load(SPECS / "planning.privspec")
@@ -187,6 +190,7 @@ def test_sample_sizes_are_the_smallest_n_meeting_the_target(docs) -> None:
     assert n == next(m for m in range(1, 10 ** 4) if np.sqrt(diag / m).max() <= 0.1)
 
 
+@pytest.mark.slow
 def test_planning_queries(docs) -> None:
     res = privspec.load(SPECS / "planning.privspec").analyze()
     grr_2 = cand(docs[("planning", "plan")], "grr_2")
@@ -224,6 +228,7 @@ query nn = sample_size(joint(x, y) from m, power = 0.9, test = independence(x, y
 
 
 # ---- inverse design ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_inverse_design_finds_the_boundary(docs) -> None:
     """The most private epsilon meeting power >= 0.8 and max_se <= 0.015 at n = 5000: it meets
     both, and a slightly smaller epsilon does not."""
@@ -245,6 +250,7 @@ def test_inverse_design_finds_the_boundary(docs) -> None:
     assert inv["best_utility"]["value"] == pytest.approx(2, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_inverse_design_over_a_subset_size_is_the_brute_force_choice(docs) -> None:
     """``subset(race, sizes {k: 1})`` with k free: the search runs over whole sizes, and its
     answer is what comparing every size as its own candidate gives: the largest coverage
@@ -282,6 +288,7 @@ compare sized for distribution(race) at n = 1000 target max_se <= 0.03, coverage
     assert "subset size k has no value" in str(failure)
 
 
+@pytest.mark.slow
 def test_interval_anchor_spread(docs) -> None:
     doc = docs[("compare_interval", "anchors")]
     [inv] = doc["inverse"]
@@ -294,6 +301,7 @@ def test_interval_anchor_spread(docs) -> None:
 
 
 # ---- the API, the report, errors ---------------------------------------------------------------
+@pytest.mark.slow
 def test_api_compare_frame_html_and_report(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     pytest.importorskip("jinja2")
@@ -314,6 +322,7 @@ def test_api_compare_frame_html_and_report(tmp_path: Path) -> None:
         spec.compare(["nope"])
 
 
+@pytest.mark.slow   # tests/test_compare_report.py opens a report in Chromium in the quick run
 @pytest.mark.parametrize("path", COMPARE_SPECS, ids=lambda p: p.stem)
 def test_bundled_reports_render_in_chromium(path: Path, tmp_path: Path, browser) -> None:
     pytest.importorskip("jinja2")

@@ -385,6 +385,7 @@ def _long_last_row(path: Path, last: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_final_row_longer_than_duckdbs_buffer_is_not_dropped(tmp_path: Path) -> None:
     """A valid report padded to 40 MB in the last row: DuckDB returned two rows of three (n = 2),
     and privatize wrote two; now every engine reads all three."""
@@ -404,6 +405,7 @@ def test_a_final_row_longer_than_duckdbs_buffer_is_not_dropped(tmp_path: Path) -
     assert ns == {"pandas": 3, "duckdb": 3}
 
 
+@pytest.mark.slow
 def test_a_huge_bad_row_is_named_briefly(tmp_path: Path) -> None:
     """A 40 MB value that is no report: the row is named on every engine (DuckDB privatize
     wrote 0 rows of it before), and the message shows the value's start, not 40 MB of it."""
@@ -444,6 +446,7 @@ CSV_ATOMS = ["a", "b", "é", " ", "  ", "\t", ",", '"', '""', '"a"', ' "', '," '
              "\x00", "\ufeff"]
 
 
+@pytest.mark.slow
 @given(st.lists(st.lists(st.sampled_from(CSV_ATOMS), max_size=6), max_size=12), st.sampled_from([1, 2, 3, 7, 1 << 24]),
        st.booleans())
 @settings(max_examples=400, deadline=None, derandomize=True)

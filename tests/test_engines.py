@@ -119,7 +119,10 @@ def test_the_bundled_specs_with_data() -> None:
                                            "randomized_response", "university", "urn"]
 
 
-@pytest.mark.parametrize("path", DATA_SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p if p.stem not in ("randomized_response", "language", "interval_privacy",
+                                                    "gender_income", "bcdeter", "oracles")
+                                  else pytest.param(p, marks=pytest.mark.slow) for p in DATA_SPECS],
+                         ids=lambda p: p.stem)
 def test_every_engine_gives_the_same_results_on_every_bundled_spec(path: Path, tmp_path: Path) -> None:
     """The JSON of ``run`` (every data query: values, standard errors, tests, failures) is the
     same string for each engine and each file format."""
@@ -351,6 +354,7 @@ def _raw_file(tmp_path: Path, n: int, fmt: str) -> Path:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.slow
 def test_privatize_streams_the_same_rows_whatever_the_chunks_and_the_engine(tmp_path: Path, fmt: str) -> None:
     """Every piece size and engine writes the same bytes, equal to privatizing the whole table
     in memory with the same seed; row order and count kept."""
@@ -436,6 +440,7 @@ _ALPHABET = st.sampled_from(list("0123456789.,+-eE()[]| \t") + ["inf", "INF", "n
                                                                      "\x1c", "\u2003", "x", "\n"])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(_ALPHABET, max_size=14).map("".join), min_size=1, max_size=80))
 def test_arrow_regexes_match_pythons(texts) -> None:
@@ -602,6 +607,7 @@ def _sql_reads_as_python(texts: list[str]) -> list[bool]:
     return [took[t] for t in texts]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(_REPORT_BITS, max_size=8).map("".join), min_size=1, max_size=40))
 def test_sql_reads_interval_reports_as_python_does(texts) -> None:
@@ -612,6 +618,7 @@ def test_sql_reads_interval_reports_as_python_does(texts) -> None:
 _PIECE = st.lists(_REPORT_BITS | st.sampled_from(["0", "-0", "9", "e-", "E+", "-inf", "inf", " "]), max_size=5).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 # the casts' traps, each once (the search finds them only at times)
 @example(["(1, nan]"]).via("NaN is DuckDB's largest number")

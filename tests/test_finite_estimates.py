@@ -35,6 +35,7 @@ query m = estimate distribution(pid) from multi by mle
     return spec.model, raw
 
 
+@pytest.mark.slow
 def test_marginal_of_a_product_is_estimable_whenever_the_joint_is() -> None:
     """anes96 (n = 944) through product(grr(pid), grr(educ), grr(vote)), eps = 3 each: the 98
     joint report cells are never all observed, so Assumption 2 fails for the joint channel and
@@ -91,7 +92,7 @@ mechanism g = grr(x, epsilon = 2)
 """
 
 
-@pytest.mark.parametrize("mech, method", [("m", "mom"), ("g", "mom")])
+@pytest.mark.parametrize("mech, method", [("m", "mom"), pytest.param("g", "mom", marks=pytest.mark.slow)])
 def test_each_se_kind_matches_its_own_monte_carlo(mech: str, method: str) -> None:
     """population: n Cov(w_hat - w) over fresh samples; conditional: n Cov(w_hat - pi) with pi
     each sample's own table of true values (privacy noise only).  2,000 replications of
@@ -112,6 +113,7 @@ def test_each_se_kind_matches_its_own_monte_carlo(mech: str, method: str) -> Non
     assert np.allclose(diag["population"] - diag["conditional"], w * (1 - w))
 
 
+@pytest.mark.slow
 def test_mle_conditional_se_matches_its_monte_carlo() -> None:
     """The same for the MLE (EM) of the uniform design at n = 5,000, 1,500 replications, with
     every category several standard errors inside the simplex (near 0 the MLE's atom at 0
@@ -165,6 +167,7 @@ def test_boundary_critical_values() -> None:
     assert abs(boundary_critical(0.0) - 2.7055) < 1e-3 and abs(boundary_critical(5.0) - 3.8415) < 1e-3
 
 
+@pytest.mark.slow
 def test_profile_intervals_cover_a_category_next_to_zero() -> None:
     """Randomized response with eps = 1 on two categories, w = (0.01, 0.99), n = 500: the first
     category is a fraction of a standard error from 0, where the MLE sits at 0 about half

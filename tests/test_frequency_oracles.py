@@ -354,7 +354,8 @@ query mx = estimate distribution(race) from x by mle
 """
 
 
-@pytest.mark.parametrize("query", ["ms", "mm", "mr", "mg", "ml"])
+@pytest.mark.parametrize("query", ["ms", "mm", pytest.param("mr", marks=pytest.mark.slow), "mg",
+                                   pytest.param("ml", marks=pytest.mark.slow)])
 def test_mle_of_multi_attribute_and_longitudinal_protocols_covers(query) -> None:
     """The IBU with the protocol's own likelihood (a mixture of real and fake reports, or a
     memoized response seen once): in simulations its 95% Wald intervals from the observed

@@ -240,11 +240,16 @@ ANALYZED = 150
 ANALYZED_MUTANTS = 40
 
 
-def test_fuzz_never_an_internal_error_never_slow(tmp_path: Path) -> None:
-    """A few thousand seeded cases: exit 0 or 1, each within CASE_SECONDS."""
+# the full fuzz is slow; a small sample of the same generators runs by default
+@pytest.mark.parametrize("mutants, slot_cases, analyzed, analyzed_mutants", [
+    pytest.param(MUTANTS, SLOT_CASES, ANALYZED, ANALYZED_MUTANTS, id="full", marks=pytest.mark.slow),
+    pytest.param(100, 60, 6, 2, id="sample")])
+def test_fuzz_never_an_internal_error_never_slow(mutants: int, slot_cases: int, analyzed: int, analyzed_mutants: int,
+                                                 tmp_path: Path) -> None:
+    """A few thousand seeded cases (160 in the sample): exit 0 or 1, each within CASE_SECONDS."""
     path = tmp_path / "fuzz.privspec"
     failures = []
-    for n, case in enumerate(cases(SEED, MUTANTS, SLOT_CASES, ANALYZED, ANALYZED_MUTANTS)):
+    for n, case in enumerate(cases(SEED, mutants, slot_cases, analyzed, analyzed_mutants)):
         for problem in run_case(case, path):
             failures.append(f"case {n}: {problem}\n{case.text[:400]}")
     assert not failures, f"{len(failures)} failing cases; the first:\n" + "\n\n".join(failures[:3])
@@ -316,7 +321,7 @@ def test_check_counts_in_words(tmp_path: Path) -> None:
     assert "(1 variable, 1 mechanism, 1 query)" in out.getvalue() + err.getvalue()
 
 
-@pytest.mark.parametrize("labels", [125_000, 5_000_000])
+@pytest.mark.parametrize("labels", [125_000, pytest.param(5_000_000, marks=pytest.mark.slow)])
 def test_huge_label_sets_load_or_are_refused_at_once(labels: int, tmp_path: Path) -> None:
     """125,000 labels load (the duplicate check was quadratic: 100 s); 5,000,000 labels on
     one line (74 MB) are refused (E701) without parsing them."""
@@ -537,7 +542,7 @@ def file_spec(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("damage", DAMAGE)
+@pytest.mark.parametrize("damage", [d if d != "long_line" else pytest.param(d, marks=pytest.mark.slow) for d in DAMAGE])
 def test_every_kind_of_damaged_file_gets_one_answer(damage: str, file_spec: Path, tmp_path: Path) -> None:
     """Each kind of damage once (the first file hypothesis draws of it), for every verb."""
     from hypothesis import find
@@ -777,6 +782,7 @@ def test_every_parameter_slot_is_valid_with_a_plain_value() -> None:
     assert not bad, "\n\n".join(bad)
 
 
+@pytest.mark.slow
 def test_parameters_x_queries_never_an_internal_error_never_slow(tmp_path: Path) -> None:
     """Every slot x every extreme value x (in turn) every query: exit 0 or 1, each run within
     CASE_SECONDS (epsilon = 700 hung for minutes in exact arithmetic, 1e-300 ended in a

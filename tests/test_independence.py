@@ -86,7 +86,8 @@ SIZE_REPS = 500
 
 
 @pytest.mark.parametrize("design", ["adult", "sparse"])
-@pytest.mark.parametrize("test", ["pearson", "lrt", "lrt_mom", "bonferroni"])
+@pytest.mark.parametrize("test", [pytest.param("pearson", marks=pytest.mark.slow),
+                                  pytest.param("lrt", marks=pytest.mark.slow), "lrt_mom", "bonferroni"])
 def test_size_under_independence(design: str, test: str, monkeypatch) -> None:
     """Under independence every test as a query states it (no calibrate clause: the default
     permutation p-value) rejects 5% of the time: 500 seeded replications at the adult race
@@ -105,6 +106,7 @@ def test_size_under_independence(design: str, test: str, monkeypatch) -> None:
     assert r.extras["calibration"] == "permutation" and r.extras["draws"] == 19
 
 
+@pytest.mark.slow
 def test_asymptotic_p_values_hold_their_size_where_offered() -> None:
     """Where the rules let the chi-square through (gender x income with coins at n =
     20,000: every expected count large, the null joint far from the boundary), pearson,

@@ -170,6 +170,7 @@ def test_run_the_bundled_spec(privatized):
     assert q["leak"]["value"]["size"] == pytest.approx(0.1067616, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_regression_with_a_forest(privatized, tmp_path):
     pytest.importorskip("sklearn")
     spec = tmp_path / "rf.privspec"

@@ -99,6 +99,7 @@ def test_jackknife_of_a_mean_and_its_groups():
 
 
 # ---- coverage of the NPMLE mean -------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("n, reps", [(100, 300), (400, 150)])
 def test_npmle_mean_interval_covers_in_the_table2_setting(n, reps):
     """Printed 95% interval of the NPMLE mean, Table II setting: 96-98% at n = 100 and 95-96%
@@ -109,6 +110,7 @@ def test_npmle_mean_interval_covers_in_the_table2_setting(n, reps):
     assert 0.95 - 3 * mc <= cover <= 0.99
 
 
+@pytest.mark.slow
 def test_npmle_mean_interval_covers_for_case2():
     """Case II (two logistic(0, 5) anchors, section IV-B's design) at n = 200 through the engine;
     20 groups as simulate uses (bench: 94-96% with the 50 of run)."""
@@ -129,7 +131,7 @@ query m = estimate mean(s) from c1 by {method}
 """
 
 
-@pytest.mark.parametrize("method, ratio", [("npmle", 0.5), ("unbiased", 2 / 3)])
+@pytest.mark.parametrize("method, ratio", [pytest.param("npmle", 0.5, marks=pytest.mark.slow), ("unbiased", 2 / 3)])
 def test_conditional_and_population_se_each_match_their_own_monte_carlo(method, ratio):
     """Uniform salary with uniform anchors on [0, 150] (n = 200): the conditional variance is
     half the population one for the NPMLE (bound 3750, Var(Y) 1875) and two thirds for
@@ -186,6 +188,7 @@ query m = {query}
 
 
 # ---- the parametric fit: profile-likelihood intervals ------------------------------------------------------
+@pytest.mark.slow
 def test_mle_profile_interval_covers_the_second_moment():
     """E(Y^2) by mle(normal) from Case II (logistic(0, 5)) reports at n = 200: the profile
     interval printed covers (bench: 94%); Wald, printed before, covered 90%."""
@@ -207,6 +210,7 @@ query m = estimate moment(y, 2) from c2 by mle(normal)
 
 
 # ---- the band of F -----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_band_calibration_at_fixed_points():
     """The likelihood-ratio statistic for F(x) at the true quartiles, Table II setting at
     n = 100: its 95% quantile lies above Banerjee-Wellner's limit 2.269 (so D's quantile

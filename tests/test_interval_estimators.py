@@ -36,6 +36,7 @@ def case1(y, u):
 
 
 # ---- Example 2 ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_example2_is_unbiased_with_the_stated_variance():
     """Proposition 1: E(mu_hat) = mu; Var(mu_hat) = Var(D)/n, Var(D) exact (5625 for U(0, 150))."""
     rng = np.random.default_rng(0)
@@ -103,6 +104,7 @@ PAPER_EY = {  # Table II, estimate E(Y), n = 100: 0%, 1%, 5% outliers
     "median": (0.11, 0.10, 0.12)}
 
 
+@pytest.mark.slow
 def test_table2_pattern_for_the_mean():
     """n = 100, 200 replications (Monte Carlo SE about 0.025 for Example 2, 0.015 for the NPMLE)."""
     rows = [table2(100, s, 200, seed=11) for s in (0.0, 0.01, 0.05)]
@@ -126,6 +128,7 @@ def test_table2_pattern_for_the_mean():
     assert big["npmle"] < rows[0]["npmle"]
 
 
+@pytest.mark.slow
 def test_table2_second_moment_example2_row():
     """E(Y^2) with U ~ Uniform[0, 2T] (paper: 0.79, 0.82, 1.03); outliers at Y^2 = 999."""
     rows = [table2(100, s, 200, seed=13, square=True) for s in (0.0, 0.01, 0.05)]
@@ -144,7 +147,7 @@ def test_table2_coverage_is_about_095():
 
 
 # ---- parametric MLE ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("family", ["normal", "logistic"])
+@pytest.mark.parametrize("family", ["normal", pytest.param("logistic", marks=pytest.mark.slow)])
 def test_parametric_mle_recovers_the_law_with_honest_standard_errors(family):
     mech = IntervalMechanism("c2", SCORE, "case2", law("logistic", 0, 5), 3, (Z(0), Z(1)))
     pop = law(family, 0.5, 1)
@@ -185,6 +188,7 @@ def test_optimal_anchor_density_and_information_bounds():
     assert best <= current                                  # the optimal anchor does better
 
 
+@pytest.mark.slow
 def test_case1_npmle_mean_attains_the_information_bound():
     """n Var of the NPMLE mean against int F(1 - F)/p_U (Case I, Y ~ U(0, 1), U ~ U(0, 1): 1/6)."""
     rng = np.random.default_rng(3)
@@ -268,6 +272,7 @@ def test_example2_conditional_variance_of_one_term():
         assert se * np.sqrt(u.size) == pytest.approx(d.std(), rel=0.01)
 
 
+@pytest.mark.slow
 def test_profile_interval_against_a_grid():
     """The ends of the profile-likelihood interval of E(Y) and E(Y^2) (Case II reports): the
     likelihood ratio, maximized over the nuisance on a fine grid, equals the chi-square(1)

@@ -63,6 +63,7 @@ def test_fig10_linear_regression_converges_within_20_iterations():
     assert err[19] < 0.25
 
 
+@pytest.mark.slow
 def test_fig11_random_forest_on_case2_data():
     pytest.importorskip("sklearn")
     rng = np.random.default_rng(0)

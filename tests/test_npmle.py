@@ -547,6 +547,7 @@ def test_profile_band_for_exact_points_is_the_binomial_likelihood_ratio():
     assert upper[0] == pytest.approx(optimize.brentq(lr, k / n, 1 - 1e-9), abs=1e-5)
 
 
+@pytest.mark.slow
 def test_profile_band_covers_at_about_the_nominal_level():
     # Case I (current status), where Banerjee and Wellner's law D is the limit
     x = np.array([-0.5, 0.5])

@@ -190,7 +190,7 @@ def _check_covariance(est: np.ndarray, V: np.ndarray) -> None:
     assert np.linalg.norm(S - V) < 3 * expected
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", [k if k == "grr" else pytest.param(k, marks=pytest.mark.slow) for k in KINDS])
 def test_covariance_monte_carlo(kind: str) -> None:
     o = oracle(kind, D_MC, 1.0)
     seed = 100 + KINDS.index(kind)
@@ -539,6 +539,7 @@ def test_first_distinct_draws_give_the_first_m_distinct_values() -> None:
 
 
 # first distinct draws (d > 64); the same, of the others left out (2k > d - 1)
+@pytest.mark.slow   # 100,000 rows each; test_subset_selection_samplers_have_the_right_support_rates is the quick check
 @pytest.mark.parametrize("d,eps,k", [(70, 3.0, None), (300, 0.5, None), (90, 1.0, 60)])
 @pytest.mark.parametrize("spare", [None, -3.0])
 def test_subset_selection_draws_uniform_subsets(d, eps, k, spare, monkeypatch) -> None:

@@ -261,6 +261,7 @@ def check_covariance(est: np.ndarray, V: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 def test_covariance_monte_carlo(kind: str) -> None:
     lo = ol.longitudinal(kind, D, EPS_PERM, EPS_1)
     seed = 100 + KINDS.index(kind)
@@ -274,6 +275,7 @@ def test_covariance_monte_carlo(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 def test_cross_collection_covariance_monte_carlo(kind: str) -> None:
     """Two collections of the same respondents (one PRR each, fresh IRRs): the empirical
     covariance between their estimates over R surveys against
@@ -622,7 +624,7 @@ def threshold_event(lo: ol.LongitudinalOracle, t: int) -> tuple[tuple[int, ...],
     return tuple(int(k[i]) for i in at), float(np.log(P1[at] / P2[at]))
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", [k if k == "l_grr" else pytest.param(k, marks=pytest.mark.slow) for k in KINDS])
 def test_privacy_audit(kind: str) -> None:
     lo = ol.longitudinal(kind, D_AUDIT, EPS_PERM, EPS_1)
     thresholds, event_eps = threshold_event(lo, T_AUDIT)

@@ -118,7 +118,9 @@ CONFIGS = [("spl", ("grr", "oue", "olh"), None, 2.0), ("smp", ("ss", "grr", "hr"
 
 # ---- 1. Monte Carlo --------------------------------------------------------------------------------
 @pytest.mark.parametrize("conditional", [False, True], ids=["population", "conditional"])
-@pytest.mark.parametrize("protocol, kinds, variant, eps", CONFIGS, ids=[c[2] or c[0] for c in CONFIGS])
+@pytest.mark.parametrize("protocol, kinds, variant, eps",
+                         [c if c[0] == "smp" else pytest.param(*c, marks=pytest.mark.slow) for c in CONFIGS],
+                         ids=[c[2] or c[0] for c in CONFIGS])
 def test_monte_carlo_covariance(protocol: str, kinds, variant, eps: float, conditional: bool) -> None:
     mo = om.multi_oracle(protocol, kinds, DS, eps, variant=variant)
     joint = correlated_joint(DS)
@@ -153,7 +155,8 @@ CROSS = [("spl", "grr", None, 6.0, False), ("spl", "oue", None, 6.0, False), ("s
          ("rsfd", None, "grr", 4.0, True), ("rsfd", None, "sue-z", 4.0, False), ("rsfd", None, "sue-z", 4.0, True)]
 
 
-@pytest.mark.parametrize("protocol, kinds, variant, eps, conditional", CROSS,
+@pytest.mark.parametrize("protocol, kinds, variant, eps, conditional",
+                         [c if c[2] != "sue-z" else pytest.param(*c, marks=pytest.mark.slow) for c in CROSS],
                          ids=[f"{c[0]}-{c[2] or c[1]}-{'cond' if c[4] else 'pop'}" for c in CROSS])
 def test_cross_attribute_covariance_monte_carlo(protocol, kinds, variant, eps, conditional) -> None:
     """The covariance between two attributes' estimates (spl: the answers' own dependence;

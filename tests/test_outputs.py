@@ -171,6 +171,7 @@ def test_two_runs_racing_for_one_output_exactly_one_wins(files: dict, monkeypatc
     assert not [p for p in names(files["dir"]) if p.endswith(".tmp")]
 
 
+@pytest.mark.slow
 def test_two_processes_writing_one_output(files: dict) -> None:
     """The same with two real processes started together: exactly one exits 0."""
     out = files["dir"] / "out.csv"

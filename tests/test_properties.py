@@ -98,6 +98,7 @@ def test_random_text_never_crashes(text: str) -> None:
     check_text(text)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.text(max_size=200))
 def test_arbitrary_unicode_never_crashes(text: str) -> None:

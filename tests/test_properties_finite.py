@@ -706,6 +706,7 @@ def symbolic_answers(kind: str):
     return _SYMBOLIC[kind]
 
 
+@pytest.mark.slow
 @settings(PROPS, max_examples=20)
 @given(st.sampled_from(sorted(SYMBOLIC)), st.lists(st.integers(1, 30), min_size=4, max_size=4),
        st.integers(1, 40))
@@ -776,6 +777,7 @@ def monte_carlo(model, query: str, factors: list[Ref], w: np.ndarray, n: int, re
     assert np.all(np.abs(Z.mean(axis=0)) <= 5 * np.sqrt(np.diag(V) / reps)), Z.mean(axis=0)
 
 
+@pytest.mark.slow
 def test_monte_carlo_grr_covariance() -> None:
     """GRR on 4 categories, eps = 1 (exact in e): 20000 samples of 200 respondents, seed 11
     (tolerance 5 standard errors: about 5% of a variance)."""
@@ -920,6 +922,7 @@ def test_release_variance_properties(case) -> None:
         assert to_float(part.value, subs) == 0
 
 
+@pytest.mark.slow
 def test_release_monte_carlo_algorithm1_and_geometric() -> None:
     """Noisy tables drawn by privspec (noisy_counts, fixed seed), 4000 of each release:
     with exact totals every total is exact in every draw, every cell is unbiased and has

@@ -28,6 +28,8 @@ from privspec.results.report import from_plain, plain
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 NAMES = ["urn", "randomized_response", "releases"]
+#: NAMES as parameters: randomized_response's analysis takes seconds, so its cases are slow
+NAME_PARAMS = [n if n != "randomized_response" else pytest.param(n, marks=pytest.mark.slow) for n in NAMES]
 #: the text shows floats with 6 significant digits (``f"{x:.6g}"``)
 REL = 5e-6
 
@@ -334,7 +336,7 @@ def text_blocks(text: str, entries: dict, header) -> dict[str, str]:
 
 
 # ---- the tests -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAME_PARAMS)
 def test_json_exact_forms_evaluate_to_the_json_numbers(name: str) -> None:
     """The JSON's ``expr`` is the exact form of its ``value`` (sympified and evaluated to
     1e-12), and its ``latex`` is that form's LaTeX (or, where sympy orders the terms
@@ -365,7 +367,7 @@ def test_json_exact_forms_evaluate_to_the_json_numbers(name: str) -> None:
             assert math.isclose(float(form.evalf(20)), value, rel_tol=1e-12), (q, form, value)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAME_PARAMS)
 def test_text_report_has_the_json_numbers(name: str) -> None:
     """Each query's line ``NAME (KIND): VALUE`` and its extras: scalars, exact forms in
     ``(exactly ...)``, matrices under their row and column labels, vectors and mappings
@@ -473,7 +475,7 @@ def check_markdown(body: str, name: str, entry: dict) -> None:
             same(cell, v, f"{name}.{k}")
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAME_PARAMS)
 def test_markdown_report_has_the_json_numbers(name: str) -> None:
     """``## TITLE``, then per query ``### NAME (KIND)``: the value as a table (vectors,
     matrices, mappings) or ``**value**: ...``, the extras in a ``| extra | value |`` table
@@ -537,7 +539,7 @@ def tex_tabular(block: str):
     return dict(zip(rows[0], (parse_inline(x) for x in rows[1])))
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAME_PARAMS)
 def test_latex_report_shows_the_exact_forms(name: str) -> None:
     """A document with ``\\subsection*{NAME (KIND)}`` per query: the exact form as the JSON's
     ``latex`` (a matrix as ``bmatrix``), numbers in ``tabular``s under their labels or
@@ -589,14 +591,14 @@ def _text_mode_parts(tex: str) -> list[str]:
     return tex.split("$")[0::2]
 
 
-@pytest.mark.parametrize("name", ["urn", "randomized_response"])
+@pytest.mark.parametrize("name", ["urn", pytest.param("randomized_response", marks=pytest.mark.slow)])
 def test_latex_report_escapes_text_mode_specials(name: str) -> None:
     tex = report(name, "latex")
     for part in _text_mode_parts(tex):
         assert not re.search(r"(?<!\\)[_{}^%#&]", re.sub(r"\\(sub)?section\*\{|\}\s|\}$", " ", part)), part[:200]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAME_PARAMS)
 def test_text_report_by_default_is_for_a_person(name: str) -> None:
     """Without --verbose the text keeps each query's caption, value and plain extras and
     leaves out the derivation's notation (meaning, eigenvalues, closed forms ...: the

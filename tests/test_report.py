@@ -72,7 +72,8 @@ def test_markdown_escapes_titles_labels_and_test_descriptions(tmp_path: Path) ->
 
 
 # ---- text ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path", bundled())
+@pytest.mark.parametrize("path", [p if p.id not in ("planning", "language", "randomized_response")
+                                  else pytest.param(*p.values, id=p.id, marks=pytest.mark.slow) for p in bundled()])
 def test_text_lines_are_short(path: Path) -> None:
     """No line of the text report of a bundled spec is longer than 200 characters (the
     report folds at 100; only a grid of many columns may be wider)."""
@@ -82,6 +83,7 @@ def test_text_lines_are_short(path: Path) -> None:
     assert len(longest) <= 200, (len(longest), longest[:120])
 
 
+@pytest.mark.slow
 def test_cli_text_matches_the_api_and_is_short() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(["analyze", str(SPECS[0].parent / "randomized_response.privspec")], stdout=out, stderr=err) == 0
@@ -154,7 +156,8 @@ def test_step_functions_and_tests() -> None:
 
 
 # ---- Markdown ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path", bundled())
+@pytest.mark.parametrize("path", [p if p.id not in ("planning", "language", "randomized_response")
+                                  else pytest.param(*p.values, id=p.id, marks=pytest.mark.slow) for p in bundled()])
 def test_markdown_has_tables_not_code_fences(path: Path) -> None:
     res = analyzed(path)
     md = res.render("markdown")
@@ -203,7 +206,7 @@ def _compile(tex_source: str, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (Debian: apt-get install texlive-latex-base); "
                                             ".ci/run installs it and compiles every bundled spec's report")
-@pytest.mark.parametrize("name", ["urn", "randomized_response"])
+@pytest.mark.parametrize("name", ["urn", pytest.param("randomized_response", marks=pytest.mark.slow)])
 def test_latex_report_compiles(name: str, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(["analyze", str(SPECS[0].parent / f"{name}.privspec"), "--format", "latex"], stdout=out,

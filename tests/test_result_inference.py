@@ -131,7 +131,7 @@ def _draws_castell(rng) -> np.ndarray:
                      for c in rng.multinomial(N, lam, size=REPS)])
 
 
-@pytest.mark.parametrize("name", ["w_mom", "w_mle", "w_oue", "w_ab"])
+@pytest.mark.parametrize("name", ["w_mom", pytest.param("w_mle", marks=pytest.mark.slow), "w_oue", "w_ab"])
 def test_contrast_variance_matches_monte_carlo(spec, results, name) -> None:
     """Var(w_1 - w_2) and Var(w_1 + w_2) from cov_params (one survey, at its estimate) against
     their spread over seeded surveys of the same size from the truth: within 12% (2.7% Monte

@@ -83,6 +83,7 @@ def _grr(d: int, eps: float) -> np.ndarray:
     return P
 
 
+@pytest.mark.slow
 def test_grr_closed_form_covariance_equals_warner_on_the_channel() -> None:
     eps = sympy.Symbol("eps", positive=True)
     w = sympy.Matrix([sympy.Rational(1, 10), sympy.Rational(3, 10), sympy.Rational(6, 10)])

@@ -137,6 +137,7 @@ def test_kron_cov_frobenius_equals_dense() -> None:
     assert np.isclose(kron_cov_frobenius2(A, lam), np.sum(kron_cov(A, lam) ** 2))
 
 
+@pytest.mark.slow
 def test_mse_comparison_against_monte_carlo() -> None:
     """The variance of ``Pi_ind - Pi_castell`` (with the cross-covariance) and the bias
     estimate against 1500 replications: the squared bias is estimated without bias (within

@@ -79,6 +79,7 @@ def _ours(model, y: np.ndarray, query: str) -> np.ndarray:
     return np.array(r.value.values, dtype=float)
 
 
+@pytest.mark.slow
 def test_multi_freq_ldpy_grr_matches_mom_with_clipping() -> None:
     grr = peer("multi_freq_ldpy.pure_frequency_oracles.GRR", "multi-freq-ldpy")
     model, y = _reports()
@@ -98,6 +99,7 @@ def test_pure_ldp_direct_encoding_matches_mom() -> None:
     assert np.all(_ours(model, y, "clip") >= 0)   # ... the projected ones do not
 
 
+@pytest.mark.slow
 def test_conditional_se_of_a_grr_marginal_is_multi_freq_ldpys_var_pure() -> None:
     """``mom(se = conditional)`` on a GRR marginal is Wang et al.'s variance given the
     respondents, multi-freq-ldpy's ``VAR_Pure(p, q, n, f)``: exactly at the expected

@@ -85,7 +85,7 @@ ESTIMATORS = {
 }
 
 
-@pytest.mark.parametrize("kind", ["population", "conditional"])
+@pytest.mark.parametrize("kind", ["population", pytest.param("conditional", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", list(ESTIMATORS))
 def test_variance_against_its_own_monte_carlo(name: str, kind: str) -> None:
     """2000 replications at n = 5000; the analytic variance at the expected reports within
@@ -134,7 +134,7 @@ query e = estimate joint(a, b) from m by mle(se = conditional)""").model
 
 
 # ---- coverage ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["population", "conditional"])
+@pytest.mark.parametrize("kind", ["population", pytest.param("conditional", marks=pytest.mark.slow)])
 def test_coverage_at_the_papers_n(kind: str) -> None:
     """n = 32,561 (Adult), eps = 1 per attribute: every estimator's 95% intervals cover what
     they claim at 93-97% on average over the cells and at 91% or more in each (600
@@ -147,7 +147,7 @@ def test_coverage_at_the_papers_n(kind: str) -> None:
         assert 0.93 <= out["mean"] <= 0.97 and out["min"] >= 0.91, out
 
 
-@pytest.mark.parametrize("kind", ["population", "conditional"])
+@pytest.mark.parametrize("kind", ["population", pytest.param("conditional", marks=pytest.mark.slow)])
 def test_score_interval_covers_cells_near_zero(kind: str) -> None:
     """eps = 8 per attribute, n = 1000: cells of 0.0014 and 0.0018 are carried by a few
     reports and the Wald interval of castell covers them 78% (population) or all cells 90%
@@ -211,6 +211,7 @@ def test_results_say_which_se_and_interval(tmp_path) -> None:
     assert q["r"]["ci_method"].startswith("wald")         # RR-Joint summed over c: Wald
 
 
+@pytest.mark.slow
 def test_simulate_conditional_redraws_the_randomization_only(tmp_path) -> None:
     s = _run(tmp_path, "simulate", "--n", "4000", "--reps", "600", "--seed", "2", "--query", "j", "--query", "jp",
              "--query", "r")

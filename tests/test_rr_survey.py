@@ -11,6 +11,7 @@ import pytest
 COLUMNS = ["rate_marriage", "age", "yrs_married", "children", "religious", "educ", "occupation", "occupation_husb"]
 
 
+@pytest.mark.slow
 def test_avd_against_w_crosses_over() -> None:
     sm = pytest.importorskip("statsmodels.api")
     from privspec.backends.rr.experiments import avd_by_dimension

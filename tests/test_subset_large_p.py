@@ -25,7 +25,7 @@ SPEC = (f"variable x: categorical {{{', '.join(LABELS)}}}\n"
         "query w = estimate distribution(x) from u by mom\nquery w_mle = estimate distribution(x) from u by mle\n")
 
 
-@pytest.mark.parametrize("p", [4, 5, 7])
+@pytest.mark.parametrize("p", [4, 5, pytest.param(7, marks=pytest.mark.slow)])
 def test_closed_forms_equal_the_enumerated_channel(p: int) -> None:
     labels = ", ".join(f"c{i}" for i in range(p))
     ch = channel_of(privspec.load(f"variable x: categorical {{{labels}}}\nmechanism u = subset(x, uniform)")
@@ -50,6 +50,7 @@ def test_analysis_at_p_24_without_enumeration() -> None:
         b.answer(model, model.queries["vm"], "analyze")
 
 
+@pytest.mark.slow
 def test_privatize_and_estimate_at_p_24(tmp_path) -> None:
     model = privspec.load(SPEC).model
     rng = np.random.default_rng(1)
