@@ -489,7 +489,7 @@ def _param_line(p: Param) -> str:
 def markdown() -> str:
     """The call reference (Markdown), as it stands between :data:`BEGIN` and :data:`END`."""
     out = ["## Appendix: call reference", "",
-           "Generated from `privspec/signatures.py` and `privspec/query_kinds.py`; do not edit by hand.", ""]
+           "Generated from `privspec.model.signatures` and `privspec.model.query_kinds`; do not edit by hand.", ""]
     for role, sigs in ROLES.items():
         out += [f"### {_TITLES[role]}", ""]
         for s in sigs:
