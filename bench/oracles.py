@@ -380,7 +380,8 @@ def one(case: str, p: dict, repeat: int) -> dict:
 # ---- the variance ranking -----------------------------------------------------------------------
 def variance_table() -> dict[tuple[int, float], dict[str, float]]:
     """``n Var(f_hat_v)`` at f = 0 per (d, eps) and kind, from the closed forms."""
-    from privspec.backends.oracles.pure import F, oracle, variance_formula
+    from privspec.backends.oracles.protocol import F
+    from privspec.backends.oracles.pure import oracle, variance_formula
 
     return {(d, e): {k: float(variance_formula(oracle(k, d, e), exact=False).subs(F, 0)) for k in KINDS}
             for d in RANK_D for e in RANK_EPS}

@@ -24,11 +24,11 @@ import sympy
 from scipy import stats
 
 from privspec.backends.oracles import sampling as orc
+from privspec.backends.oracles.protocol import EPSILON, F
 from privspec.backends.oracles.protocols import hash_values
-from privspec.backends.oracles.pure import (EPSILON, F, covariance, epsilon_of, format_reports, ibu,
-                                       ibu_support_counts, oracle, pair_probs, parse_reports, privatize,
-                                       standard_errors, support_counts, support_probs, support_sets, symbols_of,
-                                       unbiased, variance_formula)
+from privspec.backends.oracles.pure import (covariance, epsilon_of, format_reports, ibu, ibu_support_counts, oracle,
+                                            pair_probs, parse_reports, privatize, standard_errors, support_counts,
+                                            support_probs, support_sets, symbols_of, unbiased, variance_formula)
 from privspec.backends.core.rowrandom import RowRandom
 
 KINDS = ("grr", "sue", "oue", "blh", "olh", "ss", "hr")

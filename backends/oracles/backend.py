@@ -19,7 +19,6 @@ to the distinct support sets (``mle``).
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -37,11 +36,11 @@ from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
 from privspec.backends.oracles import multi_backend as frequency_multi
 from privspec.backends.core.frequency import FloatRangeError
-from privspec.backends.oracles import pure as core
 from privspec.backends.oracles import sampling
-from privspec.backends.oracles import longitudinal
-from privspec.backends.oracles.reports import (avar_extras, mle_fit, number_of, one_round, ops, read_reports,
-                                               read_support_counts)
+from privspec.backends.oracles.longitudinal import LONGITUDINAL, longitudinal
+from privspec.backends.oracles.protocol import OneAttributeOracle, Oracle
+from privspec.backends.oracles.pure import oracle
+from privspec.backends.oracles.reports import avar_extras, mle_fit, number_of, read_reports, read_support_counts
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import raw_codes
 from privspec.backends.finite.estimates import conditional_covariance, wald_inference
@@ -76,12 +75,11 @@ def _exact(x: Any) -> bool:
 
 
 # ---- the oracle of a mechanism --------------------------------------------------------------------
-def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
-    """The :class:`privspec.backends.oracles.pure.Oracle` a mechanism declares, at the
-    parameters' values."""
-    if mech.protocol in longitudinal.LONGITUDINAL:
+def oracle_of(model: ModelGraph, mech: Any) -> OneAttributeOracle:
+    """The oracle a mechanism declares (one round, or longitudinal), at the parameters' values."""
+    if mech.protocol in LONGITUDINAL:
         try:
-            return longitudinal.longitudinal(mech.protocol, mech.variable.p, number_of(model, mech.epsilon, "epsilon"),
+            return longitudinal(mech.protocol, mech.variable.p, number_of(model, mech.epsilon, "epsilon"),
                                              number_of(model, mech.first, "first"))
         except ValueError as e:
             raise BackendError(Diagnostic("B412", str(e))) from None
@@ -91,7 +89,7 @@ def oracle_of(model: ModelGraph, mech: Any) -> core.Oracle:
     if eps == 0:  # positive (the checker says so), but below the smallest double
         raise float_range(model, mech, FloatRangeError(0.0, math.inf))
     try:
-        return core.oracle(mech.protocol, mech.variable.p, eps, g=g, k=k)
+        return oracle(mech.protocol, mech.variable.p, eps, g=g, k=k)
     except ValueError as e:
         raise BackendError(Diagnostic("B412", str(e))) from None
 
@@ -109,35 +107,8 @@ def _population(model: ModelGraph, mech: Any) -> sympy.Matrix | None:
     return population_vector(model, [mech.variable])
 
 
-@functools.lru_cache(maxsize=None)
-def closed_forms(kind: str) -> tuple[str, str, str]:
-    """``p*``, ``q*`` and ``n Var(f_hat_v)`` given the table, simplified, in epsilon, d (g, k), f."""
-    o = core.oracle(kind, 16, 1.0)
-    pe, qe = core.support_probs(o, exact=True)
-    var = sympy.factor(sympy.simplify(core.variance_formula(o, exact=True, conditional=True)))
-    return sympy.sstr(sympy.simplify(pe)), sympy.sstr(sympy.simplify(qe)), sympy.sstr(var)
-
-
-def _facts(o: Any) -> dict:
-    """What the oracle is: its protocol (after adp's choice), p*, q*, g, k, and the closed forms."""
-    if isinstance(o, longitudinal.LongitudinalOracle):
-        p, q = longitudinal.support_probs(o)
-        return {"protocol": o.kind, "p_star": p, "q_star": q, "permanent": {"p1": o.p1, "q1": o.q1},
-                "instantaneous": {"p2": o.p2, "q2": o.q2},
-                "composition": "p* = p1 p2 + (1 - p1) q2, q* = q1 p2 + (1 - q1) q2 (a memoized permanent "
-                               "response at epsilon, an instantaneous one each collection, one report at first)"}
-    p, q = core.support_probs(o)
-    pe, qe, var = closed_forms(o.kind)
-    facts: dict = {"protocol": o.kind if o.via is None else f"{o.kind} (chosen by adp)", "p_star": p, "q_star": q,
-                   "p_star_formula": pe, "q_star_formula": qe, "variance_formula": var,
-                   "variance_meaning": "n Var(f_hat_v) given the collected table (Wang et al. 2017, Eq. (1)); "
-                                       "at a population add f (1 - f)"}
-    facts.update(o.facts())
-    return facts
-
-
 # ---- estimates ------------------------------------------------------------------------------------
-def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray, support: np.ndarray | None = None) -> dict:
+def fit(q: Query, o: OneAttributeOracle, reports: Any, counts: np.ndarray, support: np.ndarray | None = None) -> dict:
     """The estimate of ``q`` (``mom`` or ``mle``) from distinct reports and their counts:
     ``w``, ``V`` (n times its covariance, of the kind ``se`` asks; None when unknown), and notes.
 
@@ -152,19 +123,16 @@ def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray, support: np.
     out: dict = {"n": n, "se_kind": se_kind, "notes": []}
     if method == "mom":
         project = str(options.get("project", "none"))
-        m = ops(o)
-        raw = m.unbiased(o, m.support_counts(o, reports, counts) if support is None else support, n)
+        raw = o.unbiased(o.support_counts(reports, counts) if support is None else support, n)
         out.update(w=project_onto(raw, project), projection=project)
         # the covariance of the linear estimator, at the estimate brought onto the simplex
-        V = m.covariance(o, project_onto(raw, "clip"), 1.0, conditional=(se_kind == "conditional"))
+        V = o.covariance(project_onto(raw, "clip"), 1.0, conditional=(se_kind == "conditional"))
         if project != "none" and np.any(raw < 0):
             out["notes"].append("the projection moved the estimate: its standard errors are the linear "
                                 "estimator's (conservative near the boundary)")
         out["V"] = V
     else:
-        one = one_round(o)
-        pair = longitudinal.likelihood_pair(o) if one is not o else core.likelihood_pair(o)
-        w, V, loglik = mle_fit(one, reports, counts, pair)
+        w, V, loglik = mle_fit(o.report_oracle(), reports, counts, o.likelihood_pair())
         out["w"] = w
         out["loglik"] = loglik
         if V is None:
@@ -176,9 +144,9 @@ def fit(q: Query, o: core.Oracle, reports: Any, counts: np.ndarray, support: np.
     return out
 
 
-def _result(q: Query, labels: tuple[str, ...], o: core.Oracle, est: dict) -> Result:
+def _result(q: Query, labels: tuple[str, ...], o: OneAttributeOracle, est: dict) -> Result:
     n = est["n"]
-    extras: dict = {"method": q.method.name, "n": int(round(n)), **_facts(o)}
+    extras: dict = {"method": q.method.name, "n": int(round(n)), **o.facts()}
     if est.get("projection"):
         extras["projection"] = est["projection"]
     V = est["V"]
@@ -198,7 +166,7 @@ def _result(q: Query, labels: tuple[str, ...], o: core.Oracle, est: dict) -> Res
 
 
 # ---- simulation -----------------------------------------------------------------------------------
-def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, seed: int | None) -> Result:
+def simulate(model: ModelGraph, q: Query, o: OneAttributeOracle, n: int, reps: int, seed: int | None) -> Result:
     """``reps`` surveys of ``n`` respondents drawn from the population, privatized report by
     report (the sampler of ``privatize``), estimated as on data; empirical against analytic."""
     mech = q.mechanism
@@ -215,7 +183,7 @@ def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, see
     estimates, targets, covered, widths = [], [], [], []
     for r, table in enumerate(tables):
         x = np.repeat(np.arange(o.d), table)
-        reports = ops(o).privatize(o, x, RowRandom(key, rows=range(r * n, (r + 1) * n), stream=stream_of(mech)))
+        reports = o.privatize(x, RowRandom(key, rows=range(r * n, (r + 1) * n), stream=stream_of(mech)))
         est = fit(q, o, reports, np.ones(n))
         aim = w if se_kind == "population" else table / n
         estimates.append(est["w"])
@@ -233,7 +201,7 @@ def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, see
         "n_cov_empirical": Matrix(labels, labels, emp),
     }
     if q.method.name == "mom" and str(q.method.options.get("project", "none")) == "none":
-        V = ops(o).covariance(o, w, 1.0, conditional=(se_kind == "conditional"))
+        V = o.covariance(w, 1.0, conditional=(se_kind == "conditional"))
         value["n_cov_analytic"] = Matrix(labels, labels, V)
         value["scaled_loss_limit"] = float(np.trace(V))
     loss = n * np.sum((E - A) ** 2, axis=1)
@@ -242,7 +210,7 @@ def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, see
     if covered:
         value["ci95_coverage"] = Vector(labels, tuple(np.mean(covered, axis=0)))
         value["ci95_mean_width"] = Vector(labels, tuple(np.mean(widths, axis=0)))
-    extras = {"method": q.method.name, "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **_facts(o),
+    extras = {"method": q.method.name, "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **o.facts(),
               "note": "true tables ~ Multinomial(n, w); every respondent's report drawn by privatize's sampler"
                       + ("; errors against each replication's own true table (se = conditional)"
                          if se_kind == "conditional" else "")}
@@ -264,26 +232,6 @@ def _shaped(query: Query, value: Any, labels: tuple[str, ...]) -> Any:
         return Table(tuple(v.name for v in variables), tuple(v.labels for v in variables),
                      np.asarray(value, dtype=float).reshape(shape))
     return as_vector(value, labels)
-
-
-def _longitudinal_epsilon(model: ModelGraph, mech: Any, o: Any, declared: Any) -> Result:
-    """A longitudinal oracle: the privacy of any number of collections (the declared
-    epsilon, the memoized response's) read back as the limit of the exact loss of t
-    collections; one collection's (``first``); and the table of t = 1 .. 10."""
-    first = bind_parameters(model, mech.first)
-    limit = longitudinal.epsilon_of(o, math.inf)
-    one = longitudinal.epsilon_of(o, 1)
-    table = longitudinal.epsilon_table(o, 10)
-    extras = {**_facts(o), "first": first, "read_back": limit, "read_back_first": one,
-              "after_collections": {int(t): float(e) for t, e in zip(table["collections"], table["epsilon"])},
-              "reason": "the exact loss of t reports of the same value, max over report sequences of "
-                        "log(Pr(y_1..y_t | x) / Pr(y_1..y_t | x')): first at t = 1, rising to epsilon (the memoized "
-                        "response's) as t grows; t * first is no bound (the reports share the memoized response)"}
-    for got, want, what in ((limit, declared, "epsilon"), (one, first, "first")):
-        if abs(got - float(want)) > 1e-9 * max(1.0, float(want)):
-            raise BackendError(Diagnostic("B414", f"the {what} read back from {o.kind}'s report probabilities "
-                                          f"({got}) differs from the declared one ({want})"))
-    return Result("epsilon", declared, extras)
 
 
 def _engine(query: Query, options: dict) -> Any:
@@ -356,30 +304,16 @@ class FrequencyOracleBackend:
         return frequency_multi.estimate_result(query, mo, j,
                                                frequency_multi.estimate_attribute(query, mo, j, reports, counts, n))
 
-    def _epsilon(self, model: ModelGraph, mech: Any, o: Any) -> Result:
+    def _epsilon(self, model: ModelGraph, mech: Any, o: OneAttributeOracle) -> Result:
         declared = bind_parameters(model, mech.epsilon)
-        if isinstance(o, longitudinal.LongitudinalOracle):
-            return _longitudinal_epsilon(model, mech, o, declared)
-        values = {core.EPSILON: declared, core.D: sympy.Integer(o.d)}
-        if o.g is not None:
-            values[core.G] = sympy.Integer(o.g)
-        if o.k is not None:
-            values[core.K] = sympy.Integer(o.k)
-        if costs.exact_exp(declared):
-            back = sympy.simplify(core.epsilon_of(o, exact=True).subs(values))
-            differs = sympy.simplify(back - declared) != 0
-        else:  # e^700 in exact arithmetic would take minutes: read back in floating point
-            back = core.epsilon_of(o)
-            differs = abs(back - float(declared)) > 1e-9 * max(1.0, float(declared))
-        extras = {**_facts(o), "read_back": back,
-                  "reason": "max over reports of log(max_x Pr(report | x) / min_x Pr(report | x)), from the "
-                            "oracle's report probabilities"}
-        if differs:
-            raise BackendError(Diagnostic("B414", f"the epsilon read back from {o.kind}'s report probabilities "
-                                          f"({back}) differs from the declared one ({declared})"))
+        first = bind_parameters(model, mech.first) if getattr(mech, "first", None) is not None else None
+        try:
+            extras = {**o.facts(), **o.read_back(declared, first)}
+        except ValueError as e:
+            raise BackendError(Diagnostic("B414", str(e))) from None
         return Result("epsilon", declared, extras)
 
-    def _avar(self, model: ModelGraph, q: Query, o: core.Oracle) -> Result:
+    def _avar(self, model: ModelGraph, q: Query, o: OneAttributeOracle) -> Result:
         mech = q.mechanism
         w_exact = _population(model, mech)
         if w_exact is None:
@@ -387,24 +321,22 @@ class FrequencyOracleBackend:
                                           hint=f"population {mech.variable.name} ~ categorical(...)"))
         w = np.array([float(x) for x in w_exact], dtype=float)
         kind = str(q.method.options.get("se", "population"))
-        V = ops(o).covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
+        V = o.covariance(w / w.sum(), 1.0, conditional=(kind == "conditional"))
         labels = mech.variable.labels
         eps = bind_parameters(model, mech.epsilon)
         value: Any = V
-        if ops(o) is core and o.d <= EXACT_CATEGORIES and _exact(eps) and costs.exact_exp(eps) \
-                and all(_exact(x) for x in w_exact):
+        exact = None
+        if o.d <= EXACT_CATEGORIES and _exact(eps) and costs.exact_exp(eps) and all(_exact(x) for x in w_exact):
             total = sum(w_exact)
-            exact = core.exact_covariance(o, eps, [x / total for x in w_exact], conditional=(kind == "conditional"))
+            exact = o.exact_covariance(eps, [x / total for x in w_exact], conditional=(kind == "conditional"))
+        if exact is not None:
             value = exact.applyfunc(sympy.factor)
         eig = np.sort(np.linalg.eigvalsh((V + V.T) / 2))[::-1]
-        extras = avar_extras(kind, _facts(o), V, evaluation="exact, at the declared population" if value is not V
+        extras = avar_extras(kind, o.facts(), V, evaluation="exact, at the declared population" if value is not V
                              else "floating point, at the declared population",
                              eigenvalues=[float(x) for x in eig])
-        if isinstance(o, longitudinal.LongitudinalOracle):
-            # two collections of the same respondents share their permanent responses
-            X = longitudinal.cross_collection_covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
-            extras["cross_collection_covariance"] = as_matrix(X, labels, labels)
-            extras["change_covariance"] = as_matrix(longitudinal.change_covariance(o, w / w.sum(), 1.0), labels, labels)
+        for name, X in o.collection_covariances(w / w.sum(), conditional=(kind == "conditional")).items():
+            extras[name] = as_matrix(X, labels, labels)
         return Result("avar", as_matrix(value, labels, labels), extras)
 
     # -- privatize --------------------------------------------------------------------------------
@@ -427,7 +359,7 @@ class FrequencyOracleBackend:
         for start in range(0, len(x), CHUNK):
             stop = min(len(x), start + CHUNK)
             rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream)
-            pieces.append(report_column(one_round(o), ops(o).privatize(o, x[start:stop], rng)))
+            pieces.append(report_column(o.report_oracle(), o.privatize(x[start:stop], rng)))
         return pd.DataFrame({var.name: _concatenate(pieces)}, index=frame.index)
 
 
@@ -435,7 +367,7 @@ class FrequencyOracleBackend:
 _DENSE_KEYS = 1 << 20
 
 
-def report_column(o: core.Oracle, reports: Any) -> Any:
+def report_column(o: Oracle, reports: Any) -> Any:
     """The reports as a column: where a report fits in 8 bytes, a categorical (codes into the
     texts of the distinct reports, sorted as text, so that a tally of it is in canonical
     order already: no string built per row, none hashed back when counted, as for finite
@@ -445,7 +377,7 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
     if key is None:
         if o.HEX_TEXT:
             return _arrow_texts(sampling.hex_chars(reports))
-        return core.format_reports(o, reports)
+        return o.format_reports(reports)
     top = o.key_range
     if top <= _DENSE_KEYS:
         # a table over every possible key: the distinct ones in increasing order, no hashing
@@ -457,7 +389,7 @@ def report_column(o: core.Oracle, reports: Any) -> Any:
     else:
         codes, uniq = pd.factorize(key, sort=False)          # hashing, not a sort
         codes, uniq = np.asarray(codes).ravel(), np.asarray(uniq, dtype=key.dtype)
-    text = np.asarray(core.format_reports(o, o.keyed_reports(uniq)))
+    text = np.asarray(o.format_reports(o.keyed_reports(uniq)))
     if not o.HEX_TEXT or top > _DENSE_KEYS:
         # the texts sorted (decimal codes and subsets do not sort as their keys do)
         order = np.argsort(text, kind="stable")

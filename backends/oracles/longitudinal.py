@@ -67,18 +67,16 @@ Examples
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from privspec.backends.core.frequency import FloatRangeError
-from privspec.backends.oracles import pure as orc
-from privspec.backends.oracles.memoized import LGRR, LOSUE, LOUE, LSUE, LongitudinalOracle
-from privspec.backends.oracles.protocol import Oracle, PairProbs
+from privspec.backends.oracles.memoized import (IRR_CHUNK, LGRR, LOSUE, LOUE, LSUE, LongitudinalOracle,
+                                                check_collections)
+from privspec.backends.oracles.protocol import Oracle, PairProbs, check_domain, check_epsilon
+from privspec.backends.oracles.pure import oracle
 from privspec.backends.core.rowrandom import RowRandom
-from privspec.backends.core.projections import project as _project
 
 __all__ = ["LONGITUDINAL", "KINDS", "CALIBRATIONS", "LongitudinalOracle", "longitudinal", "round_oracles",
            "report_oracle", "support_probs", "support_gap", "pair_probs", "covariance", "cross_collection_covariance",
@@ -92,11 +90,8 @@ LONGITUDINAL: dict[str, type[LongitudinalOracle]] = {"l_grr": LGRR, "l_sue": LSU
 KINDS = tuple(LONGITUDINAL)
 #: how L-GRR's second round is calibrated (the UE kinds: both are the same)
 CALIBRATIONS = ("tight", "peer")
-#: row x category elements per block of the IRR sampler (as the oracles': blocks that stay in cache)
-_CHUNK = 1 << 18
-#: the stream tags (bits 32.. of the stream word) of the PRR and of collection t's IRR (t + 2)
-_PRR_TAG = 1
-_MAX_COLLECTION = (1 << 31) - 3
+#: the IRR sampler's blocks for this module's functions (tests make them small: nothing changes)
+_CHUNK = IRR_CHUNK
 
 
 def max_eps_1(kind: str, eps_perm: float) -> float:
@@ -135,9 +130,9 @@ def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: 
     Parameters
     ----------
     kind : str
-        One of :data:`KINDS`.
+        The longitudinal kind, a key of :data:`LONGITUDINAL`.
     d : int
-        Number of categories (>= 2).
+        The domain size, as for :func:`privspec.backends.oracles.pure.oracle` (at least 2).
     eps_perm : float
         The PRR's epsilon: the local-DP loss of any number of collections of one value.
     eps_1 : float
@@ -156,7 +151,7 @@ def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: 
     --------
     >>> lo = longitudinal("l_grr", 6, 2.0, 1.0)
     >>> p, q = support_probs(lo)
-    >>> round(p / q, 12) == round(math.e, 12)
+    >>> round(p / q, 12) == round(np.e, 12)
     True
     >>> longitudinal("l_sue", 4, 1.0, 1.0)
     Traceback (most recent call last):
@@ -167,17 +162,15 @@ def longitudinal(kind: str, d: int, eps_perm: float, eps_1: float, calibration: 
         raise ValueError(f"unknown longitudinal oracle {kind!r}: one of {', '.join(KINDS)}")
     if calibration not in CALIBRATIONS:
         raise ValueError(f"unknown calibration {calibration!r}: one of {', '.join(CALIBRATIONS)}")
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
-        raise ValueError(f"a frequency oracle needs d >= 2 categories, not {d!r}")
-    d = int(d)
-    eps_perm, eps_1 = orc.check_epsilon(eps_perm, "eps_perm"), orc.check_epsilon(eps_1, "eps_1")
+    d = check_domain(d)
+    eps_perm, eps_1 = check_epsilon(eps_perm, "eps_perm"), check_epsilon(eps_1, "eps_1")
     if eps_1 >= eps_perm:
         raise ValueError(f"eps_1 (one collection) must be below eps_perm (every collection): {eps_1} >= {eps_perm}")
     cls = LONGITUDINAL[kind]
     cls.check_eps_1(eps_perm, eps_1)
     # the PRR sampler's own floats (grr's q1 = 1/(E + d - 1) is multi-freq-ldpy's (1 - p1)/(d - 1)
     # to rounding where p1 is not near 1, and not 0 where it is: epsilon = 700)
-    p1, q1 = orc.support_probs(orc.oracle(cls.ROUNDS[0], d, eps_perm))
+    p1, q1 = oracle(cls.ROUNDS[0], d, eps_perm).support_probs()
     p2, q2 = cls.round2(d, eps_perm, eps_1, calibration)
     q2 = max(q2, 0.0)                                         # l_oue at max_eps_1: -1e-17 is 0
     return cls(d, eps_perm, eps_1, float(p1), float(q1), float(p2), float(q2), calibration)
@@ -197,11 +190,7 @@ def round_oracles(lo: LongitudinalOracle) -> tuple[Oracle, Oracle]:
     >>> first.kind, first.epsilon, second.kind, round(second.epsilon, 4)
     ('oue', 2.0, 'sue', 2.8152)
     """
-    k1, k2 = lo.ROUNDS
-    eps2 = lo.irr_epsilon()
-    # (an IRR that keeps nothing in doubles, eps2 = 0, or everything, inf: no oracle() accepts it)
-    second = orc.oracle(k2, lo.d, eps2) if 0 < eps2 < math.inf else orc.PROTOCOLS[k2](lo.d, eps2)
-    return orc.oracle(k1, lo.d, lo.eps_perm), second
+    return lo.rounds()
 
 
 def report_oracle(lo: LongitudinalOracle) -> Oracle:
@@ -215,7 +204,7 @@ def report_oracle(lo: LongitudinalOracle) -> Oracle:
     >>> report_oracle(longitudinal("l_grr", 5, 2.0, 1.0)).kind
     'grr'
     """
-    return round_oracles(lo)[1]
+    return lo.report_oracle()
 
 
 # ---- the composed pure protocol --------------------------------------------------------------------
@@ -249,7 +238,7 @@ def support_gap(lo: LongitudinalOracle) -> float:
     >>> abs(support_gap(lo) - (p - q)) < 1e-15
     True
     """
-    return orc.support_gap(round_oracles(lo)[0]) * (lo.p2 - lo.q2)
+    return lo.support_gap()
 
 
 def pair_probs(lo: LongitudinalOracle) -> PairProbs:
@@ -266,15 +255,6 @@ def pair_probs(lo: LongitudinalOracle) -> PairProbs:
     PairProbs(one=0.0, neither=0.0, xor=0.0)
     """
     return lo.pairs()
-
-
-def _frequencies(lo: LongitudinalOracle, f: Sequence[float]) -> np.ndarray:
-    f = np.asarray(f, dtype=float)
-    if f.shape != (lo.d,):
-        raise ValueError(f"f has {lo.d} entries (one per category), not shape {f.shape}")
-    if not abs(f.sum() - 1.0) <= 1e-6:
-        raise ValueError(f"f must be a distribution (it sums to {f.sum()})")
-    return f
 
 
 def covariance(lo: LongitudinalOracle, f: Sequence[float], n: float, conditional: bool = False) -> np.ndarray:
@@ -297,12 +277,7 @@ def covariance(lo: LongitudinalOracle, f: Sequence[float], n: float, conditional
     >>> bool(np.allclose(pop - cond, (np.diag(f) - np.outer(f, f)) / 100))
     True
     """
-    f = _frequencies(lo, f)
-    if not n > 0:
-        raise ValueError("n must be positive")
-    p, q = support_probs(lo)
-    one, neither, _ = pair_probs(lo)
-    return orc.pure_covariance(p, q, one, neither, f, n, conditional, gap=support_gap(lo))
+    return lo.covariance(f, n, conditional)
 
 
 def cross_collection_covariance(lo: LongitudinalOracle, f: Sequence[float], n: float,
@@ -340,14 +315,7 @@ def cross_collection_covariance(lo: LongitudinalOracle, f: Sequence[float], n: f
     >>> bool(np.allclose(C - D, (np.diag(f) - np.outer(f, f)) / 1000))
     True
     """
-    f = _frequencies(lo, f)
-    if not n > 0:
-        raise ValueError("n must be positive")
-    delta = lo.p1 - lo.q1
-    V = lo.prr_covariance(f) / (n * delta * delta)
-    if not conditional:
-        V = V + (np.diag(f) - np.outer(f, f)) / n
-    return V
+    return lo.cross_collection_covariance(f, n, conditional)
 
 
 def change_covariance(lo: LongitudinalOracle, f: Sequence[float], n: float) -> np.ndarray:
@@ -368,7 +336,7 @@ def change_covariance(lo: LongitudinalOracle, f: Sequence[float], n: float) -> n
     >>> float(W[0, 1])
     0.0
     """
-    return 2 * (covariance(lo, f, n, conditional=True) - cross_collection_covariance(lo, f, n, conditional=True))
+    return lo.change_covariance(f, n)
 
 
 def variance(lo: LongitudinalOracle, f: Any, n: float = 1, conditional: bool = False) -> Any:
@@ -413,7 +381,7 @@ def likelihood_pair(lo: LongitudinalOracle) -> tuple[float, float]:
     Examples
     --------
     >>> a, b = likelihood_pair(longitudinal("l_grr", 4, 2.0, 1.0))
-    >>> round(math.log(a / b), 12)                  # one report spends first
+    >>> round(float(np.log(a / b)), 12)             # one report spends first
     1.0
     """
     return lo.likelihood_pair()
@@ -433,22 +401,10 @@ def unbiased(lo: LongitudinalOracle, C: Sequence[float], n: float, project: str 
     >>> unbiased(lo, C, 1000).round(12).tolist()
     [0.6, 0.3, 0.1]
     """
-    C = orc.check_support_counts(C, lo.d, n)
-    q = support_probs(lo)[1]
-    gap = support_gap(lo)
-    if gap == 0:   # first below about 1e-16: the IRR keeps nothing in doubles
-        raise FloatRangeError(0.0, math.inf)
-    return _project((C / n - q) / gap, project)
+    return lo.unbiased(C, n, project)
 
 
 # ---- sampling --------------------------------------------------------------------------------------
-def _stream(rng: RowRandom, tag: int) -> int:
-    """The stream of the PRR (tag 1) or of collection t's IRR (tag t + 2): the caller's
-    stream with the tag in bits 32-62, so that streams named by
-    :func:`privspec.backends.core.rowrandom.stream_of` (32-bit) never meet these."""
-    return int(rng.stream) ^ (tag << 32)
-
-
 def permanent(lo: LongitudinalOracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> np.ndarray:
     """The memoized PRR of each row's value: the round-1 oracle's reports (grr codes, or UE
     bits packed as :func:`privspec.backends.oracles.pure.privatize` packs them), drawn by that
@@ -472,20 +428,7 @@ def permanent(lo: LongitudinalOracle, codes: Sequence[int] | np.ndarray, rng: Ro
     >>> bool(np.array_equal(a[2:], b))
     True
     """
-    x = orc.check_codes(codes, lo.d, rng)
-    first = round_oracles(lo)[0]
-    if len(x) and (int(rng.rows.max()) + 1) * lo.d * lo.memo_width() >= 1 << 62:
-        raise ValueError("row indices too large for per-value memoization (row * d must stay below 2^62)")
-    memo_rows = rng.rows * lo.d + x
-    return orc.privatize(first, x, RowRandom(rng.key, rows=memo_rows, stream=_stream(rng, _PRR_TAG)))
-
-
-def _collection(collection: Any) -> int:
-    if isinstance(collection, bool) or not isinstance(collection, (int, np.integer)):
-        raise ValueError(f"collection is an integer >= 0, not {collection!r}")
-    if not 0 <= int(collection) <= _MAX_COLLECTION:
-        raise ValueError(f"collection is an integer in [0, {_MAX_COLLECTION}], not {collection}")
-    return int(collection)
+    return lo.permanent(codes, rng)
 
 
 def instantaneous(lo: LongitudinalOracle, memo: np.ndarray, rng: RowRandom, collection: int = 0) -> np.ndarray:
@@ -502,18 +445,7 @@ def instantaneous(lo: LongitudinalOracle, memo: np.ndarray, rng: RowRandom, coll
     >>> instantaneous(lo, memo, RowRandom(4, rows=range(2)), collection=5).shape
     (2, 2)
     """
-    stream = _stream(rng, _collection(collection) + 2)
-    n, draws = len(rng), lo.irr_draws()
-    memo = lo.memo_of(memo, n)
-    out = np.empty_like(memo)
-    step = max(1, _CHUNK // draws)
-    for lo_, hi in ((s, min(n, s + step)) for s in range(0, n, step)):
-        # a fresh RowRandom per block at draw 0: a row's uniforms depend on its index only
-        u = RowRandom(rng.key, rows=rng.rows[lo_:hi], stream=stream).random((hi - lo_, draws) if draws > 1
-                                                                            else hi - lo_)
-        out[lo_:hi] = lo.irr(memo[lo_:hi], u)
-    return out
-
+    return lo.instantaneous(memo, rng, collection, chunk=_CHUNK)
 
 
 def privatize(lo: LongitudinalOracle, codes: Sequence[int] | np.ndarray, rng: RowRandom,
@@ -567,7 +499,7 @@ def support_counts(lo: LongitudinalOracle, reports: Any, counts: Sequence[float]
     >>> support_counts(longitudinal("l_grr", 3, 2.0, 1.0), np.array([2, 0, 2]))
     array([1, 0, 2])
     """
-    return orc.support_counts(report_oracle(lo), reports, counts)
+    return lo.support_counts(reports, counts)
 
 
 def format_reports(lo: LongitudinalOracle, reports: Any) -> np.ndarray:
@@ -579,7 +511,7 @@ def format_reports(lo: LongitudinalOracle, reports: Any) -> np.ndarray:
     >>> format_reports(longitudinal("l_sue", 10, 2.0, 1.0), np.array([[5, 2]], dtype=np.uint8)).tolist()
     ['0502']
     """
-    return orc.format_reports(report_oracle(lo), reports)
+    return lo.format_reports(reports)
 
 
 def parse_reports(lo: LongitudinalOracle, strings: Sequence[Any]) -> tuple[Any, np.ndarray]:
@@ -592,17 +524,10 @@ def parse_reports(lo: LongitudinalOracle, strings: Sequence[Any]) -> tuple[Any, 
     >>> r.tolist(), bad.tolist()
     ([2, 0], [1, 2])
     """
-    return orc.parse_reports(report_oracle(lo), strings)
+    return lo.parse_reports(strings)
 
 
 # ---- privacy accounting ----------------------------------------------------------------------------
-def _check_t(collections: Any) -> float:
-    t = float(collections)
-    if not (t >= 1 and (math.isinf(t) or t == int(t))):
-        raise ValueError(f"collections is an integer >= 1 (or infinity), not {collections!r}")
-    return t
-
-
 def epsilon_of(lo: LongitudinalOracle, collections: float = 1) -> float:
     """The exact local-DP loss of ``t`` collections of one value: ``max over report
     sequences y_1..y_t and values x != x' of log Pr(y_1..y_t | x) / Pr(y_1..y_t | x')``.
@@ -638,12 +563,10 @@ def epsilon_of(lo: LongitudinalOracle, collections: float = 1) -> float:
     Examples
     --------
     >>> lo = longitudinal("l_sue", 6, 2.0, 1.0)
-    >>> [round(epsilon_of(lo, t), 4) for t in (1, 2, 5, 10, math.inf)]
+    >>> [round(epsilon_of(lo, t), 4) for t in (1, 2, 5, 10, float("inf"))]
     [1.0, 1.6116, 1.9872, 2.0, 2.0]
     """
-    t = _check_t(collections)
-    not_p1, not_q1 = orc.complements(round_oracles(lo)[0])
-    return lo.epsilon_at(t, not_p1, not_q1)
+    return lo.epsilon_of(collections)
 
 
 def epsilon_by_counts(lo: LongitudinalOracle, collections: int) -> float:
@@ -660,7 +583,7 @@ def epsilon_by_counts(lo: LongitudinalOracle, collections: int) -> float:
     >>> abs(epsilon_by_counts(lo, 5) - epsilon_of(lo, 5)) < 1e-12
     True
     """
-    t = int(_check_t(collections))
+    t = int(check_collections(collections))
     if not lo.q2 > 0:
         raise ValueError("epsilon_by_counts needs q2 > 0 (l_oue at max_eps_1 has q2 = 0: use epsilon_of)")
     return lo.epsilon_by_counts(t)

@@ -7,24 +7,62 @@ protocols of the permanent and the instantaneous response), the second round's
 calibration (:meth:`~LongitudinalOracle.round2`), the both-in-support probabilities of
 one report, the permanent response's covariance, the instantaneous sampler and the
 privacy loss of ``t`` collections: once per report layout (a category, or bits).
+:class:`LongitudinalOracle` does the rest, the interface every one-attribute oracle answers
+(:class:`~privspec.backends.oracles.protocol.OneAttributeOracle`): both rounds' sampler,
+the unbiased estimate and its covariance, the reports' text (the second round's oracle's),
+the privacy read back.
 """
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from privspec.backends.oracles.protocol import PairProbs
+from privspec.backends.core import projections
+from privspec.backends.core.frequency import FloatRangeError, pure_covariance
+from privspec.backends.core.rowrandom import RowRandom
+from privspec.backends.oracles.protocol import (OneAttributeOracle, Oracle, PairProbs, check_codes,
+                                                check_distribution, check_support_counts)
+from privspec.backends.oracles.pure import PROTOCOLS, oracle
 
-__all__ = ["LongitudinalOracle", "LGRR", "LSUE", "LOUE", "LOSUE", "log_ratio"]
+__all__ = ["LongitudinalOracle", "LGRR", "LSUE", "LOUE", "LOSUE", "log_ratio", "check_collections", "IRR_CHUNK"]
+
+#: row x category elements per block of the IRR sampler (as the oracles': blocks that stay in cache)
+IRR_CHUNK = 1 << 18
+#: the stream tags (bits 32.. of the stream word) of the PRR and of collection t's IRR (t + 2)
+_PRR_TAG = 1
+_MAX_COLLECTION = (1 << 31) - 3
 
 def _expm1_over(x: float, s: float) -> float:
     """``(e^x - 1) / e^s`` for ``0 <= s <= x``, without overflow (x up to 1400) and without
     cancellation where it is small (x near 0)."""
     return math.expm1(x) * math.exp(-s) if x < 700 else math.exp(x - s) - math.exp(-s)
+
+
+def check_collections(collections: Any) -> float:
+    """The number of collections ``t`` as a float; ValueError unless an integer >= 1 or infinity."""
+    t = float(collections)
+    if not (t >= 1 and (math.isinf(t) or t == int(t))):
+        raise ValueError(f"collections is an integer >= 1 (or infinity), not {collections!r}")
+    return t
+
+
+def _collection(collection: Any) -> int:
+    if isinstance(collection, bool) or not isinstance(collection, (int, np.integer)):
+        raise ValueError(f"collection is an integer >= 0, not {collection!r}")
+    if not 0 <= int(collection) <= _MAX_COLLECTION:
+        raise ValueError(f"collection is an integer in [0, {_MAX_COLLECTION}], not {collection}")
+    return int(collection)
+
+
+def _stream(rng: RowRandom, tag: int) -> int:
+    """The stream of the PRR (tag 1) or of collection t's IRR (tag t + 2): the caller's
+    stream with the tag in bits 32-62, so that streams named by
+    :func:`privspec.backends.core.rowrandom.stream_of` (32-bit) never meet these."""
+    return int(rng.stream) ^ (tag << 32)
 
 
 def log_ratio(a: float, not_a: float, b: float, not_b: float, log_r: float) -> float:
@@ -39,7 +77,7 @@ def log_ratio(a: float, not_a: float, b: float, not_b: float, log_r: float) -> f
 
 
 @dataclass(frozen=True)
-class LongitudinalOracle(ABC):
+class LongitudinalOracle(OneAttributeOracle):
     """A longitudinal frequency oracle: domain size ``d``, the PRR's ``eps_perm`` (the
     privacy of any number of collections), one report's ``eps_1``, and the two rounds'
     probabilities ``(p1, q1)`` (PRR: the true value's category / bit kept) and ``(p2,
@@ -148,6 +186,120 @@ class LongitudinalOracle(ABC):
     @abstractmethod
     def epsilon_by_counts(self, t: int) -> float:
         """The loss of ``t`` collections by enumeration of the reports' counts."""
+
+    # -- what a back end asks (OneAttributeOracle), from the two rounds -------------------------
+    def rounds(self) -> tuple[Oracle, Oracle]:
+        """The PRR's and the IRR's one-round oracles
+        (:func:`privspec.backends.oracles.longitudinal.round_oracles`)."""
+        k1, k2 = self.ROUNDS
+        eps2 = self.irr_epsilon()
+        # (an IRR that keeps nothing in doubles, eps2 = 0, or everything, inf: no oracle() accepts it)
+        second = oracle(k2, self.d, eps2) if 0 < eps2 < math.inf else PROTOCOLS[k2](self.d, eps2)
+        return oracle(k1, self.d, self.eps_perm), second
+
+    def report_oracle(self) -> Oracle:
+        return self.rounds()[1]
+
+    def support_gap(self) -> float:
+        """``p* - q* = (p1 - q1)(p2 - q2)``, the first factor the PRR oracle's gap."""
+        return self.rounds()[0].gap() * (self.p2 - self.q2)
+
+    def unbiased(self, C: Sequence[float], n: float, project: str = "none") -> np.ndarray:
+        C = check_support_counts(C, self.d, n)
+        gap = self.support_gap()
+        if gap == 0:   # first below about 1e-16: the IRR keeps nothing in doubles
+            raise FloatRangeError(0.0, math.inf)
+        return projections.project((C / n - self.support_probs()[1]) / gap, project)
+
+    def covariance(self, f: Sequence[float], n: float, conditional: bool = False) -> np.ndarray:
+        f = check_distribution(f, self.d)
+        if not n > 0:
+            raise ValueError("n must be positive")
+        p, q = self.support_probs()
+        one, neither, _ = self.pairs()
+        return pure_covariance(p, q, one, neither, f, n, conditional, gap=self.support_gap())
+
+    def cross_collection_covariance(self, f: Sequence[float], n: float, conditional: bool = False) -> np.ndarray:
+        """``Cov(f_hat_t, f_hat_s)`` of two collections of the same respondents
+        (:func:`privspec.backends.oracles.longitudinal.cross_collection_covariance`)."""
+        f = check_distribution(f, self.d)
+        if not n > 0:
+            raise ValueError("n must be positive")
+        delta = self.p1 - self.q1
+        V = self.prr_covariance(f) / (n * delta * delta)
+        if not conditional:
+            V = V + (np.diag(f) - np.outer(f, f)) / n
+        return V
+
+    def change_covariance(self, f: Sequence[float], n: float) -> np.ndarray:
+        """``Cov(f_hat_t - f_hat_s)`` (:func:`privspec.backends.oracles.longitudinal.change_covariance`)."""
+        return 2 * (self.covariance(f, n, conditional=True) - self.cross_collection_covariance(f, n, conditional=True))
+
+    def collection_covariances(self, f: np.ndarray, conditional: bool) -> dict[str, np.ndarray]:
+        # two collections of the same respondents share their permanent responses
+        return {"cross_collection_covariance": self.cross_collection_covariance(f, 1.0, conditional=conditional),
+                "change_covariance": self.change_covariance(f, 1.0)}
+
+    def permanent(self, codes: Any, rng: RowRandom) -> np.ndarray:
+        """The memoized PRR of each row's value (:func:`privspec.backends.oracles.longitudinal.permanent`)."""
+        x = check_codes(codes, self.d, rng)
+        first = self.rounds()[0]
+        if len(x) and (int(rng.rows.max()) + 1) * self.d * self.memo_width() >= 1 << 62:
+            raise ValueError("row indices too large for per-value memoization (row * d must stay below 2^62)")
+        memo_rows = rng.rows * self.d + x
+        return first.privatize(x, RowRandom(rng.key, rows=memo_rows, stream=_stream(rng, _PRR_TAG)))
+
+    def instantaneous(self, memo: np.ndarray, rng: RowRandom, collection: int = 0, chunk: int = IRR_CHUNK
+                      ) -> np.ndarray:
+        """The IRR of memoized PRRs at one collection
+        (:func:`privspec.backends.oracles.longitudinal.instantaneous`), in blocks of about
+        ``chunk`` uniforms (they change nothing)."""
+        stream = _stream(rng, _collection(collection) + 2)
+        n, draws = len(rng), self.irr_draws()
+        memo = self.memo_of(memo, n)
+        out = np.empty_like(memo)
+        step = max(1, chunk // draws)
+        for lo, hi in ((s, min(n, s + step)) for s in range(0, n, step)):
+            # a fresh RowRandom per block at draw 0: a row's uniforms depend on its index only
+            u = RowRandom(rng.key, rows=rng.rows[lo:hi], stream=stream).random((hi - lo, draws) if draws > 1
+                                                                             else hi - lo)
+            out[lo:hi] = self.irr(memo[lo:hi], u)
+        return out
+
+    def privatize(self, codes: Any, rng: RowRandom, collection: int = 0) -> np.ndarray:
+        return self.instantaneous(self.permanent(codes, rng), rng, collection)
+
+    def format_reports(self, reports: Any) -> np.ndarray:
+        return self.report_oracle().format_reports(reports)
+
+    def parse_reports(self, texts: Sequence[Any]) -> tuple[Any, np.ndarray]:
+        return self.report_oracle().parse_reports(texts)
+
+    def epsilon_of(self, collections: float = 1) -> float:
+        """The exact loss of ``t`` collections of one value
+        (:func:`privspec.backends.oracles.longitudinal.epsilon_of`): one report's by default."""
+        t = check_collections(collections)
+        not_p1, not_q1 = self.rounds()[0].complements()
+        return self.epsilon_at(t, not_p1, not_q1)
+
+    def read_back(self, declared: Any, first: Any = None) -> dict:
+        limit, one = self.epsilon_of(math.inf), self.epsilon_of(1)
+        for got, want, what in ((limit, declared, "epsilon"), (one, first, "first")):
+            if abs(got - float(want)) > 1e-9 * max(1.0, float(want)):
+                raise ValueError(f"the {what} read back from {self.kind}'s report probabilities ({got}) differs "
+                                 f"from the declared one ({want})")
+        return {"first": first, "read_back": limit, "read_back_first": one,
+                "after_collections": {t: float(self.epsilon_of(t)) for t in range(1, 11)},
+                "reason": "the exact loss of t reports of the same value, max over report sequences of "
+                          "log(Pr(y_1..y_t | x) / Pr(y_1..y_t | x')): first at t = 1, rising to epsilon (the memoized "
+                          "response's) as t grows; t * first is no bound (the reports share the memoized response)"}
+
+    def facts(self) -> dict:
+        p, q = self.support_probs()
+        return {"protocol": self.kind, "p_star": p, "q_star": q, "permanent": {"p1": self.p1, "q1": self.q1},
+                "instantaneous": {"p2": self.p2, "q2": self.q2},
+                "composition": "p* = p1 p2 + (1 - p1) q2, q* = q1 p2 + (1 - q1) q2 (a memoized permanent "
+                               "response at epsilon, an instantaneous one each collection, one report at first)"}
 
 
 class LGRR(LongitudinalOracle):

@@ -85,7 +85,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from privspec.backends.oracles import pure as orc
+from privspec.backends.oracles.protocol import check_epsilon
 from privspec.backends.oracles.multidim import (RSFD, SAMPLED, SMP, SPL, MultiOracle, MultiReports, MultiStats,
                                                 amplified_epsilon, inverse_binomial_mean)
 from privspec.backends.core.rowrandom import RowRandom
@@ -149,7 +149,7 @@ def multi_oracle(protocol: str, kinds: str | Sequence[str] | None, ds: Sequence[
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
             raise ValueError(f"every attribute needs an integer domain size >= 2, not {d!r}")
     ds_t = tuple(int(d) for d in ds_t)
-    epsilon = orc.check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     return MULTI[protocol].build(kinds, ds_t, epsilon, variant)
 
 def rsfd_probs(mo: MultiOracle, j: int) -> tuple[float, float, float, float]:
@@ -161,7 +161,7 @@ def rsfd_probs(mo: MultiOracle, j: int) -> tuple[float, float, float, float]:
     Examples
     --------
     >>> mo = multi_oracle("rsfd", None, (4, 4, 4), 1.0, variant="grr")
-    >>> p, q = orc.support_probs(mo.oracles[0])
+    >>> p, q = mo.oracles[0].support_probs()
     >>> pe, qe, one, neither = rsfd_probs(mo, 0)
     >>> bool(np.isclose(pe, (p + 2 / 4) / 3)), bool(np.isclose(qe, (q + 2 / 4) / 3)), one, neither
     (True, True, 0.0, 0.0)
@@ -196,18 +196,8 @@ def privatize(mo: MultiOracle, codes: np.ndarray, rng: RowRandom) -> MultiReport
     >>> r.attribute.shape, sum(len(v) for v in r.values)
     ((3,), 3)
     """
-    x = np.asarray(codes)
-    if x.ndim != 2 or x.shape[1] != mo.A:
-        raise ValueError(f"codes is an (n, {mo.A}) array: one column per attribute")
-    if x.size and not np.issubdtype(x.dtype, np.integer):
-        raise ValueError("codes are integer category codes")
-    x = x.astype(np.int64, copy=False)
-    n = len(x)
-    if x.size and (x.min() < 0 or np.any(x.max(axis=0) >= np.asarray(mo.ds))):
-        raise ValueError(f"column j holds codes in [0, d_j), d = {mo.ds}")
-    if len(rng) != n:
-        raise ValueError(f"rng has {len(rng)} rows for {n} tuples")
-    return mo.sample(x, rng)
+    return mo.privatize(codes, rng)
+
 
 def statistics(mo: MultiOracle, reports: MultiReports) -> MultiStats:
     """The sufficient statistics (:class:`MultiStats`) of collected reports: per
@@ -222,7 +212,7 @@ def statistics(mo: MultiOracle, reports: MultiReports) -> MultiStats:
     """
     if len(reports.values) != mo.A:
         raise ValueError(f"reports for {len(reports.values)} attributes, not {mo.A}")
-    counts = tuple(orc.support_counts(o, v) for o, v in zip(mo.oracles, reports.values))
+    counts = tuple(o.support_counts(v) for o, v in zip(mo.oracles, reports.values))
     return MultiStats(counts, mo.report_numbers(reports.values))
 
 
@@ -283,18 +273,8 @@ def covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, conditiona
     >>> bool(np.allclose(pop[0] - cond[0], (np.diag(f[0]) - np.outer(f[0], f[0])) / 1000))
     True
     """
-    if len(f) != mo.A:
-        raise ValueError(f"f holds one distribution per attribute ({mo.A})")
-    if not n >= 1:
-        raise ValueError("n >= 1")
-    mo.check_split(n_attribute)
-    out = []
-    for j, o in enumerate(mo.oracles):
-        fj = np.asarray(f[j], dtype=float)
-        if fj.shape != (o.d,) or not abs(fj.sum() - 1.0) <= 1e-6:
-            raise ValueError(f"f[{j}] is a distribution over {o.d} categories")
-        out.append(mo.attribute_covariance(j, o, fj, n, conditional, n_attribute))
-    return out
+    return mo.covariance(f, n, conditional, n_attribute)
+
 
 def cross_covariance(mo: MultiOracle, j: int, l: int, f_j: Sequence[float], f_l: Sequence[float], n: int,
                      conditional: bool = False, joint: Any = None) -> np.ndarray:
@@ -334,30 +314,8 @@ def cross_covariance(mo: MultiOracle, j: int, l: int, f_j: Sequence[float], f_l:
     >>> cross_covariance(rs, 0, 1, [.8, .2], [.7, .3], 100).round(6).tolist()
     [[-0.0006, 0.0006], [0.0006, -0.0006]]
     """
-    if j == l or not (0 <= j < mo.A and 0 <= l < mo.A):
-        raise ValueError(f"two different attributes in [0, {mo.A})")
-    if not n >= 1:
-        raise ValueError("n >= 1")
-    fj, fl = np.asarray(f_j, dtype=float), np.asarray(f_l, dtype=float)
-    dj, dl = mo.ds[j], mo.ds[l]
-    if fj.shape != (dj,) or fl.shape != (dl,):
-        raise ValueError(f"f_j and f_l are distributions over {dj} and {dl} categories")
-    D = None
-    if joint is not None:
-        P = np.asarray(joint, dtype=float)
-        if P.shape != (dj, dl) or not abs(P.sum() - 1.0) <= 1e-6:
-            raise ValueError(f"joint is a {dj} x {dl} table of probabilities")
-        if not (np.allclose(P.sum(axis=1), fj, atol=1e-9) and np.allclose(P.sum(axis=0), fl, atol=1e-9)):
-            raise ValueError("joint's margins differ from f_j and f_l")
-        D = P - np.outer(fj, fl)
+    return mo.cross_covariance(j, l, f_j, f_l, n, conditional, joint)
 
-    def need() -> np.ndarray:
-        if D is None:
-            raise ValueError(f"{mo.protocol}'s {'conditional' if conditional else 'population'} cross-attribute "
-                             "covariance needs the attributes' joint table")
-        return D
-
-    return mo.cross(j, l, fj, fl, n, conditional, need)
 
 def joint_covariance(mo: MultiOracle, f: Sequence[Sequence[float]], n: int, conditional: bool = False,
                      joints: dict | None = None) -> np.ndarray:
@@ -397,7 +355,7 @@ def epsilon_of(mo: MultiOracle, neighbours: str = "any") -> float:
     * spl: the sum of the attributes' (sequential composition, attained by a report that
       is each oracle's worst): ``eps``.
     * smp: the largest attribute's: ``eps`` (the sampled index does not depend on x).
-    * rsfd: ``Pr(y | x)`` is proportional to ``sum_j T_j(y_j, x_j)`` (:meth:`~privspec.backends.oracles.multidim.Fake.ratio_terms`)
+    * rsfd: ``Pr(y | x)`` is proportional to ``sum_j T_j(y_j, x_j)`` (:meth:`~privspec.backends.oracles.fakes.Fake.ratio_terms`)
       and each ``T_j`` ranges over a factor ``e^eps'``, reached at the same y for every j:
       ``eps' = ln(A (e^eps - 1) + 1)``, **not** eps: the paper's amplification by
       sampling holds for tuples that differ in one attribute only.
@@ -417,9 +375,8 @@ def epsilon_of(mo: MultiOracle, neighbours: str = "any") -> float:
     >>> round(epsilon_of(mo), 6), round(epsilon_of(mo, "attribute"), 12)
     (1.81724, 1.0)
     """
-    if neighbours not in ("any", "attribute"):
-        raise ValueError(f"neighbours is 'any' or 'attribute', not {neighbours!r}")
-    return mo.epsilon_of([orc.epsilon_of(o) for o in mo.oracles], neighbours)
+    return mo.epsilon_of(neighbours)
+
 
 # ---- text form -------------------------------------------------------------------------------------
 def column_names(mo: MultiOracle, names: Sequence[str] | None = None) -> list[str]:
@@ -431,10 +388,7 @@ def column_names(mo: MultiOracle, names: Sequence[str] | None = None) -> list[st
     >>> column_names(multi_oracle("smp", "grr", (2, 2), 1.0), ["age", "sex"])
     ['age', 'sex', 'sampled']
     """
-    names = [f"x{j}" for j in range(mo.A)] if names is None else [str(s) for s in names]
-    if len(names) != mo.A or len(set(names)) != mo.A or set(names) & set(mo.EXTRA_COLUMNS):
-        raise ValueError(f"{mo.A} distinct attribute names (not {SAMPLED!r} for smp)")
-    return names + list(mo.EXTRA_COLUMNS)
+    return mo.column_names(names)
 
 
 def format_reports(mo: MultiOracle, reports: MultiReports, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -449,9 +403,8 @@ def format_reports(mo: MultiOracle, reports: MultiReports, names: Sequence[str] 
     >>> {k: v.tolist() for k, v in format_reports(mo, r).items()}
     {'x0': ['', '2'], 'x1': ['0502', ''], 'sampled': ['1', '0']}
     """
-    cols = column_names(mo, names)
-    text = [orc.format_reports(o, v) for o, v in zip(mo.oracles, reports.values)]
-    return mo.format(cols, text, reports)
+    return mo.format_reports(reports, names)
+
 
 def parse_reports(mo: MultiOracle, columns: dict[str, Sequence[Any]],
                   names: Sequence[str] | None = None) -> tuple[MultiReports, np.ndarray]:
@@ -468,11 +421,4 @@ def parse_reports(mo: MultiOracle, columns: dict[str, Sequence[Any]],
     >>> [v.tolist() for v in r.values], bad.tolist()
     ([[0], [1]], [1, 2])
     """
-    cols = column_names(mo, names)
-    missing = [c for c in cols if c not in columns]
-    if missing:
-        raise ValueError(f"missing columns {missing}")
-    lengths = {len(columns[c]) for c in cols}
-    if len(lengths) > 1:
-        raise ValueError("the columns have different lengths")
-    return mo.parse(cols, columns, lengths.pop())
+    return mo.parse_reports(columns, names)

@@ -20,7 +20,6 @@ from privspec.model.graph import ModelGraph, Query
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Vector
 from privspec.backends.oracles.reports import avar_extras, check_reports, form_hint, mle_fit, number_of, read_reports
-from privspec.backends.oracles import pure as core
 from privspec.backends.oracles import multi
 from privspec.backends.data.checks import require_columns
 from privspec.backends.data.engines import PandasEngine
@@ -67,28 +66,15 @@ def attribute_covariance(mo: multi.MultiOracle, j: int, f: np.ndarray, condition
     """``n`` times the covariance of attribute ``j``'s estimate from ``n`` respondents (smp:
     given that ``split`` of them reported it; without it, averaged over the split)."""
     split_all = None if split is None else [split if i == j else 1 for i in range(mo.A)]
-    return n * multi.covariance(mo, _others_uniform(mo, j, f), n, conditional, n_attribute=split_all)[j]
-
-
-def facts(mo: multi.MultiOracle, j: int | None = None) -> dict:
-    """What the protocol is: its attributes' oracles and epsilons, the two privacy levels."""
-    out: dict = {"protocol": mo.protocol, "attributes": mo.A, "oracles": list(mo.kinds),
-                 "attribute_epsilon": mo.attribute_epsilon,
-                 "epsilon_any_change": multi.epsilon_of(mo, "any"),
-                 "epsilon_one_attribute": multi.epsilon_of(mo, "attribute")}
-    out.update(mo.facts())
-    if j is not None:
-        pe, qe = mo.attribute_probs(j)
-        out.update(attribute=j, p_star=pe, q_star=qe)
-    return out
+    return n * mo.covariance(_others_uniform(mo, j, f), n, conditional, n_attribute=split_all)[j]
 
 
 def epsilon_result(model: ModelGraph, mech: Any, mo: multi.MultiOracle) -> Result:
     """The local-DP epsilon of one respondent's whole report (any two tuples), read back
     from the probabilities; the one-attribute level beside it."""
     declared = bind_parameters(model, mech.epsilon)
-    any_change = multi.epsilon_of(mo, "any")
-    extras = facts(mo)
+    any_change = mo.epsilon_of("any")
+    extras = mo.facts()
     extras["declared"] = declared
     extras["reason"] = mo.REASON
     if not mo.SPENDS_DECLARED:
@@ -110,7 +96,7 @@ def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
     f = f / f.sum()
     kind = str(q.method.options.get("se", "population"))
     V = mo.asymptotic_covariance(j, f, kind == "conditional")
-    extras = avar_extras(kind, facts(mo, j), V, note=mo.NOTE)
+    extras = avar_extras(kind, mo.facts(j), V, note=mo.NOTE)
     for l, other in enumerate(mech.attributes):
         C = None if l == j else cross_avar(model, mo, j, l, var, other, kind == "conditional")
         if C is not None:
@@ -121,7 +107,7 @@ def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
 def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: Any, other: Any,
                conditional: bool) -> np.ndarray | None:
     """``n`` times the covariance of attribute ``j``'s and ``l``'s estimates as ``n`` grows
-    (:func:`~privspec.backends.oracles.multi.cross_covariance`), at the population; None
+    (:meth:`~privspec.backends.oracles.multidim.MultiOracle.cross_covariance`), at the population; None
     where the spec does not give both attributes' populations.  Two populations declared
     apart are independent (their joint is the product, exactly: D = 0)."""
     pair = population_vector(model, [var, other])
@@ -136,7 +122,7 @@ def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: An
                       for i in range(exact.rows) for k in range(exact.cols))
     P = np.outer(fj, fl) if independent else np.array(exact.tolist(), dtype=float)
     limit = mo.asymptotic_cross(P - np.outer(fj, fl), conditional)
-    return limit if limit is not None else multi.cross_covariance(mo, j, l, fj, fl, 1, conditional, P)
+    return limit if limit is not None else mo.cross_covariance(j, l, fj, fl, 1, conditional, P)
 
 
 # ---- data ------------------------------------------------------------------------------------------
@@ -158,7 +144,7 @@ def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tup
     # the cells of the attributes a row did not report are empty (missing to the engines)
     text = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
                      for v in tally.column(var.name)], dtype=object)
-    reports, bad = core.parse_reports(o, text[mine])
+    reports, bad = o.parse_reports(text[mine])
     bad_mask = ~valid
     bad_mask[np.flatnonzero(mine)[np.asarray(bad, dtype=np.int64)]] = True
     check_reports(tally, bad_mask, np.where(valid, text, sampled),
@@ -188,7 +174,7 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
                 V = conditional_covariance(V, w)
         return {"w": w, "V": V, "n": n, "reports": int(round(m)), "projection": "none", "se_kind": se_kind,
                 "loglik": loglik}
-    C = core.support_counts(o, reports, counts)
+    C = o.support_counts(reports, counts)
     raw = mo.attribute_estimate(j, o, C, m, "none")
     split = int(round(m)) if mo.KEEPS_SAMPLED else None
     V = attribute_covariance(mo, j, project_onto(raw, "clip"), se_kind == "conditional", n=n, split=split)
@@ -199,7 +185,7 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
 def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Result:
     var = q.mechanism.attributes[j]
     n = est["n"]
-    extras: dict = {"method": q.method.name, "n": n, **facts(mo, j), "projection": est["projection"]}
+    extras: dict = {"method": q.method.name, "n": n, **mo.facts(j), "projection": est["projection"]}
     V = est["V"]
     if V is not None:
         se = np.sqrt(np.maximum(np.diag(V), 0.0) / n)
@@ -232,9 +218,9 @@ def privatize_frame(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int
     for start in range(0, len(frame), CHUNK):
         stop = min(len(frame), start + CHUNK)
         rng = RowRandom(key, rows=range(offset + start, offset + stop), stream=stream_of(mech))
-        pieces.append(multi.format_reports(mo, multi.privatize(mo, codes[start:stop], rng), names))
+        pieces.append(mo.format_reports(mo.privatize(codes[start:stop], rng), names))
     return pd.DataFrame({c: np.concatenate([p[c].astype(object) for p in pieces]) if pieces
-                         else np.empty(0, dtype=object) for c in multi.column_names(mo, names)}, index=frame.index)
+                         else np.empty(0, dtype=object) for c in mo.column_names(names)}, index=frame.index)
 
 
 def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: int, n: int, reps: int,
@@ -257,8 +243,7 @@ def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: in
     E, A, covered = [], [], []
     for r in range(reps):
         codes = np.column_stack([rng.choice(len(f), size=n, p=f) for f in ws])
-        reports = multi.privatize(mo, codes, RowRandom(key, rows=range(r * n, (r + 1) * n),
-                                                       stream=stream_of(mech)))
+        reports = mo.privatize(codes, RowRandom(key, rows=range(r * n, (r + 1) * n), stream=stream_of(mech)))
         values = reports.values[j]
         est = estimate_attribute(q, mo, j, values, np.ones(len(values)), n)
         aim = ws[j] if se_kind == "population" else np.bincount(codes[:, j], minlength=var.p) / n
@@ -277,7 +262,7 @@ def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: in
     if q.method.name == "mom" and str(q.method.options.get("project", "none")) == "none":
         V = attribute_covariance(mo, j, ws[j], se_kind == "conditional", n=n)
         value["n_cov_analytic"] = Matrix(labels, labels, V)
-    extras = {"method": q.method.name, "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **facts(mo, j),
+    extras = {"method": q.method.name, "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **mo.facts(j),
               "note": "attributes drawn independently from their marginals; every respondent privatized by the "
                       "protocol's sampler"}
     return Result("simulation", value, extras)

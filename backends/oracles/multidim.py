@@ -1,17 +1,19 @@
 """The multidimensional protocols, one class per protocol: SPL, SMP, RS+FD (Arcolezi et
 al., CIKM 2021; :mod:`privspec.backends.oracles.multi` says what they are and holds their
-functions), and RS+FD's fake data, one class per kind.
+functions); RS+FD's fake data are :mod:`privspec.backends.oracles.fakes`.
 
 A protocol declares the epsilon of each attribute's oracle, how a respondent's tuple is
 reported (:meth:`MultiOracle.sample`), each attribute's estimate and covariance, the
 covariance between two attributes' estimates, the privacy of a whole report, and the
 texts a result quotes; the single-attribute oracles (:mod:`privspec.backends.oracles.pure`)
-do the rest.
+do the rest.  :class:`MultiOracle` answers what a back end asks of any frequency oracle
+(:class:`~privspec.backends.oracles.protocol.FrequencyOracle`): the sampler, the reports'
+text columns, the covariance, the epsilon read back, what a result quotes.
 """
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, NamedTuple, Sequence
 
@@ -19,13 +21,17 @@ import numpy as np
 from scipy import stats
 
 from privspec.errors import BackendError, Diagnostic
-from privspec.backends.oracles import pure as orc
-from privspec.backends.oracles.protocol import Oracle
+from privspec.backends.core import projections
+from privspec.backends.core.algebra import Float
+from privspec.backends.core.frequency import pure_covariance
 from privspec.backends.core.rowrandom import RowRandom
-from privspec.backends.core.projections import project as _project
+from privspec.backends.oracles.fakes import FAKES
+from privspec.backends.oracles.protocol import FrequencyOracle, Oracle
+from privspec.backends.oracles.pure import oracle
+from privspec.backends.oracles.sampling import uniform_index
 
-__all__ = ["MultiOracle", "SPL", "SMP", "RSFD", "Fake", "MultiReports", "MultiStats", "FAKES", "SAMPLED",
-           "amplified_epsilon", "inverse_binomial_mean", "uniform_index"]
+__all__ = ["MultiOracle", "SPL", "SMP", "RSFD", "MultiReports", "MultiStats", "SAMPLED", "amplified_epsilon",
+           "inverse_binomial_mean"]
 
 #: the name of SMP's column of sampled attributes
 SAMPLED = "sampled"
@@ -63,12 +69,6 @@ def amplified_epsilon(epsilon: float, A: int) -> float:
     return float(np.log(A * (np.exp(epsilon) - 1) + 1))
 
 
-def uniform_index(u: np.ndarray, m: int) -> np.ndarray:
-    """A uniform index in ``[0, m)`` from uniforms on (0, 1): ``floor(u m)`` (the uniforms
-    have 53 bits, so each index's probability is ``1/m`` within ``2^-53``)."""
-    return np.minimum((u * m).astype(np.int64), m - 1)
-
-
 def inverse_binomial_mean(n: int, pi: float) -> float:
     """``E[1/N | N >= 1]`` for ``N ~ Binomial(n, pi)``, summed over the pmf within 40
     standard deviations of the mean (the rest weighs below 1e-300).  About ``1/(n pi) (1 +
@@ -94,103 +94,9 @@ def _rowwise(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
 
 
-# ---- RS+FD's fake data -----------------------------------------------------------------------------
-class Fake(ABC):
-    """RS+FD's fake report on an attribute whose oracle is ``o`` (with ``p, q`` its support
-    probabilities)."""
-
-    @abstractmethod
-    def support(self, o: Oracle, p: float, q: float) -> tuple[float, float]:
-        """``(phi, c)``: the probability that the fake support holds a given category, and
-        that it holds two given ones."""
-
-    @abstractmethod
-    def draw(self, o: Oracle, n: int, rng: RowRandom) -> Any:
-        """``n`` fake reports."""
-
-    def likelihood_pair(self, o: Oracle, p: float, q: float, A: int) -> tuple[float, float] | None:
-        """The mixture ``(1/A) real + ((A-1)/A) fake``'s likelihood for a category in / not in
-        the report's support, up to a common factor; None where it depends on more than that."""
-        return None
-
-    @abstractmethod
-    def ratio_terms(self, o: Oracle, p: float, q: float) -> tuple[float, Callable[[float], float]]:
-        """``Pr(y | x) = prod_i Pr_fake_i(y_i) / A * sum_i T_i`` with ``T_i = Pr_real_i(y_i |
-        x_i) / Pr_fake_i(y_i)``: the smallest ``T`` (over y and x) and the function ``S ->
-        max (S + T(y, x)) / (S + T(y, x'))`` (over y and two values x, x')."""
-
-
-class UniformFake(Fake):
-    """grr's fake report: a uniform value (in the support ``{y}`` with probability 1/d;
-    never two); ``T = d p`` or ``d q``."""
-
-    def support(self, o: Oracle, p: float, q: float) -> tuple[float, float]:
-        return 1.0 / o.d, 0.0
-
-    def draw(self, o: Oracle, n: int, rng: RowRandom) -> Any:
-        return uniform_index(rng.random(n), o.d)
-
-    def likelihood_pair(self, o: Oracle, p: float, q: float, A: int) -> tuple[float, float] | None:
-        return p / A + (A - 1) / (A * o.d), q / A + (A - 1) / (A * o.d)
-
-    def ratio_terms(self, o: Oracle, p: float, q: float) -> tuple[float, Callable[[float], float]]:
-        hi, lo = o.d * p, o.d * q
-        return lo, lambda S: (S + hi) / (S + lo)
-
-
-class ZeroFake(Fake):
-    """``-z``: the unary encoding of the zero vector, every bit 1 with probability q,
-    independently (the oracle on value 0, then bit 0 redrawn with probability q); ``T =
-    p/q`` or ``(1-p)/(1-q)``."""
-
-    def support(self, o: Oracle, p: float, q: float) -> tuple[float, float]:
-        return q, q * q
-
-    def draw(self, o: Oracle, n: int, rng: RowRandom) -> Any:
-        fake = orc.privatize(o, np.zeros(n, dtype=np.int64), rng)
-        _, q = orc.support_probs(o)
-        bit0 = (rng.random(n) < q).astype(np.uint8)
-        fake[:, 0] = (fake[:, 0] & np.uint8(0xFE)) | bit0
-        return fake
-
-    def likelihood_pair(self, o: Oracle, p: float, q: float, A: int) -> tuple[float, float] | None:
-        # the zero vector's bits: k0 = (1-p)/(1-q), r = p(1-q)/(q(1-p))
-        k0, r = (1 - p) / (1 - q), p * (1 - q) / (q * (1 - p))
-        return k0 * r / A + (A - 1) / A, k0 / A + (A - 1) / A
-
-    def ratio_terms(self, o: Oracle, p: float, q: float) -> tuple[float, Callable[[float], float]]:
-        r_hi, r_lo = p / q, (1 - p) / (1 - q)
-        return r_lo, lambda S: (S + r_hi) / (S + r_lo)
-
-
-class RandomFake(Fake):
-    """``-r``: the unary encoding of a uniform random value (the oracle applied to it);
-    ``T = R(y_x) / mean_u R(y_u)`` (``R``: the ``-z`` ratio), smallest ``d/((d-1) e' + 1)``
-    (bit x off, every other on); the largest ratio has bit x on, bit x' off and no other
-    on (the ratio falls as the mean grows)."""
-
-    def support(self, o: Oracle, p: float, q: float) -> tuple[float, float]:
-        d = o.d
-        one, neither, _ = orc.pair_probs(o)
-        return p / d + (1 - 1 / d) * q, (2 / d) * one + (1 - 2 / d) * neither
-
-    def draw(self, o: Oracle, n: int, rng: RowRandom) -> Any:
-        return orc.privatize(o, uniform_index(rng.random(n), o.d), rng)
-
-    def ratio_terms(self, o: Oracle, p: float, q: float) -> tuple[float, Callable[[float], float]]:
-        d = o.d
-        e = (p / q) / ((1 - p) / (1 - q))
-        D = e + d - 1                                   # mean_u R (in units of r_lo) times d, one bit on
-        return d / ((d - 1) * e + 1), lambda S: (S * D + d * e) / (S * D + d)
-
-
-#: the fake data by name
-FAKES: dict[str, Fake] = {"uniform": UniformFake(), "zero": ZeroFake(), "random": RandomFake()}
-
-
 # ---- the protocols ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class MultiOracle(ABC):
+class MultiOracle(FrequencyOracle):
     """A multidimensional protocol (the class): the per-attribute oracle ``kinds`` (``adp``
     already resolved), domain sizes ``ds``, the total ``epsilon``, and for RS+FD its
     ``variant`` and per attribute the ``fakes`` (:data:`FAKES`).  Build it with
@@ -237,7 +143,7 @@ class MultiOracle(ABC):
     def oracles(self) -> tuple[Oracle, ...]:
         """Each attribute's oracle at :attr:`attribute_epsilon` (for RS+FD: the real report's)."""
         e = self.attribute_epsilon
-        return tuple(orc.oracle(k, d, e) for k, d in zip(self.kinds, self.ds))
+        return tuple(oracle(k, d, e) for k, d in zip(self.kinds, self.ds))
 
     @classmethod
     def build(cls, kinds: Any, ds: tuple[int, ...], epsilon: float, variant: str | None) -> "MultiOracle":
@@ -249,7 +155,7 @@ class MultiOracle(ABC):
         if len(kinds_t) != A:
             raise ValueError(f"one oracle kind for all attributes or one per attribute ({A}), not {kinds!r}")
         e_attr = cls(kinds_t, ds, epsilon).attribute_epsilon
-        return cls(tuple(orc.oracle(k, d, e_attr).kind for k, d in zip(kinds_t, ds)), ds, epsilon)
+        return cls(tuple(oracle(k, d, e_attr).kind for k, d in zip(kinds_t, ds)), ds, epsilon)
 
     @abstractmethod
     def sample(self, x: np.ndarray, rng: RowRandom) -> MultiReports:
@@ -264,11 +170,11 @@ class MultiOracle(ABC):
 
     def attribute_probs(self, j: int) -> tuple[float, float]:
         """``(p*, q*)`` of attribute ``j``'s reports."""
-        return orc.support_probs(self.oracles[j])
+        return self.oracles[j].support_probs()
 
     def attribute_estimate(self, j: int, o: Oracle, C: np.ndarray, n: float, project: str) -> np.ndarray:
         """Attribute ``j``'s unbiased estimate from its support counts and reports."""
-        return orc.unbiased(o, C, n, project=project)
+        return o.unbiased(C, n, project)
 
     @abstractmethod
     def attribute_covariance(self, j: int, o: Oracle, f: np.ndarray, n: int, conditional: bool,
@@ -290,14 +196,14 @@ class MultiOracle(ABC):
         value (``D``: the answers' covariance); None where it is."""
         return None
 
-    def facts(self) -> dict:
+    def protocol_facts(self) -> dict:
         """What a result quotes beyond the attributes' oracles."""
         return {}
 
     def likelihood_pair(self, j: int) -> tuple[float, float]:
         """Attribute ``j``'s report likelihood for a category in / not in its support, up to a
         common factor (the IBU's ``pair``): its oracle's."""
-        return orc.likelihood_pair(self.oracles[j])
+        return self.oracles[j].likelihood_pair()
 
     @abstractmethod
     def cross(self, j: int, l: int, fj: np.ndarray, fl: np.ndarray, n: int, conditional: bool,
@@ -306,7 +212,7 @@ class MultiOracle(ABC):
         covariance ``P_jl - f_j f_l^T``, ValueError where not given)."""
 
     @abstractmethod
-    def epsilon_of(self, eps: list[float], neighbours: str) -> float:
+    def composed_epsilon(self, eps: list[float], neighbours: str) -> float:
         """The loss of a whole report, from the attributes' oracles' epsilons ``eps``."""
 
     def format(self, cols: list[str], text: list[np.ndarray], reports: MultiReports) -> dict[str, np.ndarray]:
@@ -319,13 +225,114 @@ class MultiOracle(ABC):
         ok = np.ones(m, dtype=bool)
         parsed = []
         for j, o in enumerate(self.oracles):
-            vals, bad = orc.parse_reports(o, columns[cols[j]])
+            vals, bad = o.parse_reports(columns[cols[j]])
             okj = np.ones(m, dtype=bool)
             okj[bad] = False
             ok &= okj
             parsed.append((okj, vals))
         values = tuple(vals[ok[okj]] for okj, vals in parsed)
         return MultiReports(values), np.flatnonzero(~ok)
+
+    # -- what a back end asks (FrequencyOracle), from what a protocol declares ------------------------
+    def privatize(self, codes: np.ndarray, rng: RowRandom) -> MultiReports:
+        x = np.asarray(codes)
+        if x.ndim != 2 or x.shape[1] != self.A:
+            raise ValueError(f"codes is an (n, {self.A}) array: one column per attribute")
+        if x.size and not np.issubdtype(x.dtype, np.integer):
+            raise ValueError("codes are integer category codes")
+        x = x.astype(np.int64, copy=False)
+        if x.size and (x.min() < 0 or np.any(x.max(axis=0) >= np.asarray(self.ds))):
+            raise ValueError(f"column j holds codes in [0, d_j), d = {self.ds}")
+        if len(rng) != len(x):
+            raise ValueError(f"rng has {len(rng)} rows for {len(x)} tuples")
+        return self.sample(x, rng)
+
+    def column_names(self, names: Sequence[str] | None = None) -> list[str]:
+        """The report columns: the attributes' ``names`` (default ``x0 ..``) and the protocol's own."""
+        names = [f"x{j}" for j in range(self.A)] if names is None else [str(s) for s in names]
+        if len(names) != self.A or len(set(names)) != self.A or set(names) & set(self.EXTRA_COLUMNS):
+            raise ValueError(f"{self.A} distinct attribute names (not {SAMPLED!r} for smp)")
+        return names + list(self.EXTRA_COLUMNS)
+
+    def format_reports(self, reports: MultiReports, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        text = [o.format_reports(v) for o, v in zip(self.oracles, reports.values)]
+        return self.format(self.column_names(names), text, reports)
+
+    def parse_reports(self, texts: dict[str, Sequence[Any]], names: Sequence[str] | None = None
+                      ) -> tuple[MultiReports, np.ndarray]:
+        cols = self.column_names(names)
+        missing = [c for c in cols if c not in texts]
+        if missing:
+            raise ValueError(f"missing columns {missing}")
+        lengths = {len(texts[c]) for c in cols}
+        if len(lengths) > 1:
+            raise ValueError("the columns have different lengths")
+        return self.parse(cols, texts, lengths.pop())
+
+    def covariance(self, f: Sequence[Sequence[float]], n: float, conditional: bool = False,
+                   n_attribute: Sequence[int] | None = None) -> list[np.ndarray]:
+        """Each attribute's covariance at its marginal ``f[j]`` (smp: given the split
+        ``n_attribute``, or averaged over it)."""
+        if len(f) != self.A:
+            raise ValueError(f"f holds one distribution per attribute ({self.A})")
+        if not n >= 1:
+            raise ValueError("n >= 1")
+        self.check_split(n_attribute)
+        out = []
+        for j, o in enumerate(self.oracles):
+            fj = np.asarray(f[j], dtype=float)
+            if fj.shape != (o.d,) or not abs(fj.sum() - 1.0) <= 1e-6:
+                raise ValueError(f"f[{j}] is a distribution over {o.d} categories")
+            out.append(self.attribute_covariance(j, o, fj, n, conditional, n_attribute))
+        return out
+
+    def cross_covariance(self, j: int, l: int, f_j: Sequence[float], f_l: Sequence[float], n: int,
+                         conditional: bool = False, joint: Any = None) -> np.ndarray:
+        """The covariance of attributes ``j``'s and ``l``'s estimates (``joint``: their table,
+        where the form needs it)."""
+        if j == l or not (0 <= j < self.A and 0 <= l < self.A):
+            raise ValueError(f"two different attributes in [0, {self.A})")
+        if not n >= 1:
+            raise ValueError("n >= 1")
+        fj, fl = np.asarray(f_j, dtype=float), np.asarray(f_l, dtype=float)
+        dj, dl = self.ds[j], self.ds[l]
+        if fj.shape != (dj,) or fl.shape != (dl,):
+            raise ValueError(f"f_j and f_l are distributions over {dj} and {dl} categories")
+        D = None
+        if joint is not None:
+            P = np.asarray(joint, dtype=float)
+            if P.shape != (dj, dl) or not abs(P.sum() - 1.0) <= 1e-6:
+                raise ValueError(f"joint is a {dj} x {dl} table of probabilities")
+            if not (np.allclose(P.sum(axis=1), fj, atol=1e-9) and np.allclose(P.sum(axis=0), fl, atol=1e-9)):
+                raise ValueError("joint's margins differ from f_j and f_l")
+            D = P - np.outer(fj, fl)
+
+        def need() -> np.ndarray:
+            if D is None:
+                raise ValueError(f"{self.protocol}'s {'conditional' if conditional else 'population'} "
+                                 "cross-attribute covariance needs the attributes' joint table")
+            return D
+
+        return self.cross(j, l, fj, fl, n, conditional, need)
+
+    def epsilon_of(self, neighbours: str = "any") -> float:
+        """The loss of a whole report: any two tuples (``any``), or two that differ in one
+        attribute (``attribute``)."""
+        if neighbours not in ("any", "attribute"):
+            raise ValueError(f"neighbours is 'any' or 'attribute', not {neighbours!r}")
+        return self.composed_epsilon([o.epsilon_of() for o in self.oracles], neighbours)
+
+    def facts(self, j: int | None = None) -> dict:
+        """What the protocol is: its attributes' oracles and epsilons, the two privacy levels
+        (and attribute ``j``'s report law)."""
+        out: dict = {"protocol": self.protocol, "attributes": self.A, "oracles": list(self.kinds),
+                     "attribute_epsilon": self.attribute_epsilon, "epsilon_any_change": self.epsilon_of("any"),
+                     "epsilon_one_attribute": self.epsilon_of("attribute")}
+        out.update(self.protocol_facts())
+        if j is not None:
+            pe, qe = self.attribute_probs(j)
+            out.update(attribute=j, p_star=pe, q_star=qe)
+        return out
 
 
 class SPL(MultiOracle):
@@ -340,18 +347,18 @@ class SPL(MultiOracle):
         return self.epsilon / self.A          # multi-freq-ldpy's eps_spl = epsilon / d
 
     def sample(self, x: np.ndarray, rng: RowRandom) -> MultiReports:
-        return MultiReports(tuple(orc.privatize(o, x[:, j], rng) for j, o in enumerate(self.oracles)))
+        return MultiReports(tuple(o.privatize(x[:, j], rng) for j, o in enumerate(self.oracles)))
 
     def attribute_covariance(self, j: int, o: Oracle, f: np.ndarray, n: int, conditional: bool,
                              n_attribute: Sequence[int] | None) -> np.ndarray:
-        return orc.covariance(o, f, n, conditional)
+        return o.covariance(f, n, conditional)
 
     def cross(self, j: int, l: int, fj: np.ndarray, fl: np.ndarray, n: int, conditional: bool,
               need: Callable[[], np.ndarray]) -> np.ndarray:
         # given x the attributes are randomized independently: only the answers' own dependence
         return np.zeros((len(fj), len(fl))) if conditional else need() / n
 
-    def epsilon_of(self, eps: list[float], neighbours: str) -> float:
+    def composed_epsilon(self, eps: list[float], neighbours: str) -> float:
         return float(sum(eps)) if neighbours == "any" else float(max(eps))
 
 
@@ -372,7 +379,7 @@ class SMP(MultiOracle):
 
     def sample(self, x: np.ndarray, rng: RowRandom) -> MultiReports:
         s = uniform_index(rng.random(len(x)), self.A)
-        values = tuple(orc.privatize(o, x[:, j], rng)[s == j] for j, o in enumerate(self.oracles))
+        values = tuple(o.privatize(x[:, j], rng)[s == j] for j, o in enumerate(self.oracles))
         return MultiReports(values, s)
 
     def report_numbers(self, values: tuple) -> tuple:
@@ -381,7 +388,7 @@ class SMP(MultiOracle):
     def attribute_estimate(self, j: int, o: Oracle, C: np.ndarray, n: float, project: str) -> np.ndarray:
         if n == 0:
             return np.full(o.d, np.nan)  # no respondent sampled this attribute
-        return orc.unbiased(o, C, n, project=project)
+        return o.unbiased(C, n, project)
 
     def check_split(self, n_attribute: Sequence[int] | None) -> None:
         if n_attribute is not None and len(n_attribute) != self.A:
@@ -398,14 +405,14 @@ class SMP(MultiOracle):
         else:
             inv = inverse_binomial_mean(n, 1.0 / self.A)
             spread = (n * inv - 1) / (n - 1) if n > 1 else 0.0
-        one = orc.covariance(o, f, 1, conditional)
+        one = o.covariance(f, 1, conditional)
         return one * inv + D * spread if conditional else one * inv
 
     def asymptotic_covariance(self, j: int, f: np.ndarray, conditional: bool) -> np.ndarray:
         """``n`` times the covariance as n grows: the split averaged over ``n_j ~ Binomial(n,
         1/A)`` enters beyond 1/n, so asymptotically ``A Sigma`` (and the sampled
         respondents' spread given the table)."""
-        V = self.A * orc.covariance(self.oracles[j], f, 1.0, conditional=conditional)
+        V = self.A * self.oracles[j].covariance(f, 1.0, conditional=conditional)
         return V + (self.A - 1) * (np.diag(f) - np.outer(f, f)) if conditional else V
 
     def asymptotic_cross(self, D: np.ndarray, conditional: bool) -> np.ndarray | None:
@@ -418,7 +425,7 @@ class SMP(MultiOracle):
             return np.zeros((len(fj), len(fl)))
         return -need() / (n - 1) if n > 1 else np.full((len(fj), len(fl)), np.nan)
 
-    def epsilon_of(self, eps: list[float], neighbours: str) -> float:
+    def composed_epsilon(self, eps: list[float], neighbours: str) -> float:
         return float(max(eps))
 
     def format(self, cols: list[str], text: list[np.ndarray], reports: MultiReports) -> dict[str, np.ndarray]:
@@ -436,7 +443,7 @@ class SMP(MultiOracle):
 
     def parse(self, cols: list[str], columns: dict[str, Sequence[Any]], m: int) -> tuple[MultiReports, np.ndarray]:
         # an invalid sampled index or an invalid string in the sampled attribute's column
-        s_val, s_bad = orc.parse_reports(orc.oracle("grr", self.A, 1.0), columns[SAMPLED])
+        s_val, s_bad = oracle("grr", self.A, 1.0).parse_reports(columns[SAMPLED])
         s = np.full(m, -1, dtype=np.int64)
         s[np.setdiff1d(np.arange(m), s_bad)] = s_val
         ok = s >= 0
@@ -444,7 +451,7 @@ class SMP(MultiOracle):
         for j, o in enumerate(self.oracles):
             rows = np.flatnonzero(s == j)
             col = columns[cols[j]]
-            vals, bad = orc.parse_reports(o, [col[i] for i in rows])
+            vals, bad = o.parse_reports([col[i] for i in rows])
             ok[rows[bad]] = False
             good = np.ones(len(rows), dtype=bool)
             good[bad] = False
@@ -508,15 +515,16 @@ class RSFD(MultiOracle):
     def fake_support(self, j: int) -> tuple[float, float]:
         """The fake report on attribute ``j``: ``(phi, c)`` (:meth:`Fake.support`)."""
         o = self.oracles[j]
-        return FAKES[self.fakes[j]].support(o, *orc.support_probs(o))
+        return FAKES[self.fakes[j]].support(o, *o.support_probs())
 
     def probs(self, j: int) -> tuple[float, float, float, float]:
         """``(p_eff, q_eff, one_eff, neither_eff)`` of attribute ``j``: support probabilities
         given ``x = v`` / ``x != v``, and both-in-support probabilities of two categories
         given ``x`` is one of them / neither."""
         A = self.A
-        p, q = orc.support_probs(self.oracles[j])
-        one, neither, _ = orc.pair_probs(self.oracles[j])
+        o = self.oracles[j]
+        p, q = o.support_probs()
+        one, neither, _ = o.pairs(Float, p, q)
         phi, c = self.fake_support(j)
         return ((p + (A - 1) * phi) / A, (q + (A - 1) * phi) / A,
                 (one + (A - 1) * c) / A, (neither + (A - 1) * c) / A)
@@ -525,7 +533,7 @@ class RSFD(MultiOracle):
         pe, qe, _, _ = self.probs(j)
         return pe, qe
 
-    def facts(self) -> dict:
+    def protocol_facts(self) -> dict:
         return {"fake": self.variant, "fakes": list(self.fakes)}
 
     def likelihood_pair(self, j: int) -> tuple[float, float]:
@@ -533,7 +541,7 @@ class RSFD(MultiOracle):
         and a fake report (:meth:`Fake.likelihood_pair`); B415 for a random value's bits
         (``_r``), which make the fake's likelihood depend on the support's size: no MLE."""
         o = self.oracles[j]
-        pair = FAKES[self.fakes[j]].likelihood_pair(o, *orc.support_probs(o), self.A)
+        pair = FAKES[self.fakes[j]].likelihood_pair(o, *o.support_probs(), self.A)
         if pair is None:
             raise BackendError(Diagnostic("B415", f"rsfd with fake = {self.variant.replace('-', '_')}: a fake report "
                                           "of a random value makes the likelihood depend on the support's size, so "
@@ -545,7 +553,7 @@ class RSFD(MultiOracle):
         s = uniform_index(rng.random(n), self.A)
         values = []
         for j, o in enumerate(self.oracles):
-            real = orc.privatize(o, x[:, j], rng)
+            real = o.privatize(x[:, j], rng)
             fake = FAKES[self.fakes[j]].draw(o, n, rng)
             values.append(_rowwise(s == j, real, fake))
         return MultiReports(tuple(values))
@@ -554,17 +562,17 @@ class RSFD(MultiOracle):
         if C.shape != (o.d,) or not n > 0:
             raise ValueError(f"attribute {j}: {o.d} counts and n > 0")
         pe, qe, _, _ = self.probs(j)
-        return _project((C / n - qe) / (pe - qe), project)
+        return projections.project((C / n - qe) / (pe - qe), project)
 
     def attribute_covariance(self, j: int, o: Oracle, f: np.ndarray, n: int, conditional: bool,
                              n_attribute: Sequence[int] | None) -> np.ndarray:
-        return orc.pure_covariance(*self.probs(j), f, n, conditional)
+        return pure_covariance(*self.probs(j), f, n, conditional)
 
     def cross(self, j: int, l: int, fj: np.ndarray, fl: np.ndarray, n: int, conditional: bool,
               need: Callable[[], np.ndarray]) -> np.ndarray:
         # at most one of the two is real, the fake one independent of everything
         A, dj, dl = self.A, len(fj), len(fl)
-        (pj, qj), (pl, ql) = orc.support_probs(self.oracles[j]), orc.support_probs(self.oracles[l])
+        (pj, qj), (pl, ql) = self.oracles[j].support_probs(), self.oracles[l].support_probs()
         phj, phl = self.fake_support(j)[0], self.fake_support(l)[0]
         mu_j, mu_l = qj + (pj - qj) * fj, ql + (pl - ql) * fl
         both = (np.outer(mu_j, np.full(dl, phl)) + np.outer(np.full(dj, phj), mu_l) + (A - 2) * phj * phl) / A
@@ -572,11 +580,11 @@ class RSFD(MultiOracle):
         pop = A ** 2 * cov_z / (n * (pj - qj) * (pl - ql))
         return pop - need() / n if conditional else pop
 
-    def epsilon_of(self, eps: list[float], neighbours: str) -> float:
+    def composed_epsilon(self, eps: list[float], neighbours: str) -> float:
         if neighbours == "any":
             return float(max(eps))
         terms = []
         for j, o in enumerate(self.oracles):
-            terms.append(FAKES[self.fakes[j]].ratio_terms(o, *orc.support_probs(o)))
+            terms.append(FAKES[self.fakes[j]].ratio_terms(o, *o.support_probs()))
         lows = np.array([t[0] for t in terms])
         return float(max(math.log(terms[j][1](lows.sum() - lows[j])) for j in range(self.A)))

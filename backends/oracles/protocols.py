@@ -256,7 +256,7 @@ class HR(CodeReports):
     def form(self) -> str:
         return f"an index j in 0 .. {self.K - 1}"
 
-    def facts(self) -> dict:
+    def parameter_facts(self) -> dict:
         return {"K": self.K}
 
     @property

@@ -11,7 +11,9 @@ when every report ``y`` has a *support set* ``S(y)`` of categories and two numbe
 The support counts ``C_v = #{reports whose support contains v}`` then give the unbiased
 estimate ``f_hat = (C/n - q*) / (p* - q*)`` (their Eq. (1)), whatever the oracle.  Each
 protocol is one class (:mod:`privspec.backends.oracles.protocols`, named in
-:data:`PROTOCOLS`), categories coded ``0 .. d-1``; this module does the rest, for all:
+:data:`PROTOCOLS`), categories coded ``0 .. d-1``, and what every protocol shares is
+their base's (:class:`~privspec.backends.oracles.protocol.Oracle`); this module builds them
+(:func:`oracle`) and gives, as functions of the oracle, for all:
 ``p*, q*`` (:func:`support_probs`), the probabilities that two categories are both in a
 support (:func:`pair_probs`), the full covariance of ``f_hat`` (:func:`covariance`), the
 local-DP epsilon read back from the mechanism (:func:`epsilon_of`), the sampler's checks
@@ -36,25 +38,19 @@ import math
 from typing import Any, Sequence
 
 import numpy as np
-import pandas as pd
 import sympy
 
 from privspec.backends.core.algebra import Exact, Float
-from privspec.backends.core.frequency import pure_covariance
 from privspec.backends.core.rowrandom import RowRandom
-from privspec.backends.core.projections import project as _project
-from privspec.backends.data.tally import all_text
-from privspec.backends.oracles.protocol import D, EPSILON, F, G, K, Oracle, PairProbs, check_epsilon
+# D, EPSILON, F, G, K: the symbols this module's exact answers are written in, read here by its users
+from privspec.backends.oracles.protocol import (D, EPSILON, F, G, K, Oracle, PairProbs, check_domain, check_epsilon,
+                                                check_support_counts)
 from privspec.backends.oracles.protocols import ADP, BLH, GRR, HR, OLH, OUE, SS, SUE
 
 __all__ = ["PROTOCOLS", "KINDS", "oracle", "support_probs", "pair_probs", "covariance", "exact_covariance",
            "support_gap", "variance_formula", "epsilon_of", "complements", "likelihood_pair", "privatize",
            "support_counts", "support_sets", "format_reports", "parse_reports", "unbiased", "ibu",
-           "ibu_support_counts", "standard_errors", "symbols_of", "check_codes",
-           "check_support_counts",
-           # the interface and the shared pieces, where the oracles' users find them
-           "Oracle", "PairProbs", "pure_covariance", "check_epsilon", "EPSILON", "D", "G", "K",
-           "F"]
+           "ibu_support_counts", "standard_errors", "symbols_of", "EPSILON", "D", "G", "K", "F"]
 
 #: the protocols by the spec's name: adding one is a class and a line here
 PROTOCOLS: dict[str, Any] = {"grr": GRR, "sue": SUE, "oue": OUE, "blh": BLH, "olh": OLH, "ss": SS, "hr": HR,
@@ -106,9 +102,7 @@ def oracle(kind: str, d: int, epsilon: float, g: int | None = None, k: int | Non
     """
     if kind not in PROTOCOLS:
         raise ValueError(f"unknown frequency oracle {kind!r}: one of {', '.join(KINDS)}")
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
-        raise ValueError(f"a frequency oracle needs d >= 2 categories, not {d!r}")
-    d = int(d)
+    d = check_domain(d)
     epsilon = check_epsilon(epsilon)
     protocol = PROTOCOLS[kind]
     if g is not None and "g" not in protocol.PARAMS:
@@ -243,21 +237,7 @@ def covariance(o: Oracle, f: Sequence[float], n: float, conditional: bool = Fals
     >>> bool(np.allclose(pop - cond, (np.diag(f) - np.outer(f, f)) / 100))
     True
     """
-    f = np.asarray(f, dtype=float)
-    if f.shape != (o.d,):
-        raise ValueError(f"f has {o.d} entries (one per category), not shape {f.shape}")
-    if not abs(f.sum() - 1.0) <= 1e-6:
-        raise ValueError(f"f must be a distribution (it sums to {f.sum()})")
-    return pure_covariance(*_constants(o), f, n, conditional, xor=o.xor(Float), gap=o.gap())
-
-
-
-
-def _constants(o: Oracle, exact: bool = False) -> tuple[Any, Any, Any, Any]:
-    """``(p*, q*, one, neither)`` (floats, or sympy in the symbols)."""
-    p, q = support_probs(o, exact=exact)
-    one, neither, _ = pair_probs(o, exact=exact)
-    return p, q, one, neither
+    return o.covariance(f, n, conditional)
 
 
 def exact_covariance(o: Oracle, epsilon: sympy.Expr, f: Sequence[sympy.Expr], conditional: bool = False
@@ -271,14 +251,7 @@ def exact_covariance(o: Oracle, epsilon: sympy.Expr, f: Sequence[sympy.Expr], co
     >>> sympy.simplify(V[0, 0]), sympy.simplify(V[0, 1])
     ((1 + 3*E)*(E + 3)/(4*(-1 + E)**2), -1/4)
     """
-    values = {symbol: epsilon if symbol is EPSILON else sympy.Integer(v) for symbol, v in o.symbols().items()}
-    p, q, one, neither = (sympy.sympify(c).subs(values) for c in _constants(o, exact=True))
-    xor = o.xor(Exact)
-    if xor is not None:
-        xor = (sympy.sympify(xor[0]).subs(values), xor[1], xor[2])
-    fa = np.array([sympy.sympify(x) for x in f], dtype=object)
-    V = pure_covariance(p, q, one, neither, fa, sympy.Integer(1), conditional, xor=xor)
-    return sympy.Matrix(V.tolist())
+    return o.exact_covariance(epsilon, f, conditional)
 
 
 
@@ -295,12 +268,7 @@ def variance_formula(o: Oracle, exact: bool = True, conditional: bool = True) ->
     >>> variance_formula(oracle("oue", 4, 1.0)).subs(F, 0).simplify()
     sinh(epsilon/2)**(-2)
     """
-    p, q = support_probs(o, exact=True)
-    if not exact:
-        vals = {s: sympy.Float(v, 17) if isinstance(v, float) else sympy.Integer(v) for s, v in symbols_of(o).items()}
-        p, q = sympy.sympify(p).subs(vals), sympy.sympify(q).subs(vals)
-    v = q * (1 - q) / (p - q) ** 2 + F * (1 - p - q) / (p - q)
-    return v if conditional else v + F * (1 - F)
+    return o.variance_formula(exact, conditional)
 
 
 
@@ -322,19 +290,7 @@ def epsilon_of(o: Oracle, exact: bool = False) -> Any:
     >>> round(epsilon_of(oracle("ss", 6, 1.5)), 12)
     1.5
     """
-    if exact:
-        p, q = o.probs(Exact)
-        num, den = o.likelihood_terms(Exact, p, q, 1 - p, 1 - q)
-        r = sympy.Mul(*num) / sympy.Mul(*den)
-        return sympy.simplify(sympy.expand_log(sympy.log(sympy.simplify(r)), force=True))
-    p, q = o.probs(Float)
-    num, den = o.likelihood_terms(Float, p, q, *o.complements())
-    out = 0.0
-    for t in num:
-        out += math.log(t)
-    for t in den:
-        out -= math.log(t)
-    return out
+    return o.epsilon_of(exact)
 
 
 # ---- sampling and aggregation -----------------------------------------------------------------------
@@ -391,29 +347,8 @@ def privatize(o: Oracle, codes: Sequence[int] | np.ndarray, rng: RowRandom) -> n
     >>> r.shape, r.dtype
     ((3, 2), dtype('uint8'))
     """
-    return o.sample(check_codes(codes, o.d, rng), rng)
+    return o.privatize(codes, rng)
 
-
-def check_codes(codes: Any, d: int, rng: RowRandom) -> np.ndarray:
-    """The codes as int64, one per row of ``rng``; ValueError unless a 1-D array of integers
-    in ``[0, d)``."""
-    x = np.asarray(codes)
-    if x.ndim != 1:
-        raise ValueError("codes is a 1-D array of category codes")
-    if x.size and (not np.issubdtype(x.dtype, np.integer) or x.min() < 0 or x.max() >= d):
-        raise ValueError(f"codes are integers in [0, {d})")
-    if len(rng) != len(x):
-        raise ValueError(f"rng has {len(rng)} rows for {len(x)} codes")
-    return x.astype(np.int64, copy=False)
-
-
-def _weights(counts: Any, m: int) -> np.ndarray | None:
-    if counts is None:
-        return None
-    w = np.asarray(counts, dtype=float).ravel()
-    if w.shape != (m,):
-        raise ValueError(f"counts has one entry per report ({m}), not {w.shape}")
-    return w
 
 def support_counts(o: Oracle, reports: Any, counts: Sequence[float] | None = None) -> np.ndarray:
     """``C_v``: the number of reports whose support contains ``v`` (length ``d``).
@@ -443,11 +378,7 @@ def support_counts(o: Oracle, reports: Any, counts: Sequence[float] | None = Non
     >>> support_counts(o, np.array([0, 1, 2, 3, 3]))
     array([2, 2, 3])
     """
-    reports, m = o.collect(reports)
-    w = _weights(counts, m)
-    if m == 0:
-        return np.zeros(o.d, dtype=float if w is not None else np.int64)
-    return o.counts(reports, w)
+    return o.support_counts(reports, counts)
 
 
 def support_sets(o: Oracle, reports: Any, counts: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -461,9 +392,7 @@ def support_sets(o: Oracle, reports: Any, counts: Sequence[float] | None = None)
     >>> sets.astype(int).tolist(), c.tolist()
     ([[1, 0, 0], [0, 0, 1]], [1.0, 3.0])
     """
-    reports, m = o.collect(reports)
-    w = _weights(counts, m)
-    return o.distinct_supports(reports, np.ones(m) if w is None else w)
+    return o.support_sets(reports, counts)
 
 
 # ---- estimators ------------------------------------------------------------------------------------
@@ -494,19 +423,7 @@ def unbiased(o: Oracle, C: Sequence[float], n: float, project: str = "none") -> 
     >>> unbiased(o, [50, 30, 20], 100, project="clip").round(4).tolist()
     [0.8333, 0.1667, 0.0]
     """
-    C = check_support_counts(C, o.d, n)
-    return _project((C / n - support_probs(o)[1]) / support_gap(o), project)
-
-
-def check_support_counts(C: Sequence[float], d: int, n: float | None = None) -> np.ndarray:
-    """The support counts ``C`` as floats; ValueError unless they have ``d`` entries and
-    ``n`` (where given) is positive."""
-    C = np.asarray(C, dtype=float)
-    if C.shape != (d,):
-        raise ValueError(f"C has {d} entries, not shape {C.shape}")
-    if n is not None and not n > 0:
-        raise ValueError("n must be positive")
-    return C
+    return o.unbiased(C, n, project)
 
 
 def _stop(err: str):
@@ -657,7 +574,7 @@ def format_reports(o: Oracle, reports: Any) -> np.ndarray:
     >>> format_reports(oracle("oue", 10, 1.0), np.array([[5, 2]], dtype=np.uint8)).tolist()
     ['0502']
     """
-    return o.format(reports)
+    return o.format_reports(reports)
 
 
 def parse_reports(o: Oracle, strings: Sequence[Any]) -> tuple[Any, np.ndarray]:
@@ -685,8 +602,4 @@ def parse_reports(o: Oracle, strings: Sequence[Any]) -> tuple[Any, np.ndarray]:
     >>> r["seed"].tolist(), r["value"].tolist(), bad.tolist()
     ([12, 5], [3, 0], [1, 2, 4])
     """
-    raw = pd.Series(list(strings) if not isinstance(strings, pd.Series) else strings.tolist(), dtype=object)
-    is_str = np.ones(len(raw), dtype=bool) if all_text(raw.to_numpy(dtype=object)) else \
-        raw.map(lambda s: isinstance(s, str)).to_numpy(dtype=bool)
-    s = raw.where(is_str, "").astype("string[pyarrow]")
-    return o.parse(s, is_str)
+    return o.parse_reports(strings)

@@ -14,9 +14,9 @@ from privspec.model.graph import ModelGraph
 from privspec.backends.core.populations import bind_parameters
 from privspec.backends.data.files import require_columns
 from privspec.backends.data.tally import all_text, strip_texts
-from privspec.backends.oracles import longitudinal
-from privspec.backends.oracles import pure as core
 from privspec.backends.oracles import sampling
+from privspec.backends.oracles.protocol import OneAttributeOracle, Oracle
+from privspec.backends.oracles.pure import ibu
 
 #: the observed information of the MLE (``by mle``) is a d x d sum over the distinct support
 #: sets: computed up to this many set x category^2 products (about 2 s), else no standard error
@@ -40,21 +40,8 @@ def number_of(model: ModelGraph, value: Any, what: str) -> float:
     return float(v)
 
 
-def ops(o: Any) -> Any:
-    """The module whose functions (``privatize``, ``support_counts``, ``unbiased``,
-    ``covariance``, ``format_reports``, ``parse_reports``, ``support_probs``) take ``o``:
-    the one-round oracles' or the longitudinal ones'."""
-    return longitudinal if isinstance(o, longitudinal.LongitudinalOracle) else core
-
-
-def one_round(o: Any) -> core.Oracle:
-    """The one-round oracle whose reports ``o`` writes (itself, or a longitudinal oracle's
-    second round: grr codes or unary bits)."""
-    return longitudinal.report_oracle(o) if isinstance(o, longitudinal.LongitudinalOracle) else o
-
-
 # ---- reading reports ------------------------------------------------------------------------------
-def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, np.ndarray]:
+def read_reports(column: str, protocol: str, o: OneAttributeOracle, engine: Any) -> tuple[Any, np.ndarray]:
     """The distinct reports of ``column`` (parsed by ``o``'s reader) and their counts; D004 for
     missing values and D013 naming every distinct value that is not a report of the oracle."""
     _require(column, engine)
@@ -62,10 +49,10 @@ def read_reports(column: str, protocol: str, o: Any, engine: Any) -> tuple[Any, 
     tally.check_no_missing([column])
     values = np.asarray(tally.column(column), dtype=object)
     text = strip_texts(values) if all_text(values) else np.array([str(v).strip() for v in values], dtype=object)
-    reports, bad = ops(o).parse_reports(o, text)
+    reports, bad = o.parse_reports(text)
     mask = np.zeros(len(text), dtype=bool)
     mask[np.asarray(bad, dtype=np.int64)] = True
-    check_reports(tally, mask, text, column, protocol, form_hint(one_round(o)))
+    check_reports(tally, mask, text, column, protocol, form_hint(o.report_oracle()))
     return reports, np.asarray(tally.counts, dtype=float)
 
 
@@ -74,7 +61,7 @@ def _require(column: str, engine: Any) -> None:
     require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
 
 
-def read_support_counts(column: str, protocol: str, o: Any, engine: Any) -> tuple[np.ndarray, float]:
+def read_support_counts(column: str, protocol: str, o: OneAttributeOracle, engine: Any) -> tuple[np.ndarray, float]:
     """``C`` (the reports whose support holds each category) and the number of reports of
     ``column``: all the unbiased estimator needs.
 
@@ -85,7 +72,7 @@ def read_support_counts(column: str, protocol: str, o: Any, engine: Any) -> tupl
     oracles, a text that is not a report, a missing value) is read as distinct reports
     (:func:`read_reports`), with its messages.
     """
-    one = one_round(o)
+    one = o.report_oracle()
     if one.HEX_TEXT and hasattr(engine, "text_blocks"):
         _require(column, engine)
         blocks = engine.text_blocks(column, 2 * one.packed_width)
@@ -96,12 +83,12 @@ def read_support_counts(column: str, protocol: str, o: Any, engine: Any) -> tupl
                 packed, ok = sampling.unhex(one.d, chars)
                 if not ok.all():
                     break                   # not every row is a report: read them as reports
-                C += core.support_counts(one, packed)
+                C += one.support_counts(packed)
                 n += len(chars)
             else:
                 return C.astype(float), float(n)
     reports, counts = read_reports(column, protocol, o, engine)
-    return ops(o).support_counts(o, reports, counts), float(counts.sum())
+    return o.support_counts(reports, counts), float(counts.sum())
 
 
 def check_reports(tally: Any, bad: np.ndarray, text: np.ndarray, column: str, protocol: str, hint: str) -> None:
@@ -117,7 +104,7 @@ def check_reports(tally: Any, bad: np.ndarray, text: np.ndarray, column: str, pr
                                rows=tally.locate(bad), columns=(column,), hint=hint))
 
 
-def form_hint(o: core.Oracle) -> str:
+def form_hint(o: Oracle) -> str:
     """How ``o``'s reports are written, for a message about data that are not."""
     return f"{o.kind} reports are {o.form()}; privatize writes them"
 
@@ -149,13 +136,13 @@ def _mle_covariance(sets: np.ndarray, counts: np.ndarray, f: np.ndarray, pair: t
     return B @ Vt @ B.T
 
 
-def mle_fit(o: core.Oracle, reports: Any, counts: np.ndarray, pair: tuple[float, float]
+def mle_fit(o: Oracle, reports: Any, counts: np.ndarray, pair: tuple[float, float]
             ) -> tuple[np.ndarray, np.ndarray | None, float]:
     """The MLE (the IBU) from reports of ``o``'s form whose likelihood is ``pair`` in / out of
     their support: the estimate, n times its covariance (None when unknown) and the
     log-likelihood (up to a constant)."""
-    sets, c = core.support_sets(o, reports, counts)
-    w = core.ibu(o, sets, c, pair=pair)
+    sets, c = o.support_sets(reports, counts)
+    w = ibu(o, sets, c, pair=pair)
     a, b = pair
     loglik = float(np.sum(c * np.log(np.where(sets, a, b) @ w)))
     return w, _mle_covariance(sets, c, w, pair), loglik

@@ -483,3 +483,9 @@ def unhex(d: int, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if d % 8:   # the padding bits of the last byte are 0
         ok &= (packed[:, -1] >> (d % 8)) == 0
     return (packed if ok.all() else packed[ok]), ok
+
+
+def uniform_index(u: np.ndarray, m: int) -> np.ndarray:
+    """A uniform index in ``[0, m)`` from uniforms on (0, 1): ``floor(u m)`` (the uniforms
+    have 53 bits, so each index's probability is ``1/m`` within ``2^-53``)."""
+    return np.minimum((u * m).astype(np.int64), m - 1)

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from privspec.backends.oracles import pure as oracles  # noqa: E402
+from privspec.backends.oracles.protocol import F  # noqa: E402
 
 KINDS = ("grr", "sue", "oue", "blh", "olh", "ss", "hr")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
@@ -23,7 +24,7 @@ EPSILONS = (0.5, 1.0, 2.0, 4.0)
 def variance_at_zero(kind: str, d: int, eps: float) -> float:
     """n Var(f_hat_v) for a category of frequency 0, given the collected table."""
     o = oracles.oracle(kind, d, eps)
-    return float(oracles.variance_formula(o, exact=False).subs(oracles.F, 0))
+    return float(oracles.variance_formula(o, exact=False).subs(F, 0))
 
 
 if __name__ == "__main__":
