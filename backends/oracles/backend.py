@@ -80,7 +80,7 @@ def oracle_of(model: ModelGraph, mech: Any) -> OneAttributeOracle:
     if mech.protocol in LONGITUDINAL:
         try:
             return longitudinal(mech.protocol, mech.variable.p, number_of(model, mech.epsilon, "epsilon"),
-                                             number_of(model, mech.first, "first"))
+                                number_of(model, mech.first, "first"))
         except ValueError as e:
             raise BackendError(Diagnostic("B412", str(e))) from None
     g = int(mech.hash_range) if mech.hash_range is not None else None
