@@ -127,7 +127,7 @@ def check_distribution(f: Sequence[float], d: int) -> np.ndarray:
     return f
 
 
-def weights(counts: Any, m: int) -> np.ndarray | None:
+def _weights(counts: Any, m: int) -> np.ndarray | None:
     """One weight per report as floats (None: every report counts once)."""
     if counts is None:
         return None
@@ -307,7 +307,7 @@ class Oracle(OneAttributeOracle):
 
     def support_counts(self, reports: Any, counts: Sequence[float] | None = None) -> np.ndarray:
         reports, m = self.collect(reports)
-        w = weights(counts, m)
+        w = _weights(counts, m)
         if m == 0:
             return np.zeros(self.d, dtype=float if w is not None else np.int64)
         return self.counts(reports, w)
@@ -315,7 +315,7 @@ class Oracle(OneAttributeOracle):
     def support_sets(self, reports: Any, counts: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The distinct support sets of the reports (bool ``(m, d)``) and their weights."""
         reports, m = self.collect(reports)
-        w = weights(counts, m)
+        w = _weights(counts, m)
         return self.distinct_supports(reports, np.ones(m) if w is None else w)
 
     def unbiased(self, C: Sequence[float], n: float, project: str = "none") -> np.ndarray:
