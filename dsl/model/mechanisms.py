@@ -83,7 +83,7 @@ def build_subset(ctx: Context, call: ast.Call, name: str | None) -> SubsetMechan
     design = _subset_design(ctx, args["design"], var, alpha is not None)
     if design is None:
         return None
-    if alpha is not None and design.kind not in ("uniform", "independent"):
+    if alpha is not None and not design.is_independent:
         ctx.error("E409", f"min_coverage needs a uniform or independent design, not a {design.kind} one",
                   args["min_coverage"].span,
                   "dummy respondents draw their subset from nu (Appendix II): give the design as "
@@ -97,7 +97,7 @@ def build_subset(ctx: Context, call: ast.Call, name: str | None) -> SubsetMechan
                       "combine variables (section II-D: variable gi = gender * income) or add dummy "
                       "categories with min_coverage = 1/5 (Appendices II-III)")
             return None
-        if p == 3 and design.kind in ("uniform", "independent"):
+        if p == 3 and design.is_independent:
             ctx.error("E405", f"an independent design needs at least 4 categories; {var.name} has 3",
                       args["design"].span,
                       "use a conditional design (e.g. sizes {2: 1}), combine variables (section II-D), "
