@@ -20,8 +20,8 @@ from privspec.language import ast
 from privspec.language.arith import fmt
 from privspec.language.source import Span
 from privspec.model import costs
-from privspec.model.arguments import (categorical_variable, check_float, check_positive, check_probability,
-                                      continuous_variable, repeated_component, sums_to_one, value)
+from privspec.model.arguments import (bind_variable, categorical_variable, check_float, check_positive,
+                                      check_probability, continuous_variable, repeated_component, sums_to_one, value)
 from privspec.model.graph import (CONTINUOUS_FAMILIES, CensoredMechanism, IntervalMechanism, Law, Mechanism,
                                   ProductMechanism, ProgressiveMechanism, SelectiveMechanism, SubsetDesign,
                                   SubsetMechanism, Variable)
@@ -432,20 +432,16 @@ def build_selective(ctx: Context, call: ast.Call, name: str | None) -> Selective
 
 
 def build_progressive(ctx: Context, call: ast.Call, name: str | None) -> ProgressiveMechanism | None:
-    sig = signature("progressive", "mechanism")
-    args = bind(ctx, call, sig)
-    if args is None:
+    bound = bind_variable(ctx, call, continuous_variable, ("rounds",))
+    if bound is None:
         return None
-    var = continuous_variable(ctx, args["variable"], "progressive")
-    rounds = value(ctx, args, sig, "rounds")
-    if var is None or rounds is None:
-        return None
+    args, var, values = bound
     if not var.is_bounded:
         ctx.error("E406", f"progressive() draws anchors uniformly in the current range, but {var.name} "
                           "has an unbounded support", args["variable"].span,
                   f"declare bounds: variable {var.name}: continuous [a, b]")
         return None
-    return ProgressiveMechanism(name, var, rounds, call.span)
+    return ProgressiveMechanism(name, var, values["rounds"], call.span)
 
 
 # ---- interval-censored data as they come ---------------------------------------------------------

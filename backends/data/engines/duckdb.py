@@ -134,10 +134,6 @@ class DuckDBEngine(PandasFallback):
     default_for: ClassVar[tuple[type, ...]] = FILE
     rank: ClassVar[int] = 1
 
-    @classmethod
-    def open(cls, source: Any, name: str | None = None) -> "DuckDBEngine":
-        return cls(source, name)
-
     def __init__(self, source: Any, name: str | None = None):
         # start-up: duckdb costs 200 ms, paid only by a run that counts with it
         import duckdb

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Self, Sequence
 
 import pandas as pd
 
@@ -24,6 +24,12 @@ class PandasFallback:
 
     source: str
     _header: list[str]
+
+    @classmethod
+    def open(cls, source: Any, name: str | None = None) -> Self:
+        """The engine on ``source``, a path or a DataFrame (``name``: how messages call a
+        DataFrame)."""
+        return cls(source, name)  # type: ignore[call-arg]  # the engine's own __init__
 
     def _start(self) -> None:
         """No table yet, nothing handed to pandas."""

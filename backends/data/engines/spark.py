@@ -144,10 +144,6 @@ class SparkEngine(PandasFallback):
     default_for: ClassVar[tuple[type, ...]] = ()
     rank: ClassVar[int] = 0
 
-    @classmethod
-    def open(cls, source: Any, name: str | None = None) -> "SparkEngine":
-        return cls(source, name)
-
     def __init__(self, source: Any, name: str | None = None):
         from pyspark.sql import functions as F  # extra: spark
 
