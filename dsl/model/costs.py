@@ -353,6 +353,7 @@ def _exact_kind(query: Query) -> str | None:
         return "avar_mom" if query.method.name == "mom" else "avar_mle"
     return _ANALYTIC_FINITE.get(query.kind)
 
+
 def query_refusal(query: Query, populations: Sequence[Population]) -> Refusal | None:
     """E702 when ``query`` would cost more than the limits allow (None when it fits)."""
     mech = query.mechanism
