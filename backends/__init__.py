@@ -143,19 +143,20 @@ def route(query: Any, verb: str) -> Route:
     return Route(backend, why="" if backend is not None else explain_unanswered(query, verb))
 
 
-def privatizer_for(mechanism: Any) -> Any | None:
-    """The back end that privatizes raw data with ``mechanism`` (``privatizes``/``privatize``)."""
+def _first_that(says: str, obj: Any) -> Any | None:
+    """The first back end (``PRIORITY`` order) whose method ``says`` is true of ``obj``."""
     for backend in _instances():
-        privatizes = getattr(backend, "privatizes", None)
-        if privatizes is not None and privatizes(mechanism):
+        method = getattr(backend, says, None)
+        if method is not None and method(obj):
             return backend
     return None
+
+
+def privatizer_for(mechanism: Any) -> Any | None:
+    """The back end that privatizes raw data with ``mechanism`` (``privatizes``/``privatize``)."""
+    return _first_that("privatizes", mechanism)
 
 
 def comparer_for(compare: Any) -> Any | None:
     """The back end that evaluates a compare block (``compares``/``compare``)."""
-    for backend in _instances():
-        compares = getattr(backend, "compares", None)
-        if compares is not None and compares(compare):
-            return backend
-    return None
+    return _first_that("compares", compare)

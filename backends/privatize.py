@@ -44,6 +44,7 @@ from privspec.backends.data.engines import PandasEngine, engine_for
 from privspec.backends.data.files import count_rows
 from privspec.backends.data.writing import csv_quoting, write_table_atomic
 from privspec.backends.finite.data import check_raw, factor_mechanisms
+from privspec.backends.interval.backend import raw_values
 
 #: rows privatized at a time (the output does not depend on it)
 CHUNK_ROWS = 1_000_000
@@ -193,10 +194,6 @@ def _check(mechanism: Any, reader: Any) -> int | None:
     if getattr(mechanism, "is_finite", False):
         return check_raw(mechanism, reader)
     if getattr(mechanism, "family", None) == "interval" and getattr(mechanism, "variable", None) is not None:
-        # the interval back end (sympy, scipy) takes 2.6 s to import on top of this module
-        # (python -X importtime); start-up paid only where an interval mechanism needs it
-        from privspec.backends.interval.backend import raw_values
-
         column = mechanism.variable.name
         require_columns(pd.DataFrame(columns=reader.columns()), [column], "the raw data")
         tally = reader.tally([column])

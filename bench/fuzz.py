@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from test_fuzz import (CASE_SECONDS, Case, _warm, cases, parameter_cases, run_case,  # noqa: E402
-                       run_parameter_case)
+from tests.test_fuzz import (CASE_SECONDS, Case, _warm, cases, parameter_cases, run_case,  # noqa: E402
+                             run_parameter_case)
 
 
 def fuzz(seed: int, mutants: int, slots: int, analyzed: int, analyzed_mutants: int, seconds: float) -> int:

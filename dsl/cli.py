@@ -15,7 +15,7 @@ import sys
 import traceback
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, Iterator, Sequence, TextIO
 
 from privspec import __version__
 from privspec.model import query_kinds
@@ -53,6 +53,24 @@ def _natural(what: str):
     return parse
 
 
+class _EngineNames:
+    """The ``--engine`` choices: the names in the engine registry
+    (:data:`privspec.backends.data.engines.ENGINES`), read the first time argparse checks
+    or shows them, so that a command without ``--engine`` never loads the engines."""
+
+    def _names(self) -> list[str]:
+        # start-up: the engine registry brings pandas (about 600 ms) that check and --help never need
+        from privspec.backends.data.engines import ENGINES
+
+        return list(ENGINES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("spec", help="the spec file (*.privspec)")
@@ -86,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=_natural("--seed"), default=None,
                      help="seed of the randomized parts (permutation p-values, bootstrap): the same seed, "
                           "the same answer (default: 0)")
-    run.add_argument("--engine", choices=("pandas", "duckdb", "spark"), default=None,
+    run.add_argument("--engine", choices=_EngineNames(), metavar="ENGINE", default=None,
                      help="who counts the reports: duckdb (the default for files: out of core, all cores), "
                           "pandas (in memory), spark (a cluster: the spark extra); every engine gives the "
                           "same results (docs/scale.md)")
@@ -134,7 +152,7 @@ def _add_privatize(sub: Any, common: argparse.ArgumentParser) -> None:
                       help="for a CSV a spreadsheet will open: put a single quote before every cell that starts like "
                            "a formula (= + - @, tab, carriage return); privspec run reads it back as it was "
                            "(default: cells written as they are)")
-    priv.add_argument("--engine", choices=("pandas", "duckdb", "spark"), default=None,
+    priv.add_argument("--engine", choices=_EngineNames(), metavar="ENGINE", default=None,
                       help="who reads RAW: duckdb (the default: streamed, out of core), pandas (in memory), "
                            "spark; the output is the same")
     priv.add_argument("--chunk-rows", type=_natural("--chunk-rows"), default=1_000_000, metavar="N",

@@ -108,12 +108,14 @@ def browser(tmp_path: Path) -> Browser:
 
 
 class TooSlow(BaseException):
-    """Raised by :func:`within`'s alarm; a BaseException so that no ``except Exception``
+    """Raised by :func:`deadline`'s alarm; a BaseException so that no ``except Exception``
     on the way (the CLI's catch-all) takes it for a bug of the code under test."""
 
 
 @contextlib.contextmanager
-def _alarm(seconds: float) -> Iterator[None]:
+def deadline(seconds: float) -> Iterator[None]:
+    """Interrupt the body after ``seconds`` with :class:`TooSlow` (SIGALRM: the main
+    thread only); the fuzz test (and bench/fuzz.py through it) times each case with it."""
     def ring(signum, frame):
         raise TooSlow(f"over {seconds} s")
 
@@ -131,4 +133,4 @@ def within():
     """``with within(5): ...`` fails the test (TooSlow) when the body runs past 5 seconds
     (SIGALRM: the main thread, Python code; what hung before a fix, a sympy factorization
     of e^700, is interrupted)."""
-    return _alarm
+    return deadline

@@ -14,9 +14,7 @@ from __future__ import annotations
 import io
 import random
 import re
-import signal
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -25,6 +23,7 @@ import pytest
 
 import privspec
 from privspec.cli import main
+from tests.conftest import TooSlow, deadline
 
 SPECS = sorted((Path(__file__).resolve().parents[1] / "specs").glob("*.privspec"))
 #: the longest any one case may take (check or analyze), in seconds
@@ -187,25 +186,6 @@ def cases(seed: int, mutants: int, slots: int, analyzed: int, analyzed_mutants: 
 
 
 # ---- running a case ---------------------------------------------------------------------------------
-class TooSlow(BaseException):
-    """Raised by the alarm; a BaseException so that the CLI's catch-all does not take it."""
-
-
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Interrupt the body after ``seconds`` (SIGALRM; the main thread only)."""
-    def alarm(signum, frame):
-        raise TooSlow()
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def run_case(case: Case, path: Path, seconds: float = CASE_SECONDS) -> list[str]:
     """Problems with one case: an exit status other than 0 or 1, or more than ``seconds``."""
     problems = []

@@ -393,7 +393,7 @@ def privatize_codes(mechanism: Any, x: np.ndarray, rng: RowRandom | np.random.Ge
     ``rng`` whatever its value, so with a :class:`RowRandom` a row's report depends on its
     own value and index only (a :class:`numpy.random.Generator` also works: one stream).
     """
-    if isinstance(mechanism, SubsetMechanism) and mechanism.design.kind in ("uniform", "independent") \
+    if isinstance(mechanism, SubsetMechanism) and mechanism.design.is_independent \
             and mechanism.min_coverage is None:
         labels = mechanism.variable.labels
         p = len(labels)

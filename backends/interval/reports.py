@@ -132,13 +132,17 @@ class ReportModel:
 
     @property
     def rings(self) -> bool:
-        """Whether ring ranges ``(-inf, a] U (b, inf]`` (written ``l > r``) can be reported."""
-        return False
+        """Whether ring ranges ``(-inf, a] U (b, inf]`` (written ``l > r``) can be reported:
+        the base's scheme is ``ring``."""
+        base = self.base
+        return base is not None and base.scheme == "ring"
 
     @property
     def one_sided(self) -> bool:
-        """Whether every report is Case-I: ``(-inf, U]`` or ``(U, inf]`` (or cut at the support)."""
-        return False
+        """Whether every report is Case-I: ``(-inf, U]`` or ``(U, inf]`` (or cut at the
+        support): the base's scheme is ``case1`` and it discloses no range."""
+        base = self.base
+        return base is not None and base.scheme == "case1" and base.disclose is None
 
     def anchor_range(self) -> tuple[float, float]:
         """Where the anchors can fall (finite report ends lie there): the anchor law's
@@ -326,14 +330,6 @@ class IntervalReports(ReportModel):
     def base(self) -> IntervalMechanism:
         return self.mechanism
 
-    @property
-    def rings(self) -> bool:
-        return self.mechanism.scheme == "ring"
-
-    @property
-    def one_sided(self) -> bool:
-        return self.mechanism.scheme == "case1" and self.mechanism.disclose is None
-
     def _coverage(self, population: Law) -> Coverage:
         return interval_mechanism_coverage(self.mechanism, population)
 
@@ -360,14 +356,6 @@ class SelectiveReports(IntervalReports):
     @property
     def base(self) -> IntervalMechanism:
         return self.mechanism.base
-
-    @property
-    def rings(self) -> bool:
-        return self.base.scheme == "ring"
-
-    @property
-    def one_sided(self) -> bool:
-        return self.base.scheme == "case1" and self.base.disclose is None
 
     def _coverage(self, population: Law) -> Coverage:
         # a null report counts with coverage 1 (quasi-Monte Carlo over the base's anchors)

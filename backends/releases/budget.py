@@ -133,8 +133,9 @@ def budget_table(model: ModelGraph, releases: Sequence[str] | None = None,
     """
     names = list(model.releases) if releases is None else list(releases)
     cols = plain_variables(model) if variables is None else list(variables)
-    data = [[release_epsilon(model, model.releases[r], {v}) for v in cols] for r in names]
-    total = [sympy.Add(*(row[j] for row in data)) if data else sympy.Integer(0) for j in range(len(cols))]
+    per_variable = [budget_on(model, {v}, names) for v in cols]  # a column each: (the composition, the parts)
+    data = [[parts[r] for _, parts in per_variable] for r in names]
+    total = [composed for composed, _ in per_variable]
     return names + ["all"], cols, sympy.Matrix(data + [total]) if cols else sympy.zeros(len(names) + 1, 0)
 
 

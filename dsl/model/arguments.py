@@ -7,7 +7,7 @@ it, the variable a mechanism privatizes, a variable collected twice.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Callable, Iterable, Sequence
 
 import sympy
 
@@ -17,7 +17,7 @@ from privspec.language.arith import fmt
 from privspec.language.source import Span
 from privspec.model.graph import Variable
 from privspec.model.scope import Context, compare, sign
-from privspec.model.signatures import Signature
+from privspec.model.signatures import Signature, bind, signature
 
 
 def check_probability(ctx: Context, value: sympy.Expr, span: Span, what: str = "probability") -> bool:
@@ -136,6 +136,23 @@ def continuous_variable(ctx: Context, node: ast.Node, mech: str) -> Variable | N
                   node.span, f"for categorical variables use subset({var.name}, uniform) or grr({var.name}, epsilon = 1)")
         return None
     return var
+
+
+def bind_variable(ctx: Context, call: ast.Call, read: Callable[[Context, ast.Node, str], Variable | None],
+                  names: Sequence[str]) -> tuple[dict[str, ast.Node], Variable, dict[str, sympy.Expr]] | None:
+    """A mechanism's call bound to its signature (E205), the variable it privatizes (read
+    by ``read``: :func:`categorical_variable` or :func:`continuous_variable`) and the
+    values of those of the parameters ``names`` that it gives (:func:`value`); None after
+    reporting all that is wrong."""
+    sig = signature(call.name, "mechanism")
+    args = bind(ctx, call, sig)
+    if args is None:
+        return None
+    var = read(ctx, args["variable"], call.name)
+    values = {k: value(ctx, args, sig, k) for k in names if k in args}
+    if var is None or any(v is None for v in values.values()):
+        return None
+    return args, var, values
 
 
 def repeated_component(pairs: Iterable[tuple[ast.Node, Variable]]) -> tuple[str, ast.Node] | None:

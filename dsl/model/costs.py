@@ -30,6 +30,7 @@ import sympy
 
 from privspec.model.graph import (Compare, IntervalMechanism, Method, Population, ProductMechanism,
                     ProgressiveMechanism, Query, RandomizedResponse, SelectiveMechanism, SubsetMechanism, Variable)
+from privspec.model.query_kinds import needs_data
 from privspec.limits import (CHANNEL_CELL_LIMIT, EXACT_CELL_LIMIT, EXACT_EXP_POWER, EXACT_INTERVAL_LIMIT, EXACT_P_LIMITS,
                              JOINT_CELL_LIMIT, MAX_CATEGORIES, MAX_INTERVALS, MAX_MOMENT_ORDER, MAX_ROUNDS,
                              MAX_SIMULATED_N, PERMUTATION_WORK_LIMIT, RESULT_CELL_LIMIT, SIMULATION_NUMBER_LIMIT,
@@ -339,6 +340,19 @@ def _channel_hint(mech) -> str:
 # ---- queries --------------------------------------------------------------------------------------
 _ANALYTIC_FINITE = {"moments": "moments", "fisher": "fisher", "identifiable": "identifiable",
                     "coverage": "privacy", "leakage": "privacy"}
+#: the interval queries that integrate a mechanism's coverage (exactly, for uniform laws)
+_COVERAGE_QUERIES = frozenset({"coverage", "leakage", "optimal_anchor"})
+
+
+def _exact_kind(query: Query) -> str | None:
+    """The exact computation a finite mechanism's query runs (the keys of
+    :data:`~privspec.limits.EXACT_P_LIMITS`): the avar of a distribution by its estimator,
+    or an analytic query's own (None: none)."""
+    est = query.estimand
+    if query.kind == "avar" and est is not None and est.kind == "distribution":
+        return "avar_mom" if query.method.name == "mom" else "avar_mle"
+    return _ANALYTIC_FINITE.get(query.kind)
+
 
 def query_refusal(query: Query, populations: Sequence[Population]) -> Refusal | None:
     """E702 when ``query`` would cost more than the limits allow (None when it fits)."""
@@ -383,10 +397,7 @@ def query_refusal(query: Query, populations: Sequence[Population]) -> Refusal | 
                            f"ask it of a variable with at most "
                            f"{math.isqrt(RESULT_CELL_LIMIT // (3 if kind == 'moments' else 1)):,} categories; "
                            "coverage(...) and leakage(..., size) are single numbers at any size")
-    if kind == "avar" and est is not None and est.kind == "distribution":
-        kind = "avar_mom" if query.method.name == "mom" else "avar_mle"
-    else:
-        kind = _ANALYTIC_FINITE.get(kind)
+    kind = _exact_kind(query)
     if kind is None:
         return None
     return _exact_refusal(query, mech, kind, populations)
@@ -395,7 +406,7 @@ def query_refusal(query: Query, populations: Sequence[Population]) -> Refusal | 
 def _product_refusal(query: Query, mech: ProductMechanism) -> Refusal | None:
     est = query.estimand
     n = reports(mech)
-    if query.kind in ("estimate", "test") and n > JOINT_CELL_LIMIT:
+    if needs_data(query.kind) and n > JOINT_CELL_LIMIT:
         return Refusal("E702", f"the product's reports are read from data as every combination of its "
                                f"{len(mech.factors)} factors' reports: {_count(n)} of them; the limit is "
                                f"{JOINT_CELL_LIMIT:,}", "collect fewer attributes in one product mechanism, or "
@@ -407,8 +418,7 @@ def _product_refusal(query: Query, mech: ProductMechanism) -> Refusal | None:
             return Refusal("E702", f"the joint of {names} has {_count(cells)} cells; the limit is "
                                    f"{JOINT_CELL_LIMIT:,}", "estimate the joint of fewer variables at a time "
                                                             "(joint(a, b) from the same product)")
-    if query.kind in _ANALYTIC_FINITE and query.kind != "identifiable" or query.kind == "avar" \
-            and est is not None and est.kind == "distribution":
+    if _exact_kind(query) not in (None, "identifiable"):
         cells = channel_cells(mech)
         if cells > CHANNEL_CELL_LIMIT:
             return Refusal("E702", f"{query.kind}() needs the product's whole channel: {_count(reports(mech))} "
@@ -494,7 +504,7 @@ def _test_table_cells(query: Query) -> int:
 
 def _interval_query_refusal(query: Query, populations: Sequence[Population]) -> Refusal | None:
     """Exact coverage of uniform anchors around a uniform population: a polynomial of degree m."""
-    if query.kind not in ("coverage", "leakage", "optimal_anchor"):
+    if query.kind not in _COVERAGE_QUERIES:
         return None
     return exact_interval_refusal(query.mechanism, populations)
 

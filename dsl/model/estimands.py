@@ -16,7 +16,7 @@ from privspec.model import signatures
 from privspec.model.graph import (Estimand, FrequencyOracle, IntervalMechanism, Mechanism, Method, MultiAttributeOracle,
                                   ProductMechanism, RandomizedResponse, SubsetMechanism, Variable)
 from privspec.model.query_kinds import FAMILIES as FAMILY_WORDS
-from privspec.model.query_kinds import ESTIMANDS, INTERVAL, PRODUCT_JOINT, estimators_for, family_of
+from privspec.model.query_kinds import ESTIMANDS, INTERVAL, LAW_FUNCTIONALS, PRODUCT_JOINT, estimators_for, family_of
 from privspec.model.scope import Context, compare, describe
 
 #: estimand kind -> estimators that can make it (from the estimand table, :mod:`.query_kinds`)
@@ -213,10 +213,10 @@ def check_fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src:
                       "for randomized response use mom or mle")
             return False
     named = [x for x in method.args if not isinstance(x, tuple)]
-    if m == "mle" and est.kind in ("mean", "cdf", "moment") and len(named) != 1:
+    if m == "mle" and est.kind in LAW_FUNCTIONALS and len(named) != 1:
         ctx.error("E205", "mle() from interval data fits a law: mle(normal) or mle(logistic)", span)
         return False
-    if m == "mle" and est.kind not in ("mean", "cdf", "moment") and named:
+    if m == "mle" and est.kind not in LAW_FUNCTIONALS and named:
         ctx.error("E205", "mle takes no argument here", span)
         return False
     if m == "unbiased":

@@ -126,6 +126,10 @@ class Population:
 
 
 # ---- mechanisms -------------------------------------------------------------------
+#: the independent designs (nu_a, Def. 3): the uniform design (Def. 4) is one
+INDEPENDENT_DESIGNS = frozenset({"independent", "uniform"})
+
+
 class _OneVariable:
     """Mixin: a mechanism that privatizes one (possibly combined) variable."""
 
@@ -148,6 +152,11 @@ class SubsetDesign:
 
     kind: str
     weights: tuple[tuple[Union[frozenset, int], sympy.Expr], ...] = ()
+
+    @property
+    def is_independent(self) -> bool:
+        """Whether the design is independent (:data:`INDEPENDENT_DESIGNS`)."""
+        return self.kind in INDEPENDENT_DESIGNS
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from privspec.language import ast
 from privspec.language.arith import fmt
 from privspec.language.source import Span
 from privspec.model import costs
-from privspec.model.arguments import (categorical_variable, check_float, check_positive, check_probability,
-                                      continuous_variable, repeated_component, sums_to_one, value)
+from privspec.model.arguments import (bind_variable, categorical_variable, check_float, check_positive,
+                                      check_probability, continuous_variable, repeated_component, sums_to_one, value)
 from privspec.model.graph import (CONTINUOUS_FAMILIES, CensoredMechanism, IntervalMechanism, Law, Mechanism,
                                   ProductMechanism, ProgressiveMechanism, SelectiveMechanism, SubsetDesign,
                                   SubsetMechanism, Variable)
@@ -83,7 +83,7 @@ def build_subset(ctx: Context, call: ast.Call, name: str | None) -> SubsetMechan
     design = _subset_design(ctx, args["design"], var, alpha is not None)
     if design is None:
         return None
-    if alpha is not None and design.kind not in ("uniform", "independent"):
+    if alpha is not None and not design.is_independent:
         ctx.error("E409", f"min_coverage needs a uniform or independent design, not a {design.kind} one",
                   args["min_coverage"].span,
                   "dummy respondents draw their subset from nu (Appendix II): give the design as "
@@ -97,7 +97,7 @@ def build_subset(ctx: Context, call: ast.Call, name: str | None) -> SubsetMechan
                       "combine variables (section II-D: variable gi = gender * income) or add dummy "
                       "categories with min_coverage = 1/5 (Appendices II-III)")
             return None
-        if p == 3 and design.kind in ("uniform", "independent"):
+        if p == 3 and design.is_independent:
             ctx.error("E405", f"an independent design needs at least 4 categories; {var.name} has 3",
                       args["design"].span,
                       "use a conditional design (e.g. sizes {2: 1}), combine variables (section II-D), "
@@ -432,20 +432,16 @@ def build_selective(ctx: Context, call: ast.Call, name: str | None) -> Selective
 
 
 def build_progressive(ctx: Context, call: ast.Call, name: str | None) -> ProgressiveMechanism | None:
-    sig = signature("progressive", "mechanism")
-    args = bind(ctx, call, sig)
-    if args is None:
+    bound = bind_variable(ctx, call, continuous_variable, ("rounds",))
+    if bound is None:
         return None
-    var = continuous_variable(ctx, args["variable"], "progressive")
-    rounds = value(ctx, args, sig, "rounds")
-    if var is None or rounds is None:
-        return None
+    args, var, values = bound
     if not var.is_bounded:
         ctx.error("E406", f"progressive() draws anchors uniformly in the current range, but {var.name} "
                           "has an unbounded support", args["variable"].span,
                   f"declare bounds: variable {var.name}: continuous [a, b]")
         return None
-    return ProgressiveMechanism(name, var, rounds, call.span)
+    return ProgressiveMechanism(name, var, values["rounds"], call.span)
 
 
 # ---- interval-censored data as they come ---------------------------------------------------------

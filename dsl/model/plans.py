@@ -17,7 +17,7 @@ from privspec.model.estimands import ESTIMATORS, build_estimand, build_method, c
 from privspec.model.arguments import FLOAT_LIMIT
 from privspec.model.mechanisms import build_mechanism
 from privspec.model.graph import Compare, Estimand, Mechanism, Method, Plan, PowerTest, ProductMechanism, Query, Target
-from privspec.model.query_kinds import CRITERIA, FAMILIES, POWER_TESTS, default_estimator, family_of
+from privspec.model.query_kinds import CRITERIA, FAMILIES, LAW_FUNCTIONALS, POWER_TESTS, default_estimator, family_of
 from privspec.model.scope import Context, compare, describe
 from privspec.errors import did_you_mean
 from privspec.language.source import Span
@@ -120,7 +120,7 @@ def candidate_estimator(ctx: Context, est: Estimand, mech: Mechanism, by: ast.No
                       f"candidates for {est.kind}() are mechanisms that observe "
                       f"{', '.join(v.name for v in est.variables)}")
             return None
-        method = Method(name, ("normal",) if name == "mle" and est.kind in ("mean", "moment", "cdf") else (),
+        method = Method(name, ("normal",) if name == "mle" and est.kind in LAW_FUNCTIONALS else (),
                         src.span)
     if method is None or not check_fit(ctx, est, mech, method, src):
         return None

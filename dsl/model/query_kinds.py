@@ -145,6 +145,11 @@ ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
 )}
 
 
+#: the estimands that are a functional of one continuous variable's law (mean, cdf, moment):
+#: ``mle`` fits a parametric law for them (``mle(normal)``)
+LAW_FUNCTIONALS = frozenset(k for k, e in ESTIMANDS.items() if not e.categorical and e.arity == 1)
+
+
 def estimators_for(estimand: str, family: str) -> tuple[str, ...]:
     """The estimators of ``estimand`` that apply to data from a ``family`` mechanism."""
     kind = ESTIMANDS.get(estimand)

@@ -10,27 +10,23 @@ import sympy
 from privspec.errors import did_you_mean
 from privspec.language import ast
 from privspec.language.arith import fmt
-from privspec.model.arguments import (categorical_variable, check_positive, check_probability, repeated_component,
-                                      sums_to_one, value)
+from privspec.model.arguments import (bind_variable, categorical_variable, check_positive, check_probability,
+                                      repeated_component, sums_to_one)
 from privspec.model.graph import FrequencyOracle, MultiAttributeOracle, RandomizedResponse, Variable
 from privspec.model.scope import Context, compare, describe
 from privspec.model.signatures import bind, signature
 
 
 def build_grr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedResponse | None:
-    sig = signature("grr", "mechanism")
-    args = bind(ctx, call, sig)
-    if args is None:
+    bound = bind_variable(ctx, call, categorical_variable, ("epsilon",))
+    if bound is None:
         return None
-    var = categorical_variable(ctx, args["variable"], "grr")
-    eps = value(ctx, args, sig, "epsilon")
-    if var is None or eps is None:
-        return None
+    args, var, values = bound
     if var.p < 2:
         ctx.error("E405", f"randomized response needs at least 2 categories; {var.name} has {var.p}",
                   args["variable"].span)
         return None
-    return RandomizedResponse(name, var, epsilon=eps, span=call.span)
+    return RandomizedResponse(name, var, epsilon=values["epsilon"], span=call.span)
 
 
 #: the local-DP frequency oracles of one variable (docs/oracles.md); l_*: longitudinal forms
@@ -42,18 +38,11 @@ def build_oracle(ctx: Context, call: ast.Call, name: str | None) -> FrequencyOra
     least 2 categories, epsilon > 0, a hash range g >= 2 (olh), a subset size 1 <= k < d
     (ss), and for a longitudinal form 0 < first < epsilon."""
     protocol = call.name
-    sig = signature(protocol, "mechanism")
-    args = bind(ctx, call, sig)
-    if args is None:
+    bound = bind_variable(ctx, call, categorical_variable, ("epsilon", "g", "k", "first"))
+    if bound is None:
         return None
-    var = categorical_variable(ctx, args["variable"], protocol)
-    eps = value(ctx, args, sig, "epsilon")
-    g = value(ctx, args, sig, "g") if "g" in args else None
-    k = value(ctx, args, sig, "k") if "k" in args else None
-    first = value(ctx, args, sig, "first") if "first" in args else None
-    if var is None or eps is None or ("g" in args and g is None) or ("k" in args and k is None) \
-            or ("first" in args and first is None):
-        return None
+    args, var, values = bound
+    eps, g, k, first = values["epsilon"], values.get("g"), values.get("k"), values.get("first")
     if var.p < 2:
         ctx.error("E405", f"{protocol}() needs at least 2 categories; {var.name} has {var.p}", args["variable"].span)
         return None

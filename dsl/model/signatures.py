@@ -430,13 +430,20 @@ METHOD_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
     _q.name: (tuple(s.name for s in _ESTIMATORS if _q in s.params), _q.words or None)
     for _q in (_PROJECT, _SWITCH, _V, _SE)
 }
-#: estimators whose positional arguments are names: (what, plural, allowed words) by position
+# how messages call a positional argument that is a name, and its plural
 _PLURAL = {"regressor": "regressors", "noise": "noise laws", "family": "families"}
 _WHAT = {"noise": "noise law"}
+
+
+def _named_args(sig: Signature) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """The positional arguments of ``sig`` that are names: (what, plural, allowed words)."""
+    return tuple((_WHAT.get(q.name, q.name), _PLURAL[q.name], q.words) for q in sig.params
+                 if q.positional and q.kind == "word")
+
+
+#: estimators whose positional arguments are names: (what, plural, allowed words) by position
 NAMED_ARGS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
-    s.name: tuple((_WHAT.get(q.name, q.name), _PLURAL[q.name], q.words) for q in s.params
-                  if q.positional and q.kind == "word")
-    for s in _ESTIMATORS if any(q.positional and q.kind == "word" for q in s.params)
+    s.name: _named_args(s) for s in _ESTIMATORS if _named_args(s)
 }
 
 

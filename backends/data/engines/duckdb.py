@@ -134,10 +134,6 @@ class DuckDBEngine(PandasFallback):
     default_for: ClassVar[tuple[type, ...]] = FILE
     rank: ClassVar[int] = 1
 
-    @classmethod
-    def open(cls, source: Any, name: str | None = None) -> "DuckDBEngine":
-        return cls(source, name)
-
     def __init__(self, source: Any, name: str | None = None):
         # start-up: duckdb costs 200 ms, paid only by a run that counts with it
         import duckdb
@@ -229,11 +225,7 @@ class DuckDBEngine(PandasFallback):
             return UNGUARD_SQL.format(x=f"coalesce(ltrim({c}, ' '), '')")
         return f"nullif({c}, 'NaN'::DOUBLE)" if column in self._floats else c
 
-    def tally(self, columns: Sequence[str]) -> Tally:
-        columns = list(columns)
-        if self._fallback is not None:
-            return self._fallback.tally(columns)
-        self._require(columns)
+    def _count(self, columns: list[str]) -> Tally:
         raw = ", ".join(f"{_quote(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         cells = ", ".join(f"{self._cell(c, f'c{i}')} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
         keys = ", ".join(_quote(f"c{i}") for i in range(len(columns)))

@@ -6,8 +6,9 @@ diagnostics stay those of every engine.
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Self, Sequence
 
 import pandas as pd
 
@@ -15,15 +16,22 @@ from privspec.outputs import PARQUET
 from privspec.backends.data.checks import check_columns, frame_nested, require_columns, require_flat
 from privspec.backends.data.engines.pandas import PandasEngine
 from privspec.backends.data.files import file_columns, read_table
+from privspec.backends.data.tally import Tally
 
 
-class PandasFallback:
+class PandasFallback(ABC):
     """A base for an engine that hands to :class:`.pandas.PandasEngine` what it cannot
-    count: it opens its table with :meth:`_open_frame` or :meth:`_open_file`, and counts
-    in pandas from the moment it calls :meth:`_use_pandas`."""
+    count: it opens its table with :meth:`_open_frame` or :meth:`_open_file`, counts with
+    its :meth:`_count`, and in pandas from the moment it calls :meth:`_use_pandas`."""
 
     source: str
     _header: list[str]
+
+    @classmethod
+    def open(cls, source: Any, name: str | None = None) -> Self:
+        """The engine on ``source``, a path or a DataFrame (``name``: how messages call a
+        DataFrame)."""
+        return cls(source, name)  # type: ignore[call-arg]  # the engine's own __init__
 
     def _start(self) -> None:
         """No table yet, nothing handed to pandas."""
@@ -74,3 +82,16 @@ class PandasFallback:
         if self._fallback is not None:
             return self._fallback.columns()
         return list(self._header)
+
+    def tally(self, columns: Sequence[str]) -> Tally:
+        """The distinct tuples of ``columns`` and their counts: pandas' once this engine
+        has handed over, else the engine's own :meth:`_count` (the columns checked first)."""
+        columns = list(columns)
+        if self._fallback is not None:
+            return self._fallback.tally(columns)
+        self._require(columns)
+        return self._count(columns)
+
+    @abstractmethod
+    def _count(self, columns: list[str]) -> Tally:
+        """The engine's count of ``columns`` (present and flat)."""

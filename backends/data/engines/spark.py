@@ -144,10 +144,6 @@ class SparkEngine(PandasFallback):
     default_for: ClassVar[tuple[type, ...]] = ()
     rank: ClassVar[int] = 0
 
-    @classmethod
-    def open(cls, source: Any, name: str | None = None) -> "SparkEngine":
-        return cls(source, name)
-
     def __init__(self, source: Any, name: str | None = None):
         from pyspark.sql import functions as F  # extra: spark
 
@@ -225,11 +221,7 @@ class SparkEngine(PandasFallback):
             out.append(cell.alias(f"k{j}"))
         return out
 
-    def tally(self, columns: Sequence[str]) -> Tally:
-        columns = list(columns)
-        if self._fallback is not None:
-            return self._fallback.tally(columns)
-        self._require(columns)
+    def _count(self, columns: list[str]) -> Tally:
         keys = [f"k{j}" for j in range(len(columns))]
         try:
             if self._suspect():
