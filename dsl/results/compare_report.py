@@ -3,8 +3,8 @@ with PNG plots beside it.
 
 ``privspec compare SPEC --report FILE.html|FILE.md`` hands the comparison document
 (:class:`privspec.results.comparison.ComparisonDocument`, or its JSON form) to
-:func:`write_report`.  This module only lays that document out; every number comes from it.  Both formats carry the same
-content:
+:func:`write_report`.  This module only lays that document out; every number comes from
+it.  Both formats carry the same content:
 
 * the criteria table: a row per candidate design, a column per criterion with its
   analytic value (4 significant digits; the exact form as a tooltip), the simulated value
