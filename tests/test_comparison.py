@@ -43,12 +43,18 @@ def docs() -> dict:
     out = {}
     for path in COMPARE_SPECS:
         for name, r in privspec.load(path).compare().items():
-            out[(path.stem, name)] = r.value
+            out[(path.stem, name)] = r.value.to_dict()
     return out
 
 
 def cand(doc: dict, name: str) -> dict:
     return next(c for c in doc["candidates"] if c["name"] == name)
+
+
+def frontiers_of(rows: list[dict], criteria: list[str]) -> list[dict]:
+    """The Pareto frontiers of candidate rows written as dicts (name, values), as dicts."""
+    points = {r["name"]: {k: v["value"] for k, v in r["values"].items()} for r in rows}
+    return [f.to_dict() for f in C.frontiers(points, criteria)[0]]
 
 
 # ---- every bundled comparison answers -----------------------------------------------------------
@@ -108,7 +114,7 @@ def test_pareto_frontier_by_its_definition() -> None:
         rows = [{"name": f"c{i}", "values": {"max_se": {"value": float(b)}, "epsilon": {"value": float(a)}}}
                 for i, (a, b) in enumerate(pts)]
         rows.append({"name": "na", "values": {"max_se": {"value": None}, "epsilon": {"value": 0.0}}})
-        [front] = C._frontiers(rows, ["max_se", "epsilon"])
+        [front] = frontiers_of(rows, ["max_se", "epsilon"])
         for i, (a, b) in enumerate(pts):
             dominated = any((c <= a and d <= b) and (c < a or d < b) for c, d in pts)
             assert (f"c{i}" in front["frontier"]) is not dominated
@@ -127,7 +133,7 @@ def test_analytic_criteria_agree_with_simulation(stem: str, block: str, reps: in
         src = (SPECS / f"{stem}.privspec").read_text().replace("by max_se, efficiency, coverage",
                                                                "by max_se, ci_width, coverage")
         spec = privspec.load(src)
-    doc = spec.compare([block], reps=reps, seed=11)[block].value
+    doc = spec.compare([block], reps=reps, seed=11)[block].value.to_dict()
     checked = 0
     for c in doc["candidates"]:
         for crit, v in c["values"].items():
@@ -267,7 +273,7 @@ compare sized for distribution(race) at n = 1000 target max_se <= 0.03, coverage
     sk = subset(race, sizes {k: 1})
 } by max_se, epsilon, coverage
 """
-    doc = privspec.load(src).compare()["sized"].value
+    doc = privspec.load(src).compare()["sized"].value.to_dict()
     [inv] = doc["inverse"]
     assert inv["integer"] and inv["range"] == [2, 5]           # 3/2..7 clipped to the sizes 2..p
     assert inv["privacy"] == "coverage"                         # epsilon is inf for every size

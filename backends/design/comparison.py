@@ -32,9 +32,9 @@ Examples
 ...     rr    = grr(x, epsilon = 2)
 ... } by max_se, prediction, epsilon''')
 >>> doc = spec.compare()["d"].value
->>> [c["name"] for c in doc["candidates"]], doc["frontiers"][0]["x"]
+>>> [c.name for c in doc.candidates], doc.frontiers[0].x
 (['pairs', 'rr'], 'prediction')
->>> doc["candidates"][1]["sample_size"]["max_se <= 0.05"] <= 500
+>>> doc.candidates[1].sample_size["max_se <= 0.05"] <= 500
 True
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ import dataclasses
 from dataclasses import dataclass
 import functools
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import sympy
@@ -52,6 +52,8 @@ from scipy import stats
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
 from privspec.model.query_kinds import FINITE, INTERVAL, ORACLE, Answers, family_of
+from privspec.results.comparison import (CandidateRow, ComparisonDocument, CriterionValue, Frontier, InverseChoice,
+                                         InverseDesign, Planning, PowerCurve, StandardErrors, TargetEntry)
 from privspec.results.result import Result
 from privspec.results.values import Matrix, Table
 from privspec.backends import register
@@ -63,71 +65,68 @@ from privspec.backends.design.inverse import (best_feasible, best_whole, bind, f
 
 # ---- the comparison ------------------------------------------------------------------------------------
 def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None, seed: int | None = None
-                    ) -> dict:
-    """The comparison document of ``comp`` (the JSON of a ``comparison`` result).
+                    ) -> ComparisonDocument:
+    """The comparison document of ``comp`` (the value of a ``comparison`` result).
 
     ``reps``: replications of ``simulate`` for the simulated value of each utility criterion
     and its Monte Carlo error.
     """
     plan = comp.plan
     n = comp.n or 1000
-    cands = [Candidate(name, mech, comp.estimator(name), comp.estimand) for name, mech in comp.candidates]
-    evals = {c.name: Evaluation(model, c, plan) for c in cands}
     criteria = list(comp.criteria)
-    rows = []
-    for c in cands:
-        ev = evals[c.name]
-        free = free_parameters(model, c.mechanism)
-        if free:
-            ev.free = NotApplicable(f"depends on {', '.join(p.name for p in free)}, which has no value: "
-                                    "see the inverse design")
-        values = {}
-        for crit in criteria:
-            try:
-                values[crit] = {"value": ev.at(crit, n)}
-            except NotApplicable as e:
-                values[crit] = {"value": None, "na": str(e)}
-        if reps:
-            _simulated(model, c, ev, n, reps, seed, values)
-        row: dict[str, Any] = {"name": c.name, "mechanism": describe_mechanism(model, c.mechanism),
-                               "family": family_of(c.mechanism), "estimator": describe_method(c.method),
-                               "values": values}
+    cands = [Candidate(name, mech, comp.estimator(name), comp.estimand) for name, mech in comp.candidates]
+    rows = [_row(model, c, plan, criteria, n, reps, seed) for c in cands]
+    points = {r.name: {k: v.value for k, v in r.values.items()} for r in rows}
+    ranks = rank(points, criteria)
+    fronts, dominators = frontiers(points, criteria)
+    for r in rows:
+        on = [f"{f.y} vs {f.x}" for f in fronts if r.name in f.frontier]
+        r.rank, r.dominated_by = ranks[r.name], dominators[r.name]
+        # on the frontier of some pair: the choice of someone who weighs that pair
+        r.pareto, r.frontiers_on = bool(on) or not fronts, on
+    return ComparisonDocument(
+        name=comp.name, title=model.title, estimand=str(comp.estimand), n=n, alpha=float(plan.alpha),
+        criteria=criteria, criterion_info={c: REGISTRY[c].info for c in criteria}, candidates=rows,
+        frontiers=fronts, targets=[TargetEntry(t.criterion, t.op, float(t.value)) for t in plan.targets],
+        planning=_planning(plan), inverse=inverse_designs(model, comp, cands, n), reps=reps, seed=seed,
+        spec=model.source.text if model.source is not None else None,
+        recommendation=_recommend(rows, criteria, plan.targets))
+
+
+def _row(model: ModelGraph, cand: Candidate, plan: Plan, criteria: Sequence[str], n: int, reps: int | None,
+         seed: int | None) -> CandidateRow:
+    """One candidate's criteria at n (and from ``reps`` replications), standard errors,
+    targets and power; its ranks and frontiers are the document's to fill in."""
+    ev = Evaluation(model, cand, plan)
+    free = free_parameters(model, cand.mechanism)
+    if free:
+        ev.free = NotApplicable(f"depends on {', '.join(p.name for p in free)}, which has no value: "
+                                "see the inverse design")
+    values = {}
+    for crit in criteria:
         try:
-            labels = ev.avar()[1]
-            row["se"] = {"labels": list(labels), "values": planning.standard_errors(ev.diag(), n).tolist()}
+            values[crit] = CriterionValue(ev.at(crit, n))
         except NotApplicable as e:
-            row["se"] = None
-            row["se_na"] = str(e)
-        row["targets"], row["sample_size"] = _targets(ev, plan.targets, n)
-        if plan.test is not None:
-            try:
-                fn = ev.power_function()
-                grid = planning.n_grid(n)
-                row["power"] = {"n": [int(x) for x in grid], "power": [float(p) for p in fn(grid)],
-                                "at_n": float(fn(np.array([n]))[0])}
-            except NotApplicable as e:
-                row["power"] = None
-                row["power_na"] = str(e)
-        rows.append(row)
-    _rank(rows, criteria)
-    frontiers = _frontiers(rows, criteria)
-    doc: dict[str, Any] = {
-        "kind": "comparison", "name": comp.name, "title": model.title,
-        "estimand": str(comp.estimand), "n": n, "alpha": float(plan.alpha),
-        "criteria": criteria,
-        "criterion_info": {c: {"side": REGISTRY[c].side, "better": REGISTRY[c].better,
-                               "meaning": REGISTRY[c].meaning} for c in criteria},
-        "candidates": rows, "frontiers": frontiers,
-        "targets": [{"criterion": t.criterion, "op": t.op, "value": float(t.value)} for t in plan.targets],
-        "planning": _planning_text(plan),
-        "inverse": inverse_designs(model, comp, cands, n),
-        "reps": reps, "seed": seed,
-        "spec": model.source.text if model.source is not None else None,
-    }
-    best = _recommend(rows, criteria, plan.targets)
-    if best:
-        doc["recommendation"] = best
-    return doc
+            values[crit] = CriterionValue(None, na=str(e))
+    if reps:
+        _simulated(model, cand, ev, n, reps, seed, values)
+    row = CandidateRow(cand.name, describe_mechanism(model, cand.mechanism), family_of(cand.mechanism),
+                       describe_method(cand.method), values)
+    try:
+        labels = ev.avar()[1]
+        row.se = StandardErrors(list(labels), planning.standard_errors(ev.diag(), n).tolist())
+    except NotApplicable as e:
+        row.se_na = str(e)
+    row.targets, row.sample_size = _targets(ev, plan.targets, n)
+    if plan.test is not None:
+        try:
+            fn = ev.power_function()
+            grid = planning.n_grid(n)
+            row.power = PowerCurve([int(x) for x in grid], [float(p) for p in fn(grid)],
+                                   float(fn(np.array([n]))[0]))
+        except NotApplicable as e:
+            row.power_na = str(e)
+    return row
 
 
 def describe_mechanism(model: ModelGraph, mech: Any) -> str:
@@ -143,21 +142,27 @@ def describe_method(m: Method) -> str:
     return f"{m.name}({', '.join(args)})" if args else m.name
 
 
-def _planning_text(plan: Plan) -> dict | None:
-    if plan.test is None and not any(t.criterion == "power" for t in plan.targets):
-        return None
+def _test_words(plan: Plan) -> str | None:
+    """The plan's test in words, with its level (None without a test)."""
     t = plan.test
-    alpha = float(plan.alpha)
-    words = None
-    if t is not None and t.kind == "proportion":
+    if t is None:
+        return None
+    if t.kind == "proportion":
         words = f"one-sample two-sided Wald test of w[{t.label}] = {float(t.value):g}"
-    elif t is not None and t.kind == "difference":
+    elif t.kind == "difference":
         words = (f"two samples of n respondents each, two-sided Wald test of equal w[{t.label}] "
                  f"when they differ by {float(t.value):g}")
-    elif t is not None:
+    else:
         words = f"Pearson chi-square test of independence of {' and '.join(t.variables)} on the table of reports"
+    return f"{words} (level {float(plan.alpha):g})"
+
+
+def _planning(plan: Plan) -> Planning | None:
+    """The test and the target power of a plan with either."""
+    if plan.test is None and not any(t.criterion == "power" for t in plan.targets):
+        return None
     power = next((float(x.value) for x in plan.targets if x.criterion == "power"), None)
-    return {"test": f"{words} (level {alpha:g})" if words else None, "target_power": power}
+    return Planning(_test_words(plan), power)
 
 
 def _targets(ev: Evaluation, targets: Sequence[Target], n: int) -> tuple[dict, dict]:
@@ -183,30 +188,38 @@ def _better(criterion: str, a: float, b: float) -> bool:
     return REGISTRY[criterion].better_than(a, b)
 
 
-def _rank(rows: list[dict], criteria: Sequence[str]) -> None:
-    for r in rows:
-        r["rank"] = {}
+def _numbers(points: Mapping[str, Mapping[str, float | None]], criterion: str) -> dict[str, float]:
+    """The candidates' values on ``criterion``, those that are numbers (not n/a, not nan)."""
+    return {name: v[criterion] for name, v in points.items() if v[criterion] is not None
+            and not math.isnan(v[criterion])}
+
+
+def rank(points: Mapping[str, Mapping[str, float | None]], criteria: Sequence[str]
+         ) -> dict[str, dict[str, int | None]]:
+    """Each candidate's rank per criterion, from its values (``points``: by candidate, by
+    criterion; None: n/a): 1 best, ties share a rank, None where n/a."""
+    ranks: dict[str, dict[str, int | None]] = {name: {} for name in points}
     for crit in criteria:
-        scored = [(r, r["values"][crit]["value"]) for r in rows if r["values"][crit]["value"] is not None
-                  and not math.isnan(r["values"][crit]["value"])]
-        for r, v in scored:
-            r["rank"][crit] = 1 + sum(1 for _, u in scored if _better(crit, u, v))
-        for r in rows:
-            r["rank"].setdefault(crit, None)
+        scored = _numbers(points, crit)
+        for name in points:
+            v = scored.get(name)
+            ranks[name][crit] = None if v is None else 1 + sum(1 for u in scored.values() if _better(crit, u, v))
+    return ranks
 
 
-def _frontiers(rows: list[dict], criteria: Sequence[str]) -> list[dict]:
-    """Pareto frontiers of each privacy criterion (x) against each utility criterion (y)."""
+def frontiers(points: Mapping[str, Mapping[str, float | None]], criteria: Sequence[str]
+              ) -> tuple[list[Frontier], dict[str, dict[str, list[str]]]]:
+    """Pareto frontiers of each privacy criterion (x) against each utility criterion (y),
+    from the candidates' values (``points``: by candidate, by criterion; None: n/a), and by
+    whom each candidate is dominated on each pair (``"y vs x"``)."""
     utility = [c for c in criteria if REGISTRY[c].side == "utility"]
     privacy = [c for c in criteria if REGISTRY[c].side == "privacy"]
     out = []
-    for r in rows:
-        r["dominated_by"] = {}
+    dominators: dict[str, dict[str, list[str]]] = {name: {} for name in points}
     for x in privacy:
         for y in utility:
-            pts = {r["name"]: (r["values"][x]["value"], r["values"][y]["value"]) for r in rows}
-            ok = {k: v for k, v in pts.items() if v[0] is not None and v[1] is not None
-                  and not any(math.isnan(t) for t in v)}
+            xs, ys = _numbers(points, x), _numbers(points, y)
+            ok = {k: (xs[k], ys[k]) for k in points if k in xs and k in ys}
             dominated: dict[str, str] = {}
             for name, (a, b) in ok.items():
                 better = [o for o, (c, d) in ok.items() if o != name
@@ -216,46 +229,40 @@ def _frontiers(rows: list[dict], criteria: Sequence[str]) -> list[dict]:
                     c, d = ok[o]
                     on = [k for k, (u, v) in ((x, (c, a)), (y, (d, b))) if _better(k, u, v)]
                     dominated[name] = f"{o} is at least as good on {x} and {y}, better on {' and '.join(on)}"
-                    next(r for r in rows if r["name"] == name)["dominated_by"][f"{y} vs {x}"] = better
-            out.append({"x": x, "y": y, "frontier": [k for k in ok if k not in dominated],
-                        "dominated": dominated,
-                        "not_compared": {k: "n/a on " + (x if pts[k][0] is None else y) for k in pts if k not in ok}})
-    for r in rows:
-        on = [f for f in out if r["name"] in f["frontier"]]
-        # on the frontier of some pair: the choice of someone who weighs that pair
-        r["pareto"] = bool(on) or not out
-        r["frontiers_on"] = [f"{f['y']} vs {f['x']}" for f in on]
-    return out
+                    dominators[name][f"{y} vs {x}"] = better
+            out.append(Frontier(x, y, [k for k in ok if k not in dominated], dominated,
+                                {k: "n/a on " + (x if points[k][x] is None else y) for k in points if k not in ok}))
+    return out, dominators
 
 
-def _recommend(rows: list[dict], criteria: Sequence[str], targets: Sequence[Target]) -> str | None:
+def _recommend(rows: Sequence[CandidateRow], criteria: Sequence[str], targets: Sequence[Target]) -> str | None:
     """One sentence: the most private candidate that meets every target at n, when one does."""
     privacy = [c for c in criteria if REGISTRY[c].side == "privacy"]
     if not targets or not privacy:
         return None
-    ok = [r for r in rows if all(v is True for v in r["targets"].values())]
+    ok = [r for r in rows if all(v is True for v in r.targets.values())]
     if not ok:
         return "no candidate meets every target at n; see the sample sizes"
     p = privacy[0]
-    scored = [r for r in ok if r["values"][p]["value"] is not None]
+    scored = [r for r in ok if r.values[p].value is not None]
     if not scored:
-        return f"{', '.join(r['name'] for r in ok)} meet every target at n"
+        return f"{', '.join(r.name for r in ok)} meet every target at n"
     best = scored[0]
     for r in scored[1:]:
-        if _better(p, r["values"][p]["value"], best["values"][p]["value"]):
+        if _better(p, r.values[p].value, best.values[p].value):
             best = r
-    return f"{best['name']}: the most private on {p} of the candidates that meet every target at n"
+    return f"{best.name}: the most private on {p} of the candidates that meet every target at n"
 
 
 # ---- simulation ----------------------------------------------------------------------------------------
 def _simulated(model: ModelGraph, cand: Candidate, ev: Evaluation, n: int, reps: int, seed: int | None,
-               values: dict) -> None:
+               values: Mapping[str, CriterionValue]) -> None:
     """The utility criteria from ``reps`` replications (``simulate`` of the candidate's
     estimate), with Monte Carlo errors (normal theory for sample variances)."""
     wanted = [c for c in values if REGISTRY[c].simulated is not None]
     for c in values:
         if c not in wanted:
-            values[c].setdefault("simulated_na", REGISTRY[c].not_simulated)
+            values[c].simulated_na = REGISTRY[c].not_simulated
     if not wanted:
         return
     try:
@@ -263,17 +270,17 @@ def _simulated(model: ModelGraph, cand: Candidate, ev: Evaluation, n: int, reps:
         S, full, R = _empirical_covariance(r)
     except NotApplicable as e:
         for c in wanted:
-            values[c]["simulated_na"] = str(e)
+            values[c].simulated_na = str(e)
         return
     got = Replications(S, full, R, _empirical_mse(r, n), float(stats.norm.ppf(1 - ev.alpha / 2)))
     for c in wanted:
         sim = REGISTRY[c].simulated(got, n)
         if sim is None:
-            values[c]["simulated_na"] = "the simulation gives no squared errors for this estimator"
+            values[c].simulated_na = "the simulation gives no squared errors for this estimator"
             continue
-        values[c]["simulated"], values[c]["mc_error"] = sim
+        values[c].simulated, values[c].mc_error = sim
         if not full and REGISTRY[c].diagonal_note:
-            values[c]["mc_note"] = REGISTRY[c].diagonal_note
+            values[c].mc_note = REGISTRY[c].diagonal_note
 
 
 def _empirical_mse(r: Result, n: int) -> tuple[float, float] | None:
@@ -315,84 +322,84 @@ def _at(model: ModelGraph, p: Parameter, value: float, integer: bool = False) ->
 
 
 
-def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate], n: int) -> list[dict]:
-    """For each candidate with one free parameter: the most private value meeting the
-    utility targets at n, and the best utility meeting the privacy targets."""
-    out = []
+def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate], n: int) -> list[InverseDesign]:
+    """For each candidate with free parameters: the most private value meeting the utility
+    targets at n, and the best utility meeting the privacy targets."""
     criteria = list(comp.criteria)
     privacies = [c for c in criteria if REGISTRY[c].side == "privacy"] or ["epsilon"]
     utility = next((c for c in criteria if REGISTRY[c].side == "utility"), "max_se")
-    u_targets = [t for t in comp.plan.targets if REGISTRY[t.criterion].side == "utility"]
-    p_targets = [t for t in comp.plan.targets if REGISTRY[t.criterion].side == "privacy"]
+    out = []
     for c in cands:
         params = free_parameters(model, c.mechanism)
-        if not params:
-            continue
-        entry: dict[str, Any] = {"candidate": c.name, "parameter": ", ".join(p.name for p in params),
-                                 "privacy": privacies[0], "utility": utility}
-        if len(params) > 1:
-            entry["none"] = "more than one free parameter: give all but one a value"
-            out.append(entry)
-            continue
-        p = params[0]
-        try:
-            lo, hi = parameter_range(p)
-        except NotApplicable as e:
-            entry["none"] = str(e)
-            out.append(entry)
-            continue
-        sizes = size_parameter_range(c.mechanism, p, lo, hi)
-        integer = sizes is not None
-        if integer:
-            lo, hi = sizes
-            if lo > hi:
-                entry["none"] = f"no whole number in the range of {p.name} is a subset size (2..p)"
-                out.append(entry)
-                continue
-        entry["range"] = [lo, hi]
-
-        @functools.lru_cache(maxsize=None)
-        def evaluation(x: float) -> Evaluation:
-            # one per value: the feasibility test and the score at a value share its avar
-            bound = dataclasses.replace(c, mechanism=bind(c.mechanism, {p.symbol: _value(x, integer)}))
-            return Evaluation(_at(model, p, x, integer), bound, comp.plan)
-
-        def criteria_at(x: float, names: Sequence[str]) -> dict[str, float]:
-            ev = evaluation(x)
-            return {k: ev.at(k, n) for k in names}
-
-        def meets(x: float, targets: Sequence[Target]) -> bool:
-            try:
-                got = criteria_at(x, [t.criterion for t in targets])
-            except NotApplicable:
-                return False
-            return all(t.met(got[t.criterion]) for t in targets)
-
-        # privacy is measured by the first privacy criterion that tells this family's values
-        # apart (epsilon is inf for every subset design: its coverage is the measure there)
-        privacy = next((k for k in privacies if finite_at(criteria_at, (lo + hi) / 2, k)), privacies[0])
-        entry["privacy"] = privacy
-        if integer:
-            entry["integer"] = True
-        names = sorted({privacy, utility} | {t.criterion for t in comp.plan.targets})
-        # the most private value meeting the utility targets at n; the best utility meeting the privacy ones
-        for key, targets, objective, word, at_n in (("most_private", u_targets, privacy, "meets", f" at n = {n}"),
-                                                    ("best_utility", p_targets, utility, "at", "")):
-            if not targets:
-                continue
-            search = best_whole if integer else best_feasible
-            x = search(lambda v: meets(v, targets), lo, hi, lambda v: score(criteria_at, v, objective))
-            text = ", ".join(map(str, targets))
-            if x is None:
-                entry[key] = {"none": f"no value of {p.name} in [{lo:g}, {hi:g}] meets {text}{at_n}"}
-                continue
-            try:
-                vals: dict = criteria_at(x, names)
-            except NotApplicable as e:
-                vals = {"n/a": str(e)}
-            entry[key] = {"value": x, word: text, "criteria": vals}
-        out.append(entry)
+        if params:
+            out.append(_inverse_design(model, comp, c, params, n, privacies, utility))
     return out
+
+
+def _inverse_design(model: ModelGraph, comp: Compare, c: Candidate, params: Sequence[Parameter], n: int,
+                    privacies: Sequence[str], utility: str) -> InverseDesign:
+    """One candidate's inverse design (or why there is none)."""
+    entry = InverseDesign(c.name, ", ".join(p.name for p in params), privacies[0], utility)
+    if len(params) > 1:
+        entry.none = "more than one free parameter: give all but one a value"
+        return entry
+    p = params[0]
+    try:
+        lo, hi = parameter_range(p)
+    except NotApplicable as e:
+        entry.none = str(e)
+        return entry
+    sizes = size_parameter_range(c.mechanism, p, lo, hi)
+    integer = sizes is not None
+    if integer:
+        lo, hi = sizes
+        if lo > hi:
+            entry.none = f"no whole number in the range of {p.name} is a subset size (2..p)"
+            return entry
+    entry.range = [lo, hi]
+
+    @functools.lru_cache(maxsize=None)
+    def evaluation(x: float) -> Evaluation:
+        # one per value: the feasibility test and the score at a value share its avar
+        bound = dataclasses.replace(c, mechanism=bind(c.mechanism, {p.symbol: _value(x, integer)}))
+        return Evaluation(_at(model, p, x, integer), bound, comp.plan)
+
+    def criteria_at(x: float, names: Sequence[str]) -> dict[str, float]:
+        ev = evaluation(x)
+        return {k: ev.at(k, n) for k in names}
+
+    def meets(x: float, targets: Sequence[Target]) -> bool:
+        try:
+            got = criteria_at(x, [t.criterion for t in targets])
+        except NotApplicable:
+            return False
+        return all(t.met(got[t.criterion]) for t in targets)
+
+    # privacy is measured by the first privacy criterion that tells this family's values
+    # apart (epsilon is inf for every subset design: its coverage is the measure there)
+    privacy = next((k for k in privacies if finite_at(criteria_at, (lo + hi) / 2, k)), privacies[0])
+    entry.privacy, entry.integer = privacy, integer
+    names = sorted({privacy, utility} | {t.criterion for t in comp.plan.targets})
+    search = best_whole if integer else best_feasible
+
+    def choose(targets: Sequence[Target], objective: str, verb: str, at_n: str) -> InverseChoice | None:
+        if not targets:
+            return None
+        x = search(lambda v: meets(v, targets), lo, hi, lambda v: score(criteria_at, v, objective))
+        text = ", ".join(map(str, targets))
+        if x is None:
+            return InverseChoice(none=f"no value of {p.name} in [{lo:g}, {hi:g}] meets {text}{at_n}")
+        try:
+            return InverseChoice(x, verb, text, criteria_at(x, names))
+        except NotApplicable as e:
+            return InverseChoice(x, verb, text, criteria_na=str(e))
+
+    # the most private value meeting the utility targets at n; the best utility meeting the privacy ones
+    u_targets = [t for t in comp.plan.targets if REGISTRY[t.criterion].side == "utility"]
+    p_targets = [t for t in comp.plan.targets if REGISTRY[t.criterion].side == "privacy"]
+    entry.most_private = choose(u_targets, privacy, "meets", f" at n = {n}")
+    entry.best_utility = choose(p_targets, utility, "at", "")
+    return entry
 
 
 
@@ -406,7 +413,7 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
             n = int(q.plan.n)
             fn = ev.power_function()
             grid = planning.n_grid(n)
-            extras = {"n": n, "test": _planning_text(q.plan)["test"], "estimator": describe_method(q.method),
+            extras = {"n": n, "test": _test_words(q.plan), "estimator": describe_method(q.method),
                       "curve": {"n": [int(x) for x in grid], "power": [float(p) for p in fn(grid)]}}
             return Result("power", float(fn(np.array([n]))[0]), extras)
         target = q.plan.targets[0]
@@ -417,7 +424,7 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
         raise BackendError(dataclasses.replace(d, span=q.span)) from None
     extras = {"target": str(target), "estimator": describe_method(q.method)}
     if q.plan.test is not None:
-        extras["test"] = _planning_text(q.plan)["test"]
+        extras["test"] = _test_words(q.plan)
     if size is None:
         raise BackendError(Diagnostic("B151", f"{target} is not reached with up to {planning.N_MAX:,} respondents",
                                       span=q.span, hint=_unreached_hint(target)))

@@ -33,6 +33,7 @@ from scipy import stats
 from privspec.errors import Diagnostic, PrivspecError
 from privspec.model.graph import Estimand, Method, ModelGraph, Plan, Query, Target
 from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, family_of
+from privspec.results.comparison import CriterionInfo
 from privspec.results.result import Result
 from privspec.results.values import Matrix
 from privspec.backends import backend_for
@@ -329,6 +330,11 @@ class Criterion:
     def meaning(self) -> str:
         """What the criterion is, in words."""
         return CRITERIA[self.name].doc
+
+    @property
+    def info(self) -> CriterionInfo:
+        """What a comparison document says of the criterion: side, direction, meaning."""
+        return CriterionInfo(self.side, self.better, self.meaning)
 
     def better_than(self, a: float, b: float) -> bool:
         """Whether ``a`` is strictly better than ``b``."""

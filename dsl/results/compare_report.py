@@ -1,10 +1,10 @@
 """The report of a design comparison (issue 17): one self-contained HTML page, or Markdown
 with PNG plots beside it.
 
-``privspec compare SPEC --report FILE.html|FILE.md`` hands the comparison document (the
-JSON-able dict of the comparison back end) to :func:`write_report`.  This module only
-lays that document out; every number comes from it.  Both formats carry the same
-content:
+``privspec compare SPEC --report FILE.html|FILE.md`` hands the comparison document
+(:class:`privspec.results.comparison.ComparisonDocument`, or its JSON form) to
+:func:`write_report`.  This module only lays that document out; every number comes from
+it.  Both formats carry the same content:
 
 * the criteria table: a row per candidate design, a column per criterion with its
   analytic value (4 significant digits; the exact form as a tooltip), the simulated value
@@ -26,10 +26,10 @@ B031 says ``pip install 'privspec[report]'``.
 
 Examples
 --------
->>> doc = {"kind": "comparison", "name": "designs", "estimand": "distribution(color)", "n": 100,
-...        "criteria": ["max_se"],
-...        "candidates": [{"name": "urn", "mechanism": "subset(color, uniform)",
-...                        "values": {"max_se": {"value": 0.0512345}}, "rank": {"max_se": 1}}]}
+>>> from privspec.results.comparison import CandidateRow, CriterionValue
+>>> doc = ComparisonDocument("designs", estimand="distribution(color)", n=100, criteria=["max_se"], candidates=[
+...     CandidateRow("urn", "subset(color, uniform)", values={"max_se": CriterionValue(0.0512345)},
+...                  rank={"max_se": 1})])
 >>> page = render_html(doc)
 >>> page.startswith("<!DOCTYPE html>"), "0.05123" in page, "://" in page  # fetches nothing
 (True, True, False)
@@ -48,6 +48,7 @@ from urllib.parse import quote
 
 from privspec import outputs
 from privspec.errors import BackendError, Diagnostic
+from privspec.results.comparison import CandidateRow, ComparisonDocument, InverseChoice
 from privspec.results.plots import pyplot
 from privspec.results.render import md
 from privspec.results.report import md_table
@@ -110,12 +111,9 @@ def _finite(x: Any) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def _items(x: Any) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else []
-
-
-def _dict(x: Any) -> dict:
-    return x if isinstance(x, dict) else {}
+def _document(doc: ComparisonDocument | Mapping[str, Any]) -> ComparisonDocument:
+    """The document itself, or read from its JSON form (``to_dict()``)."""
+    return doc if isinstance(doc, ComparisonDocument) else ComparisonDocument.from_dict(doc)
 
 
 # ---- the view: every string both formats show ------------------------------------------------
@@ -139,192 +137,170 @@ class _Notes:
                 for i, r in enumerate(self.reasons)]
 
 
-def _cell(cand: dict, criterion: str, notes: _Notes) -> dict:
-    raw = _dict(cand.get("values")).get(criterion)
-    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        raw = {"value": raw}
-    rank = _dict(cand.get("rank")).get(criterion)
+def _cell(cand: CandidateRow, criterion: str, notes: _Notes) -> dict:
+    raw = cand.values.get(criterion)
+    rank = cand.rank.get(criterion)
     cell = {"text": MISSING, "exact": None, "sim": None, "rank": rank, "na": None, "note": None,
             "best": rank == 1}
-    if not isinstance(raw, dict):
+    if raw is None:
         return cell  # not computed: a dash, no note (nothing to explain)
-    if raw.get("value") is None:
-        reason = str(raw.get("na") or "not available")
+    if raw.value is None:
+        reason = str(raw.na or "not available")
         cell.update(text="n/a", na=reason, rank=None, best=False,
-                    note=notes.number(reason, f"{cand.get('name', '?')} / {criterion}"))
+                    note=notes.number(reason, f"{cand.name} / {criterion}"))
         return cell
-    cell["text"] = fmt(raw["value"])
-    if raw.get("exact") not in (None, ""):
-        cell["exact"] = str(raw["exact"])
-    if raw.get("simulated") is not None:
-        cell["sim"] = fmt(raw["simulated"]) + (f" ± {fmt(raw['mc_error'])}" if raw.get("mc_error") is not None
-                                               else "")
+    cell["text"] = fmt(raw.value)
+    if raw.exact not in (None, ""):
+        cell["exact"] = str(raw.exact)
+    if raw.simulated is not None:
+        cell["sim"] = fmt(raw.simulated) + (f" ± {fmt(raw.mc_error)}" if raw.mc_error is not None else "")
     return cell
 
 
-def _status(cand: dict) -> str:
-    by = {k: _items(v) for k, v in _dict(cand.get("dominated_by")).items() if _items(v)}
+def _status(cand: CandidateRow) -> str:
+    by = {k: v for k, v in cand.dominated_by.items() if v}
     if by:
         return "dominated: " + "; ".join(f"by {', '.join(map(str, v))} on {k}" for k, v in by.items())
-    if cand.get("pareto") is True:
+    if cand.pareto is True:
         return "on the frontier"
-    if cand.get("pareto") is False:
+    if cand.pareto is False:
         return "dominated"
     return ""
 
 
-def _sample_sizes(cands: list[dict]) -> dict | None:
+def _sample_sizes(cands: list[CandidateRow]) -> dict | None:
     keys: list[str] = []
     for c in cands:
-        keys += [k for k in _dict(c.get("sample_size")) if k not in keys]
+        keys += [k for k in c.sample_size if k not in keys]
     if not keys:
         return None
-    rows = []
-    for c in cands:
-        sizes = _dict(c.get("sample_size"))
-        cells = []
-        for k in keys:
-            v = sizes.get(k)
-            if isinstance(v, dict):  # {"na": reason} or {"value": n}
-                v = v.get("value") if v.get("value") is not None else f"n/a ({v.get('na', 'not reached')})"
-            cells.append(fmt(v))
-        rows.append({"name": str(c.get("name", "?")), "cells": cells})
-    return {"header": keys, "rows": rows}
+    return {"header": keys, "rows": [{"name": c.name, "cells": [fmt(c.sample_size.get(k)) for k in keys]}
+                                     for c in cands]}
 
 
-def _se_table(cands: list[dict]) -> dict | None:
+def _with_se(cands: list[CandidateRow]) -> tuple[list[CandidateRow], list[str]]:
+    """The candidates with standard errors, and every label of theirs (in order of appearance)."""
+    with_se = [c for c in cands if c.se is not None and c.se.labels]
     labels: list[str] = []
-    with_se = [c for c in cands if _items(_dict(c.get("se")).get("labels"))]
     for c in with_se:
-        labels += [str(x) for x in c["se"]["labels"] if str(x) not in labels]
+        labels += [str(x) for x in c.se.labels if str(x) not in labels]
+    return with_se, labels
+
+
+def _se_of(cand: CandidateRow) -> dict[str, float]:
+    return dict(zip(map(str, cand.se.labels), cand.se.values))
+
+
+def _se_table(cands: list[CandidateRow]) -> dict | None:
+    with_se, labels = _with_se(cands)
     if not labels:
         return None
-    columns = []
-    for c in with_se:
-        se = dict(zip(map(str, c["se"]["labels"]), _items(c["se"].get("values"))))
-        columns.append([fmt(se.get(lab)) for lab in labels])
-    return {"header": [str(c.get("name", "?")) for c in with_se],
+    columns = [[fmt(_se_of(c).get(lab)) for lab in labels] for c in with_se]
+    return {"header": [c.name for c in with_se],
             "rows": [{"name": lab, "cells": [col[i] for col in columns]} for i, lab in enumerate(labels)]}
 
 
-def _choice(choice: Any, parameter: str, verb: str) -> str:
+def _choice(choice: InverseChoice | None, parameter: str) -> str:
     """One of an inverse design's answers: ``eps = 1.7 meets max_se <= 0.01 (max_se 0.0099, ...)``."""
-    if not isinstance(choice, dict):
+    if choice is None:
         return MISSING
-    if "none" in choice:
-        return f"none: {choice['none']}"
-    crit = ", ".join(f"{k} {fmt(v)}" for k, v in _dict(choice.get("criteria")).items())
-    said = choice.get("meets") if verb == "meets" else choice.get("at")
-    text = f"{parameter} = {fmt(choice.get('value'))}" + (f" {verb} {said}" if said else "")
+    if choice.none is not None:
+        return f"none: {choice.none}"
+    shown = list(choice.criteria.items()) + ([("n/a", choice.criteria_na)] if choice.criteria_na is not None else [])
+    crit = ", ".join(f"{k} {fmt(v)}" for k, v in shown)
+    text = f"{parameter} = {fmt(choice.value)}" + (f" {choice.verb} {choice.targets}" if choice.targets else "")
     return text + (f" ({crit})" if crit else "")
 
 
-def _inverse(doc: dict) -> list[dict]:
-    rows = []
-    for inv in _items(doc.get("inverse")):
-        if not isinstance(inv, dict):
-            continue
-        par = str(inv.get("parameter", "?"))
-        rng = _items(inv.get("range"))
-        rows.append({"candidate": str(inv.get("candidate", "?")), "parameter": par,
-                     "range": f"[{', '.join(fmt(x) for x in rng)}]" if rng else MISSING,
-                     "most_private": _choice(inv.get("most_private"), par, "meets"),
-                     "best_utility": _choice(inv.get("best_utility"), par, "at")})
-    return rows
+def _inverse(doc: ComparisonDocument) -> list[dict]:
+    return [{"candidate": inv.candidate, "parameter": inv.parameter,
+             "range": f"[{', '.join(fmt(x) for x in inv.range)}]" if inv.range else MISSING,
+             "most_private": _choice(inv.most_private, inv.parameter),
+             "best_utility": _choice(inv.best_utility, inv.parameter)} for inv in doc.inverse]
 
 
-def _criterion_heads(doc: dict) -> list[dict]:
-    info = _dict(doc.get("criterion_info"))
+def _criterion_heads(doc: ComparisonDocument) -> list[dict]:
     heads = []
-    for k in _items(doc.get("criteria")):
-        i = _dict(info.get(k))
-        sub = ", ".join(x for x in (i.get("side"), f"{i['better']} is better" if i.get("better") else None) if x)
-        heads.append({"name": str(k), "sub": sub, "meaning": str(i.get("meaning") or "")})
+    for k in doc.criteria:
+        i = doc.criterion_info.get(k)
+        if i is None:
+            heads.append({"name": k, "sub": "", "meaning": ""})
+            continue
+        sub = ", ".join(x for x in (i.side, f"{i.better} is better" if i.better else None) if x)
+        heads.append({"name": k, "sub": sub, "meaning": i.meaning or ""})
     return heads
 
 
-def _axis_label(doc: dict, criterion: str) -> str:
-    better = _dict(_dict(doc.get("criterion_info")).get(criterion)).get("better")
-    return f"{criterion} ({better} is better)" if better else criterion
+def _axis_label(doc: ComparisonDocument, criterion: str) -> str:
+    info = doc.criterion_info.get(criterion)
+    return f"{criterion} ({info.better} is better)" if info is not None and info.better else criterion
 
 
-def _point(cand: dict, criterion: str) -> float | None:
-    raw = _dict(cand.get("values")).get(criterion)
-    return _finite(raw.get("value") if isinstance(raw, dict) else raw)
+def _point(cand: CandidateRow, criterion: str) -> float | None:
+    raw = cand.values.get(criterion)
+    return None if raw is None else _finite(raw.value)
 
 
-def _frontiers(doc: dict) -> list[dict]:
+def _frontiers(doc: ComparisonDocument) -> list[dict]:
     """What each frontier section says besides its plot."""
     out = []
-    cands = [c for c in _items(doc.get("candidates")) if isinstance(c, dict)]
-    for i, fr in enumerate(f for f in _items(doc.get("frontiers")) if isinstance(f, dict)):
-        x, y = str(fr.get("x", "?")), str(fr.get("y", "?"))
-        left_out = [str(c.get("name", "?")) for c in cands if _point(c, x) is None or _point(c, y) is None]
-        out.append({"number": i + 1, "x": x, "y": y, "title": f"{y} against {x}",
-                    "frontier": [str(n) for n in _items(fr.get("frontier"))],
-                    "dominated": [{"name": str(k), "why": str(v)} for k, v in _dict(fr.get("dominated")).items()],
-                    "left_out": left_out})
+    for i, fr in enumerate(doc.frontiers):
+        x, y = fr.x, fr.y
+        left_out = [c.name for c in doc.candidates if _point(c, x) is None or _point(c, y) is None]
+        out.append({"number": i + 1, "x": x, "y": y, "title": f"{y} against {x}", "frontier": list(fr.frontier),
+                    "dominated": [{"name": k, "why": v} for k, v in fr.dominated.items()], "left_out": left_out})
     return out
 
 
-def _has_power(cands: list[dict]) -> bool:
-    return any(_items(_dict(c.get("power")).get("n")) for c in cands)
+def _has_power(cands: list[CandidateRow]) -> bool:
+    return any(c.power is not None and c.power.n for c in cands)
 
 
-def _view(doc: dict) -> dict:
+def _view(doc: ComparisonDocument) -> dict:
     """The comparison document as the strings both formats lay out (and the plots to draw)."""
-    cands = [c for c in _items(doc.get("candidates")) if isinstance(c, dict)]
-    criteria = [str(k) for k in _items(doc.get("criteria"))]
     notes = _Notes()
     rows = []
-    for c in cands:
+    for c in doc.candidates:
         status = _status(c)
-        rows.append({"name": str(c.get("name", "?")), "mechanism": str(c.get("mechanism") or ""),
-                     "estimator": str(c.get("estimator") or ""), "cells": [_cell(c, k, notes) for k in criteria],
-                     "status": status, "dominated": status.startswith("dominated")})
-    planning = _dict(doc.get("planning"))
-    targets = [f"{t.get('criterion', '?')} {t.get('op', '')} {fmt(t.get('value'))}"
-               for t in _items(doc.get("targets")) if isinstance(t, dict)]
+        rows.append({"name": c.name, "mechanism": c.mechanism, "estimator": c.estimator,
+                     "cells": [_cell(c, k, notes) for k in doc.criteria], "status": status,
+                     "dominated": status.startswith("dominated")})
+    planning = doc.planning
     sim = None
-    if doc.get("reps"):
-        sim = f"{fmt(doc['reps'])} simulated replications" + (f", seed {doc['seed']}" if doc.get("seed") is not None
-                                                            else "")
+    if doc.reps:
+        sim = f"{fmt(doc.reps)} simulated replications" + (f", seed {doc.seed}" if doc.seed is not None else "")
     return {
-        "title": str(doc.get("title") or doc.get("name") or "Design comparison"),
-        "name": str(doc.get("name") or ""), "estimand": str(doc.get("estimand") or ""),
-        "n": fmt(doc.get("n")) if doc.get("n") is not None else None,
-        "alpha": fmt(doc.get("alpha")) if doc.get("alpha") is not None else None,
+        "title": doc.title or doc.name or "Design comparison", "name": doc.name, "estimand": doc.estimand,
+        "n": fmt(doc.n) if doc.n is not None else None,
+        "alpha": fmt(doc.alpha) if doc.alpha is not None else None,
         "simulation": sim, "criteria": _criterion_heads(doc), "rows": rows, "notes": notes.rows(),
-        "frontiers": _frontiers(doc), "se": _se_table(cands),
-        "power": bool(_has_power(cands)),
-        "planning": {"test": str(planning.get("test") or ""),
-                     "target": fmt(planning.get("target_power")) if planning.get("target_power") is not None
-                     else None} if planning else None,
-        "targets": targets, "sample_sizes": _sample_sizes(cands), "inverse": _inverse(doc),
-        "spec": str(doc.get("spec") or ""),
+        "frontiers": _frontiers(doc), "se": _se_table(doc.candidates),
+        "power": _has_power(doc.candidates),
+        "planning": {"test": planning.test or "",
+                     "target": fmt(planning.target_power) if planning.target_power is not None else None}
+        if planning is not None else None,
+        "targets": [f"{t.criterion} {t.op} {fmt(t.value)}" for t in doc.targets],
+        "sample_sizes": _sample_sizes(doc.candidates), "inverse": _inverse(doc), "spec": doc.spec or "",
     }
 
 
 # ---- plots -------------------------------------------------------------------------------------
-def _colours(doc: dict) -> dict[str, Any]:
+def _colours(doc: ComparisonDocument) -> dict[str, Any]:
     """One colour per design, the same in every plot (tab10, by order in the document)."""
     _plt()
     import matplotlib  # extra: report (pyplot above has loaded it)
 
     cmap = matplotlib.colormaps["tab10"]
-    return {str(c.get("name", "?")): cmap(i % 10)
-            for i, c in enumerate(c for c in _items(doc.get("candidates")) if isinstance(c, dict))}
+    return {c.name: cmap(i % 10) for i, c in enumerate(doc.candidates)}
 
 
-def _frontier_figure(doc: dict, fr: dict, colours: Mapping[str, Any]) -> Any:
+def _frontier_figure(doc: ComparisonDocument, fr: dict, colours: Mapping[str, Any]) -> Any:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     x, y = fr["x"], fr["y"]
     on = set(fr["frontier"])
-    pts = {}
-    for c in _items(doc.get("candidates")):
-        if isinstance(c, dict) and _point(c, x) is not None and _point(c, y) is not None:
-            pts[str(c.get("name", "?"))] = (_point(c, x), _point(c, y))
+    pts = {c.name: (_point(c, x), _point(c, y)) for c in doc.candidates
+           if _point(c, x) is not None and _point(c, y) is not None}
     line = sorted(p for n, p in pts.items() if n in on)
     if len(line) > 1:
         ax.plot(*zip(*line), color="#333333", lw=1.2, zorder=1, label="frontier")
@@ -344,27 +320,22 @@ def _frontier_figure(doc: dict, fr: dict, colours: Mapping[str, Any]) -> Any:
     return fig
 
 
-def _se_figure(doc: dict, colours: Mapping[str, Any]) -> Any:
+def _se_figure(doc: ComparisonDocument, colours: Mapping[str, Any]) -> Any:
     """Dot plot: a row per category, a marker per design (offset so that ties stay visible)."""
     plt = _plt()
-    cands = [c for c in _items(doc.get("candidates"))
-             if isinstance(c, dict) and _items(_dict(c.get("se")).get("labels"))]
-    labels: list[str] = []
-    for c in cands:
-        labels += [str(x) for x in c["se"]["labels"] if str(x) not in labels]
+    cands, labels = _with_se(doc.candidates)
     fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.45 * len(labels)))
     width = 0.6 / max(len(cands), 1)
     for j, c in enumerate(cands):
-        se = dict(zip(map(str, c["se"]["labels"]), _items(c["se"].get("values"))))
+        se = _se_of(c)
         ys = [i - 0.3 + width * (j + 0.5) for i, lab in enumerate(labels) if _finite(se.get(lab)) is not None]
         xs = [_finite(se[lab]) for lab in labels if _finite(se.get(lab)) is not None]
-        name = str(c.get("name", "?"))
-        ax.scatter(xs, ys, s=40, color=colours.get(name, "C0"), label=name, zorder=3)
-        ax.hlines(ys, 0, xs, color=colours.get(name, "C0"), lw=1.5, zorder=2)
+        ax.scatter(xs, ys, s=40, color=colours.get(c.name, "C0"), label=c.name, zorder=3)
+        ax.hlines(ys, 0, xs, color=colours.get(c.name, "C0"), lw=1.5, zorder=2)
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
     ax.set_xlim(left=0)
-    ax.set_xlabel(f"standard error at n = {fmt(doc.get('n'))}" if doc.get("n") is not None else "standard error")
+    ax.set_xlabel(f"standard error at n = {fmt(doc.n)}" if doc.n is not None else "standard error")
     ax.set_title("Standard error of each category's estimate")
     ax.grid(axis="x", alpha=0.3)
     # beside the axes: inside, it would hide the longest bars' dots
@@ -373,30 +344,31 @@ def _se_figure(doc: dict, colours: Mapping[str, Any]) -> Any:
     return fig
 
 
-def _power_figure(doc: dict, colours: Mapping[str, Any]) -> Any:
+def _power_figure(doc: ComparisonDocument, colours: Mapping[str, Any]) -> Any:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for c in _items(doc.get("candidates")):
-        pw = _dict(_dict(c).get("power"))
-        pairs = [(_finite(n), _finite(p)) for n, p in zip(_items(pw.get("n")), _items(pw.get("power")))]
+    for c in doc.candidates:
+        if c.power is None:
+            continue
+        pairs = [(_finite(n), _finite(p)) for n, p in zip(c.power.n, c.power.power)]
         pairs = [(n, p) for n, p in pairs if n is not None and p is not None]
         if pairs:
-            name = str(c.get("name", "?"))
-            ax.plot(*zip(*pairs), marker="o", ms=4, color=colours.get(name, "C0"), label=name)
-    target = _finite(_dict(doc.get("planning")).get("target_power"))
+            ax.plot(*zip(*pairs), marker="o", ms=4, color=colours.get(c.name, "C0"), label=c.name)
+    planning = doc.planning
+    target = None if planning is None else _finite(planning.target_power)
     if target is not None:
         ax.axhline(target, color="black", ls="--", lw=1, label=f"target power {fmt(target)}")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("sample size n")
     ax.set_ylabel("power")
-    ax.set_title(str(_dict(doc.get("planning")).get("test") or "Power"), fontsize=10, wrap=True)
+    ax.set_title(str((planning.test if planning is not None else None) or "Power"), fontsize=10, wrap=True)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
 
 
-def _figures(doc: dict, view: dict) -> list[tuple[str, Callable[[], Any]]]:
+def _figures(doc: ComparisonDocument, view: dict) -> list[tuple[str, Callable[[], Any]]]:
     """``(slug, draw)`` per plot the document has, in the order of the report; the slug
     names the plot in the template and the PNG's file name."""
     if not view["frontiers"] and view["se"] is None and not view["power"]:
@@ -443,15 +415,17 @@ def _inline_svg(data: bytes, prefix: str) -> str:
 
 
 # ---- HTML --------------------------------------------------------------------------------------
-def render_html(doc: dict) -> str:
+def render_html(doc: ComparisonDocument | Mapping[str, Any]) -> str:
     """The comparison report as one self-contained HTML page (CSS inline, plots inline SVG,
     no reference to anything outside the page).
 
     Parameters
     ----------
-    doc : dict
-        The comparison document (``kind = "comparison"``); optional keys may be absent,
-        None or empty.
+    doc : ComparisonDocument or dict
+        The comparison document, or its JSON form (:meth:`ComparisonDocument.to_dict
+        <privspec.results.comparison.ComparisonDocument.to_dict>`, the ``value`` of a
+        comparison in ``privspec compare --format json``), whose optional keys may be
+        absent, None or empty.
 
     Returns
     -------
@@ -476,6 +450,7 @@ def render_html(doc: dict) -> str:
         from markupsafe import Markup  # extra: report (jinja2 depends on it)
     except ImportError:
         raise _missing_extra() from None
+    doc = _document(doc)
     view = _view(doc)
     plots = {slug: Markup(_inline_svg(_saved(draw, "svg", f"privspec-{slug}"), f"p-{slug}"))
              for slug, draw in _figures(doc, view)}
@@ -579,22 +554,26 @@ def _png(path: Path, slug: str) -> Path:
     return folder / f"{path.stem}_{slug}.png"
 
 
-def report_targets(doc: dict, path: str | os.PathLike[str]) -> list[Path]:
-    """Every file :func:`write_report` writes for ``doc`` at ``path``: the report, then (for
-    Markdown) its PNGs; ValueError for a suffix that is neither HTML nor Markdown."""
+def report_targets(doc: ComparisonDocument | Mapping[str, Any], path: str | os.PathLike[str]) -> list[Path]:
+    """Every file :func:`write_report` writes for ``doc`` (as :func:`render_html` takes it) at
+    ``path``: the report, then (for Markdown) its PNGs; ValueError for a suffix that is
+    neither HTML nor Markdown."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix in HTML_SUFFIXES:
         return [p]
     if suffix in MD_SUFFIXES:
+        doc = _document(doc)
         return [p] + [_png(p, slug) for slug, _ in _figures(doc, _view(doc))]
     raise ValueError(f"cannot tell the report's format from {os.fspath(path)!r}: "
                      "name it FILE.html (one self-contained page) or FILE.md (Markdown with PNGs beside it)")
 
 
-def write_markdown(doc: dict, path: str | os.PathLike[str], force: bool = False) -> list[str]:
-    """Write the comparison report as Markdown to ``path`` and its plots as PNGs beside it
-    (``STEM_frontier_1.png``, ..., ``STEM_se.png``, ``STEM_power.png``), each atomically.
+def write_markdown(doc: ComparisonDocument | Mapping[str, Any], path: str | os.PathLike[str],
+                   force: bool = False) -> list[str]:
+    """Write the comparison report of ``doc`` (as :func:`render_html` takes it) as Markdown to
+    ``path`` and its plots as PNGs beside it (``STEM_frontier_1.png``, ..., ``STEM_se.png``,
+    ``STEM_power.png``), each atomically.
 
     The PNGs are written first, so that the Markdown never names a missing image; images
     are referenced by their file name (relative to the Markdown file).  Every file is
@@ -627,6 +606,7 @@ def write_markdown(doc: dict, path: str | os.PathLike[str], force: bool = False)
     ...
     """
     p = Path(path)
+    doc = _document(doc)
     for target in report_targets(doc, p):
         outputs.check_output(target, force=force)
     view = _view(doc)
@@ -646,11 +626,13 @@ def write_markdown(doc: dict, path: str | os.PathLike[str], force: bool = False)
     return [os.fspath(p)] + written
 
 
-def write_report(doc: dict, path: str | os.PathLike[str], force: bool = False) -> list[str]:
-    """Write the comparison report, HTML or Markdown by the suffix of ``path``
-    (``.html``/``.htm``: :func:`render_html`; ``.md``: :func:`write_markdown`).  An existing
-    file is replaced only with ``force``; anything there that is not a regular file (a
-    device, a pipe, a folder), never (D007, :func:`privspec.outputs.check_output`).
+def write_report(doc: ComparisonDocument | Mapping[str, Any], path: str | os.PathLike[str],
+                 force: bool = False) -> list[str]:
+    """Write the comparison report of ``doc`` (as :func:`render_html` takes it), HTML or
+    Markdown by the suffix of ``path`` (``.html``/``.htm``: :func:`render_html`; ``.md``:
+    :func:`write_markdown`).  An existing file is replaced only with ``force``; anything
+    there that is not a regular file (a device, a pipe, a folder), never (D007,
+    :func:`privspec.outputs.check_output`).
 
     Returns
     -------

@@ -7,9 +7,10 @@ reasons behind n/a cells, the dominated candidates and why). The renderers in
 
 Examples
 --------
->>> doc = {"name": "d", "estimand": "distribution(x)", "n": 100, "criteria": ["max_se"],
-...        "candidates": [{"name": "a", "mechanism": "grr(x, epsilon = 1)", "estimator": "mom",
-...                        "values": {"max_se": {"value": 0.05}}, "rank": {"max_se": 1}, "pareto": True}]}
+>>> from privspec.results.comparison import CandidateRow, CriterionValue
+>>> doc = ComparisonDocument("d", estimand="distribution(x)", n=100, criteria=["max_se"], candidates=[
+...     CandidateRow("a", "grr(x, epsilon = 1)", "rr", "mom", {"max_se": CriterionValue(0.05)},
+...                  rank={"max_se": 1}, pareto=True)])
 >>> b = blocks(doc)[0]
 >>> b.header, b.rows
 (['candidate', 'mechanism', 'estimator', 'max_se', 'Pareto'], [['a', 'grr(x, epsilon = 1)', 'mom', '0.05 [1]', 'yes']])
@@ -19,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from privspec.results.comparison import CandidateRow, ComparisonDocument, CriterionValue, InverseChoice, InverseDesign
 
 
 @dataclass
@@ -47,127 +50,118 @@ def number(x: Any) -> str:
     return f"{x:.4g}"
 
 
-def cell(entry: dict, rank: int | None = None) -> str:
+def cell(entry: CriterionValue, rank: int | None = None) -> str:
     """``0.8640 [3]``, with ``(sim 0.87 +- 0.02)`` when simulated."""
-    if entry.get("value") is None:
+    if entry.value is None:
         return "n/a"
-    text = number(entry["value"])
+    text = number(entry.value)
     if rank is not None:
         text += f" [{rank}]"
-    if entry.get("simulated") is not None:
-        text += f" (sim {number(entry['simulated'])} +- {number(entry.get('mc_error'))})"
+    if entry.simulated is not None:
+        text += f" (sim {number(entry.simulated)} +- {number(entry.mc_error)})"
     return text
 
 
-def blocks(doc: dict) -> list[Block]:
+def blocks(doc: ComparisonDocument) -> list[Block]:
     """The tables of a comparison document, in reading order."""
-    cands = doc.get("candidates") or []
-    crits = list(doc.get("criteria") or [])
-    out = [_criteria(doc, cands, crits)]
-    fronts = doc.get("frontiers") or []
-    if fronts:
+    out = [_criteria(doc)]
+    if doc.frontiers:
         out.append(Block("Pareto frontiers (privacy x against utility y)", ["x", "y", "frontier", "dominated"],
-                         [[f["x"], f["y"], ", ".join(f.get("frontier") or []) or "-",
-                           ", ".join(sorted(f.get("dominated") or {})) or "-"] for f in fronts],
-                         [f"{name} ({f['y']} vs {f['x']}): {why}" for f in fronts
-                          for name, why in (f.get("dominated") or {}).items()]))
-    targets = [t for t in doc.get("targets") or []]
-    if targets:
-        keys = [f"{t['criterion']} {t['op']} {number(t['value'])}" for t in targets]
-        rows, notes = [], []
-        for c in cands:
-            met, sizes = c.get("targets") or {}, c.get("sample_size") or {}
-            row = [c["name"]]
-            for k in keys:
-                verdict = {True: "met", False: "not met", None: "n/a"}[met.get(k)]
-                size = sizes.get(k)
-                row.append(verdict + (f"; needs n = {number(size)}" if isinstance(size, int) else ""))
-                if isinstance(size, str) and not any(n.startswith(f"{c['name']}: ") for n in notes):
-                    notes.append(f"{c['name']}: {size}")
-            rows.append(row)
-        out.append(Block(f"Targets at n = {number(doc.get('n'))} (n: the fewest respondents that meet a "
-                         "utility target)", ["candidate"] + keys, rows, notes))
-    planning = doc.get("planning") or {}
-    if any(c.get("power") for c in cands):
-        rows = [[c["name"], number((c.get("power") or {}).get("at_n")) if c.get("power") else "n/a"]
-                for c in cands]
-        notes = [planning["test"]] if planning.get("test") else []
-        notes += [f"{c['name']}: {c['power_na']}" for c in cands if c.get("power_na")]
-        out.append(Block(f"Power at n = {number(doc.get('n'))}", ["candidate", "power"], rows, notes))
-    inverse = doc.get("inverse") or []
-    if inverse:
-        rows = []
-        for e in inverse:
-            rows.append([e["candidate"], e["parameter"],
-                         "-" if not e.get("range") else f"[{number(e['range'][0])}, {number(e['range'][1])}]",
-                         _choice(e.get("most_private"), e), _choice(e.get("best_utility"), e)])
+                         [[f.x, f.y, ", ".join(f.frontier) or "-", ", ".join(sorted(f.dominated)) or "-"]
+                          for f in doc.frontiers],
+                         [f"{name} ({f.y} vs {f.x}): {why}" for f in doc.frontiers
+                          for name, why in f.dominated.items()]))
+    if doc.targets:
+        out.append(_targets(doc))
+    if any(c.power for c in doc.candidates):
+        rows = [[c.name, number(c.power.at_n) if c.power else "n/a"] for c in doc.candidates]
+        notes = [doc.planning.test] if doc.planning is not None and doc.planning.test else []
+        notes += [f"{c.name}: {c.power_na}" for c in doc.candidates if c.power_na]
+        out.append(Block(f"Power at n = {number(doc.n)}", ["candidate", "power"], rows, notes))
+    if doc.inverse:
+        rows = [[e.candidate, e.parameter, "-" if not e.range else f"[{number(e.range[0])}, {number(e.range[1])}]",
+                 _choice(e.most_private, e), _choice(e.best_utility, e)] for e in doc.inverse]
         out.append(Block("Inverse design (free parameter)", ["candidate", "parameter", "range",
                                                              "most private meeting the utility targets",
                                                              "best utility meeting the privacy targets"], rows,
-                         [f"{e['candidate']}: {e['none']}" for e in inverse if e.get("none")]))
-    ses = [c for c in cands if c.get("se")]
+                         [f"{e.candidate}: {e.none}" for e in doc.inverse if e.none]))
+    ses = [c for c in doc.candidates if c.se]
     if ses:
-        labels = ses[0]["se"]["labels"]
-        if len(labels) <= 12 and all(c["se"]["labels"] == labels for c in ses):
-            out.append(Block(f"Standard errors at n = {number(doc.get('n'))}", ["candidate"] + list(labels),
-                             [[c["name"]] + [number(v) for v in c["se"]["values"]] for c in ses]))
-    if doc.get("recommendation"):
-        out[0].notes.append(doc["recommendation"])
+        labels = ses[0].se.labels
+        if len(labels) <= 12 and all(c.se.labels == labels for c in ses):
+            out.append(Block(f"Standard errors at n = {number(doc.n)}", ["candidate"] + list(labels),
+                             [[c.name] + [number(v) for v in c.se.values] for c in ses]))
+    if doc.recommendation:
+        out[0].notes.append(doc.recommendation)
     return out
 
 
-def _criteria(doc: dict, cands: list[dict], crits: list[str]) -> Block:
-    info = doc.get("criterion_info") or {}
+def _criteria(doc: ComparisonDocument) -> Block:
+    crits = doc.criteria
     header = ["candidate", "mechanism", "estimator"] + crits + ["Pareto"]
     rows, notes = [], []
-    for c in cands:
-        ranks = c.get("rank") or {}
-        rows.append([c["name"], c.get("mechanism", ""), c.get("estimator", "")]
-                    + [cell(c["values"][k], ranks.get(k)) for k in crits]
-                    + [_pareto(c, len(doc.get("frontiers") or []))])
-        notes += [f"{c['name']} {k}: n/a: {c['values'][k]['na']}" for k in crits if c["values"][k].get("na")]
-    sides = "; ".join(f"{k}: {info[k]['side']}, {info[k]['better']} is better" for k in crits if k in info)
-    reps = doc.get("reps")
-    title = (f"{doc.get('name')}: {doc.get('estimand')} at n = {number(doc.get('n'))} "
-             f"([rank], 1 best{'; sim: ' + str(reps) + ' replications, +- Monte Carlo error' if reps else ''})")
+    for c in doc.candidates:
+        rows.append([c.name, c.mechanism, c.estimator] + [cell(c.values[k], c.rank.get(k)) for k in crits]
+                    + [_pareto(c, len(doc.frontiers))])
+        notes += [f"{c.name} {k}: n/a: {c.values[k].na}" for k in crits if c.values[k].na]
+    info = doc.criterion_info
+    sides = "; ".join(f"{k}: {info[k].side}, {info[k].better} is better" for k in crits if k in info)
+    sim = f"; sim: {doc.reps} replications, +- Monte Carlo error" if doc.reps else ""
+    title = f"{doc.name}: {doc.estimand} at n = {number(doc.n)} ([rank], 1 best{sim})"
     return Block(title, header, rows, ([sides] if sides else []) + notes)
 
 
-def _pareto(cand: dict, frontiers: int) -> str:
+def _targets(doc: ComparisonDocument) -> Block:
+    """Whether each candidate meets each target at n, and the n that meets it."""
+    keys = [f"{t.criterion} {t.op} {number(t.value)}" for t in doc.targets]
+    rows, notes = [], []
+    for c in doc.candidates:
+        row = [c.name]
+        for k in keys:
+            verdict = {True: "met", False: "not met", None: "n/a"}[c.targets.get(k)]
+            size = c.sample_size.get(k)
+            row.append(verdict + (f"; needs n = {number(size)}" if isinstance(size, int) else ""))
+            if isinstance(size, str) and not any(n.startswith(f"{c.name}: ") for n in notes):
+                notes.append(f"{c.name}: {size}")
+        rows.append(row)
+    return Block(f"Targets at n = {number(doc.n)} (n: the fewest respondents that meet a utility target)",
+                 ["candidate"] + keys, rows, notes)
+
+
+def _pareto(cand: CandidateRow, frontiers: int) -> str:
     """``yes`` / ``no``, with on how many of the frontiers when there are several."""
-    on = cand.get("frontiers_on")
+    on = cand.frontiers_on
     if on is None or frontiers <= 1:
-        return "yes" if cand.get("pareto", True) else "no"
+        return "no" if cand.pareto is False else "yes"
     return f"yes ({len(on)} of {frontiers})" if on else "no"
 
 
-def _choice(choice: Any, entry: dict) -> str:
-    if not choice:
+def _choice(choice: InverseChoice | None, entry: InverseDesign) -> str:
+    if choice is None:
         return "-"
-    if choice.get("none"):
-        return "none: " + choice["none"]
-    crit = choice.get("criteria") or {}
-    shown = ", ".join(f"{k} = {number(v)}" for k, v in crit.items() if not isinstance(v, str))
-    return f"{entry['parameter']} = {number(choice['value'])}" + (f" ({shown})" if shown else "")
+    if choice.none:
+        return "none: " + choice.none
+    shown = ", ".join(f"{k} = {number(v)}" for k, v in choice.criteria.items())
+    return f"{entry.parameter} = {number(choice.value)}" + (f" ({shown})" if shown else "")
 
 
-def frame(doc: dict) -> Any:
+def frame(doc: ComparisonDocument) -> Any:
     """The criteria table as a DataFrame: one row per candidate, a column per criterion (its
     analytic value; ``CRITERION_sim`` and ``CRITERION_mc_error`` beside it when simulated,
     ``CRITERION_rank``), then ``pareto``."""
     import pandas as pd  # start-up: pandas costs about 0.6 s; only the Python API's frames need it
 
     rows = {}
-    for c in doc.get("candidates") or []:
-        row: dict[str, Any] = {"mechanism": c.get("mechanism"), "estimator": c.get("estimator")}
-        for k in doc.get("criteria") or []:
-            v = c["values"][k]
-            row[k] = math.nan if v.get("value") is None else float(v["value"])
-            if "simulated" in v:
-                row[f"{k}_sim"], row[f"{k}_mc_error"] = v["simulated"], v.get("mc_error")
-            row[f"{k}_rank"] = (c.get("rank") or {}).get(k)
-        row["pareto"] = c.get("pareto", True)
-        rows[c["name"]] = row
+    for c in doc.candidates:
+        row: dict[str, Any] = {"mechanism": c.mechanism, "estimator": c.estimator}
+        for k in doc.criteria:
+            v = c.values[k]
+            row[k] = math.nan if v.value is None else float(v.value)
+            if v.simulated is not None:
+                row[f"{k}_sim"], row[f"{k}_mc_error"] = v.simulated, v.mc_error
+            row[f"{k}_rank"] = c.rank.get(k)
+        row["pareto"] = c.pareto is not False
+        rows[c.name] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "candidate"
     return out

@@ -10,7 +10,8 @@ test's fields or an NPMLE's ``loglik``/``iterations``/``kkt``.  Values are one o
 * :class:`Table`, a joint table over several variables;
 * :class:`TestResult`;
 * :class:`StepFunction`, a distribution function on innermost intervals;
-* a mapping of names to any of these (several metrics, a budget).
+* a mapping of names to any of these (several metrics, a budget);
+* a :class:`privspec.results.comparison.ComparisonDocument` (a ``compare`` block's answer).
 
 Exact sympy values stay exact until rendered; ``Result.to_dict`` adds ``"expr"`` and
 ``"latex"`` for them, and sets ``"value"`` to null when they are symbolic.
@@ -24,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import sympy
 
+from privspec.results.comparison import ComparisonDocument
 from privspec.results.layout import inline_or_block, interval
 
 
@@ -298,6 +300,8 @@ def to_json(value: Any) -> Any:
     if isinstance(value, StepFunction):
         return {"intervals": [[number(a), number(b)] for a, b in value.intervals],
                 "mass": [number(m) for m in value.mass]}
+    if isinstance(value, ComparisonDocument):
+        return to_json(value.to_dict())
     if isinstance(value, Mapping):
         return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
