@@ -1,4 +1,5 @@
-"""Golden files of what ``privspec analyze --format json`` answers for every bundled spec.
+"""Golden files of what ``privspec analyze --format json`` (and ``compare --format json``) answers
+for every bundled spec.
 
 The refactors of the back ends (one channel core, one NPMLE engine, query kinds as
 data: issue 15) must not change a single answer.  For each ``specs/<stem>.privspec``
@@ -83,4 +84,36 @@ def test_analysis_golden(path: Path, update_golden: bool) -> None:
                     "--update-golden and review it")
     found = differences(json.loads(golden.read_text(encoding="utf-8")), actual)
     assert not found, f"{path.name}: analyze output differs from golden/{golden.name} in {len(found)} " \
+                      f"places (--update-golden rewrites it after review):\n" + "\n".join(found[:40])
+
+
+def comparison(path: Path) -> tuple[int, str]:
+    """Exit status and JSON output of ``privspec compare PATH --format json``."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["compare", str(path), "--format", "json"], stdout=out, stderr=err)
+    return code, out.getvalue()
+
+
+COMPARE_SPECS = [p for p in SPEC_FILES if (GOLDEN / f"{p.stem}.compare.json").exists()]
+
+
+def test_every_compare_spec_has_a_golden() -> None:
+    """A bundled spec with a ``compare`` block has its comparison golden (the typed comparison
+    document must serialize to the JSON it always had)."""
+    with_compare = {p.stem for p in SPEC_FILES
+                    if any(line.lstrip().startswith("compare ") for line in p.read_text(encoding="utf-8").splitlines())}
+    assert with_compare == {p.stem for p in COMPARE_SPECS}
+
+
+@pytest.mark.parametrize("path", COMPARE_SPECS, ids=[p.stem for p in COMPARE_SPECS])
+def test_compare_golden(path: Path, update_golden: bool) -> None:
+    code, text = comparison(path)
+    assert code == 0, f"{path.name}: compare exited {code}"
+    actual = json.loads(text)
+    golden = GOLDEN / f"{path.stem}.compare.json"
+    if update_golden:
+        golden.write_text(json.dumps(actual, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return
+    found = differences(json.loads(golden.read_text(encoding="utf-8")), actual)
+    assert not found, f"{path.name}: compare output differs from golden/{golden.name} in {len(found)} " \
                       f"places (--update-golden rewrites it after review):\n" + "\n".join(found[:40])
