@@ -323,7 +323,7 @@ def _plots(res, folder: Path) -> list[Path]:
         try:
             fig.savefig(buf, format="png")
         finally:
-            import matplotlib.pyplot as plt  # the plot extra
+            import matplotlib.pyplot as plt  # start-up: result.plot() above has loaded it
 
             plt.close(fig)
         write_bytes_atomic(buf.getvalue(), path, force=True)

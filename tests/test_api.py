@@ -293,7 +293,6 @@ def test_moments_of_a_cdf_result_are_the_moment_queries(bcdeter_cdf) -> None:
 
 
 def test_plots_return_figures(urn, reports, bcdeter_cdf) -> None:
-    pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
 
     def labels(fig) -> tuple[str, str, str]:
@@ -333,7 +332,6 @@ def test_plots_return_figures(urn, reports, bcdeter_cdf) -> None:
 
 
 def test_cli_plot_writes_the_pictures(tmp_path) -> None:
-    pytest.importorskip("matplotlib")
     code, _, err = cli("run", ROOT / "specs" / "bcdeter.privspec", "--data", ROOT / "tests" / "data" / "bcdeter.csv",
                        "--plot", tmp_path / "pics")
     assert code == 0, err

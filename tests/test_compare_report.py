@@ -184,7 +184,6 @@ def _words(s: str) -> str:
 
 # ---- HTML, no plots: jinja2 only -----------------------------------------------------------------
 def test_html_criteria_table_cell_by_cell() -> None:
-    pytest.importorskip("jinja2")
     doc = plotless(sample_doc())
     tree = parse(render_html(doc))
     header, *rows = tree.tables["criteria"]
@@ -212,7 +211,6 @@ def test_html_criteria_table_cell_by_cell() -> None:
 
 
 def test_html_exact_forms_notes_and_sections() -> None:
-    pytest.importorskip("jinja2")
     page = render_html(plotless(sample_doc()))
     assert 'title="exactly 617/500">1.235</span>' in page
     # one footnote for the one reason shared by two cells, naming both
@@ -232,7 +230,6 @@ def test_html_exact_forms_notes_and_sections() -> None:
 
 
 def test_html_escapes_what_the_user_wrote() -> None:
-    pytest.importorskip("jinja2")
     doc = plotless(sample_doc())
     doc["title"] = 'Designs <script>alert("x")</script>'
     doc["candidates"][0]["name"] = "<b>uniform</b>"
@@ -252,7 +249,6 @@ def test_html_escapes_what_the_user_wrote() -> None:
                                                           "dominated_by": None, "sample_size": None}]},
 ], ids=["empty", "all-none", "sparse"])
 def test_optional_keys_may_be_missing(doc: dict, tmp_path: Path) -> None:
-    pytest.importorskip("jinja2")
     page = render_html(doc)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     md = Path(write_markdown(doc, tmp_path / "r.md")[0]).read_text(encoding="utf-8")
@@ -306,7 +302,6 @@ def test_markdown_tables_are_real_tables(tmp_path: Path) -> None:
 
 
 def test_markdown_writes_pngs_beside_it(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     out = tmp_path / "my report.md"
     paths = write_markdown(sample_doc(), out)
     names = [Path(p).name for p in paths]
@@ -327,7 +322,6 @@ def test_markdown_writes_pngs_beside_it(tmp_path: Path) -> None:
 
 # ---- write_report, the extras ----------------------------------------------------------------------
 def test_write_report_dispatches_on_the_suffix(tmp_path: Path) -> None:
-    pytest.importorskip("jinja2")
     doc = plotless(sample_doc())
     (tmp_path / "r.HTM").write_text("old", encoding="utf-8")
     with pytest.raises(DataError, match="exists"):   # not replaced unless asked
@@ -346,7 +340,8 @@ def test_missing_jinja2_or_matplotlib_is_B031(monkeypatch, tmp_path: Path) -> No
     monkeypatch.setitem(sys.modules, "jinja2", None)  # import jinja2 -> ImportError
     with pytest.raises(BackendError) as err:
         render_html(plotless(doc))
-    assert err.value.code == "B031" and "privspec[report]" in err.value.diagnostics[0].hint
+    # jinja2 and matplotlib are dependencies (issue 35: reports out of the box), not an extra
+    assert err.value.code == "B031" and err.value.diagnostics[0].hint == "pip install jinja2 matplotlib"
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(BackendError, match="needs jinja2 and matplotlib") as err:
         write_markdown(doc, tmp_path / "r.md")
@@ -358,8 +353,6 @@ def test_missing_jinja2_or_matplotlib_is_B031(monkeypatch, tmp_path: Path) -> No
 
 # ---- HTML with plots -----------------------------------------------------------------------------
 def test_html_is_self_contained_with_inline_svg() -> None:
-    pytest.importorskip("jinja2")
-    pytest.importorskip("matplotlib")
     page = render_html(sample_doc())
     tree = parse(page)
     assert len(tree.svg_texts) == 4  # two frontiers, the standard errors, the power curves
@@ -387,8 +380,7 @@ def test_html_is_self_contained_with_inline_svg() -> None:
 
 # ---- a real browser (the `browser` fixture of conftest.py) ---------------------------------------
 def test_report_in_headless_chromium(tmp_path: Path, browser) -> None:
-    pytest.importorskip("jinja2")
-    mimage = pytest.importorskip("matplotlib.image")
+    import matplotlib.image as mimage
     import matplotlib
     import numpy as np
 
@@ -446,7 +438,6 @@ def test_markdown_escapes_what_the_user_wrote(tmp_path: Path) -> None:
     """Titles, design names, reasons and the test's description reach Markdown escaped, as
     they reach HTML: no inline HTML a viewer would run, no pipe that breaks a table, no
     star that starts emphasis (issue 33)."""
-    pytest.importorskip("matplotlib")
     doc = sample_doc()
     doc["title"] = 'Designs <script>alert("x")</script> | *all*'
     doc["candidates"][0]["name"] = "<b>uni|form</b>"

@@ -25,12 +25,6 @@ SPECS = ROOT / "specs"
 COMPARE_SPECS = sorted(p for p in SPECS.glob("*.privspec") if privspec.load(p).model.compares)
 
 
-def _has(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
-
-
 def cli(*argv: object) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main([str(a) for a in argv], stdout=out, stderr=err)
@@ -66,8 +60,7 @@ def test_the_bundled_comparisons() -> None:
 @pytest.mark.slow   # whole-spec comparisons; the quick run compares through the API and in the tests below
 @pytest.mark.parametrize("path", COMPARE_SPECS, ids=lambda p: p.stem)
 def test_compare_exits_0_with_every_cell_a_number_or_a_reason(path: Path, tmp_path: Path) -> None:
-    # the report's plots need matplotlib (the report extra; the extras venv of .ci/run has it)
-    report = ["--report", tmp_path / "r.html"] if _has("matplotlib") and _has("jinja2") else []
+    report = ["--report", tmp_path / "r.html"]
     code, out, err = cli("compare", path, *report, "--format", "json")
     assert code == 0, err
     import json
@@ -309,8 +302,6 @@ def test_interval_anchor_spread(docs) -> None:
 # ---- the API, the report, errors ---------------------------------------------------------------
 @pytest.mark.slow
 def test_api_compare_frame_html_and_report(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
-    pytest.importorskip("jinja2")
     spec = privspec.load(SPECS / "compare_race.privspec")
     res = spec.compare(report=tmp_path / "race.md")
     frame = res["race_designs"].to_frame()
@@ -331,8 +322,7 @@ def test_api_compare_frame_html_and_report(tmp_path: Path) -> None:
 @pytest.mark.slow   # tests/test_compare_report.py opens a report in Chromium in the quick run
 @pytest.mark.parametrize("path", COMPARE_SPECS, ids=lambda p: p.stem)
 def test_bundled_reports_render_in_chromium(path: Path, tmp_path: Path, browser) -> None:
-    pytest.importorskip("jinja2")
-    mimage = pytest.importorskip("matplotlib.image")
+    import matplotlib.image as mimage
     page = tmp_path / "report.html"
     code, _, err = cli("compare", path, "--report", page)
     assert code == 0, err

@@ -17,14 +17,8 @@ MODULES = sorted({m.name for m in pkgutil.walk_packages(privspec.__path__, "priv
                  | {"privspec", "privspec.backends"})
 
 
-#: modules whose examples need an optional extra
-OPTIONAL = {"privspec.results.plots": "matplotlib", "privspec.results.compare_report": "jinja2"}
-
-
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name: str) -> None:
-    if name in OPTIONAL:
-        pytest.importorskip(OPTIONAL[name])
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0

@@ -210,7 +210,6 @@ def test_without_hard_links_the_fallback_still_refuses(tmp_path: Path, monkeypat
 # ---- compare reports -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> tuple[Path, object]:
-    pytest.importorskip("matplotlib")  # the report extra: the reports draw their figures
     pytest.importorskip("jinja2")
     spec = tmp_path_factory.mktemp("compare") / "c.privspec"
     spec.write_text(COMPARE)

@@ -2,7 +2,7 @@
 privspec.backends.oracles.pure, Wang et al. 2017 Eq. (1)) against the domain size d, one
 panel per epsilon, one line per frequency oracle.
 
-    pip install ".[plot]" && python docs/img/make_oracle_variance.py
+    pip install . && python docs/img/make_oracle_variance.py
 """
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ The HTML page fetches nothing: CSS inline, plots inline SVG, and a Content-Secur
 that forbids every load, so that a reference slipping in later fails loudly in a browser
 instead of quietly reaching the network.  jinja2 renders it (autoescaped: design names and
 the spec text are the user's); matplotlib (Agg) draws the plots and is imported only when
-the document has something to plot.  Without them :class:`privspec.errors.BackendError`
-B031 says ``pip install 'privspec[report]'``.
+the document has something to plot.  Both are dependencies of privspec: where an install
+lost them, :class:`privspec.errors.BackendError` B031 says so.
 
 Examples
 --------
@@ -64,9 +64,9 @@ MD_SUFFIXES = (".md",)
 GREY = "#9a9a9a"
 
 
-def _missing_extra() -> BackendError:
-    return BackendError(Diagnostic("B031", "the comparison report needs jinja2 and matplotlib",
-                                   hint="pip install 'privspec[report]'"))
+def _missing_dependency() -> BackendError:
+    return BackendError(Diagnostic("B031", "the comparison report needs jinja2 and matplotlib, dependencies "
+                                   "of privspec that are missing here", hint="pip install jinja2 matplotlib"))
 
 
 def _plt() -> Any:
@@ -74,7 +74,7 @@ def _plt() -> Any:
     try:
         return pyplot()
     except BackendError:
-        raise _missing_extra() from None
+        raise _missing_dependency() from None
 
 
 # ---- numbers -----------------------------------------------------------------------------------
@@ -288,7 +288,7 @@ def _view(doc: ComparisonDocument) -> dict:
 def _colours(doc: ComparisonDocument) -> dict[str, Any]:
     """One colour per design, the same in every plot (tab10, by order in the document)."""
     _plt()
-    import matplotlib  # extra: report (pyplot above has loaded it)
+    import matplotlib  # start-up: pyplot above has loaded it
 
     cmap = matplotlib.colormaps["tab10"]
     return {c.name: cmap(i % 10) for i, c in enumerate(doc.candidates)}
@@ -385,7 +385,7 @@ def _figures(doc: ComparisonDocument, view: dict) -> list[tuple[str, Callable[[]
 
 def _saved(draw: Callable[[], Any], kind: str, salt: str) -> bytes:
     plt = _plt()
-    import matplotlib  # extra: report
+    import matplotlib  # start-up: about 1 s with pyplot, only for a report
 
     fig = draw()
     buf = io.BytesIO()
@@ -446,10 +446,10 @@ def render_html(doc: ComparisonDocument | Mapping[str, Any]) -> str:
     (True, True)
     """
     try:
-        import jinja2  # extra: report
-        from markupsafe import Markup  # extra: report (jinja2 depends on it)
+        import jinja2  # start-up: only a report renders a template
+        from markupsafe import Markup  # start-up: with jinja2
     except ImportError:
-        raise _missing_extra() from None
+        raise _missing_dependency() from None
     doc = _document(doc)
     view = _view(doc)
     plots = {slug: Markup(_inline_svg(_saved(draw, "svg", f"privspec-{slug}"), f"p-{slug}"))

@@ -1,4 +1,4 @@
-"""Plots of estimated distribution functions (matplotlib, the optional ``plot`` extra).
+"""Plots of estimated distribution functions (matplotlib, a dependency of privspec).
 
 matplotlib is imported only when a plot is drawn, with the non-interactive Agg back end,
 so that importing privspec never needs it; without it, :func:`plot_cdf` raises a
@@ -37,13 +37,14 @@ def pyplot() -> Any:
     """matplotlib's pyplot on the non-interactive Agg back end; B030 says how to install it
     where it is missing."""
     try:
-        import matplotlib  # extra: plot
+        # start-up: matplotlib and pyplot take about 1 s, paid only by a call that draws
+        import matplotlib
 
         matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt  # extra: plot
+        import matplotlib.pyplot as plt  # start-up: see above
     except ImportError:
-        raise BackendError(Diagnostic("B030", "plotting needs matplotlib",
-                                      hint="pip install 'privspec[plot]'")) from None
+        raise BackendError(Diagnostic("B030", "plotting needs matplotlib, a dependency of privspec that is "
+                                      "missing here", hint="pip install matplotlib")) from None
     return plt
 
 
