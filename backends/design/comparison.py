@@ -52,6 +52,7 @@ from scipy import stats
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
 from privspec.model.query_kinds import FINITE, INTERVAL, ORACLE, Answers, family_of
+from privspec.results.kinds import Comparison, Power, SampleSize
 from privspec.results.result import Result
 from privspec.results.values import Matrix, Table
 from privspec.backends import register
@@ -406,9 +407,9 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
             n = int(q.plan.n)
             fn = ev.power_function()
             grid = planning.n_grid(n)
-            extras = {"n": n, "test": _planning_text(q.plan)["test"], "estimator": describe_method(q.method),
-                      "curve": {"n": [int(x) for x in grid], "power": [float(p) for p in fn(grid)]}}
-            return Result("power", float(fn(np.array([n]))[0]), extras)
+            return Power(float(fn(np.array([n]))[0]), n=n, test=_planning_text(q.plan)["test"],
+                         estimator=describe_method(q.method),
+                         curve={"n": [int(x) for x in grid], "power": [float(p) for p in fn(grid)]})
         target = q.plan.targets[0]
         size = ev.sample_size(target)
     except NotApplicable as e:
@@ -423,8 +424,8 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
                                       span=q.span, hint=_unreached_hint(target)))
     extras["achieved"] = ev.at(target.criterion, size)
     extras["at_n_minus_1"] = ev.at(target.criterion, size - 1) if size > 1 else None
-    return Result("sample_size", size, extras, fit=CriterionCurve(target.criterion, float(target.value),
-                                                                 functools.partial(ev.at, target.criterion)))
+    return SampleSize(size, **extras, fit=CriterionCurve(target.criterion, float(target.value),
+                                                         functools.partial(ev.at, target.criterion)))
 
 
 @dataclass(frozen=True)
@@ -468,4 +469,4 @@ class ComparisonBackend:
 
     def compare(self, model: ModelGraph, compare: Compare, *, reps: int | None = None,
                 seed: int | None = None, **_: Any) -> Result:
-        return Result("comparison", compare_designs(model, compare, reps=reps, seed=seed))
+        return Comparison(compare_designs(model, compare, reps=reps, seed=seed))

@@ -32,6 +32,7 @@ from privspec.model import costs
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import ORACLE, Answers
+from privspec.results.kinds import Avar, Epsilon, Estimate, Simulation
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
@@ -194,7 +195,7 @@ def _result(q: Query, labels: tuple[str, ...], o: core.Oracle, est: dict) -> Res
         extras["loglik"] = est["loglik"]
     if est["notes"]:
         extras["note"] = "; ".join(est["notes"])
-    return Result("estimate", _shaped(q, est["w"], labels), extras, inference=inference)
+    return Estimate(_shaped(q, est["w"], labels), **extras, inference=inference)
 
 
 # ---- simulation -----------------------------------------------------------------------------------
@@ -246,7 +247,7 @@ def simulate(model: ModelGraph, q: Query, o: core.Oracle, n: int, reps: int, see
               "note": "true tables ~ Multinomial(n, w); every respondent's report drawn by privatize's sampler"
                       + ("; errors against each replication's own true table (se = conditional)"
                          if se_kind == "conditional" else "")}
-    return Result("simulation", value, extras)
+    return Simulation(value, **extras)
 
 
 def _covers(query: Query) -> bool:
@@ -283,7 +284,7 @@ def _longitudinal_epsilon(model: ModelGraph, mech: Any, o: Any, declared: Any) -
         if abs(got - float(want)) > 1e-9 * max(1.0, float(want)):
             raise BackendError(Diagnostic("B414", f"the {what} read back from {o.kind}'s report probabilities "
                                           f"({got}) differs from the declared one ({want})"))
-    return Result("epsilon", declared, extras)
+    return Epsilon(declared, **extras)
 
 
 def _engine(query: Query, options: dict) -> Any:
@@ -377,7 +378,7 @@ class FrequencyOracleBackend:
         if differs:
             raise BackendError(Diagnostic("B414", f"the epsilon read back from {o.kind}'s report probabilities "
                                           f"({back}) differs from the declared one ({declared})"))
-        return Result("epsilon", declared, extras)
+        return Epsilon(declared, **extras)
 
     def _avar(self, model: ModelGraph, q: Query, o: core.Oracle) -> Result:
         mech = q.mechanism
@@ -405,7 +406,7 @@ class FrequencyOracleBackend:
             X = longitudinal.cross_collection_covariance(o, w / w.sum(), 1.0, conditional=(kind == "conditional"))
             extras["cross_collection_covariance"] = as_matrix(X, labels, labels)
             extras["change_covariance"] = as_matrix(longitudinal.change_covariance(o, w / w.sum(), 1.0), labels, labels)
-        return Result("avar", as_matrix(value, labels, labels), extras)
+        return Avar(as_matrix(value, labels, labels), **extras)
 
     # -- privatize --------------------------------------------------------------------------------
     def privatizes(self, mechanism: Any) -> bool:
