@@ -197,9 +197,10 @@ def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) 
         extras["note"] = note
     inference = _inference(est)
     if q.estimand.kind == "joint":
-        shape = tuple(len(v.labels) for v in q.estimand.variables)
-        return Estimate(Table(tuple(v.name for v in q.estimand.variables), tuple(v.labels for v in q.estimand.variables),
-                              est.w.reshape(shape)), **extras, inference=inference)
+        variables = q.estimand.variables
+        table = Table(tuple(v.name for v in variables), tuple(v.labels for v in variables),
+                      est.w.reshape(tuple(len(v.labels) for v in variables)))
+        return Estimate(table, **extras, inference=inference)
     return Estimate(as_vector(est.w, est.labels), **extras, inference=inference)
 
 

@@ -35,7 +35,6 @@ how to cover and how to draw.  The back end branches only on those stated capabi
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
