@@ -27,7 +27,7 @@ TypeError: Estimate has no field 'stderr'
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, Mapping, TypeVar
+from typing import Any, ClassVar, Generic, Mapping, TypeVar, overload
 
 from privspec.results import plots
 from privspec.results.comparison_tables import frame as comparison_frame
@@ -51,7 +51,13 @@ class Field(Generic[T]):
     def __set_name__(self, owner: type, name: str) -> None:
         self.key = self.key or name
 
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> "Field[T]": ...
+
+    @overload
+    def __get__(self, obj: Result, owner: type | None = None) -> T | None: ...
+
+    def __get__(self, obj: Result | None, owner: type | None = None) -> Any:
         if obj is None:
             return self
         return obj.extras.get(self.key)
@@ -512,8 +518,3 @@ class Comparison(Typed):
     def as_latex(self) -> str:
         return comparison_latex(self.value)
 
-
-#: the class of each kind
-KINDS: dict[str, type[Typed]] = {cls.kind: cls for cls in (
-    Estimate, Avar, Fisher, Moments, Variance, HypothesisTest, Simulation, Epsilon, Coverage, Leakage, Individual,
-    Identifiable, OptimalAnchor, Power, SampleSize, Budget, ReleasedTable, Bounds, Thresholds, Comparison)}
