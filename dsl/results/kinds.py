@@ -252,7 +252,8 @@ class Moments(Covariance):
     """The reports' moments (``moments``): the matrices Q, H, C and the vector gamma."""
 
     kind = "moments"
-    r_p: Field[Any] = Field("the channel's r_p")
+    r_p: Field[Any] = Field("the uniform design's r_p (Eq. 6)")
+    epsilon: Field[Any] = Field("a randomized response's epsilon")
 
 
 class Variance(Covariance):
