@@ -74,17 +74,17 @@ class ResultViews:
     # -- the fields the views read: None for a result whose kind has none (a kind's class in
     # privspec.results.kinds declares those it has)
     #: the estimator, test or method that produced the result
-    method: Any = None
+    method: str | None = None
     #: ``population`` or ``conditional`` (which question the standard errors answer)
-    se_kind: Any = None
+    se_kind: str | None = None
     #: respondents
-    n: Any = None
+    n: int | None = None
     #: standard errors, labelled like the value
     se: Any = None
     #: the back end's 95% intervals
     ci95: Any = None
     #: how the back end made them
-    ci95_method: Any = None
+    ci95_method: str | None = None
     #: what the labels of a vector value are (its index's name)
     LABELS = "category"
 
