@@ -38,8 +38,10 @@ def test_with_fields_adds_after_the_others_and_keeps_the_rest() -> None:
 
 def test_an_avar_names_each_cross_covariance_in_the_json() -> None:
     m = Matrix(("a",), ("x", "y"), np.array([[0.1, -0.1]]))
-    r = Avar(Matrix(("a",), ("a",), np.array([[1.0]])), method="mom", cross_covariance={"income": m})
+    r = Avar(Matrix(("a",), ("a",), np.array([[1.0]])), method="mom", cross_covariance_income=m)
     assert list(r.to_dict())[-1] == "cross_covariance_income" and r.cross_covariance == {"income": m}
+    with pytest.raises(TypeError):
+        Avar(m, cross_covariance=m)
     assert Avar.meaning_of("population") == "asymptotic covariance of sqrt(n) (w_hat - w)"
 
 

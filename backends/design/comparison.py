@@ -52,8 +52,8 @@ from scipy import stats
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
 from privspec.model.query_kinds import FINITE, INTERVAL, ORACLE, Answers, family_of
-from privspec.results.kinds import Comparison, Power, SampleSize
 from privspec.results.result import Result
+from privspec.results.kinds import Comparison, Power, SampleSize
 from privspec.results.values import Matrix, Table
 from privspec.backends import register
 from privspec.backends.design import planning
@@ -407,9 +407,9 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
             n = int(q.plan.n)
             fn = ev.power_function()
             grid = planning.n_grid(n)
-            return Power(float(fn(np.array([n]))[0]), n=n, test=_planning_text(q.plan)["test"],
-                         estimator=describe_method(q.method),
-                         curve={"n": [int(x) for x in grid], "power": [float(p) for p in fn(grid)]})
+            extras = {"n": n, "test": _planning_text(q.plan)["test"], "estimator": describe_method(q.method),
+                      "curve": {"n": [int(x) for x in grid], "power": [float(p) for p in fn(grid)]}}
+            return Power(float(fn(np.array([n]))[0]), **extras)
         target = q.plan.targets[0]
         size = ev.sample_size(target)
     except NotApplicable as e:

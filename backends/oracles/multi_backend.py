@@ -111,13 +111,12 @@ def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
     f = f / f.sum()
     kind = str(q.method.options.get("se", "population"))
     V = mo.asymptotic_covariance(j, f, kind == "conditional")
-    cross = {}
+    extras = avar_extras(kind, facts(mo, j), V, note=mo.NOTE)
     for l, other in enumerate(mech.attributes):
         C = None if l == j else cross_avar(model, mo, j, l, var, other, kind == "conditional")
         if C is not None:
-            cross[other.name] = as_matrix(C, var.labels, other.labels)
-    return Avar(as_matrix(V, var.labels, var.labels), **avar_extras(kind, facts(mo, j), V, note=mo.NOTE),
-                cross_covariance=cross)
+            extras[f"cross_covariance_{other.name}"] = as_matrix(C, var.labels, other.labels)
+    return Avar(as_matrix(V, var.labels, var.labels), **extras)
 
 
 def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: Any, other: Any,

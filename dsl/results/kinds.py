@@ -27,7 +27,7 @@ TypeError: Estimate has no field 'stderr'
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, Mapping, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from privspec.results import plots
 from privspec.results.comparison_tables import frame as comparison_frame
@@ -219,13 +219,8 @@ class Avar(Covariance, OracleFacts):
     parameters: Field[list] = Field("the parameters of the fit")
     cross_collection_covariance: Field[Matrix] = Field("n Cov of two collections' estimates (longitudinal)")
     change_covariance: Field[Matrix] = Field("n Var of the change between two collections (longitudinal)")
+    #: n Cov with another attribute's estimate: ``cross_covariance_<attribute>``, a field each
     PREFIXES = ("cross_covariance_",)
-
-    def __init__(self, value: Any, *, cross_covariance: Mapping[str, Matrix] | None = None, **fields: Any) -> None:
-        # each other attribute's cross covariance is a field of its own in the JSON, after the others
-        for name, matrix in (cross_covariance or {}).items():
-            fields[f"cross_covariance_{name}"] = matrix
-        super().__init__(value, **fields)
 
     @property
     def cross_covariance(self) -> dict[str, Matrix]:
