@@ -256,7 +256,7 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
         return
     try:
         # the query rides along (never serialized): plots are labelled with the spec's names
-        out.results[q.name] = replace(backend.answer(model, q, verb, **options), query=q)
+        out.results[q.name] = backend.answer(model, q, verb, **options).with_query(q)
     except DataError as e:
         out.failures[q.name] = with_data_file(e, q, options.get("data"), spec.source.name)
     except PrivspecError as e:
@@ -303,7 +303,7 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
             continue
         try:
             with chosen(progress):
-                out.results[c.name] = replace(backend.compare(model, c, reps=reps, seed=seed), query=c)
+                out.results[c.name] = backend.compare(model, c, reps=reps, seed=seed).with_query(c)
         except PrivspecError as e:
             out.failures[c.name] = e
     if report is not None and out.results:

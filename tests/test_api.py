@@ -181,10 +181,10 @@ def test_matrices_and_moments_are_labelled_frames(urn) -> None:
 
 
 def test_test_results_have_statistic_df_pvalue() -> None:
-    from privspec.results.result import Result
+    from privspec.results.kinds import HypothesisTest
     from privspec.results.values import TestResult
 
-    r = Result("test", TestResult("pearson", 3.2, 1.0, 0.0736), {"n": 500, "calibration": "permutation"})
+    r = HypothesisTest(TestResult("pearson", 3.2, 1.0, 0.0736), n=500, calibration="permutation")
     assert (r.statistic, r.df, r.pvalue, r.method, r.nobs) == (3.2, 1.0, 0.0736, "pearson", 500)
     assert r.to_frame().to_dict("records") == [{"method": "pearson", "statistic": 3.2, "df": 1.0, "pvalue": 0.0736}]
 

@@ -15,6 +15,7 @@ import sympy
 import privspec
 from privspec.cli import main
 from privspec.results.report import from_plain, plain, render, tex
+from privspec.results.kinds import Avar, Bounds, Budget, Coverage, Epsilon, Estimate, HypothesisTest, Moments
 from privspec.results.result import Result
 from privspec.results.values import Matrix, StepFunction, Table, TestResult, Vector
 
@@ -93,11 +94,11 @@ def test_cli_text_matches_the_api_and_is_short() -> None:
 
 def test_exact_forms_as_a_statistician_writes_them() -> None:
     e = sympy.E
-    text = Result("coverage", -e / (e + 4) + 1).summary()
+    text = Coverage(-e / (e + 4) + 1).summary()
     assert text.startswith(f"{float(-e / (e + 4) + 1):.6g} (exactly ") and "E" not in text, text
     assert from_plain(text.split("(exactly ")[1][:-1]) == -e / (e + 4) + 1
-    assert Result("epsilon", sympy.oo).summary() == "inf"             # not "inf (exactly oo)"
-    assert Result("epsilon", sympy.log(3)).summary() == "1.09861 (exactly log(3))"
+    assert Epsilon(sympy.oo).summary() == "inf"             # not "inf (exactly oo)"
+    assert Epsilon(sympy.log(3)).summary() == "1.09861 (exactly log(3))"
     assert plain("2*exp(-1/2)/(1 - exp(-1/2))**2") == "2*exp(-1/2)/(1 - exp(-1/2))^2"
     assert Result("x", sympy.Integer(3)).summary() == "3"
 
@@ -105,14 +106,14 @@ def test_exact_forms_as_a_statistician_writes_them() -> None:
 def test_long_symbolic_forms_are_folded_or_summarised() -> None:
     eps = sympy.Symbol("eps", positive=True)
     long = sum(sympy.Integer(10 ** 9 + k) * sympy.exp(k * eps) for k in range(12)) / (sympy.exp(eps) - 1) ** 2
-    text = Result("avar", long).summary()
+    text = Avar(long).summary()
     assert len(text) > 100 and all(len(ln) <= 100 for ln in text.split("\n")), text
     unfolded = " ".join(ln.strip() for ln in text.split("\n"))
     assert unfolded == plain(str(long)) and str(from_plain(unfolded)) == str(long)
-    big = Result("avar", Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[long, -long], [-long, long]])))
+    big = Avar(Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[long, -long], [-long, long]])))
     first = big.summary().split("\n")[0]
     assert first.startswith("a 2 x 2 matrix in eps") and "--format json or latex" in first, first
-    small = Result("avar", Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[eps, 2 * eps], [0, eps ** 2]])))
+    small = Avar(Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[eps, 2 * eps], [0, eps ** 2]])))
     lines = small.summary().split("\n")
     assert lines[1].split() == ["a", "b"] and lines[2].split() == ["a", "eps", "2*eps"] \
         and lines[3].split() == ["b", "0", "eps^2"], lines
@@ -122,36 +123,36 @@ def test_long_symbolic_forms_are_folded_or_summarised() -> None:
 
 def test_joint_tables_as_grids_a_slice_per_extra_dimension() -> None:
     t2 = Table(("g", "i"), (("F", "M"), ("L", "H")), np.array([[0.1, 0.2], [0.3, 0.4]]))
-    lines = Result("estimate", t2).summary().split("\n")
+    lines = Estimate(t2).summary().split("\n")
     assert lines[1].split() == ["g", "\\", "i", "L", "H"] and lines[2].split() == ["F", "0.1", "0.2"] \
         and lines[3].split() == ["M", "0.3", "0.4"], lines
     t3 = Table(("a", "g", "i"), (("x", "y"), ("F", "M"), ("L", "H")), np.arange(8.0).reshape(2, 2, 2) / 8)
-    text = Result("estimate", t3).summary()
+    text = Estimate(t3).summary()
     assert "[a = x]" in text and "[a = y]" in text and "{" not in text, text
     assert text.split("[a = y]")[1].split("\n")[3].split() == ["M", "0.75", "0.875"]
-    md = render("markdown", "t", {"j": Result("estimate", t3)})
+    md = render("markdown", "t", {"j": Estimate(t3)})
     assert "*a = x*" in md and "| **M** | 0.75 | 0.875 |" in md
-    latex = render("latex", "t", {"j": Result("estimate", t3)})
+    latex = render("latex", "t", {"j": Estimate(t3)})
     assert latex.count("\\begin{tabular}") == 2 and "a = y" in latex
 
 
 def test_long_mappings_go_one_key_a_line() -> None:
     bounds = {f"w={k}": {"attributes": ["race", "sex"][:k], "independent": 0.2 / k, "castell": 0.00037952 * k,
                          "castell_rounding_exact": 0.0001737, "castell_sd_uniform": 0.0086671} for k in (1, 2)}
-    text = Result("bounds", bounds).summary()
+    text = Bounds(bounds).summary()
     assert text.split("\n")[1:3] == ["  w=1: ", "    attributes: [race]"], text
     grid = {r: {c: i + j for j, c in enumerate(("age", "sex", "region", "race", "degree", "band", "x", "y"))}
             for i, r in enumerate("ABCD")}
-    lines = Result("budget", grid).summary().split("\n")
+    lines = Budget(grid).summary().split("\n")
     assert lines[1].split() == ["age", "sex", "region", "race", "degree", "band", "x", "y"]
     assert lines[2].split() == ["A", "0", "1", "2", "3", "4", "5", "6", "7"]
 
 
 def test_step_functions_and_tests() -> None:
-    f = Result("estimate", StepFunction(((0.0, 1.0), (2.0, float("inf"))), (0.5, 0.5)), {"loglik": -3.2})
+    f = Estimate(StepFunction(((0.0, 1.0), (2.0, float("inf"))), (0.5, 0.5)), loglik=-3.2)
     lines = f.summary().split("\n")
     assert lines[1].split() == ["interval", "mass"] and lines[3].split() == ["(2,", "inf]", "0.5"], lines
-    t = Result("test", TestResult("lrt", 3.5, 1, 0.06)).summary()
+    t = HypothesisTest(TestResult("lrt", 3.5, 1, 0.06)).summary()
     assert t == "{method: lrt, statistic: 3.5, df: 1, p_value: 0.06}"
 
 
@@ -170,7 +171,7 @@ def test_markdown_has_tables_not_code_fences(path: Path) -> None:
 
 
 def test_markdown_vector_and_matrix_tables() -> None:
-    r = Result("estimate", Vector(("a", "b_c"), (0.25, 0.75)), {"se": Vector(("a", "b_c"), (0.1, 0.1)), "n": 100})
+    r = Estimate(Vector(("a", "b_c"), (0.25, 0.75)), se=Vector(("a", "b_c"), (0.1, 0.1)), n=100)
     md = render("markdown", "T", {"w_1": r})
     assert md.split("\n\n")[:3] == ["## T", "### w\\_1 (estimate)", "| a | b\\_c |\n|---|---|\n| 0.25 | 0.75 |"], md
     assert "| n | 100 |" in md and "**se**:" in md
@@ -181,7 +182,7 @@ SPECIALS = "a_b%c&d#e$f{g}h~i^j\\k"
 
 
 def test_latex_escapes_names_and_is_a_document() -> None:
-    r = Result("estimate", Vector(("x_1", "50%"), (0.25, 0.75)), {"note": "p_k & q^2 ~ 100% #1 {x} $y \\z"})
+    r = Estimate(Vector(("x_1", "50%"), (0.25, 0.75)), note="p_k & q^2 ~ 100% #1 {x} $y \\z")
     doc = render("latex", SPECIALS, {SPECIALS: r})
     assert doc.startswith("\\documentclass{article}\n\\usepackage{amsmath}") and doc.endswith("\\end{document}")
     assert "\\section*{" + tex(SPECIALS) + "}" in doc
@@ -190,7 +191,7 @@ def test_latex_escapes_names_and_is_a_document() -> None:
 
 
 def test_latex_exact_matrix_is_a_bmatrix_with_labels() -> None:
-    m = Result("moments", Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[1, sympy.Rational(1, 3)], [0, 1]])))
+    m = Moments(Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[1, sympy.Rational(1, 3)], [0, 1]])))
     body = m.as_latex()
     assert "\\begin{bmatrix}1 & \\frac{1}{3}\\\\0 & 1\\end{bmatrix}" in body
     assert "\\begin{tabular}{l|rr}" in body and "a & 1 & 0.333333 \\\\" in body
@@ -218,21 +219,21 @@ def test_latex_report_compiles(name: str, tmp_path: Path) -> None:
 def test_latex_of_every_value_kind_compiles(tmp_path: Path) -> None:
     eps = sympy.Symbol("eps", positive=True)
     results = {
-        SPECIALS: Result("estimate", Vector(("x_1", "50%"), (0.25, 0.75)), {"note": SPECIALS, "n": 3}),
-        "t3": Result("estimate", Table(("a_b", "g", "i"), (("x", "y"), ("F", "M"), ("L", "H")),
-                                       np.arange(8.0).reshape(2, 2, 2))),
+        SPECIALS: Estimate(Vector(("x_1", "50%"), (0.25, 0.75)), note=SPECIALS, n=3),
+        "t3": Estimate(Table(("a_b", "g", "i"), (("x", "y"), ("F", "M"), ("L", "H")),
+                             np.arange(8.0).reshape(2, 2, 2))),
         "m": Result("avar", Matrix(("a", "b"), ("a", "b"), sympy.Matrix([[eps, -eps], [-eps, eps]])),
                     {"trace": 2 * eps, "mapping": {"w=1": {"k_1": 1.5, "l": [1, 2]}, "z": float("inf")}}),
-        "f": Result("estimate", StepFunction(((0.0, 1.0), (2.0, float("inf"))), (0.5, 0.5))),
-        "s": Result("test", TestResult("lrt", 3.5, 1, 0.06)),
-        "e": Result("epsilon", sympy.oo, {"reason": "Pr(Z | Y) < 1 <= 2 > 0"}),
+        "f": Estimate(StepFunction(((0.0, 1.0), (2.0, float("inf"))), (0.5, 0.5))),
+        "s": HypothesisTest(TestResult("lrt", 3.5, 1, 0.06)),
+        "e": Epsilon(sympy.oo, reason="Pr(Z | Y) < 1 <= 2 > 0"),
     }
     _compile(render("latex", "all kinds", results), tmp_path)
 
 
 def test_wide_grids_come_in_bands_of_columns() -> None:
     labels = tuple(f"c{i}" for i in range(20))
-    text = Result("avar", Matrix(labels[:3], labels, np.arange(60.0).reshape(3, 20) / 7)).summary()
+    text = Avar(Matrix(labels[:3], labels, np.arange(60.0).reshape(3, 20) / 7)).summary()
     lines = text.split("\n")
     assert max(len(ln) for ln in lines) <= 160 and "(columns 1-13 of 20)" in lines and "(columns 14-20 of 20)" in lines
     assert lines[lines.index("(columns 14-20 of 20)") + 2].split() == ["c0", "1.85714", "2", "2.14286", "2.28571",
@@ -295,4 +296,4 @@ def test_text_shows_rounding_noise_as_zero_json_keeps_it() -> None:
     assert "e-17" not in r._repr_html_() and "<td>0</td>" in r._repr_html_()
     assert r.to_dict()["eigenvalues"][2] == -6.59195e-17 and r.to_dict()["value"]["data"][0][1] == -6.59e-17
     assert "eigenvalues = [0.75, 0.5, 0]" in r.summary()
-    assert Result("coverage", 3e-17).summary() == "3e-17"
+    assert Coverage(3e-17).summary() == "3e-17"

@@ -14,6 +14,7 @@ from privspec.backends.core.compile import channel_in_w
 from privspec.backends.core.estimators import estimate
 from privspec.backends.finite.truth import estimate_on_counts
 from privspec.backends.rr.castell import castell
+from privspec.results.kinds import Estimate
 from privspec.results.result import Result
 from privspec.results.values import Vector
 
@@ -157,7 +158,7 @@ def test_no_covariance_is_a_clear_error() -> None:
         res["truncated"].cov_params()
     with pytest.raises(ValueError, match="projection moved the estimate"):
         res["projected"].cov_params()
-    by_hand = Result("estimate", Vector(("a", "b"), (0.25, 0.75)), {"se": Vector(("a", "b"), (0.02, 0.02))})
+    by_hand = Estimate(Vector(("a", "b"), (0.25, 0.75)), se=Vector(("a", "b"), (0.02, 0.02)))
     with pytest.raises(ValueError, match="only standard errors were given"):
         by_hand.cov_params()                       # never the misleading diagonal
 

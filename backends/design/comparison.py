@@ -55,6 +55,7 @@ from privspec.model.query_kinds import FINITE, INTERVAL, ORACLE, Answers, family
 from privspec.results.comparison import (CandidateRow, ComparisonDocument, CriterionValue, Frontier, InverseChoice,
                                          InverseDesign, Planning, PowerCurve, StandardErrors, TargetEntry)
 from privspec.results.result import Result
+from privspec.results.kinds import Comparison, Power, SampleSize
 from privspec.results.values import Matrix, Table
 from privspec.backends import register
 from privspec.backends.design import planning
@@ -415,7 +416,7 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
             grid = planning.n_grid(n)
             extras = {"n": n, "test": _test_words(q.plan), "estimator": describe_method(q.method),
                       "curve": {"n": [int(x) for x in grid], "power": [float(p) for p in fn(grid)]}}
-            return Result("power", float(fn(np.array([n]))[0]), extras)
+            return Power(float(fn(np.array([n]))[0]), **extras)
         target = q.plan.targets[0]
         size = ev.sample_size(target)
     except NotApplicable as e:
@@ -430,8 +431,8 @@ def plan_query(model: ModelGraph, q: Query) -> Result:
                                       span=q.span, hint=_unreached_hint(target)))
     extras["achieved"] = ev.at(target.criterion, size)
     extras["at_n_minus_1"] = ev.at(target.criterion, size - 1) if size > 1 else None
-    return Result("sample_size", size, extras, fit=CriterionCurve(target.criterion, float(target.value),
-                                                                 functools.partial(ev.at, target.criterion)))
+    return SampleSize(size, **extras, fit=CriterionCurve(target.criterion, float(target.value),
+                                                         functools.partial(ev.at, target.criterion)))
 
 
 @dataclass(frozen=True)
@@ -475,4 +476,4 @@ class ComparisonBackend:
 
     def compare(self, model: ModelGraph, compare: Compare, *, reps: int | None = None,
                 seed: int | None = None, **_: Any) -> Result:
-        return Result("comparison", compare_designs(model, compare, reps=reps, seed=seed))
+        return Comparison(compare_designs(model, compare, reps=reps, seed=seed))

@@ -109,7 +109,7 @@ def avar_of(model: ModelGraph, cand: Candidate) -> tuple[np.ndarray, tuple[str, 
     its limit (0 but for estimators that do not converge to the estimand), from ``avar``."""
     r = answer(model, cand.query("avar"))
     value = r.value
-    bias2 = float(r.extras.get("bias_squared", 0.0))
+    bias2 = float(r.bias_squared or 0.0)
     if isinstance(value, Matrix):
         data = value.data
         if isinstance(data, sympy.MatrixBase):

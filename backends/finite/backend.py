@@ -11,6 +11,8 @@ import sympy
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import FINITE, Answers, analytic
+from privspec.results.kinds import (Avar, Coverage, Epsilon, Fisher, Identifiable, Individual, Leakage,
+                                    Moments)
 from privspec.results.result import Result
 from privspec.backends import register
 from privspec.backends.core.compile import channel_in_w
@@ -48,7 +50,7 @@ def _moments(model: ModelGraph, q: Query) -> Result:
     value = {"Q": as_matrix(m["Q"], lab, lab), "gamma": as_vector(m["gamma"], lab),
              "H": as_matrix(m["H"], lab, lab), "C": as_matrix(m["C"], lab, lab)}
     extras: dict = {"evaluation": t.evaluation(), **dict(ch.facts)}
-    return Result("moments", value, extras)
+    return Moments(value, **extras)
 
 
 def _fisher(model: ModelGraph, q: Query) -> Result:
@@ -59,10 +61,8 @@ def _fisher(model: ModelGraph, q: Query) -> Result:
                                       "without a population", hint="declare a population to evaluate it"))
     value = t.value(ch.fisher_theta)
     theta = tuple(f"theta_{lab}" for lab in ch.x_labels[:-1])
-    return Result("fisher", as_matrix(value, theta, theta),
-                  {"I_w": as_matrix(t.value(ch.fisher_w), ch.x_labels, ch.x_labels),
-                   "parameterization": "w = alpha + B theta, theta = w[:p-1] (section III-A)",
-                   "evaluation": t.evaluation()})
+    return Fisher(as_matrix(value, theta, theta), I_w=as_matrix(t.value(ch.fisher_w), ch.x_labels, ch.x_labels),
+                  parameterization="w = alpha + B theta, theta = w[:p-1] (section III-A)", evaluation=t.evaluation())
 
 
 def _avar(model: ModelGraph, q: Query) -> Result:
@@ -70,9 +70,8 @@ def _avar(model: ModelGraph, q: Query) -> Result:
     V, labels = avar_matrix(t, q)
     kind = se_kind_of(q)
     extras = {"method": q.method.name, "evaluation": t.evaluation(), "se_kind": kind,
-              "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)" if kind == "population" else
-              "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi "
-              "(privacy noise only): the population one less diag(w) - w w^T"}
+              "meaning": Avar.meaning_of(kind) + (": the population one less diag(w) - w w^T"
+                                                  if kind == "conditional" else "")}
     numeric = V if isinstance(V, np.ndarray) else (None if V.free_symbols else np.array(V.evalf(17).tolist(), float))
     if numeric is not None:
         eig = np.sort(np.linalg.eigvalsh((numeric + numeric.T) / 2))[::-1]
@@ -82,7 +81,7 @@ def _avar(model: ModelGraph, q: Query) -> Result:
                                        f"mean {float(np.trace(numeric)):.6g}")
     elif hasattr(V, "trace"):
         extras["trace"] = sympy.simplify(V.trace())
-    return Result("avar", as_matrix(V, labels, labels), extras)
+    return Avar(as_matrix(V, labels, labels), **extras)
 
 
 def _coverage(model: ModelGraph, q: Query) -> Result:
@@ -91,15 +90,15 @@ def _coverage(model: ModelGraph, q: Query) -> Result:
     value = coverage_value(t, metric)
     meaning = {"size": "tau = E[L(A)] (Def. 5)", "mutual_information": "H(X | A) in bits (Def. 6)",
                "prediction": "1 - R(X; A) (Def. 7)"}[metric]
-    return Result("coverage", value, {"metric": metric, "meaning": meaning, "evaluation": t.evaluation()})
+    return Coverage(value, metric=metric, meaning=meaning, evaluation=t.evaluation())
 
 
 def _leakage(model: ModelGraph, q: Query) -> Result:
     t = Truth(model, q.mechanism)
     value = {m: leakage_value(t, m) for m in q.metrics}
-    return Result("leakage", value, {"evaluation": t.evaluation(),
-                                     "meaning": "size: 1 - tau; mutual_information: I(X; A) in bits; "
-                                                "prediction: R(X; A) = sum_a max_x Pr(X = x, A = a)"})
+    return Leakage(value, evaluation=t.evaluation(),
+                   meaning="size: 1 - tau; mutual_information: I(X; A) in bits; "
+                           "prediction: R(X; A) = sum_a max_x Pr(X = x, A = a)")
 
 
 def _epsilon(model: ModelGraph, q: Query) -> Result:
@@ -115,12 +114,12 @@ def _epsilon(model: ModelGraph, q: Query) -> Result:
     else:
         extras["reason"] = "max over reports of log(max_x Pr(report | x) / min_x Pr(report | x))"
     subs = parameter_values(model)
-    return Result("epsilon", eps.subs(subs) if subs else eps, extras)
+    return Epsilon(eps.subs(subs) if subs else eps, **extras)
 
 
 def _identifiable(model: ModelGraph, q: Query) -> Result:
     ok, reason = channel_in_w(q.mechanism).identifiable()
-    return Result("identifiable", ok, {"reason": reason})
+    return Identifiable(ok, reason=reason)
 
 
 def _individual(model: ModelGraph, q: Query) -> Result:
@@ -145,7 +144,7 @@ def _individual(model: ModelGraph, q: Query) -> Result:
     extras = {"observed": "|".join(q.observed), "optimal_guess": guess, "evaluation": t.evaluation(),
               "meaning": "size leakage 1 - P(X in S); prediction leakage: the optimal guess is right"
                          + (" (given the true category)" if q.truth else " (its posterior probability)")}
-    return Result("individual", value, extras)
+    return Individual(value, **extras)
 
 
 #: how each query kind answered without data (:data:`ANALYTIC`) is computed

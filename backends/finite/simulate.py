@@ -10,6 +10,7 @@ from scipy import stats
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
+from privspec.results.kinds import Simulation
 from privspec.results.result import Result
 from privspec.results.values import Matrix, Vector
 from privspec.progress import progress
@@ -105,7 +106,7 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
         extras["ci_method"] = "; ".join(sorted(methods))
     if skipped:
         extras["skipped"] = skipped
-    return Result("simulation", value, extras)
+    return Simulation(value, **extras)
 
 
 def _simulate_test(q: Query, draws: np.ndarray, n: int, reps: int, seed: int | None) -> Result:
@@ -127,11 +128,11 @@ def _simulate_test(q: Query, draws: np.ndarray, n: int, reps: int, seed: int | N
              "mean_p_value": float(np.mean(pvals)),
              "p_value_ks_uniform": float(stats.kstest(pvals, "uniform").pvalue),
              "seconds_per_test": seconds / reps}
-    first = results[0].extras
-    extras = {"method": q.method.name, "calibration": first["calibration"], "n": n, "reps": reps, "seed": seed,
+    first = results[0]
+    extras = {"method": q.method.name, "calibration": first.calibration, "n": n, "reps": reps, "seed": seed,
               "seconds": seconds,
               "note": "power under the declared population (size if it is independent); "
                       "p_value_ks_uniform is approximate for permutation p-values (multiples of 1/(B + 1))"}
-    if "draws" in first:
-        extras["draws"] = first["draws"]
-    return Result("simulation", value, extras)
+    if first.draws is not None:
+        extras["draws"] = first.draws
+    return Simulation(value, **extras)

@@ -12,6 +12,7 @@ import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
+from privspec.results.kinds import Estimate, HypothesisTest
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, TestResult, Vector
 from privspec.backends.core.channel import Channel
@@ -196,11 +197,11 @@ def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) 
         extras["note"] = note
     inference = _inference(est)
     if q.estimand.kind == "joint":
-        shape = tuple(len(v.labels) for v in q.estimand.variables)
-        return Result("estimate", Table(tuple(v.name for v in q.estimand.variables),
-                                        tuple(v.labels for v in q.estimand.variables), est.w.reshape(shape)), extras,
-                      inference=inference)
-    return Result("estimate", as_vector(est.w, est.labels), extras, inference=inference)
+        variables = q.estimand.variables
+        table = Table(tuple(v.name for v in variables), tuple(v.labels for v in variables),
+                      est.w.reshape(tuple(len(v.labels) for v in variables)))
+        return Estimate(table, **extras, inference=inference)
+    return Estimate(as_vector(est.w, est.labels), **extras, inference=inference)
 
 
 def _inference(est: FiniteEstimate) -> Inference:
@@ -256,4 +257,4 @@ def independence_on_counts(q: Query, counts: np.ndarray, seed: int | np.random.S
             extras["seed"] = int(out.seed)
         # the Monte Carlo error of a permutation p-value, as if B were infinite
         extras["p_value_mc_se"] = float(np.sqrt(out.p_value * (1 - out.p_value) / out.draws))
-    return Result("test", TestResult(out.method, out.statistic, out.df, out.p_value), extras)
+    return HypothesisTest(TestResult(out.method, out.statistic, out.df, out.p_value), **extras)

@@ -37,6 +37,7 @@ from scipy.stats import qmc
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import IntervalMechanism, ModelGraph, Query
 from privspec.backends.interval.reports import report_model
+from privspec.results.kinds import Avar
 from privspec.results.result import Result
 from privspec.backends.interval.estimators import ParametricFit, example2_variance, information_bound, score_ratio
 from privspec.backends.interval.laws import law_distribution, nearest_double, population_law
@@ -68,7 +69,7 @@ def avar(model: ModelGraph, q: Query) -> Result:
         if abs(bias) > 1e-12:
             extras["bias"] = bias
             extras["note"] = "the population reaches beyond the anchors [a, b]: the estimator has this bias"
-        return Result("avar", value if isinstance(value, sympy.Basic) else float(value), extras)
+        return Avar(value if isinstance(value, sympy.Basic) else float(value), **extras)
     if method == "npmle":
         rm = report_model(mech)
         if not (rm.one_sided and not rm.allows_null):  # plain Case I: every report (-inf, U] or (U, inf]
@@ -86,7 +87,7 @@ def avar(model: ModelGraph, q: Query) -> Result:
             extras["unidentified_mass"] = outside
             extras["note"] = ("the anchors do not reach every value: strictly the bound is infinite; "
                               "the value is the integral over the anchors' support")
-        return Result("avar", value, extras)
+        return Avar(value, **extras)
     family = [a for a in q.method.args if not isinstance(a, tuple)][0]
     if pop.family != family:
         raise BackendError(Diagnostic(
@@ -102,10 +103,9 @@ def avar(model: ModelGraph, q: Query) -> Result:
     V = np.linalg.inv(info)
     fit = ParametricFit(family, mu, sigma, V, 0.0, 0, True, 1)
     value = float(fit.moment(order)[1] ** 2)
-    return Result("avar", value, {"method": f"mle({family})", "evaluation": "quasi-monte-carlo",
-                                  "meaning": meaning, "fisher_information": info.tolist(),
-                                  "parameters": ["location", "scale"],
-                                  "note": f"{QMC_POINTS} scrambled Sobol anchor draws"})
+    return Avar(value, method=f"mle({family})", evaluation="quasi-monte-carlo", meaning=meaning,
+                fisher_information=info.tolist(), parameters=["location", "scale"],
+                note=f"{QMC_POINTS} scrambled Sobol anchor draws")
 
 
 def _piece_terms(dist, l: np.ndarray, r: np.ndarray, mu: float, sigma: float):

@@ -35,7 +35,6 @@ how to cover and how to draw.  The back end branches only on those stated capabi
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -45,6 +44,7 @@ import sympy
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.query_kinds import QUERY_KINDS, Answers, analytic
 from privspec.model.graph import ModelGraph, Query
+from privspec.results.kinds import Coverage, Epsilon, Estimate, Leakage, OptimalAnchor
 from privspec.results.result import Result
 from privspec.results.values import Vector
 from privspec.backends import register
@@ -217,20 +217,20 @@ class IntervalBackend:
             ig = cov.extras["ignorability"]
             extras["ignorability"] = {"condition_rho_le_p": ig["condition"], "p_w0_given_null": ig["p_w0_given_null"],
                                       "ignorable": ig["ignorable"], "rho_max": ig["rho_max"]}
-        return Result("coverage", _value(cov.value) if cov.method != "symbolic" else cov.value, extras)
+        return Coverage(_value(cov.value) if cov.method != "symbolic" else cov.value, **extras)
 
     def _leakage(self, model: ModelGraph, q: Query) -> Result:
         cov = self._coverage(model, q)
         value = cov.value
         leak = 1 - value if isinstance(value, sympy.Basic) else 1.0 - value
-        extras = {"meaning": "size: 1 - tau (Implication 3)", "evaluation": cov.extras["evaluation"]}
-        return Result("leakage", {m: leak for m in (q.metrics or ("size",))}, extras)
+        return Leakage({m: leak for m in (q.metrics or ("size",))}, meaning="size: 1 - tau (Implication 3)",
+                       evaluation=cov.evaluation)
 
     def _epsilon(self, model: ModelGraph, q: Query) -> Result:
-        return Result("epsilon", sympy.oo, {
-            "reason": "a report excludes the values outside its range with certainty: Pr(Z = z | Y = y2) = 0 "
-                      "< Pr(Z = z | Y = y1) for y1 in S_z, y2 outside it, so no finite epsilon bounds the ratio "
-                      "(interval privacy and local DP meet only in the trivial mechanism: Proposition 3)"})
+        return Epsilon(sympy.oo, reason="a report excludes the values outside its range with certainty: "
+                                        "Pr(Z = z | Y = y2) = 0 < Pr(Z = z | Y = y1) for y1 in S_z, y2 outside it, "
+                                        "so no finite epsilon bounds the ratio (interval privacy and local DP meet "
+                                        "only in the trivial mechanism: Proposition 3)")
 
     def _optimal_anchor(self, model: ModelGraph, q: Query) -> Result:
         var = q.estimand.variables[0]
@@ -240,9 +240,9 @@ class IntervalBackend:
             u = sympy.Symbol("u", real=True)
             F = sympy.Function(f"F_{var.name}")(u)
             c = sympy.Symbol("c_phi", positive=True)
-            return Result("optimal_anchor", c * sympy.sqrt(F * (1 - F)),
-                          {"note": f"no population for {var.name}: Theorem 2's density up to its constant",
-                           "variable": "u"})
+            return OptimalAnchor(c * sympy.sqrt(F * (1 - F)),
+                                 note=f"no population for {var.name}: Theorem 2's density up to its constant",
+                                 variable="u")
         density, u, c, how = optimal_anchor(pop, order)
         best, _ = information_bound(pop, None, order)
         current, outside = information_bound(pop, q.mechanism.anchor, order)
@@ -254,7 +254,7 @@ class IntervalBackend:
                              "int phi'^2 F (1 - F) / p_U, the asymptotic variance of sqrt(n)(estimate - truth)"}
         if outside > 0:
             extras["unidentified_mass"] = outside
-        return Result("optimal_anchor", density, extras)
+        return OptimalAnchor(density, **extras)
 
     def _avar(self, model: ModelGraph, q: Query) -> Result:
         return avar(model, q)
@@ -266,10 +266,8 @@ class IntervalBackend:
         bound = data is not None and (mech.name in data.per_mechanism or
                                       (data.default is not None and column in data.default_columns()))
         if not bound:  # coverage needs no data: the analytic value, and why no estimate is beside it
-            extras = dict(analytic.extras)
-            extras["data"] = (f"no reports of {mech.name} were given (--data {mech.name}=FILE): "
-                              "the analytic value only")
-            return Result("coverage", analytic.value, extras)
+            return analytic.with_fields(data=f"no reports of {mech.name} were given (--data {mech.name}=FILE): "
+                                             "the analytic value only")
         rm = report_model(mech)
         left, right, counts = rm.read_counts(_engine(mech, q, data), column)
         nulls = count_nulls(left, counts)
@@ -295,9 +293,7 @@ class IntervalBackend:
             pick = lambda q: float(ind[order][min(np.searchsorted(cum, q), len(cum) - 1)])
             extras["individual"] = {"min": float(ind.min()), "quartiles": [pick(0.25), pick(0.5), pick(0.75)],
                                     "max": float(ind.max())}
-        if pop is None:
-            return Result("coverage", est, extras)
-        return Result("coverage", analytic.value, extras)
+        return Coverage(est if pop is None else analytic.value, **extras)
 
     def _estimate(self, model: ModelGraph, q: Query, data: Any, seed: int | None = None) -> Result:
         mech = q.mechanism
@@ -340,7 +336,7 @@ class IntervalBackend:
         else:
             value = Vector(tuple(covariates), tuple(float(v) for v in fit.model.feature_importances_))
             extras["meaning"] = "feature importances of the fitted ensemble (its predictions: the Python API)"
-        return Result("estimate", value, extras)
+        return Estimate(value, **extras)
 
     #: query kind -> the method answering it without data (the kinds of :data:`ANALYTIC`)
     ANALYTIC_METHODS = {"coverage": _coverage, "leakage": _leakage, "epsilon": _epsilon,
@@ -385,9 +381,6 @@ class CensoredBackend(IntervalBackend):
             raise BackendError(Diagnostic("B120", f"query '{query.name}' needs data",
                                           hint="privspec run SPEC --data FILE"))
         result = self._estimate(model, query, options.get("data"), seed=options.get("seed"))
-        target = result.extras.get("target")
-        if isinstance(target, str):  # the coarsening here is censoring, not privacy noise
-            extras = dict(result.extras)
-            extras["target"] = target.replace("privacy noise", "censoring")
-            result = dataclasses.replace(result, extras=extras)
+        if isinstance(result.target, str):  # the coarsening here is censoring, not privacy noise
+            result = result.with_fields(target=result.target.replace("privacy noise", "censoring"))
         return result

@@ -16,6 +16,7 @@ from scipy.special import ndtri
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import IntervalMechanism, ModelGraph, Query
+from privspec.results.kinds import Estimate
 from privspec.results.result import Result
 from privspec.results.values import Inference, StepFunction
 from privspec.backends.interval import resample
@@ -77,11 +78,9 @@ def _unbiased(mech: IntervalMechanism, l: np.ndarray, r: np.ndarray, c: np.ndarr
     if kind == "conditional":
         se = example2_conditional_se(l, r, c, a, b, lo, hi)
     z = _z95()
-    return Result("estimate", mu, {"se": se, "se_kind": kind, "target": _target(kind, 1),
-                                   "ci95": [mu - z * se, mu + z * se], "ci_method": "estimate +- 1.96 se",
-                                   "method": "unbiased (Example 2, eq. 3)", "n": n,
-                                   "anchors": [float(a), float(b)], **extra_null},
-                  inference=_wald_inference(mu, se))
+    return Estimate(mu, se=se, se_kind=kind, target=_target(kind, 1), ci95=[mu - z * se, mu + z * se],
+                    ci_method="estimate +- 1.96 se", method="unbiased (Example 2, eq. 3)", n=n,
+                    anchors=[float(a), float(b)], **extra_null, inference=_wald_inference(mu, se))
 
 
 def _mle(q: Query, l: np.ndarray, r: np.ndarray, c: np.ndarray, extra_null: dict) -> Result:
@@ -100,12 +99,12 @@ def _mle(q: Query, l: np.ndarray, r: np.ndarray, c: np.ndarray, extra_null: dict
     se_loc, se_scale = np.sqrt(np.maximum(np.diag(fit.cov), 0.0))
     if q.estimand.kind == "cdf":
         extras["se"] = {"location": float(se_loc), "scale": float(se_scale)}
-        return Result("estimate", {"location": fit.location, "scale": fit.scale}, extras,
-                      inference=_location_scale_inference(fit.location, fit.scale, se_loc, se_scale, fit.cov))
+        return Estimate({"location": fit.location, "scale": fit.scale}, **extras,
+                        inference=_location_scale_inference(fit.location, fit.scale, se_loc, se_scale, fit.cov))
     order = _order(q)
     value, se = fit.moment(order)
     extras.update(_mle_interval(fit, order, value, se))
-    return Result("estimate", value, extras, inference=_mle_inference(fit, order, value, se))
+    return Estimate(value, **extras, inference=_mle_inference(fit, order, value, se))
 
 
 def _npmle(q: Query, l: np.ndarray, r: np.ndarray, c: np.ndarray, kind: str, extra_null: dict, *,
@@ -122,13 +121,13 @@ def _npmle(q: Query, l: np.ndarray, r: np.ndarray, c: np.ndarray, kind: str, ext
             extras["band"] = fit.band
         distribution = DistributionFit(fit.result, l, r, c, rm.disclose is None,
                                        moment=partial(npmle_moment, fit, mech, l, r, c))
-        return Result("estimate", _npmle_steps(fit, rm, extras), extras, fit=distribution)
+        return Estimate(_npmle_steps(fit, rm, extras), **extras, fit=distribution)
     value, moment_extras, ci = _npmle_moment(fit, mech, l, r, c, _order(q), kind=kind, seed=seed, groups=groups)
     extras.update(moment_extras)
     inference = Inference(f"estimate +- t(df = {ci.df}) se, {ci.method}", ci.at,
                           (lambda: np.array([[ci.se ** 2]])) if np.isfinite(ci.se) else None,
                           ci.note or "no standard error")
-    return Result("estimate", value, extras, inference=inference)
+    return Estimate(value, **extras, inference=inference)
 
 
 def _npmle_steps(fit: Fit, rm: ReportModel, extras: dict) -> StepFunction:

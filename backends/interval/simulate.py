@@ -24,6 +24,7 @@ from scipy import stats
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import Law, ModelGraph, Query
+from privspec.results.kinds import Simulation
 from privspec.results.result import Result
 from privspec.progress import progress
 from privspec.backends.core.normal import Z95
@@ -50,8 +51,7 @@ def simulate_query(analytic: Callable[..., Result], model: ModelGraph, q: Query,
     reports = report_model(mech)  # draws the reports; says which range a report leaves
     pop = population_law(model, mech.variable)
     if q.kind in ("epsilon", "optimal_anchor"):
-        result = analytic(model, q)
-        return Result(result.kind, result.value, {**result.extras, "simulation": "analytic only: nothing to draw"})
+        return analytic(model, q).with_fields(simulation="analytic only: nothing to draw")
     if q.estimand is not None and q.estimand.kind == "regression":
         raise BackendError(Diagnostic("B122", "simulating a regression needs the covariates' joint law, "
                                               "which a spec does not declare",
@@ -76,7 +76,7 @@ def simulate_query(analytic: Callable[..., Result], model: ModelGraph, q: Query,
         value = {"mean_sup_error": float(E.mean()), "sup_error_se": float(E.std(ddof=1) / np.sqrt(len(E)))
                  if len(E) > 1 else float("nan")}
         extras["note"] = "sup |F_hat - F| over 201 population quantiles, F_hat with mass at right ends"
-        return Result("simulation", value, extras)
+        return Simulation(value, **extras)
     value = {"mean": float(E.mean()), "truth": truth, "bias": float(E.mean() - truth),
              "sd": float(E.std(ddof=1)) if len(E) > 1 else float("nan"),
              "mae": float(np.mean(np.abs(E - truth))), "rmse": float(np.sqrt(np.mean((E - truth) ** 2))),
@@ -92,7 +92,7 @@ def simulate_query(analytic: Callable[..., Result], model: ModelGraph, q: Query,
             extras["ci95_target"] = "each replication's own sample mean (se = conditional)"
     if q.kind == "avar":
         value["analytic"] = float(analytic(model, q, "avar").value)
-    return Result("simulation", value, extras)
+    return Simulation(value, **extras)
 
 
 def _simulate_coverage(analytic: Result, model: ModelGraph, q: Query, reports: ReportModel, pop: Law, n: int,
@@ -106,13 +106,12 @@ def _simulate_coverage(analytic: Result, model: ModelGraph, q: Query, reports: R
         means.append(float(np.mean(np.where(np.isnan(left), 1.0, cov))))
     emp = float(np.mean(means))
     se = float(np.std(means, ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan")
-    a = float(analytic.value) if analytic.extras.get("evaluation") != "symbolic" else float("nan")
+    a = float(analytic.value) if analytic.evaluation != "symbolic" else float("nan")
     if q.kind == "leakage":
         a, emp = 1.0 - a, 1.0 - emp
     value = {"analytic": a, "empirical": emp, "empirical_se": se}
-    return Result("simulation", value, {**base, "evaluation": analytic.extras.get("evaluation"),
-                                        "note": "empirical: mean individual coverage L(S_Z) of the drawn "
-                                                "reports (a null counts 1)"})
+    return Simulation(value, **base, evaluation=analytic.evaluation,
+                      note="empirical: mean individual coverage L(S_Z) of the drawn reports (a null counts 1)")
 
 
 def _replicate(model: ModelGraph, q: Query, reports: ReportModel, pop: Law, truth: float | None, n: int, reps: int,
@@ -149,12 +148,11 @@ def _replicate(model: ModelGraph, q: Query, reports: ReportModel, pop: Law, trut
             estimates.append(float(np.max(np.abs(Fh - dist.cdf(grid)))))
             continue
         estimates.append(float(r.value))
-        se_kind, se_method = r.extras.get("se_kind"), r.extras.get("se_method", se_method)
+        se_kind, se_method = r.se_kind, r.se_method if r.se_method is not None else se_method
         # the interval printed, about its own target: the population's moment, or for
         # se = conditional the respondents' own mean (what that question is about)
         target = float(np.mean(y ** (est.order or 1))) if se_kind == "conditional" else truth
-        ci = r.extras.get("ci95")
-        se = r.extras.get("se")
+        ci, se = r.ci95, r.se
         if ci is not None:
             hits.append(float(ci[0] <= target <= ci[1]))
         elif isinstance(se, (int, float)) and np.isfinite(se):

@@ -31,6 +31,7 @@ from privspec.model import costs
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import ORACLE, Answers
+from privspec.results.kinds import Avar, Epsilon, Estimate, Simulation
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
@@ -162,7 +163,7 @@ def _result(q: Query, labels: tuple[str, ...], o: OneAttributeOracle, est: dict)
         extras["loglik"] = est["loglik"]
     if est["notes"]:
         extras["note"] = "; ".join(est["notes"])
-    return Result("estimate", _shaped(q, est["w"], labels), extras, inference=inference)
+    return Estimate(_shaped(q, est["w"], labels), **extras, inference=inference)
 
 
 # ---- simulation -----------------------------------------------------------------------------------
@@ -214,7 +215,7 @@ def simulate(model: ModelGraph, q: Query, o: OneAttributeOracle, n: int, reps: i
               "note": "true tables ~ Multinomial(n, w); every respondent's report drawn by privatize's sampler"
                       + ("; errors against each replication's own true table (se = conditional)"
                          if se_kind == "conditional" else "")}
-    return Result("simulation", value, extras)
+    return Simulation(value, **extras)
 
 
 def _covers(query: Query) -> bool:
@@ -311,7 +312,7 @@ class FrequencyOracleBackend:
             extras = {**o.facts(), **o.read_back(declared, first)}
         except ValueError as e:
             raise BackendError(Diagnostic("B414", str(e))) from None
-        return Result("epsilon", declared, extras)
+        return Epsilon(declared, **extras)
 
     def _avar(self, model: ModelGraph, q: Query, o: OneAttributeOracle) -> Result:
         mech = q.mechanism
@@ -337,7 +338,7 @@ class FrequencyOracleBackend:
                              eigenvalues=[float(x) for x in eig])
         for name, X in o.collection_covariances(w / w.sum(), conditional=(kind == "conditional")).items():
             extras[name] = as_matrix(X, labels, labels)
-        return Result("avar", as_matrix(value, labels, labels), extras)
+        return Avar(as_matrix(value, labels, labels), **extras)
 
     # -- privatize --------------------------------------------------------------------------------
     def privatizes(self, mechanism: Any) -> bool:

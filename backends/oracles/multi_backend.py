@@ -17,6 +17,7 @@ import sympy
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
+from privspec.results.kinds import Avar, Epsilon, Estimate, Simulation
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Vector
 from privspec.backends.oracles.reports import avar_extras, check_reports, form_hint, mle_fit, number_of, read_reports
@@ -78,11 +79,11 @@ def epsilon_result(model: ModelGraph, mech: Any, mo: multi.MultiOracle) -> Resul
     extras["declared"] = declared
     extras["reason"] = mo.REASON
     if not mo.SPENDS_DECLARED:
-        return Result("epsilon", sympy.Float(any_change, 15), extras)
+        return Epsilon(sympy.Float(any_change, 15), **extras)
     if abs(any_change - float(declared)) > 1e-9 * max(1.0, float(declared)):
         raise BackendError(Diagnostic("B414", f"the epsilon read back ({any_change}) differs from the declared "
                                       f"one ({declared})"))
-    return Result("epsilon", declared, extras)
+    return Epsilon(declared, **extras)
 
 
 def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
@@ -101,7 +102,7 @@ def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
         C = None if l == j else cross_avar(model, mo, j, l, var, other, kind == "conditional")
         if C is not None:
             extras[f"cross_covariance_{other.name}"] = as_matrix(C, var.labels, other.labels)
-    return Result("avar", as_matrix(V, var.labels, var.labels), extras)
+    return Avar(as_matrix(V, var.labels, var.labels), **extras)
 
 
 def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: Any, other: Any,
@@ -200,7 +201,7 @@ def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Resul
         extras["reports_of_attribute"] = est["reports"]
     if "loglik" in est:
         extras["loglik"] = est["loglik"]
-    return Result("estimate", as_vector(est["w"], var.labels), extras, inference=inference)
+    return Estimate(as_vector(est["w"], var.labels), **extras, inference=inference)
 
 
 def privatize_frame(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int | None, offset: int = 0
@@ -265,4 +266,4 @@ def simulate_attribute(model: ModelGraph, q: Query, mo: multi.MultiOracle, j: in
     extras = {"method": q.method.name, "se_kind": se_kind, "n": n, "reps": reps, "seed": seed, **mo.facts(j),
               "note": "attributes drawn independently from their marginals; every respondent privatized by the "
                       "protocol's sampler"}
-    return Result("simulation", value, extras)
+    return Simulation(value, **extras)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph
+from privspec.results.kinds import Avar
 from privspec.backends.core.populations import bind_parameters
 from privspec.backends.data.files import require_columns
 from privspec.backends.data.tally import all_text, strip_texts
@@ -26,9 +27,8 @@ def avar_extras(se_kind: str, facts: dict, V: np.ndarray, **more: Any) -> dict:
     """The extras of an avar result (one attribute or several, one round or longitudinal):
     how it was computed, what the oracle is (``facts``), the trace of ``V``, ``more``, and
     what the matrix means for the kind of standard error."""
-    meaning = "asymptotic covariance of sqrt(n) (w_hat - w)" if se_kind == "population" else \
-        "asymptotic covariance of sqrt(n) (w_hat - pi) given the respondents' true table pi (privacy noise only)"
-    return {"method": "mom", "se_kind": se_kind, **facts, "trace": float(np.trace(V)), **more, "meaning": meaning}
+    return {"method": "mom", "se_kind": se_kind, **facts, "trace": float(np.trace(V)), **more,
+            "meaning": Avar.meaning_of(se_kind)}
 
 
 def number_of(model: ModelGraph, value: Any, what: str) -> float:

@@ -33,6 +33,7 @@ from privspec.limits import COV_CELL_LIMIT
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Release
 from privspec.model.query_kinds import Answers
+from privspec.results.kinds import Budget, ReleasedTable, Variance
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
@@ -470,11 +471,10 @@ def budget_result(model: ModelGraph, query: Query) -> Result:
     if scope == "per variable":
         rows, cols, data = budget_table(model)
         total = Vector(tuple(cols), tuple(data[len(rows) - 1, j] for j in range(len(cols))))
-        return Result("budget", total, {
-            "releases": _matrix(rows, cols, data),
-            "note": "epsilon-privacy on each single variable, composed over all releases (Table 1); "
-                    "'releases' gives one row per release and the sum in 'all'; inf: the variable's "
-                    "totals are published exactly; " + _charge_note(model, rows[:-1])})
+        return Budget(total, releases=_matrix(rows, cols, data),
+                      note="epsilon-privacy on each single variable, composed over all releases (Table 1); "
+                           "'releases' gives one row per release and the sum in 'all'; inf: the variable's "
+                           "totals are published exactly; " + _charge_note(model, rows[:-1]))
     if scope == "per release":
         rows, cols, data = budget_table(model)
         value = {r: Vector(tuple(cols), tuple(data[i, j] for j in range(len(cols)))) for i, r in enumerate(rows[:-1])}
@@ -490,14 +490,13 @@ def budget_result(model: ModelGraph, query: Query) -> Result:
             extras["privacy_loss_expr"] = {r: str(about[r]["privacy_loss"]) for r in about}
         extras["note"] = ("epsilon: the charge (declared); privacy_loss: the exact loss on private_on; "
                           + _charge_note(model, rows[:-1]))
-        return Result("budget", value, extras)
+        return Budget(value, **extras)
     subset = tuple(scope)  # type: ignore[arg-type]
     total, parts = budget_on(model, subset)
     key = "{" + ", ".join(subset) + "}"
-    return Result("budget", Vector((key,), (total,)),
-                  {"releases": Vector(tuple(parts), tuple(parts.values())),
-                   "note": f"epsilon-privacy on {key}: the sum of each release's epsilon on it; "
-                           + _charge_note(model, list(parts))})
+    return Budget(Vector((key,), (total,)), releases=Vector(tuple(parts), tuple(parts.values())),
+                  note=f"epsilon-privacy on {key}: the sum of each release's epsilon on it; "
+                       + _charge_note(model, list(parts)))
 
 
 def _matrix(rows: Sequence[str], cols: Sequence[str], data: sympy.Matrix) -> Matrix:
@@ -523,7 +522,7 @@ def variance_result(model: ModelGraph, release: Release, keep: Sequence[str]) ->
                           "every cell has this variance; cells are independent")
     else:
         extras["note"] = f"variance of each cell of the margin over {', '.join(keep)}"
-    return Result("variance", value, extras)
+    return Variance(value, **extras)
 
 
 def table_result(model: ModelGraph, release: Release, keep: Sequence[str], released: np.ndarray) -> Result:
@@ -548,7 +547,7 @@ def table_result(model: ModelGraph, release: Release, keep: Sequence[str], relea
         exact = [v for v, t in zip(lay.names, lay.totals) if t]
         extras["totals"] = _table(release, exact, margin(lay, released, exact))
     extras["negative_cells"] = int((released < 0).sum())
-    return Result("table", _table(release, keep, data), extras, inference=inference)
+    return ReleasedTable(_table(release, keep, data), **extras, inference=inference)
 
 
 def table_covariance(lay: Layout, keep: Sequence[str], s2: float) -> np.ndarray:
@@ -596,12 +595,10 @@ def _simulate(model: ModelGraph, query: Query, release: Release, keep: Sequence[
     empirical = margins.var(axis=0, ddof=1) if reps > 1 else np.zeros(margins.shape[1:])
     if query.kind == "variance":
         result = variance_result(model, release, keep)
-        return Result("variance", analytic, {**result.extras, "empirical": float(empirical.mean()),
-                                             "n": n, "reps": reps})
+        return Variance(analytic, **result.extras, empirical=float(empirical.mean()), n=n, reps=reps)
     truth = margin(lay, counts, keep)
-    return Result("table", _table(release, keep, margins.mean(axis=0)), {
-        "data": _table(release, keep, truth),
-        "se": _table(release, keep, np.full(truth.shape, math.sqrt(float(sympy.N(analytic))))),
-        "empirical_se": _table(release, keep, np.sqrt(empirical)),
-        "method": "algorithm1" if lay.exact else "geometric", **_loss_extras(model, release), "n": n,
-        "reps": reps, "note": "value: the mean released table over reps; data: the simulated true counts"})
+    return ReleasedTable(_table(release, keep, margins.mean(axis=0)), data=_table(release, keep, truth),
+                         se=_table(release, keep, np.full(truth.shape, math.sqrt(float(sympy.N(analytic))))),
+                         empirical_se=_table(release, keep, np.sqrt(empirical)),
+                         method="algorithm1" if lay.exact else "geometric", **_loss_extras(model, release), n=n,
+                         reps=reps, note="value: the mean released table over reps; data: the simulated true counts")

@@ -32,6 +32,7 @@ from privspec.model import costs
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Variable
 from privspec.model.query_kinds import Answers
+from privspec.results.kinds import Avar, Epsilon, Estimate
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
@@ -133,7 +134,7 @@ def joint_result(problem: JointProblem, fit: JointFit) -> Result:
         extras["note"] = fit.note
     if inference is None:
         inference = Inference(None, None, None, extras.get("se_note", "no standard errors for this estimator"))
-    return Result("estimate", _value(problem, fit.table), extras, inference=inference)
+    return Estimate(_value(problem, fit.table), **extras, inference=inference)
 
 
 def _wald(table: np.ndarray, se: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +175,7 @@ def epsilon_result(model: ModelGraph, q: Query) -> Result:
         reason = ch.epsilon_reason()
         if mech.variable.is_combined:
             reason += f"; one RR on the combined domain of {mech.variable.p} categories (RR-Joint)"
-    return Result("epsilon", eps, {"reason": reason})
+    return Epsilon(eps, reason=reason)
 
 
 # ---- asymptotic covariances ---------------------------------------------------------------------
@@ -216,7 +217,7 @@ def avar_result(model: ModelGraph, q: Query) -> Result:
         floating = V.has(sympy.Float)
         extras = {"method": "mom", "evaluation": ("floating point" if floating else "exact") + ", at the declared "
                   "population" if declared else "exact, symbolic in w (no population declared)",
-                  "meaning": "asymptotic covariance of sqrt(n) (w_hat - w)",
+                  "meaning": Avar.meaning_of("population"),
                   "closed_form": "(diag(lambda) - lambda lambda^T) (e^eps + d - 1)^2 / (e^eps - 1)^2 with "
                                  "lambda = ((e^eps - 1) w + 1) / (e^eps + d - 1)",
                   "trace": shown(sympy.factor(sympy.simplify(V.trace())) if V.free_symbols
@@ -226,7 +227,7 @@ def avar_result(model: ModelGraph, q: Query) -> Result:
                                                                                         .subs(subs)))),
                   "fixed_population": "conditional on the respondents' true values (Wang et al. 2017) the "
                                       "covariance is this minus diag(w) - w w^T"}
-        return Result("avar", Matrix(var.labels, var.labels, V), extras)
+        return Avar(Matrix(var.labels, var.labels, V), **extras)
     return _joint_avar(model, q)
 
 
@@ -290,7 +291,7 @@ def _joint_avar(model: ModelGraph, q: Query) -> Result:
         if V.free_symbols:
             V = V.applyfunc(sympy.factor)
         extras["trace"] = shown(sympy.simplify(V.trace()))
-    return Result("avar", Matrix(labels, labels, V), extras)
+    return Avar(Matrix(labels, labels, V), **extras)
 
 
 def _independent_avar(model: ModelGraph, problem: JointProblem, labels: tuple[str, ...]) -> Result:
@@ -335,7 +336,7 @@ def _independent_avar(model: ModelGraph, problem: JointProblem, labels: tuple[st
                     "trace": float(np.trace(V)), "max_variance": float(np.max(np.diag(V))),
                     "limit": [float(x) for x in limit.reshape(-1)], "bias": [float(x) for x in bias],
                     "bias_squared": float(bias @ bias)}
-    return Result("avar", Matrix(labels, labels, V), extras)
+    return Avar(Matrix(labels, labels, V), **extras)
 
 
 def shown(x: Any) -> Any:

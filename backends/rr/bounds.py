@@ -32,6 +32,7 @@ import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
+from privspec.results.kinds import Bounds, Thresholds
 from privspec.results.result import Result
 from privspec.backends.core.compile import channel_of
 from privspec.backends.core.populations import parameter_values, population_vector
@@ -184,7 +185,7 @@ def bounds_result(model: ModelGraph, q: Query) -> Result:
     t4 = theorem4(model, q)
     if t4:
         value["theorem4"] = t4
-    return _result("bounds", value, n, (
+    return _result(Bounds, value, n, (
         "per w (the w attributes for which castell is least preferred, listed in attributes), with d_k the "
         "domain sizes, p_k the keep probabilities, D = prod d_k, d* = max d_k: independent = Theorem 5 (Eq. 26) "
         "from its proof, max(1/D, 1/d* - 1/D); castell = Theorem 6 (Eq. 27) from its proof, prod_k (d_k/p_k)/n "
@@ -274,7 +275,7 @@ def thresholds_result(model: ModelGraph, q: Query) -> Result:
         value[f"w={w}"] = entry
     D = sympy.Integer(d_all)
     value["w_star"] = (sympy.log(n) - sympy.log(D)) / sympy.log(D ** 2)
-    return _result("thresholds", value, n, (
+    return _result(Thresholds, value, n, (
         "Appendix C for factors with domain sizes d_k and keep probabilities p_k of their own (GRR: "
         "p_k = e^eps_k/(e^eps_k + d_k - 1)), for the w attributes with the largest n*: RR-Ind-Joint (castell) is "
         "preferred for n > n_star = prod_k (d_k/p_k) / max(1/D, 1/d* - 1/D) (D = prod d_k, d* = max d_k; with one "
@@ -284,12 +285,10 @@ def thresholds_result(model: ModelGraph, q: Query) -> Result:
         "choice at this n; w_star = (log n - log d)/log d^2 with d the largest domain (the paper's)"))
 
 
-def _result(kind: str, value: dict, n: Any, meaning: str) -> Result:
+def _result(kind: type[Bounds], value: dict, n: Any, meaning: str) -> Result:
     """The result of a bounds query: ``value``, its symbolic form where it has one, the
     number of respondents ``n`` (text when symbolic) and what each entry means."""
-    extras = _symbolic_extras(value)
-    extras.update({"n": str(n) if n.free_symbols else n, "meaning": meaning})
-    return Result(kind, value, extras)
+    return kind(value, **_symbolic_extras(value), n=str(n) if n.free_symbols else n, meaning=meaning)
 
 
 def _symbolic_extras(value: dict) -> dict:

@@ -14,6 +14,7 @@ import scipy.stats
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
+from privspec.results.kinds import Simulation
 from privspec.results.result import Result
 from privspec.results.values import Table, Vector
 from privspec.progress import progress
@@ -134,7 +135,7 @@ def simulate_joint(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
                       "ci95_coverage_of_joint)"}
     if chosen:
         extras["chosen"] = chosen
-    return Result("simulation", value, extras)
+    return Simulation(value, **extras)
 
 
 def _full_truth(model: ModelGraph, problem: JointProblem) -> np.ndarray:

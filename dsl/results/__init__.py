@@ -5,4 +5,5 @@ Layered bottom to top: ``layout`` (how a JSON value is laid out as text), ``comp
 (the comparison document), ``values`` (the value types and their JSON form), ``render``,
 ``plots`` and ``comparison_tables``; then ``views`` and ``report``; ``result``
 (:class:`privspec.results.result.Result`, which mixes in the views and prints as the
-reports) and ``compare_report`` on top."""
+reports); ``kinds`` (one result class per kind, its fields by name) and ``compare_report``
+on top."""

@@ -152,8 +152,6 @@ def _text_block(block: Any, indent: str = "  ") -> list[str]:
 def text_summary(result: Any, verbose: bool = True) -> str:
     """A result as text: the value, then ``    key = value`` per extra (without
     ``verbose``, not the extras in :data:`DETAILS`)."""
-    if result.kind == "comparison":
-        return "\n" + "\n".join(line for b in blocks(result.value) for line in _text_block(b) + [""]).rstrip()
     d = shown_dict(result)
     value, expr = d["value"], d.get("expr")
     if value is None and expr is not None:
@@ -176,6 +174,11 @@ def text_summary(result: Any, verbose: bool = True) -> str:
             shown = inline_or_block(v, "      " if grid_like(v) else "    ")
         lines.append(f"    {k} = {shown}")
     return "\n".join(lines)
+
+
+def comparison_text(document: Any) -> str:
+    """A comparison document as text: its tables (:func:`privspec.results.comparison_tables.blocks`)."""
+    return "\n" + "\n".join(line for b in blocks(document) for line in _text_block(b) + [""]).rstrip()
 
 
 def caption(model: Any, name: str) -> str | None:
@@ -201,7 +204,7 @@ def render_text(title: str | None, results: Mapping[str, Any], model: Any = None
             if lines:
                 lines.append("")
             lines.append(fold(text[0].upper() + text[1:], MAX_LINE, "  "))
-        lines.append(f"{name} ({r.kind}): {text_summary(r, verbose)}")
+        lines.append(f"{name} ({r.kind}): {r.as_text(verbose)}")
     return "\n".join(lines)
 
 
@@ -270,13 +273,6 @@ def _uniform_rows_any(v: dict) -> bool:
 
 def markdown_summary(result: Any) -> str:
     """A result in Markdown: the value (a table where it has labels), then the extras."""
-    if result.kind == "comparison":
-        parts = []
-        for b in blocks(result.value):
-            parts += [f"**{md(b.title)}**", ""] + md_table([md(h) for h in b.header],
-                                                            [[md(x) for x in r] for r in b.rows])
-            parts += [""] + [f"- {md(n)}" for n in b.notes] + ([""] if b.notes else [])
-        return "\n".join(parts).rstrip()
     d = shown_dict(result)
     value, expr = d["value"], d.get("expr")
     out: list[str] = []
@@ -318,10 +314,19 @@ def markdown_summary(result: Any) -> str:
     return "\n".join(out)
 
 
+def comparison_markdown(document: Any) -> str:
+    """A comparison document in Markdown: a table and its notes per block."""
+    parts = []
+    for b in blocks(document):
+        parts += [f"**{md(b.title)}**", ""] + md_table([md(h) for h in b.header], [[md(x) for x in r] for r in b.rows])
+        parts += [""] + [f"- {md(n)}" for n in b.notes] + ([""] if b.notes else [])
+    return "\n".join(parts).rstrip()
+
+
 def render_markdown(title: str | None, results: Mapping[str, Any]) -> str:
     parts = [f"## {md(title)}"] if title else []
     for name, r in results.items():
-        parts.append(f"### {md(name)} ({md(r.kind)})\n\n{markdown_summary(r)}")
+        parts.append(f"### {md(name)} ({md(r.kind)})\n\n{r.as_markdown()}")
     return "\n\n".join(parts)
 
 
@@ -401,15 +406,6 @@ def _exact_tex(form: Any) -> str:
 
 def latex_body(result: Any) -> str:
     """A result in LaTeX (no document around it): value, exact form, extras."""
-    if result.kind == "comparison":
-        parts = []
-        for b in blocks(result.value):
-            table = _tabular([tex(h) for h in b.header], [[tex(x) for x in r] for r in b.rows])
-            parts.append(r"\paragraph{" + tex(b.title) + "}\n\n\\noindent\\resizebox{\\linewidth}{!}{" + table + "}")
-            if b.notes:
-                parts.append("\\begin{itemize}\n" + "\n".join(r"\item " + tex(n) for n in b.notes)
-                             + "\n\\end{itemize}")
-        return "\n\n".join(parts)
     d = shown_dict(result)
     value = d["value"]
     out: list[str] = []
@@ -450,6 +446,18 @@ def latex_body(result: Any) -> str:
     return "\n\n".join(out)
 
 
+def comparison_latex(document: Any) -> str:
+    """A comparison document in LaTeX: a table scaled to the page and its notes per block."""
+    parts = []
+    for b in blocks(document):
+        table = _tabular([tex(h) for h in b.header], [[tex(x) for x in r] for r in b.rows])
+        parts.append(r"\paragraph{" + tex(b.title) + "}\n\n\\noindent\\resizebox{\\linewidth}{!}{" + table + "}")
+        if b.notes:
+            parts.append("\\begin{itemize}\n" + "\n".join(r"\item " + tex(n) for n in b.notes)
+                         + "\n\\end{itemize}")
+    return "\n\n".join(parts)
+
+
 def render_latex(title: str | None, results: Mapping[str, Any]) -> str:
     out = [r"\documentclass{article}", r"\usepackage{amsmath}", r"\usepackage{graphicx}",
            r"\usepackage[T1]{fontenc}", r"\usepackage{lmodern}",
@@ -457,7 +465,7 @@ def render_latex(title: str | None, results: Mapping[str, Any]) -> str:
     if title:
         out += [r"\section*{" + tex(title) + "}"]
     for name, r in results.items():
-        out += [r"\subsection*{" + tex(name) + " (" + tex(r.kind) + ")}", latex_body(r), ""]
+        out += [r"\subsection*{" + tex(name) + " (" + tex(r.kind) + ")}", r.as_latex(), ""]
     out.append(r"\end{document}")
     return "\n".join(out)
 

@@ -3,11 +3,15 @@
 A result is the query's kind, a value (:mod:`privspec.results.values`) and extras; it
 serializes to the JSON contract (:meth:`Result.to_dict`), reads as pandas objects
 (:class:`privspec.results.views.ResultViews`) and prints as the reports of
-:mod:`privspec.results.report`.
+:mod:`privspec.results.report`.  The back ends answer with the class of each kind
+(:mod:`privspec.results.kinds`: ``Estimate(value, se=..., n=...)``), whose fields are its
+extras by name; ``Result(kind, value, extras)`` itself holds a result of a kind without a
+class (one built by hand), whose extras the views do not read.
 """
 from __future__ import annotations
 
 import json
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -77,15 +81,28 @@ class Result(ResultViews):
         |---|---|
         | metric | size |
         """
-        return Summary(text_summary(self), html=self._repr_html_, markdown=lambda: markdown_summary(self),
-                       latex=lambda: latex_body(self))
+        return Summary(self.as_text(), html=self._repr_html_, markdown=self.as_markdown, latex=self.as_latex)
 
     def __str__(self) -> str:
-        return text_summary(self)
+        return self.as_text()
+
+    def as_text(self, verbose: bool = True) -> str:
+        """The result as text (:func:`privspec.results.report.text_summary`; ``verbose``: every extra)."""
+        return text_summary(self, verbose)
+
+    def as_markdown(self) -> str:
+        """The result in Markdown (:func:`privspec.results.report.markdown_summary`)."""
+        return markdown_summary(self)
 
     def as_latex(self) -> str:
         """The result in LaTeX, without a document around it (:func:`privspec.results.report.latex_body`)."""
         return latex_body(self)
+
+    def with_query(self, query: Any) -> "Result":
+        """This result, labelled with the query it answers (the runner's; never serialized)."""
+        out = copy.copy(self)
+        object.__setattr__(out, "query", query)  # frozen: set once, on the copy
+        return out
 
 
 

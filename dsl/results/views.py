@@ -1,7 +1,8 @@
 """Results as data scientists read them: pandas objects with labels, statsmodels' names.
 
 :class:`ResultViews` is mixed into :class:`privspec.results.result.Result`; every accessor reads
-the result's value and extras (the JSON contract), so nothing is computed twice:
+the result's value and its named fields (the JSON contract; each kind's class in
+:mod:`privspec.results.kinds` declares those it has), so nothing is computed twice:
 
 * estimates: ``params`` (a Series by category, a MultiIndex Series for joint tables, one
   entry for a mean or moment), ``bse``, ``cov_params()`` (the estimator's covariance,
@@ -16,10 +17,10 @@ the result's value and extras (the JSON contract), so nothing is computed twice:
 
 Examples
 --------
->>> from privspec.results.result import Result
+>>> from privspec.results.kinds import Estimate
 >>> from privspec.results.values import Vector
->>> r = Result("estimate", Vector(("a", "b"), (0.25, 0.75)),
-...            {"method": "mom", "n": 400, "se": Vector(("a", "b"), (0.02, 0.02)), "se_kind": "population"})
+>>> r = Estimate(Vector(("a", "b"), (0.25, 0.75)), method="mom", n=400, se=Vector(("a", "b"), (0.02, 0.02)),
+...              se_kind="population")
 >>> r.params.round(2).to_dict(), r.nobs
 ({'a': 0.25, 'b': 0.75}, 400)
 >>> r.conf_int(0.1).round(4).values.tolist()        # built by hand, no ci95: Wald at every level
@@ -38,7 +39,6 @@ import numpy as np
 from scipy import stats
 
 from privspec.results import plots
-from privspec.results.comparison_tables import frame as comparison_frame
 from privspec.results.layout import NOISE
 from privspec.results.values import Matrix, StepFunction, Table, TestResult, Vector, flatten, to_json
 
@@ -71,24 +71,27 @@ class ResultViews:
     inference: Any
     query: Any
 
-    # -- what any result is -------------------------------------------------------------------------
-    @property
-    def method(self) -> str | None:
-        """The estimator, test or method that produced the result."""
-        v = self.extras.get("method")
-        if v is None and self._test is not None:
-            return self._test.method
-        return v
-
-    @property
-    def se_kind(self) -> str | None:
-        """``population`` or ``conditional`` (which question the standard errors answer)."""
-        return self.extras.get("se_kind")
+    # -- the fields the views read: None for a result whose kind has none (a kind's class in
+    # privspec.results.kinds declares those it has)
+    #: the estimator, test or method that produced the result
+    method: str | None = None
+    #: ``population`` or ``conditional`` (which question the standard errors answer)
+    se_kind: str | None = None
+    #: respondents
+    n: int | None = None
+    #: standard errors, labelled like the value
+    se: Any = None
+    #: the back end's 95% intervals
+    ci95: Any = None
+    #: how the back end made them
+    ci95_method: str | None = None
+    #: what the labels of a vector value are (its index's name)
+    LABELS = "category"
 
     @property
     def nobs(self) -> int | None:
         """Respondents the estimate is from."""
-        n = self.extras.get("n")
+        n = self.n
         return int(n) if isinstance(n, (int, float)) else None
 
     # -- estimates ----------------------------------------------------------------------------------
@@ -99,22 +102,21 @@ class ResultViews:
         if isinstance(self.value, StepFunction):
             raise TypeError("this estimate is a distribution function (masses on innermost intervals): use "
                             "cdf(x), band(x), quantile(q), mean() or to_frame()")
-        return self._series(self.value, "estimate" if self.kind == "estimate" else self.kind)
+        return self._series(self.value, self.kind)
 
     @property
     def bse(self) -> Any:
         """Standard errors, labelled like :attr:`params` (None when none were computed)."""
-        se = self.extras.get("se")
-        return None if se is None else self._series(se, "se")
+        return None if self.se is None else self._series(self.se, "se")
 
     @property
     def ci_method(self) -> str | None:
         """How the intervals of :meth:`conf_int` are made, at every level."""
         if self.inference is not None:
             return self.inference.method
-        if self.extras.get("ci95") is None and self.extras.get("se") is not None:
+        if self.ci95 is None and self.se is not None:
             return WALD
-        return self.extras.get("ci_method")
+        return self.ci95_method
 
     def conf_int(self, alpha: float = 0.05) -> Any:
         """Confidence intervals at level ``1 - alpha`` as a DataFrame (``lower``, ``upper``),
@@ -132,7 +134,7 @@ class ResultViews:
         pd = _pd()
         params = self.params
         level = 1.0 - alpha
-        ci = self.extras.get("ci95")
+        ci = self.ci95
         method = self.ci_method
         if ci is not None and abs(alpha - 0.05) < 1e-12:  # the back end's own, as printed
             if isinstance(ci, dict) and set(ci) == {"lower", "upper"}:  # joint tables: a table each
@@ -158,8 +160,7 @@ class ResultViews:
     def _series(self, value: Any, name: str) -> Any:
         pd = _pd()
         if isinstance(value, Vector):
-            index_name = "variable" if self.kind == "budget" else "category"
-            return pd.Series([_float(v) for v in value.values], index=pd.Index(value.labels, name=index_name),
+            return pd.Series([_float(v) for v in value.values], index=pd.Index(value.labels, name=self.LABELS),
                              name=name)
         if isinstance(value, Table):
             index = pd.MultiIndex.from_product([list(lab) for lab in value.labels], names=list(value.variables))
@@ -264,18 +265,7 @@ class ResultViews:
         (default: 41 points over the data), estimates with their ``1 - alpha`` intervals
         (:meth:`conf_int`), a matrix as a heat map, a ``power`` result's curve over n and
         a ``sample_size`` result's criterion over n with the target marked."""
-        names = _Names(self)
-        if self.kind == "power" and isinstance(self.extras.get("curve"), dict):
-            curve = self.extras["curve"]
-            return plots.figure_curve(curve["n"], curve["power"], ylabel="power", title=names.title(),
-                                      mark=(float(self.extras["n"]), float(self.value)),
-                                      mark_label=f"n = {self.extras['n']:,}: power {float(self.value):.3g}")
-        if self.kind == "sample_size" and self.fit is not None and hasattr(self.fit, "over"):
-            n, values = self.fit.over(int(self.value))
-            return plots.figure_curve(n, values, ylabel=self.fit.criterion, title=names.title(),
-                                      mark=(float(self.value), float(self.extras["achieved"])),
-                                      mark_label=f"n = {int(self.value):,}", target=self.fit.target,
-                                      target_label=f"target {self.extras.get('target', '')}")
+        names = self.names()
         if isinstance(self.value, StepFunction):
             band = None
             if self.fit is not None and getattr(self.fit, "rows", False):
@@ -298,6 +288,24 @@ class ResultViews:
         return plots.figure_estimates(params, ci["lower"], ci["upper"], title=names.title(),
                                       xlabel=names.value_axis(), ylabel=names.axis,
                                       interval=f"{1 - alpha:.0%} interval, {ci.attrs['method']}")
+
+    def names(self) -> "Names":
+        """The result's labels in the spec's own words (for plots)."""
+        return Names(self)
+
+    def title_subject(self, estimand: Any, mechanism: str | None) -> str:
+        """What a plot's title says the result is: its kind, the spec's estimand and
+        mechanism, and the method."""
+        what = self.kind
+        if estimand is not None:
+            what += f" of {estimand}"
+        elif mechanism:
+            what += f"({mechanism})"
+        if estimand is not None and mechanism:
+            what += f" from {mechanism}"
+        if self.method:
+            what += f" by {self.method}"
+        return what
 
     # -- tests -----------------------------------------------------------------------------------------
     @property
@@ -323,8 +331,6 @@ class ResultViews:
         stacked matrices; anything else as key/value rows."""
         pd = _pd()
         value = self.value
-        if self.kind == "comparison":
-            return comparison_frame(value)
         if self._test is not None:
             return pd.DataFrame([{"method": self.method, "statistic": self.statistic, "df": self.df,
                                   "pvalue": self.pvalue}])
@@ -338,16 +344,8 @@ class ResultViews:
         if isinstance(value, StepFunction):
             return pd.DataFrame({"left": [a for a, _ in value.intervals], "right": [b for _, b in value.intervals],
                                  "mass": list(value.mass)})
-        if isinstance(value, (Vector, Table)) or (self.kind == "estimate" and not isinstance(value, dict)):
-            out = self.params.to_frame()
-            if self.bse is not None:
-                out["se"] = self.bse
-            try:
-                ci = self.conf_int()
-                out["lower"], out["upper"] = ci["lower"], ci["upper"]
-            except ValueError:
-                pass
-            return out
+        if isinstance(value, (Vector, Table)):
+            return self.estimate_frame()
         d = self.to_dict()
         if not isinstance(d["value"], (dict, list)):  # one number (coverage, epsilon, a mean)
             row = {"value": d["value"] if d["value"] is not None else d.get("expr")}
@@ -361,6 +359,18 @@ class ResultViews:
             return _records(d["value"], d.get("expr") if isinstance(d.get("expr"), dict) else None)
         return pd.DataFrame(list(flatten(d["value"])), columns=["key", "value"])
 
+    def estimate_frame(self) -> Any:
+        """:attr:`params` as a frame, with ``se``, ``lower`` and ``upper`` where the result has them."""
+        out = self.params.to_frame()
+        if self.bse is not None:
+            out["se"] = self.bse
+        try:
+            ci = self.conf_int()
+            out["lower"], out["upper"] = ci["lower"], ci["upper"]
+        except ValueError:
+            pass
+        return out
+
     def to_long(self) -> Any:
         """The result's numbers as a tidy long table, one number a row: ``label`` (the row
         of :meth:`to_frame`: a category, a matrix row, a joint table's cell as ``a1, b2``;
@@ -371,9 +381,9 @@ class ResultViews:
 
         Examples
         --------
-        >>> from privspec.results.result import Result
+        >>> from privspec.results.kinds import Estimate
         >>> from privspec.results.values import Vector
-        >>> r = Result("estimate", Vector(("a", "b"), (0.25, 0.75)), {"se": Vector(("a", "b"), (0.02, 0.02))})
+        >>> r = Estimate(Vector(("a", "b"), (0.25, 0.75)), se=Vector(("a", "b"), (0.02, 0.02)))
         >>> r.to_long().head(3).to_dict("records")
         [{'label': 'a', 'statistic': 'estimate', 'value': 0.25}, {'label': 'a', 'statistic': 'se', 'value': 0.02}, {'label': 'a', 'statistic': 'lower', 'value': 0.21080...}]
         """
@@ -401,7 +411,7 @@ class ResultViews:
         return f"<div><strong>{head}</strong>{table}</div>"
 
 
-class _Names:
+class Names:
     """A result's labels in the spec's own words: the query's name, its estimand
     (``distribution(color)``), mechanism and estimator, and the variables on the axes
     (the result's kind and method only where it was built outside a spec)."""
@@ -422,23 +432,8 @@ class _Names:
         self.axis = " / ".join(variables) or None
 
     def title(self) -> str:
-        r = self.result
-        what = r.kind
-        if r.kind in ("power", "sample_size"):
-            test = r.extras.get("test")
-            what = (f"power of the {test}" if r.kind == "power" and test else
-                    f"sample size for {r.extras.get('target')}" if r.kind == "sample_size" else what)
-            if self.estimand is not None:
-                what += f" ({self.estimand} from {self.mechanism})" if self.mechanism else f" ({self.estimand})"
-        else:
-            if self.estimand is not None:
-                what += f" of {self.estimand}"
-            elif self.mechanism:
-                what += f"({self.mechanism})"
-            if self.estimand is not None and self.mechanism:
-                what += f" from {self.mechanism}"
-            if r.method:
-                what += f" by {r.method}"
+        """The query's name and what the result is (:meth:`ResultViews.title_subject`)."""
+        what = self.result.title_subject(self.estimand, self.mechanism)
         return f"{self.name}: {what}" if self.name else what
 
     def value_axis(self) -> str:
