@@ -298,7 +298,7 @@ def _empirical_mse(r: Result, n: int) -> tuple[float, float] | None:
 def _empirical_covariance(r: Result) -> tuple[np.ndarray, bool, int]:
     """n Cov of the replications' estimates from a ``simulation`` result: (matrix, whether
     it is the full covariance or only its diagonal, replications)."""
-    v, R = r.value, int(r.extras.get("reps", 0))
+    v, R = r.value, int(r.reps or 0)
     if R < 2:
         raise NotApplicable("fewer than two replications succeeded")
     if isinstance(v.get("n_cov_empirical"), Matrix):
