@@ -105,7 +105,12 @@ def test_every_compare_spec_has_a_golden() -> None:
     assert with_compare == {p.stem for p in COMPARE_SPECS}
 
 
-@pytest.mark.parametrize("path", COMPARE_SPECS, ids=[p.stem for p in COMPARE_SPECS])
+#: the quick run compares these two (4 to 8 s each for the others: slow, run by CI)
+QUICK_COMPARES = {"compare_race", "language"}
+
+
+@pytest.mark.parametrize("path", [p if p.stem in QUICK_COMPARES else pytest.param(p, marks=pytest.mark.slow)
+                                  for p in COMPARE_SPECS], ids=[p.stem for p in COMPARE_SPECS])
 def test_compare_golden(path: Path, update_golden: bool) -> None:
     code, text = comparison(path)
     assert code == 0, f"{path.name}: compare exited {code}"
