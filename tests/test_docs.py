@@ -192,7 +192,7 @@ def _tutorial(run: Run) -> None:
 def _planning(run: Run) -> None:
     res, inv = run.scope["res"], run.scope["inv"]
     assert (res["n_se"].value, res["n_pow"].value) == (7802, 11929)          # the numbers the page states
-    assert round(res["pw"].value, 3) == 0.442 and round(inv["most_private"]["value"], 3) == 3.036
+    assert round(res["pw"].value, 3) == 0.442 and round(inv.most_private.value, 3) == 3.036
     if "folder" in run.scope:                                                  # the report (matplotlib)
         assert "plan.md" in {p.name for p in run.scope["folder"].iterdir()}
 
