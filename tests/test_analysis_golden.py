@@ -67,7 +67,12 @@ def differences(expected: Any, actual: Any, where: str = "$") -> list[str]:
 
 
 
-@pytest.mark.parametrize("path", SPEC_FILES, ids=[p.stem for p in SPEC_FILES])
+#: the bundled specs whose analysis takes the longest (10 s): their goldens are slow tests, run by CI
+SLOW_ANALYSES = {"planning"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_ANALYSES else p
+                                  for p in SPEC_FILES], ids=[p.stem for p in SPEC_FILES])
 def test_analysis_golden(path: Path, update_golden: bool) -> None:
     code, text = analysis(path)
     golden = GOLDEN / f"{path.stem}.analysis.json"
@@ -105,8 +110,8 @@ def test_every_compare_spec_has_a_golden() -> None:
     assert with_compare == {p.stem for p in COMPARE_SPECS}
 
 
-#: the quick run compares these two (4 to 8 s each for the others: slow, run by CI)
-QUICK_COMPARES = {"compare_race", "language"}
+#: the quick run compares this one (4 to 8 s each for the others: slow, run by CI)
+QUICK_COMPARES = {"compare_race"}
 
 
 @pytest.mark.parametrize("path", [p if p.stem in QUICK_COMPARES else pytest.param(p, marks=pytest.mark.slow)

@@ -292,6 +292,7 @@ def test_moments_of_a_cdf_result_are_the_moment_queries(bcdeter_cdf) -> None:
     assert bcdeter_cdf.mean(se="conditional")["se"] < m["se"]               # privacy noise only
 
 
+@pytest.mark.slow   # 9 s of matplotlib; test_cli_plot_writes_the_pictures draws in the quick run
 def test_plots_return_figures(urn, reports, bcdeter_cdf) -> None:
     import matplotlib.pyplot as plt
 

@@ -407,6 +407,7 @@ def test_privatize_checks_the_whole_file_before_writing_and_names_its_rows(tmp_p
     assert code == 1 and "'Purple' (row 2346)" in err and not out.exists()
 
 
+@pytest.mark.slow   # 5 s: a real process started and killed
 def test_a_killed_privatize_leaves_nothing_at_the_target(tmp_path: Path) -> None:
     """kill -9 in the middle of a streamed write: the target path does not exist (only the
     temporary file beside it can remain, as docs/cli.md says)."""

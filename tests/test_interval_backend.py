@@ -209,6 +209,7 @@ def test_raw_data_errors(tmp_path):
 
 
 # ---- simulate ------------------------------------------------------------------------------------------------
+@pytest.mark.slow   # 5 s of replications
 def test_simulate(tmp_path):
     q = as_json("simulate", SPEC, "--n", "200", "--reps", "40", "--seed", "3",
                 "--query", "tau", "--query", "mu", "--query", "m2", "--query", "v_mu", "--query", "e")
