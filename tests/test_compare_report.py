@@ -452,3 +452,16 @@ def test_markdown_escapes_what_the_user_wrote(tmp_path: Path) -> None:
     for t in _tables(md):                          # the pipes in names did not add columns
         assert {len(r) for r in t} == {len(t[0])}, t
     assert _tables(md)[0][2][0] == "**&lt;b&gt;uni\\|form&lt;/b&gt;**"
+
+
+def test_a_design_on_one_frontier_is_not_called_dominated() -> None:
+    """Issue 35: the status column said "dominated" of designs on the frontier of another
+    pair of criteria (the best on utility); a design on any frontier is a choice, and the
+    criteria that draw no frontier are said with why."""
+    doc = sample_doc()
+    doc["candidates"][0].update(pareto=True, frontiers_on=["max_se vs prediction"],
+                                dominated_by={"max_se vs epsilon": ["grr_2"]})
+    doc["not_on_frontiers"] = {"coverage": "not finite for every candidate: n/a for grr_2"}
+    page = render_html(plotless(doc))
+    assert "on the frontier of max_se vs prediction" in page
+    assert "No frontier on <strong>coverage</strong>: not finite for every candidate: n/a for grr_2" in page

@@ -93,9 +93,13 @@ def test_race_designs_ranks_and_frontier(docs) -> None:
         "\nmechanism g3 = grr(race, epsilon = 3)\nquery v = avar(distribution(race) from g3 by mom)\n"
     v = privspec.load(src).analyze()["v"]
     assert grr_3["values"]["avar_trace"]["value"] == pytest.approx(float(np.trace(v.cov_params().to_numpy())))
-    # epsilon against avar_trace: uniform is dominated by pairs (both inf, pairs more precise)
-    front = next(f for f in doc["frontiers"] if (f["x"], f["y"]) == ("epsilon", "avar_trace"))
-    assert set(front["frontier"]) == {"pairs", "grr_1", "grr_3"} and "pairs" in front["dominated"]["uniform"]
+    # frontiers only on criteria finite for every candidate (issue 35): epsilon is inf for the
+    # subset designs and coverage n/a for grr, so prediction against avar_trace is the one
+    assert [(f["x"], f["y"]) for f in doc["frontiers"]] == [("prediction", "avar_trace")]
+    assert doc["not_on_frontiers"] == {"coverage": "not finite for every candidate: n/a for grr_1, grr_3",
+                                       "epsilon": "not finite for every candidate: inf for pairs, uniform"}
+    front = doc["frontiers"][0]
+    assert set(front["frontier"]) == {"pairs", "grr_1", "grr_3"} and "grr_3" in front["dominated"]["uniform"]
 
 
 def test_pareto_frontier_by_its_definition() -> None:
@@ -380,3 +384,26 @@ def test_compare_cli_usage(tmp_path: Path) -> None:
     assert code == 2 and "race_designs" in err
     code, _, err = cli("compare", SPECS / "urn.privspec")
     assert code == 1 and "no compare block" in err
+
+
+def test_frontiers_only_on_criteria_that_compare_every_candidate() -> None:
+    """Issue 35: a criterion draws a frontier only where it is a finite number for every
+    candidate, differs between them, and (between different mechanisms) compares
+    mechanisms: efficiency is shown, never used for dominance; a design with a free
+    parameter is left to its inverse design."""
+    pts = {"a": {"max_se": 0.1, "efficiency": 1.0, "epsilon": 1.0, "coverage": 0.5},
+           "b": {"max_se": 0.2, "efficiency": 0.8, "epsilon": 2.0, "coverage": 0.5},
+           "c": {"max_se": 0.15, "efficiency": 1.0, "epsilon": math.inf, "coverage": None}}
+    usable, why = C.frontier_criteria(pts, ["max_se", "efficiency", "epsilon", "coverage"], True)
+    assert usable == ["max_se"]
+    assert why["efficiency"].startswith("shown, not used for dominance")
+    assert why["epsilon"] == "not finite for every candidate: inf for c"
+    assert why["coverage"] == "not finite for every candidate: n/a for c"
+    two = {k: pts[k] for k in ("a", "b")}
+    usable, why = C.frontier_criteria(two, ["max_se", "efficiency", "epsilon", "coverage"], False)
+    assert usable == ["max_se", "efficiency", "epsilon"]       # one mechanism: efficiency compares estimators
+    assert why == {"coverage": "the same for every candidate (0.5)"}
+    # the interval comparison: no frontier, so no design is called on one or dominated
+    doc = privspec.load(SPECS / "compare_interval.privspec").compare()["anchors"].value
+    assert doc.frontiers == [] and "efficiency" in doc.not_on_frontiers
+    assert all(c.pareto is None and not c.dominated_by for c in doc.candidates)

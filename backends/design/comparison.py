@@ -51,7 +51,7 @@ from scipy import stats
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
-from privspec.model.query_kinds import FINITE, INTERVAL, ORACLE, Answers, family_of
+from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, ORACLE, Answers, family_of
 from privspec.results.comparison import (CandidateRow, ComparisonDocument, CriterionValue, Frontier, InverseChoice,
                                          InverseDesign, Planning, PowerCurve, StandardErrors, TargetEntry)
 from privspec.results.result import Result
@@ -79,16 +79,21 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
     rows = [_row(model, c, plan, criteria, n, reps, seed) for c in cands]
     points = {r.name: {k: v.value for k, v in r.values.items()} for r in rows}
     ranks = rank(points, criteria)
-    fronts, dominators = frontiers(points, criteria)
+    # a design with a free parameter has no values here (its inverse design has them)
+    fixed = {c.name: points[c.name] for c in cands if not free_parameters(model, c.mechanism)}
+    usable, left_out = frontier_criteria(fixed, criteria, len({r.mechanism for r in rows if r.name in fixed}) > 1)
+    fronts, dominators = frontiers(fixed, usable)
     for r in rows:
         on = [f"{f.y} vs {f.x}" for f in fronts if r.name in f.frontier]
-        r.rank, r.dominated_by = ranks[r.name], dominators[r.name]
-        # on the frontier of some pair: the choice of someone who weighs that pair
-        r.pareto, r.frontiers_on = bool(on) or not fronts, on
+        r.rank, r.dominated_by = ranks[r.name], dominators.get(r.name, {})
+        # on the frontier of some pair: the choice of someone who weighs that pair (no
+        # frontier, or a free parameter: no verdict on dominance either way)
+        r.pareto, r.frontiers_on = (bool(on), on) if fronts and r.name in fixed else (None, None)
     return ComparisonDocument(
         name=comp.name, title=model.title, estimand=str(comp.estimand), n=n, alpha=float(plan.alpha),
         criteria=criteria, criterion_info={c: REGISTRY[c].info for c in criteria}, candidates=rows,
-        frontiers=fronts, targets=[TargetEntry(t.criterion, t.op, float(t.value)) for t in plan.targets],
+        frontiers=fronts, not_on_frontiers=left_out,
+        targets=[TargetEntry(t.criterion, t.op, float(t.value)) for t in plan.targets],
         planning=_planning(plan), inverse=inverse_designs(model, comp, cands, n), reps=reps, seed=seed,
         spec=model.source.text if model.source is not None else None,
         recommendation=_recommend(rows, criteria, plan.targets))
@@ -206,6 +211,41 @@ def rank(points: Mapping[str, Mapping[str, float | None]], criteria: Sequence[st
             v = scored.get(name)
             ranks[name][crit] = None if v is None else 1 + sum(1 for u in scored.values() if _better(crit, u, v))
     return ranks
+
+
+def frontier_criteria(points: Mapping[str, Mapping[str, float | None]], criteria: Sequence[str],
+                      mechanisms_differ: bool) -> tuple[list[str], dict[str, str]]:
+    """The criteria that can draw a Pareto frontier, and why each other one cannot: a
+    frontier needs a number for every candidate (an infinite epsilon or an n/a leaves a
+    design off the plot, and "on the frontier" unsaid of it), values that differ (a
+    criterion equal for all separates nobody), and, between different mechanisms, a
+    criterion that compares mechanisms (``efficiency`` measures each estimator against its
+    own mechanism's efficient one).
+
+    Examples
+    --------
+    >>> pts = {"a": {"max_se": 0.1, "epsilon": 1.0, "efficiency": 1.0},
+    ...        "b": {"max_se": 0.2, "epsilon": float("inf"), "efficiency": 1.0}}
+    >>> usable, why = frontier_criteria(pts, ["max_se", "epsilon", "efficiency"], True)
+    >>> usable, why["epsilon"]
+    (['max_se'], 'not finite for every candidate: inf for b')
+    """
+    usable, left_out = [], {}
+    for crit in criteria:
+        values = {name: v[crit] for name, v in points.items()}
+        odd = {name: "n/a" if x is None else f"{x:.4g}" for name, x in values.items()
+               if x is None or not math.isfinite(x)}
+        within = CRITERIA[crit].within_mechanism
+        if within is not None and mechanisms_differ:
+            left_out[crit] = f"shown, not used for dominance: {within}"
+        elif odd:
+            left_out[crit] = "not finite for every candidate: " + "; ".join(
+                f"{x} for {', '.join(sorted(n for n in odd if odd[n] == x))}" for x in sorted(set(odd.values())))
+        elif len(points) > 1 and len(set(values.values())) == 1:
+            left_out[crit] = f"the same for every candidate ({next(iter(values.values())):.4g})"
+        else:
+            usable.append(crit)
+    return usable, left_out
 
 
 def frontiers(points: Mapping[str, Mapping[str, float | None]], criteria: Sequence[str]

@@ -440,6 +440,9 @@ class Criterion:
     side: str
     better: str
     doc: str
+    #: None where its values compare mechanisms; else why they do not (the criterion is then
+    #: shown, never used for dominance between different mechanisms)
+    within_mechanism: str | None = None
 
 
 CRITERIA: dict[str, Criterion] = {c.name: c for c in (
@@ -451,7 +454,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
               "mean squared error at n summed over cells: variance plus squared bias (RR-Independent's limit "
               "is the product of the marginals, not the joint)"),
     Criterion("efficiency", "utility", "higher",
-              "the efficient estimator's asymptotic variance over this one's (traces; 1: efficient)"),
+              "the efficient estimator's asymptotic variance over this one's (traces; 1: efficient)",
+              "it measures each estimator against its own mechanism's efficient one, not the mechanisms"),
     Criterion("power", "utility", "higher", "power of the block's test at n (level alpha)"),
     Criterion("coverage", "privacy", "higher", "size privacy coverage tau = E[mass of the report]"),
     Criterion("size", "privacy", "lower", "size leakage 1 - tau"),

@@ -158,11 +158,14 @@ def _cell(cand: CandidateRow, criterion: str, notes: _Notes) -> dict:
 
 
 def _status(cand: CandidateRow) -> str:
+    """On a frontier (of which pairs, where it is dominated on others) before dominated: a
+    design the best on one pair of criteria is a choice, whatever the other pairs say."""
+    if cand.pareto is True:
+        on = cand.frontiers_on or []
+        return "on the frontier" + (f" of {', '.join(on)}" if len(on) > 1 or any(cand.dominated_by.values()) else "")
     by = {k: v for k, v in cand.dominated_by.items() if v}
     if by:
         return "dominated: " + "; ".join(f"by {', '.join(map(str, v))} on {k}" for k, v in by.items())
-    if cand.pareto is True:
-        return "on the frontier"
     if cand.pareto is False:
         return "dominated"
     return ""
@@ -274,7 +277,8 @@ def _view(doc: ComparisonDocument) -> dict:
         "n": fmt(doc.n) if doc.n is not None else None,
         "alpha": fmt(doc.alpha) if doc.alpha is not None else None,
         "simulation": sim, "criteria": _criterion_heads(doc), "rows": rows, "notes": notes.rows(),
-        "frontiers": _frontiers(doc), "se": _se_table(doc.candidates),
+        "frontiers": _frontiers(doc), "not_on_frontiers": [{"name": k, "why": v} for k, v in doc.not_on_frontiers.items()],
+        "se": _se_table(doc.candidates),
         "power": _has_power(doc.candidates),
         "planning": {"test": planning.test or "",
                      "target": fmt(planning.target_power) if planning.target_power is not None else None}
@@ -504,8 +508,10 @@ def _markdown(view: dict, images: Mapping[str, str]) -> str:
         out += ["", "Notes:", ""] + [f"{n['number']}. {md(n['reason'])} ({md(n['cells'])})" for n in v["notes"]]
     out.append("")
 
-    if v["frontiers"]:
+    if v["frontiers"] or v["not_on_frontiers"]:
         out += ["## Frontiers", ""]
+    if v["not_on_frontiers"]:
+        out += [f"- no frontier on {md(d['name'])}: {md(d['why'])}" for d in v["not_on_frontiers"]] + [""]
     for fr in v["frontiers"]:
         out += [f"### {md(fr['title'])}", ""]
         if f"frontier_{fr['number']}" in images:

@@ -311,8 +311,9 @@ class ComparisonDocument:
     """The answer of a ``compare`` block: its ``name``, the spec's ``title``, the
     ``estimand``, the sample size ``n`` and level ``alpha`` the criteria are taken at, the
     ``criteria`` (in the block's order) with what each is (``criterion_info``), a row per
-    candidate, the Pareto frontiers, the ``targets``, the ``planning`` test (None without a
-    test or power target), the inverse designs, the simulation's ``reps`` and ``seed`` (None
+    candidate, the Pareto frontiers and the criteria on none (``not_on_frontiers``, with
+    why), the ``targets``, the ``planning`` test (None without a test or power target), the
+    inverse designs, the simulation's ``reps`` and ``seed`` (None
     without one), the ``spec`` text, and a ``recommendation`` in one sentence (None when
     there are no targets or no privacy criterion)."""
 
@@ -325,6 +326,9 @@ class ComparisonDocument:
     criterion_info: dict[str, CriterionInfo] = field(default_factory=dict)
     candidates: list[CandidateRow] = field(default_factory=list)
     frontiers: list[Frontier] = field(default_factory=list)
+    #: the criteria that draw no frontier, and why (not finite for every candidate, equal
+    #: for all, or unable to compare different mechanisms)
+    not_on_frontiers: dict[str, str] = field(default_factory=dict)
     targets: list[TargetEntry] = field(default_factory=list)
     planning: Planning | None = None
     inverse: list[InverseDesign] = field(default_factory=list)
@@ -341,6 +345,7 @@ class ComparisonDocument:
             "alpha": self.alpha, "criteria": list(self.criteria),
             "criterion_info": {k: v.to_dict() for k, v in self.criterion_info.items()},
             "candidates": [c.to_dict() for c in self.candidates], "frontiers": [f.to_dict() for f in self.frontiers],
+            **({"not_on_frontiers": dict(self.not_on_frontiers)} if self.not_on_frontiers else {}),
             "targets": [t.to_dict() for t in self.targets],
             "planning": None if self.planning is None else self.planning.to_dict(),
             "inverse": [e.to_dict() for e in self.inverse], "reps": self.reps, "seed": self.seed, "spec": self.spec,
@@ -360,6 +365,7 @@ class ComparisonDocument:
             criterion_info={k: CriterionInfo.from_dict(v) for k, v in _given(raw, "criterion_info", {}).items()},
             candidates=[CandidateRow.from_dict(c) for c in _given(raw, "candidates", [])],
             frontiers=[Frontier.from_dict(f) for f in _given(raw, "frontiers", [])],
+            not_on_frontiers=dict(_given(raw, "not_on_frontiers", {})),
             targets=[TargetEntry.from_dict(t) for t in _given(raw, "targets", [])],
             planning=Planning.from_dict(planning) if planning else None,
             inverse=[InverseDesign.from_dict(e) for e in _given(raw, "inverse", [])],

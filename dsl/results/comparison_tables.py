@@ -13,7 +13,7 @@ Examples
 ...                  rank={"max_se": 1}, pareto=True)])
 >>> b = blocks(doc)[0]
 >>> b.header, b.rows
-(['candidate', 'mechanism', 'estimator', 'max_se', 'Pareto'], [['a', 'grr(x, epsilon = 1)', 'mom', '0.05 [1]', 'yes']])
+(['candidate', 'mechanism', 'estimator', 'max_se'], [['a', 'grr(x, epsilon = 1)', 'mom', '0.05 [1]']])
 """
 from __future__ import annotations
 
@@ -65,12 +65,15 @@ def cell(entry: CriterionValue, rank: int | None = None) -> str:
 def blocks(doc: ComparisonDocument) -> list[Block]:
     """The tables of a comparison document, in reading order."""
     out = [_criteria(doc)]
-    if doc.frontiers:
+    left_out = [f"no frontier on {crit}: {why}" for crit, why in doc.not_on_frontiers.items()]
+    if not doc.frontiers and left_out:
+        out.append(Block("Pareto frontiers: none", [], [], left_out))
+    elif doc.frontiers:
         out.append(Block("Pareto frontiers (privacy x against utility y)", ["x", "y", "frontier", "dominated"],
                          [[f.x, f.y, ", ".join(f.frontier) or "-", ", ".join(sorted(f.dominated)) or "-"]
                           for f in doc.frontiers],
                          [f"{name} ({f.y} vs {f.x}): {why}" for f in doc.frontiers
-                          for name, why in f.dominated.items()]))
+                          for name, why in f.dominated.items()] + left_out))
     if doc.targets:
         out.append(_targets(doc))
     if any(c.power for c in doc.candidates):
@@ -98,11 +101,12 @@ def blocks(doc: ComparisonDocument) -> list[Block]:
 
 def _criteria(doc: ComparisonDocument) -> Block:
     crits = doc.criteria
-    header = ["candidate", "mechanism", "estimator"] + crits + ["Pareto"]
+    pareto = bool(doc.frontiers)   # no frontier: no Pareto column
+    header = ["candidate", "mechanism", "estimator"] + crits + (["Pareto"] if pareto else [])
     rows, notes = [], []
     for c in doc.candidates:
         rows.append([c.name, c.mechanism, c.estimator] + [cell(c.values[k], c.rank.get(k)) for k in crits]
-                    + [_pareto(c, len(doc.frontiers))])
+                    + ([_pareto(c, len(doc.frontiers))] if pareto else []))
         notes += [f"{c.name} {k}: n/a: {c.values[k].na}" for k in crits if c.values[k].na]
     info = doc.criterion_info
     sides = "; ".join(f"{k}: {info[k].side}, {info[k].better} is better" for k in crits if k in info)
@@ -131,6 +135,8 @@ def _targets(doc: ComparisonDocument) -> Block:
 def _pareto(cand: CandidateRow, frontiers: int) -> str:
     """``yes`` / ``no``, with on how many of the frontiers when there are several."""
     on = cand.frontiers_on
+    if cand.pareto is None:   # no frontier, or a design with a free parameter (see its inverse design)
+        return "-"
     if on is None or frontiers <= 1:
         return "no" if cand.pareto is False else "yes"
     return f"yes ({len(on)} of {frontiers})" if on else "no"
@@ -148,7 +154,7 @@ def _choice(choice: InverseChoice | None, entry: InverseDesign) -> str:
 def frame(doc: ComparisonDocument) -> Any:
     """The criteria table as a DataFrame: one row per candidate, a column per criterion (its
     analytic value; ``CRITERION_sim`` and ``CRITERION_mc_error`` beside it when simulated,
-    ``CRITERION_rank``), then ``pareto``."""
+    ``CRITERION_rank``), then ``pareto`` (None: on no frontier's pair, or no frontier)."""
     import pandas as pd  # start-up: pandas costs about 0.6 s; only the Python API's frames need it
 
     rows = {}
@@ -160,7 +166,7 @@ def frame(doc: ComparisonDocument) -> Any:
             if v.simulated is not None:
                 row[f"{k}_sim"], row[f"{k}_mc_error"] = v.simulated, v.mc_error
             row[f"{k}_rank"] = c.rank.get(k)
-        row["pareto"] = c.pareto is not False
+        row["pareto"] = c.pareto
         rows[c.name] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "candidate"

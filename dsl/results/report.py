@@ -125,7 +125,10 @@ def _rows_cols(result: Any) -> tuple[list[str], list[str]] | None:
 
 def _text_block(block: Any, indent: str = "  ") -> list[str]:
     """A comparison table as text: left-aligned columns, in bands of columns (the first
-    repeated) where it would pass :data:`WIDE`; its notes folded below it."""
+    repeated) where it would pass :data:`WIDE`; its notes folded below it (a block without a
+    header is its title and notes only)."""
+    if not block.header:
+        return [indent + block.title] + [fold(f"{indent}  - {note}", MAX_LINE, indent + "    ") for note in block.notes]
     cols = list(zip(block.header, *block.rows)) if block.rows else [(h,) for h in block.header]
     widths = [max(len(str(x)) for x in col) for col in cols]
     bands, start = [], 1
@@ -318,7 +321,9 @@ def comparison_markdown(document: Any) -> str:
     """A comparison document in Markdown: a table and its notes per block."""
     parts = []
     for b in blocks(document):
-        parts += [f"**{md(b.title)}**", ""] + md_table([md(h) for h in b.header], [[md(x) for x in r] for r in b.rows])
+        parts += [f"**{md(b.title)}**", ""]
+        if b.header:
+            parts += md_table([md(h) for h in b.header], [[md(x) for x in r] for r in b.rows])
         parts += [""] + [f"- {md(n)}" for n in b.notes] + ([""] if b.notes else [])
     return "\n".join(parts).rstrip()
 
@@ -450,8 +455,11 @@ def comparison_latex(document: Any) -> str:
     """A comparison document in LaTeX: a table scaled to the page and its notes per block."""
     parts = []
     for b in blocks(document):
-        table = _tabular([tex(h) for h in b.header], [[tex(x) for x in r] for r in b.rows])
-        parts.append(r"\paragraph{" + tex(b.title) + "}\n\n\\noindent\\resizebox{\\linewidth}{!}{" + table + "}")
+        if b.header:
+            table = _tabular([tex(h) for h in b.header], [[tex(x) for x in r] for r in b.rows])
+            parts.append(r"\paragraph{" + tex(b.title) + "}\n\n\\noindent\\resizebox{\\linewidth}{!}{" + table + "}")
+        else:
+            parts.append(r"\paragraph{" + tex(b.title) + "}")
         if b.notes:
             parts.append("\\begin{itemize}\n" + "\n".join(r"\item " + tex(n) for n in b.notes)
                          + "\n\\end{itemize}")
