@@ -67,8 +67,8 @@ def differences(expected: Any, actual: Any, where: str = "$") -> list[str]:
 
 
 
-#: the bundled specs whose analysis takes the longest (10 s): their goldens are slow tests, run by CI
-SLOW_ANALYSES = {"planning"}
+#: the bundled specs whose analysis takes the longest (3 to 10 s): their goldens are slow tests, run by CI
+SLOW_ANALYSES = {"planning", "randomized_response", "language"}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_ANALYSES else p

@@ -270,6 +270,7 @@ def test_a_report_png_appearing_meanwhile_removes_what_was_written(comparison, t
     assert names(tmp_path) == ["r_se.png"] and (tmp_path / "r_se.png").read_bytes() == b"theirs"
 
 
+@pytest.mark.slow   # 5 s of plots
 def test_plot_pictures_are_never_written_over_a_pipe(tmp_path: Path) -> None:
     """``--plot DIR`` replaces the pictures of a former run, but not a FIFO in their place."""
     pytest.importorskip("matplotlib")

@@ -566,6 +566,7 @@ def subset_cases(draw):
     return labels, draw(populations(p)), nu, alpha
 
 
+@pytest.mark.slow   # 30 exact analyses
 @PROPS
 @given(subset_cases())
 def test_subset_and_dummy_properties(case) -> None:
@@ -625,6 +626,7 @@ def product_cases(draw):
     return G, Hl, raw, f"product({first}, grr(h, epsilon = log({k2})))", ref_product(ref1, ref_grr(Hl, math.log(k2)))
 
 
+@pytest.mark.slow   # 30 exact analyses
 @PROPS
 @given(product_cases())
 def test_product_properties(case) -> None:

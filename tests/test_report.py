@@ -49,6 +49,7 @@ query pw = power(distribution(w) from m, n = 1000, test = proportion("<script>al
 """
 
 
+@pytest.mark.slow   # 5 s: a whole comparison report
 def test_markdown_escapes_titles_labels_and_test_descriptions(tmp_path: Path) -> None:
     """A title, labels and a test's description holding HTML, pipes and stars: Markdown
     gets them escaped (``&lt;``, ``\\|``, ``\\*``), as HTML and LaTeX do, so no viewer runs
