@@ -76,11 +76,12 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
     n = comp.n or 1000
     criteria = list(comp.criteria)
     cands = [Candidate(name, mech, comp.estimator(name), comp.estimand) for name, mech in comp.candidates]
-    rows = [_row(model, c, plan, criteria, n, reps, seed) for c in cands]
+    free = {c.name: free_parameters(model, c.mechanism) for c in cands}
+    rows = [_row(model, c, free[c.name], plan, criteria, n, reps, seed) for c in cands]
     points = {r.name: {k: v.value for k, v in r.values.items()} for r in rows}
     ranks = rank(points, criteria)
     # a design with a free parameter has no values here (its inverse design has them)
-    fixed = {c.name: points[c.name] for c in cands if not free_parameters(model, c.mechanism)}
+    fixed = {c.name: points[c.name] for c in cands if not free[c.name]}
     usable, left_out = frontier_criteria(fixed, criteria, len({r.mechanism for r in rows if r.name in fixed}) > 1)
     fronts, dominators = frontiers(fixed, usable)
     for r in rows:
@@ -99,12 +100,12 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
         recommendation=_recommend(rows, criteria, plan.targets))
 
 
-def _row(model: ModelGraph, cand: Candidate, plan: Plan, criteria: Sequence[str], n: int, reps: int | None,
-         seed: int | None) -> CandidateRow:
+def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Plan, criteria: Sequence[str],
+         n: int, reps: int | None, seed: int | None) -> CandidateRow:
     """One candidate's criteria at n (and from ``reps`` replications), standard errors,
-    targets and power; its ranks and frontiers are the document's to fill in."""
+    targets and power; its ranks and frontiers are the document's to fill in (``free``:
+    its parameters without a value, which leave every criterion to the inverse design)."""
     ev = Evaluation(model, cand, plan)
-    free = free_parameters(model, cand.mechanism)
     if free:
         ev.free = NotApplicable(f"depends on {', '.join(p.name for p in free)}, which has no value: "
                                 "see the inverse design")
