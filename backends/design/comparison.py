@@ -60,6 +60,7 @@ from privspec.results.values import Matrix, Table
 from privspec.backends import register
 from privspec.backends.design import planning
 from privspec.backends.design.criteria import REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer
+from privspec.backends.design.verdict import recommend
 from privspec.backends.design.inverse import (best_feasible, best_whole, bind, finite_at, free_parameters,
                                               parameter_range, score, size_parameter_range)
 
@@ -97,7 +98,7 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
         targets=[TargetEntry(t.criterion, t.op, float(t.value)) for t in plan.targets],
         planning=_planning(plan), inverse=inverse_designs(model, comp, cands, n), reps=reps, seed=seed,
         spec=model.source.text if model.source is not None else None,
-        recommendation=_recommend(rows, criteria, plan.targets))
+        recommendation=recommend(rows, criteria, plan.targets))
 
 
 def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Plan, criteria: Sequence[str],
@@ -275,25 +276,6 @@ def frontiers(points: Mapping[str, Mapping[str, float | None]], criteria: Sequen
             out.append(Frontier(x, y, [k for k in ok if k not in dominated], dominated,
                                 {k: "n/a on " + (x if points[k][x] is None else y) for k in points if k not in ok}))
     return out, dominators
-
-
-def _recommend(rows: Sequence[CandidateRow], criteria: Sequence[str], targets: Sequence[Target]) -> str | None:
-    """One sentence: the most private candidate that meets every target at n, when one does."""
-    privacy = [c for c in criteria if REGISTRY[c].side == "privacy"]
-    if not targets or not privacy:
-        return None
-    ok = [r for r in rows if all(v is True for v in r.targets.values())]
-    if not ok:
-        return "no candidate meets every target at n; see the sample sizes"
-    p = privacy[0]
-    scored = [r for r in ok if r.values[p].value is not None]
-    if not scored:
-        return f"{', '.join(r.name for r in ok)} meet every target at n"
-    best = scored[0]
-    for r in scored[1:]:
-        if _better(p, r.values[p].value, best.values[p].value):
-            best = r
-    return f"{best.name}: the most private on {p} of the candidates that meet every target at n"
 
 
 # ---- simulation ----------------------------------------------------------------------------------------

@@ -67,6 +67,18 @@ class CriterionValue:
     mc_error: float | None = None
     mc_note: str | None = None
     simulated_na: str | None = None
+    #: the simulated value is the one to decide on: the asymptotic value is more than 10% off
+    #: it (a rare category near the boundary, a small n)
+    unreliable: bool = False
+    #: over the comparison's plausible populations: the worst value and the population where
+    #: it is reached (None without a set of populations)
+    worst: float | None = None
+    worst_at: str | None = None
+
+    @property
+    def decisive(self) -> float | None:
+        """The value a verdict reads: the simulated one where the asymptotic one is unreliable."""
+        return self.simulated if self.unreliable and self.simulated is not None else self.value
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"value": self.value}
@@ -80,6 +92,10 @@ class CriterionValue:
             out["mc_note"] = self.mc_note
         if self.simulated_na is not None:
             out["simulated_na"] = self.simulated_na
+        if self.unreliable:
+            out["unreliable"] = True
+        if self.worst is not None or self.worst_at is not None:
+            out["worst"], out["worst_at"] = self.worst, self.worst_at
         return out
 
     @classmethod
@@ -88,7 +104,8 @@ class CriterionValue:
         if not isinstance(raw, Mapping):
             return cls(value=raw)
         return cls(**{k: raw.get(k) for k in ("value", "na", "exact", "simulated", "mc_error", "mc_note",
-                                              "simulated_na")})
+                                              "simulated_na", "worst", "worst_at")},
+                   unreliable=bool(raw.get("unreliable")))
 
 
 @dataclass
@@ -149,6 +166,9 @@ class CandidateRow:
     dominated_by: dict[str, list[str]] = field(default_factory=dict)
     pareto: bool | None = None
     frontiers_on: list[str] | None = None
+    #: what a reader of this design should know, in words (categories failing a publication
+    #: rule, an asymptotic value replaced by a simulated one); the verdict repeats its design's
+    flags: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism, "family": self.family,
@@ -166,6 +186,8 @@ class CandidateRow:
         out["dominated_by"] = {k: list(v) for k, v in self.dominated_by.items()}
         out["pareto"] = self.pareto
         out["frontiers_on"] = self.frontiers_on
+        if self.flags:
+            out["flags"] = list(self.flags)
         return out
 
     @classmethod
@@ -180,7 +202,8 @@ class CandidateRow:
                    power=None if power is None else PowerCurve.from_dict(power), power_na=raw.get("power_na"),
                    rank=dict(_given(raw, "rank", {})),
                    dominated_by={k: list(v) for k, v in _given(raw, "dominated_by", {}).items()},
-                   pareto=raw.get("pareto"), frontiers_on=raw.get("frontiers_on"))
+                   pareto=raw.get("pareto"), frontiers_on=raw.get("frontiers_on"),
+                   flags=list(_given(raw, "flags", [])))
 
 
 @dataclass
@@ -307,6 +330,47 @@ class InverseDesign:
 
 
 @dataclass
+class Recommendation:
+    """The verdict of a comparison: the ``candidate`` to use (None where no design meets
+    the targets), the verdict in words (``text``), why (``reasons``: the targets it meets,
+    the criterion that decided among those that meet them and by how much; ``decided_by``
+    names that criterion), the ``runner_up`` and what would change the choice
+    (``changes``: the n or epsilon at which another design would win); where no design
+    meets the targets, what is missing (``missing``) and the cheapest fixes (``fixes``: the
+    n, the epsilon); and ``notes``: what the verdict rests on that a reader should know
+    (simulated values used instead of asymptotic ones, categories failing a publication
+    rule, whether the choice holds over every plausible population)."""
+
+    candidate: str | None = None
+    text: str = ""
+    reasons: list[str] = field(default_factory=list)
+    decided_by: str | None = None
+    runner_up: str | None = None
+    changes: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    fixes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"candidate": self.candidate, "text": self.text, "reasons": list(self.reasons),
+                               "decided_by": self.decided_by, "runner_up": self.runner_up,
+                               "changes": list(self.changes)}
+        for key in ("missing", "fixes", "notes"):
+            if getattr(self, key):
+                out[key] = list(getattr(self, key))
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | str) -> Recommendation:
+        """A recommendation from its JSON form."""
+        if isinstance(raw, str):
+            return cls(text=raw)
+        return cls(raw.get("candidate"), _given(raw, "text", ""), list(_given(raw, "reasons", [])),
+                   raw.get("decided_by"), raw.get("runner_up"), list(_given(raw, "changes", [])),
+                   list(_given(raw, "missing", [])), list(_given(raw, "fixes", [])), list(_given(raw, "notes", [])))
+
+
+@dataclass
 class ComparisonDocument:
     """The answer of a ``compare`` block: its ``name``, the spec's ``title``, the
     ``estimand``, the sample size ``n`` and level ``alpha`` the criteria are taken at, the
@@ -314,8 +378,7 @@ class ComparisonDocument:
     candidate, the Pareto frontiers and the criteria on none (``not_on_frontiers``, with
     why), the ``targets``, the ``planning`` test (None without a test or power target), the
     inverse designs, the simulation's ``reps`` and ``seed`` (None
-    without one), the ``spec`` text, and a ``recommendation`` in one sentence (None when
-    there are no targets or no privacy criterion)."""
+    without one), the ``spec`` text, and the verdict (:class:`Recommendation`)."""
 
     name: str = ""
     title: str | None = None
@@ -335,7 +398,7 @@ class ComparisonDocument:
     reps: int | None = None
     seed: int | None = None
     spec: str | None = None
-    recommendation: str | None = None
+    recommendation: Recommendation | None = None
 
     def to_dict(self) -> dict:
         """The document as plain dicts and lists, as the JSON contract spells it (its numbers
@@ -350,8 +413,8 @@ class ComparisonDocument:
             "planning": None if self.planning is None else self.planning.to_dict(),
             "inverse": [e.to_dict() for e in self.inverse], "reps": self.reps, "seed": self.seed, "spec": self.spec,
         }
-        if self.recommendation:
-            out["recommendation"] = self.recommendation
+        if self.recommendation is not None:
+            out["recommendation"] = self.recommendation.to_dict()
         return out
 
     @classmethod
@@ -369,4 +432,5 @@ class ComparisonDocument:
             targets=[TargetEntry.from_dict(t) for t in _given(raw, "targets", [])],
             planning=Planning.from_dict(planning) if planning else None,
             inverse=[InverseDesign.from_dict(e) for e in _given(raw, "inverse", [])],
-            reps=raw.get("reps"), seed=raw.get("seed"), spec=raw.get("spec"), recommendation=raw.get("recommendation"))
+            reps=raw.get("reps"), seed=raw.get("seed"), spec=raw.get("spec"),
+            recommendation=Recommendation.from_dict(raw["recommendation"]) if raw.get("recommendation") else None)

@@ -94,8 +94,8 @@ def blocks(doc: ComparisonDocument) -> list[Block]:
         if len(labels) <= 12 and all(c.se.labels == labels for c in ses):
             out.append(Block(f"Standard errors at n = {number(doc.n)}", ["candidate"] + list(labels),
                              [[c.name] + [number(v) for v in c.se.values] for c in ses]))
-    if doc.recommendation:
-        out[0].notes.append(doc.recommendation)
+    if doc.recommendation is not None:
+        out[0].notes.append(doc.recommendation.text)
     return out
 
 
