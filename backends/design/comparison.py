@@ -91,14 +91,16 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
         # on the frontier of some pair: the choice of someone who weighs that pair (no
         # frontier, or a free parameter: no verdict on dominance either way)
         r.pareto, r.frontiers_on = (bool(on), on) if fronts and r.name in fixed else (None, None)
-    return ComparisonDocument(
+    doc = ComparisonDocument(
         name=comp.name, title=model.title, estimand=str(comp.estimand), n=n, alpha=float(plan.alpha),
         criteria=criteria, criterion_info={c: REGISTRY[c].info for c in criteria}, candidates=rows,
         frontiers=fronts, not_on_frontiers=left_out,
         targets=[TargetEntry(t.criterion, t.op, float(t.value)) for t in plan.targets],
         planning=_planning(plan), inverse=inverse_designs(model, comp, cands, n), reps=reps, seed=seed,
         spec=model.source.text if model.source is not None else None,
-        recommendation=recommend(rows, criteria, plan.targets))
+        recommendation=None)
+    doc.recommendation = recommend(rows, criteria, plan.targets, n, doc.inverse)
+    return doc
 
 
 def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Plan, criteria: Sequence[str],
