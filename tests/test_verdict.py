@@ -152,3 +152,22 @@ def test_the_verdict_follows_n(n: int) -> None:
     sizes = {r.name: r.sample_size["max_se <= 0.02"] for r in doc.candidates}
     want = "grr_1" if n >= sizes["grr_1"] else "grr_2" if n >= sizes["grr_2"] else None
     assert doc.recommendation.candidate == want
+
+
+def test_the_recommended_epsilon_is_tuned_down_to_the_least_that_meets_the_targets() -> None:
+    doc = doc_of('''compare d for distribution(race) at n = 1000 target max_se <= 0.02 {
+        pairs = subset(race, sizes {2: 1})
+        grr_3 = grr(race, epsilon = 3)
+    } by max_se, prediction''')
+    rec = doc.recommendation
+    assert rec.candidate == "grr_3"
+    said = rec.changes[0]
+    assert said.startswith("grr_3 still meets max_se <= 0.02 at n = 1,000 down to epsilon = ")
+    eps = float(said.split("epsilon = ")[1].split(" ")[0])
+    assert 1 < eps < 3
+    # the claim holds: at that epsilon max_se is at most the target, a little below it is not
+    for e, meets in ((eps * 1.001, True), (eps * 0.98, False)):
+        again = doc_of(f'''compare d for distribution(race) at n = 1000 target max_se <= 0.02 {{
+            g = grr(race, epsilon = {e})
+        }} by max_se''')
+        assert again.candidates[0].targets["max_se <= 0.02"] is meets

@@ -60,7 +60,7 @@ from privspec.results.values import Matrix, Table
 from privspec.backends import register
 from privspec.backends.design import planning
 from privspec.backends.design.criteria import REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer
-from privspec.backends.design.verdict import recommend
+from privspec.backends.design.verdict import add_least_epsilon, recommend
 from privspec.backends.design.inverse import (best_feasible, best_whole, bind, finite_at, free_parameters,
                                               parameter_range, score, size_parameter_range)
 
@@ -99,7 +99,12 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
         planning=_planning(plan), inverse=inverse_designs(model, comp, cands, n), reps=reps, seed=seed,
         spec=model.source.text if model.source is not None else None,
         recommendation=None)
-    doc.recommendation = recommend(rows, criteria, plan.targets, n, doc.inverse)
+    doc.recommendation = rec = recommend(rows, criteria, plan.targets, n, doc.inverse)
+    if rec is not None and rec.candidate is not None:
+        chosen = next(c for c in cands if c.name == rec.candidate)
+        tuned = least_epsilon(model, comp, chosen, n)
+        if tuned is not None:
+            add_least_epsilon(rec, tuned, next(r for r in rows if r.name == chosen.name), n)
     return doc
 
 
@@ -360,6 +365,24 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
         if params:
             out.append(_inverse_design(model, comp, c, params, n, privacies, utility))
     return out
+
+
+def least_epsilon(model: ModelGraph, comp: Compare, cand: Candidate, n: int) -> InverseDesign | None:
+    """The smallest epsilon at which ``cand``'s mechanism (one with a numeric ``epsilon``:
+    grr, the frequency oracles) still meets the block's utility targets at n: its epsilon
+    made free over (0, its value] and searched as an inverse design (None: no epsilon to
+    tune, or no utility target)."""
+    eps = getattr(cand.mechanism, "epsilon", None)
+    if not isinstance(eps, sympy.Number) or not any(REGISTRY[t.criterion].side == "utility"
+                                                     for t in comp.plan.targets):
+        return None
+    symbol = sympy.Symbol(f"epsilon_{cand.name}", positive=True)
+    p = Parameter("epsilon", symbol, ((">", sympy.Integer(0)), ("<=", eps)))
+    free = dataclasses.replace(cand, mechanism=dataclasses.replace(cand.mechanism, epsilon=symbol))
+    criteria = list(comp.criteria)
+    privacies = [c for c in criteria if REGISTRY[c].side == "privacy"] or ["epsilon"]
+    utility = next((c for c in criteria if REGISTRY[c].side == "utility"), "max_se")
+    return _inverse_design(model, comp, free, [p], n, privacies, utility)
 
 
 def _inverse_design(model: ModelGraph, comp: Compare, c: Candidate, params: Sequence[Parameter], n: int,

@@ -313,3 +313,19 @@ def _without_targets(rows: Sequence[CandidateRow], criteria: Sequence[str]) -> R
     rec.text = (f"Use {best.name}: the most precise on {u}{vs} of the designs on a Pareto frontier "
                 "(no targets are declared to weigh privacy against precision).")
     return rec
+
+
+def add_least_epsilon(rec: Recommendation, tuned: InverseDesign, row: CandidateRow, n: int) -> None:
+    """Say in ``rec`` how far the recommended design's epsilon can go down and still meet
+    the utility targets at n (``tuned``: its epsilon searched as an inverse design)."""
+    c = tuned.most_private
+    own = tuned.range[1] if tuned.range else None      # its own epsilon: the top of the search
+    if c is None or c.value is None or own is None or not c.value < 0.99 * own:
+        return
+    p = tuned.privacy
+    mine = _value(row, p)
+    there = c.criteria.get(p)
+    vs = (f" ({p} {_compare(p, there, mine)})" if p != "epsilon" and there is not None and mine is not None
+          else "")
+    rec.changes.insert(0, f"{rec.candidate} still meets {c.targets} at n = {_n(n)} down to epsilon = {c.value:.3g}"
+                          f"{vs}: field it at that epsilon for more privacy")
