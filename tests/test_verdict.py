@@ -171,3 +171,20 @@ def test_the_recommended_epsilon_is_tuned_down_to_the_least_that_meets_the_targe
             g = grr(race, epsilon = {e})
         }} by max_se''')
         assert again.candidates[0].targets["max_se <= 0.02"] is meets
+
+
+def test_where_no_design_meets_the_targets_the_epsilon_that_would_is_named() -> None:
+    doc = doc_of('''compare d for distribution(race) at n = 1000 target max_se <= 0.02, epsilon <= 2 {
+        grr_1 = grr(race, epsilon = 1)
+        grr_2 = grr(race, epsilon = 2)
+    } by max_se, epsilon''')
+    rec = doc.recommendation
+    assert rec.candidate is None
+    fix = next(f for f in rec.fixes if "epsilon = " in f)
+    eps = float(fix.split("epsilon = ")[1].split(" ")[0])
+    assert 2 < eps < 3 and fix.endswith("which breaks epsilon <= 2") and f"epsilon = {eps:.3g}" in rec.text
+    for e, meets in ((eps * 1.002, True), (eps * 0.98, False)):
+        again = doc_of(f'''compare d for distribution(race) at n = 1000 target max_se <= 0.02 {{
+            g = grr(race, epsilon = {e})
+        }} by max_se''')
+        assert again.candidates[0].targets["max_se <= 0.02"] is meets

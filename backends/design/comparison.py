@@ -60,7 +60,7 @@ from privspec.results.values import Matrix, Table
 from privspec.backends import register
 from privspec.backends.design import planning
 from privspec.backends.design.criteria import REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer
-from privspec.backends.design.verdict import add_least_epsilon, recommend
+from privspec.backends.design.verdict import add_epsilon_fix, add_least_epsilon, recommend
 from privspec.backends.design.inverse import (best_feasible, best_whole, bind, finite_at, free_parameters,
                                               parameter_range, score, size_parameter_range)
 
@@ -105,6 +105,13 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
         tuned = least_epsilon(model, comp, chosen, n)
         if tuned is not None:
             add_least_epsilon(rec, tuned, next(r for r in rows if r.name == chosen.name), n)
+    elif rec is not None:
+        # no design meets the targets: the epsilon each epsilon-design would need at n
+        for c in cands:
+            if not free[c.name]:
+                tuned = least_epsilon(model, comp, c, n, EPSILON_SEARCH_MAX)
+                if tuned is not None:
+                    add_epsilon_fix(rec, tuned, plan.targets, n)
     return doc
 
 
@@ -367,17 +374,23 @@ def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate]
     return out
 
 
-def least_epsilon(model: ModelGraph, comp: Compare, cand: Candidate, n: int) -> InverseDesign | None:
+#: the largest epsilon searched for the fix of a comparison no design meets (beyond it a
+#: k-ary randomized response is as good as no privacy: e^16 ~ 9 million)
+EPSILON_SEARCH_MAX = 16
+
+
+def least_epsilon(model: ModelGraph, comp: Compare, cand: Candidate, n: int, high: float | None = None
+                  ) -> InverseDesign | None:
     """The smallest epsilon at which ``cand``'s mechanism (one with a numeric ``epsilon``:
-    grr, the frequency oracles) still meets the block's utility targets at n: its epsilon
-    made free over (0, its value] and searched as an inverse design (None: no epsilon to
-    tune, or no utility target)."""
+    grr, the frequency oracles) meets the block's utility targets at n: its epsilon made
+    free over (0, ``high``] (default: its own value) and searched as an inverse design
+    (None: no epsilon to tune, or no utility target)."""
     eps = getattr(cand.mechanism, "epsilon", None)
     if not isinstance(eps, sympy.Number) or not any(REGISTRY[t.criterion].side == "utility"
                                                      for t in comp.plan.targets):
         return None
     symbol = sympy.Symbol(f"epsilon_{cand.name}", positive=True)
-    p = Parameter("epsilon", symbol, ((">", sympy.Integer(0)), ("<=", eps)))
+    p = Parameter("epsilon", symbol, ((">", sympy.Integer(0)), ("<=", eps if high is None else sympy.Float(high))))
     free = dataclasses.replace(cand, mechanism=dataclasses.replace(cand.mechanism, epsilon=symbol))
     criteria = list(comp.criteria)
     privacies = [c for c in criteria if REGISTRY[c].side == "privacy"] or ["epsilon"]

@@ -329,3 +329,21 @@ def add_least_epsilon(rec: Recommendation, tuned: InverseDesign, row: CandidateR
           else "")
     rec.changes.insert(0, f"{rec.candidate} still meets {c.targets} at n = {_n(n)} down to epsilon = {c.value:.3g}"
                           f"{vs}: field it at that epsilon for more privacy")
+
+
+def add_epsilon_fix(rec: Recommendation, tuned: InverseDesign, targets: Sequence[Target], n: int) -> None:
+    """Where no design meets the targets: the epsilon at which one of the candidates'
+    mechanisms would meet the utility targets at n (``tuned``: its epsilon searched), and the
+    privacy target that epsilon breaks, once per distinct answer."""
+    c = tuned.most_private
+    if c is None or c.value is None:
+        return
+    eps = f"{c.value:.3g}"
+    if any(f"epsilon = {eps}" in f for f in rec.fixes):
+        return
+    broken = [t for t in targets if t.criterion == "epsilon" and not t.met(c.value)]
+    but = f", which breaks {', '.join(map(str, broken))}" if broken else ""
+    if not any("epsilon = " in f for f in rec.fixes):
+        rec.text += f" Or, at n = {_n(n)}: {tuned.candidate} with epsilon = {eps}{but}."
+    rec.fixes.append(f"{tuned.candidate} with epsilon = {eps} (the least that does) meets {c.targets} at "
+                     f"n = {_n(n)}{but}")
