@@ -25,7 +25,7 @@ from privspec.language.source import Span
 #: the settings of a compare block (``at n = 1000, alpha = 0.05, test = proportion(Black, 0.08)``)
 SETTINGS = ("n", "alpha", "test")
 #: targets a planning query takes as options (``sample_size(..., max_se = 0.01)``)
-PLANNING_TARGETS = ("max_se", "ci_width", "power")
+PLANNING_TARGETS = ("max_se", "ci_width", "max_cv", "power")
 #: estimands whose sample size and power can be planned
 PLANNED_ESTIMANDS = ("distribution", "joint", "mean", "moment")
 

@@ -219,7 +219,7 @@ QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
               "the hybrid estimator's thresholds for a product of grr mechanisms"),
     QueryKind("sample_size", "sample_size(ESTIMAND from MECHANISM [by ESTIMATOR], TARGET = VALUE[, test = TEST])",
               False, "number", MECHANISM_FAMILIES,
-              "the fewest respondents meeting a target (max_se, ci_width, or the power of a test)",
+              "the fewest respondents meeting a target (max_se, ci_width, max_cv, or the power of a test)",
               ("distribution", "joint", "mean", "moment")),
     QueryKind("power", "power(ESTIMAND from MECHANISM [by ESTIMATOR], n = N, test = TEST)", False, "number",
               MECHANISM_FAMILIES, "the power of a test at n respondents, and its curve over n",
@@ -450,6 +450,9 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion("avar_max", "utility", "lower", "largest diagonal entry of the asymptotic covariance"),
     Criterion("max_se", "utility", "lower", "largest standard error of the estimate at n"),
     Criterion("ci_width", "utility", "lower", "width of the widest two-sided Wald interval at n (level 1 - alpha)"),
+    Criterion("max_cv", "utility", "lower",
+              "largest coefficient of variation at n: SE_j / w_j over the cells with a share w_j > 0 (SE / |mean| "
+              "for a mean); max_cv <= 0.3 is the usual publication rule of statistical agencies"),
     Criterion("mse", "utility", "lower",
               "mean squared error at n summed over cells: variance plus squared bias (RR-Independent's limit "
               "is the product of the marginals, not the joint)"),

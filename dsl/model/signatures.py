@@ -376,6 +376,7 @@ _QUERY_PARAMS: dict[str, tuple[Param, ...]] = {
     "sample_size": (_PLANNED,
                     _opt("max_se", "positive", "the largest standard error allowed"),
                     _opt("ci_width", "positive", "the widest interval allowed (level 1 - alpha)"),
+                    _opt("max_cv", "positive", "the largest coefficient of variation allowed (0.3: the publication rule)"),
                     _opt("power", "probability", "the power wanted for the test"),
                     _TEST, _ALPHA),
     "power": (_PLANNED, _opt("n", "positive", "the number of respondents", default="required"), _TEST, _ALPHA),
