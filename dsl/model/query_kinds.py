@@ -224,6 +224,11 @@ QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
     QueryKind("power", "power(ESTIMAND from MECHANISM [by ESTIMATOR], n = N, test = TEST)", False, "number",
               MECHANISM_FAMILIES, "the power of a test at n respondents, and its curve over n",
               ("distribution", "joint", "mean", "moment")),
+    # a survey's questions are declared mechanisms named in the query (none is the query's own)
+    QueryKind("allocate", "allocate([QUESTION, ...,] total = EPSILON[, n = N][, criterion = CRITERION]"
+              "[, weights = {QUESTION: WEIGHT, ...}])", False, "allocation", ("release",),
+              "the epsilon of each question of a survey that minimizes the weighted utility loss under a total "
+              "epsilon (per-variable accounting)"),
 )}
 #: queries written ``KIND(...)`` (not ``estimate``/``test``)
 PLAIN_QUERIES = tuple(k for k, q in QUERY_KINDS.items() if not q.verb)
@@ -402,8 +407,12 @@ def _release_caption(query: Any) -> str | None:
 
 
 def _planning_caption(query: Any) -> str | None:
-    """sample_size, power, bounds, thresholds: what n buys."""
+    """sample_size, power, bounds, thresholds: what n buys; allocate: how a survey's epsilon is shared."""
     kind = query.kind
+    if kind == "allocate":
+        weighted = "weighted " if len({str(w) for _, w in query.method.options["weights"]}) > 1 else ""
+        return (f"how to share epsilon = {_number(query.method.options['total'])} among {_listed(list(query.scope))}: "
+                f"the split with the least {weighted}{query.method.name} at n = {_number(query.plan.n)}")
     if kind not in ("sample_size", "power", "bounds", "thresholds"):
         return None
     mech, plan = _mechanism_name(query.mechanism), query.plan

@@ -62,6 +62,7 @@ VALUE_KINDS: dict[str, str] = {
     "column": "the name of a column of the data",
     "estimand": "an estimand",
     "set": "a set {a, b}",
+    "map": "a map {key: value, ...}",
     "label": "a label of the variable",
     "release": "the name of a release",
 }
@@ -380,6 +381,13 @@ _QUERY_PARAMS: dict[str, tuple[Param, ...]] = {
                     _opt("power", "probability", "the power wanted for the test"),
                     _TEST, _ALPHA),
     "power": (_PLANNED, _opt("n", "positive", "the number of respondents", default="required"), _TEST, _ALPHA),
+    "allocate": (_p("questions", "mechanism", "declared mechanisms with a free epsilon (default: the keys of "
+                                           "weights)", required=False, variadic=True, keyword=False),
+                 _opt("total", "positive", "the epsilon of the whole survey", default="required"),
+                 _opt("n", "positive", "the number of respondents", default="1000"),
+                 _opt("criterion", "word", "the utility loss", default="max_se",
+                      words=("max_se", "ci_width", "max_cv", "avar_trace", "avar_max", "mse")),
+                 _opt("weights", "map", "a positive weight per question", default="1 each")),
 }
 _QUERIES = tuple(Signature(k.name, "query", _QUERY_PARAMS[k.name], k.usage, k.doc) for k in QUERY_KINDS.values())
 
