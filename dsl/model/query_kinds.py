@@ -177,6 +177,8 @@ class QueryKind:
     estimands: tuple[str, ...] = ()
     #: written ``query q = KIND ...`` (estimate, test), not ``query q = KIND(...)``
     verb: bool = False
+    #: what it reads, in words, where its families do not say it (a query on several mechanisms)
+    reads: str = ""
 
     def accepts(self, family: str) -> bool:
         return family in self.families
@@ -224,11 +226,13 @@ QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
     QueryKind("power", "power(ESTIMAND from MECHANISM [by ESTIMATOR], n = N, test = TEST)", False, "number",
               MECHANISM_FAMILIES, "the power of a test at n respondents, and its curve over n",
               ("distribution", "joint", "mean", "moment")),
-    # a survey's questions are declared mechanisms named in the query (none is the query's own)
+    # a survey's questions are declared mechanisms named in the query: the query has no mechanism
+    # of its own, so it is routed as the release queries are (family_of(None))
     QueryKind("allocate", "allocate([QUESTION, ...,] total = EPSILON[, n = N][, criterion = CRITERION]"
               "[, weights = {QUESTION: WEIGHT, ...}])", False, "allocation", ("release",),
               "the epsilon of each question of a survey that minimizes the weighted utility loss under a total "
-              "epsilon (per-variable accounting)"),
+              "epsilon (per-variable accounting)",
+              reads="the declared mechanisms it names, each with a free epsilon (grr, frequency oracles, products)"),
 )}
 #: queries written ``KIND(...)`` (not ``estimate``/``test``)
 PLAIN_QUERIES = tuple(k for k, q in QUERY_KINDS.items() if not q.verb)

@@ -512,7 +512,7 @@ def markdown() -> str:
             extra = ""
             if role == "query":
                 k = QUERY_KINDS[s.name]
-                reads = "a release" if k.families == ("release",) else "mechanisms " + ", ".join(k.families)
+                reads = k.reads or ("a release" if k.families == ("release",) else "mechanisms " + ", ".join(k.families))
                 extra = (" *Needs data.*" if k.needs_data else " *No data needed.*") + \
                     f" Result: {k.result}. Reads {reads}."
             elif role == "estimand":
