@@ -37,6 +37,12 @@ def _race_compare(target: str = "target max_cv <= 0.3 ") -> privspec.Spec:
 }} by max_cv, max_se, epsilon''')
 
 
+@pytest.fixture(scope="module")
+def ruled() -> object:
+    """The race comparison under the publication rule max_cv <= 0.3."""
+    return _race_compare().compare()["d"]
+
+
 def test_max_cv_is_a_utility_criterion_with_a_sample_size_and_a_simulated_form() -> None:
     assert CRITERIA["max_cv"].side == "utility" and CRITERIA["max_cv"].better == "lower"
     assert "publication rule" in CRITERIA["max_cv"].doc
@@ -55,8 +61,8 @@ def test_the_bundled_race_comparison_reproduces_the_rare_share_and_gets_its_cv()
     assert row.cv.values[k] > 1.2
 
 
-def test_a_publication_rule_flags_each_failing_cell_with_the_n_it_needs() -> None:
-    doc = _race_compare().compare()["d"].value
+def test_a_publication_rule_flags_each_failing_cell_with_the_n_it_needs(ruled) -> None:
+    doc = ruled.value
     uniform = next(c for c in doc.candidates if c.name == "uniform")
     flag = next(f for f in uniform.flags if f.startswith("CV of Amer-Indian-Eskimo"))
     assert "is 126% at n = 1,000, above the publication rule 30%; it needs n = " in flag
@@ -77,8 +83,8 @@ def test_no_flags_without_a_max_cv_target_and_the_json_carries_the_cvs() -> None
     assert d["cv"]["labels"][0] == "Amer-Indian-Eskimo" and d["cv"]["values"][0] > 1
 
 
-def test_the_text_table_of_standard_errors_gains_the_cvs() -> None:
-    text = str(_race_compare().compare()["d"])
+def test_the_text_table_of_standard_errors_gains_the_cvs(ruled) -> None:
+    text = str(ruled)
     assert "Standard errors (CV: SE / share) at n = 1,000" in text
     assert "0.01205 (CV 126%)" in text
 

@@ -5,7 +5,7 @@ epsilon: the sum over the randomizers that observe it; a product's factors each 
 variables).
 
 Checks: the optimum satisfies the KKT conditions (finite differences here), beats the equal
-split and every one of 300 seeded random feasible splits and a fine grid, splits equally
+split and every one of 120 seeded random feasible splits and a fine grid, splits equally
 between identical questions of equal weight, and the front end refuses what cannot be
 allocated with its E-code.
 """
@@ -88,7 +88,7 @@ def test_the_optimum_beats_the_equal_split_and_random_feasible_splits(three) -> 
     best = r.weighted_loss
     assert best < prob.loss(prob.equal_split())
     rng = np.random.default_rng(35)
-    for split in rng.dirichlet(np.ones(3), size=300):
+    for split in rng.dirichlet(np.ones(3), size=120):
         theta = np.clip(4 * split, 1e-3, None)
         theta *= 4 / theta.sum()
         assert best <= prob.loss(theta) + 1e-12
@@ -97,10 +97,10 @@ def test_the_optimum_beats_the_equal_split_and_random_feasible_splits(three) -> 
 def test_two_questions_match_a_fine_grid() -> None:
     spec = _spec("query plan = allocate(q_race, q_gender, total = 3, weights = {q_race: 1})")
     r, prob = spec.analyze()["plan"], _problem(spec)
-    grid = np.linspace(0.05, 2.95, 291)
+    grid = np.linspace(0.05, 2.95, 146)
     losses = [prob.loss(np.array([x, 3 - x])) for x in grid]
     assert r.weighted_loss <= min(losses) + 1e-12
-    assert r.value.values[0] == pytest.approx(grid[int(np.argmin(losses))], abs=0.011)
+    assert r.value.values[0] == pytest.approx(grid[int(np.argmin(losses))], abs=0.021)
 
 
 def test_identical_questions_of_equal_weight_split_equally() -> None:
@@ -119,22 +119,38 @@ mechanism q_b = grr(b, epsilon = e_b)
         assert r.weighted_loss == pytest.approx(r.equal_loss)
 
 
-def test_a_product_counts_each_factor_on_its_own_variables_and_fixed_epsilons_count() -> None:
-    head = HEAD + '''parameter e_r2 > 0
+PRODUCT = HEAD + '''parameter e_r2 > 0
 mechanism q_pair = product(grr(gender, epsilon = e_gender), grr(income, epsilon = 1))
 mechanism q_race2 = grr(race * gender, epsilon = e_r2)
 '''
-    r = _spec("query plan = allocate(q_race, q_pair, q_race2, total = 5)", head).analyze()["plan"]
-    eps = dict(zip(r.parameters.labels, r.parameters.values))
-    assert sum(eps.values()) == pytest.approx(4.0, abs=1e-8)        # the fixed factor spends 1 of 5
-    by = dict(zip(r.value.labels, r.value.values))
-    assert by["q_pair"] == pytest.approx(eps["e_gender"] + 1)
-    table = {(q, v): x for q, row in zip(r.per_variable.rows, r.per_variable.data)
-             for v, x in zip(r.per_variable.cols, row)}
-    assert table["all", "race"] == pytest.approx(eps["e_race"] + eps["e_r2"])
-    assert table["all", "gender"] == pytest.approx(eps["e_gender"] + eps["e_r2"])
+
+
+def test_a_product_counts_each_factor_on_its_own_variables_and_fixed_epsilons_count() -> None:
+    """The accounting at a given split (no solving: castell's exact avar takes a second)."""
+    spec = _spec("query plan = allocate(q_race, q_pair, q_race2, total = 5)", PRODUCT)
+    prob = _problem(spec)
+    assert [p.name for p in prob.parameters] == ["e_race", "e_gender", "e_r2"]
+    assert prob.fixed == 1 and prob.budget == 4                 # the fixed factor spends 1 of 5
+    theta = np.array([1.0, 1.5, 0.5])
+    assert prob.epsilons(theta) == pytest.approx([1.0, 2.5, 0.5])
+    m = prob.per_variable(theta)
+    table = {(q, v): x for q, row in zip(m.rows, m.data) for v, x in zip(m.cols, row)}
+    assert table["all", "race"] == pytest.approx(1.0 + 0.5)
+    assert table["all", "gender"] == pytest.approx(1.5 + 0.5)
     assert table["all", "income"] == pytest.approx(1.0)
-    assert table["q_pair", "race"] == 0
+    assert table["q_pair", "race"] == 0 and table["q_race2", "gender"] == pytest.approx(0.5)
+    # each question's estimand: its variable's distribution, or the joint of what it observes
+    kinds = [(q.candidate.estimand.kind, q.candidate.method.name) for q in prob.questions]
+    assert kinds == [("distribution", "mom"), ("joint", "castell"), ("joint", "joint")]
+
+
+@pytest.mark.slow
+def test_a_survey_with_a_product_is_allocated_within_its_budget() -> None:
+    r = _spec("query plan = allocate(q_race, q_pair, q_race2, total = 5)", PRODUCT).analyze()["plan"]
+    eps = dict(zip(r.parameters.labels, r.parameters.values))
+    assert sum(eps.values()) == pytest.approx(4.0, abs=1e-8)
+    assert dict(zip(r.value.labels, r.value.values))["q_pair"] == pytest.approx(eps["e_gender"] + 1)
+    assert r.weighted_loss < r.equal_loss and r.kkt_residual < 1e-3
     assert "fixed epsilons spend 1" in r.note
 
 
