@@ -325,9 +325,10 @@ def epsilon_terms(mech: Mechanism) -> tuple[tuple[tuple[str, ...], sympy.Expr | 
     --------
     >>> import privspec
     >>> m = privspec.load("variable a: categorical {x, y}\\nvariable b: categorical {u, v}\\n"
-    ...                   "mechanism m = product(grr(a, epsilon = 1), grr(a * b, epsilon = 2))").model
+    ...                   "variable c: categorical {s, t}\\n"
+    ...                   "mechanism m = product(grr(a, epsilon = 1), grr(b * c, epsilon = 2))").model
     >>> epsilon_terms(m.mechanisms["m"])
-    ((('a',), 1), (('a', 'b'), 2))
+    ((('a',), 1), (('b', 'c'), 2))
     """
     if isinstance(mech, ProductMechanism):
         return tuple(t for f in mech.factors for t in epsilon_terms(f))
