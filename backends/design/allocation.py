@@ -110,6 +110,7 @@ class Problem:
         his = [float(b) for op, b in p.constraints if op in ("<", "<=")]
         hi = min(his + [cap])
         width = (hi - lo) * 1e-6
+        # an epsilon of 0 tells nothing (an infinite variance): 0 is an open end whatever the constraint says
         lo_open = any(op == ">" and float(b) == lo for op, b in p.constraints) or lo == 0
         hi_open = any(op == "<" and float(b) == hi for op, b in p.constraints)
         return lo + (width if lo_open else 0.0), hi - (width if hi_open else 0.0)

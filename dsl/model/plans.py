@@ -17,9 +17,10 @@ from privspec.model import signatures
 from privspec.model.estimands import ESTIMATORS, build_estimand, build_method, check_fit, observes
 from privspec.model.arguments import FLOAT_LIMIT
 from privspec.model.mechanisms import build_mechanism
-from privspec.model.graph import (Compare, Estimand, FrequencyOracle, Mechanism, Method, MultiAttributeOracle, Plan,
-                                  PowerTest, ProductMechanism, Query, RandomizedResponse, Target, Variable)
-from privspec.model.query_kinds import CRITERIA, FAMILIES, LAW_FUNCTIONALS, POWER_TESTS, default_estimator, family_of
+from privspec.model.graph import (Compare, Estimand, FrequencyOracle, Mechanism, Method, MultiAttributeOracle, Parameter,
+                                  Plan, PowerTest, ProductMechanism, Query, RandomizedResponse, Target, Variable)
+from privspec.model.query_kinds import (ALLOCATION_CRITERIA, CRITERIA, FAMILIES, LAW_FUNCTIONALS, POWER_TESTS,
+                                       default_estimator, family_of)
 from privspec.model.scope import Context, compare, describe
 from privspec.errors import did_you_mean
 from privspec.language.source import Span
@@ -28,8 +29,6 @@ from privspec.language.source import Span
 SETTINGS = ("n", "alpha", "test")
 #: targets a planning query takes as options (``sample_size(..., max_se = 0.01)``)
 PLANNING_TARGETS = ("max_se", "ci_width", "max_cv", "power")
-#: the utility criteria an ``allocate`` query can minimize (lower is better, no test needed)
-ALLOCATION_CRITERIA = ("max_se", "ci_width", "max_cv", "avar_trace", "avar_max", "mse")
 #: estimands whose sample size and power can be planned
 PLANNED_ESTIMANDS = ("distribution", "joint", "mean", "moment")
 
@@ -373,7 +372,7 @@ def allocate_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Query
     if total is None or n is None or criterion is None or weights is None:
         return None
     questions = _questions(ctx, call, weights)
-    if questions is None or _check_budget(ctx, questions, total, options["total"].value.span) is None:
+    if questions is None or not _check_budget(ctx, questions, total, options["total"].value.span):
         return None
     pairs = tuple((q, weights[q][1] if q in weights else sympy.Integer(1)) for q in questions)
     method = Method(criterion, (("total", total), ("weights", pairs)), call.span)
@@ -482,7 +481,7 @@ def _free_epsilon(ctx: Context, ref: ast.Ref, mech: Mechanism) -> bool:
     return free
 
 
-def _parameter(ctx: Context, symbol: sympy.Symbol) -> object | None:
+def _parameter(ctx: Context, symbol: sympy.Symbol) -> Parameter | None:
     """The declared parameter without a value whose symbol this is (a parameter with a value
     is a number here)."""
     p = ctx.parameters.get(symbol.name)
@@ -494,7 +493,7 @@ def parameter_floor(constraints: tuple[tuple[str, sympy.Expr], ...]) -> float:
     return max([float(b) for op, b in constraints if op in (">", ">=")] + [0.0])
 
 
-def _check_budget(ctx: Context, questions: dict[str, Mechanism], total: sympy.Expr, where: Span) -> bool | None:
+def _check_budget(ctx: Context, questions: dict[str, Mechanism], total: sympy.Expr, where: Span) -> bool:
     """Whether the fixed epsilons and the parameters' lowest values leave some of ``total`` to share."""
     floor = 0.0
     for mech in questions.values():
@@ -507,5 +506,5 @@ def _check_budget(ctx: Context, questions: dict[str, Mechanism], total: sympy.Ex
         ctx.error("E309", f"the total epsilon {fmt(total)} is spent before it is shared: the fixed epsilons and the "
                           f"parameters' lowest values add up to {floor:g}", where,
                   "raise the total, or lower the parameters' bounds")
-        return None
+        return False
     return True

@@ -481,6 +481,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
               "worst case for one respondent: the largest posterior probability of a category after any report"),
     Criterion("epsilon", "privacy", "lower", "local-DP epsilon (inf: no finite guarantee)"),
 )}
+#: the utility criteria an ``allocate`` query can minimize (lower is better, no test needed)
+ALLOCATION_CRITERIA = ("max_se", "ci_width", "max_cv", "avar_trace", "avar_max", "mse")
 #: the tests a plan can be powered for: proportion(LABEL, p0), difference(LABEL, delta), independence(X, Y)
 POWER_TESTS = ("proportion", "difference", "independence")
 #: the estimator a candidate uses when its ``by`` is left out, by estimand and family: an

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from privspec.model.graph import CONTINUOUS_FAMILIES
-from privspec.model.query_kinds import ESTIMANDS, QUERY_KINDS
+from privspec.model.query_kinds import ALLOCATION_CRITERIA, ESTIMANDS, QUERY_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from privspec.language import ast
@@ -386,7 +386,7 @@ _QUERY_PARAMS: dict[str, tuple[Param, ...]] = {
                  _opt("total", "positive", "the epsilon of the whole survey", default="required"),
                  _opt("n", "positive", "the number of respondents", default="1000"),
                  _opt("criterion", "word", "the utility loss", default="max_se",
-                      words=("max_se", "ci_width", "max_cv", "avar_trace", "avar_max", "mse")),
+                      words=ALLOCATION_CRITERIA),
                  _opt("weights", "map", "a positive weight per question", default="1 each")),
 }
 _QUERIES = tuple(Signature(k.name, "query", _QUERY_PARAMS[k.name], k.usage, k.doc) for k in QUERY_KINDS.values())
