@@ -22,5 +22,6 @@ def test_sample_sizes_and_simulations_are_for_utility_criteria() -> None:
     for c in REGISTRY.values():
         if c.side == "privacy":
             assert c.sample_size is None and c.simulated is None
-    assert {c.name for c in REGISTRY.values() if c.sample_size} == {"max_se", "ci_width", "power"}
-    assert {c.name for c in REGISTRY.values() if c.simulated} == {"avar_trace", "avar_max", "max_se", "ci_width", "mse"}
+    assert {c.name for c in REGISTRY.values() if c.sample_size} == {"max_se", "ci_width", "max_cv", "power"}
+    assert {c.name for c in REGISTRY.values() if c.simulated} == {"avar_trace", "avar_max", "max_se", "ci_width", "max_cv",
+                                                                 "mse"}

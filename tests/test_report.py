@@ -247,12 +247,18 @@ population race ~ categorical(0.1, 0.2, 0.6, 0.1)
 mechanism m = subset(race, uniform)
 query i = individual(m, {Black, White}, White)
 query inline = epsilon(grr(race, epsilon = 1))
+variable sex: categorical {F, M}
+parameter e_race > 0
+parameter e_sex > 0
+mechanism q_race = grr(race, epsilon = e_race)
+mechanism q_sex = grr(sex, epsilon = e_sex)
+query plan = allocate(q_race, q_sex, total = 4)
 """
 
 
 def test_every_query_kind_has_a_caption_from_its_arguments() -> None:
     """describe() covers every query kind of the table (the bundled specs have all but
-    individual, added here), names what the query's arguments name and never falls back
+    individual and allocate, added here), names what the query's arguments name and never falls back
     to the kind's generic doc."""
     from privspec.model.query_kinds import QUERY_KINDS, describe
 

@@ -59,7 +59,8 @@ from privspec.results.kinds import Comparison, Power, SampleSize
 from privspec.results.values import Matrix, Table
 from privspec.backends import register
 from privspec.backends.design import planning
-from privspec.backends.design.criteria import REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer
+from privspec.backends.design.criteria import (REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer,
+                                              cv_cells, cv_flags)
 from privspec.backends.design.verdict import add_epsilon_fix, add_least_epsilon, recommend
 from privspec.backends.design.inverse import (best_feasible, best_whole, bind, finite_at, free_parameters,
                                               parameter_range, score, size_parameter_range)
@@ -139,6 +140,7 @@ def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Pl
         row.se = StandardErrors(list(labels), planning.standard_errors(ev.diag(), n).tolist())
     except NotApplicable as e:
         row.se_na = str(e)
+    row.cv, row.flags = cv_cells(ev, n), row.flags + cv_flags(ev, plan.targets, n)
     row.targets, row.sample_size = _targets(ev, plan.targets, n)
     if plan.test is not None:
         try:
@@ -310,7 +312,7 @@ def _simulated(model: ModelGraph, cand: Candidate, ev: Evaluation, n: int, reps:
         for c in wanted:
             values[c].simulated_na = str(e)
         return
-    got = Replications(S, full, R, _empirical_mse(r, n), float(stats.norm.ppf(1 - ev.alpha / 2)))
+    got = Replications(S, full, R, _empirical_mse(r, n), float(stats.norm.ppf(1 - ev.alpha / 2)), ev.known_truth())
     for c in wanted:
         sim = REGISTRY[c].simulated(got, n)
         if sim is None:

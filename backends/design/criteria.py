@@ -33,13 +33,14 @@ from scipy import stats
 from privspec.errors import Diagnostic, PrivspecError
 from privspec.model.graph import Estimand, Method, ModelGraph, Plan, Query, Target
 from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, family_of
-from privspec.results.comparison import CriterionInfo
+from privspec.results.comparison import CriterionInfo, StandardErrors
 from privspec.results.result import Result
 from privspec.results.values import Matrix
 from privspec.backends import backend_for
 from privspec.backends.core.populations import population_vector
 from privspec.backends.design import planning
 from privspec.backends.finite.truth import Truth, report_table
+from privspec.backends.interval.laws import law_distribution, population_law
 
 
 class NotApplicable(Exception):
@@ -192,6 +193,38 @@ class Evaluation:
             raise NotApplicable(f"the efficient estimator's variance ({best.name}): {e}") from None
         return float(bound / mine) if mine > 0 else math.nan
 
+    # -- relative precision -----------------------------------------------------------------------
+    def truth(self) -> np.ndarray:
+        """The estimand's value at the population, cell by cell in the avar's order: the
+        shares of a distribution or a joint, the mean of a mean (NotApplicable otherwise)."""
+        return self.memo("truth", self._truth)
+
+    def _truth(self) -> np.ndarray:
+        est = self.cand.estimand
+        if est.kind in ("distribution", "joint"):
+            return population_of(self.model, self.cand)
+        if est.kind == "mean":
+            law = population_law(self.model, est.variables[0])
+            if law is None:
+                raise NotApplicable(f"no population is declared for {est.variables[0].name}")
+            return np.array([float(law_distribution(law).mean())])
+        raise NotApplicable(f"a coefficient of variation is defined for shares and means, not {est.kind}()")
+
+    def known_truth(self) -> np.ndarray | None:
+        """:meth:`truth`, or None where it does not apply."""
+        try:
+            return self.truth()
+        except NotApplicable:
+            return None
+
+    def cv(self, n: int) -> np.ndarray:
+        """The coefficient of variation ``SE_j / |truth_j|`` of each cell at ``n`` (nan where
+        the truth is 0)."""
+        try:
+            return planning.coefficients_of_variation(self.diag(), self.truth(), n)
+        except ValueError as e:      # the avar's cells are not the population's
+            raise NotApplicable(str(e)) from None
+
     # -- planning ---------------------------------------------------------------------------------
     def power_function(self) -> Callable[[np.ndarray], np.ndarray]:
         """Power of the plan's test as a function of n (vectorized)."""
@@ -275,13 +308,16 @@ class Replications:
     """What ``simulate`` of a candidate's estimate gives the simulated criteria: ``n Cov`` of
     the replications' estimates (``full``: the whole matrix, else only its diagonal), their
     number ``R``, the mean squared error summed over cells with its Monte Carlo error (None
-    where the simulation keeps no squared errors) and the Wald quantile ``z``."""
+    where the simulation keeps no squared errors), the Wald quantile ``z`` and the estimand's
+    true value per cell (``truth``, for the coefficient of variation)."""
 
     cov: np.ndarray
     full: bool
     R: int
     mse: tuple[float, float] | None
     z: float
+    #: the estimand's value per cell (the coefficient of variation's denominator), where known
+    truth: np.ndarray | None = None
 
     @property
     def variances(self) -> np.ndarray:
@@ -357,6 +393,59 @@ def _ci_width(ev: Evaluation, n: int) -> float:
     return float(2 * _ci_z(ev.alpha) * planning.standard_errors(ev.diag(), n).max())
 
 
+def _max_cv(ev: Evaluation, n: int) -> float:
+    cv = ev.cv(n)
+    if not np.any(np.isfinite(cv)):
+        raise NotApplicable("every cell's value is 0: a coefficient of variation needs a nonzero value")
+    return float(np.nanmax(cv))
+
+
+def _cv_simulated(r: Replications, n: int) -> tuple[float, float] | None:
+    # SE_j / w_j of the cell with the largest one; a sample standard deviation's relative
+    # error is 1 / sqrt(2 (R - 1)) (normal theory), and w_j is known
+    if r.truth is None or np.shape(r.truth) != r.variances.shape or not np.any(r.truth != 0):
+        return None
+    cv = float(np.nanmax(planning.coefficients_of_variation(r.variances, r.truth, n)))
+    return cv, cv / math.sqrt(2 * (r.R - 1))
+
+
+def _n_for_max_cv(ev: Evaluation, value: float) -> int | None:
+    return planning.n_for_max_cv(ev.diag(), ev.truth(), value, n_max=planning.N_MAX)
+
+
+def cv_cells(ev: Evaluation, n: int) -> StandardErrors | None:
+    """The candidate's coefficient of variation per cell at ``n`` (None for a zero share);
+    None where it does not apply."""
+    try:
+        cv = ev.cv(n)
+        labels = ev.avar()[1]
+    except NotApplicable:
+        return None
+    return StandardErrors(list(labels), [float(x) if np.isfinite(x) else None for x in cv])
+
+
+def cv_flags(ev: Evaluation, targets: Sequence[Target], n: int) -> list[str]:
+    """Each cell failing a ``max_cv`` target at ``n``, in words, with the ``n`` it needs alone:
+    ``CV of Amer-Indian-Eskimo is 126% at n = 1,000, above the publication rule 30%; it
+    needs n = 17,690``."""
+    rules = [float(t.value) for t in targets if t.criterion == "max_cv"]
+    if not rules:
+        return []
+    try:
+        cv, labels, diag, truth = ev.cv(n), ev.avar()[1], ev.diag(), ev.truth()
+    except NotApplicable:
+        return []
+    out = []
+    for c in rules:
+        for j in np.flatnonzero(np.nan_to_num(cv, nan=-1.0) > c):
+            needs = planning.n_for_max_cv(diag[j:j + 1], truth[j:j + 1], c, n_max=planning.N_MAX)
+            where = f"it needs n = {needs:,}" if needs is not None else \
+                f"no n up to {planning.N_MAX:,} meets it"
+            out.append(f"CV of {labels[j]} is {100 * cv[j]:.3g}% at n = {n:,}, above the publication rule "
+                       f"{100 * c:.3g}%; {where}")
+    return out
+
+
 def _power(ev: Evaluation, n: int) -> float:
     try:
         return float(ev.power_function()(np.array([n]))[0])
@@ -430,6 +519,7 @@ REGISTRY: dict[str, Criterion] = {c.name: c for c in (
               lambda ev, t: planning.n_for_max_se(ev.diag(), t, n_max=planning.N_MAX)),
     Criterion("ci_width", _ci_width, _width_simulated,
               lambda ev, t: planning.n_for_ci_width(ev.diag(), t, ev.alpha, n_max=planning.N_MAX)),
+    Criterion("max_cv", _max_cv, _cv_simulated, _n_for_max_cv),
     Criterion("mse", lambda ev, n: float(ev.diag().sum() / n + ev.bias_squared()), lambda r, n: r.mse),
     Criterion("efficiency", lambda ev, n: ev.memo("efficiency", ev.efficiency),
               not_simulated="a ratio of asymptotic variances"),

@@ -14,6 +14,11 @@ Precision targets
   from the closed form ``ceil(max_k avar_kk / t^2)`` and then check ``n`` and ``n - 1``
   with the very predicate that defines the criterion (bisecting if floating rounding
   moved the answer), so the result is provably the smallest ``n`` that meets it.
+* Relative precision: the coefficient of variation ``CV_k(n) = SE_k(n) / |v_k|`` of a
+  cell whose value ``v_k`` (a share, a mean) is not 0; :func:`n_for_max_cv` is the
+  smallest ``n`` with ``max_k CV_k(n) <= c``, from ``ceil(max_k avar_kk / (c v_k)^2)``
+  checked the same way.  ``c = 0.3`` is the publication rule of many statistical
+  agencies (an estimate with a CV above 30% is suppressed or flagged as unreliable).
 
 Power (asymptotic Wald tests, the standard error at the truth)
 --------------------------------------------------------------
@@ -62,7 +67,8 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 __all__ = [
-    "ALTERNATIVES", "standard_errors", "n_for_max_se", "n_for_ci_width",
+    "ALTERNATIVES", "standard_errors", "n_for_max_se", "n_for_ci_width", "coefficients_of_variation",
+    "n_for_max_cv",
     "power_proportion", "power_difference", "independence_effect", "power_independence",
     "smallest_n", "n_for_power", "power_curve", "n_grid", "N_MAX",
 ]
@@ -256,6 +262,80 @@ def n_for_ci_width(avar_diag: ArrayLike, width: float, alpha: float = 0.05, n_ma
         return 1
     return _smallest_within(lambda n: bool(2 * z * standard_errors(v, n).max() <= width),
                             math.sqrt(top) * (2 * z / width), n_max)
+
+
+def coefficients_of_variation(avar_diag: ArrayLike, values: ArrayLike, n: float) -> np.ndarray:
+    """``SE_k(n) / |v_k|`` per cell at ``n`` respondents; nan where ``v_k = 0`` (a share of 0
+    has no relative precision).
+
+    Parameters
+    ----------
+    avar_diag : array_like
+        Asymptotic variances (vector or square covariance matrix).
+    values : array_like
+        The cells' true values (shares, or a mean), in the same order.
+    n : float
+        Number of respondents (> 0).
+
+    Returns
+    -------
+    ndarray
+        One coefficient of variation per cell.
+
+    Examples
+    --------
+    >>> coefficients_of_variation([0.09, 0.16], [0.1, 0.0], 100)
+    array([0.3, nan])
+    """
+    se = standard_errors(avar_diag, n)
+    v = np.abs(np.asarray(values, dtype=float).ravel())
+    if v.shape != se.shape:
+        raise ValueError(f"{v.size} values for {se.size} variances")
+    out = np.full(se.shape, np.nan)
+    np.divide(se, v, out=out, where=v > 0)
+    return out
+
+
+def n_for_max_cv(avar_diag: ArrayLike, values: ArrayLike, target: float, n_max: int | None = None) -> int | None:
+    """The smallest ``n >= 1`` whose largest coefficient of variation
+    (:func:`coefficients_of_variation`, over the cells whose value is not 0) is at most
+    ``target``.
+
+    Parameters
+    ----------
+    avar_diag : array_like
+        Asymptotic variances (vector or square covariance matrix).
+    values : array_like
+        The cells' true values (shares, or a mean), in the same order.
+    target : float
+        The largest CV allowed (> 0): 0.3 for the usual publication rule.
+    n_max : int, optional
+        The largest n searched (None: any, up to floating point).
+
+    Returns
+    -------
+    int or None
+        ``ceil(max_k avar_kk / (target v_k)^2)``, checked against the criterion itself;
+        None beyond ``n_max``.
+
+    Examples
+    --------
+    >>> n_for_max_cv([0.09, 0.16], [0.1, 0.0], 0.3)    # 0.09 / 0.03^2; the share of 0 left out
+    100
+    """
+    if not target > 0:
+        raise ValueError(f"target must be > 0, not {target}")
+    v = _variances(avar_diag)
+    w = np.abs(np.asarray(values, dtype=float).ravel())
+    if w.shape != v.shape:
+        raise ValueError(f"{w.size} values for {v.size} variances")
+    if not np.any(w > 0):
+        raise ValueError("every cell has the value 0: a coefficient of variation needs a nonzero value")
+    top = float(np.max(v[w > 0] / w[w > 0] ** 2))
+    if top == 0:
+        return 1
+    return _smallest_within(lambda n: bool(np.nanmax(coefficients_of_variation(v, w, n)) <= target),
+                            math.sqrt(top) / target, n_max)
 
 
 # ---- power -------------------------------------------------------------------------------------

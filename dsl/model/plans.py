@@ -1,6 +1,7 @@
 """Design comparisons and planning queries -> model: ``compare`` blocks (candidates with
-their estimators, settings, targets, the test to power) and ``sample_size(...)`` /
-``power(...)`` queries, checked like every other declaration.
+their estimators, settings, targets, the test to power), ``sample_size(...)`` /
+``power(...)`` queries and ``allocate(...)`` (a survey's epsilon shared among its
+questions), checked like every other declaration.
 
 The back end (:mod:`privspec.backends.design.comparison`) evaluates them; the criteria and
 the default estimators are in :mod:`privspec.model.query_kinds`, so the front end and the back
@@ -16,8 +17,10 @@ from privspec.model import signatures
 from privspec.model.estimands import ESTIMATORS, build_estimand, build_method, check_fit, observes
 from privspec.model.arguments import FLOAT_LIMIT
 from privspec.model.mechanisms import build_mechanism
-from privspec.model.graph import Compare, Estimand, Mechanism, Method, Plan, PowerTest, ProductMechanism, Query, Target
-from privspec.model.query_kinds import CRITERIA, FAMILIES, LAW_FUNCTIONALS, POWER_TESTS, default_estimator, family_of
+from privspec.model.graph import (Compare, Estimand, FrequencyOracle, Mechanism, Method, MultiAttributeOracle, Parameter,
+                                  Plan, PowerTest, ProductMechanism, Query, RandomizedResponse, Target, Variable)
+from privspec.model.query_kinds import (ALLOCATION_CRITERIA, CRITERIA, FAMILIES, LAW_FUNCTIONALS, POWER_TESTS,
+                                       default_estimator, family_of)
 from privspec.model.scope import Context, compare, describe
 from privspec.errors import did_you_mean
 from privspec.language.source import Span
@@ -25,7 +28,7 @@ from privspec.language.source import Span
 #: the settings of a compare block (``at n = 1000, alpha = 0.05, test = proportion(Black, 0.08)``)
 SETTINGS = ("n", "alpha", "test")
 #: targets a planning query takes as options (``sample_size(..., max_se = 0.01)``)
-PLANNING_TARGETS = ("max_se", "ci_width", "power")
+PLANNING_TARGETS = ("max_se", "ci_width", "max_cv", "power")
 #: estimands whose sample size and power can be planned
 PLANNED_ESTIMANDS = ("distribution", "joint", "mean", "moment")
 
@@ -305,3 +308,203 @@ QUERY_USAGE = {
                    "power = 0.8, test = proportion(LABEL, p0))",
     "power": "power(distribution(X) from M, n = 1000, test = proportion(LABEL, p0))",
 }
+
+
+# ---- a survey's budget: allocate(...) ------------------------------------------------------------------
+ALLOCATE_USAGE = ("allocate(total = 4, n = 2000, criterion = max_se, weights = {q_race: 2, q_gender: 1}) or "
+                  "allocate(q_race, q_gender, total = 4)")
+
+
+def epsilon_terms(mech: Mechanism) -> tuple[tuple[tuple[str, ...], sympy.Expr | None], ...]:
+    """What a mechanism spends, one term per randomizer (a product's factors each count on
+    their own variables): the plain variables it observes and its epsilon (None: it has
+    none, a subset, interval or matrix design).
+
+    Examples
+    --------
+    >>> import privspec
+    >>> m = privspec.load("variable a: categorical {x, y}\\nvariable b: categorical {u, v}\\n"
+    ...                   "variable c: categorical {s, t}\\n"
+    ...                   "mechanism m = product(grr(a, epsilon = 1), grr(b * c, epsilon = 2))").model
+    >>> epsilon_terms(m.mechanisms["m"])
+    ((('a',), 1), (('b', 'c'), 2))
+    """
+    if isinstance(mech, ProductMechanism):
+        return tuple(t for f in mech.factors for t in epsilon_terms(f))
+    variables = tuple(p for v in mech.variables for p in v.components())
+    if isinstance(mech, RandomizedResponse) and mech.kind == "grr" or \
+            isinstance(mech, (FrequencyOracle, MultiAttributeOracle)):
+        return ((variables, mech.epsilon),)
+    return ((variables, None),)
+
+
+def question_estimand(mech: Mechanism, variables: dict[str, Variable]) -> Estimand:
+    """What a question of ``allocate`` estimates: the distribution of its one variable, or the
+    joint distribution of the plain variables it observes (a combined variable, a product)."""
+    names = tuple(dict.fromkeys(p for v in mech.variables for p in v.components()))
+    if len(names) == 1 and not isinstance(mech, ProductMechanism):
+        return Estimand("distribution", (variables[names[0]],), span=mech.span)
+    return Estimand("joint", tuple(variables[n] for n in names), span=mech.span)
+
+
+def allocate_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
+    """``allocate([Q1, Q2, ...,] total = T[, n = N][, criterion = C][, weights = {Q1: w1, ...}])``:
+    the epsilon of each question (a declared mechanism with a free epsilon parameter) that
+    minimizes the weighted utility loss, the whole survey spending ``total``."""
+    options: dict[str, ast.KwArg] = {}
+    for kw in call.keywords:
+        key = kw.key.name if isinstance(kw.key, ast.Ref) else getattr(kw.key, "text", "")
+        if key not in ("total", "n", "criterion", "weights"):
+            ctx.error("E205", f"unknown option '{key}' for allocate()", kw.span,
+                      did_you_mean(key, ("total", "n", "criterion", "weights")) or ALLOCATE_USAGE)
+            return None
+        if key in options:
+            ctx.error("E205", f"'{key}' is given twice", kw.span)
+            return None
+        options[key] = kw
+    if "total" not in options:
+        ctx.error("E504", "allocate() needs the survey's total epsilon: total = 4", call.span, ALLOCATE_USAGE)
+        return None
+    total = _positive(ctx, options["total"].value, "the total epsilon")
+    n = _sample_size_n(ctx, options["n"].value) if "n" in options else sympy.Integer(1000)
+    criterion = _allocation_criterion(ctx, options.get("criterion"))
+    weights = _weights(ctx, options["weights"].value) if "weights" in options else {}
+    if total is None or n is None or criterion is None or weights is None:
+        return None
+    questions = _questions(ctx, call, weights)
+    if questions is None or not _check_budget(ctx, questions, total, options["total"].value.span):
+        return None
+    pairs = tuple((q, weights[q][1] if q in weights else sympy.Integer(1)) for q in questions)
+    method = Method(criterion, (("total", total), ("weights", pairs)), call.span)
+    return Query(name, "allocate", method=method, scope=tuple(questions), plan=Plan(n=n), span=span)
+
+
+def _positive(ctx: Context, node: ast.Node, what: str) -> sympy.Expr | None:
+    """A positive, finite number (no free parameter)."""
+    value = ctx.number(node, what)
+    if value is None:
+        return None
+    if not value.is_number or value.is_finite is False or (compare(value, sympy.Integer(0)) or 0) <= 0:
+        ctx.error("E309", f"{what} must be a positive, finite number, found {fmt(value)}", node.span)
+        return None
+    return value
+
+
+def _allocation_criterion(ctx: Context, kw: ast.KwArg | None) -> str | None:
+    if kw is None:
+        return "max_se"
+    node = kw.value
+    if isinstance(node, ast.Ref) and node.name in ALLOCATION_CRITERIA:
+        return node.name
+    shown = node.name if isinstance(node, ast.Ref) else describe(node)
+    ctx.error("E502", f"allocate() minimizes a utility criterion; '{shown}' is not one it takes", node.span,
+              (did_you_mean(shown, ALLOCATION_CRITERIA) if isinstance(node, ast.Ref) else "")
+              or f"criteria: {', '.join(ALLOCATION_CRITERIA)}")
+    return None
+
+
+def _weights(ctx: Context, node: ast.Node) -> dict[str, tuple[ast.Ref, sympy.Expr]] | None:
+    """``{q_race: 2, q_gender: 1}``: a positive weight per question (with the key, for messages)."""
+    if not (isinstance(node, ast.Braced) and node.is_map):
+        ctx.error("E205", f"weights are a map from questions to numbers, found {describe(node)}", node.span,
+                  "weights = {q_race: 2, q_gender: 1}")
+        return None
+    out: dict[str, tuple[ast.Ref, sympy.Expr]] = {}
+    for entry in node.entries:
+        if not isinstance(entry.key, ast.Ref):
+            ctx.error("E205", f"a weight's key is a mechanism's name, found {describe(entry.key)}", entry.key.span)
+            return None
+        if entry.key.name in out:
+            ctx.error("E202", f"'{entry.key.name}' has two weights", entry.key.span)
+            return None
+        w = ctx.number(entry.value, f"the weight of {entry.key.name}")
+        if w is None:
+            return None
+        if not w.is_number or w.is_finite is False or (compare(w, sympy.Integer(0)) or 0) <= 0:
+            ctx.error("E309", f"the weight of {entry.key.name} must be a positive, finite number, found {fmt(w)}",
+                      entry.value.span, "a weight says how much a question's utility counts: 1, 2, 0.5")
+            return None
+        out[entry.key.name] = (entry.key, w)
+    return out
+
+
+def _questions(ctx: Context, call: ast.Call, weights: dict[str, tuple[ast.Ref, sympy.Expr]]
+               ) -> dict[str, Mechanism] | None:
+    """The questions: the mechanisms named in the call, else the weights' keys; each a declared
+    mechanism with a free epsilon."""
+    refs = list(call.positional) or [ref for ref, _ in weights.values()]
+    if not refs:
+        ctx.error("E504", "allocate() needs the questions to share the budget among", call.span, ALLOCATE_USAGE)
+        return None
+    named = {r.name for r in refs if isinstance(r, ast.Ref)}
+    stray = [ref for key, (ref, _) in weights.items() if key not in named]
+    if stray:
+        ctx.error("E205", f"weights name {stray[0].name}, which is not among the questions", stray[0].span,
+                  "name every weighted question, or leave the questions out")
+        return None
+    out: dict[str, Mechanism] = {}
+    for r in refs:
+        if not isinstance(r, ast.Ref):
+            ctx.error("E205", f"a question is a declared mechanism's name, found {describe(r)}", r.span,
+                      ALLOCATE_USAGE)
+            return None
+        if r.name in out:
+            ctx.error("E202", f"question '{r.name}' is named twice", r.span)
+            return None
+        mech = ctx.lookup(r, ["mechanism"])
+        if mech is None or not _free_epsilon(ctx, r, mech):
+            return None
+        variables = {n: d.value for n, d in ctx.scope.items() if d.kind == "variable"}
+        if candidate_estimator(ctx, question_estimand(mech, variables), mech, None, r) is None:
+            return None
+        out[r.name] = mech
+    return out
+
+
+def _free_epsilon(ctx: Context, ref: ast.Ref, mech: Mechanism) -> bool:
+    """Whether every randomizer of the question has an epsilon that is a number or one
+    parameter, and at least one of them a parameter without a value (what is allocated)."""
+    free = False
+    for _, eps in epsilon_terms(mech):
+        if eps is None:
+            ctx.error("E501", f"{ref.name} has no epsilon to allocate: allocate() shares a budget among mechanisms "
+                              "with an epsilon (grr, the frequency oracles, products of them)", ref.span)
+            return False
+        if eps.free_symbols and not (isinstance(eps, sympy.Symbol) and _parameter(ctx, eps) is not None):
+            ctx.error("E501", f"{ref.name}'s epsilon is {fmt(eps)}: allocate() needs each epsilon to be one "
+                              "parameter or a number", ref.span, "write epsilon = e_name with parameter e_name > 0")
+            return False
+        free = free or bool(eps.free_symbols)
+    if not free:
+        ctx.error("E501", f"{ref.name} has no free epsilon: its epsilon is fixed, so there is nothing to allocate",
+                  ref.span, f"declare parameter e_{ref.name} > 0 (no value) and write epsilon = e_{ref.name}")
+    return free
+
+
+def _parameter(ctx: Context, symbol: sympy.Symbol) -> Parameter | None:
+    """The declared parameter without a value whose symbol this is (a parameter with a value
+    is a number here)."""
+    p = ctx.parameters.get(symbol.name)
+    return p if p is not None and p.value is None and p.symbol == symbol else None
+
+
+def parameter_floor(constraints: tuple[tuple[str, sympy.Expr], ...]) -> float:
+    """The lowest value a parameter's constraints allow (0 without a lower bound: an epsilon)."""
+    return max([float(b) for op, b in constraints if op in (">", ">=")] + [0.0])
+
+
+def _check_budget(ctx: Context, questions: dict[str, Mechanism], total: sympy.Expr, where: Span) -> bool:
+    """Whether the fixed epsilons and the parameters' lowest values leave some of ``total`` to share."""
+    floor = 0.0
+    for mech in questions.values():
+        for _, eps in epsilon_terms(mech):
+            if eps is not None and not eps.free_symbols:
+                floor += float(eps)
+            elif eps is not None:
+                floor += parameter_floor(ctx.parameters[eps.name].constraints)   # type: ignore[union-attr]
+    if floor >= float(total):
+        ctx.error("E309", f"the total epsilon {fmt(total)} is spent before it is shared: the fixed epsilons and the "
+                          f"parameters' lowest values add up to {floor:g}", where,
+                  "raise the total, or lower the parameters' bounds")
+        return False
+    return True

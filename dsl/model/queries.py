@@ -16,7 +16,7 @@ from privspec.model.estimands import CALIBRATIONS, ESTIMATORS, build_estimand, b
 from privspec.model.graph import (Estimand, IntervalMechanism, Mechanism, Method, ProductMechanism, Query, RandomizedResponse,
                                   Variable)
 from privspec.model.mechanisms import build_mechanism
-from privspec.model.plans import planning_query
+from privspec.model.plans import allocate_query, planning_query
 from privspec.model.query_kinds import ESTIMANDS, PLAIN_QUERIES, QUERY_KINDS, family_of
 from privspec.model.scope import Context, compare, describe
 
@@ -107,6 +107,8 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
         return _release_query(ctx, name, call, span)
     if kind in ("sample_size", "power"):
         return planning_query(ctx, name, call, span)
+    if kind == "allocate":
+        return allocate_query(ctx, name, call, span)
     if kind in ("bounds", "thresholds"):
         return _rr_bounds(ctx, name, call, span)
     build = {"avar": _avar, "budget": _budget, "individual": _individual, "optimal_anchor": _optimal_anchor}

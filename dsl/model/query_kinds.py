@@ -177,6 +177,8 @@ class QueryKind:
     estimands: tuple[str, ...] = ()
     #: written ``query q = KIND ...`` (estimate, test), not ``query q = KIND(...)``
     verb: bool = False
+    #: what it reads, in words, where its families do not say it (a query on several mechanisms)
+    reads: str = ""
 
     def accepts(self, family: str) -> bool:
         return family in self.families
@@ -219,11 +221,18 @@ QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
               "the hybrid estimator's thresholds for a product of grr mechanisms"),
     QueryKind("sample_size", "sample_size(ESTIMAND from MECHANISM [by ESTIMATOR], TARGET = VALUE[, test = TEST])",
               False, "number", MECHANISM_FAMILIES,
-              "the fewest respondents meeting a target (max_se, ci_width, or the power of a test)",
+              "the fewest respondents meeting a target (max_se, ci_width, max_cv, or the power of a test)",
               ("distribution", "joint", "mean", "moment")),
     QueryKind("power", "power(ESTIMAND from MECHANISM [by ESTIMATOR], n = N, test = TEST)", False, "number",
               MECHANISM_FAMILIES, "the power of a test at n respondents, and its curve over n",
               ("distribution", "joint", "mean", "moment")),
+    # a survey's questions are declared mechanisms named in the query: the query has no mechanism
+    # of its own, so it is routed as the release queries are (family_of(None))
+    QueryKind("allocate", "allocate([QUESTION, ...,] total = EPSILON[, n = N][, criterion = CRITERION]"
+              "[, weights = {QUESTION: WEIGHT, ...}])", False, "allocation", ("release",),
+              "the epsilon of each question of a survey that minimizes the weighted utility loss under a total "
+              "epsilon (per-variable accounting)",
+              reads="the declared mechanisms it names, each with a free epsilon (grr, frequency oracles, products)"),
 )}
 #: queries written ``KIND(...)`` (not ``estimate``/``test``)
 PLAIN_QUERIES = tuple(k for k, q in QUERY_KINDS.items() if not q.verb)
@@ -402,8 +411,12 @@ def _release_caption(query: Any) -> str | None:
 
 
 def _planning_caption(query: Any) -> str | None:
-    """sample_size, power, bounds, thresholds: what n buys."""
+    """sample_size, power, bounds, thresholds: what n buys; allocate: how a survey's epsilon is shared."""
     kind = query.kind
+    if kind == "allocate":
+        weighted = "weighted " if len({str(w) for _, w in query.method.options["weights"]}) > 1 else ""
+        return (f"how to share epsilon = {_number(query.method.options['total'])} among {_listed(list(query.scope))}: "
+                f"the split with the least {weighted}{query.method.name} at n = {_number(query.plan.n)}")
     if kind not in ("sample_size", "power", "bounds", "thresholds"):
         return None
     mech, plan = _mechanism_name(query.mechanism), query.plan
@@ -450,6 +463,9 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion("avar_max", "utility", "lower", "largest diagonal entry of the asymptotic covariance"),
     Criterion("max_se", "utility", "lower", "largest standard error of the estimate at n"),
     Criterion("ci_width", "utility", "lower", "width of the widest two-sided Wald interval at n (level 1 - alpha)"),
+    Criterion("max_cv", "utility", "lower",
+              "largest coefficient of variation at n: SE_j / w_j over the cells with a share w_j > 0 (SE / |mean| "
+              "for a mean); max_cv <= 0.3 is the usual publication rule of statistical agencies"),
     Criterion("mse", "utility", "lower",
               "mean squared error at n summed over cells: variance plus squared bias (RR-Independent's limit "
               "is the product of the marginals, not the joint)"),
@@ -465,6 +481,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
               "worst case for one respondent: the largest posterior probability of a category after any report"),
     Criterion("epsilon", "privacy", "lower", "local-DP epsilon (inf: no finite guarantee)"),
 )}
+#: the utility criteria an ``allocate`` query can minimize (lower is better, no test needed)
+ALLOCATION_CRITERIA = ("max_se", "ci_width", "max_cv", "avar_trace", "avar_max", "mse")
 #: the tests a plan can be powered for: proportion(LABEL, p0), difference(LABEL, delta), independence(X, Y)
 POWER_TESTS = ("proportion", "difference", "independence")
 #: the estimator a candidate uses when its ``by`` is left out, by estimand and family: an

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from privspec.model.graph import CONTINUOUS_FAMILIES
-from privspec.model.query_kinds import ESTIMANDS, QUERY_KINDS
+from privspec.model.query_kinds import ALLOCATION_CRITERIA, ESTIMANDS, QUERY_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from privspec.language import ast
@@ -62,6 +62,7 @@ VALUE_KINDS: dict[str, str] = {
     "column": "the name of a column of the data",
     "estimand": "an estimand",
     "set": "a set {a, b}",
+    "map": "a map {key: value, ...}",
     "label": "a label of the variable",
     "release": "the name of a release",
 }
@@ -376,9 +377,17 @@ _QUERY_PARAMS: dict[str, tuple[Param, ...]] = {
     "sample_size": (_PLANNED,
                     _opt("max_se", "positive", "the largest standard error allowed"),
                     _opt("ci_width", "positive", "the widest interval allowed (level 1 - alpha)"),
+                    _opt("max_cv", "positive", "the largest coefficient of variation allowed (0.3: the publication rule)"),
                     _opt("power", "probability", "the power wanted for the test"),
                     _TEST, _ALPHA),
     "power": (_PLANNED, _opt("n", "positive", "the number of respondents", default="required"), _TEST, _ALPHA),
+    "allocate": (_p("questions", "mechanism", "declared mechanisms with a free epsilon (default: the keys of "
+                                           "weights)", required=False, variadic=True, keyword=False),
+                 _opt("total", "positive", "the epsilon of the whole survey", default="required"),
+                 _opt("n", "positive", "the number of respondents", default="1000"),
+                 _opt("criterion", "word", "the utility loss", default="max_se",
+                      words=ALLOCATION_CRITERIA),
+                 _opt("weights", "map", "a positive weight per question", default="1 each")),
 }
 _QUERIES = tuple(Signature(k.name, "query", _QUERY_PARAMS[k.name], k.usage, k.doc) for k in QUERY_KINDS.values())
 
@@ -503,7 +512,7 @@ def markdown() -> str:
             extra = ""
             if role == "query":
                 k = QUERY_KINDS[s.name]
-                reads = "a release" if k.families == ("release",) else "mechanisms " + ", ".join(k.families)
+                reads = k.reads or ("a release" if k.families == ("release",) else "mechanisms " + ", ".join(k.families))
                 extra = (" *Needs data.*" if k.needs_data else " *No data needed.*") + \
                     f" Result: {k.result}. Reads {reads}."
             elif role == "estimand":

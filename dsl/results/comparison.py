@@ -166,6 +166,9 @@ class CandidateRow:
     dominated_by: dict[str, list[str]] = field(default_factory=dict)
     pareto: bool | None = None
     frontiers_on: list[str] | None = None
+    #: the coefficient of variation SE_j / w_j per cell at n (SE / |mean| for a mean; a cell
+    #: of share 0: None), where a population gives the estimand's value
+    cv: StandardErrors | None = None
     #: what a reader of this design should know, in words (categories failing a publication
     #: rule, an asymptotic value replaced by a simulated one); the verdict repeats its design's
     flags: list[str] = field(default_factory=list)
@@ -186,13 +189,15 @@ class CandidateRow:
         out["dominated_by"] = {k: list(v) for k, v in self.dominated_by.items()}
         out["pareto"] = self.pareto
         out["frontiers_on"] = self.frontiers_on
+        if self.cv is not None:
+            out["cv"] = self.cv.to_dict()
         if self.flags:
             out["flags"] = list(self.flags)
         return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> CandidateRow:
-        se, power = raw.get("se"), raw.get("power")
+        se, power, cv = raw.get("se"), raw.get("power"), raw.get("cv")
         return cls(name=raw.get("name", "?"), mechanism=_given(raw, "mechanism", ""),
                    family=_given(raw, "family", ""), estimator=_given(raw, "estimator", ""),
                    values={k: CriterionValue.from_dict(v) for k, v in _given(raw, "values", {}).items()
@@ -203,7 +208,7 @@ class CandidateRow:
                    rank=dict(_given(raw, "rank", {})),
                    dominated_by={k: list(v) for k, v in _given(raw, "dominated_by", {}).items()},
                    pareto=raw.get("pareto"), frontiers_on=raw.get("frontiers_on"),
-                   flags=list(_given(raw, "flags", [])))
+                   cv=None if cv is None else StandardErrors.from_dict(cv), flags=list(_given(raw, "flags", [])))
 
 
 @dataclass

@@ -92,8 +92,9 @@ def blocks(doc: ComparisonDocument) -> list[Block]:
     if ses:
         labels = ses[0].se.labels
         if len(labels) <= 12 and all(c.se.labels == labels for c in ses):
-            out.append(Block(f"Standard errors at n = {number(doc.n)}", ["candidate"] + list(labels),
-                             [[c.name] + [number(v) for v in c.se.values] for c in ses]))
+            cvs = any(c.cv is not None for c in ses)
+            out.append(Block(f"Standard errors{' (CV: SE / share)' if cvs else ''} at n = {number(doc.n)}",
+                             ["candidate"] + list(labels), [[c.name] + _se_cells(c) for c in ses]))
     if doc.recommendation is not None:
         out[0].notes.append(doc.recommendation.text)
     return out
@@ -130,6 +131,14 @@ def _targets(doc: ComparisonDocument) -> Block:
         rows.append(row)
     return Block(f"Targets at n = {number(doc.n)} (n: the fewest respondents that meet a utility target)",
                  ["candidate"] + keys, rows, notes)
+
+
+def _se_cells(cand: CandidateRow) -> list[str]:
+    """A candidate's standard errors, each with its coefficient of variation where known:
+    ``0.01205 (CV 126%)``."""
+    se = cand.se.values if cand.se is not None else []
+    cv = cand.cv.values if cand.cv is not None and cand.cv.labels == cand.se.labels else [None] * len(se)
+    return [number(s) + (f" (CV {100 * c:.3g}%)" if c is not None else "") for s, c in zip(se, cv)]
 
 
 def _pareto(cand: CandidateRow, frontiers: int) -> str:

@@ -442,6 +442,39 @@ class SampleSize(Plan):
                                   target_label=f"target {self.target or ''}")
 
 
+class Allocation(Typed):
+    """A survey's total epsilon shared among its questions (``allocate``): its value each
+    question's epsilon; beside it the parameters' values, the epsilon spent on each variable,
+    each question's utility, the weighted loss, and the same for the equal split."""
+
+    kind = "allocation"
+    LABELS = "question"
+    criterion: Field[str] = Field("the utility criterion minimized (lower is better)")
+    n: Field[int] = Field("respondents")
+    total: Field[float] = Field("the epsilon of the whole survey (every question's, summed)")
+    parameters: Field[Any] = Field("each free epsilon parameter's value")
+    per_variable: Field[Matrix] = Field("the epsilon each question spends on each variable; 'all': their sums")
+    weights: Field[Any] = Field("each question's weight")
+    utility: Field[Any] = Field("each question's criterion at its epsilon")
+    weighted_loss: Field[float] = Field("the sum of the weights times the utilities")
+    equal_epsilon: Field[Any] = Field("each question's epsilon under the equal split")
+    equal_utility: Field[Any] = Field("each question's criterion under the equal split")
+    equal_loss: Field[float] = Field("the weighted loss of the equal split")
+    multiplier: Field[float] = Field("the Lagrange multiplier: the loss saved by one more unit of total epsilon")
+    kkt_residual: Field[float] = Field("the largest violation of the KKT conditions, relative to the multiplier")
+    method: Field[str] = Field("how the allocation was found")
+    note: Field[str] = Field("what to know about it")
+
+    def to_frame(self) -> Any:
+        """One row per question: its epsilon, weight and utility, and the equal split's."""
+        import pandas as pd  # start-up: pandas costs about 0.6 s; only the Python API's frames need it
+
+        columns = {"epsilon": self.value, "weight": self.weights, self.criterion or "utility": self.utility,
+                   "equal_epsilon": self.equal_epsilon, f"equal_{self.criterion or 'utility'}": self.equal_utility}
+        return pd.DataFrame({k: [float(x) for x in v.values] for k, v in columns.items()},
+                            index=pd.Index(list(self.value.labels), name="question"))
+
+
 # ---- releases ------------------------------------------------------------------------------------------
 class Budget(Typed):
     """The privacy budget of the spec's releases (``budget``), by variable or in total."""
