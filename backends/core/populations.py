@@ -111,7 +111,7 @@ def with_population(model: ModelGraph, names: Sequence[str], law: Law) -> ModelG
     Examples
     --------
     >>> import privspec, sympy
-    >>> m = privspec.load("variable c: categorical {x, y}\npopulation c ~ categorical(1/4, 3/4)").model
+    >>> m = privspec.load("variable c: categorical {x, y}\\npopulation c ~ categorical(1/4, 3/4)").model
     >>> half = sympy.Rational(1, 2)
     >>> population_vector(with_population(m, ["c"], Law("categorical", probs=(half, half))), [m.variables["c"]]).T
     Matrix([[1/2, 1/2]])

@@ -353,7 +353,7 @@ def shifted_shares(w: ArrayLike, k: int, delta: float) -> np.ndarray:
     Examples
     --------
     >>> shifted_shares([0.2, 0.3, 0.5], 0, 0.2).round(4)
-    array([0.4   , 0.225 , 0.375 ])
+    array([0.4  , 0.225, 0.375])
     """
     w = np.asarray(w, dtype=float)
     moved = w[k] + delta
