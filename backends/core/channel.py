@@ -531,7 +531,8 @@ class GRRChannel(Channel):
         # rational with a small denominator on at most 8 categories (what dsl/model/costs.py prices)
         cheap = not eps.is_number or sympy.exp(eps).is_rational or (
             isinstance(eps, sympy.Rational) and eps.q <= 100 and self.p <= 8 and costs.exact_exp(eps))
-        if isinstance(eps, sympy.Float) or (numeric_w and not cheap):
+        floating_w = eps.is_number and any(isinstance(x, sympy.Float) for x in w)  # a population in floats
+        if isinstance(eps, sympy.Float) or (numeric_w and (not cheap or floating_w)):
             # an epsilon in floating point (a numeric search over it), or exact algebra in e^eps
             # over many categories (20: 21 s), with e^(1/10^6) as its unit (epsilon = 3.036123:
             # sympy factors polynomials of degree 10^6) or a high power of e (epsilon = 700: a

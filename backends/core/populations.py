@@ -12,12 +12,13 @@ The values of the parameters (``parameter eps > 0 = 2``) are substituted in one 
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any, Sequence
 
 import sympy
 
-from privspec.model.graph import ModelGraph, Variable
+from privspec.model.graph import Law, ModelGraph, Population, Variable
 
 
 def parameter_values(model: ModelGraph) -> dict:
@@ -100,3 +101,28 @@ def population_vector(model: ModelGraph, variables: Sequence[Variable]) -> sympy
 def symbolic_vector(labels: Sequence[str]) -> sympy.Matrix:
     """Symbols ``w_<label>`` (positive), one per category."""
     return sympy.Matrix([sympy.Symbol(f"w_{lab}", positive=True) for lab in labels])
+
+
+def with_population(model: ModelGraph, names: Sequence[str], law: Law) -> ModelGraph:
+    """``model`` with ``law`` as the population of the plain variables ``names`` (their
+    joint, row-major) in place of the declared one; ValueError where a declared population
+    also covers other variables (it cannot be replaced in part).
+
+    Examples
+    --------
+    >>> import privspec, sympy
+    >>> m = privspec.load("variable c: categorical {x, y}\\npopulation c ~ categorical(1/4, 3/4)").model
+    >>> half = sympy.Rational(1, 2)
+    >>> population_vector(with_population(m, ["c"], Law("categorical", probs=(half, half))), [m.variables["c"]]).T
+    Matrix([[1/2, 1/2]])
+    """
+    kept = []
+    for pop in model.populations:
+        covered = {c for v in pop.variables for c in v.components()}
+        if not covered & set(names):
+            kept.append(pop)
+        elif not covered <= set(names):
+            raise ValueError(f"the population of {', '.join(sorted(covered & set(names)))} is declared jointly "
+                             f"with {', '.join(sorted(covered - set(names)))}")
+    variables = tuple(model.variables[c] for c in names)
+    return dataclasses.replace(model, populations=tuple(kept) + (Population(variables, law),))

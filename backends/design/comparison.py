@@ -62,6 +62,7 @@ from privspec.backends.design import planning
 from privspec.backends.design.criteria import (REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer,
                                               cv_cells, cv_flags)
 from privspec.backends.design.verdict import add_epsilon_fix, add_least_epsilon, recommend
+from privspec.backends.design.robust import PopulationSet, population_set, robust_row
 from privspec.backends.design.inverse import (best_feasible, best_whole, bind, finite_at, free_parameters,
                                               parameter_range, score, size_parameter_range)
 
@@ -79,7 +80,8 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
     criteria = list(comp.criteria)
     cands = [Candidate(name, mech, comp.estimator(name), comp.estimand) for name, mech in comp.candidates]
     free = {c.name: free_parameters(model, c.mechanism) for c in cands}
-    rows = [_row(model, c, free[c.name], plan, criteria, n, reps, seed) for c in cands]
+    pset = None if plan.populations is None else population_set(model, plan.populations)
+    rows = [_row(model, c, free[c.name], plan, criteria, n, reps, seed, pset) for c in cands]
     points = {r.name: {k: v.value for k, v in r.values.items()} for r in rows}
     ranks = rank(points, criteria)
     # a design with a free parameter has no values here (its inverse design has them)
@@ -99,7 +101,8 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
         targets=[TargetEntry(t.criterion, t.op, float(t.value)) for t in plan.targets],
         planning=_planning(plan), inverse=inverse_designs(model, comp, cands, n), reps=reps, seed=seed,
         spec=model.source.text if model.source is not None else None,
-        recommendation=None)
+        recommendation=None,
+        populations=None if pset is None else pset.description + (f": not evaluated: {pset.none}" if pset.none else ""))
     doc.recommendation = rec = recommend(rows, criteria, plan.targets, n, doc.inverse)
     if rec is not None and rec.candidate is not None:
         chosen = next(c for c in cands if c.name == rec.candidate)
@@ -117,10 +120,11 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
 
 
 def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Plan, criteria: Sequence[str],
-         n: int, reps: int | None, seed: int | None) -> CandidateRow:
+         n: int, reps: int | None, seed: int | None, pset: PopulationSet | None = None) -> CandidateRow:
     """One candidate's criteria at n (and from ``reps`` replications), standard errors,
-    targets and power; its ranks and frontiers are the document's to fill in (``free``:
-    its parameters without a value, which leave every criterion to the inverse design)."""
+    targets and power, and their worst cases over the plausible populations ``pset``; its
+    ranks and frontiers are the document's to fill in (``free``: its parameters without a
+    value, which leave every criterion to the inverse design)."""
     ev = Evaluation(model, cand, plan)
     if free:
         ev.free = NotApplicable(f"depends on {', '.join(p.name for p in free)}, which has no value: "
@@ -142,6 +146,8 @@ def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Pl
         row.se_na = str(e)
     row.cv, row.flags = cv_cells(ev, n), row.flags + cv_flags(ev, plan.targets, n)
     row.targets, row.sample_size = _targets(ev, plan.targets, n)
+    if pset is not None and not free:
+        row.targets_everywhere = robust_row(ev, pset, values, plan.targets, n)
     if plan.test is not None:
         try:
             fn = ev.power_function()

@@ -31,13 +31,13 @@ import sympy
 from scipy import stats
 
 from privspec.errors import Diagnostic, PrivspecError
-from privspec.model.graph import Estimand, Method, ModelGraph, Plan, Query, Target
+from privspec.model.graph import Estimand, Law, Method, ModelGraph, Plan, Query, Target
 from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, family_of
 from privspec.results.comparison import CriterionInfo, StandardErrors
 from privspec.results.result import Result
 from privspec.results.values import Matrix
 from privspec.backends import backend_for
-from privspec.backends.core.populations import population_vector
+from privspec.backends.core.populations import population_vector, with_population
 from privspec.backends.design import planning
 from privspec.backends.finite.truth import Truth, report_table
 from privspec.backends.interval.laws import law_distribution, population_law
@@ -246,8 +246,13 @@ class Evaluation:
             w = population_of(self.model, self.cand)
             delta = float(w[k]) - float(test.value)
             return lambda n: np.asarray(planning.power_proportion(n, delta, var, alpha), dtype=float)
+        # the second group differs by delta: its variance is at its own population
         delta = float(test.value)
-        return lambda n: np.asarray(planning.power_difference(n, delta, var, var, alpha), dtype=float)
+        w2 = planning.shifted_shares(population_of(self.model, self.cand), k, delta)
+        names = [c for v in self.cand.estimand.variables for c in v.components()]
+        second = with_population(self.model, names, Law("categorical", probs=tuple(sympy.Float(x, 17) for x in w2)))
+        var2 = float(Evaluation(second, self.cand, self.plan).avar()[0][k, k])
+        return lambda n: np.asarray(planning.power_difference(n, delta, var, var2, alpha), dtype=float)
 
     def report_joint(self, variables: Sequence[str]) -> np.ndarray:
         """``P(A = a, B = b)``: the table of two factors' reports at the population."""

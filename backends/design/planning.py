@@ -31,7 +31,9 @@ null value and ``s = sqrt(n) delta / sigma``:
 
 :func:`power_proportion` tests ``H0: w_k = p0`` (``sigma^2 = avar_kk``);
 :func:`power_difference` tests equal proportions in two independent samples of ``n``
-respondents each (``sigma^2 = avar1_kk + avar2_kk``).  The test that these formulas
+respondents each (``sigma^2 = avar1_kk + avar2_kk``, each group's avar at its own population:
+the second's is the first's with the tested share moved by the difference,
+:func:`shifted_shares`).  The test that these formulas
 describe uses the estimated (plug-in) standard error; it has the same limit.
 
 :func:`power_independence` is the asymptotic power of Pearson's chi-square test of
@@ -421,6 +423,29 @@ def power_difference(n: ArrayLike, delta: float, var1: float, var2: float, alpha
     0.516
     """
     return _wald_power(n, delta, var1 + var2, alpha, alternative)
+
+
+def shifted_shares(w: ArrayLike, k: int, delta: float) -> np.ndarray:
+    """The second group's population of a difference test: ``w`` with share ``k`` moved by
+    ``delta`` and the other shares rescaled in proportion, so that they sum to 1 (its
+    variance, not the first group's, is the second group's in :func:`power_difference`).
+
+    Examples
+    --------
+    >>> shifted_shares([0.2, 0.3, 0.5], 0, 0.2).round(4)
+    array([0.4  , 0.225, 0.375])
+    """
+    w = np.asarray(w, dtype=float)
+    moved = w[k] + delta
+    if not 0 <= moved <= 1:
+        raise ValueError(f"the second group's share would be {moved:.4g}, outside [0, 1]: "
+                         "test a difference that keeps it a share")
+    rest = 1 - w[k]
+    if rest <= 0:
+        raise ValueError("every respondent is in this category: the other shares cannot make room")
+    out = w * ((1 - moved) / rest)
+    out[k] = moved
+    return out
 
 
 def _report_table(joint: ArrayLike) -> np.ndarray:

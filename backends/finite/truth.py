@@ -84,7 +84,7 @@ class Truth:
         ``numeric``: in floating point at the declared population (``fn`` then a method of a
         channel with the parameters' values in: :meth:`numeric_channel`)."""
         w = self.w_full if full else self.w
-        if self.declared and (numeric or not self.exact_ok):
+        if self.declared and (numeric or not self.exact_ok or w.has(sympy.Float)):  # a population in floats
             return fn(self.numeric_w(w))
         if not self.declared and self.p > self.channel.symbolic_limit:
             raise BackendError(Diagnostic("B006", f"results symbolic in w are limited to p <= {self.channel.symbolic_limit} "

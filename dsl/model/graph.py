@@ -517,15 +517,31 @@ class PowerTest:
 
 
 @dataclass(frozen=True)
+class PlausiblePopulations:
+    """The populations a comparison is also evaluated at (``at populations = ...``), for
+    the estimand's plain ``variables`` (their joint, row-major): a list of ``laws`` as
+    written (``spans``), or ``draws`` seeded (``seed``) draws from a Dirichlet with mean the
+    declared population and total ``concentration``."""
+
+    variables: tuple[str, ...]
+    laws: tuple[Law, ...] = ()
+    spans: tuple[Span, ...] = field(default=(), compare=False)
+    concentration: sympy.Expr | None = None
+    draws: int = 200
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class Plan:
     """What a comparison or a planning query asks beyond the criteria: the sample size
-    ``n``, the level ``alpha`` of intervals and tests, the ``test`` to power and the
-    ``targets`` to meet."""
+    ``n``, the level ``alpha`` of intervals and tests, the ``test`` to power, the
+    ``targets`` to meet and the plausible ``populations`` (None: the declared one only)."""
 
     n: sympy.Integer | None = None
     alpha: sympy.Expr = sympy.Rational(1, 20)
     test: PowerTest | None = None
     targets: tuple[Target, ...] = ()
+    populations: PlausiblePopulations | None = None
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,19 @@ end read one table.
 """
 from __future__ import annotations
 
+import math
+
 import sympy
 
 from privspec.language import ast
 from privspec.language.arith import fmt
 from privspec.model import signatures
 from privspec.model.estimands import ESTIMATORS, build_estimand, build_method, check_fit, observes
-from privspec.model.arguments import FLOAT_LIMIT
-from privspec.model.mechanisms import build_mechanism
-from privspec.model.graph import (Compare, Estimand, FrequencyOracle, Mechanism, Method, MultiAttributeOracle, Parameter,
-                                  Plan, PowerTest, ProductMechanism, Query, RandomizedResponse, Target, Variable)
+from privspec.model.arguments import FLOAT_LIMIT, check_probability, sums_to_one
+from privspec.model.mechanisms import build_law, build_mechanism
+from privspec.model.graph import (Compare, Estimand, FrequencyOracle, Law, Mechanism, Method, MultiAttributeOracle,
+                                  Parameter, PlausiblePopulations, Plan, PowerTest, ProductMechanism, Query,
+                                  RandomizedResponse, Target, Variable)
 from privspec.model.query_kinds import (ALLOCATION_CRITERIA, CRITERIA, FAMILIES, LAW_FUNCTIONALS, POWER_TESTS,
                                        default_estimator, family_of)
 from privspec.model.scope import Context, compare, describe
@@ -26,7 +29,7 @@ from privspec.errors import did_you_mean
 from privspec.language.source import Span
 
 #: the settings of a compare block (``at n = 1000, alpha = 0.05, test = proportion(Black, 0.08)``)
-SETTINGS = ("n", "alpha", "test")
+SETTINGS = ("n", "alpha", "test", "populations")
 #: targets a planning query takes as options (``sample_size(..., max_se = 0.01)``)
 PLANNING_TARGETS = ("max_se", "ci_width", "max_cv", "power")
 #: estimands whose sample size and power can be planned
@@ -38,7 +41,7 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
     (its ``by``, else its family's default), the settings and targets are valid."""
     est = build_estimand(ctx, decl.estimand, "estimate")
     ok = est is not None
-    n, alpha, test = None, sympy.Rational(1, 20), None
+    n, alpha, test, populations = None, sympy.Rational(1, 20), None, None
     for key, value in decl.settings:
         if key.name not in SETTINGS:
             ctx.error("E205", f"unknown setting '{key.name}'", key.span,
@@ -50,6 +53,9 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
         elif key.name == "alpha":
             alpha = _level(ctx, value)
             ok = ok and alpha is not None
+        elif key.name == "populations":
+            populations = plausible_populations(ctx, value, est) if est is not None else None
+            ok = ok and populations is not None
         elif est is not None:
             test = power_test(ctx, value, est)
             ok = ok and test is not None
@@ -104,7 +110,7 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
         ok = False
     if not ok:
         return None
-    plan = Plan(n=n, alpha=alpha, test=test, targets=tuple(targets))  # type: ignore[arg-type]
+    plan = Plan(n=n, alpha=alpha, test=test, targets=tuple(targets), populations=populations)  # type: ignore[arg-type]
     return Compare(decl.name.name, est, (("n", n),) if n is not None else (), tuple(candidates),  # type: ignore[arg-type]
                    tuple(criteria) or ("avar_trace",), decl.span, tuple(estimators), plan)
 
@@ -218,6 +224,91 @@ def _target(ctx: Context, ref: ast.Ref, op: str, node: ast.Node) -> Target | Non
                   f"{ref.name} {'<=' if better == 'lower' else '>='} {fmt(value)}")
         return None
     return Target(ref.name, op, value, ref.span)
+
+
+# ---- plausible populations --------------------------------------------------------------------------
+#: the most draws a Dirichlet set of plausible populations takes (each is a full evaluation)
+MAX_DRAWS = 10_000
+POPULATIONS_USAGE = ("populations = dirichlet(CONCENTRATION [, draws = 200, seed = 0]) or populations = "
+                     "[categorical(...), ...] (normal(m, s), ... for a continuous variable)")
+
+
+def plausible_populations(ctx: Context, node: ast.Node, est: Estimand) -> PlausiblePopulations | None:
+    """``populations = dirichlet(C, draws = D, seed = S)`` (D seeded draws around the declared
+    population) or ``populations = [LAW, ...]`` over the estimand's variables."""
+    names = tuple(c for v in est.variables for c in v.components())
+    categorical = all(v.is_categorical for v in est.variables)
+    if isinstance(node, ast.ListLit):
+        if not node.items:
+            ctx.error("E205", "the list of plausible populations is empty", node.span, POPULATIONS_USAGE)
+            return None
+        laws = [_plausible_law(ctx, item, est, categorical) for item in node.items]
+        if any(law is None for law in laws):
+            return None
+        return PlausiblePopulations(names, tuple(laws), tuple(item.span for item in node.items))  # type: ignore[arg-type]
+    if not isinstance(node, ast.Call) or node.name != "dirichlet":
+        shown = node.name if isinstance(node, ast.Call) else describe(node)
+        ctx.error("E206", f"unknown plausible populations {shown!r}", node.span, POPULATIONS_USAGE)
+        return None
+    if not categorical:
+        ctx.error("E401", f"dirichlet() draws shares of categories; {est.variables[0].name} is continuous",
+                  node.span, "list its plausible laws: populations = [normal(0, 1), normal(1, 2)]")
+        return None
+    options = {kw.key.name if isinstance(kw.key, ast.Ref) else "": kw.value for kw in node.keywords}
+    unknown = [k for k in options if k not in ("draws", "seed")]
+    if len(node.positional) != 1 or unknown:
+        ctx.error("E205", "dirichlet() takes its concentration and the options draws and seed", node.span,
+                  POPULATIONS_USAGE)
+        return None
+    concentration = ctx.number(node.positional[0], "the concentration")
+    if concentration is None:
+        return None
+    if not concentration.is_number or not 0 < float(concentration) < math.inf:
+        ctx.error("E309", f"the concentration must be a positive number, found {fmt(concentration)}",
+                  node.positional[0].span, "the larger, the closer the draws to the declared population: "
+                                           "dirichlet(200)")
+        return None
+    draws = ctx.integer(options["draws"], "the number of draws", 1) if "draws" in options else 200
+    seed = ctx.integer(options["seed"], "the seed", 0) if "seed" in options else 0
+    if draws is None or seed is None:
+        return None
+    if draws > MAX_DRAWS:
+        ctx.error("E309", f"at most {MAX_DRAWS:,} draws, found {draws:,}", options["draws"].span,
+                  "each draw evaluates every criterion of every candidate")
+        return None
+    return PlausiblePopulations(names, concentration=concentration, draws=draws, seed=seed)
+
+
+def _plausible_law(ctx: Context, node: ast.Node, est: Estimand, categorical: bool) -> Law | None:
+    """One population of a list: ``categorical(shares...)`` over the estimand's categories
+    (row-major over its variables), or a continuous law for a continuous variable."""
+    if not categorical:
+        law = build_law(ctx, node, "plausible population")
+        var = est.variables[0]
+        if law is not None:
+            lo, hi = law.support()
+            if (compare(lo, var.lower) or 0) < 0 or (compare(hi, var.upper) or 0) > 0:
+                ctx.error("E309", f"this population puts mass outside the support of {var.name}", node.span)
+                return None
+        return law
+    shape = tuple(len(v.labels) for v in est.variables)
+    cells = math.prod(shape)
+    if not isinstance(node, ast.Call) or node.name != "categorical" or node.keywords:
+        ctx.error("E206", f"a plausible population of {', '.join(v.name for v in est.variables)} is "
+                          "categorical(SHARES...) in declared order", node.span, POPULATIONS_USAGE)
+        return None
+    if len(node.positional) != cells:
+        ctx.error("E310", f"categorical() has {len(node.positional)} shares but "
+                          f"{' x '.join(v.name for v in est.variables)} has {cells} categories", node.span)
+        return None
+    shares = [ctx.number(x, "a share") for x in node.positional]
+    if any(x is None or not check_probability(ctx, x, a.span, "share") for x, a in zip(shares, node.positional)):
+        return None
+    good, total = sums_to_one(shares)  # type: ignore[arg-type]
+    if good is False:
+        ctx.error("E302", f"the shares do not sum to 1 (sum = {fmt(total)})", node.span)
+        return None
+    return Law("categorical", probs=tuple(shares), shape=shape)  # type: ignore[arg-type]
 
 
 # ---- planning queries --------------------------------------------------------------------------------

@@ -172,6 +172,9 @@ class CandidateRow:
     #: what a reader of this design should know, in words (categories failing a publication
     #: rule, an asymptotic value replaced by a simulated one); the verdict repeats its design's
     flags: list[str] = field(default_factory=list)
+    #: whether each target is met at every plausible population (None without a set of
+    #: populations; a target's None: its criterion does not apply), by the target's text
+    targets_everywhere: dict[str, bool | None] | None = None
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism, "family": self.family,
@@ -193,6 +196,8 @@ class CandidateRow:
             out["cv"] = self.cv.to_dict()
         if self.flags:
             out["flags"] = list(self.flags)
+        if self.targets_everywhere is not None:
+            out["targets_everywhere"] = dict(self.targets_everywhere)
         return out
 
     @classmethod
@@ -208,7 +213,9 @@ class CandidateRow:
                    rank=dict(_given(raw, "rank", {})),
                    dominated_by={k: list(v) for k, v in _given(raw, "dominated_by", {}).items()},
                    pareto=raw.get("pareto"), frontiers_on=raw.get("frontiers_on"),
-                   cv=None if cv is None else StandardErrors.from_dict(cv), flags=list(_given(raw, "flags", [])))
+                   cv=None if cv is None else StandardErrors.from_dict(cv), flags=list(_given(raw, "flags", [])),
+                   targets_everywhere=None if raw.get("targets_everywhere") is None
+                   else dict(raw["targets_everywhere"]))
 
 
 @dataclass
@@ -404,6 +411,9 @@ class ComparisonDocument:
     seed: int | None = None
     spec: str | None = None
     recommendation: Recommendation | None = None
+    #: the plausible populations the worst cases are taken over, in words (None: the
+    #: declared population only)
+    populations: str | None = None
 
     def to_dict(self) -> dict:
         """The document as plain dicts and lists, as the JSON contract spells it (its numbers
@@ -420,6 +430,8 @@ class ComparisonDocument:
         }
         if self.recommendation is not None:
             out["recommendation"] = self.recommendation.to_dict()
+        if self.populations is not None:
+            out["populations"] = self.populations
         return out
 
     @classmethod
@@ -438,4 +450,5 @@ class ComparisonDocument:
             planning=Planning.from_dict(planning) if planning else None,
             inverse=[InverseDesign.from_dict(e) for e in _given(raw, "inverse", [])],
             reps=raw.get("reps"), seed=raw.get("seed"), spec=raw.get("spec"),
-            recommendation=Recommendation.from_dict(raw["recommendation"]) if raw.get("recommendation") else None)
+            recommendation=Recommendation.from_dict(raw["recommendation"]) if raw.get("recommendation") else None,
+            populations=raw.get("populations"))

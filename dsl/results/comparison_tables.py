@@ -51,7 +51,8 @@ def number(x: Any) -> str:
 
 
 def cell(entry: CriterionValue, rank: int | None = None) -> str:
-    """``0.8640 [3]``, with ``(sim 0.87 +- 0.02)`` when simulated."""
+    """``0.8640 [3]``, with ``(sim 0.87 +- 0.02)`` when simulated and ``(worst 0.91)`` where
+    it is worse at some plausible population."""
     if entry.value is None:
         return "n/a"
     text = number(entry.value)
@@ -59,6 +60,8 @@ def cell(entry: CriterionValue, rank: int | None = None) -> str:
         text += f" [{rank}]"
     if entry.simulated is not None:
         text += f" (sim {number(entry.simulated)} +- {number(entry.mc_error)})"
+    if entry.worst is not None and entry.worst != entry.value:
+        text += f" (worst {number(entry.worst)})"
     return text
 
 
@@ -109,11 +112,14 @@ def _criteria(doc: ComparisonDocument) -> Block:
         rows.append([c.name, c.mechanism, c.estimator] + [cell(c.values[k], c.rank.get(k)) for k in crits]
                     + ([_pareto(c, len(doc.frontiers))] if pareto else []))
         notes += [f"{c.name} {k}: n/a: {c.values[k].na}" for k in crits if c.values[k].na]
+        notes += [f"{c.name} {k}: worst: {c.values[k].worst_at}" for k in crits
+                  if c.values[k].worst is None and c.values[k].worst_at]
     info = doc.criterion_info
     sides = "; ".join(f"{k}: {info[k].side}, {info[k].better} is better" for k in crits if k in info)
     sim = f"; sim: {doc.reps} replications, +- Monte Carlo error" if doc.reps else ""
     title = f"{doc.name}: {doc.estimand} at n = {number(doc.n)} ([rank], 1 best{sim})"
-    return Block(title, header, rows, ([sides] if sides else []) + notes)
+    over = [f"worst: over {doc.populations}"] if doc.populations else []
+    return Block(title, header, rows, ([sides] if sides else []) + over + notes)
 
 
 def _targets(doc: ComparisonDocument) -> Block:
@@ -125,7 +131,9 @@ def _targets(doc: ComparisonDocument) -> Block:
         for k in keys:
             verdict = {True: "met", False: "not met", None: "n/a"}[c.targets.get(k)]
             size = c.sample_size.get(k)
-            row.append(verdict + (f"; needs n = {number(size)}" if isinstance(size, int) else ""))
+            everywhere = (c.targets_everywhere or {}).get(k)
+            row.append(verdict + (f"; needs n = {number(size)}" if isinstance(size, int) else "")
+                       + ("" if everywhere is None else "; everywhere" if everywhere else "; not everywhere"))
             if isinstance(size, str) and not any(n.startswith(f"{c.name}: ") for n in notes):
                 notes.append(f"{c.name}: {size}")
         rows.append(row)
