@@ -155,11 +155,49 @@ def _met_text(row: CandidateRow, targets: Sequence[Target]) -> str:
     return ", ".join(parts)
 
 
+def _everywhere(row: CandidateRow, targets: Sequence[Target]) -> bool:
+    """Whether ``row`` meets every target at every plausible population."""
+    return row.targets_everywhere is not None and all(row.targets_everywhere.get(str(t)) is True for t in targets)
+
+
+def _robustness(best: CandidateRow, feasible: Sequence[CandidateRow], robust: Sequence[CandidateRow],
+                targets: Sequence[Target]) -> list[str]:
+    """What the verdict says of the plausible populations (nothing without a set)."""
+    if best.targets_everywhere is None:
+        return []
+    if _everywhere(best, targets):
+        return [f"{best.name} meets every target at every plausible population, not only at the declared one"]
+    out = []
+    for t in targets:
+        if best.targets_everywhere.get(str(t)) is not True:
+            v = best.values.get(t.criterion)
+            worst = f" (worst {_g(v.worst)} at {v.worst_at})" if v is not None and v.worst is not None else ""
+            out.append(f"the choice does not hold over every plausible population: {best.name} misses {t}{worst}")
+    if not robust:
+        out.append("no design meets every target at every plausible population; the verdict is taken at the "
+                   "declared population")
+    return out
+
+
 def _with_targets(rows: Sequence[CandidateRow], criteria: Sequence[str], targets: Sequence[Target], n: int,
                   inverse: Sequence[InverseDesign]) -> Recommendation:
     feasible = [r for r in rows if all(r.targets.get(str(t)) is True for t in targets)]
     if not feasible:
         return _none_meets(rows, criteria, targets, n)
+    # with plausible populations, the designs that meet the targets at all of them come first
+    robust = [r for r in feasible if _everywhere(r, targets)]
+    rec = _choose(robust or feasible, rows, criteria, targets, n, inverse)
+    best = next(r for r in rows if r.name == rec.candidate)
+    rec.notes[:0] = _robustness(best, feasible, robust, targets)
+    if robust and len(robust) < len(feasible):
+        rec.reasons.insert(1, f"{len(robust)} of the {len(feasible)} designs that meet every target at the declared "
+                              "population meet them at every plausible population: the choice is among those")
+    return rec
+
+
+def _choose(feasible: Sequence[CandidateRow], rows: Sequence[CandidateRow], criteria: Sequence[str],
+            targets: Sequence[Target], n: int, inverse: Sequence[InverseDesign]) -> Recommendation:
+    """The most private of ``feasible`` (ties to the more precise), and what changes it."""
     p = deciding_privacy(feasible, criteria)
     u = deciding_utility(feasible, criteria)
     order = _best(feasible, p, u) if p is not None else (_best(feasible, u) if u is not None else list(feasible))
