@@ -141,9 +141,9 @@ def _axis_label(doc: ComparisonDocument, criterion: str) -> str:
 
 def _frontier_figure(doc: ComparisonDocument, fr: Frontier) -> Any:
     plt, colours, best = plt_or_b031(), _colours(doc), _recommended(doc)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
     on, pts = set(fr.frontier), _points(doc, fr)
     legend = len(pts) >= LEGEND_FROM
+    fig, ax = plt.subplots(figsize=(8.0, 4.6) if legend else (6.4, 4.8))
     line = sorted(p for n, p in pts.items() if n in on)
     if len(line) > 1:
         ax.plot(*zip(*line), color="#333333", lw=1.2, zorder=1, label="frontier")
@@ -162,19 +162,24 @@ def _frontier_figure(doc: ComparisonDocument, fr: Frontier) -> Any:
     ax.set_title(f"{fr.y} against {fr.x}")
     ax.margins(0.15)
     ax.grid(alpha=0.3)
-    _outside_legend(ax)
+    _outside_legend(ax, beside=legend)
     # the layout is settled before the labels are placed: a later one would move the points
     # under placed labels and could make them overlap again
     fig.tight_layout()
     if not legend and not _label(ax, pts, on, best, colours):
-        _outside_legend(ax)
+        _outside_legend(ax, beside=True)
     return fig
 
 
-def _outside_legend(ax: Any) -> None:
-    """The legend beside the axes (inside, it would hide points or labels), where it has entries."""
-    if ax.get_legend_handles_labels()[0]:
+def _outside_legend(ax: Any, beside: bool) -> None:
+    """The legend outside the axes (inside, it would hide points or labels), where it has
+    entries: ``beside`` them (a design per entry), or a short one under them."""
+    if not ax.get_legend_handles_labels()[0]:
+        return
+    if beside:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    else:
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
 
 
 def _label(ax: Any, pts: Mapping[str, tuple[float, float]], on: set[str], best: str | None,
