@@ -78,7 +78,8 @@ def test_labels_that_cannot_be_placed_give_way_to_a_legend() -> None:
         fig = _figure(doc, "frontier_1")
         try:
             texts = [t for t in fig.axes[0].texts if t.get_text() in points]
-            legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+            box = fig.axes[0].get_legend()
+            legend = [] if box is None else [t.get_text() for t in box.get_texts()]
             assert texts == [] or _disjoint(fig, texts)
             named = {t.get_text() for t in texts} | {e for e in legend if e in points}
             assert named == set(points), (named, legend)
@@ -93,6 +94,27 @@ def test_the_recommended_design_is_a_star() -> None:
         stars = [c for c in ax.collections if c.get_label() == "recommended: subset_u"]
         assert len(stars) == 1 and tuple(stars[0].get_offsets()[0]) == RACE["subset_u"]
         assert stars[0].get_sizes()[0] > 2 * max(c.get_sizes()[0] for c in ax.collections if c is not stars[0])
+    finally:
+        plt.close(fig)
+
+
+def test_labels_still_overlapping_after_placement_give_way_to_a_legend(monkeypatch) -> None:
+    """Where placement leaves two labels overlapping (here adjustText does nothing), the
+    labels go and the legend names every design, the dominated ones in their colour."""
+    import adjustText
+
+    monkeypatch.setattr(adjustText, "adjust_text", lambda texts, **kw: None)
+    points = {**RACE, "pairs": RACE["subset_u"]}
+    doc = race_doc(points)
+    doc.frontiers[0].frontier = ["subset_u", "grr_2", "grr_4"]        # pairs dominated
+    fig = _figure(doc, "frontier_1")
+    try:
+        ax = fig.axes[0]
+        assert len(ax.texts) == 0
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert legend == ["recommended: subset_u", "pairs (dominated)", "grr_2", "grr_4"]
+        pairs = [c for c in ax.collections if c.get_label() == "pairs (dominated)"][0]
+        assert tuple(pairs.get_edgecolor()[0][:3]) != (0.6039215686274509,) * 3   # not the anonymous grey
     finally:
         plt.close(fig)
 

@@ -35,7 +35,8 @@ from privspec.results.comparison import CandidateRow, ComparisonDocument, Fronti
 from privspec.results.comparison_tables import number
 from privspec.results.plots import pyplot
 
-__all__ = ["figures", "drawable", "point", "finite", "with_se", "se_of", "plt_or_b031", "LEGEND_FROM"]
+__all__ = ["figures", "drawable", "point", "finite", "with_se", "se_of", "plt_or_b031", "missing_dependency",
+           "LEGEND_FROM"]
 
 #: dominated designs are drawn in this grey (hollow) where labels name the points
 GREY = "#9a9a9a"
@@ -143,10 +144,11 @@ def _frontier_figure(doc: ComparisonDocument, fr: Frontier) -> Any:
     plt, colours, best = plt_or_b031(), _colours(doc), _recommended(doc)
     on, pts = set(fr.frontier), _points(doc, fr)
     legend = len(pts) >= LEGEND_FROM
-    fig, ax = plt.subplots(figsize=(8.0, 4.6) if legend else (6.4, 4.8))
+    fig, ax = plt.subplots(figsize=(8.0, 4.4) if legend else (6.4, 4.4))
     line = sorted(p for n, p in pts.items() if n in on)
     if len(line) > 1:
-        ax.plot(*zip(*line), color="#333333", lw=1.2, zorder=1, label="frontier")
+        # unlabelled: the caption says what the line is, and a legend would take the plot's room
+        ax.plot(*zip(*line), color="#333333", lw=1.2, zorder=1)
     for name, (px, py) in pts.items():
         colour = colours.get(name, "C0")
         shown = f"{name} (recommended)" if name == best else name
