@@ -465,3 +465,128 @@ def test_a_design_on_one_frontier_is_not_called_dominated() -> None:
     page = render_html(plotless(doc))
     assert "on the frontier of max_se vs prediction" in page
     assert "No frontier on <strong>coverage</strong>: not finite for every candidate: n/a for grr_2" in page
+
+
+# ---- the verdict first (issue 35) ------------------------------------------------------------------
+VERDICT = {"candidate": "grr_1", "text": "grr_1: the most private on epsilon of the designs that meet every target",
+           "reasons": ["meets max_se <= 0.016 at n = 1000", "epsilon 1 against 3 for grr_3"],
+           "decided_by": "epsilon", "runner_up": "grr_3",
+           "changes": ["grr_3 wins where epsilon <= 3 is allowed and max_se <= 0.01 asked"],
+           "notes": ["max_se of grr_1 is simulated: the asymptotic value is more than 10% off"]}
+NO_DESIGN = {"candidate": None, "text": "no design meets every target at n = 1000", "reasons": [],
+             "decided_by": None, "runner_up": None, "changes": [],
+             "missing": ["max_se <= 0.005: the best is grr_3 with 0.00693"],
+             "fixes": ["grr_3 meets it from n = 1,921", "grr at epsilon 4.2 meets it at n = 1000"]}
+
+
+def with_verdict(doc: dict, verdict: dict = VERDICT) -> dict:
+    """The document with a verdict (the back end's Recommendation, as JSON)."""
+    doc = copy.deepcopy(doc)
+    doc["recommendation"] = copy.deepcopy(verdict)
+    return doc
+
+
+def _formats(doc: dict, tmp_path: Path) -> dict[str, str]:
+    """The document in every format privspec writes it: the CLI's text, Markdown and LaTeX
+    (the tables), the report's Markdown and HTML."""
+    from privspec.results.comparison import ComparisonDocument
+    from privspec.results.report import comparison_latex, comparison_markdown, comparison_text
+
+    typed = ComparisonDocument.from_dict(doc)
+    return {"text": comparison_text(typed), "markdown": comparison_markdown(typed), "latex": comparison_latex(typed),
+            "report.md": Path(write_markdown(doc, tmp_path / "r.md")[0]).read_text(encoding="utf-8"),
+            "report.html": render_html(doc)}
+
+
+def test_every_format_opens_with_the_verdict(tmp_path: Path) -> None:
+    """Issue 35: a comparison opens with its recommendation in every format (before, the
+    text appended it as a note of the criteria table, and the report had none)."""
+    out = _formats(plotless(with_verdict(sample_doc())), tmp_path)
+    text = out["text"].strip("\n").splitlines()
+    assert text[:2] == ["  Verdict: use grr_1", f"    - {VERDICT['text']}"]
+    assert "    - why: epsilon 1 against 3 for grr_3" in text and "    - runner-up: grr_3" in text
+    assert f"    - would change the choice: {VERDICT['changes'][0]}" in text
+    assert f"    - note: {VERDICT['notes'][0]}" in text
+    assert text.index("    - runner-up: grr_3") < text.index("  race_designs: distribution(race) at n = 1,000 "
+                                                              "([rank], 1 best; sim: 200 replications, +- Monte "
+                                                              "Carlo error)")
+    assert out["markdown"].startswith("**Verdict: use grr\\_1**\n")
+    assert out["latex"].startswith("\\paragraph{Verdict: use grr\\_1}\n\n\\begin{itemize}\n\\item grr\\_1: the most")
+    md = out["report.md"]
+    headings = re.findall(r"^## (.*)$", md, re.M)
+    assert headings[0] == "Verdict" and headings[1] == "Criteria"
+    verdict = md.split("## Verdict\n")[1].split("\n## ")[0]
+    assert verdict.startswith("\n**Use grr\\_1.**\n") and "Runner-up: **grr\\_3**." in verdict
+    assert "Why:\n\n- meets max\\_se &lt;= 0.016 at n = 1000\n- epsilon 1 against 3 for grr\\_3" in verdict
+    assert "What would change the choice:\n\n- grr\\_3 wins" in verdict and "Notes:\n\n- max\\_se of grr\\_1" in verdict
+    tree = parse(out["report.html"])
+    sections = [a["id"] for t, a in tree.tags if t == "section"]
+    assert sections[0] == "verdict" and sections[1] == "criteria"
+    page = out["report.html"]
+    assert '<p class="recommended">Use <strong class="candidate">grr_1</strong>.</p>' in page
+    assert "Runner-up: <strong>grr_3</strong>." in page and "<h3>What would change the choice</h3>" in page
+
+
+def test_a_verdict_without_a_design_says_what_is_missing_and_the_fixes(tmp_path: Path) -> None:
+    out = _formats(plotless(with_verdict(sample_doc(), NO_DESIGN)), tmp_path)
+    text = out["text"].strip("\n").splitlines()
+    assert text[0] == "  Verdict: no design meets the targets"
+    assert "    - missing: max_se <= 0.005: the best is grr_3 with 0.00693" in text
+    assert "    - fix: grr_3 meets it from n = 1,921" in text and "    - fix: grr at epsilon 4.2 meets it at n = 1000" in text
+    assert "**No design meets the targets.**" in out["report.md"] and "Cheapest fixes:" in out["report.md"]
+    page = out["report.html"]
+    assert '<p class="recommended none">No design meets the targets.</p>' in page
+    assert "<h3>What is missing</h3>" in page and "<li>grr_3 meets it from n = 1,921</li>" in page
+    assert 'class="recommended"' not in page.split('id="criteria"')[1]  # no row is marked recommended
+
+
+def test_the_recommended_design_is_never_called_dominated() -> None:
+    """Issue 35: the status column called the design to use "dominated"; the recommended
+    design's status is "recommended", first, whatever the frontiers say."""
+    doc = with_verdict(sample_doc(), {**VERDICT, "candidate": "pairs"})   # pairs: dominated on a frontier
+    tree = parse(render_html(plotless(doc)))
+    rows = {r[0]["text"]: r for r in tree.tables["criteria"][1:]}
+    assert _words(rows["pairs"][-1]["text"]) == "recommended"
+    assert _words(rows["uniform"][-1]["text"]) == "on the frontier"
+    classes = {a.get("class") for t, a in tree.tags if t == "tr" and "candidate" in a.get("class", "")}
+    assert "candidate recommended" in classes and "candidate recommended dominated" not in classes
+    md_rows = _tables(_markdown_of(doc))[0]
+    assert md_rows[3][0] == "**pairs**" and md_rows[3][-1] == "recommended"
+
+
+def _markdown_of(doc: dict) -> str:
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        return Path(write_markdown(plotless(doc), Path(tmp) / "r.md")[0]).read_text(encoding="utf-8")
+
+
+@pytest.mark.slow   # the whole bundled compare block (seconds) and three Chromium runs
+def test_bundled_report_in_headless_chromium_opens_with_the_verdict(tmp_path: Path, browser) -> None:
+    """Out of the box (issue 35): the report of a bundled compare spec with targets, as
+    the README's command writes it, opened in headless Chromium: the verdict is the first
+    section and names the recommended design, every plot is drawn (a non-zero size in the
+    page), and nothing outside the page is requested."""
+    import privspec
+
+    spec = privspec.load(Path(__file__).parents[1] / "specs" / "compare_interval.privspec")
+    page_path = tmp_path / "anchors.html"
+    doc = spec.compare(report=page_path)["anchors"].value
+    best = doc.recommendation.candidate
+    assert best is not None
+    page = page_path.read_text(encoding="utf-8")
+    assert set(re.findall(r"https?://[^\s\"'<>]*", page)) <= {"http://www.w3.org/2000/svg",
+                                                             "http://www.w3.org/1999/xlink"}
+    dom = browser.run("--dump-dom", page_path.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert browser.console(dom.stderr) == []         # the page's CSP refused no load, no script ran
+    tree = parse(dom.stdout)
+    sections = [a["id"] for t, a in tree.tags if t == "section"]
+    assert sections[0] == "verdict", sections
+    verdict = dom.stdout.split('<section id="verdict">')[1].split("</section>")[0]
+    assert f'Use <strong class="candidate">{best}</strong>.' in verdict
+    rows = {r[0]["text"]: r for r in tree.tables["criteria"][1:]}
+    assert _words(rows[best][-1]["text"]) == "recommended"
+    m = browser.measure(page_path)
+    figures = dom.stdout.count('<figure class="plot')
+    assert figures >= 1 and len(m["plots"]) == figures
+    assert all(w > 100 and h > 50 for _, _, w, h in m["plots"]), m["plots"]

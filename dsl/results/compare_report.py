@@ -6,16 +6,18 @@ with PNG plots beside it.
 :func:`write_report`.  This module only lays that document out; every number comes from
 it.  Both formats carry the same content:
 
+* the verdict first (:class:`privspec.results.comparison.Recommendation`): the design to
+  use, or that none meets the targets, why, the runner-up and what would change the
+  choice, what is missing and the cheapest fixes, and what the verdict rests on;
 * the criteria table: a row per candidate design, a column per criterion with its
   analytic value (4 significant digits; the exact form as a tooltip), the simulated value
   ``± its Monte Carlo error`` when there is one, and the rank; ``n/a`` cells say why in a
-  tooltip and in numbered notes under the table; dominated designs are marked, and why;
-* a scatter plot per frontier (privacy criterion against utility criterion), every point
-  labelled with its design, the frontier's designs joined and coloured, the dominated
-  ones hollow and grey;
-* the per-category standard errors (a dot plot and a table) when a candidate has them,
-  power curves (with the target power) when a candidate has them, the sample sizes that
-  meet the targets, the inverse design (free parameters solved for) and the spec itself.
+  tooltip and in numbered notes under the table; the recommended design is marked so,
+  dominated designs are marked, and why;
+* the plots of :mod:`privspec.results.compare_plots`: a frontier per pair of criteria the
+  designs differ on, the per-category standard errors (with their table), the power
+  curves; then the sample sizes that meet the targets, the inverse design (free
+  parameters solved for) and the spec itself.
 
 The HTML page fetches nothing: CSS inline, plots inline SVG, and a Content-Security-Policy
 that forbids every load, so that a reference slipping in later fails loudly in a browser
@@ -47,9 +49,8 @@ from typing import Any, Callable, Mapping
 from urllib.parse import quote
 
 from privspec import outputs
-from privspec.errors import BackendError, Diagnostic
-from privspec.results.comparison import CandidateRow, ComparisonDocument, InverseChoice
-from privspec.results.plots import pyplot
+from privspec.results.compare_plots import drawable, figures, missing_dependency, plt_or_b031, point, se_of, with_se
+from privspec.results.comparison import CandidateRow, ComparisonDocument, InverseChoice, Recommendation
 from privspec.results.render import md
 from privspec.results.report import md_table
 
@@ -60,21 +61,6 @@ MISSING = "—"
 #: suffixes :func:`write_report` writes as HTML and as Markdown
 HTML_SUFFIXES = (".html", ".htm")
 MD_SUFFIXES = (".md",)
-#: frontier candidates are drawn in their own colour; dominated ones in this grey
-GREY = "#9a9a9a"
-
-
-def _missing_dependency() -> BackendError:
-    return BackendError(Diagnostic("B031", "the comparison report needs jinja2 and matplotlib, dependencies "
-                                   "of privspec that are missing here", hint="pip install jinja2 matplotlib"))
-
-
-def _plt() -> Any:
-    """pyplot on Agg (the plots module's loader), with this report's B031 when missing."""
-    try:
-        return pyplot()
-    except BackendError:
-        raise _missing_dependency() from None
 
 
 # ---- numbers -----------------------------------------------------------------------------------
@@ -102,13 +88,6 @@ def fmt(x: Any) -> str:
             return "inf" if x > 0 else "-inf"
         return f"{x:.4g}"
     return str(x)
-
-
-def _finite(x: Any) -> float | None:
-    """``x`` as a float when it is a finite number (bools are not numbers here)."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return None
-    return float(x) if math.isfinite(x) else None
 
 
 def _document(doc: ComparisonDocument | Mapping[str, Any]) -> ComparisonDocument:
@@ -157,9 +136,12 @@ def _cell(cand: CandidateRow, criterion: str, notes: _Notes) -> dict:
     return cell
 
 
-def _status(cand: CandidateRow) -> str:
-    """On a frontier (of which pairs, where it is dominated on others) before dominated: a
+def _status(cand: CandidateRow, recommended: str | None) -> str:
+    """The recommended design (the verdict's) first, whatever the frontiers say of it; then
+    on a frontier (of which pairs, where it is dominated on others) before dominated: a
     design the best on one pair of criteria is a choice, whatever the other pairs say."""
+    if cand.name == recommended:
+        return "recommended"
     if cand.pareto is True:
         on = cand.frontiers_on or []
         return "on the frontier" + (f" of {', '.join(on)}" if len(on) > 1 or any(cand.dominated_by.values()) else "")
@@ -181,25 +163,12 @@ def _sample_sizes(cands: list[CandidateRow]) -> dict | None:
                                      for c in cands]}
 
 
-def _with_se(cands: list[CandidateRow]) -> tuple[list[CandidateRow], list[str]]:
-    """The candidates with standard errors, and every label of theirs (in order of appearance)."""
-    with_se = [c for c in cands if c.se is not None and c.se.labels]
-    labels: list[str] = []
-    for c in with_se:
-        labels += [str(x) for x in c.se.labels if str(x) not in labels]
-    return with_se, labels
-
-
-def _se_of(cand: CandidateRow) -> dict[str, float]:
-    return dict(zip(map(str, cand.se.labels), cand.se.values))
-
-
 def _se_table(cands: list[CandidateRow]) -> dict | None:
-    with_se, labels = _with_se(cands)
+    have, labels = with_se(cands)
     if not labels:
         return None
-    columns = [[fmt(_se_of(c).get(lab)) for lab in labels] for c in with_se]
-    return {"header": [c.name for c in with_se],
+    columns = [[fmt(se_of(c).get(lab)) for lab in labels] for c in have]
+    return {"header": [c.name for c in have],
             "rows": [{"name": lab, "cells": [col[i] for col in columns]} for i, lab in enumerate(labels)]}
 
 
@@ -234,52 +203,59 @@ def _criterion_heads(doc: ComparisonDocument) -> list[dict]:
     return heads
 
 
-def _axis_label(doc: ComparisonDocument, criterion: str) -> str:
-    info = doc.criterion_info.get(criterion)
-    return f"{criterion} ({info.better} is better)" if info is not None and info.better else criterion
-
-
-def _point(cand: CandidateRow, criterion: str) -> float | None:
-    raw = cand.values.get(criterion)
-    return None if raw is None else _finite(raw.value)
-
-
 def _frontiers(doc: ComparisonDocument) -> list[dict]:
     """What each frontier section says besides its plot."""
     out = []
     for i, fr in enumerate(doc.frontiers):
         x, y = fr.x, fr.y
-        left_out = [c.name for c in doc.candidates if _point(c, x) is None or _point(c, y) is None]
+        left_out = [c.name for c in doc.candidates if point(c, x) is None or point(c, y) is None]
         out.append({"number": i + 1, "x": x, "y": y, "title": f"{y} against {x}", "frontier": list(fr.frontier),
-                    "dominated": [{"name": k, "why": v} for k, v in fr.dominated.items()], "left_out": left_out})
+                    "dominated": [{"name": k, "why": v} for k, v in fr.dominated.items()], "left_out": left_out,
+                    "plot": f"frontier_{i + 1}" if drawable(doc, fr) else None})
     return out
 
 
-def _has_power(cands: list[CandidateRow]) -> bool:
-    return any(c.power is not None and c.power.n for c in cands)
+#: the verdict's lists, in the order the report shows them, with their headings
+_VERDICT_LISTS = (("reasons", "Why"), ("changes", "What would change the choice"), ("missing", "What is missing"),
+                  ("fixes", "Cheapest fixes"), ("notes", "Notes"))
+#: what a frontier without a plot says instead (:func:`privspec.results.compare_plots.drawable`)
+_UNDRAWN = "Not drawn: fewer than two designs differ on both criteria."
+
+
+def _verdict(rec: Recommendation | None) -> dict | None:
+    """The verdict as the report opens with it: the design to use (or that none meets the
+    targets), why, the runner-up and what would change the choice, what is missing and the
+    fixes, and what the verdict rests on."""
+    if rec is None:
+        return None
+    return {"candidate": rec.candidate, "text": rec.text, "reasons": list(rec.reasons), "runner_up": rec.runner_up,
+            "changes": list(rec.changes), "missing": list(rec.missing), "fixes": list(rec.fixes),
+            "notes": list(rec.notes)}
 
 
 def _view(doc: ComparisonDocument) -> dict:
     """The comparison document as the strings both formats lay out (and the plots to draw)."""
     notes = _Notes()
     rows = []
+    recommended = None if doc.recommendation is None else doc.recommendation.candidate
     for c in doc.candidates:
-        status = _status(c)
+        status = _status(c, recommended)
         rows.append({"name": c.name, "mechanism": c.mechanism, "estimator": c.estimator,
                      "cells": [_cell(c, k, notes) for k in doc.criteria], "status": status,
-                     "dominated": status.startswith("dominated")})
+                     "dominated": status.startswith("dominated"), "recommended": c.name == recommended})
     planning = doc.planning
     sim = None
     if doc.reps:
         sim = f"{fmt(doc.reps)} simulated replications" + (f", seed {doc.seed}" if doc.seed is not None else "")
     return {
         "title": doc.title or doc.name or "Design comparison", "name": doc.name, "estimand": doc.estimand,
+        "verdict": _verdict(doc.recommendation),
         "n": fmt(doc.n) if doc.n is not None else None,
         "alpha": fmt(doc.alpha) if doc.alpha is not None else None,
         "simulation": sim, "criteria": _criterion_heads(doc), "rows": rows, "notes": notes.rows(),
         "frontiers": _frontiers(doc), "not_on_frontiers": [{"name": k, "why": v} for k, v in doc.not_on_frontiers.items()],
         "se": _se_table(doc.candidates),
-        "power": _has_power(doc.candidates),
+        "power": any(slug == "power" for slug, _ in figures(doc)),
         "planning": {"test": planning.test or "",
                      "target": fmt(planning.target_power) if planning.target_power is not None else None}
         if planning is not None else None,
@@ -288,107 +264,9 @@ def _view(doc: ComparisonDocument) -> dict:
     }
 
 
-# ---- plots -------------------------------------------------------------------------------------
-def _colours(doc: ComparisonDocument) -> dict[str, Any]:
-    """One colour per design, the same in every plot (tab10, by order in the document)."""
-    _plt()
-    import matplotlib  # start-up: pyplot above has loaded it
-
-    cmap = matplotlib.colormaps["tab10"]
-    return {c.name: cmap(i % 10) for i, c in enumerate(doc.candidates)}
-
-
-def _frontier_figure(doc: ComparisonDocument, fr: dict, colours: Mapping[str, Any]) -> Any:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    x, y = fr["x"], fr["y"]
-    on = set(fr["frontier"])
-    pts = {c.name: (_point(c, x), _point(c, y)) for c in doc.candidates
-           if _point(c, x) is not None and _point(c, y) is not None}
-    line = sorted(p for n, p in pts.items() if n in on)
-    if len(line) > 1:
-        ax.plot(*zip(*line), color="#333333", lw=1.2, zorder=1, label="frontier")
-    for name, (px, py) in pts.items():
-        if name in on:
-            ax.scatter([px], [py], s=70, color=colours.get(name, "C0"), edgecolor="black", zorder=3)
-        else:  # dominated: hollow and grey, so the frontier stands out
-            ax.scatter([px], [py], s=60, facecolor="white", edgecolor=GREY, lw=1.5, zorder=2)
-        ax.annotate(name, (px, py), xytext=(6, 6), textcoords="offset points", fontsize=9,
-                    color="black" if name in on else "#555555")
-    ax.set_xlabel(_axis_label(doc, x))
-    ax.set_ylabel(_axis_label(doc, y))
-    ax.set_title(fr["title"])
-    ax.margins(0.15)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
-
-
-def _se_figure(doc: ComparisonDocument, colours: Mapping[str, Any]) -> Any:
-    """Dot plot: a row per category, a marker per design (offset so that ties stay visible)."""
-    plt = _plt()
-    cands, labels = _with_se(doc.candidates)
-    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.45 * len(labels)))
-    width = 0.6 / max(len(cands), 1)
-    for j, c in enumerate(cands):
-        se = _se_of(c)
-        ys = [i - 0.3 + width * (j + 0.5) for i, lab in enumerate(labels) if _finite(se.get(lab)) is not None]
-        xs = [_finite(se[lab]) for lab in labels if _finite(se.get(lab)) is not None]
-        ax.scatter(xs, ys, s=40, color=colours.get(c.name, "C0"), label=c.name, zorder=3)
-        ax.hlines(ys, 0, xs, color=colours.get(c.name, "C0"), lw=1.5, zorder=2)
-    ax.set_yticks(range(len(labels)), labels)
-    ax.invert_yaxis()
-    ax.set_xlim(left=0)
-    ax.set_xlabel(f"standard error at n = {fmt(doc.n)}" if doc.n is not None else "standard error")
-    ax.set_title("Standard error of each category's estimate")
-    ax.grid(axis="x", alpha=0.3)
-    # beside the axes: inside, it would hide the longest bars' dots
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    fig.tight_layout()
-    return fig
-
-
-def _power_figure(doc: ComparisonDocument, colours: Mapping[str, Any]) -> Any:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for c in doc.candidates:
-        if c.power is None:
-            continue
-        pairs = [(_finite(n), _finite(p)) for n, p in zip(c.power.n, c.power.power)]
-        pairs = [(n, p) for n, p in pairs if n is not None and p is not None]
-        if pairs:
-            ax.plot(*zip(*pairs), marker="o", ms=4, color=colours.get(c.name, "C0"), label=c.name)
-    planning = doc.planning
-    target = None if planning is None else _finite(planning.target_power)
-    if target is not None:
-        ax.axhline(target, color="black", ls="--", lw=1, label=f"target power {fmt(target)}")
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("sample size n")
-    ax.set_ylabel("power")
-    ax.set_title(str((planning.test if planning is not None else None) or "Power"), fontsize=10, wrap=True)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    return fig
-
-
-def _figures(doc: ComparisonDocument, view: dict) -> list[tuple[str, Callable[[], Any]]]:
-    """``(slug, draw)`` per plot the document has, in the order of the report; the slug
-    names the plot in the template and the PNG's file name."""
-    if not view["frontiers"] and view["se"] is None and not view["power"]:
-        return []  # nothing to draw: no matplotlib needed
-    colours = _colours(doc)
-    out: list[tuple[str, Callable[[], Any]]] = [
-        (f"frontier_{fr['number']}", lambda fr=fr: _frontier_figure(doc, fr, colours)) for fr in view["frontiers"]]
-    if view["se"] is not None:
-        out.append(("se", lambda: _se_figure(doc, colours)))
-    if view["power"]:
-        out.append(("power", lambda: _power_figure(doc, colours)))
-    return out
-
-
+# ---- plots (drawn by privspec.results.compare_plots) -----------------------------------------------
 def _saved(draw: Callable[[], Any], kind: str, salt: str) -> bytes:
-    plt = _plt()
+    plt = plt_or_b031()
     import matplotlib  # start-up: about 1 s with pyplot, only for a report
 
     fig = draw()
@@ -453,15 +331,16 @@ def render_html(doc: ComparisonDocument | Mapping[str, Any]) -> str:
         import jinja2  # start-up: only a report renders a template
         from markupsafe import Markup  # start-up: with jinja2
     except ImportError:
-        raise _missing_dependency() from None
+        raise missing_dependency() from None
     doc = _document(doc)
     view = _view(doc)
     plots = {slug: Markup(_inline_svg(_saved(draw, "svg", f"privspec-{slug}"), f"p-{slug}"))
-             for slug, draw in _figures(doc, view)}
+             for slug, draw in figures(doc)}
     env = jinja2.Environment(loader=jinja2.PackageLoader("privspec", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("compare.html.j2").render(v=view, plots=plots)
+    return env.get_template("compare.html.j2").render(v=view, plots=plots, verdict_lists=_VERDICT_LISTS,
+                                                      undrawn=_UNDRAWN)
 
 
 # ---- Markdown ----------------------------------------------------------------------------------
@@ -482,6 +361,22 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+def _md_verdict(verdict: dict | None) -> list[str]:
+    """The verdict section of the Markdown report (nothing without a verdict)."""
+    if verdict is None:
+        return []
+    out = ["## Verdict", ""]
+    out += [f"**Use {md(verdict['candidate'])}.**" if verdict["candidate"] else "**No design meets the targets.**", ""]
+    if verdict["text"]:
+        out += [md(verdict["text"]), ""]
+    if verdict["runner_up"]:
+        out += [f"Runner-up: **{md(verdict['runner_up'])}**.", ""]
+    for key, head in _VERDICT_LISTS:
+        if verdict[key]:
+            out += [f"{head}:", ""] + [f"- {md(x)}" for x in verdict[key]] + [""]
+    return out
+
+
 def _markdown(view: dict, images: Mapping[str, str]) -> str:
     v = view
     out = [f"# {md(v['title'])}", ""]
@@ -492,6 +387,7 @@ def _markdown(view: dict, images: Mapping[str, str]) -> str:
         facts.append(f"at n = {v['n']}")
     line = " ".join(facts) + (f" (alpha = {v['alpha']})" if v["alpha"] else "") + "."
     out += [line + (f" {md(v['simulation'])}." if v["simulation"] else ""), ""]
+    out += _md_verdict(v["verdict"])
 
     out += ["## Criteria", ""]
     if v["rows"]:
@@ -514,8 +410,10 @@ def _markdown(view: dict, images: Mapping[str, str]) -> str:
         out += [f"- no frontier on {md(d['name'])}: {md(d['why'])}" for d in v["not_on_frontiers"]] + [""]
     for fr in v["frontiers"]:
         out += [f"### {md(fr['title'])}", ""]
-        if f"frontier_{fr['number']}" in images:
-            out += [f"![{md(fr['title'])}]({quote(images['frontier_' + str(fr['number'])])})", ""]
+        if fr["plot"] in images:
+            out += [f"![{md(fr['title'])}]({quote(images[fr['plot']])})", ""]
+        elif fr["plot"] is None:
+            out += [_UNDRAWN, ""]
         out.append("On the frontier: " + (", ".join(md(n) for n in fr["frontier"]) or "none") + ".")
         out += [f"- {md(d['name'])} is dominated: {md(d['why'])}" for d in fr["dominated"]]
         if fr["left_out"]:
@@ -570,7 +468,7 @@ def report_targets(doc: ComparisonDocument | Mapping[str, Any], path: str | os.P
         return [p]
     if suffix in MD_SUFFIXES:
         doc = _document(doc)
-        return [p] + [_png(p, slug) for slug, _ in _figures(doc, _view(doc))]
+        return [p] + [_png(p, slug) for slug, _ in figures(doc)]
     raise ValueError(f"cannot tell the report's format from {os.fspath(path)!r}: "
                      "name it FILE.html (one self-contained page) or FILE.md (Markdown with PNGs beside it)")
 
@@ -618,7 +516,7 @@ def write_markdown(doc: ComparisonDocument | Mapping[str, Any], path: str | os.P
     view = _view(doc)
     images, written = {}, []
     try:
-        for slug, draw in _figures(doc, view):
+        for slug, draw in figures(doc):
             png = _png(p, slug)
             outputs.write_bytes_atomic(_saved(draw, "png", f"privspec-{slug}"), png, force=force)
             images[slug] = png.name

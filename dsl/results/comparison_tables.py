@@ -21,7 +21,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from privspec.results.comparison import CandidateRow, ComparisonDocument, CriterionValue, InverseChoice, InverseDesign
+from privspec.results.comparison import (CandidateRow, ComparisonDocument, CriterionValue, InverseChoice, InverseDesign,
+                                         Recommendation)
 
 
 @dataclass
@@ -66,8 +67,8 @@ def cell(entry: CriterionValue, rank: int | None = None) -> str:
 
 
 def blocks(doc: ComparisonDocument) -> list[Block]:
-    """The tables of a comparison document, in reading order."""
-    out = [_criteria(doc)]
+    """The tables of a comparison document, in reading order: the verdict first."""
+    out = ([] if doc.recommendation is None else [verdict(doc.recommendation)]) + [_criteria(doc)]
     left_out = [f"no frontier on {crit}: {why}" for crit, why in doc.not_on_frontiers.items()]
     if not doc.frontiers and left_out:
         out.append(Block("Pareto frontiers: none", [], [], left_out))
@@ -98,9 +99,34 @@ def blocks(doc: ComparisonDocument) -> list[Block]:
             cvs = any(c.cv is not None for c in ses)
             out.append(Block(f"Standard errors{' (CV: SE / share)' if cvs else ''} at n = {number(doc.n)}",
                              ["candidate"] + list(labels), [[c.name] + _se_cells(c) for c in ses]))
-    if doc.recommendation is not None:
-        out[0].notes.append(doc.recommendation.text)
     return out
+
+
+def verdict(rec: Recommendation) -> Block:
+    """The verdict as a block of lines, no table: its title names the design to use (or
+    says that none meets the targets); then the verdict in words, why, the runner-up and
+    what would change the choice, what is missing, the fixes, and the notes.
+
+    Examples
+    --------
+    >>> b = verdict(Recommendation("grr_2", "grr_2: the most private that meets every target",
+    ...                            reasons=["meets max_se <= 0.015"], runner_up="grr_3",
+    ...                            changes=["grr_3 wins from n = 4,000"]))
+    >>> print("\\n".join([b.title] + b.notes))
+    Verdict: use grr_2
+    grr_2: the most private that meets every target
+    why: meets max_se <= 0.015
+    runner-up: grr_3
+    would change the choice: grr_3 wins from n = 4,000
+    """
+    title = f"Verdict: use {rec.candidate}" if rec.candidate else "Verdict: no design meets the targets"
+    lines = [rec.text] if rec.text else []
+    lines += [f"why: {x}" for x in rec.reasons]
+    lines += [f"runner-up: {rec.runner_up}"] if rec.runner_up else []
+    lines += [f"would change the choice: {x}" for x in rec.changes]
+    lines += [f"missing: {x}" for x in rec.missing] + [f"fix: {x}" for x in rec.fixes]
+    lines += [f"note: {x}" for x in rec.notes]
+    return Block(title, [], [], lines)
 
 
 def _criteria(doc: ComparisonDocument) -> Block:
