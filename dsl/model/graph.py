@@ -519,13 +519,15 @@ class PowerTest:
 @dataclass(frozen=True)
 class Plan:
     """What a comparison or a planning query asks beyond the criteria: the sample size
-    ``n``, the level ``alpha`` of intervals and tests, the ``test`` to power and the
-    ``targets`` to meet."""
+    ``n``, the level ``alpha`` of intervals and tests, the ``test`` to power, the
+    ``targets`` to meet and the ``tolerance`` within which a guess of a continuous
+    variable counts as right (``prediction`` of an interval design)."""
 
     n: sympy.Integer | None = None
     alpha: sympy.Expr = sympy.Rational(1, 20)
     test: PowerTest | None = None
     targets: tuple[Target, ...] = ()
+    tolerance: sympy.Expr | None = None
 
 
 @dataclass(frozen=True)
