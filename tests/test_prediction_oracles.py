@@ -178,3 +178,11 @@ def test_a_comparison_without_a_privacy_criterion_ranks_on_prediction() -> None:
     assert criteria("by max_se, mse") == ("max_se", "mse", "prediction")
     assert criteria("by max_se, epsilon") == ("max_se", "epsilon")
     assert criteria("by individual") == ("individual",)
+
+
+def test_analyze_answers_an_oracles_prediction_query() -> None:
+    spec = privspec.load(HEAD + "mechanism o = oue(race, epsilon = 4)\nquery lo = leakage(o, prediction)\n")
+    assert spec.ok, spec.render_diagnostics()
+    got = spec.analyze()["lo"]
+    assert got.value["prediction"] == pytest.approx(0.901541, abs=5e-7)
+    assert got.extras["evaluation"].startswith("exact")
