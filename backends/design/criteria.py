@@ -485,7 +485,7 @@ def _individual(ev: Evaluation, n: int) -> float:
     def worst() -> float:
         mech = ev.cand.mechanism
         if family_of(mech) not in FINITE:
-            raise NotApplicable("the worst case of one respondent is computed for finite mechanisms")
+            return _guess(ev, "individual")
         t = Truth(ev.model, mech)
         ch = t.full_channel
         w = t.numeric_w(t.w_full)
@@ -495,14 +495,28 @@ def _individual(ev: Evaluation, n: int) -> float:
     return ev.memo("individual", worst)
 
 
+def _guess(ev: Evaluation, metric: str) -> float:
+    """``prediction`` or ``individual`` of a mechanism without a channel (a frequency oracle,
+    an interval design): the back end's ``leakage`` query, with the plan (an interval
+    design's tolerance)."""
+    mech = ev.cand.mechanism
+    if family_of(mech) == "multi_oracle":
+        raise NotApplicable(f"{metric} of one attribute from a report on several ({mech.protocol}) depends on the "
+                            "joint population of the others: not computed; compare it on epsilon")
+    r = answer(ev.model, ev.cand.query("leakage", metrics=(metric,), plan=ev.plan))
+    return number(r.value[metric])
+
+
 def _leakage(kind: str, metric: str) -> Callable[[Evaluation, int], float]:
     """A privacy metric of a ``coverage`` or ``leakage`` query on the candidate's mechanism."""
     def leak(ev: Evaluation) -> float:
         mech = ev.cand.mechanism
+        if metric == "prediction" and family_of(mech) not in FINITE:
+            return _guess(ev, metric)
         if family_of(mech) in ("oracle", "multi_oracle"):
             raise NotApplicable(f"{metric} is computed from a channel's report probabilities; a frequency "
                                 f"oracle's reports ({mech.protocol}: bit vectors, hashes, Hadamard indices) have no "
-                                "channel here: compare it on epsilon")
+                                "channel here: compare it on prediction or epsilon")
         if metric != "size" and family_of(mech) in INTERVAL:
             raise NotApplicable(f"{metric} is computed for finite mechanisms")
         if metric == "size" and not set_valued(mech):

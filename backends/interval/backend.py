@@ -6,6 +6,8 @@ Answers, for ``interval``, ``selective`` and ``progressive`` mechanisms:
   (:mod:`.coverage`, which says whether it is exact, quadrature or
   quasi-Monte Carlo); on ``run`` also the data-based estimate, on ``simulate`` the
   empirical mean of L(S_Z);
+* ``leakage(M, prediction)`` — the chance that the best guess from a report is within the
+  compare block's ``tolerance`` of the truth, and the worst report's (:mod:`.guessing`);
 * ``epsilon(M)`` — inf: a report excludes the values outside it with certainty;
 * ``optimal_anchor(mean(X), M)`` — Theorem 2's density and the information bounds;
 * ``avar(...)`` — where an asymptotic variance exists (Example 2's estimator, Case-I
@@ -43,7 +45,7 @@ import sympy
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.query_kinds import QUERY_KINDS, Answers, analytic
-from privspec.model.graph import ModelGraph, Query
+from privspec.model.graph import IntervalMechanism, ModelGraph, Query
 from privspec.results.kinds import Coverage, Epsilon, Estimate, Leakage, OptimalAnchor
 from privspec.results.result import Result
 from privspec.results.values import Vector
@@ -55,6 +57,7 @@ from privspec.backends.data.tally import Tally
 from privspec.backends.interval.avar import avar
 from privspec.backends.interval.estimate import estimate_from_reports, named_args
 from privspec.backends.interval.estimators import information_bound, optimal_anchor
+from privspec.backends.interval.guessing import Guess, prediction_of
 from privspec.backends.interval.fit import aggregate, count_nulls, fit_npmle
 from privspec.backends.interval.laws import law_distribution, population_law, support_of
 from privspec.backends.interval.mechanisms import format_ranges
@@ -97,6 +100,27 @@ def _value(x: Any) -> Any:
 
 
 # ---- data --------------------------------------------------------------------------------------------
+def _guess(model: ModelGraph, q: Query) -> Guess:
+    """Prediction within the plan's tolerance (:mod:`.guessing`): partitions by iid anchors
+    (Case I, Case II, canonical) without an acceptable range; B135 for the others and
+    without a tolerance or a population."""
+    mech = q.mechanism
+    tolerance = q.plan.tolerance if q.plan is not None else None
+    if tolerance is None:
+        raise BackendError(Diagnostic("B135", f"prediction of the continuous {mech.variable.name} needs a tolerance: "
+                                              "add tolerance = T to the compare block's settings",
+                                      hint="a guess within T of the true value counts as right"))
+    if not isinstance(mech, IntervalMechanism) or mech.disclose is not None or mech.scheme == "ring":
+        raise BackendError(Diagnostic("B135", "prediction is computed for case1, case2 and canonical designs without "
+                                              "an acceptable range (not for ring, selective or progressive ones)"))
+    pop = population_law(model, mech.variable)
+    if pop is None:
+        raise BackendError(Diagnostic("B135", f"prediction needs a population for {mech.variable.name}",
+                                      hint=f"population {mech.variable.name} ~ normal(0, 1)"))
+    return prediction_of(law_distribution(pop), law_distribution(mech.anchor), mech.m - 1,
+                         float(_value(tolerance)))
+
+
 def raw_values(mechanism: Any, data: pd.DataFrame | Tally) -> np.ndarray:
     """The raw values of the mechanism's variable, correctly rounded and checked (D003,
     D004, D105 not a finite number, D106 outside the support): one per row of a frame, or
@@ -220,11 +244,23 @@ class IntervalBackend:
         return Coverage(_value(cov.value) if cov.method != "symbolic" else cov.value, **extras)
 
     def _leakage(self, model: ModelGraph, q: Query) -> Result:
-        cov = self._coverage(model, q)
-        value = cov.value
-        leak = 1 - value if isinstance(value, sympy.Basic) else 1.0 - value
-        return Leakage({m: leak for m in (q.metrics or ("size",))}, meaning="size: 1 - tau (Implication 3)",
-                       evaluation=cov.evaluation)
+        metrics = q.metrics or ("size",)
+        value: dict = {}
+        meaning, evaluation = [], []
+        if "size" in metrics:
+            cov = self._coverage(model, q)
+            value["size"] = 1 - cov.value if isinstance(cov.value, sympy.Basic) else 1.0 - cov.value
+            meaning.append("size: 1 - tau (Implication 3)")
+            evaluation.append(cov.evaluation)
+        guessed = [m for m in metrics if m in ("prediction", "individual")]
+        if guessed:
+            guess = _guess(model, q)
+            value.update({m: guess.value if m == "prediction" else guess.individual for m in guessed})
+            meaning.append(f"prediction: E[max_x P(|X - x| <= {_value(q.plan.tolerance)} | report)], the chance "
+                           "that the best guess from a report is within the tolerance; individual: that chance "
+                           "after the worst report")
+            evaluation.append(guess.evaluation)
+        return Leakage({m: value[m] for m in metrics}, meaning="; ".join(meaning), evaluation="; ".join(evaluation))
 
     def _epsilon(self, model: ModelGraph, q: Query) -> Result:
         return Epsilon(sympy.oo, reason="a report excludes the values outside its range with certainty: "

@@ -10,6 +10,10 @@
 * ``estimate distribution(X) from M by mom(project = none | clip | euclidean)`` (the
   unbiased estimator) or ``by mle`` (the iterative Bayesian update), on data (``run``) and
   in seeded simulations (``simulate``), with standard errors and 95% intervals;
+* ``leakage(M)`` (``prediction``, ``individual``): the chance that an adversary who knows
+  the protocol and the population guesses a respondent's category from one report
+  (Bayes vulnerability, Def. 7 of the subset-privacy paper) and the largest posterior of
+  any report, exact or by a stated Monte Carlo (:mod:`privspec.backends.oracles.guessing`);
 * ``privatize``: reports drawn per row (a row's report a function of seed, row index and
   value), written as text (:func:`privspec.backends.oracles.pure.format_reports`).
 
@@ -31,7 +35,7 @@ from privspec.model import costs
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import ORACLE, Answers
-from privspec.results.kinds import Avar, Epsilon, Estimate, Simulation
+from privspec.results.kinds import Avar, Epsilon, Estimate, Leakage, Simulation
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
@@ -55,6 +59,8 @@ from privspec.backends.core.projections import project as project_onto
 #: what this back end answers (:mod:`privspec.model.query_kinds`)
 _ANSWERS = (
     Answers(("epsilon",), ORACLE),
+    # the best guess from one report (prediction) and the worst report's posterior (individual)
+    Answers(("leakage",), ("oracle",)),
     Answers(("avar",), ("oracle",), estimands=("distribution", "joint"), methods=("mom",)),
     Answers(("estimate",), ("oracle",), ("run", "simulate"), estimands=("distribution", "joint"),
             methods=("mom", "mle")),
@@ -63,6 +69,8 @@ _ANSWERS = (
     Answers(("estimate",), ("multi_oracle",), ("run", "simulate"), estimands=("distribution",),
             methods=("mom", "mle")),
 )
+#: what a leakage query asks of an oracle: the best guess's chance, the worst report's posterior
+GUESSES = ("prediction", "individual")
 #: rows privatized at once (per-row randomness: the result does not depend on it)
 CHUNK = 1 << 20
 #: exact (sympy) covariances up to this many categories (at exact epsilon and population); floats beyond
@@ -106,6 +114,15 @@ def float_range(model: ModelGraph, mech: Any, e: FloatRangeError) -> BackendErro
 
 def _population(model: ModelGraph, mech: Any) -> sympy.Matrix | None:
     return population_vector(model, [mech.variable])
+
+
+def _declared_population(model: ModelGraph, mech: Any, what: str) -> sympy.Matrix:
+    """The declared population of the mechanism's variable; B001 without one."""
+    w = _population(model, mech)
+    if w is None:
+        raise BackendError(Diagnostic("B001", f"{what} needs a population for {mech.variable.name}",
+                                      hint=f"population {mech.variable.name} ~ categorical(...)"))
+    return w
 
 
 # ---- estimates ------------------------------------------------------------------------------------
@@ -255,6 +272,8 @@ class FrequencyOracleBackend:
         """Its ``ANSWERS``, for an estimand on the mechanism's own variable."""
         if not any(row.matches(query, verb) for row in self.ANSWERS):
             return False
+        if query.kind == "leakage":
+            return set(query.metrics or GUESSES) <= set(GUESSES)
         if query.estimand is not None:
             if query.mechanism.family == "multi_oracle":
                 return frequency_multi.attribute_of(query.mechanism, query) is not None
@@ -277,6 +296,8 @@ class FrequencyOracleBackend:
             return self._epsilon(model, mech, o)
         if query.kind == "avar":
             return self._avar(model, query, o)
+        if query.kind == "leakage":
+            return self._leakage(model, query, o)
         project = str(query.method.options.get("project", "none"))
         if project not in PROJECTIONS:
             raise BackendError(Diagnostic("B413", f"unknown projection {project!r}",
@@ -314,12 +335,19 @@ class FrequencyOracleBackend:
             raise BackendError(Diagnostic("B414", str(e))) from None
         return Epsilon(declared, **extras)
 
+    def _leakage(self, model: ModelGraph, q: Query, o: OneAttributeOracle) -> Result:
+        mech = q.mechanism
+        w = np.array([float(x) for x in _declared_population(model, mech, "leakage")], dtype=float)
+        guess = o.guessing(w)
+        value = {m: guess.prediction if m == "prediction" else guess.individual for m in q.metrics or GUESSES}
+        return Leakage(value, evaluation=guess.evaluation,
+                       meaning="prediction: R = sum_o max_x w_x Pr(o | x) (Def. 7), the chance that the best guess "
+                               "from one report is right; individual: the largest posterior max_x Pr(X = x | o) "
+                               "of any report")
+
     def _avar(self, model: ModelGraph, q: Query, o: OneAttributeOracle) -> Result:
         mech = q.mechanism
-        w_exact = _population(model, mech)
-        if w_exact is None:
-            raise BackendError(Diagnostic("B001", f"avar needs a population for {mech.variable.name}",
-                                          hint=f"population {mech.variable.name} ~ categorical(...)"))
+        w_exact = _declared_population(model, mech, "avar")
         w = np.array([float(x) for x in w_exact], dtype=float)
         kind = str(q.method.options.get("se", "population"))
         V = o.covariance(w / w.sum(), 1.0, conditional=(kind == "conditional"))

@@ -14,6 +14,7 @@ the privacy read back.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import abstractmethod
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ import numpy as np
 from privspec.backends.core import projections
 from privspec.backends.core.frequency import FloatRangeError, pure_covariance
 from privspec.backends.core.rowrandom import RowRandom
+from privspec.backends.oracles.guessing import Guessing, by_channel, unary
 from privspec.backends.oracles.protocol import (OneAttributeOracle, Oracle, PairProbs, check_codes,
                                                 check_distribution, check_support_counts)
 from privspec.backends.oracles.pure import PROTOCOLS, oracle
@@ -338,6 +340,11 @@ class LGRR(LongitudinalOracle):
     def likelihood_pair(self) -> tuple[float, float]:
         return self.support_probs()                           # the report's channel
 
+    def guessing(self, w: np.ndarray) -> Guessing:
+        # one collection's report is GRR with (p*, q*)
+        p, q = self.support_probs()
+        return by_channel(np.where(np.eye(self.d, dtype=bool), p, q), w, "one collection's category")
+
     def prr_covariance(self, f: np.ndarray) -> np.ndarray:
         # the indicator of B: diag(pi) - pi pi^T summed, pi = q1 + delta e_x
         q1, delta = self.q1, self.p1 - self.q1
@@ -399,6 +406,10 @@ class LongitudinalUE(LongitudinalOracle):
     def likelihood_pair(self) -> tuple[float, float]:
         p, q = self.support_probs()
         return p * (1 - q), (1 - p) * q
+
+    def guessing(self, w: np.ndarray) -> Guessing:
+        g = unary(*self.support_probs(), w)
+        return dataclasses.replace(g, evaluation=g.evaluation + " (one collection's bits)")
 
     def prr_covariance(self, f: np.ndarray) -> np.ndarray:
         p1, q1 = self.p1, self.q1                             # B's bits: independent given x

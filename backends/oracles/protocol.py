@@ -39,6 +39,7 @@ from privspec.backends.core.frequency import pure_covariance
 from privspec.backends.core import projections
 from privspec.backends.core.rowrandom import RowRandom
 from privspec.backends.data.tally import all_text
+from privspec.backends.oracles.guessing import Guessing
 
 __all__ = ["FrequencyOracle", "OneAttributeOracle", "Oracle", "PairProbs", "check_epsilon", "check_domain",
            "check_codes", "check_support_counts", "check_distribution", "EPSILON", "D", "G", "K", "F"]
@@ -211,6 +212,12 @@ class OneAttributeOracle(FrequencyOracle):
         """An epsilon result's facts beyond :meth:`facts`: the privacy read back from the
         report law against the declared ``epsilon`` (and a longitudinal oracle's ``first``),
         sympy numbers; ValueError saying what differs where they do."""
+
+    @abstractmethod
+    def guessing(self, w: np.ndarray) -> Guessing:
+        """The adversary's best guess of one respondent's category from one report, at the
+        population ``w`` (:mod:`privspec.backends.oracles.guessing`): prediction and the
+        worst report's posterior."""
 
     def exact_covariance(self, epsilon: sympy.Expr, f: Sequence[sympy.Expr], conditional: bool = False
                          ) -> sympy.Matrix | None:

@@ -31,6 +31,7 @@ from privspec.backends.core.algebra import Float
 from privspec.backends.core.frequency import grr_gap, grr_probs
 from privspec.backends.core.rowrandom import RowRandom
 from privspec.backends.oracles import sampling as S
+from privspec.backends.oracles.guessing import Guessing, by_channel, hashed, subset_selection, unary
 from privspec.backends.oracles.protocol import Oracle, PairProbs
 
 __all__ = ["GRR", "SUE", "OUE", "BLH", "OLH", "SS", "HR", "ADP", "hash_values", "DEC"]
@@ -58,6 +59,12 @@ class CodeReports(Oracle):
 
     def format(self, reports: Any) -> np.ndarray:
         return np.asarray(reports, dtype=np.int64).astype(str)
+
+    def guessing(self, w: np.ndarray) -> Guessing:
+        # few reports: the channel of every code (the likelihood pair normalized per category)
+        a, b = self.likelihood_pair()
+        L = np.where(self.membership(np.arange(self.key_range)), a, b)
+        return by_channel(L / L.sum(axis=0, keepdims=True), w, self.form())
 
     def parse(self, s: Any, is_str: np.ndarray) -> tuple[Any, np.ndarray]:
         ok = is_str & s.str.fullmatch(DEC).fillna(False).to_numpy(dtype=bool)
@@ -191,6 +198,9 @@ class UnaryEncoding(PackedReports):
     def sample(self, x: np.ndarray, rng: RowRandom) -> np.ndarray:
         p, q = self.probs(Float)
         return S.unary_reports(rng, x, self.d, p, q)
+
+    def guessing(self, w: np.ndarray) -> Guessing:
+        return unary(*self.probs(Float), w)
 
     def format(self, reports: Any) -> np.ndarray:
         packed = np.asarray(reports, dtype=np.uint8)
@@ -428,6 +438,9 @@ class LocalHashing(Oracle):
             out["value"][lo:hi] = S.grr_from_uniform(h, u[:, 3], self.g, p)
         return out
 
+    def guessing(self, w: np.ndarray) -> Guessing:
+        return hashed(lambda seed: hash_values(self, seed), S.LH_PRIME, self.g, self.probs(Float)[0], w)
+
     def collect(self, reports: Any) -> tuple[Any, int]:
         seed, value = _lh_fields(reports)
         return (seed, value), len(seed)
@@ -552,6 +565,9 @@ class SS(PackedReports):
     def likelihood_terms(self, A: Any, p: Any, q: Any, not_p: Any, not_q: Any) -> tuple[list, list]:
         _, d, _, k = self.params(A)
         return [p, d - k], [not_p, k]                 # pi / C(d-1,k-1) vs (1-pi) / C(d-1,k)
+
+    def guessing(self, w: np.ndarray) -> Guessing:
+        return subset_selection(self.probs(Float)[0], self.k, w)
 
     def sample(self, x: np.ndarray, rng: RowRandom) -> np.ndarray:
         return self._sample_by_table(x, rng) if _ss_enumerable(self) else self._sample_by_draws(x, rng)

@@ -535,13 +535,16 @@ class PlausiblePopulations:
 class Plan:
     """What a comparison or a planning query asks beyond the criteria: the sample size
     ``n``, the level ``alpha`` of intervals and tests, the ``test`` to power, the
-    ``targets`` to meet and the plausible ``populations`` (None: the declared one only)."""
+    ``targets`` to meet, the plausible ``populations`` (None: the declared one only) and
+    the ``tolerance`` within which a guess of a continuous variable counts as right
+    (``prediction`` of an interval design)."""
 
     n: sympy.Integer | None = None
     alpha: sympy.Expr = sympy.Rational(1, 20)
     test: PowerTest | None = None
     targets: tuple[Target, ...] = ()
     populations: PlausiblePopulations | None = None
+    tolerance: sympy.Expr | None = None
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,11 @@ from privspec.model.scope import Context, compare, describe
 from privspec.errors import did_you_mean
 from privspec.language.source import Span
 
-#: the settings of a compare block (``at n = 1000, alpha = 0.05, test = proportion(Black, 0.08)``)
-SETTINGS = ("n", "alpha", "test", "populations")
+#: the settings of a compare block (``at n = 1000, alpha = 0.05, test = proportion(Black, 0.08)``;
+#: ``tolerance = 5``: a guess of a continuous variable within 5 of the truth counts as right)
+SETTINGS = ("n", "alpha", "test", "populations", "tolerance")
+#: the privacy criterion of a comparison that names none: on one scale for every family
+DEFAULT_PRIVACY = "prediction"
 #: targets a planning query takes as options (``sample_size(..., max_se = 0.01)``)
 PLANNING_TARGETS = ("max_se", "ci_width", "max_cv", "power")
 #: estimands whose sample size and power can be planned
@@ -41,7 +44,7 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
     (its ``by``, else its family's default), the settings and targets are valid."""
     est = build_estimand(ctx, decl.estimand, "estimate")
     ok = est is not None
-    n, alpha, test, populations = None, sympy.Rational(1, 20), None, None
+    n, alpha, test, populations, tolerance = None, sympy.Rational(1, 20), None, None, None
     for key, value in decl.settings:
         if key.name not in SETTINGS:
             ctx.error("E205", f"unknown setting '{key.name}'", key.span,
@@ -56,6 +59,9 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
         elif key.name == "populations":
             populations = plausible_populations(ctx, value, est) if est is not None else None
             ok = ok and populations is not None
+        elif key.name == "tolerance":
+            tolerance = _tolerance(ctx, value)
+            ok = ok and tolerance is not None
         elif est is not None:
             test = power_test(ctx, value, est)
             ok = ok and test is not None
@@ -110,9 +116,13 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
         ok = False
     if not ok:
         return None
-    plan = Plan(n=n, alpha=alpha, test=test, targets=tuple(targets), populations=populations)  # type: ignore[arg-type]
+    plan = Plan(n=n, alpha=alpha, test=test, targets=tuple(targets), populations=populations,  # type: ignore[arg-type]
+                tolerance=tolerance)
+    criteria = criteria or ["avar_trace"]
+    if not any(CRITERIA[c].side == "privacy" for c in criteria):
+        criteria.append(DEFAULT_PRIVACY)
     return Compare(decl.name.name, est, (("n", n),) if n is not None else (), tuple(candidates),  # type: ignore[arg-type]
-                   tuple(criteria) or ("avar_trace",), decl.span, tuple(estimators), plan)
+                   tuple(criteria), decl.span, tuple(estimators), plan)
 
 
 def candidate_estimator(ctx: Context, est: Estimand, mech: Mechanism, by: ast.Node | None,
@@ -188,6 +198,19 @@ def _level(ctx: Context, node: ast.Node, what: str = "alpha") -> sympy.Expr | No
         hint = ("a test reaches power 1 only as n grows without end, and power 0 at no n: ask for a power "
                 "such as 0.8 or 0.9" if what == "power" else "the level of a test: 0.05, 0.01")
         ctx.error("E309", f"{what} must be in (0, 1), found {fmt(value)}", node.span, hint)
+        return None
+    return value
+
+
+def _tolerance(ctx: Context, node: ast.Node) -> sympy.Expr | None:
+    """``tolerance = T``: how close a guess of a continuous variable must come to count as
+    right (prediction of an interval design); a positive number."""
+    value = ctx.number(node, "the tolerance")
+    if value is None:
+        return None
+    if not value.is_number or not float(value) > 0:
+        ctx.error("E309", f"the tolerance must be a positive number, found {fmt(value)}", node.span,
+                  "a guess within the tolerance of the true value counts as right: tolerance = 5")
         return None
     return value
 

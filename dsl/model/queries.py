@@ -230,7 +230,7 @@ def _metrics(ctx: Context, kind: str, mech: Mechanism, metrics: list[str], call:
             ctx.error("E501", "size coverage needs set-valued reports (subset or interval mechanisms)",
                       call.span, "for randomized response use mutual_information or prediction")
             return None
-        if mt != "size" and not mech.is_finite:
+        if mt != "size" and not mech.is_finite and not (mt == "prediction" and mech.family == "oracle"):
             ctx.error("E501", f"{mt} is computed for finite mechanisms", call.span)
             return None
     return metrics
