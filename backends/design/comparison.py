@@ -47,7 +47,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import sympy
-from scipy import stats
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
@@ -56,10 +55,9 @@ from privspec.results.comparison import (CandidateRow, ComparisonDocument, Crite
                                          InverseDesign, Planning, PowerCurve, StandardErrors, TargetEntry)
 from privspec.results.result import Result
 from privspec.results.kinds import Comparison, Power, SampleSize
-from privspec.results.values import Matrix, Table
 from privspec.backends import register
-from privspec.backends.design import planning
-from privspec.backends.design.criteria import REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer
+from privspec.backends.design import finite_sample, planning
+from privspec.backends.design.criteria import REGISTRY, Candidate, Evaluation, NotApplicable
 from privspec.backends.design.verdict import recommend
 from privspec.backends.design.inverse import (best_feasible, best_whole, bind, finite_at, free_parameters,
                                               parameter_range, score, size_parameter_range)
@@ -79,7 +77,8 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
     cands = [Candidate(name, mech, comp.estimator(name), comp.estimand) for name, mech in comp.candidates]
     free = {c.name: free_parameters(model, c.mechanism) for c in cands}
     rows = [_row(model, c, free[c.name], plan, criteria, n, reps, seed) for c in cands]
-    points = {r.name: {k: v.value for k, v in r.values.items()} for r in rows}
+    # the values a verdict reads: the simulated one where the asymptotic one is unreliable
+    points = {r.name: {k: v.decisive for k, v in r.values.items()} for r in rows}
     ranks = rank(points, criteria)
     # a design with a free parameter has no values here (its inverse design has them)
     fixed = {c.name: points[c.name] for c in cands if not free[c.name]}
@@ -118,14 +117,17 @@ def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Pl
             values[crit] = CriterionValue(None, na=str(e))
     if reps:
         _simulated(model, cand, ev, n, reps, seed, values)
+        flags = finite_sample.judge(values, n, ev.free is None and finite_sample.no_closed_form(ev))
+    else:  # reps None: the quick check; 0: none asked
+        flags = [] if reps == 0 else finite_sample.check(model, cand, ev, n, values, seed)
     row = CandidateRow(cand.name, describe_mechanism(model, cand.mechanism), family_of(cand.mechanism),
-                       describe_method(cand.method), values)
+                       describe_method(cand.method), values, flags=flags)
     try:
         labels = ev.avar()[1]
         row.se = StandardErrors(list(labels), planning.standard_errors(ev.diag(), n).tolist())
     except NotApplicable as e:
         row.se_na = str(e)
-    row.targets, row.sample_size = _targets(ev, plan.targets, n)
+    row.targets, row.sample_size = _targets(ev, plan.targets, n, values)
     if plan.test is not None:
         try:
             fn = ev.power_function()
@@ -173,12 +175,16 @@ def _planning(plan: Plan) -> Planning | None:
     return Planning(_test_words(plan), power)
 
 
-def _targets(ev: Evaluation, targets: Sequence[Target], n: int) -> tuple[dict, dict]:
+def _targets(ev: Evaluation, targets: Sequence[Target], n: int, values: Mapping[str, CriterionValue]
+             ) -> tuple[dict, dict]:
+    """Whether each target is met at n (on the value a verdict reads: the simulated one
+    where the asymptotic one is unreliable or missing), and the sample sizes meeting them."""
     met, sizes = {}, {}
     for t in targets:
         key = str(t)
+        decisive = values[t.criterion].decisive if t.criterion in values else None
         try:
-            met[key] = bool(t.met(ev.at(t.criterion, n)))
+            met[key] = bool(t.met(ev.at(t.criterion, n) if decisive is None else decisive))
         except NotApplicable as e:
             met[key] = None
             sizes[key] = None if REGISTRY[t.criterion].side == "privacy" else f"n/a: {e}"
@@ -290,48 +296,19 @@ def _simulated(model: ModelGraph, cand: Candidate, ev: Evaluation, n: int, reps:
     if not wanted:
         return
     try:
-        r = answer(model, cand.query("estimate"), "simulate", n=n, reps=reps, seed=seed)
-        S, full, R = _empirical_covariance(r)
+        got = finite_sample.simulated_replications(model, cand, n, reps, seed, ev.alpha)
     except NotApplicable as e:
         for c in wanted:
             values[c].simulated_na = str(e)
         return
-    got = Replications(S, full, R, _empirical_mse(r, n), float(stats.norm.ppf(1 - ev.alpha / 2)))
     for c in wanted:
         sim = REGISTRY[c].simulated(got, n)
         if sim is None:
             values[c].simulated_na = "the simulation gives no squared errors for this estimator"
             continue
         values[c].simulated, values[c].mc_error = sim
-        if not full and REGISTRY[c].diagonal_note:
+        if not got.full and REGISTRY[c].diagonal_note:
             values[c].mc_note = REGISTRY[c].diagonal_note
-
-
-def _empirical_mse(r: Result, n: int) -> tuple[float, float] | None:
-    """The mean squared error summed over cells (bias included) and its Monte Carlo error."""
-    v = r.value
-    if "scaled_loss_mean" in v:                       # finite: n ||w_hat - w||^2 per replication
-        return float(v["scaled_loss_mean"]) / n, float(v["scaled_loss_se"]) / n
-    if "mse_se" in v and isinstance(v.get("truth"), Table):   # joints: the mean over cells
-        cells = int(np.asarray(v["truth"].data).size)
-        return float(v["mse"]) * cells, float(v["mse_se"]) * cells
-    return None
-
-
-def _empirical_covariance(r: Result) -> tuple[np.ndarray, bool, int]:
-    """n Cov of the replications' estimates from a ``simulation`` result: (matrix, whether
-    it is the full covariance or only its diagonal, replications)."""
-    v, R = r.value, int(r.reps or 0)
-    if R < 2:
-        raise NotApplicable("fewer than two replications succeeded")
-    if isinstance(v.get("n_cov_empirical"), Matrix):
-        return np.asarray(v["n_cov_empirical"].data, dtype=float), True, R
-    emp = v.get("n_var_empirical")
-    if isinstance(emp, Table):
-        return np.diag(np.asarray(emp.data, dtype=float).ravel()), False, R
-    if emp is not None:
-        return np.array([[float(emp)]]), True, R
-    raise NotApplicable("the simulation gives no empirical variance")
 
 
 # ---- inverse design ------------------------------------------------------------------------------------
