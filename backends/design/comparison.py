@@ -9,6 +9,9 @@ reason the back end gave, never an error.
 
 Beside the table:
 
+* **finite-sample honesty**: each utility value checked against a quick seeded simulation
+  at n; where they differ by more than 10% the simulated value decides (ranks, frontiers,
+  targets, the verdict) and the row says so (:mod:`privspec.backends.design.finite_sample`);
 * **ranks** per criterion (1 best; ties share a rank);
 * **Pareto frontiers** of each utility criterion against each privacy criterion named:
   a candidate is dominated when another is at least as good on both and better on one;
@@ -69,7 +72,7 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
     """The comparison document of ``comp`` (the value of a ``comparison`` result).
 
     ``reps``: replications of ``simulate`` for the simulated value of each utility criterion
-    and its Monte Carlo error.
+    and its Monte Carlo error; None: the quick check of :mod:`.finite_sample`; 0: no check.
     """
     plan = comp.plan
     n = comp.n or 1000

@@ -38,6 +38,7 @@ from privspec.model.query_kinds import FINITE, INTERVAL, family_of
 from privspec.results.comparison import CriterionValue
 from privspec.results.result import Result
 from privspec.results.values import Matrix, Table
+from privspec.backends.core.channel import Channel
 from privspec.backends.core.estimators import ESTIMATORS, estimate
 from privspec.backends.design.criteria import (REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer,
                                                not_applicable)
@@ -63,6 +64,8 @@ QUICK_SEED = 35
 TOLERANCE = 0.10
 #: ... when it is also this many Monte Carlo errors away
 MC_Z = 3.0
+#: report counts the check draws at most (replications x reports), 8 bytes each
+REPORT_LIMIT = 10 ** 7
 #: EM's iterations at most, and its stopping change in w (the quick check's fits)
 EM_MAX_ITER, EM_TOL = 20_000, 1e-8
 
@@ -173,7 +176,9 @@ def quick_replications(model: ModelGraph, cand: Candidate, n: int, seed: int, al
     try:
         if fam in FINITE and cand.method.name in ESTIMATORS:
             E, truth, why = finite_estimates(model, cand, n, QUICK_REPS, rng)
-        elif fam in INTERVAL and cand.estimand.kind in ("mean", "moment"):
+        elif fam in INTERVAL:
+            if cand.estimand.kind not in ("mean", "moment"):
+                raise NotApplicable("the check simulates the moments of interval designs")
             E, truth, why = interval_estimates(model, cand, n, slow_reps, rng)
         else:
             return simulated_replications(model, cand, n, slow_reps, seed, alpha), slow_reps, None
@@ -220,6 +225,9 @@ def finite_estimates(model: ModelGraph, cand: Candidate, n: int, reps: int, rng:
     if not t.declared:
         raise NotApplicable("no population to draw from")
     ch, fit_on = t.full_channel, t.numeric_channel()
+    if not (isinstance(ch, Channel) and isinstance(fit_on, Channel) and ch.closed is None and fit_on.closed is None) \
+            or ch.n_obs * reps > REPORT_LIMIT:   # closed forms stand for a channel too large to draw from
+        raise NotApplicable(f"{ch.n_obs:,} reports: too many to check quickly")
     ch.check_floating()
     w = np.maximum(t.numeric_w(t.w_full), 0.0)
     lam = np.maximum(ch.Kn @ (w / w.sum()), 0.0)
