@@ -55,9 +55,9 @@ from privspec.backends.interval.reports import report_model
 QUICK_REPS = 200
 #: replications of the quick check where each is fitted on its own by an iterative solver
 #: (interval NPMLE and parametric MLE, randomized-response joints): about 30 ms a fit
-SLOW_REPS = 60
+SLOW_REPS = 40
 #: a value found off on :data:`SLOW_REPS` is judged again on this many times as many
-CONFIRM = 4
+CONFIRM = 3
 #: the quick check's seed where the comparison has none: the same document every run
 QUICK_SEED = 35
 #: an asymptotic value this far (relative) from the simulated one is unreliable ...
@@ -102,7 +102,7 @@ def check(model: ModelGraph, cand: Candidate, ev: Evaluation, n: int, values: Mu
         got, reps, why = quick_replications(model, cand, n, seed, ev.alpha)
         _fill(values, wanted, got, n, seed, reps)
         if reps < QUICK_REPS and any(off(values[c]) for c in wanted):
-            # few replications, each fitted on its own: a variance from 60 of them is off by
+            # few replications, each fitted on its own: a variance from 40 of them is off by
             # 10% more often than normal theory says; confirm on more before saying so
             got, reps, why = quick_replications(model, cand, n, seed, ev.alpha, CONFIRM * reps)
             _fill(values, wanted, got, n, seed, reps)
