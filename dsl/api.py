@@ -270,7 +270,8 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
     ranks, Pareto frontiers, sample sizes, power curves, inverse designs).
 
     ``reps``: replications for the simulated value of each utility criterion beside the
-    analytic one (with ``seed``). ``report``: a path ending in ``.html`` (one
+    analytic one (with ``seed``); None: a quick seeded check of the analytic values, the
+    simulated one shown and used where they are more than 10% off; 0: no check. ``report``: a path ending in ``.html`` (one
     self-contained page) or ``.md`` (Markdown with PNGs beside it); with several blocks,
     each gets its own file, the block's name added to the path's stem.  An existing report
     (or PNG) is replaced only with ``force`` (:func:`write_reports`).  ``progress``: bars
@@ -285,9 +286,9 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
         if unknown:
             raise KeyError(unknown[0])
     blocks = [model.compares[n] for n in names] if names else list(model.compares.values())
-    if reps is not None and reps < 2:
-        raise ValueError("reps must be at least 2 (a Monte Carlo error needs two replications)")
-    if reps is not None:
+    if reps is not None and reps != 0 and reps < 2:
+        raise ValueError("reps must be 0 (no check) or at least 2 (a Monte Carlo error needs two replications)")
+    if reps:
         # each candidate's estimate is simulated at the block's n (the back end's default 1000)
         _refuse_simulation(spec, [(Query(name, "estimate", mechanism=mech, estimand=c.estimand,
                                          method=c.estimator(name), span=c.span), int(c.n or 1000),

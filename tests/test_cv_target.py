@@ -78,7 +78,8 @@ def test_a_publication_rule_flags_each_failing_cell_with_the_n_it_needs(ruled) -
 
 def test_no_flags_without_a_max_cv_target_and_the_json_carries_the_cvs() -> None:
     doc = _race_compare(target="").compare()["d"].value
-    assert all(not c.flags for c in doc.candidates)
+    # (the finite-sample check may flag an unreliable asymptotic value: not a CV flag)
+    assert all(not any(f.startswith("CV of") for f in c.flags) for c in doc.candidates)
     d = doc.to_dict()["candidates"][0]
     assert d["cv"]["labels"][0] == "Amer-Indian-Eskimo" and d["cv"]["values"][0] > 1
 

@@ -9,6 +9,9 @@ reason the back end gave, never an error.
 
 Beside the table:
 
+* **finite-sample honesty**: each utility value checked against a quick seeded simulation
+  at n; where they differ by more than 10% the simulated value decides (ranks, frontiers,
+  targets, the verdict) and the row says so (:mod:`privspec.backends.design.finite_sample`);
 * **ranks** per criterion (1 best; ties share a rank);
 * **Pareto frontiers** of each utility criterion against each privacy criterion named:
   a candidate is dominated when another is at least as good on both and better on one;
@@ -47,7 +50,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import sympy
-from scipy import stats
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
@@ -56,11 +58,9 @@ from privspec.results.comparison import (CandidateRow, ComparisonDocument, Crite
                                          InverseDesign, Planning, PowerCurve, StandardErrors, TargetEntry)
 from privspec.results.result import Result
 from privspec.results.kinds import Comparison, Power, SampleSize
-from privspec.results.values import Matrix, Table
 from privspec.backends import register
-from privspec.backends.design import planning
-from privspec.backends.design.criteria import (REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer,
-                                              cv_cells, cv_flags)
+from privspec.backends.design import finite_sample, planning
+from privspec.backends.design.criteria import REGISTRY, Candidate, Evaluation, NotApplicable, cv_cells, cv_flags
 from privspec.backends.design.verdict import add_epsilon_fix, add_least_epsilon, recommend
 from privspec.backends.design.robust import PopulationSet, population_set, robust_row
 from privspec.backends.design.inverse import (best_feasible, best_whole, bind, finite_at, free_parameters,
@@ -73,7 +73,7 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
     """The comparison document of ``comp`` (the value of a ``comparison`` result).
 
     ``reps``: replications of ``simulate`` for the simulated value of each utility criterion
-    and its Monte Carlo error.
+    and its Monte Carlo error; None: the quick check of :mod:`.finite_sample`; 0: no check.
     """
     plan = comp.plan
     n = comp.n or 1000
@@ -82,7 +82,8 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
     free = {c.name: free_parameters(model, c.mechanism) for c in cands}
     pset = None if plan.populations is None else population_set(model, plan.populations)
     rows = [_row(model, c, free[c.name], plan, criteria, n, reps, seed, pset) for c in cands]
-    points = {r.name: {k: v.value for k, v in r.values.items()} for r in rows}
+    # the values a verdict reads: the simulated one where the asymptotic one is unreliable
+    points = {r.name: {k: v.decisive for k, v in r.values.items()} for r in rows}
     ranks = rank(points, criteria)
     # a design with a free parameter has no values here (its inverse design has them)
     fixed = {c.name: points[c.name] for c in cands if not free[c.name]}
@@ -137,15 +138,18 @@ def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Pl
             values[crit] = CriterionValue(None, na=str(e))
     if reps:
         _simulated(model, cand, ev, n, reps, seed, values)
+        flags = finite_sample.judge(values, n, ev.free is None and finite_sample.no_closed_form(ev))
+    else:  # reps None: the quick check; 0: none asked
+        flags = [] if reps == 0 else finite_sample.check(model, cand, ev, n, values, seed)
     row = CandidateRow(cand.name, describe_mechanism(model, cand.mechanism), family_of(cand.mechanism),
-                       describe_method(cand.method), values)
+                       describe_method(cand.method), values, flags=flags)
     try:
         labels = ev.avar()[1]
         row.se = StandardErrors(list(labels), planning.standard_errors(ev.diag(), n).tolist())
     except NotApplicable as e:
         row.se_na = str(e)
     row.cv, row.flags = cv_cells(ev, n), row.flags + cv_flags(ev, plan.targets, n)
-    row.targets, row.sample_size = _targets(ev, plan.targets, n)
+    row.targets, row.sample_size = _targets(ev, plan.targets, n, values)
     if pset is not None and not free:
         row.targets_everywhere = robust_row(ev, pset, values, plan.targets, n)
     if plan.test is not None:
@@ -195,12 +199,16 @@ def _planning(plan: Plan) -> Planning | None:
     return Planning(_test_words(plan), power)
 
 
-def _targets(ev: Evaluation, targets: Sequence[Target], n: int) -> tuple[dict, dict]:
+def _targets(ev: Evaluation, targets: Sequence[Target], n: int, values: Mapping[str, CriterionValue]
+             ) -> tuple[dict, dict]:
+    """Whether each target is met at n (on the value a verdict reads: the simulated one
+    where the asymptotic one is unreliable or missing), and the sample sizes meeting them."""
     met, sizes = {}, {}
     for t in targets:
         key = str(t)
+        decisive = values[t.criterion].decisive if t.criterion in values else None
         try:
-            met[key] = bool(t.met(ev.at(t.criterion, n)))
+            met[key] = bool(t.met(ev.at(t.criterion, n) if decisive is None else decisive))
         except NotApplicable as e:
             met[key] = None
             sizes[key] = None if REGISTRY[t.criterion].side == "privacy" else f"n/a: {e}"
@@ -312,48 +320,19 @@ def _simulated(model: ModelGraph, cand: Candidate, ev: Evaluation, n: int, reps:
     if not wanted:
         return
     try:
-        r = answer(model, cand.query("estimate"), "simulate", n=n, reps=reps, seed=seed)
-        S, full, R = _empirical_covariance(r)
+        got = finite_sample.simulated_replications(model, cand, n, reps, seed, ev.alpha, ev.known_truth())
     except NotApplicable as e:
         for c in wanted:
             values[c].simulated_na = str(e)
         return
-    got = Replications(S, full, R, _empirical_mse(r, n), float(stats.norm.ppf(1 - ev.alpha / 2)), ev.known_truth())
     for c in wanted:
         sim = REGISTRY[c].simulated(got, n)
         if sim is None:
             values[c].simulated_na = "the simulation gives no squared errors for this estimator"
             continue
         values[c].simulated, values[c].mc_error = sim
-        if not full and REGISTRY[c].diagonal_note:
+        if not got.full and REGISTRY[c].diagonal_note:
             values[c].mc_note = REGISTRY[c].diagonal_note
-
-
-def _empirical_mse(r: Result, n: int) -> tuple[float, float] | None:
-    """The mean squared error summed over cells (bias included) and its Monte Carlo error."""
-    v = r.value
-    if "scaled_loss_mean" in v:                       # finite: n ||w_hat - w||^2 per replication
-        return float(v["scaled_loss_mean"]) / n, float(v["scaled_loss_se"]) / n
-    if "mse_se" in v and isinstance(v.get("truth"), Table):   # joints: the mean over cells
-        cells = int(np.asarray(v["truth"].data).size)
-        return float(v["mse"]) * cells, float(v["mse_se"]) * cells
-    return None
-
-
-def _empirical_covariance(r: Result) -> tuple[np.ndarray, bool, int]:
-    """n Cov of the replications' estimates from a ``simulation`` result: (matrix, whether
-    it is the full covariance or only its diagonal, replications)."""
-    v, R = r.value, int(r.reps or 0)
-    if R < 2:
-        raise NotApplicable("fewer than two replications succeeded")
-    if isinstance(v.get("n_cov_empirical"), Matrix):
-        return np.asarray(v["n_cov_empirical"].data, dtype=float), True, R
-    emp = v.get("n_var_empirical")
-    if isinstance(emp, Table):
-        return np.diag(np.asarray(emp.data, dtype=float).ravel()), False, R
-    if emp is not None:
-        return np.array([[float(emp)]]), True, R
-    raise NotApplicable("the simulation gives no empirical variance")
 
 
 # ---- inverse design ------------------------------------------------------------------------------------

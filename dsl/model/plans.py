@@ -43,28 +43,11 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
     """A ``compare`` block: every candidate observes the estimand and has an estimator for it
     (its ``by``, else its family's default), the settings and targets are valid."""
     est = build_estimand(ctx, decl.estimand, "estimate")
-    ok = est is not None
-    n, alpha, test, populations, tolerance = None, sympy.Rational(1, 20), None, None, None
-    for key, value in decl.settings:
-        if key.name not in SETTINGS:
-            ctx.error("E205", f"unknown setting '{key.name}'", key.span,
-                      did_you_mean(key.name, SETTINGS) or f"settings: {', '.join(SETTINGS)}")
-            ok = False
-        elif key.name == "n":
-            n = _sample_size_n(ctx, value)
-            ok = ok and n is not None
-        elif key.name == "alpha":
-            alpha = _level(ctx, value)
-            ok = ok and alpha is not None
-        elif key.name == "populations":
-            populations = plausible_populations(ctx, value, est) if est is not None else None
-            ok = ok and populations is not None
-        elif key.name == "tolerance":
-            tolerance = _tolerance(ctx, value)
-            ok = ok and tolerance is not None
-        elif est is not None:
-            test = power_test(ctx, value, est)
-            ok = ok and test is not None
+    settings = _settings(ctx, decl, est)
+    ok = est is not None and settings is not None
+    settings = settings or {}
+    n, alpha, test = settings.get("n"), settings.get("alpha", sympy.Rational(1, 20)), settings.get("test")
+    populations, tolerance = settings.get("populations"), settings.get("tolerance")
     targets = []
     for ref, op, value in decl.targets:
         t = _target(ctx, ref, op, value)
@@ -123,6 +106,28 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
         criteria.append(DEFAULT_PRIVACY)
     return Compare(decl.name.name, est, (("n", n),) if n is not None else (), tuple(candidates),  # type: ignore[arg-type]
                    tuple(criteria), decl.span, tuple(estimators), plan)
+
+
+def _settings(ctx: Context, decl: ast.CompareDecl, est: Estimand | None) -> dict[str, object] | None:
+    """The block's settings by name, each checked (None: one is wrong, and said)."""
+    readers = {
+        "n": lambda v: _sample_size_n(ctx, v),
+        "alpha": lambda v: _level(ctx, v),
+        "test": lambda v: power_test(ctx, v, est) if est is not None else None,
+        "populations": lambda v: plausible_populations(ctx, v, est) if est is not None else None,
+        "tolerance": lambda v: _tolerance(ctx, v),
+    }
+    got: dict[str, object] = {}
+    ok = True
+    for key, value in decl.settings:
+        if key.name not in SETTINGS:
+            ctx.error("E205", f"unknown setting '{key.name}'", key.span,
+                      did_you_mean(key.name, SETTINGS) or f"settings: {', '.join(SETTINGS)}")
+            ok = False
+            continue
+        got[key.name] = readers[key.name](value)
+        ok = ok and got[key.name] is not None
+    return got if ok else None
 
 
 def candidate_estimator(ctx: Context, est: Estimand, mech: Mechanism, by: ast.Node | None,
