@@ -590,3 +590,25 @@ def test_bundled_report_in_headless_chromium_opens_with_the_verdict(tmp_path: Pa
     figures = dom.stdout.count('<figure class="plot')
     assert figures >= 1 and len(m["plots"]) == figures
     assert all(w > 100 and h > 50 for _, _, w, h in m["plots"]), m["plots"]
+
+
+def test_each_designs_flags_are_in_every_format(tmp_path) -> None:
+    """A flag on a design (an asymptotic value replaced by a simulated one, a CV over the
+    publication rule) is said in the text, Markdown and HTML, not only in the JSON."""
+    import privspec
+    from privspec.results.compare_report import render_html, write_markdown
+    from privspec.results.comparison_tables import blocks
+    spec = privspec.load('''
+variable race: categorical {"Amer-Indian-Eskimo", "Asian-Pac-Islander", Black, Other, White}
+population race ~ categorical(0.009551, 0.031909, 0.095943, 0.008323, 0.854274)
+compare d for distribution(race) at n = 1000 target max_cv <= 0.3 {
+    uniform = subset(race, uniform)
+    grr_3   = grr(race, epsilon = 3)
+} by max_cv, prediction''')
+    doc = spec.compare()["d"].value
+    flag = next(f for c in doc.candidates if c.name == "uniform" for f in c.flags if f.startswith("CV of"))
+    text = "\n".join(n for b in blocks(doc) for n in b.notes)
+    assert f"uniform: {flag}" in text
+    write_markdown(doc, tmp_path / "r.md")
+    assert flag.split(",")[0] in (tmp_path / "r.md").read_text()
+    assert flag.split(",")[0] in render_html(doc)

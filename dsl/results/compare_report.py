@@ -253,6 +253,7 @@ def _view(doc: ComparisonDocument) -> dict:
         "n": fmt(doc.n) if doc.n is not None else None,
         "alpha": fmt(doc.alpha) if doc.alpha is not None else None,
         "simulation": sim, "criteria": _criterion_heads(doc), "rows": rows, "notes": notes.rows(),
+        "flags": [{"name": c.name, "flag": f} for c in doc.candidates for f in c.flags],
         "frontiers": _frontiers(doc), "not_on_frontiers": [{"name": k, "why": v} for k, v in doc.not_on_frontiers.items()],
         "se": _se_table(doc.candidates),
         "power": any(slug == "power" for slug, _ in figures(doc)),
@@ -402,6 +403,9 @@ def _markdown(view: dict, images: Mapping[str, str]) -> str:
             + (f": {md(h['meaning'])}" if h["meaning"] else "") for h in v["criteria"]]
     if v["notes"]:
         out += ["", "Notes:", ""] + [f"{n['number']}. {md(n['reason'])} ({md(n['cells'])})" for n in v["notes"]]
+    if v["flags"]:
+        out += ["", "What to know about the designs:", ""] + [f"- **{md(f['name'])}**: {md(f['flag'])}"
+                                                              for f in v["flags"]]
     out.append("")
 
     if v["frontiers"] or v["not_on_frontiers"]:

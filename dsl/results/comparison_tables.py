@@ -140,6 +140,7 @@ def _criteria(doc: ComparisonDocument) -> Block:
         notes += [f"{c.name} {k}: n/a: {c.values[k].na}" for k in crits if c.values[k].na]
         notes += [f"{c.name} {k}: worst: {c.values[k].worst_at}" for k in crits
                   if c.values[k].worst is None and c.values[k].worst_at]
+        notes += [f"{c.name}: {f}" for f in c.flags]
     info = doc.criterion_info
     sides = "; ".join(f"{k}: {info[k].side}, {info[k].better} is better" for k in crits if k in info)
     sim = f"; sim: {doc.reps} replications, +- Monte Carlo error" if doc.reps else ""
