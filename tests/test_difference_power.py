@@ -48,6 +48,7 @@ def simulated_power(n: int, reps: int, seed: int) -> tuple[float, float]:
     return rate, math.sqrt(rate * (1 - rate) / reps)
 
 
+@pytest.mark.slow   # seeded simulation of the two-sample test (7 s)
 def test_the_planned_n_reaches_the_power_in_simulation() -> None:
     res = privspec.load("specs/planning.privspec").analyze()
     n = res["n_diff"].value

@@ -158,6 +158,7 @@ def test_longitudinal_prediction_is_one_collections() -> None:
     assert got["l"]["prediction"] == pytest.approx(got["o"]["prediction"], rel=1e-9)
 
 
+@pytest.mark.slow   # whole comparisons (several seconds each); the quick run keeps one of each kind
 def test_every_family_compares_on_prediction() -> None:
     """grr, subset, unary encoding, local hashing, Hadamard response and subset selection
     on one scale: prediction finite for every candidate, and ranked."""

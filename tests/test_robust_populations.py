@@ -71,6 +71,7 @@ def grr_max_se(w: list[float]) -> float:
     return float(np.sqrt((lam * (1 - lam)).max() / (p - q) ** 2 / N))
 
 
+@pytest.mark.slow   # every criterion at each listed population (5 s)
 def test_the_worst_case_over_a_list_is_the_hand_computed_one() -> None:
     doc = compare(f"compare d for distribution(x) at n = {N}, populations = [categorical(1/3, 1/3, 1/3), "
                   "categorical(0.58, 0.32, 0.1)] { g = grr(x, epsilon = 2) } by max_se, epsilon")

@@ -23,8 +23,10 @@ population race ~ categorical(0.009551, 0.031909, 0.095943, 0.008323, 0.854274)
 
 
 def doc_of(text: str):
+    """The comparison of ``text`` without the finite-sample check (``reps = 0``): the verdict
+    logic is tested on the analytic values; the check has its own tests."""
     spec = privspec.load(RACE + text)
-    return next(iter(spec.compare().values())).value
+    return next(iter(spec.compare(reps=0).values())).value
 
 
 def row(name: str, targets: dict | None = None, sizes: dict | None = None, flags: list | None = None,
@@ -60,6 +62,7 @@ def test_the_most_private_design_that_meets_every_target_is_recommended() -> Non
     assert any(f"fewer than {own:,} respondents {rec.candidate}" in c for c in rec.changes)
 
 
+@pytest.mark.slow   # whole comparisons (several seconds each); the quick run keeps one of each kind
 def test_without_a_design_that_meets_the_targets_the_cheapest_fix_is_named() -> None:
     doc = doc_of('''compare d for distribution(race) at n = 200 target max_se <= 0.01 {
         pairs = subset(race, sizes {2: 1})
@@ -142,6 +145,7 @@ def test_no_verdict_without_a_single_value() -> None:
                      1000) is None
 
 
+@pytest.mark.slow   # whole comparisons (several seconds each); the quick run keeps one of each kind
 @pytest.mark.parametrize("n", [500, 4000])
 def test_the_verdict_follows_n(n: int) -> None:
     """At larger n the more private design meets the target and becomes the choice."""
@@ -173,6 +177,7 @@ def test_the_recommended_epsilon_is_tuned_down_to_the_least_that_meets_the_targe
         assert again.candidates[0].targets["max_se <= 0.02"] is meets
 
 
+@pytest.mark.slow   # whole comparisons (several seconds each); the quick run keeps one of each kind
 def test_where_no_design_meets_the_targets_the_epsilon_that_would_is_named() -> None:
     doc = doc_of('''compare d for distribution(race) at n = 1000 target max_se <= 0.02, epsilon <= 2 {
         grr_1 = grr(race, epsilon = 1)
@@ -190,6 +195,7 @@ def test_where_no_design_meets_the_targets_the_epsilon_that_would_is_named() -> 
         assert again.candidates[0].targets["max_se <= 0.02"] is meets
 
 
+@pytest.mark.slow   # whole comparisons (several seconds each); the quick run keeps one of each kind
 def test_with_plausible_populations_the_verdict_says_whether_it_holds_over_all() -> None:
     text = '''compare d for distribution(race) at n = 1000, populations = dirichlet(100) target max_se <= {se} {{
         pairs = subset(race, sizes {{2: 1}})

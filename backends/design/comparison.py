@@ -337,7 +337,8 @@ def _simulated(model: ModelGraph, cand: Candidate, ev: Evaluation, n: int, reps:
 
 # ---- inverse design ------------------------------------------------------------------------------------
 def _value(x: float, integer: bool) -> sympy.Expr:
-    return sympy.Integer(int(round(x))) if integer else sympy.Float(x, 17)
+    # a double as it is (53 bits): the exact closed forms at a wider Float are many times slower
+    return sympy.Integer(int(round(x))) if integer else sympy.Float(float(x))
 
 
 def _at(model: ModelGraph, p: Parameter, value: float, integer: bool = False) -> ModelGraph:
