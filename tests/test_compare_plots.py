@@ -3,6 +3,7 @@ per pair of criteria the designs differ on, labels that never overlap, the recom
 design highlighted, the power curves with the target power and the document's n marked."""
 from __future__ import annotations
 
+import io
 import itertools
 
 import pytest
@@ -83,6 +84,8 @@ def test_labels_that_cannot_be_placed_give_way_to_a_legend() -> None:
             assert texts == [] or _disjoint(fig, texts)
             named = {t.get_text() for t in texts} | {e for e in legend if e in points}
             assert named == set(points), (named, legend)
+            # and the figure still saves: no connector is left pointing at a removed label
+            fig.savefig(io.BytesIO(), format="svg", bbox_inches="tight")
         finally:
             plt.close(fig)
 
@@ -139,3 +142,15 @@ def test_no_frontier_plot_on_a_degenerate_axis() -> None:
     page = render_html(doc)
     assert page.count("<svg") == 1 and "Not drawn: fewer than two designs differ on both criteria." in page
     assert drawable(DOC, DOC.frontiers[0])
+
+
+@pytest.mark.parametrize("stem", ["oracles", "compare_race", "planning"])
+def test_every_bundled_comparison_draws_its_report(stem: str) -> None:
+    """The report of each bundled comparison (from its golden JSON: no computation) draws
+    every plot: the oracles' seven designs fall back to a legend after adjustText has drawn
+    connectors, which must go with the labels (they made savefig fail)."""
+    import json
+    from pathlib import Path
+    golden = json.loads((Path(__file__).parent / "golden" / f"{stem}.compare.json").read_text())
+    for block in golden["queries"].values():
+        assert "<svg" in render_html(block["value"])

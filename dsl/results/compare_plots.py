@@ -201,8 +201,12 @@ def _label(ax: Any, pts: Mapping[str, tuple[float, float]], on: set[str], best: 
     boxes = [t.get_window_extent(renderer) for t in texts]
     if not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
         return True
-    for t in list(ax.texts):  # the labels and adjustText's connectors
+    removed = list(ax.texts)  # the labels (and adjustText's connectors where they are texts)
+    for t in removed:
         t.remove()
+    for patch in list(ax.patches):  # connectors drawn as arrows from a label: they would draw a removed text
+        if getattr(patch, "patchA", None) in removed or getattr(patch, "patchB", None) in removed:
+            patch.remove()
     for coll, name in zip(ax.collections, pts):  # one scatter per design, in the order of pts
         if name != best and name not in on:
             coll.set_edgecolor(colours.get(name, "C0"))  # no label says which grey point is which
