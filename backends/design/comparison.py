@@ -55,7 +55,8 @@ from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
 from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, ORACLE, Answers, family_of
 from privspec.results.comparison import (CandidateRow, ComparisonDocument, CriterionValue, Frontier, InverseChoice,
-                                         InverseDesign, Planning, PowerCurve, StandardErrors, TargetEntry)
+                                         InverseDesign, Planning, PowerCurve, Recommendation, StandardErrors,
+                                         TargetEntry)
 from privspec.results.result import Result
 from privspec.results.kinds import Comparison, Power, SampleSize
 from privspec.backends import register
@@ -104,20 +105,36 @@ def compare_designs(model: ModelGraph, comp: Compare, *, reps: int | None = None
         spec=model.source.text if model.source is not None else None,
         recommendation=None,
         populations=None if pset is None else pset.description + (f": not evaluated: {pset.none}" if pset.none else ""))
-    doc.recommendation = rec = recommend(rows, criteria, plan.targets, n, doc.inverse)
-    if rec is not None and rec.candidate is not None:
+    doc.recommendation = recommend(rows, criteria, plan.targets, n, doc.inverse)
+    _epsilon_advice(model, comp, cands, free, rows, doc.recommendation, n)
+    return doc
+
+
+def _epsilon_advice(model: ModelGraph, comp: Compare, cands: Sequence[Candidate], free: Mapping[str, list],
+                    rows: Sequence[CandidateRow], rec: Recommendation | None, n: int) -> None:
+    """Add to the verdict how far the recommended design's epsilon can go down at n, or,
+    where no design meets the targets, the least epsilon at which each epsilon-design's
+    mechanism would (searched once per mechanism: grr_1, grr_2 and grr_3 are one search)."""
+    if rec is None:
+        return
+    if rec.candidate is not None:
         chosen = next(c for c in cands if c.name == rec.candidate)
         tuned = least_epsilon(model, comp, chosen, n)
         if tuned is not None:
             add_least_epsilon(rec, tuned, next(r for r in rows if r.name == chosen.name), n)
-    elif rec is not None:
-        # no design meets the targets: the epsilon each epsilon-design would need at n
-        for c in cands:
-            if not free[c.name]:
-                tuned = least_epsilon(model, comp, c, n, EPSILON_SEARCH_MAX)
-                if tuned is not None:
-                    add_epsilon_fix(rec, tuned, plan.targets, n)
-    return doc
+        return
+    searched: list[Any] = []
+    for c in cands:
+        if free[c.name] or getattr(c.mechanism, "epsilon", None) is None:
+            continue
+        same = dataclasses.replace(c.mechanism, epsilon=sympy.Symbol("epsilon"), **(
+            {"name": None} if hasattr(c.mechanism, "name") else {}))
+        if same in searched:
+            continue
+        searched.append(same)
+        tuned = least_epsilon(model, comp, c, n, EPSILON_SEARCH_MAX)
+        if tuned is not None:
+            add_epsilon_fix(rec, tuned, comp.plan.targets, n)
 
 
 def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Plan, criteria: Sequence[str],
@@ -348,12 +365,18 @@ def _at(model: ModelGraph, p: Parameter, value: float, integer: bool = False) ->
 
 
 
+def search_criteria(comp: Compare) -> tuple[list[str], str]:
+    """The privacy criteria an inverse search measures privacy by (in the block's order;
+    epsilon where it names none) and the utility criterion it scores (the first named;
+    max_se where none is)."""
+    privacies = [c for c in comp.criteria if REGISTRY[c].side == "privacy"] or ["epsilon"]
+    return privacies, next((c for c in comp.criteria if REGISTRY[c].side == "utility"), "max_se")
+
+
 def inverse_designs(model: ModelGraph, comp: Compare, cands: Sequence[Candidate], n: int) -> list[InverseDesign]:
     """For each candidate with free parameters: the most private value meeting the utility
     targets at n, and the best utility meeting the privacy targets."""
-    criteria = list(comp.criteria)
-    privacies = [c for c in criteria if REGISTRY[c].side == "privacy"] or ["epsilon"]
-    utility = next((c for c in criteria if REGISTRY[c].side == "utility"), "max_se")
+    privacies, utility = search_criteria(comp)
     out = []
     for c in cands:
         params = free_parameters(model, c.mechanism)
@@ -380,9 +403,7 @@ def least_epsilon(model: ModelGraph, comp: Compare, cand: Candidate, n: int, hig
     symbol = sympy.Symbol(f"epsilon_{cand.name}", positive=True)
     p = Parameter("epsilon", symbol, ((">", sympy.Integer(0)), ("<=", eps if high is None else sympy.Float(high))))
     free = dataclasses.replace(cand, mechanism=dataclasses.replace(cand.mechanism, epsilon=symbol))
-    criteria = list(comp.criteria)
-    privacies = [c for c in criteria if REGISTRY[c].side == "privacy"] or ["epsilon"]
-    utility = next((c for c in criteria if REGISTRY[c].side == "utility"), "max_se")
+    privacies, utility = search_criteria(comp)
     return _inverse_design(model, comp, free, [p], n, privacies, utility)
 
 

@@ -124,7 +124,7 @@ def deciding_utility(rows: Sequence[CandidateRow], criteria: Sequence[str]) -> s
     return (full or usable or [None])[0]
 
 
-def _compare(criterion: str, a: float, b: float) -> str:
+def _against(a: float, b: float) -> str:
     """How much ``a`` is better than ``b`` in words ("0.854 against 0.899")."""
     return f"{_g(a)} against {_g(b)}"
 
@@ -160,8 +160,7 @@ def _everywhere(row: CandidateRow, targets: Sequence[Target]) -> bool:
     return row.targets_everywhere is not None and all(row.targets_everywhere.get(str(t)) is True for t in targets)
 
 
-def _robustness(best: CandidateRow, feasible: Sequence[CandidateRow], robust: Sequence[CandidateRow],
-                targets: Sequence[Target]) -> list[str]:
+def _robustness(best: CandidateRow, robust: Sequence[CandidateRow], targets: Sequence[Target]) -> list[str]:
     """What the verdict says of the plausible populations (nothing without a set)."""
     if best.targets_everywhere is None:
         return []
@@ -188,7 +187,7 @@ def _with_targets(rows: Sequence[CandidateRow], criteria: Sequence[str], targets
     robust = [r for r in feasible if _everywhere(r, targets)]
     rec = _choose(robust or feasible, rows, criteria, targets, n, inverse)
     best = next(r for r in rows if r.name == rec.candidate)
-    rec.notes[:0] = _robustness(best, feasible, robust, targets)
+    rec.notes[:0] = _robustness(best, robust, targets)
     if robust and len(robust) < len(feasible):
         rec.reasons.insert(1, f"{len(robust)} of the {len(feasible)} designs that meet every target at the declared "
                               "population meet them at every plausible population: the choice is among those")
@@ -228,7 +227,7 @@ def _choose(feasible: Sequence[CandidateRow], rows: Sequence[CandidateRow], crit
         a, b = _value(best, p), _value(runner, p)
         if b is not None:
             rec.reasons.append(f"of the {len(feasible)} designs that meet them, it is the most private on {p}: "
-                               f"{_compare(p, a, b)} for {runner.name}, the runner-up")
+                               f"{_against(a, b)} for {runner.name}, the runner-up")
         else:
             rec.reasons.append(f"of the {len(feasible)} designs that meet them, it is the most private on {p} "
                                f"({_g(a)}; {p} is n/a for {runner.name})")
@@ -240,7 +239,7 @@ def _choose(feasible: Sequence[CandidateRow], rows: Sequence[CandidateRow], crit
         rec.text = f"Use {best.name}: the only design that meets every target at n = {_n(n)}."
     else:
         b = _value(order[1], p)
-        vs = f" ({_compare(p, _value(best, p), b)} for {order[1].name})" if b is not None else ""
+        vs = f" ({_against(_value(best, p), b)} for {order[1].name})" if b is not None else ""
         rec.text = (f"Use {best.name}: the most private on {p}{vs} of the {len(feasible)} designs that meet "
                     f"every target at n = {_n(n)}.")
     return rec
@@ -263,11 +262,11 @@ def _what_changes(best: CandidateRow, runners: Sequence[CandidateRow], rows: Seq
     for r in _best(better, p)[:2]:
         m = _needed_n(r, targets)
         if m is not None:
-            out.append(f"{r.name} is more private ({p} {_compare(p, _value(r, p), a)}) and meets every target "
+            out.append(f"{r.name} is more private ({p} {_against(_value(r, p), a)}) and meets every target "
                        f"from n = {_n(m)}: with that many respondents it would be the choice")
         else:
             missed = [str(t) for t in targets if r.targets.get(str(t)) is not True]
-            out.append(f"{r.name} is more private ({p} {_compare(p, _value(r, p), a)}) but misses "
+            out.append(f"{r.name} is more private ({p} {_against(_value(r, p), a)}) but misses "
                        f"{', '.join(missed)} at any n")
     return out
 
@@ -283,7 +282,7 @@ def _inverse_alternatives(best: CandidateRow, p: str | None, inverse: Sequence[I
         x = c.criteria.get(p)
         if x is not None and math.isfinite(x) and REGISTRY[p].better_than(x, a):
             out.append(f"{e.candidate} with {e.parameter} = {c.value:.4g} meets {c.targets} and is more private "
-                       f"({p} {_compare(p, x, a)}): fix {e.parameter} there to field it")
+                       f"({p} {_against(x, a)}): fix {e.parameter} there to field it")
     return out
 
 
@@ -340,7 +339,7 @@ def _without_targets(rows: Sequence[CandidateRow], criteria: Sequence[str]) -> R
             cost = _value(q, u), _value(best, u)
             ratio = (f" ({cost[0] / cost[1]:.3g} times)" if cost[0] is not None and cost[1]
                      and math.isfinite(cost[0] / cost[1]) else "")
-            rec.changes.append(f"{q.name} is the most private on {p} ({_compare(p, _value(q, p), _value(best, p))}) "
+            rec.changes.append(f"{q.name} is the most private on {p} ({_against(_value(q, p), _value(best, p))}) "
                                f"at {u} {_g(cost[0])}{ratio}: where privacy matters more, declare the precision "
                                f"needed (target {u} <= ...) and the most private design meeting it is chosen")
         elif private and len({_value(r, p) for r in private}) == 1:
@@ -363,7 +362,7 @@ def add_least_epsilon(rec: Recommendation, tuned: InverseDesign, row: CandidateR
     p = tuned.privacy
     mine = _value(row, p)
     there = c.criteria.get(p)
-    vs = (f" ({p} {_compare(p, there, mine)})" if p != "epsilon" and there is not None and mine is not None
+    vs = (f" ({p} {_against(there, mine)})" if p != "epsilon" and there is not None and mine is not None
           else "")
     rec.changes.insert(0, f"{rec.candidate} still meets {c.targets} at n = {_n(n)} down to epsilon = {c.value:.3g}"
                           f"{vs}: field it at that epsilon for more privacy")
