@@ -1,0 +1,336 @@
+"""The store of a fielded survey: every acknowledged submission kept, append-only, tied to
+the design of one spec.
+
+:func:`open_store` opens (or creates) a store from a URL: ``sqlite:///reports.db`` (or a
+plain path; the default: Python's sqlite3, write-ahead log, ``synchronous=FULL``) or
+``postgresql://...`` (psycopg 3, the ``collect`` extra).  :meth:`Store.submit` checks a
+submission (:mod:`.store_checks`: the D-code ``run`` gives for a report the mechanism
+cannot produce, as :class:`RejectedSubmission`) and returns its id only once the commit
+is on disk, so an acknowledged submission survives the writer's kill -9.  Nothing in
+this API updates or deletes a submission, and the database refuses it too (a trigger).
+
+The store keeps the hash of the spec's design (:func:`design_hash`: its variables,
+parameters and mechanisms in the canonical model, not its text) in its ``meta`` table
+and beside each submission: a store opened with a spec of another design refuses
+(D051), so the reports of two designs are never mixed.  Queries, populations and
+compare blocks may change: they are the analysis, not the design.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from privspec.errors import DataError, Diagnostic
+from privspec.model.serialize import model_to_dict
+from privspec.backends.collect.store_checks import cells, check_reports, report_columns
+
+#: the URL schemes of a store (``privspec run SPEC --data URL``)
+SCHEMES = ("sqlite://", "postgresql://", "postgres://")
+
+#: distinct valid reports remembered per store, so that a report seen before is not read again
+CHECKED = 1 << 16
+
+
+class RejectedSubmission(DataError):
+    """A submission the store refuses (a server answers 422): not a mapping mechanism ->
+    report, an unknown or missing mechanism, a report of the wrong shape (D050), or a
+    report the mechanism cannot produce (the D-code of ``run``)."""
+
+
+def is_store(text: Any) -> bool:
+    """Whether ``text`` is the URL of a store (``sqlite://``, ``postgresql://``)."""
+    return isinstance(text, str) and text.startswith(SCHEMES)
+
+
+def design_hash(model: Any) -> str:
+    """SHA-256 of the spec's design in its canonical model (variables, parameters,
+    mechanisms; their places in the text left out): the same for the same design
+    whatever the spacing, comments, queries or populations.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> a = privspec.load("variable x: categorical {a, b}\\nmechanism m = grr(x, epsilon = 1)").model
+    >>> b = privspec.load("# fielded\\nvariable x : categorical {a,b}\\n\\nmechanism m = grr(x, epsilon=1)").model
+    >>> design_hash(a) == design_hash(b), len(design_hash(a))
+    (True, 64)
+    """
+    dump = model_to_dict(model)
+    design = {k: _without_spans(dump[k]) for k in ("variables", "parameters", "mechanisms")}
+    return hashlib.sha256(json.dumps(design, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _without_spans(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_spans(v) for k, v in value.items() if k != "span"}
+    if isinstance(value, list):
+        return [_without_spans(v) for v in value]
+    return value
+
+
+class Store(ABC):
+    """Submissions of one spec's design, append-only.
+
+    Parameters
+    ----------
+    url : str
+        Where it is (named in messages).
+    model : ModelGraph
+        The spec's model: its design hash is checked against the store's.
+    mechanisms : sequence of str, optional
+        The mechanisms fielded (every submission holds a report of each); default: every
+        mechanism of the spec.  A store is created with them and opened only with them.
+    """
+
+    def __init__(self, url: str, model: Any, mechanisms: Sequence[str] | None = None):
+        self.url = url
+        self.model = model
+        self.hash = design_hash(model)
+        names = list(mechanisms) if mechanisms else list(model.mechanisms)
+        unknown = [m for m in names if m not in model.mechanisms]
+        if unknown:
+            raise DataError(Diagnostic("D050", f"no mechanism named '{unknown[0]}' in the spec",
+                                       hint=f"mechanisms: {', '.join(model.mechanisms)}"))
+        self.mechanisms = tuple(names)
+        self.columns = {m: report_columns(model, model.mechanisms[m]) for m in names}
+        self._checked: OrderedDict[tuple, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- what a backend does --------------------------------------------------------------------------
+    @abstractmethod
+    def _setup(self) -> dict[str, str]:
+        """Create the tables if new (meta, submissions, the append-only triggers); the meta."""
+
+    @abstractmethod
+    def _insert(self, hash_: str, received: str, reports: str) -> int:
+        """Insert one submission, committed on return; its id."""
+
+    @abstractmethod
+    def _rows(self) -> list[tuple[int, str, str]]:
+        """Every submission as (id, design hash, reports JSON), by id."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the connection."""
+
+    # -- the store ------------------------------------------------------------------------------------
+    def _open(self) -> None:
+        meta = self._setup()
+        fielded = json.loads(meta["mechanisms"])
+        if meta["design"] != self.hash or fielded != list(self.mechanisms):
+            self.close()
+            what = "another design (its variables, parameters or mechanisms differ)" if meta["design"] != self.hash \
+                else f"the mechanisms {', '.join(fielded)}"
+            raise DataError(Diagnostic("D051", f"{self.url} holds the reports of {what}: the reports of two designs "
+                                               "are never mixed", file=self.url,
+                                       hint="open it with the spec (and the mechanisms) it was created with, or "
+                                            "collect into a new store"))
+
+    def submit(self, reports: Any) -> int:
+        """Check and store one submission ``{mechanism: report}``; its id, returned once
+        committed.  :class:`RejectedSubmission` when the store refuses it."""
+        try:
+            row = self.normalize(reports)
+        except DataError as e:
+            raise RejectedSubmission(e.diagnostics) from None
+        text = json.dumps(row, separators=(",", ":"), ensure_ascii=False)
+        received = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        with self._lock:
+            return self._insert(self.hash, received, text)
+
+    def normalize(self, reports: Any) -> dict[str, dict[str, str | None]]:
+        """A submission as cells per mechanism, checked (:func:`.store_checks.check_reports`)."""
+        if not isinstance(reports, Mapping):
+            raise DataError(Diagnostic("D050", f"a submission is an object mechanism -> report, not a "
+                                               f"{type(reports).__name__}"))
+        unknown = [str(m) for m in reports if m not in self.mechanisms]
+        missing = [m for m in self.mechanisms if m not in reports]
+        if unknown or missing:
+            what = f"no mechanism named '{unknown[0]}' is fielded" if unknown else \
+                f"no report of {', '.join(repr(m) for m in missing)}"
+            raise DataError(Diagnostic("D050", f"{what}: a submission holds one report of each fielded mechanism",
+                                       hint=f"fielded: {', '.join(self.mechanisms)}"))
+        row = {m: cells(m, reports[m], self.columns[m]) for m in self.mechanisms}
+        for m, cell in row.items():
+            key = (m, *cell.values())
+            if key in self._checked:
+                self._checked.move_to_end(key)
+                continue
+            check_reports(self.model, self.model.mechanisms[m], pd.DataFrame({c: [v] for c, v in cell.items()},
+                                                                           dtype=object))
+            self._checked[key] = None
+            if len(self._checked) > CHECKED:
+                self._checked.popitem(last=False)
+        return row
+
+    def frame(self, mechanisms: Sequence[str] | None = None) -> pd.DataFrame:
+        """The reports of ``mechanisms`` (default: every fielded one), one row per submission
+        in the order of their ids, one column per report column, cells as text (None for
+        a null): the table ``privatize`` would have written.  D051 for a submission of
+        another design."""
+        names = list(mechanisms) if mechanisms else list(self.mechanisms)
+        columns = [c for m in names for c in self.columns[m]]
+        seen: dict[str, str] = {}
+        for m in names:
+            for c in self.columns[m]:
+                if c in seen:
+                    raise DataError(Diagnostic("D006", f"the mechanisms '{seen[c]}' and '{m}' both fill the column "
+                                                       f"'{c}': one table cannot hold both", columns=(c,),
+                                               hint="export one of them at a time (--mechanism M)"))
+                seen[c] = m
+        rows = self._rows()
+        if any(h != self.hash for _, h, _ in rows):
+            raise DataError(Diagnostic("D051", f"{self.url} holds submissions of another design", file=self.url))
+        data = [json.loads(text) for _, _, text in rows]
+        out = {c: pd.Series([r[m][c] for r in data], dtype=object) for m in names for c in self.columns[m]}
+        return pd.DataFrame(out, columns=columns)
+
+    def ids(self) -> list[int]:
+        """The ids of every submission, in order."""
+        return [i for i, _, _ in self._rows()]
+
+    def __len__(self) -> int:
+        return len(self._rows())
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# ---- SQLite ---------------------------------------------------------------------------------------------
+class SQLiteStore(Store):
+    """A store in one SQLite file: write-ahead log, ``synchronous=FULL`` (a commit is on
+    disk when :meth:`submit` returns), one connection shared under a lock."""
+
+    def __init__(self, path: str | os.PathLike[str], model: Any, mechanisms: Sequence[str] | None = None,
+                 create: bool = True, url: str | None = None):
+        super().__init__(url or f"sqlite:///{path}", model, mechanisms)
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise DataError(Diagnostic("D001", f"no such store: {self.url}", file=self.url,
+                                       hint="collect into it first (privspec serve SPEC --db ...)"))
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as e:
+            raise DataError(Diagnostic("D001", f"cannot open the store {self.url}: {e}", file=self.url)) from None
+        self._open()
+
+    def _setup(self) -> dict[str, str]:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.execute("CREATE TABLE IF NOT EXISTS submissions (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                       "design TEXT NOT NULL, received TEXT NOT NULL, reports TEXT NOT NULL)")
+            for verb in ("UPDATE", "DELETE"):
+                db.execute(f"CREATE TRIGGER IF NOT EXISTS append_only_{verb.lower()} BEFORE {verb} ON submissions "
+                           "BEGIN SELECT RAISE(ABORT, 'submissions are append-only'); END")
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('design', ?), ('mechanisms', ?)",
+                       (self.hash, json.dumps(list(self.mechanisms))))
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return meta
+
+    def _insert(self, hash_: str, received: str, reports: str) -> int:
+        cur = self._db.execute("INSERT INTO submissions (design, received, reports) VALUES (?, ?, ?)",
+                               (hash_, received, reports))
+        return int(cur.lastrowid or 0)
+
+    def _rows(self) -> list[tuple[int, str, str]]:
+        with self._lock:
+            return self._db.execute("SELECT id, design, reports FROM submissions ORDER BY id").fetchall()
+
+    def close(self) -> None:
+        self._db.close()
+
+
+# ---- PostgreSQL -----------------------------------------------------------------------------------------
+_PG_APPEND_ONLY = """
+CREATE OR REPLACE FUNCTION privspec_append_only() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN RAISE EXCEPTION 'submissions are append-only'; END $$;
+DROP TRIGGER IF EXISTS append_only ON submissions;
+CREATE TRIGGER append_only BEFORE UPDATE OR DELETE ON submissions
+FOR EACH STATEMENT EXECUTE FUNCTION privspec_append_only();
+"""
+
+
+class PostgresStore(Store):
+    """A store in a PostgreSQL database (psycopg 3, the ``collect`` extra): autocommit, so
+    each submission is committed (durably, PostgreSQL's default) when :meth:`submit` returns."""
+
+    def __init__(self, url: str, model: Any, mechanisms: Sequence[str] | None = None):
+        super().__init__(url, model, mechanisms)
+        try:
+            # extra: psycopg (privspec[collect]) is needed only for a PostgreSQL store
+            import psycopg
+        except ImportError:
+            raise DataError(Diagnostic("D052", f"a PostgreSQL store ({_shown(url)}) needs psycopg, which is not "
+                                               "installed", hint="pip install 'privspec[collect]'")) from None
+        try:
+            self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as e:
+            raise DataError(Diagnostic("D052", f"cannot connect to the store {_shown(url)}: {str(e).strip()}",
+                                       hint="check that the server runs and the URL names its database")) from None
+        self.url = _shown(url)
+        self._open()
+
+    def _setup(self) -> dict[str, str]:
+        with self._db.transaction():
+            self._db.execute("SELECT pg_advisory_xact_lock(4036)")   # two servers starting at once
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS submissions (id BIGSERIAL PRIMARY KEY, "
+                             "design TEXT NOT NULL, received TEXT NOT NULL, reports TEXT NOT NULL)")
+            self._db.execute(_PG_APPEND_ONLY)
+            self._db.execute("INSERT INTO meta VALUES ('design', %s), ('mechanisms', %s) ON CONFLICT DO NOTHING",
+                             (self.hash, json.dumps(list(self.mechanisms))))
+            return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def _insert(self, hash_: str, received: str, reports: str) -> int:
+        cur = self._db.execute("INSERT INTO submissions (design, received, reports) VALUES (%s, %s, %s) "
+                               "RETURNING id", (hash_, received, reports))
+        return int(cur.fetchone()[0])
+
+    def _rows(self) -> list[tuple[int, str, str]]:
+        with self._lock:
+            return self._db.execute("SELECT id, design, reports FROM submissions ORDER BY id").fetchall()
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _shown(url: str) -> str:
+    """A URL as messages show it: its password left out."""
+    head, sep, rest = url.partition("://")
+    user, at, host = rest.rpartition("@")
+    if not at or ":" not in user:
+        return url
+    return f"{head}{sep}{user.split(':', 1)[0]}:***@{host}"
+
+
+def open_store(url: str | os.PathLike[str], model: Any, mechanisms: Sequence[str] | None = None,
+               create: bool = True) -> Store:
+    """The store at ``url``: ``postgresql://...`` (:class:`PostgresStore`), else SQLite
+    (``sqlite:///relative.db``, ``sqlite:////absolute.db``, or a plain path).  ``create``:
+    whether a missing SQLite file is created (False for reading: D001)."""
+    text = os.fspath(url)
+    if text.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(text, model, mechanisms)
+    path = text[len("sqlite:///"):] if text.startswith("sqlite:///") else text
+    return SQLiteStore(path, model, mechanisms, create=create, url=text if is_store(text) else None)
