@@ -32,7 +32,7 @@ import pandas as pd
 
 from privspec.errors import DataError, Diagnostic
 from privspec.model.serialize import model_to_dict
-from privspec.backends.collect.store_checks import cells, check_reports, report_columns
+from privspec.backends.collect.store_checks import cells, check_reports, fieldable, report_columns
 
 #: the URL schemes of a store (``privspec run SPEC --data URL``)
 SCHEMES = ("sqlite://", "postgresql://", "postgres://")
@@ -88,21 +88,25 @@ class Store(ABC):
     model : ModelGraph
         The spec's model: its design hash is checked against the store's.
     mechanisms : sequence of str, optional
-        The mechanisms fielded (every submission holds a report of each); default: every
-        mechanism of the spec.  A store is created with them and opened only with them.
+        The mechanisms fielded (every submission holds a report of each).  A new store is
+        created with them (default: every mechanism a randomizer draws reports of,
+        :func:`.store_checks.fieldable`); an existing one is opened with its own, and
+        refuses others (D051).
     """
 
     def __init__(self, url: str, model: Any, mechanisms: Sequence[str] | None = None):
         self.url = url
         self.model = model
         self.hash = design_hash(model)
-        names = list(mechanisms) if mechanisms else list(model.mechanisms)
-        unknown = [m for m in names if m not in model.mechanisms]
+        asked = list(mechanisms or ())
+        unknown = [m for m in asked if m not in model.mechanisms]
         if unknown:
             raise DataError(Diagnostic("D050", f"no mechanism named '{unknown[0]}' in the spec",
                                        hint=f"mechanisms: {', '.join(model.mechanisms)}"))
-        self.mechanisms = tuple(names)
-        self.columns = {m: report_columns(model, model.mechanisms[m]) for m in names}
+        # a new store fields the mechanisms asked, else every one a randomizer draws reports of
+        self.mechanisms = tuple(asked or fieldable(model))
+        self._asked = bool(asked)
+        self.columns: dict[str, list[str]] = {}
         self._checked: OrderedDict[tuple, None] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -127,7 +131,7 @@ class Store(ABC):
     def _open(self) -> None:
         meta = self._setup()
         fielded = json.loads(meta["mechanisms"])
-        if meta["design"] != self.hash or fielded != list(self.mechanisms):
+        if meta["design"] != self.hash or (self._asked and fielded != list(self.mechanisms)):
             self.close()
             what = "another design (its variables, parameters or mechanisms differ)" if meta["design"] != self.hash \
                 else f"the mechanisms {', '.join(fielded)}"
@@ -135,6 +139,8 @@ class Store(ABC):
                                                "are never mixed", file=self.url,
                                        hint="open it with the spec (and the mechanisms) it was created with, or "
                                             "collect into a new store"))
+        self.mechanisms = tuple(fielded)
+        self.columns = {m: report_columns(self.model, self.model.mechanisms[m]) for m in fielded}
 
     def submit(self, reports: Any) -> int:
         """Check and store one submission ``{mechanism: report}``; its id, returned once
@@ -179,7 +185,10 @@ class Store(ABC):
         a null): the table ``privatize`` would have written.  D051 for a submission of
         another design."""
         names = list(mechanisms) if mechanisms else list(self.mechanisms)
-        columns = [c for m in names for c in self.columns[m]]
+        unknown = [m for m in names if m not in self.mechanisms]
+        if unknown:
+            raise DataError(Diagnostic("D005", f"{self.url} holds no reports of mechanism '{unknown[0]}'",
+                                       hint=f"it holds the reports of {', '.join(self.mechanisms)}"))
         seen: dict[str, str] = {}
         for m in names:
             for c in self.columns[m]:
@@ -188,12 +197,23 @@ class Store(ABC):
                                                        f"'{c}': one table cannot hold both", columns=(c,),
                                                hint="export one of them at a time (--mechanism M)"))
                 seen[c] = m
+        return self._table(self._checked_rows(), names)
+
+    def _checked_rows(self) -> list[dict]:
+        """Every submission's reports, by id; D051 for one of another design."""
         rows = self._rows()
         if any(h != self.hash for _, h, _ in rows):
             raise DataError(Diagnostic("D051", f"{self.url} holds submissions of another design", file=self.url))
-        data = [json.loads(text) for _, _, text in rows]
+        return [json.loads(text) for _, _, text in rows]
+
+    def _table(self, data: list[dict], names: Sequence[str]) -> pd.DataFrame:
         out = {c: pd.Series([r[m][c] for r in data], dtype=object) for m in names for c in self.columns[m]}
-        return pd.DataFrame(out, columns=columns)
+        return pd.DataFrame(out, columns=[c for m in names for c in self.columns[m]])
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """Every fielded mechanism's reports (:meth:`frame`), read at once."""
+        rows = self._checked_rows()
+        return {m: self._table(rows, [m]) for m in self.mechanisms}
 
     def ids(self) -> list[int]:
         """The ids of every submission, in order."""
@@ -322,6 +342,35 @@ def _shown(url: str) -> str:
     if not at or ":" not in user:
         return url
     return f"{head}{sep}{user.split(':', 1)[0]}:***@{host}"
+
+
+def bind_stores(bindings: Any, model: Any) -> None:
+    """Bind every mechanism whose data are a store (``--data sqlite:///reports.db``, or
+    ``--data M=postgresql://...``) to the store's reports of that mechanism, read once:
+    a table named ``URL#M`` in messages, its rows the submissions in the order of their
+    ids.  A store holds each mechanism's reports apart, so a default store feeds every
+    mechanism it fielded (and no other: D005 for those), never a column to two of them."""
+    stores: dict[str, dict[str, pd.DataFrame]] = {}
+
+    def frames(url: str) -> dict[str, pd.DataFrame]:
+        if url not in stores:
+            with open_store(url, model, create=False) as store:
+                stores[url] = store.frames()
+        return stores[url]
+
+    for mechanism, url in list(bindings.per_mechanism.items()):
+        if is_store(url):
+            found = frames(url)
+            if mechanism not in found:
+                raise DataError(Diagnostic("D005", f"{url} holds no reports of mechanism '{mechanism}'",
+                                           hint=f"it holds the reports of {', '.join(found)}"))
+            bindings.bind_table(mechanism, f"{url}#{mechanism}", found[mechanism])
+    if is_store(bindings.default):
+        url = bindings.default
+        for mechanism, frame in frames(url).items():
+            if mechanism not in bindings.per_mechanism:
+                bindings.bind_table(mechanism, f"{url}#{mechanism}", frame)
+        bindings.default = None
 
 
 def open_store(url: str | os.PathLike[str], model: Any, mechanisms: Sequence[str] | None = None,

@@ -29,6 +29,11 @@ from privspec.backends.oracles.multi_backend import multi_of, read_attribute
 from privspec.backends.oracles.reports import read_reports
 
 
+def fieldable(model: Any) -> list[str]:
+    """The mechanisms of a spec whose reports a survey can collect: those a privatizer draws."""
+    return [name for name, mech in model.mechanisms.items() if privatizer_for(mech) is not None]
+
+
 def report_columns(model: Any, mechanism: Any) -> list[str]:
     """The columns a mechanism's reports fill, as ``privatize`` writes them (the mechanism's
     privatizer run on no row); D050 for a mechanism no privatizer draws reports of (its
