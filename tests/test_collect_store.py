@@ -107,13 +107,15 @@ def test_a_store_refuses_a_spec_of_another_design(spec, tmp_path) -> None:
 
 
 # ---- checked as run checks a file ------------------------------------------------------------------
-def run_code(spec: privspec.Spec, mechanism: str, column: str, value: str, tmp_path: Path) -> str:
-    """The D-code run gives for a file holding one report."""
+def run_says(spec: privspec.Spec, mechanism: str, column: str, value: str, tmp_path: Path) -> tuple[str, str]:
+    """The D-code and message run gives for a file holding one report (the file named as
+    the store names the submission)."""
     path = tmp_path / f"{mechanism}.csv"
     pd.DataFrame({column: [value]}).to_csv(path, index=False)
-    query = {"s": "w", "g": "wg", "c1": "mu", "o": None}[mechanism]
+    query = {"s": "w", "g": "wg", "c1": "mu"}[mechanism]
     res = answer(spec, "run", queries=[query], data={mechanism: str(path)})
-    return res.failures[query].code
+    first = res.failures[query].diagnostics[0]
+    return first.code, first.message.replace(str(path), "the submission")
 
 
 @pytest.mark.parametrize("mechanism, column, bad", [
@@ -130,7 +132,8 @@ def test_a_report_the_mechanism_cannot_produce_is_refused_with_runs_code(spec, t
         with pytest.raises(RejectedSubmission) as e:
             store.submit({**good, mechanism: bad})
         assert len(store) == 0
-        assert e.value.code == run_code(spec, mechanism, column, bad, tmp_path)
+        first = e.value.diagnostics[0]
+        assert (first.code, first.message) == run_says(spec, mechanism, column, bad, tmp_path)
         assert isinstance(e.value, DataError)
         store.submit(good)
         assert len(store) == 1
@@ -174,9 +177,14 @@ while True:
 
 
 def test_an_acknowledged_submission_survives_kill_9_of_its_writer(tmp_path) -> None:
+    kill_the_writer(f"sqlite:///{tmp_path}/r.db", tmp_path)
+
+
+def kill_the_writer(url: str, tmp_path: Path) -> None:
+    """A writer submits in a loop, printing each id once submit returned; kill -9 it: every
+    printed id is in the store."""
     (tmp_path / "s.privspec").write_text(SPEC)
     (tmp_path / "writer.py").write_text(WRITER)
-    url = f"sqlite:///{tmp_path}/r.db"
     proc = subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), str(tmp_path / "s.privspec"), url],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
@@ -289,3 +297,7 @@ def test_run_on_a_postgresql_store_equals_run_on_its_export(spec, postgres_url, 
     assert on_store.to_dict() == answer(spec, "run", data=str(out)).to_dict()
     sqlite = filled(spec, f"sqlite:///{tmp_path}/r.db", 300)     # the same reports in SQLite
     assert answer(spec, "run", data=sqlite).to_dict() == on_store.to_dict()
+
+
+def test_an_acknowledged_submission_survives_kill_9_of_a_postgresql_writer(postgres_url, tmp_path) -> None:
+    kill_the_writer(postgres_url, tmp_path)
