@@ -239,6 +239,14 @@ def test_the_command_line_runs_on_a_store_and_exports_it(spec, tmp_path) -> None
     assert main(["run", str(tmp_path / "s.privspec"), "--data", f"sqlite:///{tmp_path}/none.db"], stdout=io.StringIO(),
                 stderr=err) == 1
     assert "D001" in err.getvalue() and not (tmp_path / "none.db").exists()
+    # nor is a database that holds no store written into
+    sqlite3.connect(tmp_path / "other.db").execute("CREATE TABLE t (x)")
+    err = io.StringIO()
+    assert main(["export", str(tmp_path / "s.privspec"), "--db", str(tmp_path / "other.db"), "--out",
+                 str(tmp_path / "o.csv")], stderr=err) == 1
+    assert "holds no survey store" in err.getvalue() and not (tmp_path / "o.csv").exists()
+    tables = sqlite3.connect(tmp_path / "other.db").execute("SELECT name FROM sqlite_master").fetchall()
+    assert tables == [("t",)]
 
 
 def test_an_empty_store_has_nothing_to_estimate_from(spec, tmp_path) -> None:

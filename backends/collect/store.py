@@ -94,8 +94,12 @@ class Store(ABC):
         refuses others (D051).
     """
 
-    def __init__(self, url: str, model: Any, mechanisms: Sequence[str] | None = None):
+    #: the connection (sqlite3's or psycopg's: both ``execute(sql).fetchone()``)
+    _db: Any
+
+    def __init__(self, url: str, model: Any, mechanisms: Sequence[str] | None = None, create: bool = True):
         self.url = url
+        self.create = create
         self.model = model
         self.hash = design_hash(model)
         asked = list(mechanisms or ())
@@ -113,7 +117,9 @@ class Store(ABC):
     # -- what a backend does --------------------------------------------------------------------------
     @abstractmethod
     def _setup(self) -> dict[str, str]:
-        """Create the tables if new (meta, submissions, the append-only triggers); the meta."""
+        """Create the tables if new (meta, submissions, the append-only triggers) and
+        return the meta; when reading (``create`` false), the meta only, and D001 for a
+        database that holds no store (nothing is written into it)."""
 
     @abstractmethod
     def _insert(self, hash_: str, received: str, reports: str) -> int:
@@ -129,7 +135,11 @@ class Store(ABC):
 
     # -- the store ------------------------------------------------------------------------------------
     def _open(self) -> None:
-        meta = self._setup()
+        try:
+            meta = self._setup()
+        except BaseException:
+            self.close()
+            raise
         fielded = json.loads(meta["mechanisms"])
         if meta["design"] != self.hash or (self._asked and fielded != list(self.mechanisms)):
             self.close()
@@ -220,7 +230,12 @@ class Store(ABC):
         return [i for i, _, _ in self._rows()]
 
     def __len__(self) -> int:
-        return len(self._rows())
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM submissions").fetchone()[0])
+
+    def _no_store(self) -> DataError:
+        return DataError(Diagnostic("D001", f"{self.url} holds no survey store", file=self.url,
+                                    hint="collect into it first (privspec serve SPEC --db ...)"))
 
     def __enter__(self) -> "Store":
         return self
@@ -236,7 +251,7 @@ class SQLiteStore(Store):
 
     def __init__(self, path: str | os.PathLike[str], model: Any, mechanisms: Sequence[str] | None = None,
                  create: bool = True, url: str | None = None):
-        super().__init__(url or f"sqlite:///{path}", model, mechanisms)
+        super().__init__(url or f"sqlite:///{path}", model, mechanisms, create)
         self.path = Path(path)
         if not create and not self.path.is_file():
             raise DataError(Diagnostic("D001", f"no such store: {self.url}", file=self.url,
@@ -251,6 +266,10 @@ class SQLiteStore(Store):
 
     def _setup(self) -> dict[str, str]:
         db = self._db
+        if not self.create:
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+                raise self._no_store()
+            return dict(db.execute("SELECT key, value FROM meta").fetchall())
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -295,8 +314,8 @@ class PostgresStore(Store):
     """A store in a PostgreSQL database (psycopg 3, the ``collect`` extra): autocommit, so
     each submission is committed (durably, PostgreSQL's default) when :meth:`submit` returns."""
 
-    def __init__(self, url: str, model: Any, mechanisms: Sequence[str] | None = None):
-        super().__init__(url, model, mechanisms)
+    def __init__(self, url: str, model: Any, mechanisms: Sequence[str] | None = None, create: bool = True):
+        super().__init__(url, model, mechanisms, create)
         try:
             # extra: psycopg (privspec[collect]) is needed only for a PostgreSQL store
             import psycopg
@@ -312,6 +331,10 @@ class PostgresStore(Store):
         self._open()
 
     def _setup(self) -> dict[str, str]:
+        if not self.create:
+            if self._db.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
+                raise self._no_store()
+            return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         with self._db.transaction():
             self._db.execute("SELECT pg_advisory_xact_lock(4036)")   # two servers starting at once
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -380,6 +403,6 @@ def open_store(url: str | os.PathLike[str], model: Any, mechanisms: Sequence[str
     whether a missing SQLite file is created (False for reading: D001)."""
     text = os.fspath(url)
     if text.startswith(("postgresql://", "postgres://")):
-        return PostgresStore(text, model, mechanisms)
+        return PostgresStore(text, model, mechanisms, create)
     path = text[len("sqlite:///"):] if text.startswith("sqlite:///") else text
     return SQLiteStore(path, model, mechanisms, create=create, url=text if is_store(text) else None)
