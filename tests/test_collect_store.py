@@ -309,3 +309,20 @@ def test_run_on_a_postgresql_store_equals_run_on_its_export(spec, postgres_url, 
 
 def test_an_acknowledged_submission_survives_kill_9_of_a_postgresql_writer(postgres_url, tmp_path) -> None:
     kill_the_writer(postgres_url, tmp_path)
+
+
+def test_submissions_checked_and_committed_together(spec, tmp_path) -> None:
+    """A server's group commit: the accepted ones stored in one transaction, each refused
+    one with the error it gets alone."""
+    good = reports_of(spec, 30)
+    body = [*good[:10], {**good[10], "g": "d"}, ["x"], *good[11:20], {**good[20], "c1": "(10, 20]"}]
+    with open_store(f"sqlite:///{tmp_path}/r.db", spec.model, FIELDED) as store:
+        outcome = store.submit_many(body)
+        refused = {i: o.code for i, o in enumerate(outcome) if isinstance(o, RejectedSubmission)}
+        assert refused == {10: "D010", 11: "D050", 21: "D102"}
+        ids = [o for o in outcome if isinstance(o, int)]
+        assert ids == list(range(1, 20)) == store.ids()
+        with pytest.raises(RejectedSubmission) as alone:
+            store.submit(body[21])
+        assert str(alone.value) == str(outcome[21])
+        assert store.frame(["g"])["race"].tolist() == [r["g"] for r in good[:10] + good[11:20]]

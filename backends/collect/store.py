@@ -122,8 +122,9 @@ class Store(ABC):
         database that holds no store (nothing is written into it)."""
 
     @abstractmethod
-    def _insert(self, hash_: str, received: str, reports: str) -> int:
-        """Insert one submission, committed on return; its id."""
+    def _insert(self, rows: list[tuple[str, str, str]]) -> list[int]:
+        """Insert submissions (design hash, received, reports JSON) in one transaction,
+        committed on return; their ids."""
 
     @abstractmethod
     def _rows(self) -> list[tuple[int, str, str]]:
@@ -155,17 +156,40 @@ class Store(ABC):
     def submit(self, reports: Any) -> int:
         """Check and store one submission ``{mechanism: report}``; its id, returned once
         committed.  :class:`RejectedSubmission` when the store refuses it."""
-        try:
-            row = self.normalize(reports)
-        except DataError as e:
-            raise RejectedSubmission(e.diagnostics) from None
-        text = json.dumps(row, separators=(",", ":"), ensure_ascii=False)
-        received = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-        with self._lock:
-            return self._insert(self.hash, received, text)
+        outcome = self.submit_many([reports])[0]
+        if isinstance(outcome, RejectedSubmission):
+            raise outcome
+        return outcome
 
-    def normalize(self, reports: Any) -> dict[str, dict[str, str | None]]:
-        """A submission as cells per mechanism, checked (:func:`.store_checks.check_reports`)."""
+    def submit_many(self, submissions: Sequence[Any]) -> list[int | RejectedSubmission]:
+        """Check submissions together and store those accepted in one transaction (a
+        server's group commit: one flush to disk for all); per submission, its id (the
+        commit done when this returns) or why it was refused.  The reports are read
+        together, a mechanism's distinct new reports in one table; only when that table
+        fails is each read alone, to say which submission holds what."""
+        outcome: list[Any] = [None] * len(submissions)
+        rows: dict[int, dict[str, dict[str, str | None]]] = {}
+        for i, reports in enumerate(submissions):
+            try:
+                rows[i] = self.cells(reports)
+            except DataError as e:
+                outcome[i] = RejectedSubmission(e.diagnostics)
+        for i, error in self._check(rows).items():
+            outcome[i] = RejectedSubmission(error.diagnostics)
+            del rows[i]
+        received = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        texts = [(self.hash, received, json.dumps(row, separators=(",", ":"), ensure_ascii=False))
+                 for row in rows.values()]
+        if texts:
+            with self._lock:
+                ids = self._insert(texts)
+            for i, id_ in zip(rows, ids):
+                outcome[i] = id_
+        return outcome
+
+    def cells(self, reports: Any) -> dict[str, dict[str, str | None]]:
+        """A submission as the cells of each fielded mechanism's columns; D050 for one of
+        the wrong shape (its reports are not read here: :meth:`submit_many`)."""
         if not isinstance(reports, Mapping):
             raise DataError(Diagnostic("D050", f"a submission is an object mechanism -> report, not a "
                                                f"{type(reports).__name__}"))
@@ -176,18 +200,46 @@ class Store(ABC):
                 f"no report of {', '.join(repr(m) for m in missing)}"
             raise DataError(Diagnostic("D050", f"{what}: a submission holds one report of each fielded mechanism",
                                        hint=f"fielded: {', '.join(self.mechanisms)}"))
-        row = {m: cells(m, reports[m], self.columns[m]) for m in self.mechanisms}
-        for m, cell in row.items():
-            key = (m, *cell.values())
-            if key in self._checked:
-                self._checked.move_to_end(key)
+        return {m: cells(m, reports[m], self.columns[m]) for m in self.mechanisms}
+
+    def _check(self, rows: Mapping[int, dict[str, dict[str, str | None]]]) -> dict[int, DataError]:
+        """The submissions (by index) holding a report its mechanism cannot produce, with
+        ``run``'s error for it; reports read before are remembered (:data:`CHECKED`)."""
+        errors: dict[int, DataError] = {}
+        for m in self.mechanisms:
+            fresh: dict[tuple, list[int]] = {}
+            for i, row in rows.items():
+                key = tuple(row[m].values())
+                if i in errors:
+                    continue
+                if (m, key) in self._checked:
+                    self._checked.move_to_end((m, key))
+                else:
+                    fresh.setdefault(key, []).append(i)
+            if not fresh:
                 continue
-            check_reports(self.model, self.model.mechanisms[m], pd.DataFrame({c: [v] for c, v in cell.items()},
-                                                                           dtype=object))
-            self._checked[key] = None
-            if len(self._checked) > CHECKED:
+            bad = self._read(m, list(fresh))
+            for key, where in fresh.items():
+                if key in bad:
+                    errors.update((i, bad[key]) for i in where)
+                else:
+                    self._checked[(m, key)] = None
+            while len(self._checked) > CHECKED:
                 self._checked.popitem(last=False)
-        return row
+        return errors
+
+    def _read(self, mechanism: str, keys: list[tuple]) -> dict[tuple, DataError]:
+        """The distinct reports ``keys`` of ``mechanism`` read as ``run`` reads a file: all
+        in one table, and each alone where that fails; the refused ones with their error."""
+        mech, columns = self.model.mechanisms[mechanism], self.columns[mechanism]
+        try:
+            check_reports(self.model, mech, pd.DataFrame({c: [k[j] for k in keys] for j, c in enumerate(columns)},
+                                                         dtype=object))
+            return {}
+        except DataError as e:
+            if len(keys) == 1:
+                return {keys[0]: e}
+        return {k: e for k in keys for e in self._read(mechanism, [k]).values()}
 
     def frame(self, mechanisms: Sequence[str] | None = None) -> pd.DataFrame:
         """The reports of ``mechanisms`` (default: every fielded one), one row per submission
@@ -287,10 +339,17 @@ class SQLiteStore(Store):
             raise
         return meta
 
-    def _insert(self, hash_: str, received: str, reports: str) -> int:
-        cur = self._db.execute("INSERT INTO submissions (design, received, reports) VALUES (?, ?, ?)",
-                               (hash_, received, reports))
-        return int(cur.lastrowid or 0)
+    def _insert(self, rows: list[tuple[str, str, str]]) -> list[int]:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            ids = [int(db.execute("INSERT INTO submissions (design, received, reports) VALUES (?, ?, ?)",
+                                  row).lastrowid or 0) for row in rows]
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return ids
 
     def _rows(self) -> list[tuple[int, str, str]]:
         with self._lock:
@@ -345,10 +404,10 @@ class PostgresStore(Store):
                              (self.hash, json.dumps(list(self.mechanisms))))
             return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
-    def _insert(self, hash_: str, received: str, reports: str) -> int:
-        cur = self._db.execute("INSERT INTO submissions (design, received, reports) VALUES (%s, %s, %s) "
-                               "RETURNING id", (hash_, received, reports))
-        return int(cur.fetchone()[0])
+    def _insert(self, rows: list[tuple[str, str, str]]) -> list[int]:
+        with self._db.transaction():
+            return [int(self._db.execute("INSERT INTO submissions (design, received, reports) VALUES (%s, %s, %s) "
+                                         "RETURNING id", row).fetchone()[0]) for row in rows]
 
     def _rows(self) -> list[tuple[int, str, str]]:
         with self._lock:
