@@ -8,6 +8,8 @@ submission (:mod:`.store_checks`: the D-code ``run`` gives for a report the mech
 cannot produce, as :class:`RejectedSubmission`) and returns its id only once the commit
 is on disk, so an acknowledged submission survives the writer's kill -9.  Nothing in
 this API updates or deletes a submission, and the database refuses it too (a trigger).
+A submission is kept as its reports only: an id (their order) and the design's hash,
+no time of receipt, nothing of the request.
 
 The store keeps the hash of the spec's design (:func:`design_hash`: its variables,
 parameters and mechanisms in the canonical model, not its text) in its ``meta`` table
@@ -24,7 +26,6 @@ import sqlite3
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -122,9 +123,9 @@ class Store(ABC):
         database that holds no store (nothing is written into it)."""
 
     @abstractmethod
-    def _insert(self, rows: list[tuple[str, str, str]]) -> list[int]:
-        """Insert submissions (design hash, received, reports JSON) in one transaction,
-        committed on return; their ids."""
+    def _insert(self, rows: list[tuple[str, str]]) -> list[int]:
+        """Insert submissions (design hash, reports JSON) in one transaction, committed on
+        return; their ids."""
 
     @abstractmethod
     def _rows(self) -> list[tuple[int, str, str]]:
@@ -174,12 +175,12 @@ class Store(ABC):
                 rows[i] = self.cells(reports)
             except DataError as e:
                 outcome[i] = RejectedSubmission(e.diagnostics)
-        for i, error in self._check(rows).items():
+        with self._lock:     # the memory of reports read is shared by a server's threads
+            refused = self._check(rows)
+        for i, error in refused.items():
             outcome[i] = RejectedSubmission(error.diagnostics)
             del rows[i]
-        received = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-        texts = [(self.hash, received, json.dumps(row, separators=(",", ":"), ensure_ascii=False))
-                 for row in rows.values()]
+        texts = [(self.hash, json.dumps(row, separators=(",", ":"), ensure_ascii=False)) for row in rows.values()]
         if texts:
             with self._lock:
                 ids = self._insert(texts)
@@ -326,7 +327,7 @@ class SQLiteStore(Store):
         try:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             db.execute("CREATE TABLE IF NOT EXISTS submissions (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-                       "design TEXT NOT NULL, received TEXT NOT NULL, reports TEXT NOT NULL)")
+                       "design TEXT NOT NULL, reports TEXT NOT NULL)")
             for verb in ("UPDATE", "DELETE"):
                 db.execute(f"CREATE TRIGGER IF NOT EXISTS append_only_{verb.lower()} BEFORE {verb} ON submissions "
                            "BEGIN SELECT RAISE(ABORT, 'submissions are append-only'); END")
@@ -339,11 +340,11 @@ class SQLiteStore(Store):
             raise
         return meta
 
-    def _insert(self, rows: list[tuple[str, str, str]]) -> list[int]:
+    def _insert(self, rows: list[tuple[str, str]]) -> list[int]:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            ids = [int(db.execute("INSERT INTO submissions (design, received, reports) VALUES (?, ?, ?)",
+            ids = [int(db.execute("INSERT INTO submissions (design, reports) VALUES (?, ?)",
                                   row).lastrowid or 0) for row in rows]
             db.execute("COMMIT")
         except BaseException:
@@ -398,15 +399,15 @@ class PostgresStore(Store):
             self._db.execute("SELECT pg_advisory_xact_lock(4036)")   # two servers starting at once
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             self._db.execute("CREATE TABLE IF NOT EXISTS submissions (id BIGSERIAL PRIMARY KEY, "
-                             "design TEXT NOT NULL, received TEXT NOT NULL, reports TEXT NOT NULL)")
+                             "design TEXT NOT NULL, reports TEXT NOT NULL)")
             self._db.execute(_PG_APPEND_ONLY)
             self._db.execute("INSERT INTO meta VALUES ('design', %s), ('mechanisms', %s) ON CONFLICT DO NOTHING",
                              (self.hash, json.dumps(list(self.mechanisms))))
             return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
-    def _insert(self, rows: list[tuple[str, str, str]]) -> list[int]:
+    def _insert(self, rows: list[tuple[str, str]]) -> list[int]:
         with self._db.transaction():
-            return [int(self._db.execute("INSERT INTO submissions (design, received, reports) VALUES (%s, %s, %s) "
+            return [int(self._db.execute("INSERT INTO submissions (design, reports) VALUES (%s, %s) "
                                          "RETURNING id", row).fetchone()[0]) for row in rows]
 
     def _rows(self) -> list[tuple[int, str, str]]:
