@@ -365,3 +365,15 @@ def test_every_family_round_trips_through_the_store(spec_file, mechanism, raw, t
                               seed=1).to_dict()
     assert on_store == answer(spec, "run", queries=queries, data={mechanism: str(tmp_path / "privatized.csv")},
                               seed=1).to_dict()
+
+
+def test_a_mechanism_without_a_randomizer_is_not_fielded(tmp_path) -> None:
+    spec = privspec.load("variable y: continuous [0, 10]\nmechanism c = censored(y)\n"
+                         "variable x: categorical {a, b}\nmechanism g = grr(x, epsilon = 1)")
+    with pytest.raises(DataError) as e:
+        open_store(tmp_path / "r.db", spec.model, ["c"])
+    assert e.value.code == "D050" and "no randomizer" in str(e.value)
+    assert not (tmp_path / "r.db").exists() or not sqlite3.connect(tmp_path / "r.db").execute(
+        "SELECT name FROM sqlite_master").fetchall()
+    with open_store(tmp_path / "r.db", spec.model) as store:      # by default: those with one
+        assert store.mechanisms == ("g",)

@@ -137,6 +137,9 @@ class Store(ABC):
 
     # -- the store ------------------------------------------------------------------------------------
     def _open(self) -> None:
+        # a new store's mechanisms are known to have a randomizer before anything is written
+        columns = {m: report_columns(self.model, self.model.mechanisms[m]) for m in self.mechanisms} \
+            if self.create else {}
         try:
             meta = self._setup()
         except BaseException:
@@ -152,7 +155,7 @@ class Store(ABC):
                                        hint="open it with the spec (and the mechanisms) it was created with, or "
                                             "collect into a new store"))
         self.mechanisms = tuple(fielded)
-        self.columns = {m: report_columns(self.model, self.model.mechanisms[m]) for m in fielded}
+        self.columns = {m: columns.get(m) or report_columns(self.model, self.model.mechanisms[m]) for m in fielded}
 
     def submit(self, reports: Any) -> int:
         """Check and store one submission ``{mechanism: report}``; its id, returned once

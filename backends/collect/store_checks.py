@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from privspec.errors import DataError, Diagnostic
+from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.backends import privatizer_for
 from privspec.backends.data.bindings import observed_columns
 from privspec.backends.data.engines import PandasEngine
@@ -30,21 +30,33 @@ from privspec.backends.oracles.reports import read_reports
 
 
 def fieldable(model: Any) -> list[str]:
-    """The mechanisms of a spec whose reports a survey can collect: those a privatizer draws."""
-    return [name for name, mech in model.mechanisms.items() if privatizer_for(mech) is not None]
+    """The mechanisms of a spec whose reports a survey can collect: those a randomizer
+    draws (:func:`report_columns`)."""
+    out = []
+    for name, mechanism in model.mechanisms.items():
+        try:
+            report_columns(model, mechanism)
+        except DataError:
+            continue
+        out.append(name)
+    return out
 
 
 def report_columns(model: Any, mechanism: Any) -> list[str]:
     """The columns a mechanism's reports fill, as ``privatize`` writes them (the mechanism's
     privatizer run on no row); D050 for a mechanism no privatizer draws reports of (its
-    reports cannot come from a survey's randomizer)."""
+    reports cannot come from a survey's randomizer: ``censored(...)`` data, say)."""
     backend = privatizer_for(mechanism)
-    if backend is None or mechanism.name in model.releases:
-        raise DataError(Diagnostic("D050", f"mechanism '{mechanism.name}' has no randomizer: its reports cannot be "
-                                           "collected from respondents",
-                                   hint="field the mechanisms that privatize answers (privspec privatize ...)"))
-    empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in sorted(observed_columns(mechanism))})
-    return [str(c) for c in backend.privatize(model, mechanism, empty, seed=0).columns]
+    why = "no privatizer draws its reports"
+    if backend is not None:
+        empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in sorted(observed_columns(mechanism))})
+        try:
+            return [str(c) for c in backend.privatize(model, mechanism, empty, seed=0).columns]
+        except BackendError as e:
+            why = e.diagnostics[0].message
+    raise DataError(Diagnostic("D050", f"mechanism '{mechanism.name}' has no randomizer: its reports cannot be "
+                                       f"collected from respondents ({why})",
+                               hint="field the mechanisms that privatize answers (privspec privatize ...)"))
 
 
 def check_reports(model: Any, mechanism: Any, frame: pd.DataFrame, source: str = "the submission") -> None:
