@@ -28,10 +28,12 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 
 from privspec.backends import comparer_for, privatizer_for, route
+from privspec.backends.collect.store import bind_stores, open_store
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.bindings import DataBindings, observed_columns
 from privspec.backends.data.checks import check_columns, frame_nested, require_flat
 from privspec.backends.data.csv_cells import guard_cells
+from privspec.backends.data.writing import write_table_atomic
 from privspec.backends.privatize import adds_rows, kept_columns, with_kept
 from privspec.errors import BackendError, DataError, Diagnostic, PrivspecError, SpecError, did_you_mean
 from privspec.model import costs, query_kinds
@@ -218,6 +220,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
                                                                                       *model.releases])
         if engine is not None:
             bindings.engine = engine
+        bind_stores(bindings, model)
         try:
             bindings.check(asked)
         except DataError as e:
@@ -420,6 +423,22 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
     with chosen(progress):
         out = with_kept(backend.privatize(model, mech, frame, seed=seed, **extra), frame, kept)
     return guard_cells(out) if csv_guard else out
+
+
+def export(spec: Any, db: Any, out: Any, *, mechanisms: Sequence[str] | None = None, force: bool = False) -> int:
+    """Write a survey store's reports (``db``: ``sqlite:///reports.db``, a path, or
+    ``postgresql://...``) to ``out`` (CSV or Parquet by its suffix), one row per
+    submission in the order of their ids, as ``privatize`` would have written them:
+    ``privspec run`` on the file gives what it gives on the store.  ``mechanisms``: whose
+    reports (default: every one the store fielded; two that fill the same column need
+    a file each, D006).  Written atomically, never over a file without ``force`` (D007);
+    D051 when the spec's design is not the store's.  Returns the rows written."""
+    spec.raise_for_errors()
+    check_output(out, force=force)
+    with open_store(db, spec.model, create=False) as store:
+        frame = store.frame(mechanisms)
+    write_table_atomic(frame, out, force=force)
+    return len(frame)
 
 
 def with_data_file(error: DataError, query: Any, data: Any, spec_path: str) -> DataError:

@@ -99,8 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", parents=[common, plot, verbose], help="answer every query on data")
     analyze.add_argument("--plot", metavar="DIR", default=None, help=plot._actions[0].help)
     run.add_argument("--data", action="append", default=[], metavar="FILE|M=FILE",
-                     help="privatized data (CSV or Parquet); M=FILE (or M1,M2=FILE) binds a file to mechanism M "
-                          "(required, repeatable)")
+                     help="privatized data (CSV or Parquet), or a survey's store (sqlite:///reports.db, "
+                          "postgresql://...: each fielded mechanism reads its own reports); M=FILE (or M1,M2=FILE) "
+                          "binds a file or store to mechanism M (required, repeatable)")
     run.add_argument("--seed", type=_natural("--seed"), default=None,
                      help="seed of the randomized parts (permutation p-values, bootstrap): the same seed, "
                           "the same answer (default: 0)")
@@ -109,6 +110,15 @@ def _parser() -> argparse.ArgumentParser:
                           "pandas (in memory), spark (a cluster: the spark extra); every engine gives the "
                           "same results (docs/scale.md)")
     _add_privatize(sub, common)
+    export = sub.add_parser("export", parents=[common], help="write a survey store's reports to a data file")
+    export.add_argument("--db", required=True, metavar="DB",
+                        help="the store: sqlite:///reports.db (or a path), postgresql://... (required)")
+    export.add_argument("--out", required=True, metavar="OUT",
+                        help="the reports file, .csv or .parquet (written to a temporary file, then renamed; required)")
+    export.add_argument("--mechanism", action="append", default=[], metavar="M",
+                        help="export the reports of M only (repeatable; default: every mechanism the store fielded; "
+                             "two that fill the same column need a file each)")
+    export.add_argument("--force", action="store_true", help="replace OUT if it exists (default: refuse)")
     sim = sub.add_parser("simulate", parents=[common, verbose], help="empirical against analytic, from the populations")
     sim.add_argument("--n", type=int, required=True, metavar="N", help="respondents per simulated data set (required)")
     sim.add_argument("--reps", type=int, default=1000, metavar="R",
@@ -253,11 +263,18 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     """
     # check and --help never need what the API and the back ends bring:
     # start-up: numpy, scipy and pandas (about 2 s)
-    from privspec.api import answer, select
+    from privspec.api import answer, export, select
 
     model = spec.model
     if args.verb == "privatize":
         return _privatize(args, spec, err)
+    if args.verb == "export":
+        unknown = [m for m in args.mechanism if m not in model.mechanisms]
+        if unknown:
+            raise _Usage(f"privspec export: no mechanism named '{unknown[0]}' in {args.spec}")
+        rows = export(spec, args.db, args.out, mechanisms=args.mechanism or None, force=args.force)
+        print(f"privspec export: wrote {rows} rows to {args.out}", file=err)
+        return EXIT_OK
     if args.verb == "compare":
         return _compare(args, spec, out, err)
     if args.verb == "run" and not args.data:

@@ -123,6 +123,13 @@ class DataBindings:
             b.per_mechanism[name] = source(value, f"<DataFrame for {name}>")
         return b
 
+    def bind_table(self, mechanism: str, name: str, frame: pd.DataFrame) -> None:
+        """Bind a table already read (a survey store's reports of one mechanism,
+        :func:`privspec.backends.collect.store.bind_stores`) to ``mechanism``; messages name
+        it ``name``."""
+        self.per_mechanism[mechanism] = name
+        self._cache[name] = frame
+
     def has_source(self, mechanism: str | None) -> bool:
         """Whether a file is bound to ``mechanism`` (explicitly, or the default file)."""
         return (mechanism or "") in self.per_mechanism or self.default is not None
@@ -188,8 +195,7 @@ class DataBindings:
 
     def _engine(self, path: str) -> Any:
         if path not in self._engines:
-            source = self._cache.get(path) if path.startswith("<DataFrame") else path
-            self._engines[path] = engine_for(source if source is not None else path, self.engine, name=path)
+            self._engines[path] = engine_for(self._cache.get(path, path), self.engine, name=path)
         return self._engines[path]
 
     def columns_for(self, mechanism: str | None) -> list[str]:
