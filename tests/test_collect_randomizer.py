@@ -1,0 +1,177 @@
+"""The JavaScript randomizer (``privspec client``): the same law as Python's privatize.
+
+For each finite family the generated module is run under node (one process per
+mechanism, seeded), >= 1e5 reports per true value counted there, and the counts compared
+with the exact law (the channel's column, chi-square goodness of fit) and with Python's
+privatize on the same answers (chi-square homogeneity), each at p > 1e-4.  Seeds are
+fixed, so a pass is reproducible; the threshold is a one-in-ten-thousand false alarm per
+comparison were the seeds drawn afresh.
+"""
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import privspec
+from privspec.cli import main
+from privspec.errors import BackendError
+from privspec.backends.collect.randomizer import client_module
+from privspec.backends.core.compile import channel_of
+from privspec.backends.finite.data import factor_mechanisms, privatize_frame
+
+NODE = shutil.which("node")
+pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+SPEC = """\
+variable c: categorical {a, b, c, d, e}
+variable g: categorical {F, M}
+variable i: categorical {Lo, Hi}
+variable color: categorical {black, red, green, blue}
+mechanism k = grr(c, epsilon = 1)
+mechanism warner = rr(g, matrix [[3/4, 1/4], [1/4, 3/4]])
+mechanism forced = rr(g, matrix [[4/5, 1/5], [3/10, 7/10]])
+mechanism u = subset(c, uniform)
+mechanism indep = subset(color, independent { {black, red}: 2/5, {black, green}: 3/10, {black, blue}: 3/10 })
+mechanism cond = subset(color, conditional { {black, red}: 2/5, {green, blue}: 2/5, {black, green}: 3/5, {red, blue}: 3/5 })
+mechanism pairs = subset(color, sizes {2: 1/2, 3: 1/2})
+mechanism floor = subset(color, uniform, min_coverage = 1/5)
+mechanism joint = grr(g * i, epsilon = 2)
+mechanism prod = product(grr(g, epsilon = 1), subset(color, uniform))
+mechanism hashed = olh(c, epsilon = 1)
+"""
+N = 100_000
+P_MIN = 1e-4
+
+DRIVER = """
+const m = await import(process.argv[1]);
+const answers = JSON.parse(process.argv[2]);
+const n = Number(process.argv[3]);
+const random = m.seededRandom(Number(process.argv[4]));
+const out = [];
+for (const a of answers) {
+  const counts = {};
+  for (let r = 0; r < n; r++) {
+    const rep = Object.values(m.privatize(a, {random}))[0];
+    const key = typeof rep === "string" ? rep : Object.values(rep).join(" & ");
+    counts[key] = (counts[key] || 0) + 1;
+  }
+  out.push(counts);
+}
+console.log(JSON.stringify(out));
+"""
+
+
+@pytest.fixture(scope="module")
+def model():
+    spec = privspec.load(SPEC)
+    assert spec.ok, spec.diagnostics
+    return spec.model
+
+
+def _node(module: str, tmp: Path, answers: list[dict], n: int, seed: int) -> list[dict[str, int]]:
+    path = tmp / "randomizer.mjs"
+    path.write_text(module, encoding="utf-8")
+    done = subprocess.run([NODE, "--input-type=module", "-e", DRIVER, path.as_uri(), json.dumps(answers), str(n),
+                           str(seed)], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout)
+
+
+def _exact(mech, answer: dict) -> dict[str, float]:
+    """The exact law of the report (a product's factors joined with ' & '), from the channels."""
+    laws = []
+    for f in factor_mechanisms(mech):
+        ch = channel_of(f)
+        x = f.variable.labels.index(answer[f.variable.name] if f.variable.name in answer
+                                    else ".".join(answer[p] for p in f.variable.parts))
+        laws.append({lab: float(ch.Kn[o, x]) for o, lab in enumerate(ch.obs_labels) if ch.Kn[o, x] > 0})
+    out = {}
+    for combo in itertools.product(*(law.items() for law in laws)):
+        out[" & ".join(lab for lab, _ in combo)] = float(np.prod([p for _, p in combo]))
+    return out
+
+
+def _python(model, mech, answer: dict, n: int, seed: int) -> dict[str, int]:
+    frame = pd.DataFrame({k: [v] * n for k, v in answer.items()})
+    reports = privatize_frame(model, mech, frame, seed)
+    keys = reports.astype(str).agg(" & ".join, axis=1)
+    return keys.value_counts().to_dict()
+
+
+CASES = {  # mechanism: the true answers drawn for
+    "k": [{"c": "a"}, {"c": "d"}],
+    "warner": [{"g": "F"}, {"g": "M"}],
+    "forced": [{"g": "F"}, {"g": "M"}],
+    "u": [{"c": "a"}, {"c": "e"}],
+    "indep": [{"color": "black"}, {"color": "blue"}],
+    "cond": [{"color": "red"}, {"color": "green"}],
+    "pairs": [{"color": "black"}],
+    "floor": [{"color": "green"}],
+    "joint": [{"g": "F", "i": "Lo"}, {"g": "M", "i": "Hi"}],
+    "prod": [{"g": "M", "color": "red"}],
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_javascript_draws_from_the_law_python_privatizes_with(model, name: str, tmp_path: Path) -> None:
+    mech = model.mechanisms[name]
+    answers = CASES[name]
+    drawn = _node(client_module(model, [name]), tmp_path, answers, N, seed=36)
+    for answer, js in zip(answers, drawn):
+        exact = _exact(mech, answer)
+        assert set(js) <= set(exact), f"{name}: reports outside the law: {set(js) - set(exact)}"
+        labels = sorted(exact)
+        observed = np.array([js.get(lab, 0) for lab in labels])
+        expected = np.array([exact[lab] for lab in labels]) * N
+        fit = stats.chisquare(observed, expected / expected.sum() * observed.sum())
+        assert fit.pvalue > P_MIN, (name, answer, fit)
+        py = _python(model, mech, answer, N, seed=36)
+        table = np.array([observed, [py.get(lab, 0) for lab in labels]])
+        table = table[:, table.sum(axis=0) > 0]
+        if table.shape[1] > 1:
+            same = stats.chi2_contingency(table)
+            assert same.pvalue > P_MIN, (name, answer, same.pvalue)
+
+
+def test_reports_are_written_as_privspec_reads_them(model, tmp_path: Path) -> None:
+    """The JS reports of each single-column family, as a data file, are read by ``run``."""
+    names = ["k", "u", "indep", "joint"]
+    answers = [{"c": "abcde"[r % 5], "color": ["black", "red", "green", "blue"][r % 4], "g": "FM"[r % 2],
+                "i": ["Lo", "Hi"][r // 2 % 2]} for r in range(400)]
+    module = client_module(model, names)
+    path = tmp_path / "r.mjs"
+    path.write_text(module, encoding="utf-8")
+    script = ("const m = await import(process.argv[1]); const r = m.seededRandom(7);"
+              "console.log(JSON.stringify(JSON.parse(process.argv[2]).map(a => m.privatize(a, {random: r}))));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script, path.as_uri(), json.dumps(answers)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    rows = json.loads(done.stdout)
+    queries = "\n".join(f"query q_{n} = estimate distribution({v}) from {n} by mle"
+                        for n, v in [("k", "c"), ("u", "c"), ("indep", "color"), ("joint", "g * i")])
+    spec = privspec.load(SPEC + queries.replace("g * i", "g, i").replace("distribution(g, i)", "joint(g, i)"))
+    assert spec.ok, spec.diagnostics
+    variables = {"k": "c", "u": "c", "indep": "color", "joint": "g*i"}
+    for n in names:
+        frame = pd.DataFrame({variables[n]: [row[n] for row in rows]})
+        res = spec.run(data={n: frame}, queries=[f"q_{n}"])
+        assert res.ok, res.failures
+
+
+def test_an_unsupported_mechanism_is_refused_by_name(model) -> None:
+    with pytest.raises(BackendError) as err:
+        client_module(model, ["k", "hashed"])
+    assert err.value.code == "B000" and "'hashed'" in str(err.value) and "oracle" in str(err.value)
+
+
+def test_the_module_draws_from_the_platform_csprng_only(model) -> None:
+    text = client_module(model, ["k"])
+    assert "crypto.getRandomValues" in text and "Math.random" not in text and "import " not in text.split(
+        "export const LAWS")[1].split("\n")[0]
