@@ -28,6 +28,7 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 
 from privspec.backends import comparer_for, privatizer_for, route
+from privspec.backends.collect.randomizer import client_module
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.bindings import DataBindings, observed_columns
 from privspec.backends.data.checks import check_columns, frame_nested, require_flat
@@ -37,7 +38,7 @@ from privspec.errors import BackendError, DataError, Diagnostic, PrivspecError, 
 from privspec.model import costs, query_kinds
 from privspec.model.graph import Query
 from privspec.model.query_kinds import VERBS
-from privspec.outputs import check_output
+from privspec.outputs import check_output, write_text_atomic
 from privspec.progress import chosen
 from privspec.results.compare_report import report_targets, write_report
 from privspec.results.report import Summary
@@ -420,6 +421,22 @@ def privatize(spec: Any, frame: Any, mechanism: str, *, seed: int | None = None,
     with chosen(progress):
         out = with_kept(backend.privatize(model, mech, frame, seed=seed, **extra), frame, kept)
     return guard_cells(out) if csv_guard else out
+
+
+def client(spec: Any, out: str | os.PathLike[str], mechanisms: Sequence[str] | None = None, *,
+           force: bool = False) -> str:
+    """Write the JavaScript randomizer of the spec's mechanisms (``mechanisms``: names; all
+    by default) to ``out``: one ES module exposing ``privatize(answers) -> reports``
+    (:mod:`privspec.backends.collect.randomizer`), written atomically and never over an
+    existing file without ``force``.  Returns the module's text.  A mechanism the
+    randomizer cannot run yet is refused naming it (B000), an unknown name is a KeyError;
+    nothing is written then.
+    """
+    spec.raise_for_errors()
+    check_output(out, force=force)  # before any work
+    text = client_module(spec.model, mechanisms)
+    write_text_atomic(text, out, force=force)
+    return text
 
 
 def with_data_file(error: DataError, query: Any, data: Any, spec_path: str) -> DataError:

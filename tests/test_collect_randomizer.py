@@ -175,3 +175,51 @@ def test_the_module_draws_from_the_platform_csprng_only(model) -> None:
     text = client_module(model, ["k"])
     assert "crypto.getRandomValues" in text and "Math.random" not in text and "import " not in text.split(
         "export const LAWS")[1].split("\n")[0]
+
+
+def test_client_verb_writes_the_module_once_and_refuses_what_it_cannot_run(tmp_path: Path) -> None:
+    spec = tmp_path / "s.privspec"
+    spec.write_text(SPEC, encoding="utf-8")
+    out = tmp_path / "randomizer.js"
+    err = io.StringIO()
+    assert main(["client", str(spec), "--out", str(out), "--mechanism", "k", "--mechanism", "prod"],
+                stdout=io.StringIO(), stderr=err) == 0
+    first = out.read_text(encoding="utf-8")
+    assert "export function privatize" in first and '"prod"' in first and '"u"' not in first
+    err = io.StringIO()
+    assert main(["client", str(spec), "--out", str(out), "--mechanism", "u"], stdout=io.StringIO(), stderr=err) == 1
+    assert "D007" in err.getvalue() and out.read_text(encoding="utf-8") == first   # never overwritten ...
+    assert main(["client", str(spec), "--out", str(out), "--mechanism", "u", "--force"],
+                stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    assert '"u"' in out.read_text(encoding="utf-8")                                  # ... unless asked
+    other = tmp_path / "all.js"
+    err = io.StringIO()
+    assert main(["client", str(spec), "--out", str(other)], stdout=io.StringIO(), stderr=err) == 1
+    assert "error[B000]" in err.getvalue() and "'hashed'" in err.getvalue() and str(spec) in err.getvalue()
+    assert not other.exists()
+    err = io.StringIO()
+    assert main(["client", str(spec), "--out", str(other), "--mechanism", "kk"], stdout=io.StringIO(), stderr=err) == 2
+    assert "no mechanism named 'kk'" in err.getvalue() and not other.exists()
+
+
+def test_client_in_python(tmp_path: Path) -> None:
+    spec = privspec.load(SPEC)
+    text = privspec.api.client(spec, tmp_path / "r.js", ["joint"])
+    assert (tmp_path / "r.js").read_text(encoding="utf-8") == text
+    with pytest.raises(KeyError):
+        privspec.api.client(spec, tmp_path / "x.js", ["nope"])
+
+
+def test_an_answer_outside_the_categories_throws_naming_the_variable(model, tmp_path: Path) -> None:
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(model, ["joint"]), encoding="utf-8")
+    script = ("const m = await import(process.argv[1]);"
+              "console.log(JSON.stringify(m.privatize({g: 'F', i: 'Hi'})));"
+              "try { m.privatize({g: 'X', i: 'Hi'}); } catch (e) { console.log(e.message); }"
+              "try { m.privatize({g: 'F'}); } catch (e) { console.log(e.message); }")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script, path.as_uri()], capture_output=True, text=True,
+                          timeout=60, check=True)
+    first, outside, missing = done.stdout.splitlines()
+    assert json.loads(first)["joint"] in {"F.Lo", "F.Hi", "M.Lo", "M.Hi"}
+    assert outside == '"X.Hi" is not a category of g*i: F.Lo, F.Hi, M.Lo, M.Hi'
+    assert missing == "no answer for g*i (or its parts g, i)"
