@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,11 +23,14 @@ import pytest
 from scipy import stats
 
 import privspec
+from privspec.api import client, privatize
 from privspec.cli import main
 from privspec.errors import BackendError
 from privspec.backends.collect.randomizer import client_module
+from privspec.backends.core.algebra import Float
 from privspec.backends.core.compile import channel_of
 from privspec.backends.finite.data import factor_mechanisms, privatize_frame
+from privspec.backends.oracles.backend import oracle_of
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
@@ -47,6 +51,11 @@ mechanism floor = subset(color, uniform, min_coverage = 1/5)
 mechanism joint = grr(g * i, epsilon = 2)
 mechanism prod = product(grr(g, epsilon = 1), subset(color, uniform))
 mechanism hashed = olh(c, epsilon = 1)
+mechanism ue = oue(c, epsilon = 1)
+mechanism su = sue(c, epsilon = 1)
+mechanism sel = ss(c, epsilon = 1/2)
+mechanism had = hr(c, epsilon = 1)
+mechanism ad = adp(c, epsilon = 1)
 """
 N = 100_000
 P_MIN = 1e-4
@@ -99,9 +108,35 @@ def _exact(mech, answer: dict) -> dict[str, float]:
     return out
 
 
+def _oracle_exact(model, mech, answer: dict) -> dict[str, float]:
+    """The exact law of a one-round oracle's report text, from its declared ``(p*, q*)``."""
+    o = oracle_of(model, mech)
+    x = mech.variable.labels.index(answer[mech.variable.name])
+    p, q = (float(v) for v in o.probs(Float))
+    d = o.d
+    if o.kind == "grr":
+        return {str(j): p if j == x else q for j in range(d)}
+    if o.kind in ("sue", "oue"):
+        out = {}
+        for bits in itertools.product([0, 1], repeat=d):
+            prob = np.prod([(p if v == x else q) if b else (1 - (p if v == x else q)) for v, b in enumerate(bits)])
+            out[np.packbits(bits, bitorder="little").tobytes().hex()] = float(prob)
+        return out
+    if o.kind == "ss":
+        k = o.k
+        return {"|".join(map(str, a)): p / math.comb(d - 1, k - 1) if x in a else (1 - p) / math.comb(d - 1, k)
+                for a in itertools.combinations(range(d), k)}
+    assert o.kind == "hr"
+    inside = [bin(j & (x + 1)).count("1") % 2 == 0 for j in range(o.K)]
+    return {str(j): (p if inside[j] else 1 - p) / (o.K / 2) for j in range(o.K)}
+
+
 def _python(model, mech, answer: dict, n: int, seed: int) -> dict[str, int]:
     frame = pd.DataFrame({k: [v] * n for k, v in answer.items()})
-    reports = privatize_frame(model, mech, frame, seed)
+    if mech.family == "oracle":
+        reports = privatize(privspec.load(SPEC), frame, mech.name, seed=seed)
+    else:
+        reports = privatize_frame(model, mech, frame, seed)
     keys = reports.astype(str).agg(" & ".join, axis=1)
     return keys.value_counts().to_dict()
 
@@ -117,6 +152,11 @@ CASES = {  # mechanism: the true answers drawn for
     "floor": [{"color": "green"}],
     "joint": [{"g": "F", "i": "Lo"}, {"g": "M", "i": "Hi"}],
     "prod": [{"g": "M", "color": "red"}],
+    "ue": [{"c": "b"}],
+    "su": [{"c": "e"}],
+    "sel": [{"c": "a"}, {"c": "c"}],
+    "had": [{"c": "a"}, {"c": "e"}],
+    "ad": [{"c": "d"}],
 }
 
 
@@ -126,7 +166,7 @@ def test_the_javascript_draws_from_the_law_python_privatizes_with(model, name: s
     answers = CASES[name]
     drawn = _node(client_module(model, [name]), tmp_path, answers, N, seed=36)
     for answer, js in zip(answers, drawn):
-        exact = _exact(mech, answer)
+        exact = _oracle_exact(model, mech, answer) if mech.family == "oracle" else _exact(mech, answer)
         assert set(js) <= set(exact), f"{name}: reports outside the law: {set(js) - set(exact)}"
         labels = sorted(exact)
         observed = np.array([js.get(lab, 0) for lab in labels])
@@ -204,10 +244,10 @@ def test_client_verb_writes_the_module_once_and_refuses_what_it_cannot_run(tmp_p
 
 def test_client_in_python(tmp_path: Path) -> None:
     spec = privspec.load(SPEC)
-    text = privspec.api.client(spec, tmp_path / "r.js", ["joint"])
+    text = client(spec, tmp_path / "r.js", ["joint"])
     assert (tmp_path / "r.js").read_text(encoding="utf-8") == text
     with pytest.raises(KeyError):
-        privspec.api.client(spec, tmp_path / "x.js", ["nope"])
+        client(spec, tmp_path / "x.js", ["nope"])
 
 
 def test_an_answer_outside_the_categories_throws_naming_the_variable(model, tmp_path: Path) -> None:

@@ -72,12 +72,50 @@ const DRAW = {
   grr(law, x, random) {
     const u = random();
     const d = law.categories.length;
-    if (law.other <= 0) return law.categories[x];
+    const reports = law.reports || law.categories;  // a frequency oracle reports category codes
+    if (law.other <= 0) return reports[x];
     const start = x * law.other;
-    if (u >= start && u < start + law.keep) return law.categories[x];
+    if (u >= start && u < start + law.keep) return reports[x];
     let j = Math.floor((u >= start ? u - law.keep : u) / law.other);
     if (j >= x) j += 1;
-    return law.categories[Math.min(j, d - 1)];
+    return reports[Math.min(j, d - 1)];
+  },
+  // unary encoding (sue, oue): d bits, independent given x: bit x is 1 with probability p,
+  // the others q; written as the packed bits in lower-case hex, bit v in byte v >> 3
+  unary(law, x, random) {
+    const d = law.categories.length;
+    const bytes = new Uint8Array((d + 7) >> 3);
+    for (let v = 0; v < d; v++) {
+      if (random() < (v === x ? law.p : law.q)) bytes[v >> 3] |= 1 << (v & 7);
+    }
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  },
+  // subset selection: x in the k-subset with probability pi, the rest drawn uniformly
+  // among the others; written as the codes in increasing order joined by "|"
+  ss(law, x, random) {
+    const d = law.categories.length;
+    const others = [];
+    for (let v = 0; v < d; v++) if (v !== x) others.push(v);
+    const inside = random() < law.pi;
+    const chosen = inside ? [x] : [];
+    for (let left = law.k - chosen.length, i = 0; left > 0; left--, i++) {  // a partial Fisher-Yates shuffle
+      const j = i + Math.floor(random() * (others.length - i));
+      [others[i], others[j]] = [others[j], others[i]];
+      chosen.push(others[i]);
+    }
+    return chosen.sort((a, b) => a - b).join("|");
+  },
+  // Hadamard response (pure-ldp's high-privacy variant): j uniform in [K], j' = j with the
+  // highest bit of x + 1 flipped (one of the two is in C_x = {j: parity(j & (x + 1)) = 0});
+  // the one in C_x with probability p
+  hr(law, x, random) {
+    const code = x + 1;
+    const out1 = Math.floor(random() * law.K);
+    const out2 = out1 ^ (1 << (31 - Math.clz32(code)));
+    let bits = out1 & code, parity = 0;
+    for (; bits; bits &= bits - 1) parity ^= 1;
+    const in1 = parity === 0;
+    return String(random() < law.p ? (in1 ? out1 : out2) : (in1 ? out2 : out1));
   },
   // any channel: the column K[., x] of its matrix, by inversion
   columns(law, x, random) {
@@ -107,7 +145,8 @@ const DRAW = {
 
 // The reports of every mechanism for one respondent's answers ({variable: category}):
 // {mechanism: report}, a report written as privspec writes it in a data file (one
-// label, or a subset's labels joined by "|"); a product's report is {column: report}.
+// label, or a subset's labels joined by "|"; an oracle's as privatize writes it); a
+// product's report is {column: report}.
 // `options.random`: a generator of doubles in [0, 1) (tests); secureRandom by default.
 export function privatize(answers, options = {}) {
   const random = options.random || secureRandom;

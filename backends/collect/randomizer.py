@@ -19,7 +19,8 @@ runtime (``randomizer.js`` beside this file) inverts the same CDFs from uniform 
 53 bits drawn from ``crypto.getRandomValues`` (never ``Math.random``); ``privatize(answers,
 {random})`` takes a seeded generator (``seededRandom(seed)``) for tests.
 
-Finite mechanisms only for now: a frequency oracle or an interval mechanism is refused,
+Finite mechanisms and the one-round frequency oracles without hashing (:data:`ORACLE_KINDS`)
+for now: a hashing, longitudinal or multi-attribute oracle or an interval mechanism is refused,
 naming it (:class:`~privspec.errors.BackendError` B000, not supported yet).
 """
 from __future__ import annotations
@@ -32,9 +33,14 @@ import numpy as np
 
 from privspec.errors import BackendError, Diagnostic, did_you_mean
 from privspec.model.graph import ProductMechanism, RandomizedResponse, SubsetMechanism
+from privspec.backends.core.algebra import Float
 from privspec.backends.core.channel import GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of
+from privspec.backends.oracles.backend import oracle_of
 
+#: the one-round frequency oracles the runtime draws (adp resolves to grr or oue); the
+#: hashing ones (blh, olh), the longitudinal and the multi-attribute ones are refused
+ORACLE_KINDS = ("grr", "sue", "oue", "ss", "hr", "adp")
 #: the runtime the laws are put into (package data)
 RUNTIME = Path(__file__).with_name("randomizer.js")
 #: where the runtime takes the laws
@@ -61,19 +67,22 @@ def client_module(model: Any, mechanisms: Sequence[str] | None = None) -> str:
         raise KeyError(f"no mechanism named '{unknown[0]}'" + (f"; {hint}" if hint else ""))
     if not names:
         raise BackendError(Diagnostic("B000", "the spec declares no mechanism: there is nothing to randomize"))
-    laws = {name: mechanism_law(model.mechanisms[name], name) for name in names}
+    laws = {name: mechanism_law(model, model.mechanisms[name], name) for name in names}
     text = json.dumps(laws, indent=1, allow_nan=False)
     return RUNTIME.read_text(encoding="utf-8").replace(SLOT, text, 1)
 
 
-def mechanism_law(mechanism: Any, name: str) -> dict[str, Any]:
+def mechanism_law(model: Any, mechanism: Any, name: str) -> dict[str, Any]:
     """A mechanism's report law as the runtime reads it: ``{"product": bool, "factors":
-    [factor_law, ...]}``; B000 for a mechanism it cannot run."""
+    [factor_law, ...]}`` (an oracle's: :func:`oracle_law`); B000 for a mechanism it
+    cannot run."""
+    if getattr(mechanism, "family", None) == "oracle" and mechanism.protocol in ORACLE_KINDS:
+        return {"product": False, "factors": [oracle_law(model, mechanism)]}
     if not getattr(mechanism, "is_finite", False):
         raise BackendError(Diagnostic(
             "B000", f"mechanism '{name}' ({mechanism.family}: {getattr(mechanism, 'kind', mechanism.family)}) cannot "
-                    "be run by the JavaScript randomizer yet: finite mechanisms only (subset designs, grr, rr "
-                    "matrices, products, RR-Joint)",
+                    "be run by the JavaScript randomizer yet: finite mechanisms (subset designs, grr, rr "
+                    f"matrices, products, RR-Joint) and the oracles {', '.join(ORACLE_KINDS)} only",
             hint="privspec client SPEC --mechanism NAME writes the randomizer of the named mechanisms only"))
     product = isinstance(mechanism, ProductMechanism)
     factors = list(mechanism.factors) if product else [mechanism]
@@ -116,6 +125,26 @@ def factor_law(mechanism: Any) -> dict[str, Any]:
     return {**law, "kind": "columns", "reports": list(ch.obs_labels), "cdf": columns}
 
 
+def oracle_law(model: Any, mechanism: Any) -> dict[str, Any]:
+    """A one-round frequency oracle's law, from the oracle privatize samples with
+    (:func:`privspec.backends.oracles.backend.oracle_of`, its ``probs``): its reports are
+    written as privspec writes them (:func:`privspec.backends.oracles.pure.format_reports`):
+    ``grr`` the category's code, ``sue``/``oue`` the bits in hex, ``ss`` the codes joined by
+    ``|``, ``hr`` the index j."""
+    o = oracle_of(model, mechanism)
+    variable = mechanism.variable
+    law: dict[str, Any] = {"variable": variable.name, "parts": list(variable.parts or ()),
+                           "categories": list(variable.labels)}
+    p, q = (float(v) for v in o.probs(Float))
+    if o.kind == "grr":
+        return {**law, "kind": "grr", "keep": p, "other": q, "reports": [str(c) for c in range(o.d)]}
+    if o.kind in ("sue", "oue"):
+        return {**law, "kind": "unary", "p": p, "q": q}
+    if o.kind == "ss":
+        return {**law, "kind": "ss", "k": int(o.k), "pi": p}
+    return {**law, "kind": "hr", "K": int(o.K), "p": p}
+
+
 def _column(probs: np.ndarray) -> list[list[Any]]:
     """``[index, cumulative probability]`` of each outcome of positive probability,
     normalized: the CDF :func:`privatize_codes` inverts, without its zero steps."""
@@ -124,4 +153,4 @@ def _column(probs: np.ndarray) -> list[list[Any]]:
     return [[int(i), float(c)] for i, c in zip(positive, cdf)]
 
 
-__all__ = ["client_module", "mechanism_law", "factor_law", "RUNTIME"]
+__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "ORACLE_KINDS", "RUNTIME"]
