@@ -31,6 +31,7 @@ from privspec.backends.core.algebra import Float
 from privspec.backends.core.compile import channel_of
 from privspec.backends.finite.data import factor_mechanisms, privatize_frame
 from privspec.backends.oracles.backend import oracle_of
+from privspec.backends.oracles.protocols import hash_values
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
@@ -56,6 +57,7 @@ mechanism su = sue(c, epsilon = 1)
 mechanism sel = ss(c, epsilon = 1/2)
 mechanism had = hr(c, epsilon = 1)
 mechanism ad = adp(c, epsilon = 1)
+mechanism weekly = l_osue(c, epsilon = 2, first = 1)
 """
 N = 100_000
 P_MIN = 1e-4
@@ -207,8 +209,8 @@ def test_reports_are_written_as_privspec_reads_them(model, tmp_path: Path) -> No
 
 def test_an_unsupported_mechanism_is_refused_by_name(model) -> None:
     with pytest.raises(BackendError) as err:
-        client_module(model, ["k", "hashed"])
-    assert err.value.code == "B000" and "'hashed'" in str(err.value) and "oracle" in str(err.value)
+        client_module(model, ["k", "weekly"])
+    assert err.value.code == "B000" and "'weekly'" in str(err.value) and "l_osue" in str(err.value)
 
 
 def test_the_module_draws_from_the_platform_csprng_only(model) -> None:
@@ -235,7 +237,7 @@ def test_client_verb_writes_the_module_once_and_refuses_what_it_cannot_run(tmp_p
     other = tmp_path / "all.js"
     err = io.StringIO()
     assert main(["client", str(spec), "--out", str(other)], stdout=io.StringIO(), stderr=err) == 1
-    assert "error[B000]" in err.getvalue() and "'hashed'" in err.getvalue() and str(spec) in err.getvalue()
+    assert "error[B000]" in err.getvalue() and "'weekly'" in err.getvalue() and str(spec) in err.getvalue()
     assert not other.exists()
     err = io.StringIO()
     assert main(["client", str(spec), "--out", str(other), "--mechanism", "kk"], stdout=io.StringIO(), stderr=err) == 2
@@ -263,3 +265,54 @@ def test_an_answer_outside_the_categories_throws_naming_the_variable(model, tmp_
     assert json.loads(first)["joint"] in {"F.Lo", "F.Hi", "M.Lo", "M.Hi"}
     assert outside == '"X.Hi" is not a category of g*i: F.Lo, F.Hi, M.Lo, M.Hi'
     assert missing == "no answer for g*i (or its parts g, i)"
+
+
+HASH_DRIVER = """
+const m = await import(process.argv[1]);
+const [answer, n, seed, d, g] = JSON.parse(process.argv[2]);
+const random = m.seededRandom(seed);
+const reports = [], hashes = [];
+for (let r = 0; r < n; r++) {
+  const rep = Object.values(m.privatize(answer, {random}))[0];
+  reports.push(rep);
+  if (r < 2000) hashes.push(Array.from({length: d}, (_, u) => m.localHash(rep.split(":")[0], u, g)));
+}
+console.log(JSON.stringify({reports, hashes}));
+"""
+
+
+@pytest.mark.parametrize("name", ["hashed"])
+def test_local_hashing_in_javascript_hashes_as_python_and_draws_its_law(model, name: str, tmp_path: Path) -> None:
+    """olh: the JS hash of each drawn seed equals Python's hash_values for every category
+    (bit-identical), and (hit, value) -- whether the value is the hash of the answer, and
+    the value -- has the law of the GRR over [g] and Python's privatize's law."""
+    mech = model.mechanisms[name]
+    o = oracle_of(model, mech)
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(model, [name]), encoding="utf-8")
+    x = 2
+    answer = {"c": mech.variable.labels[x]}
+    done = subprocess.run([NODE, "--input-type=module", "-e", HASH_DRIVER, path.as_uri(),
+                           json.dumps([answer, N, 36, o.d, o.g])], capture_output=True, text=True, timeout=120,
+                          check=True)
+    out = json.loads(done.stdout)
+
+    def split(texts):
+        seeds = np.array([int(t.split(":")[0]) for t in texts], dtype=np.uint64)
+        return seeds, np.array([int(t.split(":")[1]) for t in texts])
+
+    seeds, values = split(out["reports"])
+    assert seeds.max() < np.uint64(524287 ** 3)
+    np.testing.assert_array_equal(np.array(out["hashes"]), hash_values(o, seeds[:2000]))
+    python = privatize(privspec.load(SPEC), pd.DataFrame({"c": [answer["c"]] * N}), name, seed=36)
+    py_seeds, py_values = split(python["c"].astype(str))
+
+    def cells(seeds, values):  # (hit, value) as one of 2 g cells
+        hit = hash_values(o, seeds, np.array([x]))[:, 0] == values
+        return np.bincount(hit * o.g + values, minlength=2 * o.g)
+
+    js, py = cells(seeds, values), cells(py_seeds, py_values)
+    p = float(o.probs(Float)[0])
+    exact = np.array([(1 - p) / o.g] * o.g + [p / o.g] * o.g)   # the hash of x uniform on [g] to 1/P
+    assert stats.chisquare(js, exact * N).pvalue > P_MIN
+    assert stats.chi2_contingency(np.array([js, py])).pvalue > P_MIN

@@ -36,6 +36,17 @@ export function seededRandom(seed) {
 
 class PrivatizeError extends Error {}
 
+// privspec's local-hashing family: H_s(u) = ((a + b u + c (u^2 mod P)) mod P) mod g with
+// s = a + P b + P^2 c, P = 2^19 - 1 (every step an exact integer in doubles: h < 2^40);
+// `seed` a BigInt or its decimal text, as a report "seed:value" writes it.
+export const LH_PRIME = 524287;
+
+export function localHash(seed, u, g) {
+  const s = BigInt(seed), P = BigInt(LH_PRIME);
+  const a = Number(s % P), b = Number((s / P) % P), c = Number(s / (P * P));
+  return ((a + b * u + c * ((u * u) % LH_PRIME)) % LH_PRIME) % g;
+}
+
 // The true category index of a factor's variable in `answers`: its own name, else its
 // parts' answers joined with "." (a combined variable, as privspec reads a raw file).
 function categoryOf(factor, answers) {
@@ -104,6 +115,18 @@ const DRAW = {
       chosen.push(others[i]);
     }
     return chosen.sort((a, b) => a - b).join("|");
+  },
+  // local hashing (blh, olh): a seed's coefficients a, b, c uniform on [P), then a GRR over
+  // [g] of the hashed answer (keep it with probability p, else one of the g - 1 others);
+  // written "seed:value"
+  lh(law, x, random) {
+    const P = LH_PRIME;
+    const [a, b, c] = [random(), random(), random()].map((u) => Math.min(Math.floor(u * P), P - 1));
+    const u = random();
+    const seed = BigInt(a) + BigInt(P) * (BigInt(b) + BigInt(P) * BigInt(c));
+    const h = ((a + b * x + c * ((x * x) % P)) % P) % law.g;
+    const other = Math.max(Math.min(Math.floor((u - law.p) / (1 - law.p) * (law.g - 1)), law.g - 2), 0);
+    return `${seed}:${u < law.p ? h : (h + 1 + other) % law.g}`;
   },
   // Hadamard response (pure-ldp's high-privacy variant): j uniform in [K], j' = j with the
   // highest bit of x + 1 flipped (one of the two is in C_x = {j: parity(j & (x + 1)) = 0});

@@ -19,8 +19,8 @@ runtime (``randomizer.js`` beside this file) inverts the same CDFs from uniform 
 53 bits drawn from ``crypto.getRandomValues`` (never ``Math.random``); ``privatize(answers,
 {random})`` takes a seeded generator (``seededRandom(seed)``) for tests.
 
-Finite mechanisms and the one-round frequency oracles without hashing (:data:`ORACLE_KINDS`)
-for now: a hashing, longitudinal or multi-attribute oracle or an interval mechanism is refused,
+Finite mechanisms and the one-round frequency oracles (:data:`ORACLE_KINDS`) for now: a
+longitudinal or multi-attribute oracle or an interval mechanism is refused,
 naming it (:class:`~privspec.errors.BackendError` B000, not supported yet).
 """
 from __future__ import annotations
@@ -39,8 +39,8 @@ from privspec.backends.core.compile import base_independent_design, channel_of
 from privspec.backends.oracles.backend import oracle_of
 
 #: the one-round frequency oracles the runtime draws (adp resolves to grr or oue); the
-#: hashing ones (blh, olh), the longitudinal and the multi-attribute ones are refused
-ORACLE_KINDS = ("grr", "sue", "oue", "ss", "hr", "adp")
+#: longitudinal and the multi-attribute ones are refused
+ORACLE_KINDS = ("grr", "sue", "oue", "ss", "hr", "blh", "olh", "adp")
 #: the runtime the laws are put into (package data)
 RUNTIME = Path(__file__).with_name("randomizer.js")
 #: where the runtime takes the laws
@@ -130,7 +130,9 @@ def oracle_law(model: Any, mechanism: Any) -> dict[str, Any]:
     (:func:`privspec.backends.oracles.backend.oracle_of`, its ``probs``): its reports are
     written as privspec writes them (:func:`privspec.backends.oracles.pure.format_reports`):
     ``grr`` the category's code, ``sue``/``oue`` the bits in hex, ``ss`` the codes joined by
-    ``|``, ``hr`` the index j."""
+    ``|``, ``blh``/``olh`` ``seed:value`` (the seed of
+    :func:`privspec.backends.oracles.protocols.hash_values`' family: the runtime's
+    ``localHash`` is bit-identical), ``hr`` the index j."""
     o = oracle_of(model, mechanism)
     variable = mechanism.variable
     law: dict[str, Any] = {"variable": variable.name, "parts": list(variable.parts or ()),
@@ -142,6 +144,8 @@ def oracle_law(model: Any, mechanism: Any) -> dict[str, Any]:
         return {**law, "kind": "unary", "p": p, "q": q}
     if o.kind == "ss":
         return {**law, "kind": "ss", "k": int(o.k), "pi": p}
+    if o.kind in ("blh", "olh"):  # the hash: localHash in the runtime, hash_values' family
+        return {**law, "kind": "lh", "g": int(o.g), "p": p}
     return {**law, "kind": "hr", "K": int(o.K), "p": p}
 
 
