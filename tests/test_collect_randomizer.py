@@ -30,6 +30,7 @@ from privspec.backends.collect.randomizer import client_module
 from privspec.backends.core.algebra import Float
 from privspec.backends.core.compile import channel_of
 from privspec.backends.finite.data import factor_mechanisms, privatize_frame
+from privspec.backends.interval.laws import law_distribution
 from privspec.backends.oracles.backend import oracle_of
 from privspec.backends.oracles.protocols import hash_values
 
@@ -316,3 +317,104 @@ def test_local_hashing_in_javascript_hashes_as_python_and_draws_its_law(model, n
     exact = np.array([(1 - p) / o.g] * o.g + [p / o.g] * o.g)   # the hash of x uniform on [g] to 1/P
     assert stats.chisquare(js, exact * N).pvalue > P_MIN
     assert stats.chi2_contingency(np.array([js, py])).pvalue > P_MIN
+
+
+INTERVALS = """\
+variable y: continuous [0, 150]
+variable z: continuous
+mechanism c1 = interval(y, case1(uniform(0, 150)))
+mechanism c2 = interval(z, case2(logistic(0, 5)))
+mechanism cm = interval(y, canonical(4, uniform(0, 150)))
+mechanism ring = interval(y, ring(3, uniform(0, 150)))
+mechanism nz = interval(z, case2(normal(1, 2)))
+mechanism open = interval(y, case1(uniform(0, 150)), disclose [0, 20])
+"""
+REPORTS_DRIVER = """
+const m = await import(process.argv[1]);
+const [answer, n, seed] = JSON.parse(process.argv[2]);
+const random = m.seededRandom(seed);
+console.log(JSON.stringify(Array.from({length: n}, () => Object.values(m.privatize(answer, {random}))[0])));
+"""
+
+
+def _ends(texts) -> tuple[np.ndarray, np.ndarray]:
+    """(left, right) of ``(l, r]`` reports; a ring range ``(-inf, r] | (l, inf]`` as l > r."""
+    left, right = [], []
+    for t in texts:
+        if "|" in t:
+            a, b = t.split("|")
+            left.append(float(b.strip()[1:].split(",")[0]))
+            right.append(float(a.strip()[:-1].split(",")[1]))
+        else:
+            lo, hi = t[1:-1].split(",")
+            left.append(float(lo))
+            right.append(float(hi))
+    return np.array(left), np.array(right)
+
+
+@pytest.mark.parametrize("name, value", [("c1", 10.0), ("c2", -0.5), ("cm", 70.0), ("ring", 40.0), ("nz", 2.0)])
+def test_interval_reports_in_javascript_have_python_s_law(name: str, value: float, tmp_path: Path) -> None:
+    """Which side (no anchor below, none above, between; ``ring``: the ring range or not)
+    against the binomial law of the anchors below the answer and against Python's
+    privatize; each finite end's distribution against Python's (two-sample KS)."""
+    spec = privspec.load(INTERVALS)
+    mech = spec.model.mechanisms[name]
+    var = mech.variable.name
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(spec.model, [name]), encoding="utf-8")
+    done = subprocess.run([NODE, "--input-type=module", "-e", REPORTS_DRIVER, path.as_uri(),
+                           json.dumps([{var: value}, N, 36])], capture_output=True, text=True, timeout=120, check=True)
+    js = _ends(json.loads(done.stdout))
+    py = _ends(privatize(spec, pd.DataFrame({var: [value] * N}), name, seed=36)[var].astype(str))
+    count = mech.m if mech.scheme == "ring" else mech.m - 1
+    F = float(law_distribution(mech.anchor).cdf(value))
+    none_below, none_above = (1 - F) ** count, F ** count
+
+    def sides(left, right):
+        if mech.scheme == "ring":
+            ring = left > right
+            return np.array([ring.sum(), (~ring).sum()])
+        return np.array([np.isinf(left).sum(), np.isinf(right).sum(), (np.isfinite(left) & np.isfinite(right)).sum()])
+
+    exact = (np.array([none_below + none_above, 1 - none_below - none_above]) if mech.scheme == "ring"
+             else np.array([none_below, none_above, 1 - none_below - none_above]))
+    a, b = sides(*js), sides(*py)
+    keep = exact > 0
+    assert stats.chisquare(a[keep], exact[keep] / exact[keep].sum() * a.sum()).pvalue > P_MIN
+    table = np.array([a, b])[:, (a + b) > 0]
+    assert table.shape[1] < 2 or stats.chi2_contingency(table).pvalue > P_MIN
+    assert np.all((js[0] < value) & (value <= js[1]) | (js[0] > js[1]))  # the range holds the answer
+    for j, p in zip(js, py):
+        fj, fp = j[np.isfinite(j)], p[np.isfinite(p)]
+        assert stats.ks_2samp(fj, fp).pvalue > P_MIN
+
+
+def test_interval_anchors_shown_and_the_side_answered(tmp_path: Path) -> None:
+    """drawAnchors gives the sorted anchors to show, rangeReport the chosen side's report;
+    disclose reports a value in the acceptable range exactly."""
+    spec = privspec.load(INTERVALS)
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(spec.model, ["cm", "ring", "open"]), encoding="utf-8")
+    script = ("const m = await import(process.argv[1]); const r = m.seededRandom(5);"
+              "const a = m.drawAnchors('cm', {random: r}); const t = m.drawAnchors('ring', {random: r});"
+              "console.log(JSON.stringify([a, m.rangeReport('cm', a, 0), m.rangeReport('cm', a, 2),"
+              " m.rangeReport('cm', a, 3), m.rangeReport('ring', t, 3), m.privatize({y: 12.5}, {random: r}).open,"
+              " m.formatNumber(1e-5), m.formatNumber(-0), m.formatNumber(3)]));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script, path.as_uri()], capture_output=True, text=True,
+                          timeout=60, check=True)
+    a, first, middle, last, ring, disclosed, small, zero, whole = json.loads(done.stdout)
+    assert len(a) == 3 and a == sorted(a) and all(0 <= x <= 150 for x in a)
+    assert first == f"(-inf, {a[0]!r}]" and middle == f"({a[1]!r}, {a[2]!r}]" and last == f"({a[2]!r}, inf]"
+    assert ring.startswith("(-inf, ") and ring.endswith(", inf]") and " | (" in ring
+    assert (disclosed, small, zero, whole) == ("12.5", "1e-05", "0", "3")
+
+
+@pytest.mark.parametrize("line", ["mechanism sel = selective(c1, tau = 3/10, rho = 1/2)",
+                                  "mechanism prog = progressive(y, rounds = 3)"])
+def test_selective_and_progressive_are_refused_by_name(line: str) -> None:
+    spec = privspec.load(INTERVALS + line)
+    assert spec.ok, spec.diagnostics
+    name = line.split()[1]
+    with pytest.raises(BackendError) as err:
+        client_module(spec.model, ["c1", name])
+    assert err.value.code == "B000" and f"'{name}'" in str(err.value)

@@ -77,6 +77,82 @@ function subsetText(members, labels) {
   return labels.filter((_, j) => members[j]).join("|");
 }
 
+// ---- interval mechanisms: anchors drawn and shown, the respondent says which side ----
+// The inverse CDF of the standard law (Acklam's rational approximation for the normal,
+// relative error below 1.2e-9); an anchor is loc + scale * it.
+function standardQuantile(family, u) {
+  if (family === "uniform") return u;
+  if (family === "logistic") return Math.log(u / (1 - u));
+  if (family === "exponential") return -Math.log1p(-u);
+  const a = [-39.69683028665376, 220.9460984245205, -275.9285104469687, 138.357751867269, -30.66479806614716,
+    2.506628277459239];
+  const b = [-54.47609879822406, 161.5858368580409, -155.6989798598866, 66.80131188771972, -13.28068155288572];
+  const c = [-0.007784894002430293, -0.3223964580411365, -2.400758277161838, -2.549732539343734,
+    4.374664141464968, 2.938163982698783];
+  const d = [0.007784695709041462, 0.3224671290700398, 2.445134137142996, 3.754408661907416];
+  const tail = (q) => (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5])
+    / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  if (u < 0.02425) return tail(Math.sqrt(-2 * Math.log(u)));
+  if (u > 1 - 0.02425) return -tail(Math.sqrt(-2 * Math.log1p(-u)));
+  const q = u - 0.5, r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q
+    / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+// A number as privspec writes it: the shortest text that reads back as the same double,
+// a whole number without ".0", exponents (as numpy writes them) below 1e-4 and from 1e16.
+export function formatNumber(x) {
+  if (x === Infinity) return "inf";
+  if (x === -Infinity) return "-inf";
+  x += 0;  // -0 is written 0
+  if (Number.isInteger(x) && Math.abs(x) < 2 ** 53) return String(x);
+  if (Math.abs(x) < 1e-4 || Math.abs(x) >= 1e16) {
+    const [mantissa, exponent] = x.toExponential().split("e");
+    return `${mantissa}e${exponent[0]}${exponent.slice(1).padStart(2, "0")}`;
+  }
+  return String(x);
+}
+
+function intervalLaw(name) {
+  const mechanism = LAWS[name];
+  if (!mechanism || mechanism.factors[0].kind !== "interval") {
+    throw new PrivatizeError(`${JSON.stringify(name)} is not an interval mechanism of this randomizer`);
+  }
+  return mechanism.factors[0];
+}
+
+// The anchors to show the respondent for an interval mechanism, sorted: the respondent's
+// side is the number k of anchors strictly below the answer (0 .. anchors.length).
+export function drawAnchors(name, options = {}) {
+  const law = typeof name === "string" ? intervalLaw(name) : name;
+  const random = options.random || secureRandom;
+  const { family, loc, scale } = law.anchor;
+  return Array.from({ length: law.count }, () => loc + scale * standardQuantile(family, random()))
+    .sort((x, y) => x - y);
+}
+
+// The report of the range the respondent chose: side k of the sorted anchors (for `ring`
+// the two end ranges are one, (-inf, T(1)] | (T(q), inf]).
+export function rangeReport(name, anchors, k) {
+  const law = typeof name === "string" ? intervalLaw(name) : name;
+  const q = anchors.length;
+  if (!Number.isInteger(k) || k < 0 || k > q) throw new PrivatizeError(`side ${k} is not one of 0 .. ${q}`);
+  if (law.ring && (k === 0 || k === q)) {
+    return `(-inf, ${formatNumber(anchors[0])}] | (${formatNumber(anchors[q - 1])}, inf]`;
+  }
+  return `(${formatNumber(k === 0 ? -Infinity : anchors[k - 1])}, ${formatNumber(k === q ? Infinity : anchors[k])}]`;
+}
+
+function valueOf(factor, answers) {
+  const value = answers[factor.variable];
+  const y = typeof value === "number" ? value : Number(String(value ?? "").trim() || NaN);
+  if (!Number.isFinite(y) || y < factor.support[0] || y > factor.support[1]) {
+    throw new PrivatizeError(`${JSON.stringify(value)} is not a value of ${factor.variable} in `
+      + `[${formatNumber(factor.support[0])}, ${formatNumber(factor.support[1])}]`);
+  }
+  return y;
+}
+
 // One report of a factor for true category x: the same law as privspec's privatize.
 const DRAW = {
   // k-RR: keep the answer with probability `keep`, else any other category with `other` each
@@ -128,6 +204,13 @@ const DRAW = {
     const other = Math.max(Math.min(Math.floor((u - law.p) / (1 - law.p) * (law.g - 1)), law.g - 2), 0);
     return `${seed}:${u < law.p ? h : (h + 1 + other) % law.g}`;
   },
+  // an interval mechanism for the answer y itself (a value in the acceptable range
+  // `disclose` is reported exactly)
+  interval(law, y, random) {
+    const anchors = drawAnchors(law, { random });
+    if (law.disclose && y >= law.disclose[0] && y <= law.disclose[1]) return formatNumber(y);
+    return rangeReport(law, anchors, anchors.filter((a) => a < y).length);
+  },
   // Hadamard response (pure-ldp's high-privacy variant): j uniform in [K], j' = j with the
   // highest bit of x + 1 flipped (one of the two is in C_x = {j: parity(j & (x + 1)) = 0});
   // the one in C_x with probability p
@@ -177,7 +260,8 @@ export function privatize(answers, options = {}) {
   for (const [name, mechanism] of Object.entries(LAWS)) {
     const drawn = {};
     for (const factor of mechanism.factors) {
-      drawn[factor.variable] = DRAW[factor.kind](factor, categoryOf(factor, answers), random);
+      const truth = factor.kind === "interval" ? valueOf(factor, answers) : categoryOf(factor, answers);
+      drawn[factor.variable] = DRAW[factor.kind](factor, truth, random);
     }
     reports[name] = mechanism.product ? drawn : drawn[mechanism.factors[0].variable];
   }

@@ -19,8 +19,13 @@ runtime (``randomizer.js`` beside this file) inverts the same CDFs from uniform 
 53 bits drawn from ``crypto.getRandomValues`` (never ``Math.random``); ``privatize(answers,
 {random})`` takes a seeded generator (``seededRandom(seed)``) for tests.
 
-Finite mechanisms and the one-round frequency oracles (:data:`ORACLE_KINDS`) for now: a
-longitudinal or multi-attribute oracle or an interval mechanism is refused,
+Interval mechanisms (``interval(X, case1|case2|canonical|ring(...), disclose [a, b])``)
+export ``drawAnchors(name)`` (the sorted anchors to show the respondent) and
+``rangeReport(name, anchors, k)`` (the report of the side the respondent chose: k anchors
+below the answer), as the interval-privacy paper's survey interface asks; ``privatize``
+takes the number itself.  Finite mechanisms, the one-round frequency oracles
+(:data:`ORACLE_KINDS`) and ``interval`` for now: a longitudinal or multi-attribute oracle,
+``selective``, ``progressive`` and ``censored`` are refused,
 naming it (:class:`~privspec.errors.BackendError` B000, not supported yet).
 """
 from __future__ import annotations
@@ -32,10 +37,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from privspec.errors import BackendError, Diagnostic, did_you_mean
-from privspec.model.graph import ProductMechanism, RandomizedResponse, SubsetMechanism
+from privspec.model.graph import IntervalMechanism, ProductMechanism, RandomizedResponse, SubsetMechanism
 from privspec.backends.core.algebra import Float
 from privspec.backends.core.channel import GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of
+from privspec.backends.interval.laws import law_distribution, nearest_double, support_of
 from privspec.backends.oracles.backend import oracle_of
 
 #: the one-round frequency oracles the runtime draws (adp resolves to grr or oue); the
@@ -78,11 +84,14 @@ def mechanism_law(model: Any, mechanism: Any, name: str) -> dict[str, Any]:
     cannot run."""
     if getattr(mechanism, "family", None) == "oracle" and mechanism.protocol in ORACLE_KINDS:
         return {"product": False, "factors": [oracle_law(model, mechanism)]}
+    if isinstance(mechanism, IntervalMechanism):
+        return {"product": False, "factors": [interval_law(mechanism)]}
     if not getattr(mechanism, "is_finite", False):
         raise BackendError(Diagnostic(
             "B000", f"mechanism '{name}' ({mechanism.family}: {getattr(mechanism, 'kind', mechanism.family)}) cannot "
                     "be run by the JavaScript randomizer yet: finite mechanisms (subset designs, grr, rr "
-                    f"matrices, products, RR-Joint) and the oracles {', '.join(ORACLE_KINDS)} only",
+                    f"matrices, products, RR-Joint), the oracles {', '.join(ORACLE_KINDS)} and interval(...) "
+                    "mechanisms only",
             hint="privspec client SPEC --mechanism NAME writes the randomizer of the named mechanisms only"))
     product = isinstance(mechanism, ProductMechanism)
     factors = list(mechanism.factors) if product else [mechanism]
@@ -149,6 +158,29 @@ def oracle_law(model: Any, mechanism: Any) -> dict[str, Any]:
     return {**law, "kind": "hr", "K": int(o.K), "p": p}
 
 
+def interval_law(mechanism: IntervalMechanism) -> dict[str, Any]:
+    """An interval mechanism's law, from where
+    :func:`privspec.backends.interval.sampling.sample_interval` draws it: ``count`` iid
+    anchors (m - 1; ``ring``: q) of the anchor law (its ``loc + scale * X`` of
+    :func:`privspec.backends.interval.laws.law_distribution`), sorted; the range holding
+    the answer, the ring range for ``ring``'s ends, the answer itself in ``disclose``."""
+    dist = law_distribution(mechanism.anchor)
+    loc, scale = float(dist.kwds["loc"]), float(dist.kwds["scale"])
+    family = {"uniform": "uniform", "norm": "normal", "logistic": "logistic", "expon": "exponential"}[dist.dist.name]
+    ring = mechanism.scheme == "ring"
+    disclose = None if mechanism.disclose is None else [nearest_double(v) for v in mechanism.disclose]
+    return {"variable": mechanism.variable.name, "parts": [], "kind": "interval",
+            "support": [_json_end(v) for v in support_of(mechanism.variable)],
+            "count": int(mechanism.m if ring else mechanism.m - 1), "ring": ring,
+            "anchor": {"family": family, "loc": loc, "scale": scale}, "disclose": disclose}
+
+
+def _json_end(x: float) -> float:
+    """A support's end for JSON, which has no infinity: an unbounded end as the largest
+    double (every finite answer lies within it)."""
+    return x if np.isfinite(x) else float(np.copysign(np.finfo(float).max, x))
+
+
 def _column(probs: np.ndarray) -> list[list[Any]]:
     """``[index, cumulative probability]`` of each outcome of positive probability,
     normalized: the CDF :func:`privatize_codes` inverts, without its zero steps."""
@@ -157,4 +189,4 @@ def _column(probs: np.ndarray) -> list[list[Any]]:
     return [[int(i), float(c)] for i, c in zip(positive, cdf)]
 
 
-__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "ORACLE_KINDS", "RUNTIME"]
+__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "interval_law", "ORACLE_KINDS", "RUNTIME"]
