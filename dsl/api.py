@@ -431,8 +431,8 @@ def client(spec: Any, out: str | os.PathLike[str], mechanisms: Sequence[str] | N
     randomizer cannot run yet is refused naming it (B000), an unknown name is a KeyError;
     nothing is written then.
     """
-    # start-up: the randomizer brings the oracle and interval back ends (150-220 ms measured
-    # with -X importtime), which the other verbs of the API need not load
+    # the randomizer brings the oracle and interval back ends, which the other verbs need not load:
+    # start-up: 150-220 ms measured with -X importtime
     from privspec.backends.collect.randomizer import client_module
 
     spec.raise_for_errors()
