@@ -452,7 +452,7 @@ def test_interval_anchors_shown_and_the_side_answered(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("line", ["mechanism sel = selective(c1, tau = 3/10, rho = 1/2)",
-                                  "mechanism prog = progressive(y, rounds = 3)"])
+                                  ])
 def test_selective_and_progressive_are_refused_by_name(line: str) -> None:
     spec = privspec.load(INTERVALS + line)
     assert spec.ok, spec.diagnostics
@@ -460,3 +460,34 @@ def test_selective_and_progressive_are_refused_by_name(line: str) -> None:
     with pytest.raises(BackendError) as err:
         client_module(spec.model, ["c1", name])
     assert err.value.code == "B000" and f"'{name}'" in str(err.value)
+
+
+def test_progressive_rounds_in_javascript_have_python_s_law(tmp_path: Path) -> None:
+    """progressive(y, rounds = 3) asked round by round: the ends of the range left equal
+    Python's privatize's in law (the side pattern by chi-square, each finite end by KS),
+    and the successive questions of the API give the same reports as privatize."""
+    spec = privspec.load(INTERVALS + "mechanism prog = progressive(y, rounds = 3)\n")
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(spec.model, ["prog"]), encoding="utf-8")
+    value = 40.0
+    done = subprocess.run([NODE, "--input-type=module", "-e", REPORTS_DRIVER, path.as_uri(),
+                           json.dumps([{"y": value}, N, 36])], capture_output=True, text=True, timeout=120, check=True)
+    js = _ends(json.loads(done.stdout))
+    py = _ends(privatize(spec, pd.DataFrame({"y": [value] * N}), "prog", seed=36)["y"].astype(str))
+
+    def sides(left, right):
+        return np.array([np.isinf(left).sum(), np.isinf(right).sum(), (np.isfinite(left) & np.isfinite(right)).sum()])
+
+    assert np.all((js[0] < value) & (value <= js[1]))
+    assert stats.chi2_contingency(np.array([sides(*js), sides(*py)])).pvalue > P_MIN
+    for j, p in zip(js, py):
+        assert stats.ks_2samp(j[np.isfinite(j)], p[np.isfinite(p)]).pvalue > P_MIN
+    script = ("const m = await import(process.argv[1]); const a = m.seededRandom(9), b = m.seededRandom(9);"
+              "let range; const asked = [];"
+              "for (let h = 0; h < 3; h++) { const u = m.nextAnchor('prog', range, {random: a});"
+              " range = m.answerRound(range || [0, 150], u, 40 <= u); }"
+              "console.log(JSON.stringify([m.progressiveReport('prog', range), m.privatize({y: 40}, {random: b}).prog]));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script, path.as_uri()], capture_output=True, text=True,
+                          timeout=60, check=True)
+    asked, direct = json.loads(done.stdout)
+    assert asked == direct

@@ -115,7 +115,7 @@ export function formatNumber(x) {
 
 function intervalLaw(name) {
   const mechanism = LAWS[name];
-  if (!mechanism || mechanism.factors[0].kind !== "interval") {
+  if (!mechanism || !["interval", "progressive"].includes(mechanism.factors[0].kind)) {
     throw new PrivatizeError(`${JSON.stringify(name)} is not an interval mechanism of this randomizer`);
   }
   return mechanism.factors[0];
@@ -141,6 +141,28 @@ export function rangeReport(name, anchors, k) {
     return `(-inf, ${formatNumber(anchors[0])}] | (${formatNumber(anchors[q - 1])}, inf]`;
   }
   return `(${formatNumber(k === 0 ? -Infinity : anchors[k - 1])}, ${formatNumber(k === q ? Infinity : anchors[k])}]`;
+}
+
+// progressive(X, rounds = h), as successive questions: each round shows an anchor drawn
+// uniformly on the current range [lo, hi] (starting at the support), the respondent says
+// whether the answer is <= it, and the range shrinks to that side.
+export function nextAnchor(name, range, options = {}) {
+  const law = typeof name === "string" ? intervalLaw(name) : name;
+  const [lo, hi] = range || law.support;
+  return lo + (hi - lo) * (options.random || secureRandom)();
+}
+
+export function answerRound(range, anchor, below) {
+  return below ? [range[0], anchor] : [anchor, range[1]];
+}
+
+// The report of the range left after the rounds: (lo, hi], an end still at the support's
+// written -inf or inf (as Case I's).
+export function progressiveReport(name, range) {
+  const law = typeof name === "string" ? intervalLaw(name) : name;
+  const lo = range[0] === law.support[0] ? -Infinity : range[0];
+  const hi = range[1] === law.support[1] ? Infinity : range[1];
+  return `(${formatNumber(lo)}, ${formatNumber(hi)}]`;
 }
 
 function valueOf(factor, answers) {
@@ -211,6 +233,15 @@ const DRAW = {
     if (law.disclose && y >= law.disclose[0] && y <= law.disclose[1]) return formatNumber(y);
     return rangeReport(law, anchors, anchors.filter((a) => a < y).length);
   },
+  // progressive: every round answered (privspec's privatize, without a sensitivity)
+  progressive(law, y, random) {
+    let range = law.support;
+    for (let h = 0; h < law.rounds; h++) {
+      const anchor = nextAnchor(law, range, { random });
+      range = answerRound(range, anchor, y <= anchor);
+    }
+    return progressiveReport(law, range);
+  },
   // Hadamard response (pure-ldp's high-privacy variant): j uniform in [K], j' = j with the
   // highest bit of x + 1 flipped (one of the two is in C_x = {j: parity(j & (x + 1)) = 0});
   // the one in C_x with probability p
@@ -260,7 +291,8 @@ export function privatize(answers, options = {}) {
   for (const [name, mechanism] of Object.entries(LAWS)) {
     const drawn = {};
     for (const factor of mechanism.factors) {
-      const truth = factor.kind === "interval" ? valueOf(factor, answers) : categoryOf(factor, answers);
+      const numeric = factor.kind === "interval" || factor.kind === "progressive";
+      const truth = numeric ? valueOf(factor, answers) : categoryOf(factor, answers);
       drawn[factor.variable] = DRAW[factor.kind](factor, truth, random);
     }
     reports[name] = mechanism.product ? drawn : drawn[mechanism.factors[0].variable];

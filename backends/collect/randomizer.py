@@ -23,9 +23,10 @@ Interval mechanisms (``interval(X, case1|case2|canonical|ring(...), disclose [a,
 export ``drawAnchors(name)`` (the sorted anchors to show the respondent) and
 ``rangeReport(name, anchors, k)`` (the report of the side the respondent chose: k anchors
 below the answer), as the interval-privacy paper's survey interface asks; ``privatize``
-takes the number itself.  Finite mechanisms, the one-round frequency oracles
-(:data:`ORACLE_KINDS`) and ``interval`` for now: a longitudinal or multi-attribute oracle,
-``selective``, ``progressive`` and ``censored`` are refused,
+takes the number itself; ``progressive`` is asked as successive questions
+(``nextAnchor``, ``answerRound``, ``progressiveReport``).  Finite mechanisms, the one-round
+frequency oracles (:data:`ORACLE_KINDS`), ``interval`` and ``progressive`` for now: a
+longitudinal or multi-attribute oracle, ``selective`` and ``censored`` are refused,
 naming it (:class:`~privspec.errors.BackendError` B000, not supported yet).
 """
 from __future__ import annotations
@@ -37,7 +38,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from privspec.errors import BackendError, Diagnostic, did_you_mean
-from privspec.model.graph import IntervalMechanism, ProductMechanism, RandomizedResponse, SubsetMechanism
+from privspec.model.graph import (IntervalMechanism, ProductMechanism, ProgressiveMechanism, RandomizedResponse,
+                                  SubsetMechanism)
 from privspec.backends.core.algebra import Float
 from privspec.backends.core.channel import GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of
@@ -86,12 +88,14 @@ def mechanism_law(model: Any, mechanism: Any, name: str) -> dict[str, Any]:
         return {"product": False, "factors": [oracle_law(model, mechanism)]}
     if isinstance(mechanism, IntervalMechanism):
         return {"product": False, "factors": [interval_law(mechanism)]}
+    if isinstance(mechanism, ProgressiveMechanism):
+        return {"product": False, "factors": [progressive_law(mechanism)]}
     if not getattr(mechanism, "is_finite", False):
         raise BackendError(Diagnostic(
             "B000", f"mechanism '{name}' ({mechanism.family}: {getattr(mechanism, 'kind', mechanism.family)}) cannot "
                     "be run by the JavaScript randomizer yet: finite mechanisms (subset designs, grr, rr "
-                    f"matrices, products, RR-Joint), the oracles {', '.join(ORACLE_KINDS)} and interval(...) "
-                    "mechanisms only",
+                    f"matrices, products, RR-Joint), the oracles {', '.join(ORACLE_KINDS)}, interval(...) and "
+                    "progressive(...) only",
             hint="privspec client SPEC --mechanism NAME writes the randomizer of the named mechanisms only"))
     product = isinstance(mechanism, ProductMechanism)
     factors = list(mechanism.factors) if product else [mechanism]
@@ -175,6 +179,15 @@ def interval_law(mechanism: IntervalMechanism) -> dict[str, Any]:
             "anchor": {"family": family, "loc": loc, "scale": scale}, "disclose": disclose}
 
 
+def progressive_law(mechanism: ProgressiveMechanism) -> dict[str, Any]:
+    """``progressive(X, rounds = h)`` as :func:`privspec.backends.interval.sampling.sample_progressive`
+    draws it without a sensitivity: each round an anchor uniform on the current range
+    (from the support, which the checker keeps finite), the range shrunk to the answer's side."""
+    lo, hi = support_of(mechanism.variable)
+    return {"variable": mechanism.variable.name, "parts": [], "kind": "progressive", "support": [lo, hi],
+            "rounds": int(mechanism.rounds)}
+
+
 def _json_end(x: float) -> float:
     """A support's end for JSON, which has no infinity: an unbounded end as the largest
     double (every finite answer lies within it)."""
@@ -189,4 +202,4 @@ def _column(probs: np.ndarray) -> list[list[Any]]:
     return [[int(i), float(c)] for i, c in zip(positive, cdf)]
 
 
-__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "interval_law", "ORACLE_KINDS", "RUNTIME"]
+__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "interval_law", "progressive_law", "ORACLE_KINDS", "RUNTIME"]
