@@ -119,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="export the reports of M only (repeatable; default: every mechanism the store fielded; "
                              "two that fill the same column need a file each)")
     export.add_argument("--force", action="store_true", help="replace OUT if it exists (default: refuse)")
+    _add_client(sub)
     sim = sub.add_parser("simulate", parents=[common, verbose], help="empirical against analytic, from the populations")
     sim.add_argument("--n", type=int, required=True, metavar="N", help="respondents per simulated data set (required)")
     sim.add_argument("--reps", type=int, default=1000, metavar="R",
@@ -174,6 +175,18 @@ def _add_privatize(sub: Any, common: argparse.ArgumentParser) -> None:
     priv.add_argument("--nonnegative", action="store_true",
                       help="releases: post-process away negative counts, totals kept (biases small cells; "
                            "default: off)")
+
+
+def _add_client(sub: Any) -> None:
+    """The ``client`` command: the JavaScript randomizer of the spec's mechanisms."""
+    client = sub.add_parser("client", help="write the randomizer that runs on the respondent's device (JavaScript)")
+    client.add_argument("spec", help="the spec file (*.privspec)")
+    client.add_argument("--out", required=True, metavar="FILE",
+                        help="where the ES module goes, e.g. randomizer.js (written to a temporary file, then "
+                             "renamed; required)")
+    client.add_argument("--mechanism", action="append", default=[], metavar="M",
+                        help="a mechanism to randomize with (repeatable; default: every mechanism of the spec)")
+    client.add_argument("--force", action="store_true", help="replace FILE if it exists (default: refuse)")
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -241,7 +254,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = spec.model
     # compare selects compare blocks with --query; the other verbs, queries
     names = model.compares if args.verb == "compare" else model.queries
-    unknown = [q for q in args.query if q not in names]
+    unknown = [q for q in getattr(args, "query", ()) if q not in names]
     if unknown:
         hint = did_you_mean(unknown[0], names)
         what = "compare block" if args.verb == "compare" else "query"
@@ -251,6 +264,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         hint = did_you_mean(args.mechanism, [*model.mechanisms, *model.releases])
         raise _Usage(f"privspec privatize: no mechanism named '{args.mechanism}' in {args.spec}"
                      + (f"; {hint}" if hint else ""))
+    if args.verb == "client":
+        return _client(args, spec, err)
     return _answer(args, spec, out, err)
 
 
@@ -405,6 +420,24 @@ def _privatize(args: argparse.Namespace, spec, err: TextIO) -> int:
         raw = "reports only: no raw column kept"
     guard = "; cells guarded for spreadsheets" if args.csv_guard else ""
     print(f"privspec privatize: wrote {rows} rows to {args.output} ({raw}{guard})", file=err)
+    return EXIT_OK
+
+
+def _client(args: argparse.Namespace, spec, err: TextIO) -> int:
+    # start-up: the API brings numpy, scipy and pandas (about 2 s), which check and --help never need
+    from privspec.api import client
+
+    unknown = [m for m in args.mechanism if m not in spec.model.mechanisms]
+    if unknown:
+        hint = did_you_mean(unknown[0], list(spec.model.mechanisms))
+        raise _Usage(f"privspec client: no mechanism named '{unknown[0]}' in {args.spec}" + (f"; {hint}" if hint else ""))
+    chosen = args.mechanism or list(spec.model.mechanisms)
+    try:
+        client(spec, args.out, chosen, force=args.force)
+    except PrivspecError as e:  # named after the spec (a mechanism refused has no span of its own here)
+        raise type(e)(list(e.diagnostics), e.source or spec.source) from None
+    print(f"privspec client: wrote {args.out} (privatize(answers) for {', '.join(chosen)}; "
+          "only the reports leave the respondent's device)", file=err)
     return EXIT_OK
 
 

@@ -1,0 +1,205 @@
+"""The randomizer in JavaScript, generated from a spec: ``privspec client SPEC --out randomizer.js``.
+
+One self-contained ES module (no import, no network) exposing ``privatize(answers) ->
+reports`` (``{"<mechanism>": report}``), for a survey page or a survey platform that keeps
+its own pages: the respondent's answers are privatized on the respondent's device, and
+only the reports leave it.  Each report is written as privspec writes it in a data file
+(:mod:`privspec.backends.finite.data`): one label, or a subset's labels joined by ``|`` in
+the variable's order; a combined variable's label joins its parts with ``.``; a product's
+report is ``{column: report}``, one per factor's variable (a file's columns).
+
+The JavaScript draws from the law Python's ``privatize`` draws from, by construction:
+each factor's law is written here from the same place
+:func:`privspec.backends.finite.data.privatize_codes` takes it -- the channel's columns
+``K[., x]`` (:func:`privspec.backends.core.compile.channel_of`), GRR's keep and other
+probabilities, an independent design's nu
+(:func:`privspec.backends.core.compile.base_independent_design`) with the complement rule of
+Definition 3, the uniform design's rejection rule (Definition 4) -- and the module's
+runtime (``randomizer.js`` beside this file) inverts the same CDFs from uniform doubles of
+53 bits drawn from ``crypto.getRandomValues`` (never ``Math.random``); ``privatize(answers,
+{random})`` takes a seeded generator (``seededRandom(seed)``) for tests.
+
+Interval mechanisms (``interval(X, case1|case2|canonical|ring(...), disclose [a, b])``)
+export ``drawAnchors(name)`` (the sorted anchors to show the respondent) and
+``rangeReport(name, anchors, k)`` (the report of the side the respondent chose: k anchors
+below the answer), as the interval-privacy paper's survey interface asks; ``privatize``
+takes the number itself; ``progressive`` is asked as successive questions
+(``nextAnchor``, ``answerRound``, ``progressiveReport``).  Finite mechanisms, the one-round
+frequency oracles (:data:`ORACLE_KINDS`), ``interval`` and ``progressive`` for now: a
+longitudinal or multi-attribute oracle, ``selective`` and ``censored`` are refused,
+naming it (:class:`~privspec.errors.BackendError` B000, not supported yet).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from privspec.errors import BackendError, Diagnostic, did_you_mean
+from privspec.model.graph import (IntervalMechanism, ProductMechanism, ProgressiveMechanism, RandomizedResponse,
+                                  SubsetMechanism)
+from privspec.backends.core.algebra import Float
+from privspec.backends.core.channel import GRRChannel
+from privspec.backends.core.compile import base_independent_design, channel_of
+from privspec.backends.interval.laws import law_distribution, nearest_double, support_of
+from privspec.backends.oracles.backend import oracle_of
+
+#: the one-round frequency oracles the runtime draws (adp resolves to grr or oue); the
+#: longitudinal and the multi-attribute ones are refused
+ORACLE_KINDS = ("grr", "sue", "oue", "ss", "hr", "blh", "olh", "adp")
+#: the runtime the laws are put into (package data)
+RUNTIME = Path(__file__).with_name("randomizer.js")
+#: where the runtime takes the laws
+SLOT = "/*LAWS*/"
+
+
+def client_module(model: Any, mechanisms: Sequence[str] | None = None) -> str:
+    """The ES module that privatizes answers with ``mechanisms`` (names; every mechanism
+    of the model by default).  A mechanism the randomizer cannot run yet is refused
+    (B000, not supported yet), naming it; an unknown name is a KeyError.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> m = privspec.load("variable c: categorical {a, b, c}\\nmechanism k = grr(c, epsilon = 1)").model
+    >>> text = client_module(m)
+    >>> "export function privatize" in text and "Math.random" not in text
+    True
+    """
+    names = list(model.mechanisms) if mechanisms is None else list(mechanisms)
+    unknown = [n for n in names if n not in model.mechanisms]
+    if unknown:
+        hint = did_you_mean(unknown[0], list(model.mechanisms))
+        raise KeyError(f"no mechanism named '{unknown[0]}'" + (f"; {hint}" if hint else ""))
+    if not names:
+        raise BackendError(Diagnostic("B000", "the spec declares no mechanism: there is nothing to randomize"))
+    laws = {name: mechanism_law(model, model.mechanisms[name], name) for name in names}
+    text = json.dumps(laws, indent=1, allow_nan=False)
+    return RUNTIME.read_text(encoding="utf-8").replace(SLOT, text, 1)
+
+
+def mechanism_law(model: Any, mechanism: Any, name: str) -> dict[str, Any]:
+    """A mechanism's report law as the runtime reads it: ``{"product": bool, "factors":
+    [factor_law, ...]}`` (an oracle's: :func:`oracle_law`); B000 for a mechanism it
+    cannot run."""
+    if getattr(mechanism, "family", None) == "oracle" and mechanism.protocol in ORACLE_KINDS:
+        return {"product": False, "factors": [oracle_law(model, mechanism)]}
+    if isinstance(mechanism, IntervalMechanism):
+        return {"product": False, "factors": [interval_law(mechanism)]}
+    if isinstance(mechanism, ProgressiveMechanism):
+        return {"product": False, "factors": [progressive_law(mechanism)]}
+    if not getattr(mechanism, "is_finite", False):
+        raise BackendError(Diagnostic(
+            "B000", f"mechanism '{name}' ({mechanism.family}: {getattr(mechanism, 'kind', mechanism.family)}) cannot "
+                    "be run by the JavaScript randomizer yet: finite mechanisms (subset designs, grr, rr "
+                    f"matrices, products, RR-Joint), the oracles {', '.join(ORACLE_KINDS)}, interval(...) and "
+                    "progressive(...) only",
+            hint="privspec client SPEC --mechanism NAME writes the randomizer of the named mechanisms only"))
+    product = isinstance(mechanism, ProductMechanism)
+    factors = list(mechanism.factors) if product else [mechanism]
+    if product and any(isinstance(f, SubsetMechanism) and f.min_coverage is not None for f in factors):
+        # as privatize refuses it (D012)
+        raise BackendError(Diagnostic("B000", f"mechanism '{name}': dummy categories inside a product mechanism "
+                                              "are not supported"))
+    return {"product": product, "factors": [factor_law(f) for f in factors]}
+
+
+def factor_law(mechanism: Any) -> dict[str, Any]:
+    """One factor's law for true category ``x``, from where
+    :func:`~privspec.backends.finite.data.privatize_codes` draws it: ``uniform`` and
+    ``independent`` for the independent subset designs (drawn as Definition 3 says),
+    ``grr`` for k-RR (its keep and other probabilities), ``columns`` for any other channel
+    (conditional subset designs, ``sizes``, dummy categories, rr matrices: each column
+    ``K[., x]`` as the cumulative probabilities of its reports of positive probability)."""
+    variable = mechanism.variable
+    law: dict[str, Any] = {"variable": variable.name, "parts": list(variable.parts or ()),
+                           "categories": list(variable.labels)}
+    labels = variable.labels
+    if isinstance(mechanism, SubsetMechanism) and mechanism.design.is_independent \
+            and mechanism.min_coverage is None:
+        if mechanism.design.kind == "uniform":
+            return {**law, "kind": "uniform"}
+        nu = base_independent_design(mechanism)
+        subsets = list(nu)
+        probs = np.array([float(nu[a]) for a in subsets])
+        return {**law, "kind": "independent",
+                "subsets": [sorted(labels.index(t) for t in a) for a in subsets],
+                "cdf": _column(probs)}
+    ch = channel_of(mechanism)
+    if isinstance(ch, GRRChannel) and list(ch.obs_labels) == list(ch.x_labels) and ch.p > 1:
+        return {**law, "kind": "grr", "keep": float(ch.Kn[0, 0]), "other": float(ch.Kn[1, 0])}
+    if not isinstance(mechanism, (SubsetMechanism, RandomizedResponse)):  # pragma: no cover - a new family
+        raise TypeError(f"{type(mechanism).__name__} has no JavaScript law")
+    K = np.asarray(ch.Kn, dtype=float)
+    # the real categories only: dummy respondents (min_coverage) are the collector's to add
+    columns = [_column(K[:, x]) for x in range(len(labels))]
+    return {**law, "kind": "columns", "reports": list(ch.obs_labels), "cdf": columns}
+
+
+def oracle_law(model: Any, mechanism: Any) -> dict[str, Any]:
+    """A one-round frequency oracle's law, from the oracle privatize samples with
+    (:func:`privspec.backends.oracles.backend.oracle_of`, its ``probs``): its reports are
+    written as privspec writes them (:func:`privspec.backends.oracles.pure.format_reports`):
+    ``grr`` the category's code, ``sue``/``oue`` the bits in hex, ``ss`` the codes joined by
+    ``|``, ``blh``/``olh`` ``seed:value`` (the seed of
+    :func:`privspec.backends.oracles.protocols.hash_values`' family: the runtime's
+    ``localHash`` is bit-identical), ``hr`` the index j."""
+    o = oracle_of(model, mechanism)
+    variable = mechanism.variable
+    law: dict[str, Any] = {"variable": variable.name, "parts": list(variable.parts or ()),
+                           "categories": list(variable.labels)}
+    p, q = (float(v) for v in o.probs(Float))
+    if o.kind == "grr":
+        return {**law, "kind": "grr", "keep": p, "other": q, "reports": [str(c) for c in range(o.d)]}
+    if o.kind in ("sue", "oue"):
+        return {**law, "kind": "unary", "p": p, "q": q}
+    if o.kind == "ss":
+        return {**law, "kind": "ss", "k": int(o.k), "pi": p}
+    if o.kind in ("blh", "olh"):  # the hash: localHash in the runtime, hash_values' family
+        return {**law, "kind": "lh", "g": int(o.g), "p": p}
+    return {**law, "kind": "hr", "K": int(o.K), "p": p}
+
+
+def interval_law(mechanism: IntervalMechanism) -> dict[str, Any]:
+    """An interval mechanism's law, from where
+    :func:`privspec.backends.interval.sampling.sample_interval` draws it: ``count`` iid
+    anchors (m - 1; ``ring``: q) of the anchor law (its ``loc + scale * X`` of
+    :func:`privspec.backends.interval.laws.law_distribution`), sorted; the range holding
+    the answer, the ring range for ``ring``'s ends, the answer itself in ``disclose``."""
+    dist = law_distribution(mechanism.anchor)
+    loc, scale = float(dist.kwds["loc"]), float(dist.kwds["scale"])
+    family = {"uniform": "uniform", "norm": "normal", "logistic": "logistic", "expon": "exponential"}[dist.dist.name]
+    ring = mechanism.scheme == "ring"
+    disclose = None if mechanism.disclose is None else [nearest_double(v) for v in mechanism.disclose]
+    return {"variable": mechanism.variable.name, "parts": [], "kind": "interval",
+            "support": [_json_end(v) for v in support_of(mechanism.variable)],
+            "count": int(mechanism.m if ring else mechanism.m - 1), "ring": ring,
+            "anchor": {"family": family, "loc": loc, "scale": scale}, "disclose": disclose}
+
+
+def progressive_law(mechanism: ProgressiveMechanism) -> dict[str, Any]:
+    """``progressive(X, rounds = h)`` as :func:`privspec.backends.interval.sampling.sample_progressive`
+    draws it without a sensitivity: each round an anchor uniform on the current range
+    (from the support, which the checker keeps finite), the range shrunk to the answer's side."""
+    lo, hi = support_of(mechanism.variable)
+    return {"variable": mechanism.variable.name, "parts": [], "kind": "progressive", "support": [lo, hi],
+            "rounds": int(mechanism.rounds)}
+
+
+def _json_end(x: float) -> float:
+    """A support's end for JSON, which has no infinity: an unbounded end as the largest
+    double (every finite answer lies within it)."""
+    return x if np.isfinite(x) else float(np.copysign(np.finfo(float).max, x))
+
+
+def _column(probs: np.ndarray) -> list[list[Any]]:
+    """``[index, cumulative probability]`` of each outcome of positive probability,
+    normalized: the CDF :func:`privatize_codes` inverts, without its zero steps."""
+    positive = np.flatnonzero(probs > 0)
+    cdf = np.cumsum(probs[positive] / probs[positive].sum())
+    return [[int(i), float(c)] for i, c in zip(positive, cdf)]
+
+
+__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "interval_law", "progressive_law", "ORACLE_KINDS", "RUNTIME"]
