@@ -33,7 +33,7 @@ from privspec.limits import COV_CELL_LIMIT
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Release
 from privspec.model.query_kinds import Answers
-from privspec.results.kinds import Budget, ReleasedTable, Variance
+from privspec.results.kinds import Budget, Leakage, ReleasedTable, Variance
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
@@ -43,9 +43,10 @@ from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import joined_labels
 from privspec.backends.data.tally import Tally, describe_distinct
 from privspec.backends.core.populations import bind_parameters
+from privspec.backends.releases import guessing
 from privspec.backends.releases.budget import budget_on, budget_table, describe_release, release_privacy_loss
 from privspec.backends.releases.noise import (PAPER, algorithm1, cell_covariance, geometric_mechanism, margin_variance,
-                            noise_variance, nonnegative)
+                            noise_variance, nonnegative, unit_loss)
 
 #: the column of counts in the tidy layout of a released table
 COUNT = "count"
@@ -368,9 +369,9 @@ def _release_of(model: ModelGraph, query: Query) -> Release:
     return model.releases[str(query.scope)]
 
 
-def _population(model: ModelGraph, release: Release) -> np.ndarray:
+def _population(model: ModelGraph, release: Release, purpose: str = "simulating") -> np.ndarray:
     """Cell probabilities of the release's table from the declared populations
-    (independent across population declarations), for ``simulate``."""
+    (independent across population declarations), for ``simulate`` and ``leakage``."""
     atoms: list[tuple[str, int]] = []
     for v in release.variables:
         if model.population_of(v.name) is not None or not v.is_combined:
@@ -381,7 +382,7 @@ def _population(model: ModelGraph, release: Release) -> np.ndarray:
     for name, _ in atoms:
         pop = model.population_of(name)
         if pop is None or pop.law.family != "categorical":
-            raise BackendError(Diagnostic("B602", f"simulating release {release.name} needs a categorical "
+            raise BackendError(Diagnostic("B602", f"{purpose} release {release.name} needs a categorical "
                                                   f"population for {name}",
                                           hint=f"declare one: population {name} ~ categorical(...)"))
         if all(pop is not q for q in pops):
@@ -399,6 +400,10 @@ def _population(model: ModelGraph, release: Release) -> np.ndarray:
     return joint / joint.sum()
 
 
+#: what a release's leakage reports by default: the best guess's chance, the worst table's posterior
+GUESSES = ("prediction", "individual")
+
+
 # ---- the back end ------------------------------------------------------------------------------
 @register
 class ReleaseBackend:
@@ -408,7 +413,7 @@ class ReleaseBackend:
     REGISTER_NAME = "releases"
     #: what it answers (:mod:`privspec.model.query_kinds`): queries on releases, which have no mechanism
     ANSWERS = (
-        Answers(("budget", "variance"), ("release",)),
+        Answers(("budget", "variance", "leakage"), ("release",)),
         Answers(("table",), ("release",), ("run", "simulate")),
     )
 
@@ -420,6 +425,8 @@ class ReleaseBackend:
         if query.kind == "budget":
             return budget_result(model, query)
         release = _release_of(model, query)
+        if query.kind == "leakage":
+            return leakage_result(model, release, query.metrics)
         keep = _margin_names(query, release)
         if verb == "simulate":
             return _simulate(model, query, release, keep, **options)
@@ -501,6 +508,25 @@ def budget_result(model: ModelGraph, query: Query) -> Result:
 
 def _matrix(rows: Sequence[str], cols: Sequence[str], data: sympy.Matrix) -> Matrix:
     return Matrix(tuple(rows), tuple(cols), data)
+
+
+def leakage_result(model: ModelGraph, release: Release, metrics: Sequence[str] = ()) -> Result:
+    """``leakage(D)``: the chance that an adversary who knows every other record, the noise
+    and the population guesses one record's cell of the table (``prediction``, on the scale
+    of every mechanism's), and the largest posterior of any released table
+    (``individual``): :mod:`privspec.backends.releases.guessing`."""
+    a = math.exp(-float(unit_loss(_epsilon(model, release), bool(release.exact_totals), release.calibration)))
+    w = Layout.of(release).to_groups(_population(model, release, "the leakage of"))
+    try:
+        guess = guessing.algorithm1(a, w) if release.exact_totals else guessing.geometric(a, w)
+    except guessing.TooLarge as e:
+        raise BackendError(Diagnostic("B604", f"leakage({release.name}): {e}",
+                                      hint="fewer protected cells per exact total, or a larger epsilon")) from None
+    value = {m: guess.prediction if m == "prediction" else guess.individual for m in metrics or GUESSES}
+    return Leakage(value, evaluation=guess.evaluation,
+                   meaning="prediction: R = sum_z max_j w_j Pr(z | j) (Def. 7), z the released table minus the other "
+                           "records' counts; individual: the largest posterior max_j Pr(cell j | z) of any z",
+                   **_loss_extras(model, release))
 
 
 def variance_result(model: ModelGraph, release: Release, keep: Sequence[str]) -> Result:

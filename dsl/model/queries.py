@@ -188,6 +188,8 @@ def _mechanism_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Que
     if call.keywords and not sig.keywords:
         ctx.error("E205", f"{kind}() takes no options", call.keywords[0].span)
         return None
+    if kind == "leakage" and _names_release(ctx, call.args[0]):
+        return _release_leakage(ctx, name, call, span)
     mech = _mechanism_arg(ctx, call.args[0])
     metrics: list[str] = []
     _, most = signatures.arity(sig)  # at most one mechanism, coverage one metric, leakage any
@@ -214,6 +216,25 @@ def _mechanism_query(ctx: Context, name: str, call: ast.Call, span: Span) -> Que
         if metrics is None:
             return None
     return Query(name, kind, mechanism=mech, metrics=tuple(metrics), span=span)
+
+
+def _names_release(ctx: Context, node: ast.Node) -> bool:
+    found = ctx.scope.get(node.name) if isinstance(node, ast.Ref) else None
+    return found is not None and found.kind == "release"
+
+
+def _release_leakage(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
+    """``leakage(D[, prediction])``: how well an adversary who knows every other record
+    guesses one record's cell of release D (its prediction, and the largest posterior)."""
+    for a in call.args[1:]:
+        if not (isinstance(a, ast.Ref) and a.name == "prediction"):
+            ctx.error("E501", "a release's leakage is prediction: the chance that an adversary who knows every "
+                              "other record guesses one record's cell", a.span, f"leakage({call.args[0].name}, prediction)")
+            return None
+    release = ctx.lookup(call.args[0], ["release"])
+    if release is None:
+        return None
+    return Query(name, "leakage", metrics=tuple(a.name for a in call.args[1:]), scope=release.name, span=span)
 
 
 def _metrics(ctx: Context, kind: str, mech: Mechanism, metrics: list[str], call: ast.Call) -> list[str] | None:

@@ -199,8 +199,8 @@ QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
     QueryKind("fisher", "fisher(MECHANISM)", False, "matrix", FINITE, "the Fisher information per respondent"),
     QueryKind("coverage", "coverage(MECHANISM[, METRIC])", False, "number", MECHANISM_FAMILIES,
               "privacy coverage: how much a report leaves hidden"),
-    QueryKind("leakage", "leakage(MECHANISM[, METRIC, ...])", False, "metrics", MECHANISM_FAMILIES,
-              "privacy leakage by metric (size, mutual_information, prediction)"),
+    QueryKind("leakage", "leakage(MECHANISM[, METRIC, ...])", False, "metrics", MECHANISM_FAMILIES + ("release",),
+              "privacy leakage by metric (size, mutual_information, prediction); of a release: prediction"),
     QueryKind("epsilon", "epsilon(MECHANISM)", False, "number", MECHANISM_FAMILIES,
               "the local differential privacy level"),
     QueryKind("identifiable", "identifiable(MECHANISM)", False, "boolean", FINITE,
@@ -397,10 +397,13 @@ def _privacy_caption(query: Any) -> str | None:
 
 
 def _release_caption(query: Any) -> str | None:
-    """budget, variance, table: what releases spend and how noisy they are."""
+    """budget, variance, table, leakage: what releases spend, how noisy they are, what they reveal."""
     kind, scope = query.kind, query.scope
-    if kind not in ("budget", "variance", "table"):
+    if kind not in ("budget", "variance", "table", "leakage"):
         return None
+    if kind == "leakage":
+        return (f"how well someone who knows every other record guesses one record's cell of release {scope}: "
+                "the best guess's chance of being right")
     if kind == "budget":
         where = scope if isinstance(scope, str) else f"on {{{', '.join(scope)}}} together"
         return f"how much privacy the releases spend {where}: their epsilon budget"

@@ -347,9 +347,11 @@ class Coverage(Privacy):
 
 
 class Leakage(Privacy):
-    """What a report reveals, by metric (``leakage``)."""
+    """What a report (or a released table) reveals, by metric (``leakage``)."""
 
     kind = "leakage"
+    calibration: Field[str] = Field("a release's noise calibration")
+    privacy_loss: Field[Any] = Field("a release's privacy loss")
 
 
 class Individual(Privacy):
