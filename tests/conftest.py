@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import signal
 import subprocess
+import urllib.parse
+import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -134,3 +137,31 @@ def within():
     (SIGALRM: the main thread, Python code; what hung before a fix, a sympy factorization
     of e^700, is interrupted)."""
     return deadline
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh database on the server of PRIVSPEC_TEST_POSTGRES (a URL; a Unix socket may
+    be given as ``?host=DIR``), dropped afterwards.  Skipped where psycopg or a server is
+    missing, unless PRIVSPEC_REQUIRE_POSTGRES is set (.ci/run starts one): then it fails."""
+    required = bool(os.environ.get("PRIVSPEC_REQUIRE_POSTGRES"))
+    missing = pytest.fail if required else pytest.skip
+    try:
+        import psycopg  # extra: collect
+    except ImportError:
+        missing("psycopg is not installed (pip install '.[collect]')")
+    base = os.environ.get("PRIVSPEC_TEST_POSTGRES")
+    if not base:
+        missing("no PostgreSQL server: set PRIVSPEC_TEST_POSTGRES to a URL (postgresql://user@host/db)")
+    try:
+        admin = psycopg.connect(base, autocommit=True, connect_timeout=3)
+    except psycopg.Error as e:
+        missing(f"no PostgreSQL server reachable at PRIVSPEC_TEST_POSTGRES: {e}")
+    name = f"privspec_test_{uuid.uuid4().hex[:12]}"
+    admin.execute(f"CREATE DATABASE {name}")
+    parts = urllib.parse.urlsplit(base)   # the database is the path; a socket may be in the query
+    try:
+        yield urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        admin.close()

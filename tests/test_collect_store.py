@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -257,26 +256,7 @@ def test_an_empty_store_has_nothing_to_estimate_from(spec, tmp_path) -> None:
 
 
 # ---- PostgreSQL ------------------------------------------------------------------------------------
-@pytest.fixture
-def postgres_url():
-    """A fresh database on the server of PRIVSPEC_TEST_POSTGRES, dropped afterwards; the
-    test is skipped where psycopg or a reachable server is missing."""
-    psycopg = pytest.importorskip("psycopg")
-    base = os.environ.get("PRIVSPEC_TEST_POSTGRES")
-    if not base:
-        pytest.skip("no PostgreSQL server: set PRIVSPEC_TEST_POSTGRES to a URL (postgresql://user@host/db)")
-    try:
-        admin = psycopg.connect(base, autocommit=True, connect_timeout=3)
-    except psycopg.Error as e:
-        pytest.skip(f"no PostgreSQL server reachable at PRIVSPEC_TEST_POSTGRES: {e}")
-    name = f"privspec_test_{uuid.uuid4().hex[:12]}"
-    admin.execute(f"CREATE DATABASE {name}")
-    head, _, _ = base.rpartition("/")
-    try:
-        yield f"{head}/{name}"
-    finally:
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
-        admin.close()
+# postgres_url: tests/conftest.py (a fresh database on PRIVSPEC_TEST_POSTGRES's server)
 
 
 def test_postgresql_store_is_append_only_and_refuses_another_design(spec, postgres_url) -> None:
