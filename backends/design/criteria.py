@@ -68,7 +68,8 @@ class Candidate:
     estimand: Estimand
 
     def query(self, kind: str, **kw: Any) -> Query:
-        needs_estimand = kind in ("avar", "estimate")
+        # a multi-attribute oracle's leakage is of the estimand's attribute
+        needs_estimand = kind in ("avar", "estimate") or (kind == "leakage" and family_of(self.mechanism) == "multi_oracle")
         return Query(f"{self.name}.{kind}", kind, mechanism=self.mechanism,
                      estimand=self.estimand if needs_estimand else None,
                      method=self.method if needs_estimand else None, **kw)
@@ -499,10 +500,6 @@ def _guess(ev: Evaluation, metric: str) -> float:
     """``prediction`` or ``individual`` of a mechanism without a channel (a frequency oracle,
     an interval design): the back end's ``leakage`` query, with the plan (an interval
     design's tolerance)."""
-    mech = ev.cand.mechanism
-    if family_of(mech) == "multi_oracle":
-        raise NotApplicable(f"{metric} of one attribute from a report on several ({mech.protocol}) depends on the "
-                            "joint population of the others: not computed; compare it on epsilon")
     r = answer(ev.model, ev.cand.query("leakage", metrics=(metric,), plan=ev.plan))
     return number(r.value[metric])
 

@@ -66,6 +66,8 @@ _ANSWERS = (
             methods=("mom", "mle")),
     # several attributes (spl, smp, rsfd): one attribute's distribution at a time
     Answers(("avar",), ("multi_oracle",), estimands=("distribution",), methods=("mom",)),
+    # one attribute's best guess from a whole report (a comparison's prediction)
+    Answers(("leakage",), ("multi_oracle",), estimands=("distribution",)),
     Answers(("estimate",), ("multi_oracle",), ("run", "simulate"), estimands=("distribution",),
             methods=("mom", "mle")),
 )
@@ -272,8 +274,8 @@ class FrequencyOracleBackend:
         """Its ``ANSWERS``, for an estimand on the mechanism's own variable."""
         if not any(row.matches(query, verb) for row in self.ANSWERS):
             return False
-        if query.kind == "leakage":
-            return set(query.metrics or GUESSES) <= set(GUESSES)
+        if query.kind == "leakage" and not set(query.metrics or GUESSES) <= set(GUESSES):
+            return False
         if query.estimand is not None:
             if query.mechanism.family == "multi_oracle":
                 return frequency_multi.attribute_of(query.mechanism, query) is not None
@@ -318,6 +320,8 @@ class FrequencyOracleBackend:
             return frequency_multi.epsilon_result(model, mech, mo)
         if query.kind == "avar":
             return frequency_multi.avar_result(model, query, mo)
+        if query.kind == "leakage":
+            return frequency_multi.leakage_result(model, query, mo, query.metrics or GUESSES)
         j = frequency_multi.attribute_of(mech, query)
         if verb == "simulate":
             return frequency_multi.simulate_attribute(model, query, mo, j, n=int(options["n"]),

@@ -38,6 +38,20 @@ class Fake(ABC):
         return None
 
     @abstractmethod
+    def ratios(self, o: Oracle, p: float, q: float, member: np.ndarray) -> np.ndarray:
+        """``T(y, x) = Pr_real(y | x) / Pr_fake(y)`` for reports ``y`` given by their support
+        ``member`` (bool ``(m, d)``), for every ``x``: ``(m, d)``."""
+
+    @abstractmethod
+    def alone(self, o: Oracle, p: float, q: float) -> tuple[float, float]:
+        """``T`` of the report whose support is one category alone: for that category, and
+        for every other (the report that favours one answer most)."""
+
+    @abstractmethod
+    def least_mean(self, o: Oracle, p: float, q: float, w: np.ndarray) -> float:
+        """``min_y sum_x w_x T(y, x)``: how little a report can say that it is the real one."""
+
+    @abstractmethod
     def ratio_terms(self, o: Oracle, p: float, q: float) -> tuple[float, Callable[[float], float]]:
         """``Pr(y | x) = prod_i Pr_fake_i(y_i) / A * sum_i T_i`` with ``T_i = Pr_real_i(y_i |
         x_i) / Pr_fake_i(y_i)``: the smallest ``T`` (over y and x) and the function ``S ->
@@ -56,6 +70,15 @@ class UniformFake(Fake):
 
     def likelihood_pair(self, o: Oracle, p: float, q: float, A: int) -> tuple[float, float] | None:
         return p / A + (A - 1) / (A * o.d), q / A + (A - 1) / (A * o.d)
+
+    def ratios(self, o: Oracle, p: float, q: float, member: np.ndarray) -> np.ndarray:
+        return np.where(member, o.d * p, o.d * q)
+
+    def alone(self, o: Oracle, p: float, q: float) -> tuple[float, float]:
+        return o.d * p, o.d * q
+
+    def least_mean(self, o: Oracle, p: float, q: float, w: np.ndarray) -> float:
+        return float(o.d * (q + (p - q) * np.min(w)))        # the least likely value reported
 
     def ratio_terms(self, o: Oracle, p: float, q: float) -> tuple[float, Callable[[float], float]]:
         hi, lo = o.d * p, o.d * q
@@ -82,6 +105,15 @@ class ZeroFake(Fake):
         k0, r = (1 - p) / (1 - q), p * (1 - q) / (q * (1 - p))
         return k0 * r / A + (A - 1) / A, k0 / A + (A - 1) / A
 
+    def ratios(self, o: Oracle, p: float, q: float, member: np.ndarray) -> np.ndarray:
+        return np.where(member, p / q, (1 - p) / (1 - q))
+
+    def alone(self, o: Oracle, p: float, q: float) -> tuple[float, float]:
+        return p / q, (1 - p) / (1 - q)
+
+    def least_mean(self, o: Oracle, p: float, q: float, w: np.ndarray) -> float:
+        return (1 - p) / (1 - q)                              # no bit on
+
     def ratio_terms(self, o: Oracle, p: float, q: float) -> tuple[float, Callable[[float], float]]:
         r_hi, r_lo = p / q, (1 - p) / (1 - q)
         return r_lo, lambda S: (S + r_hi) / (S + r_lo)
@@ -100,6 +132,22 @@ class RandomFake(Fake):
 
     def draw(self, o: Oracle, n: int, rng: RowRandom) -> Any:
         return o.privatize(uniform_index(rng.random(n), o.d), rng)
+
+    def ratios(self, o: Oracle, p: float, q: float, member: np.ndarray) -> np.ndarray:
+        t = np.where(member, p / q, (1 - p) / (1 - q))
+        return t / t.mean(axis=1, keepdims=True)
+
+    def alone(self, o: Oracle, p: float, q: float) -> tuple[float, float]:
+        hi, lo = p / q, (1 - p) / (1 - q)
+        mean = (hi + (o.d - 1) * lo) / o.d
+        return hi / mean, lo / mean
+
+    def least_mean(self, o: Oracle, p: float, q: float, w: np.ndarray) -> float:
+        # k bits on: at best on the k least likely categories; then the best k
+        hi, lo = p / q, (1 - p) / (1 - q)
+        W = np.concatenate([[0.0], np.cumsum(np.sort(np.asarray(w, dtype=float) / np.sum(w)))])
+        k = np.arange(o.d + 1)
+        return float(np.min((lo + (hi - lo) * W) / (lo + (hi - lo) * k / o.d)))
 
     def ratio_terms(self, o: Oracle, p: float, q: float) -> tuple[float, Callable[[float], float]]:
         d = o.d

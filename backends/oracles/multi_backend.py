@@ -9,7 +9,7 @@ are empty).  ``distribution(X)`` of one attribute reads its column only (``smp``
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,7 @@ import sympy
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.kinds import Avar, Epsilon, Estimate, Simulation
+from privspec.results.kinds import Avar, Epsilon, Estimate, Leakage, Simulation
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Vector
 from privspec.backends.oracles.reports import avar_extras, check_reports, form_hint, mle_fit, number_of, read_reports
@@ -103,6 +103,37 @@ def avar_result(model: ModelGraph, q: Query, mo: multi.MultiOracle) -> Result:
         if C is not None:
             extras[f"cross_covariance_{other.name}"] = as_matrix(C, var.labels, other.labels)
     return Avar(as_matrix(V, var.labels, var.labels), **extras)
+
+
+def leakage_result(model: ModelGraph, q: Query, mo: multi.MultiOracle, metrics: Sequence[str]) -> Result:
+    """One attribute's best guess from a whole report (``prediction``, ``individual``):
+    :meth:`~privspec.backends.oracles.multidim.MultiOracle.guessing`, for attributes whose
+    populations are declared apart (independent: the others' reports then say nothing of
+    this one's answer)."""
+    mech = q.mechanism
+    j = attribute_of(mech, q)
+    var = mech.attributes[j]
+    pop = model.population_of(var.name)
+    joint = [v.name for v in getattr(pop, "variables", ()) if v.name != var.name
+             and v.name in {a.name for a in mech.attributes}]
+    if joint:
+        raise BackendError(Diagnostic("B417", f"the leakage of {var.name} from {mech.name}: its population is "
+                                              f"declared jointly with {', '.join(joint)}, whose reports then tell "
+                                              "about it too: not computed"))
+    ws = [population_vector(model, [v]) for v in mech.attributes]
+    ws = [None if w is None else np.array([float(x) for x in w], dtype=float) for w in ws]
+    if ws[j] is None:
+        raise BackendError(Diagnostic("B001", f"leakage needs a population for {var.name}"))
+    try:
+        guess = mo.guessing(j, ws)
+    except ValueError as e:
+        missing = [v.name for v, w in zip(mech.attributes, ws) if w is None]
+        raise BackendError(Diagnostic("B001", f"the leakage of {var.name} from {mech.name}: {e}",
+                                      hint=f"declare a population for {', '.join(missing)}")) from None
+    value = {m: guess.prediction if m == "prediction" else guess.individual for m in metrics}
+    return Leakage(value, evaluation=guess.evaluation,
+                   meaning=f"prediction: the chance that the best guess of {var.name} from one report is right "
+                           "(Def. 7); individual: the largest posterior of any report")
 
 
 def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: Any, other: Any,

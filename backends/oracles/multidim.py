@@ -26,6 +26,7 @@ from privspec.backends.core.algebra import Float
 from privspec.backends.core.frequency import pure_covariance
 from privspec.backends.core.rowrandom import RowRandom
 from privspec.backends.oracles.fakes import FAKES
+from privspec.backends.oracles.guessing import Guessing
 from privspec.backends.oracles.protocol import FrequencyOracle, Oracle
 from privspec.backends.oracles.pure import oracle
 from privspec.backends.oracles.sampling import uniform_index
@@ -95,6 +96,12 @@ def _rowwise(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # ---- the protocols ---------------------------------------------------------------------------------
+#: respondents drawn for RS+FD's best guess (:meth:`RSFD.guessing`), and their seed (fixed:
+#: a comparison gives the same number every run)
+GUESS_DRAWS = 200_000
+GUESS_SEED = 20211101
+
+
 @dataclass(frozen=True)
 class MultiOracle(FrequencyOracle):
     """A multidimensional protocol (the class): the per-attribute oracle ``kinds`` (``adp``
@@ -144,6 +151,12 @@ class MultiOracle(FrequencyOracle):
         """Each attribute's oracle at :attr:`attribute_epsilon` (for RS+FD: the real report's)."""
         e = self.attribute_epsilon
         return tuple(oracle(k, d, e) for k, d in zip(self.kinds, self.ds))
+
+    @abstractmethod
+    def guessing(self, j: int, ws: Sequence[np.ndarray | None]) -> Guessing:
+        """The adversary's best guess of attribute ``j`` from one respondent's whole report,
+        the attributes independent with populations ``ws`` (None: not declared; only
+        RS+FD needs the others') (:mod:`privspec.backends.oracles.guessing`)."""
 
     @classmethod
     def build(cls, kinds: Any, ds: tuple[int, ...], epsilon: float, variant: str | None) -> "MultiOracle":
@@ -361,6 +374,12 @@ class SPL(MultiOracle):
     def composed_epsilon(self, eps: list[float], neighbours: str) -> float:
         return float(sum(eps)) if neighbours == "any" else float(max(eps))
 
+    def guessing(self, j: int, ws: Sequence[np.ndarray | None]) -> Guessing:
+        # the other attributes' reports depend on their own answers only, which are
+        # independent of x_j: attribute j's report at eps / A is all the adversary has
+        g = self.oracles[j].guessing(ws[j])
+        return Guessing(g.prediction, g.individual, f"attribute {j + 1}'s oracle at epsilon / A: {g.evaluation}", g.se)
+
 
 class SMP(MultiOracle):
     """Sample: one attribute drawn uniformly, through its oracle at ``eps``; the server
@@ -384,6 +403,17 @@ class SMP(MultiOracle):
 
     def report_numbers(self, values: tuple) -> tuple:
         return tuple(len(v) for v in values)
+
+    def guessing(self, j: int, ws: Sequence[np.ndarray | None]) -> Guessing:
+        # the server learns the sampled attribute: with probability 1/A it is j and the
+        # report is j's oracle's at eps; otherwise it is another's, independent of x_j,
+        # and the best guess is j's most common category
+        w = ws[j]
+        g = self.oracles[j].guessing(w)
+        prior = float(np.max(w) / np.sum(w))
+        return Guessing(g.prediction / self.A + (1 - 1 / self.A) * prior, g.individual,
+                        f"1/A times attribute {j + 1}'s oracle at epsilon ({g.evaluation}) plus (1 - 1/A) times its "
+                        "most common share (another attribute sampled)", g.se / self.A)
 
     def attribute_estimate(self, j: int, o: Oracle, C: np.ndarray, n: float, project: str) -> np.ndarray:
         if n == 0:
@@ -532,6 +562,42 @@ class RSFD(MultiOracle):
     def attribute_probs(self, j: int) -> tuple[float, float]:
         pe, qe, _, _ = self.probs(j)
         return pe, qe
+
+    def guessing(self, j: int, ws: Sequence[np.ndarray | None]) -> Guessing:
+        """``Pr(y | x) = prod_i F_i(y_i) / A * sum_i T_i(y_i, x_i)`` (:class:`Fake`), so given
+        the others' answers integrated out the posterior of ``x_j`` is ``w_j(x) (T_j(y_j, x) +
+        rho)``, ``rho = sum_{i != j} sum_x w_i(x) T_i(y_i, x)``: the other reports say how
+        likely it is that ``y_j`` is the real one.  ``prediction`` is ``E[max_x posterior]``
+        over reports privatized as the sampler privatizes (a seeded Monte Carlo, its standard
+        error stated); ``individual`` the report supporting the most likely category alone
+        while every other report says as little as it can (``rho`` least): exact."""
+        if any(w is None for w in ws):
+            raise ValueError("RS+FD's best guess of one attribute needs every attribute's population")
+        ws = [np.asarray(w, dtype=float) / np.sum(w) for w in ws]
+        rng = np.random.default_rng(GUESS_SEED)
+        x = np.column_stack([rng.choice(d, GUESS_DRAWS, p=w) for d, w in zip(self.ds, ws)])
+        reports = self.sample(x, RowRandom(GUESS_SEED, rows=range(GUESS_DRAWS)))
+        rho, rho_least, T_j = np.zeros(GUESS_DRAWS), 0.0, None
+        for i, o in enumerate(self.oracles):
+            p, q = o.support_probs()
+            fake = FAKES[self.fakes[i]]
+            T = fake.ratios(o, p, q, o.membership(reports.values[i]))
+            if i == j:
+                T_j = T
+            else:
+                rho += T @ ws[i]
+                rho_least += fake.least_mean(o, p, q, ws[i])
+        post = ws[j][None, :] * (T_j + rho[:, None])
+        best = post.max(axis=1) / post.sum(axis=1)
+        se = float(best.std(ddof=1) / math.sqrt(GUESS_DRAWS))
+        o = self.oracles[j]
+        hi, lo = FAKES[self.fakes[j]].alone(o, *o.support_probs())
+        top = float(ws[j].max())
+        worst = top * (hi + rho_least) / (top * (hi + rho_least) + (1 - top) * (lo + rho_least))
+        return Guessing(float(best.mean()), worst,
+                        f"Monte Carlo over {GUESS_DRAWS:,} respondents privatized as the sampler does (seed "
+                        f"{GUESS_SEED}), the posterior exact given each whole report: standard error {se:.2g}; "
+                        "individual: exact", se)
 
     def protocol_facts(self) -> dict:
         return {"fake": self.variant, "fakes": list(self.fakes)}
