@@ -297,6 +297,16 @@ def test_a_subset_survey_answered_by_keyboard_sends_only_its_reports(webdriver, 
     assert not [e for e in webdriver.console() if e["level"] == "SEVERE"]
 
 
+def test_nothing_is_sent_before_every_question_is_answered(webdriver, site: Site) -> None:
+    """The browser's own check of the required choices: Send on a half-answered page posts
+    nothing and takes the focus to the first question left."""
+    open_page(webdriver, site, privspec.load(SUBSETS).model)
+    webdriver.click("#v-color-1")
+    webdriver.click("#send")
+    assert webdriver.script("return document.activeElement.name") == "v-gender"
+    assert site.posts == [] and webdriver.script("return document.getElementById('thanks').hidden") is True
+
+
 def test_an_oracle_survey_sends_reports_run_reads(webdriver, site: Site) -> None:
     model = load("oracles")
     open_page(webdriver, site, model)
