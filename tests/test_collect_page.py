@@ -174,6 +174,10 @@ def test_mechanisms_the_randomizer_refuses_are_left_out_or_named() -> None:
         survey_page(only_refused, ["sel", "w"])
     assert e.value.diagnostics[0].code == "B000"
     assert page_mechanisms(only_refused) == ["c1"]
+    language = page_mechanisms(load("language"))
+    assert "rr_s" not in language and "sel" not in language and "urn" in language  # eps has no value; selective
+    with pytest.raises(BackendError, match="B009"):
+        survey_page(load("language"), ["rr_s"])
 
 
 # ---- the page in headless Chromium -------------------------------------------------------
