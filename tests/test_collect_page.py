@@ -34,7 +34,7 @@ from scipy import stats
 import privspec
 from privspec.api import privatize
 from privspec.errors import BackendError
-from privspec.backends.collect.page import page_mechanisms, survey_page
+from privspec.backends.collect.page import page_mechanisms, script_text, survey_page
 from privspec.backends.collect.randomizer import client_module
 from privspec.backends.collect.store_checks import cells, check_reports, report_columns
 from privspec.backends.core.algebra import Float
@@ -388,11 +388,12 @@ window.drawn = Array.from({length: COUNT}, () => privatize(ANSWER, {random})[NAM
 
 
 def draw_in_chromium(webdriver, site: Site, model, name: str, answer: dict, seed: int) -> list[str]:
-    """N reports of ``name`` for ``answer`` drawn by the randomizer module in Chromium."""
+    """N reports of ``name`` for ``answer`` drawn in Chromium by the randomizer module,
+    inlined as the survey page inlines it."""
     driver = (DRAWS.replace("SEED", str(seed)).replace("COUNT", str(N)).replace("ANSWER", json.dumps(answer))
               .replace("NAME", json.dumps(name)))
     site.pages[f"/law-{name}"] = (f"<!DOCTYPE html><title>{name}</title><script type=\"module\">"
-                                  f"{client_module(model, [name])}\n{driver}</script>")
+                                  f"{script_text(client_module(model, [name]))}\n{driver}</script>")
     webdriver.get(f"{site.url}/law-{name}")
     return webdriver.wait("return window.drawn || null", 120)
 

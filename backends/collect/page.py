@@ -176,4 +176,4 @@ def policy(script: str) -> str:
             "connect-src 'self'; form-action 'none'; base-uri 'none'")
 
 
-__all__ = ["survey_page", "page_mechanisms", "questions", "policy"]
+__all__ = ["survey_page", "page_mechanisms", "questions", "policy", "script_text"]
