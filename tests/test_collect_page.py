@@ -346,6 +346,24 @@ def test_an_interval_survey_sends_the_chosen_ranges_and_no_value(webdriver, site
     assert_run_reads(model, reports)
 
 
+def test_progressive_rounds_follow_one_another_in_the_focus_order(webdriver, site: Site) -> None:
+    """By keyboard: each round's answer (Space: yes, Down: no) puts the next round right
+    after it in the Tab order; three "yes" leave (lo, the last anchor]."""
+    open_page(webdriver, site, load("interval_privacy"), ["prog"])
+    for h in range(3):
+        webdriver.press("tab")
+        assert webdriver.script("return document.activeElement.name") == f"m-prog-r{h}"
+        webdriver.press("space")
+    anchors = webdriver.script("return Array.from(document.querySelectorAll('#m-prog legend')).slice(1)"
+                               ".map((l) => Number(l.textContent.match(/at most (.*)\\?$/)[1]))")
+    assert len(anchors) == 3 and anchors[0] >= anchors[1] >= anchors[2]  # each in the range left, below the last
+    webdriver.press("tab", "enter")
+    assert webdriver.wait("return !document.getElementById('thanks').hidden")
+    (report,) = site.body()["reports"].values()
+    assert report.startswith("(-inf, ") and float(report[7:-1]) == pytest.approx(anchors[2], rel=1e-4)
+    assert_run_reads(load("interval_privacy"), site.body()["reports"])
+
+
 def test_a_value_in_the_disclose_range_is_given_exactly(webdriver, site: Site) -> None:
     model = load("interval_privacy")
     open_page(webdriver, site, model, ["open"])
