@@ -31,7 +31,10 @@ from privspec.backends.core.algebra import Float
 from privspec.backends.core.compile import channel_of
 from privspec.backends.finite.data import factor_mechanisms, privatize_frame
 from privspec.backends.interval.laws import law_distribution
+from privspec.backends.core.rowrandom import RowRandom
 from privspec.backends.oracles.backend import oracle_of
+from privspec.backends.oracles.longitudinal import privatize_collections
+from privspec.backends.oracles.multi_backend import multi_of
 from privspec.backends.oracles.protocols import hash_values
 
 NODE = shutil.which("node")
@@ -249,10 +252,16 @@ def test_interval_reports_are_read_by_run(tmp_path: Path) -> None:
         assert res.ok, (n, res.failures)
 
 
-def test_an_unsupported_mechanism_is_refused_by_name(model) -> None:
+CENSORED = "variable t: continuous [0, 10]\nmechanism cens = censored(t)\n"
+
+
+def test_a_censored_mechanism_is_refused_saying_no_respondent_draws_it() -> None:
+    spec = privspec.load(SPEC + CENSORED)
+    assert spec.ok, spec.diagnostics
+    assert "export function privatize" in client_module(spec.model, ["k", "weekly"])   # longitudinal: run
     with pytest.raises(BackendError) as err:
-        client_module(model, ["k", "weekly"])
-    assert err.value.code == "B000" and "'weekly'" in str(err.value) and "l_osue" in str(err.value)
+        client_module(spec.model, ["k", "cens"])
+    assert err.value.code == "B000" and "'cens'" in str(err.value) and "not drawn by a respondent" in str(err.value)
 
 
 def test_the_module_draws_from_the_platform_csprng_only(model) -> None:
@@ -263,7 +272,7 @@ def test_the_module_draws_from_the_platform_csprng_only(model) -> None:
 
 def test_client_verb_writes_the_module_once_and_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     spec = tmp_path / "s.privspec"
-    spec.write_text(SPEC, encoding="utf-8")
+    spec.write_text(SPEC + CENSORED, encoding="utf-8")
     out = tmp_path / "randomizer.js"
     err = io.StringIO()
     assert main(["client", str(spec), "--out", str(out), "--mechanism", "k", "--mechanism", "prod"],
@@ -279,7 +288,7 @@ def test_client_verb_writes_the_module_once_and_refuses_what_it_cannot_run(tmp_p
     other = tmp_path / "all.js"
     err = io.StringIO()
     assert main(["client", str(spec), "--out", str(other)], stdout=io.StringIO(), stderr=err) == 1
-    assert "error[B000]" in err.getvalue() and "'weekly'" in err.getvalue() and str(spec) in err.getvalue()
+    assert "error[B000]" in err.getvalue() and "'cens'" in err.getvalue() and str(spec) in err.getvalue()
     assert not other.exists()
     err = io.StringIO()
     assert main(["client", str(spec), "--out", str(other), "--mechanism", "kk"], stdout=io.StringIO(), stderr=err) == 2
@@ -491,3 +500,257 @@ def test_progressive_rounds_in_javascript_have_python_s_law(tmp_path: Path) -> N
                           timeout=60, check=True)
     asked, direct = json.loads(done.stdout)
     assert asked == direct
+
+
+# ---- longitudinal and multi-attribute oracles ------------------------------------------------------
+ORACLES = """\
+variable race: categorical {a, b, c, d}
+variable gender: categorical {F, M}
+variable income: categorical {lo, mid, hi}
+mechanism lg = l_grr(race, epsilon = 2, first = 1)
+mechanism lx = l_osue(race, epsilon = 2, first = 1)
+mechanism lo = l_oue(race, epsilon = 2, first = 1)
+mechanism s = spl(oue(race), grr(gender), hr(income), epsilon = 3)
+mechanism m = smp(oue(race), grr(gender), ss(income), epsilon = 1)
+mechanism g = rsfd(race, gender, income, epsilon = 1)
+mechanism z = rsfd(race, gender, income, epsilon = 1, fake = oue_z)
+mechanism r = rsfd(race, gender, income, epsilon = 1, fake = sue_r)
+"""
+#: respondents per true value and collections per respondent, each with a fresh store
+STORE_DRIVER = """
+const m = await import(process.argv[1]);
+const [answers, n, seed, collections] = JSON.parse(process.argv[2]);
+const random = m.seededRandom(seed);
+const out = [];
+for (const a of answers) {
+  const counts = {};
+  for (let r = 0; r < n; r++) {
+    const kept = new Map();
+    const store = {getItem: (k) => (kept.has(k) ? kept.get(k) : null), setItem: (k, v) => kept.set(k, v)};
+    const reps = [];
+    for (let t = 0; t < collections; t++) {
+      const rep = Object.values(m.privatize(a, {random, store}))[0];
+      reps.push(typeof rep === "string" ? rep : Object.values(rep).join(" & "));
+    }
+    const key = reps.join(" ; ");
+    counts[key] = (counts[key] || 0) + 1;
+  }
+  out.push(counts);
+}
+console.log(JSON.stringify(out));
+"""
+
+
+@pytest.fixture(scope="module")
+def oracles():
+    spec = privspec.load(ORACLES)
+    assert spec.ok, spec.diagnostics
+    return spec
+
+
+def _store_node(module: str, tmp: Path, answers: list[dict], n: int, seed: int, collections: int = 1
+                ) -> list[dict[str, int]]:
+    path = tmp / "randomizer.mjs"
+    path.write_text(module, encoding="utf-8")
+    done = subprocess.run([NODE, "--input-type=module", "-e", STORE_DRIVER, path.as_uri(),
+                           json.dumps([answers, n, seed, collections])], capture_output=True, text=True, timeout=300,
+                          check=True)
+    return json.loads(done.stdout)
+
+
+def _one_round(o, x: int) -> dict[str, float]:
+    """The exact law of a one-round oracle's report text for category code ``x``."""
+    p, q = (float(v) for v in o.probs(Float))
+    d = o.d
+    if o.kind == "grr":
+        return {str(j): p if j == x else q for j in range(d)}
+    if o.kind in ("sue", "oue"):
+        return _bits(d, [p if v == x else q for v in range(d)])
+    if o.kind == "ss":
+        return {"|".join(map(str, a)): p / math.comb(d - 1, o.k - 1) if x in a else (1 - p) / math.comb(d - 1, o.k)
+                for a in itertools.combinations(range(d), o.k)}
+    assert o.kind == "hr"
+    inside = [bin(j & (x + 1)).count("1") % 2 == 0 for j in range(o.K)]
+    return {str(j): (p if inside[j] else 1 - p) / (o.K / 2) for j in range(o.K)}
+
+
+def _bits(d: int, on: list[float]) -> dict[str, float]:
+    """Independent bits, bit v on with probability on[v], as privspec writes them (hex)."""
+    out = {}
+    for bits in itertools.product([0, 1], repeat=d):
+        prob = np.prod([pv if b else 1 - pv for pv, b in zip(on, bits)])
+        out[np.packbits(bits, bitorder="little").tobytes().hex()] = float(prob)
+    return out
+
+
+def _fake(kind: str, o) -> dict[str, float]:
+    """RS+FD's fake report's law (privspec.backends.oracles.fakes)."""
+    if kind == "uniform":
+        return {str(j): 1 / o.d for j in range(o.d)}
+    if kind == "zero":
+        return _bits(o.d, [float(o.probs(Float)[1])] * o.d)
+    out: dict[str, float] = {}
+    for u in range(o.d):
+        for k, v in _one_round(o, u).items():
+            out[k] = out.get(k, 0.0) + v / o.d
+    return out
+
+
+def _multi_exact(spec, name: str, answer: dict) -> dict[str, float]:
+    """The exact law of a multi-attribute oracle's report (its columns joined with ' & ')."""
+    mech = spec.model.mechanisms[name]
+    mo = multi_of(spec.model, mech)
+    xs = [v.labels.index(answer[v.name]) for v in mech.attributes]
+    real = [_one_round(o, x) for o, x in zip(mo.oracles, xs)]
+    if mo.protocol == "spl":
+        laws_by_s = [(1.0, real)]
+    elif mo.protocol == "smp":
+        laws_by_s = [(1 / mo.A, [real[j] if j == s else {"": 1.0} for j in range(mo.A)] + [{str(s): 1.0}])
+                     for s in range(mo.A)]
+    else:
+        fakes = [_fake(f, o) for f, o in zip(mo.fakes, mo.oracles)]
+        laws_by_s = [(1 / mo.A, [real[j] if j == s else fakes[j] for j in range(mo.A)]) for s in range(mo.A)]
+    out: dict[str, float] = {}
+    for weight, laws in laws_by_s:
+        for combo in itertools.product(*(law.items() for law in laws)):
+            key = " & ".join(k for k, _ in combo)
+            out[key] = out.get(key, 0.0) + weight * float(np.prod([p for _, p in combo]))
+    return out
+
+
+def _long_exact(lo, x: int, collections: int) -> dict[str, float]:
+    """The exact law of ``collections`` reports of one respondent of a longitudinal oracle:
+    the PRR b drawn once, each report an IRR of b (reports joined with ' ; ')."""
+    d = lo.d
+    if lo.ROUNDS[0] == "grr":
+        memos = {b: (lo.p1 if b == x else lo.q1) for b in range(d)}
+        irr = {b: {str(y): (lo.p2 if y == b else (1 - lo.p2) / (d - 1)) for y in range(d)} for b in range(d)}
+    else:
+        memos, irr = {}, {}
+        for bits in itertools.product([0, 1], repeat=d):
+            memos[bits] = float(np.prod([(lo.p1 if v == x else lo.q1) if b else 1 - (lo.p1 if v == x else lo.q1)
+                                         for v, b in enumerate(bits)]))
+            irr[bits] = _bits(d, [lo.p2 if b else lo.q2 for b in bits])
+    out: dict[str, float] = {}
+    for b, pb in memos.items():
+        for combo in itertools.product(*(irr[b].items() for _ in range(collections))):
+            key = " ; ".join(k for k, _ in combo)
+            out[key] = out.get(key, 0.0) + pb * float(np.prod([p for _, p in combo]))
+    return out
+
+
+def _same_law(js: dict[str, int], py: dict[str, int], exact: dict[str, float], what) -> None:
+    """JS counts against the exact law (goodness of fit) and against Python's counts
+    (homogeneity), each at p > P_MIN; cells expected below 5 times pooled into one."""
+    assert set(js) <= {k for k, v in exact.items() if v > 0}, (what, set(js) - set(exact))
+    labels = sorted(exact)
+    e = np.array([exact[k] for k in labels])
+    e = e / e.sum()
+    n_js = sum(js.values())
+    small = e * n_js < 5
+    def pooled(counts, total):
+        c = np.array([counts.get(k, 0) for k in labels], dtype=float)
+        return np.append(c[~small], c[small].sum()) if small.any() else c
+    a, expected = pooled(js, n_js), (np.append(e[~small], e[small].sum()) if small.any() else e) * n_js
+    fit = stats.chisquare(a, expected)
+    assert fit.pvalue > P_MIN, (what, fit)
+    b = pooled(py, sum(py.values()))
+    table = np.array([a, b])
+    table = table[:, table.sum(axis=0) > 0]
+    assert stats.chi2_contingency(table).pvalue > P_MIN, what
+
+
+MULTI_CASES = {"s": {"race": "b", "gender": "M", "income": "hi"}, "m": {"race": "d", "gender": "F", "income": "lo"},
+               "g": {"race": "a", "gender": "M", "income": "mid"}, "z": {"race": "c", "gender": "F", "income": "hi"},
+               "r": {"race": "b", "gender": "F", "income": "lo"}}
+
+
+@pytest.mark.parametrize("name", [n if n in {"m", "g"} else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in MULTI_CASES])
+def test_multi_attribute_oracles_in_javascript_have_python_s_law(oracles, name: str, tmp_path: Path) -> None:
+    """spl, smp, rsfd (grr, oue_z, sue_r fakes): the whole report {column: report}, as the
+    columns privatize writes, against its exact law and against Python's privatize."""
+    answer = MULTI_CASES[name]
+    (js,) = _store_node(client_module(oracles.model, [name]), tmp_path, [answer], N, seed=36)
+    frame = pd.DataFrame({k: [v] * N for k, v in answer.items()})
+    py = privatize(oracles, frame, name, seed=36).astype(str).agg(" & ".join, axis=1).value_counts().to_dict()
+    _same_law(js, py, _multi_exact(oracles, name, answer), name)
+
+
+@pytest.mark.parametrize("name", ["lx", pytest.param("lo", marks=pytest.mark.slow)])
+def test_a_longitudinal_collection_in_javascript_has_python_s_law(oracles, name: str, tmp_path: Path) -> None:
+    """One collection of l_osue / l_oue (PRR then IRR, the bits in hex) against the exact
+    law and Python's privatize."""
+    mech = oracles.model.mechanisms[name]
+    lo = oracle_of(oracles.model, mech)
+    (js,) = _store_node(client_module(oracles.model, [name]), tmp_path, [{"race": "c"}], N, seed=36)
+    py = privatize(oracles, pd.DataFrame({"race": ["c"] * N}), name, seed=36)["race"].astype(str)
+    _same_law(js, py.value_counts().to_dict(), _long_exact(lo, 2, 1), name)
+
+
+def test_longitudinal_collections_share_the_kept_permanent_response(oracles, tmp_path: Path) -> None:
+    """l_grr, two collections of each respondent through one store: the pair of reports has
+    the law of one PRR and two fresh IRRs (not two independent reports), as Python's
+    privatize_collections draws it."""
+    lo = oracle_of(oracles.model, oracles.model.mechanisms["lg"])
+    (js,) = _store_node(client_module(oracles.model, ["lg"]), tmp_path, [{"race": "b"}], N, seed=36, collections=2)
+    first, second = privatize_collections(lo, np.full(N, 1), RowRandom(36, rows=range(N)), [0, 1])
+    py = pd.Series([f"{a} ; {b}" for a, b in zip(first, second)]).value_counts().to_dict()
+    exact = _long_exact(lo, 1, 2)
+    _same_law(js, py, exact, "lg")
+    independent = {f"{a} ; {b}": float(pa * pb) for a, pa in _long_exact(lo, 1, 1).items()
+                   for b, pb in _long_exact(lo, 1, 1).items()}
+    labels = sorted(exact)
+    observed = np.array([js.get(k, 0) for k in labels])
+    assert stats.chisquare(observed, np.array([independent[k] for k in labels]) * N).pvalue < 1e-6
+
+
+def test_the_permanent_response_is_kept_in_the_store_and_a_store_is_required(oracles, tmp_path: Path) -> None:
+    """The PRR is written once per value under the mechanism's key and read back by a later
+    survey (a new module load, the same store); without localStorage or a store, privatize
+    throws rather than draw a fresh PRR (which would spend eps_perm at every collection)."""
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(oracles.model, ["lg"]), encoding="utf-8")
+    script = ("const kept = new Map(); const store = {getItem: (k) => kept.has(k) ? kept.get(k) : null,"
+              " setItem: (k, v) => kept.set(k, v)};"
+              "const a = await import(process.argv[1]); a.privatize({race: 'b'}, {store});"
+              "const first = JSON.stringify([...kept]);"
+              "const b = await import(process.argv[1] + '?again');"
+              "for (let i = 0; i < 50; i++) b.privatize({race: 'b'}, {store});"
+              "b.privatize({race: 'c'}, {store});"
+              "let refused = ''; try { b.privatize({race: 'b'}); } catch (e) { refused = e.message; }"
+              "console.log(JSON.stringify([JSON.parse(first), [...kept], refused]));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script, path.as_uri()], capture_output=True, text=True,
+                          timeout=60, check=True)
+    first, after, refused = json.loads(done.stdout)
+    assert len(first) == 1 and first[0][0] == "privspec:lg:l_grr:4:2.0:b" and first[0][1] in "0123"
+    assert after[0] == first[0] and len(after) == 2 and after[1][0].endswith(":c")
+    assert "keeps its permanent randomized response on the device" in refused
+
+
+def test_longitudinal_and_multi_reports_are_read_by_run(oracles, tmp_path: Path) -> None:
+    """The JS reports of a longitudinal and of each multi-attribute protocol, in the
+    columns privatize writes, are read and answered by ``run``."""
+    queries = ("query q_lx = estimate distribution(race) from lx by mom\n"
+               "query q_s = estimate distribution(gender) from s by mom\n"
+               "query q_m = estimate distribution(race) from m by mom\n"
+               "query q_g = estimate distribution(income) from g by mom\n")
+    spec = privspec.load(ORACLES + queries)
+    assert spec.ok, spec.diagnostics
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(spec.model, ["lx", "s", "m", "g"]), encoding="utf-8")
+    answers = [{"race": "abcd"[i % 4], "gender": "FM"[i % 2], "income": ["lo", "mid", "hi"][i % 3]}
+               for i in range(600)]
+    script = ("const m = await import(process.argv[1]); const r = m.seededRandom(7);"
+              "console.log(JSON.stringify(JSON.parse(process.argv[2]).map(a => { const kept = new Map();"
+              " return m.privatize(a, {random: r, store: {getItem: (k) => kept.get(k) ?? null,"
+              " setItem: (k, v) => kept.set(k, v)}}); })));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script, path.as_uri(), json.dumps(answers)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    rows = json.loads(done.stdout)
+    for n in ["lx", "s", "m", "g"]:
+        frame = pd.DataFrame([row[n] if isinstance(row[n], dict) else {"race": row[n]} for row in rows])
+        csv = tmp_path / f"{n}.csv"
+        frame.to_csv(csv, index=False)
+        res = spec.run(data={n: str(csv)}, queries=[f"q_{n}"])
+        assert res.ok, (n, res.failures)

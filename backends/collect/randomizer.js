@@ -176,6 +176,84 @@ function valueOf(factor, answers) {
   return y;
 }
 
+// Bits as privspec writes a unary report: packed, bit v in byte v >> 3 (lowest first), in
+// lower-case hex; and back.
+function packHex(bits) {
+  const bytes = new Uint8Array((bits.length + 7) >> 3);
+  bits.forEach((on, v) => { if (on) bytes[v >> 3] |= 1 << (v & 7); });
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function unpackHex(text, d) {
+  return Array.from({ length: d }, (_, v) => ((parseInt(text.substr((v >> 3) * 2, 2), 16) >> (v & 7)) & 1) === 1);
+}
+
+// The store a longitudinal oracle keeps its permanent randomized responses in: the one
+// passed (anything with getItem and setItem, as Web Storage), else the browser's
+// localStorage; none is an error, never a fresh draw per survey (which would spend
+// eps_perm again at every collection).
+function storeOf(options) {
+  const store = options.store || globalThis.localStorage;
+  if (!store || typeof store.getItem !== "function" || typeof store.setItem !== "function") {
+    throw new PrivatizeError("a longitudinal oracle keeps its permanent randomized response on the device: "
+      + "pass {store} (getItem/setItem) where there is no localStorage");
+  }
+  return store;
+}
+
+// The PRR of category x, memoized under the law's key and the category: drawn from the
+// first round's law the first time, read back every other time.
+function permanent(law, x, random, store) {
+  const key = `${law.memo}:${law.categories[x]}`;
+  const kept = store.getItem(key);
+  const valid = law.permanent.kind === "grr" ? /^[0-9]+$/ : /^[0-9a-f]+$/;
+  if (kept !== null && kept !== undefined && valid.test(kept)
+      && (law.permanent.kind !== "grr" || Number(kept) < law.categories.length)
+      && (law.permanent.kind === "grr" || kept.length === ((law.categories.length + 7) >> 3) * 2)) {
+    return kept;
+  }
+  const drawn = DRAW[law.permanent.kind](law.permanent, x, random);
+  store.setItem(key, drawn);
+  return drawn;
+}
+
+// A multi-attribute oracle's report, {column: report} as privatize writes its columns:
+// spl every attribute through its oracle; smp one attribute s drawn uniformly, reported
+// alone (the others' cells empty), s in the column `sampled`; rsfd s drawn uniformly,
+// reported through its oracle, every other attribute as fake data.
+function drawMulti(multi, answers, random) {
+  const A = multi.attributes.length;
+  const truth = multi.attributes.map((law) => categoryOf(law, answers));
+  const real = (j) => DRAW[multi.attributes[j].kind](multi.attributes[j], truth[j], random);
+  const out = {};
+  if (multi.protocol === "spl") {
+    multi.attributes.forEach((law, j) => { out[law.variable] = real(j); });
+    return out;
+  }
+  const s = Math.min(Math.floor(random() * A), A - 1);
+  multi.attributes.forEach((law, j) => {
+    out[law.variable] = j === s ? real(j) : multi.protocol === "smp" ? "" : FAKE[multi.fakes[j]](law, random);
+  });
+  if (multi.sampled) out[multi.sampled] = String(s);
+  return out;
+}
+
+// RS+FD's fake reports (privspec's oracles/fakes.py): a uniform code (grr), every bit on
+// with the oracle's q (the zero vector's unary encoding), the oracle's report of a
+// uniform category
+const FAKE = {
+  uniform(law, random) {
+    return law.reports[Math.min(Math.floor(random() * law.categories.length), law.categories.length - 1)];
+  },
+  zero(law, random) {
+    return packHex(law.categories.map(() => random() < law.q0));
+  },
+  random(law, random) {
+    const d = law.categories.length;
+    return DRAW[law.kind](law, Math.min(Math.floor(random() * d), d - 1), random);
+  },
+};
+
 // One report of a factor for true category x: the same law as privspec's privatize.
 const DRAW = {
   // k-RR: keep the answer with probability `keep`, else any other category with `other` each
@@ -193,12 +271,7 @@ const DRAW = {
   // unary encoding (sue, oue): d bits, independent given x: bit x is 1 with probability p,
   // the others q; written as the packed bits in lower-case hex, bit v in byte v >> 3
   unary(law, x, random) {
-    const d = law.categories.length;
-    const bytes = new Uint8Array((d + 7) >> 3);
-    for (let v = 0; v < d; v++) {
-      if (random() < (v === x ? law.p : law.q)) bytes[v >> 3] |= 1 << (v & 7);
-    }
-    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    return packHex(law.categories.map((_, v) => random() < (v === x ? law.p : law.q)));
   },
   // subset selection: x in the k-subset with probability pi, the rest drawn uniformly
   // among the others; written as the codes in increasing order joined by "|"
@@ -255,6 +328,19 @@ const DRAW = {
     const in1 = parity === 0;
     return String(random() < law.p ? (in1 ? out1 : out2) : (in1 ? out2 : out1));
   },
+  // a longitudinal oracle: the permanent randomized response (PRR) of x, drawn once per
+  // respondent and value and kept in the store, then a fresh instantaneous one (IRR) of it
+  longitudinal(law, x, random, context) {
+    const memo = permanent(law, x, random, context.store);
+    if (law.permanent.kind === "grr") {  // keep the kept code with p2, else a uniform other
+      const d = law.categories.length, kept = Number(memo), u = random();
+      if (u < law.p2) return String(kept);
+      const other = Math.max(Math.min(Math.floor((u - law.p2) / (1 - law.p2) * (d - 1)), d - 2), 0);
+      return String((kept + 1 + other) % d);
+    }
+    const bits = unpackHex(memo, law.categories.length);  // bit v on with p2 where kept on, q2 where off
+    return packHex(bits.map((on) => random() < (on ? law.p2 : law.q2)));
+  },
   // any channel: the column K[., x] of its matrix, by inversion
   columns(law, x, random) {
     return law.reports[inverse(law.cdf[x], random())];
@@ -284,17 +370,24 @@ const DRAW = {
 // The reports of every mechanism for one respondent's answers ({variable: category}):
 // {mechanism: report}, a report written as privspec writes it in a data file (one
 // label, or a subset's labels joined by "|"; an oracle's as privatize writes it); a
-// product's report is {column: report}.
+// product's or a multi-attribute oracle's report is {column: report}.
 // `options.random`: a generator of doubles in [0, 1) (tests); secureRandom by default.
+// `options.store`: where a longitudinal oracle keeps its permanent randomized responses
+// (getItem/setItem); the browser's localStorage by default.
 export function privatize(answers, options = {}) {
   const random = options.random || secureRandom;
   const reports = {};
   for (const [name, mechanism] of Object.entries(LAWS)) {
+    if (mechanism.multi) {
+      reports[name] = drawMulti(mechanism.multi, answers, random);
+      continue;
+    }
     const drawn = {};
     for (const factor of mechanism.factors) {
       const numeric = factor.kind === "interval" || factor.kind === "progressive";
       const truth = numeric ? valueOf(factor, answers) : categoryOf(factor, answers);
-      drawn[factor.variable] = DRAW[factor.kind](factor, truth, random);
+      const context = factor.kind === "longitudinal" ? { store: storeOf(options) } : {};
+      drawn[factor.variable] = DRAW[factor.kind](factor, truth, random, context);
     }
     reports[name] = mechanism.product ? drawn : drawn[mechanism.factors[0].variable];
   }
