@@ -460,15 +460,96 @@ def test_interval_anchors_shown_and_the_side_answered(tmp_path: Path) -> None:
     assert (disclosed, small, zero, whole) == ("12.5", "1e-05", "0", "3")
 
 
-@pytest.mark.parametrize("line", ["mechanism sel = selective(c1, tau = 3/10, rho = 1/2)",
-                                  ])
-def test_selective_and_progressive_are_refused_by_name(line: str) -> None:
-    spec = privspec.load(INTERVALS + line)
+def test_a_selective_mechanism_without_a_population_is_refused_as_privatize_refuses_it() -> None:
+    spec = privspec.load(INTERVALS + "mechanism sel = selective(c1, tau = 3/10, rho = 1/2)")
     assert spec.ok, spec.diagnostics
-    name = line.split()[1]
     with pytest.raises(BackendError) as err:
-        client_module(spec.model, ["c1", name])
-    assert err.value.code == "B000" and f"'{name}'" in str(err.value)
+        client_module(spec.model, ["c1", "sel"])
+    assert err.value.code == "B102" and "'sel'" in str(err.value) and "population of y" in str(err.value)
+
+
+SELECTIVE = """\
+variable y: continuous [0, 150]
+variable z: continuous
+population y ~ uniform(0, 150)
+population z ~ normal(1, 2)
+mechanism c1 = interval(y, case1(uniform(0, 150)))
+mechanism s1 = selective(c1, tau = 3/10, rho = 1/2)
+mechanism cm = interval(y, canonical(4, uniform(0, 150)), disclose [0, 20])
+mechanism sd = selective(cm, tau = 1/5, rho = 3/4)
+mechanism c2 = interval(z, case2(logistic(0, 5)))
+mechanism sz = selective(c2, tau = 1/5, rho = 3/4)
+mechanism rg = interval(y, ring(3, uniform(0, 150)))
+mechanism sr = selective(rg, tau = 2/5, rho = 1)
+"""
+
+
+def _selective_sides(texts) -> dict[str, int]:
+    """null, a ring range, no anchor below, none above, between, a disclosed point."""
+    def side(t: str) -> str:
+        if t == "null":
+            return "null"
+        if "|" in t:
+            return "ring"
+        if not t.startswith("("):
+            return "point"
+        lo, hi = t[1:-1].split(", ")
+        return "below" if lo == "-inf" else "above" if hi == "inf" else "between"
+    return pd.Series([side(t) for t in texts]).value_counts().to_dict()
+
+
+@pytest.mark.parametrize("name, value", [("s1", 60.0), *(pytest.param(*case, marks=pytest.mark.slow) for case in
+                                                         [("s1", 130.0), ("sd", 10.0), ("sd", 70.0), ("sz", 0.5),
+                                                          ("sr", 40.0)])])
+def test_selective_reports_in_javascript_have_python_s_law(name: str, value: float, tmp_path: Path) -> None:
+    """selective(M, tau, rho) drawn on the device: null or the side collected against
+    Python's privatize (chi-square), each finite end of the collected ranges by KS; for
+    s1 (case I, uniform anchor and population) also against the exact law: the range
+    below (U, inf] is kept when U <= 150 (1 - tau), the one above (-inf, U] when
+    U >= 150 tau, each with the coin rho."""
+    spec = privspec.load(SELECTIVE)
+    assert spec.ok, spec.diagnostics
+    mech = spec.model.mechanisms[name]
+    var = mech.variable.name
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(spec.model, [name]), encoding="utf-8")
+    done = subprocess.run([NODE, "--input-type=module", "-e", REPORTS_DRIVER, path.as_uri(),
+                           json.dumps([{var: value}, N, 36])], capture_output=True, text=True, timeout=120, check=True)
+    js_texts = json.loads(done.stdout)
+    py_texts = privatize(spec, pd.DataFrame({var: [value] * N}), name, seed=36)[var].astype(str).tolist()
+    js, py = _selective_sides(js_texts), _selective_sides(py_texts)
+    if name == "s1":
+        tau, rho = 0.3, 0.5
+        exact = {"above": rho * min(value, 150 * (1 - tau)) / 150,     # the range (U, inf]: U below y
+                 "below": rho * (150 - max(value, 150 * tau)) / 150}   # (-inf, U]: U at or above y
+        exact["null"] = 1 - sum(exact.values())
+        _same_law(js, py, exact, (name, value))
+    labels = sorted(set(js) | set(py))
+    table = np.array([[js.get(k, 0) for k in labels], [py.get(k, 0) for k in labels]])
+    assert table.shape[1] < 2 or stats.chi2_contingency(table).pvalue > P_MIN, (name, value, js, py)
+    kept = [t for t in js_texts if t not in ("null",) and "|" not in t and t.startswith("(")]
+    py_kept = [t for t in py_texts if t not in ("null",) and "|" not in t and t.startswith("(")]
+    if kept and py_kept:
+        for j, p in zip(_ends(kept), _ends(py_kept)):
+            fj, fp = j[np.isfinite(j)], p[np.isfinite(p)]
+            if len(fj) and len(fp):
+                assert stats.ks_2samp(fj, fp).pvalue > P_MIN, (name, value)
+
+
+def test_a_selective_range_is_decided_on_the_device(tmp_path: Path) -> None:
+    """selectiveReport: the side the respondent chose, collected or null by its coverage
+    under the population law and the coin (rho = 1 here: coverage alone decides)."""
+    spec = privspec.load(SELECTIVE)
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(spec.model, ["sr"]), encoding="utf-8")
+    script = ("const m = await import(process.argv[1]); const r = m.seededRandom(2);"
+              "const a = [30, 60, 135];"   # coverages 0.2 (30, 60], 0.5 (60, 135], the ring 0.3
+              "console.log(JSON.stringify([m.selectiveReport('sr', a, 1, {random: r}),"
+              " m.selectiveReport('sr', a, 2, {random: r}), m.selectiveReport('sr', a, 0, {random: r}),"
+              " m.drawAnchors('sr', {random: r}).length]));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script, path.as_uri()], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert json.loads(done.stdout) == ["null", "(60, 135]", "null", 3]
 
 
 def test_progressive_rounds_in_javascript_have_python_s_law(tmp_path: Path) -> None:
@@ -754,3 +835,21 @@ def test_longitudinal_and_multi_reports_are_read_by_run(oracles, tmp_path: Path)
         frame.to_csv(csv, index=False)
         res = spec.run(data={n: str(csv)}, queries=[f"q_{n}"])
         assert res.ok, (n, res.failures)
+
+
+def test_selective_reports_are_read_by_run(tmp_path: Path) -> None:
+    spec = privspec.load(SELECTIVE + "query F = estimate cdf(y) from sd by npmle\n")
+    assert spec.ok, spec.diagnostics
+    path = tmp_path / "r.mjs"
+    path.write_text(client_module(spec.model, ["sd"]), encoding="utf-8")
+    script = ("const m = await import(process.argv[1]); const r = m.seededRandom(8);"
+              "console.log(JSON.stringify(Array.from({length: 500}, (_, i) => m.privatize({y: (i * 37) % 150},"
+              " {random: r}).sd)));")
+    done = subprocess.run([NODE, "--input-type=module", "-e", script, path.as_uri()], capture_output=True, text=True,
+                          timeout=60, check=True)
+    reports = json.loads(done.stdout)
+    assert "null" in reports and any(r.startswith("(") for r in reports)
+    csv = tmp_path / "sd.csv"
+    pd.DataFrame({"y": reports}).to_csv(csv, index=False)
+    res = spec.run(data={"sd": str(csv)}, queries=["F"])
+    assert res.ok, res.failures

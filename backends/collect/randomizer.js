@@ -114,12 +114,72 @@ export function formatNumber(x) {
   return String(x);
 }
 
+// An interval mechanism's law by name (a selective one's base: its anchors and ranges).
 function intervalLaw(name) {
   const mechanism = LAWS[name];
-  if (!mechanism || !["interval", "progressive"].includes(mechanism.factors[0].kind)) {
+  const factor = mechanism && mechanism.factors.length ? mechanism.factors[0] : {};
+  if (!["interval", "progressive", "selective"].includes(factor.kind)) {
     throw new PrivatizeError(`${JSON.stringify(name)} is not an interval mechanism of this randomizer`);
   }
-  return mechanism.factors[0];
+  return factor.kind === "selective" ? factor.base : factor;
+}
+
+// The population's CDF at x (loc + scale * X of a standard law); the normal's through
+// erfc (Numerical Recipes' erfcc, fractional error below 1.2e-7: a coverage that close
+// to tau is the only one it can decide otherwise than scipy).
+function erfc(z) {
+  const t = 1 / (1 + 0.5 * Math.abs(z));
+  const r = t * Math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
+    + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
+    + t * (-0.82215223 + t * 0.17087277)))))))));
+  return z >= 0 ? r : 2 - r;
+}
+
+function cdf(law, x) {
+  const z = (x - law.loc) / law.scale;
+  if (law.family === "uniform") return Math.min(Math.max(z, 0), 1);
+  if (law.family === "logistic") return 1 / (1 + Math.exp(-z));
+  if (law.family === "exponential") return z <= 0 ? 0 : -Math.expm1(-z);
+  return 0.5 * erfc(-z / Math.SQRT2);
+}
+
+// The individual coverage L(S) of a range (left, right] (a ring range as left > right, a
+// disclosed point as left = right) under the population law: the range less the
+// acceptable range [a, b] (privspec's interval/ranges.py range_coverage).
+function coverage(law, left, right) {
+  const F = (x) => cdf(law.population, x);
+  const fl = F(left), fr = F(right), ring = left > right;
+  let cov = ring ? 1 - (fl - fr) : left < right ? fr - fl : 0;
+  const disclose = law.base.disclose;
+  if (disclose) {
+    const fa = F(disclose[0]), fb = F(disclose[1]);
+    if (ring) cov -= Math.max(Math.min(fr, fb) - fa, 0) + Math.max(fb - Math.max(fl, fa), 0);
+    else if (left < right) cov -= Math.max(Math.min(fr, fb) - Math.max(fl, fa), 0);
+  }
+  return Math.min(Math.max(cov, 0), 1);
+}
+
+// selective(M, tau, rho): the range the respondent chose (side k of the sorted anchors, or
+// the answer itself where the base discloses it: pass k = null and the value) is
+// collected when its coverage reaches tau and a coin of probability rho says so; "null"
+// otherwise (nothing collected, every anchor discarded).
+export function selectiveReport(name, anchors, k, options = {}) {
+  const law = typeof name === "string" ? (LAWS[name] || { factors: [{}] }).factors[0] : name;
+  if (law.kind !== "selective") throw new PrivatizeError(`${JSON.stringify(name)} is not a selective mechanism`);
+  const random = options.random || secureRandom;
+  const q = anchors.length;
+  let left, right, text;
+  if (k === null) {
+    left = right = options.value;
+    text = formatNumber(options.value);
+  } else {
+    text = rangeReport(law.base, anchors, k);
+    const ring = law.base.ring && (k === 0 || k === q);
+    left = ring ? anchors[q - 1] : k === 0 ? -Infinity : anchors[k - 1];
+    right = ring ? anchors[0] : k === q ? Infinity : anchors[k];
+  }
+  const w = random() < law.rho;
+  return w && coverage(law, left, right) >= law.tau ? text : "null";
 }
 
 // The anchors to show the respondent for an interval mechanism, sorted: the respondent's
@@ -307,6 +367,12 @@ const DRAW = {
     if (law.disclose && y >= law.disclose[0] && y <= law.disclose[1]) return formatNumber(y);
     return rangeReport(law, anchors, anchors.filter((a) => a < y).length);
   },
+  // selective: the base's range, collected or "null" (selectiveReport)
+  selective(law, y, random) {
+    const anchors = drawAnchors(law.base, { random });
+    const shown = law.base.disclose && y >= law.base.disclose[0] && y <= law.base.disclose[1];
+    return selectiveReport(law, anchors, shown ? null : anchors.filter((a) => a < y).length, { random, value: y });
+  },
   // progressive: every round answered (privspec's privatize, without a sensitivity)
   progressive(law, y, random) {
     let range = law.support;
@@ -384,7 +450,7 @@ export function privatize(answers, options = {}) {
     }
     const drawn = {};
     for (const factor of mechanism.factors) {
-      const numeric = factor.kind === "interval" || factor.kind === "progressive";
+      const numeric = ["interval", "progressive", "selective"].includes(factor.kind);
       const truth = numeric ? valueOf(factor, answers) : categoryOf(factor, answers);
       const context = factor.kind === "longitudinal" ? { store: storeOf(options) } : {};
       drawn[factor.variable] = DRAW[factor.kind](factor, truth, random, context);

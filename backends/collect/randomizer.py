@@ -31,10 +31,11 @@ The frequency oracles: the one-round ones (:func:`oracle_law`), the longitudinal
 respondent and value and kept on the device, in ``localStorage`` or the store passed as
 ``privatize(answers, {store})``), the multi-attribute ones (:func:`multi_law`: ``spl``,
 ``smp``, ``rsfd``, a report ``{column: report}`` as privatize writes its columns).
-``censored`` is refused (B000): censored data are not drawn by a respondent.
-``selective`` is refused for now (B000): it is a respondent-side mechanism (the paper's
-"not wish to answer": the device drops the ranges whose coverage under the population
-law is below tau, and a coin), not yet in the runtime.
+``selective`` (Definition 5) is drawn on the device too: whether a range is collected
+depends on the range, so a range the collector received and then dropped would already
+have left the respondent; the module holds the population law its coverage is computed
+under (:func:`selective_law`).  ``censored`` is refused (B000): censored data are not
+drawn by a respondent.
 """
 from __future__ import annotations
 
@@ -46,11 +47,11 @@ import numpy as np
 
 from privspec.errors import BackendError, Diagnostic, did_you_mean
 from privspec.model.graph import (CensoredMechanism, IntervalMechanism, ProductMechanism, ProgressiveMechanism,
-                                  RandomizedResponse, SubsetMechanism)
+                                  RandomizedResponse, SelectiveMechanism, SubsetMechanism)
 from privspec.backends.core.algebra import Float
 from privspec.backends.core.channel import GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of
-from privspec.backends.interval.laws import law_distribution, nearest_double, support_of
+from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
 from privspec.backends.oracles.backend import oracle_of
 from privspec.backends.oracles.memoized import LongitudinalOracle
 from privspec.backends.oracles.multi_backend import multi_of
@@ -105,6 +106,8 @@ def mechanism_law(model: Any, mechanism: Any, name: str) -> dict[str, Any]:
         return {"product": False, "factors": [interval_law(mechanism)]}
     if isinstance(mechanism, ProgressiveMechanism):
         return {"product": False, "factors": [progressive_law(mechanism)]}
+    if isinstance(mechanism, SelectiveMechanism):
+        return {"product": False, "factors": [selective_law(model, mechanism, name)]}
     if isinstance(mechanism, CensoredMechanism):
         raise BackendError(Diagnostic(
             "B000", f"mechanism '{name}' (censored) has no randomizer: censored data are not drawn by a "
@@ -224,15 +227,34 @@ def interval_law(mechanism: IntervalMechanism) -> dict[str, Any]:
     anchors (m - 1; ``ring``: q) of the anchor law (its ``loc + scale * X`` of
     :func:`privspec.backends.interval.laws.law_distribution`), sorted; the range holding
     the answer, the ring range for ``ring``'s ends, the answer itself in ``disclose``."""
-    dist = law_distribution(mechanism.anchor)
-    loc, scale = float(dist.kwds["loc"]), float(dist.kwds["scale"])
-    family = {"uniform": "uniform", "norm": "normal", "logistic": "logistic", "expon": "exponential"}[dist.dist.name]
     ring = mechanism.scheme == "ring"
     disclose = None if mechanism.disclose is None else [nearest_double(v) for v in mechanism.disclose]
     return {"variable": mechanism.variable.name, "parts": [], "kind": "interval",
             "support": [_json_end(v) for v in support_of(mechanism.variable)],
             "count": int(mechanism.m if ring else mechanism.m - 1), "ring": ring,
-            "anchor": {"family": family, "loc": loc, "scale": scale}, "disclose": disclose}
+            "anchor": _loc_scale(law_distribution(mechanism.anchor)), "disclose": disclose}
+
+
+def selective_law(model: Any, mechanism: SelectiveMechanism, name: str) -> dict[str, Any]:
+    """``selective(M, tau, rho)`` (Definition 5) as
+    :func:`privspec.backends.interval.sampling.sample_selective` draws it: the base's report
+    (:func:`interval_law`), collected when its coverage under the population law
+    (:func:`privspec.backends.interval.ranges.range_coverage`: the range less the acceptable
+    range; a disclosed point 0) reaches ``tau`` and a coin ``W ~ Bern(rho)`` is 1, else
+    ``null``.  A respondent-side mechanism: the paper's "not wish to answer" -- a range
+    the collector received and dropped would already have left the device -- so the
+    device decides, and needs the population law (B102 without one, as privatize)."""
+    law = population_law(model, mechanism.variable)
+    if law is None:
+        raise BackendError(Diagnostic(
+            "B102", f"the selective mechanism '{name}' keeps a report only if its coverage reaches "
+                    f"{mechanism.tau}, and coverage needs the population of {mechanism.variable.name}",
+            hint=f"declare it: population {mechanism.variable.name} ~ normal(0, 1) (or an estimate of it: "
+                 "Way II of section III-D)"))
+    return {"variable": mechanism.variable.name, "parts": [], "kind": "selective",
+            "support": [_json_end(v) for v in support_of(mechanism.variable)],
+            "base": interval_law(mechanism.base), "tau": nearest_double(mechanism.tau),
+            "rho": nearest_double(mechanism.rho), "population": _loc_scale(law_distribution(law))}
 
 
 def progressive_law(mechanism: ProgressiveMechanism) -> dict[str, Any]:
@@ -242,6 +264,13 @@ def progressive_law(mechanism: ProgressiveMechanism) -> dict[str, Any]:
     lo, hi = support_of(mechanism.variable)
     return {"variable": mechanism.variable.name, "parts": [], "kind": "progressive", "support": [lo, hi],
             "rounds": int(mechanism.rounds)}
+
+
+def _loc_scale(dist: Any) -> dict[str, Any]:
+    """A frozen scipy law of :func:`~privspec.backends.interval.laws.law_distribution` as the
+    runtime reads it: its family and ``loc + scale * X``."""
+    family = {"uniform": "uniform", "norm": "normal", "logistic": "logistic", "expon": "exponential"}[dist.dist.name]
+    return {"family": family, "loc": float(dist.kwds["loc"]), "scale": float(dist.kwds["scale"])}
 
 
 def _json_end(x: float) -> float:
@@ -258,5 +287,5 @@ def _column(probs: np.ndarray) -> list[list[Any]]:
     return [[int(i), float(c)] for i, c in zip(positive, cdf)]
 
 
-__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "interval_law", "progressive_law", "longitudinal_law", "multi_law",
+__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "interval_law", "progressive_law", "longitudinal_law", "multi_law", "selective_law",
            "RUNTIME"]
