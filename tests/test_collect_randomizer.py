@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -852,4 +853,85 @@ def test_selective_reports_are_read_by_run(tmp_path: Path) -> None:
     csv = tmp_path / "sd.csv"
     pd.DataFrame({"y": reports}).to_csv(csv, index=False)
     res = spec.run(data={"sd": str(csv)}, queries=["F"])
+    assert res.ok, res.failures
+
+
+# ---- docs/client.md: the platforms' snippets, run under node against a generated module ------------
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "client.md"
+#: a page of the platform, as much of it as the snippets touch: the four radio inputs, the
+#: hidden question's input (LimeSurvey) or the embedded data (Qualtrics); each respondent's
+#: snippet run afresh, submitted once before the module loaded and once after
+PLATFORM = """
+const [url, platform, snippet, answers] = JSON.parse(process.argv[1]);
+let loading = null;
+globalThis.__import = (u) => (loading = import(u.includes("randomizer.js") ? url : "missing:" + u));
+const code = snippet.replaceAll("import(", "__import(").replaceAll("{SID}", "123456").replaceAll("{SGQ}", "123456X1X2");
+const out = [];
+for (const color of answers) {
+  const inputs = ["black", "red", "green", "blue"].map((v) => ({value: v, checked: v === color, disabled: false}));
+  const hidden = {value: ""}, embedded = {}, listeners = {}, question = {next: true};
+  globalThis.document = {
+    getElementById: (id) => id === "limesurvey" ? {addEventListener: (t, f) => { listeners[t] = f; }}
+      : id === "answer123456X1X2" ? hidden : null,
+    querySelector: (s) => s === "input[name=true_color]:checked" ? inputs.find((i) => i.checked) || null : null,
+    querySelectorAll: (s) => s === "input[name=true_color]" ? inputs : [],
+  };
+  let onload = null, submit = null;
+  globalThis.Qualtrics = {SurveyEngine: {addOnload: (f) => { onload = f; }, addOnPageSubmit: (f) => { submit = f; },
+    setEmbeddedData: (k, v) => { embedded[k] = v; }}};
+  question.disableNextButton = () => { question.next = false; };
+  question.enableNextButton = () => { question.next = true; };
+  new Function(code)();
+  let early;
+  if (platform === "limesurvey") {
+    let prevented = false;
+    listeners.submit({preventDefault: () => { prevented = true; }});
+    early = prevented && hidden.value === "";
+    await loading; await new Promise((r) => setTimeout(r, 0));
+    listeners.submit({preventDefault: () => { throw new Error("prevented after loading"); }});
+  } else {
+    onload.call(question);
+    early = question.next === false;
+    await loading; await new Promise((r) => setTimeout(r, 0));
+    if (!question.next) throw new Error("the next button stayed disabled");
+    submit.call(question, "next");
+  }
+  out.push({early, report: platform === "limesurvey" ? hidden.value : embedded.color,
+            disabled: inputs.every((i) => i.disabled)});
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def _snippet(platform: str) -> str:
+    """The ```js block of docs/client.md whose first line names the platform."""
+    blocks = re.findall(r"```js\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
+    (block,) = [b for b in blocks if b.startswith(f"// {platform}:")]
+    return block
+
+
+@pytest.mark.parametrize("platform", ["LimeSurvey", "Qualtrics"])
+def test_the_platform_snippets_of_the_docs_store_only_reports_that_run_reads(platform: str, tmp_path: Path) -> None:
+    """docs/client.md's snippet on a stand-in of the platform's page: submitting before the
+    module loaded is held back, after it the hidden field / embedded data holds urn's
+    report (a pair of colors holding the answer), the true inputs are disabled (never
+    sent), and the platform's export of 400 respondents is read by ``run``."""
+    spec = privspec.load(Path(__file__).resolve().parent.parent / "specs" / "urn.privspec")
+    path = tmp_path / "urn-randomizer.js"
+    path.write_text(client_module(spec.model, ["urn"]), encoding="utf-8")
+    colors = [["black", "red", "green", "blue"][i % 4] for i in range(400)]
+    args = json.dumps([path.as_uri(), platform.lower(), _snippet(platform), colors])
+    done = subprocess.run([NODE, "--input-type=module", "-e", PLATFORM, args], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert all(r["early"] and r["disabled"] for r in rows)
+    for color, r in zip(colors, rows):
+        parts = r["report"].split("|")
+        assert color in parts and len(parts) == 2 and parts == [c for c in spec.model.variables["color"].labels
+                                                                 if c in parts]
+    export = tmp_path / "export.csv"
+    pd.DataFrame({"id": range(1, 401), "submitdate": "2026-11-28 09:00:00",
+                  "color": [r["report"] for r in rows]}).to_csv(export, index=False)
+    res = spec.run(data={"urn": str(export)}, queries=["w"])
     assert res.ok, res.failures
