@@ -1,11 +1,15 @@
 """The JavaScript randomizer (``privspec client``): the same law as Python's privatize.
 
-For each finite family the generated module is run under node (one process per
-mechanism, seeded), >= 1e5 reports per true value counted there, and the counts compared
-with the exact law (the channel's column, chi-square goodness of fit) and with Python's
-privatize on the same answers (chi-square homogeneity), each at p > 1e-4.  Seeds are
-fixed, so a pass is reproducible; the threshold is a one-in-ten-thousand false alarm per
-comparison were the seeds drawn afresh.
+For each family -- finite mechanisms, the one-round, longitudinal and multi-attribute
+frequency oracles, interval, selective and progressive mechanisms -- the generated module
+is run under node (one process per mechanism, seeded), >= 1e5 reports per true value
+counted there, and the counts compared with the exact law (chi-square goodness of fit)
+and with Python's privatize on the same answers (chi-square homogeneity), each at
+p > 1e-4.  Seeds are fixed, so a pass is reproducible; the threshold is a
+one-in-ten-thousand false alarm per comparison were the seeds drawn afresh.  The
+reports of each family are read by ``run``; docs/client.md's platform snippets run here
+too, on a stand-in of the platform's page (tests/test_collect_randomizer_browser.py runs
+the module in Chromium).
 """
 from __future__ import annotations
 

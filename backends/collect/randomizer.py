@@ -287,5 +287,5 @@ def _column(probs: np.ndarray) -> list[list[Any]]:
     return [[int(i), float(c)] for i, c in zip(positive, cdf)]
 
 
-__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "interval_law", "progressive_law", "longitudinal_law", "multi_law", "selective_law",
-           "RUNTIME"]
+__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "longitudinal_law", "multi_law", "interval_law",
+           "selective_law", "progressive_law", "RUNTIME"]
