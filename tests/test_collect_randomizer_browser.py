@@ -5,9 +5,9 @@ module in headless Chromium (Debian's chromium, the ``browser`` fixture of conft
 inlined into a page as a ``<script type="module">`` as a survey page holds it, drawing
 from the browser's own ``crypto.getRandomValues`` (no seeded generator).  One page draws
 >= 1e5 reports per true value for one mechanism of each family -- a finite one (``grr``,
-and a subset design with dummy categories), a frequency oracle that hashes (``olh``), an
-interval one (Case I) -- and a longitudinal oracle's permanent response kept in the
-browser's ``localStorage``; it writes the counts into the DOM (``--dump-dom``), and each
+and a subset design with dummy categories), a frequency oracle that hashes (``olh``), a
+multi-attribute one (``rsfd``), an interval one (Case I), a selective one -- and a
+longitudinal oracle's permanent response kept in the browser's ``localStorage``; it writes the counts into the DOM (``--dump-dom``), and each
 is compared (chi-square, p > 1e-4) with the exact law and with Python's privatize.  The
 hash: the browser's ``localHash`` of 2,000 drawn seeds, for every category, is
 bit-identical to Python's ``hash_values``; so is its hash of fixed seeds.
@@ -31,6 +31,7 @@ from privspec.backends.core.algebra import Float
 from privspec.backends.core.compile import channel_of
 from privspec.backends.finite.data import privatize_frame
 from privspec.backends.oracles.backend import oracle_of
+from privspec.backends.oracles.multi_backend import multi_of
 from privspec.backends.oracles.protocols import hash_values
 
 SPEC = """\
@@ -42,6 +43,10 @@ mechanism floor = subset(color, uniform, min_coverage = 1/5)
 mechanism hashed = olh(c, epsilon = 1)
 mechanism c1 = interval(y, case1(uniform(0, 150)))
 mechanism weekly = l_grr(c, epsilon = 2, first = 1)
+variable g: categorical {F, M}
+population y ~ uniform(0, 150)
+mechanism fake = rsfd(c, g, epsilon = 1)
+mechanism s1 = selective(c1, tau = 3/10, rho = 1/2)
 """
 N = 100_000
 P_MIN = 1e-4
@@ -71,6 +76,13 @@ out.fixed = %(seeds)s.map((s) => Array.from({length: 5}, (_, u) => localHash(Big
     "c1": """out.cells = count(() => {
   const [lo, hi] = privatize({y: 10}).c1.slice(1, -1).split(", ");
   return lo === "-inf" ? `below:${Math.floor(Number(hi) / 10)}` : `above:${Math.floor(Number(lo) / 10)}`;
+});""",
+    # rsfd (grr fakes): the whole report, its columns joined
+    "fake": 'out.cells = count(() => Object.values(privatize({c: "b", g: "M"}).fake).join(" & "));',
+    # selective case I at y = 60: null, or the side collected
+    "s1": """out.cells = count(() => {
+  const r = privatize({y: 60}).s1;
+  return r === "null" ? "null" : r.startsWith("(-inf") ? "below" : "above";
 });""",
     # l_grr: no store passed, so localStorage keeps the permanent response, read back later
     "weekly": """localStorage.clear();
@@ -144,7 +156,7 @@ def _channel_law(spec, name: str, label: str) -> dict[str, float]:
 def _python(spec, name: str, column: str, value, seed: int = 36) -> pd.Series:
     frame = pd.DataFrame({column: [value] * N})
     mech = spec.model.mechanisms[name]
-    reports = privatize(spec, frame, name, seed=seed) if mech.family in ("oracle", "interval") \
+    reports = privatize(spec, frame, name, seed=seed) if mech.family in ("oracle", "multi_oracle", "interval") \
         else privatize_frame(spec.model, mech, frame, seed)
     return reports[column].astype(str)
 
@@ -191,3 +203,38 @@ def test_a_longitudinal_oracle_keeps_its_permanent_response_in_local_storage(dra
     assert len(store["kept"]) == 1 and store["kept"][0][0] == "privspec:weekly:l_grr:5:2.0:b"
     assert store["kept"][0][1] in {"0", "1", "2", "3", "4"} and store["after"] == store["kept"]
     assert store["first"] in {"0", "1", "2", "3", "4"}
+
+
+def test_a_multi_attribute_oracle_in_chromium_has_python_s_law(spec, drawn) -> None:
+    """rsfd with grr fakes: each attribute's report is its oracle's at the amplified
+    epsilon with probability 1/A, a uniform code otherwise (the exact marginals), and the
+    whole report has the law of Python's privatize (homogeneity)."""
+    mech = spec.model.mechanisms["fake"]
+    mo = multi_of(spec.model, mech)
+    frame = pd.DataFrame({"c": ["b"] * N, "g": ["M"] * N})
+    py = privatize(spec, frame, "fake", seed=36).astype(str).agg(" & ".join, axis=1).value_counts().to_dict()
+    js = drawn["fake"]["cells"]
+    labels = sorted(set(js) | set(py))
+    table = np.array([[js.get(k, 0) for k in labels], [py.get(k, 0) for k in labels]])
+    assert stats.chi2_contingency(table).pvalue > P_MIN
+    for j, (o, x) in enumerate(zip(mo.oracles, [1, 1])):
+        p, q = (float(v) for v in o.probs(Float))
+        exact = {str(v): ((p if v == x else q) + (mo.A - 1) / o.d) / mo.A for v in range(o.d)}
+        marginal: dict[str, int] = {}
+        for key, n in js.items():
+            marginal[key.split(" & ")[j]] = marginal.get(key.split(" & ")[j], 0) + n
+        py_marginal: dict[str, int] = {}
+        for key, n in py.items():
+            py_marginal[key.split(" & ")[j]] = py_marginal.get(key.split(" & ")[j], 0) + n
+        _check(marginal, py_marginal, exact, ("fake", j))
+
+
+def test_a_selective_mechanism_in_chromium_has_python_s_law(spec, drawn) -> None:
+    """selective(case I, tau = 3/10, rho = 1/2) at y = 60, uniform anchor and population:
+    (U, inf] is kept when U <= 105, (-inf, U] when U >= 45, each with the coin."""
+    def side(t: str) -> str:
+        return "null" if t == "null" else "below" if t.startswith("(-inf") else "above"
+    py = _python(spec, "s1", "y", 60.0).map(side).value_counts().to_dict()
+    exact = {"above": 0.5 * 60 / 150, "below": 0.5 * (150 - 60) / 150}
+    exact["null"] = 1 - sum(exact.values())
+    _check(drawn["s1"]["cells"], py, exact, "s1")
