@@ -271,20 +271,26 @@ function storeOf(options) {
   return store;
 }
 
-// The PRR of category x, memoized under the law's key and the category: drawn from the
-// first round's law the first time, read back every other time.
+// The PRR of category x. The first time, a PRR is drawn for every category (each from
+// the first round's law given that category, independently, as privspec memoizes one per
+// value) and kept under the law's key as one JSON list: the store then holds the same
+// kind of entry whatever the respondent's answers, so reading it does not tell which
+// values they held. Every other time, x's is read back.
 function permanent(law, x, random, store) {
-  const key = `${law.memo}:${law.categories[x]}`;
-  const kept = store.getItem(key);
-  const valid = law.permanent.kind === "grr" ? /^[0-9]+$/ : /^[0-9a-f]+$/;
-  if (kept !== null && kept !== undefined && valid.test(kept)
-      && (law.permanent.kind !== "grr" || Number(kept) < law.categories.length)
-      && (law.permanent.kind === "grr" || kept.length === ((law.categories.length + 7) >> 3) * 2)) {
-    return kept;
+  const d = law.categories.length, grr = law.permanent.kind === "grr";
+  const valid = (m) => (grr ? /^[0-9]+$/.test(m) && Number(m) < d
+    : /^[0-9a-f]+$/.test(m) && m.length === ((d + 7) >> 3) * 2);
+  let kept = null;
+  try {
+    kept = JSON.parse(store.getItem(law.memo));
+  } catch (e) {
+    kept = null;  // not JSON: drawn again
   }
-  const drawn = DRAW[law.permanent.kind](law.permanent, x, random);
-  store.setItem(key, drawn);
-  return drawn;
+  if (!Array.isArray(kept) || kept.length !== d || !kept.every((m) => typeof m === "string" && valid(m))) {
+    kept = law.categories.map((_, v) => DRAW[law.permanent.kind](law.permanent, v, random));
+    store.setItem(law.memo, JSON.stringify(kept));
+  }
+  return kept[x];
 }
 
 // A multi-attribute oracle's report, {column: report} as privatize writes its columns:

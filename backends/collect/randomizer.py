@@ -189,8 +189,10 @@ def longitudinal_law(lo: LongitudinalOracle, variable: Any, name: str) -> dict[s
     permanent randomized response (PRR), the one-round oracle of ``lo.ROUNDS[0]`` at
     ``eps_perm`` (``p1, q1``: grr keeps the category with ``p1``, else moves to each other
     with ``q1``; ue sets bit x with ``p1``, each other with ``q1``), drawn once per
-    respondent and value and kept on the device under ``memo`` (the runtime's store:
-    ``localStorage`` in a browser); every collection then reports the instantaneous
+    respondent and value -- at first use for every value, independently, so that the
+    store does not show which values the respondent held -- and kept on the device under
+    ``memo`` (the runtime's store: ``localStorage`` in a browser); every collection then
+    reports the instantaneous
     randomized response (IRR) of the kept PRR, fresh: grr keeps the kept code with ``p2``,
     else a uniform other; ue sets bit v with ``p2`` where the kept bit is 1, ``q2`` where
     it is 0 -- :meth:`~privspec.backends.oracles.memoized.LongitudinalOracle.irr`.  Reports
