@@ -24,10 +24,18 @@ export ``drawAnchors(name)`` (the sorted anchors to show the respondent) and
 ``rangeReport(name, anchors, k)`` (the report of the side the respondent chose: k anchors
 below the answer), as the interval-privacy paper's survey interface asks; ``privatize``
 takes the number itself; ``progressive`` is asked as successive questions
-(``nextAnchor``, ``answerRound``, ``progressiveReport``).  Finite mechanisms, the one-round
-frequency oracles (:data:`ORACLE_KINDS`), ``interval`` and ``progressive`` for now: a
-longitudinal or multi-attribute oracle, ``selective`` and ``censored`` are refused,
-naming it (:class:`~privspec.errors.BackendError` B000, not supported yet).
+(``nextAnchor``, ``answerRound``, ``progressiveReport``).
+
+The frequency oracles: the one-round ones (:func:`oracle_law`), the longitudinal ones
+(:func:`longitudinal_law`: the permanent randomized response is drawn once per
+respondent and value and kept on the device, in ``localStorage`` or the store passed as
+``privatize(answers, {store})``), the multi-attribute ones (:func:`multi_law`: ``spl``,
+``smp``, ``rsfd``, a report ``{column: report}`` as privatize writes its columns).
+``selective`` (Definition 5) is drawn on the device too: whether a range is collected
+depends on the range, so a range the collector received and then dropped would already
+have left the respondent; the module holds the population law its coverage is computed
+under (:func:`selective_law`).  ``censored`` is refused (B000): censored data are not
+drawn by a respondent.
 """
 from __future__ import annotations
 
@@ -38,17 +46,18 @@ from typing import Any, Sequence
 import numpy as np
 
 from privspec.errors import BackendError, Diagnostic, did_you_mean
-from privspec.model.graph import (IntervalMechanism, ProductMechanism, ProgressiveMechanism, RandomizedResponse,
-                                  SubsetMechanism)
+from privspec.model.graph import (CensoredMechanism, IntervalMechanism, ProductMechanism, ProgressiveMechanism,
+                                  RandomizedResponse, SelectiveMechanism, SubsetMechanism)
 from privspec.backends.core.algebra import Float
 from privspec.backends.core.channel import GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of
-from privspec.backends.interval.laws import law_distribution, nearest_double, support_of
+from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
 from privspec.backends.oracles.backend import oracle_of
+from privspec.backends.oracles.memoized import LongitudinalOracle
+from privspec.backends.oracles.multi_backend import multi_of
+from privspec.backends.oracles.multidim import SAMPLED, MultiOracle
+from privspec.backends.oracles.protocol import Oracle
 
-#: the one-round frequency oracles the runtime draws (adp resolves to grr or oue); the
-#: longitudinal and the multi-attribute ones are refused
-ORACLE_KINDS = ("grr", "sue", "oue", "ss", "hr", "blh", "olh", "adp")
 #: the runtime the laws are put into (package data)
 RUNTIME = Path(__file__).with_name("randomizer.js")
 #: where the runtime takes the laws
@@ -82,20 +91,35 @@ def client_module(model: Any, mechanisms: Sequence[str] | None = None) -> str:
 
 def mechanism_law(model: Any, mechanism: Any, name: str) -> dict[str, Any]:
     """A mechanism's report law as the runtime reads it: ``{"product": bool, "factors":
-    [factor_law, ...]}`` (an oracle's: :func:`oracle_law`); B000 for a mechanism it
-    cannot run."""
-    if getattr(mechanism, "family", None) == "oracle" and mechanism.protocol in ORACLE_KINDS:
-        return {"product": False, "factors": [oracle_law(model, mechanism)]}
+    [factor_law, ...]}`` (an oracle's: :func:`oracle_law`, :func:`longitudinal_law`; a
+    multi-attribute oracle's ``{"multi": multi_law}``: :func:`multi_law`); B000 for a
+    mechanism it cannot run, saying why."""
+    family = getattr(mechanism, "family", None)
+    if family == "oracle":
+        o = oracle_of(model, mechanism)
+        law = longitudinal_law(o, mechanism.variable, name) if isinstance(o, LongitudinalOracle) \
+            else oracle_law(o, mechanism.variable)
+        return {"product": False, "factors": [law]}
+    if family == "multi_oracle":
+        return {"product": False, "factors": [], "multi": multi_law(multi_of(model, mechanism), mechanism)}
     if isinstance(mechanism, IntervalMechanism):
         return {"product": False, "factors": [interval_law(mechanism)]}
     if isinstance(mechanism, ProgressiveMechanism):
         return {"product": False, "factors": [progressive_law(mechanism)]}
+    if isinstance(mechanism, SelectiveMechanism):
+        return {"product": False, "factors": [selective_law(model, mechanism, name)]}
+    if isinstance(mechanism, CensoredMechanism):
+        raise BackendError(Diagnostic(
+            "B000", f"mechanism '{name}' (censored) has no randomizer: censored data are not drawn by a "
+                    "respondent, the censoring comes from how they were observed (inspection times, a "
+                    "detection limit), so there is nothing to privatize on the respondent's device",
+            hint="privspec client SPEC --mechanism NAME writes the randomizer of the named mechanisms only"))
     if not getattr(mechanism, "is_finite", False):
         raise BackendError(Diagnostic(
             "B000", f"mechanism '{name}' ({mechanism.family}: {getattr(mechanism, 'kind', mechanism.family)}) cannot "
                     "be run by the JavaScript randomizer yet: finite mechanisms (subset designs, grr, rr "
-                    f"matrices, products, RR-Joint), the oracles {', '.join(ORACLE_KINDS)}, interval(...) and "
-                    "progressive(...) only",
+                    "matrices, products, RR-Joint), the frequency oracles (one-round, longitudinal, "
+                    "multi-attribute), interval(...) and progressive(...) only",
             hint="privspec client SPEC --mechanism NAME writes the randomizer of the named mechanisms only"))
     product = isinstance(mechanism, ProductMechanism)
     factors = list(mechanism.factors) if product else [mechanism]
@@ -138,7 +162,7 @@ def factor_law(mechanism: Any) -> dict[str, Any]:
     return {**law, "kind": "columns", "reports": list(ch.obs_labels), "cdf": columns}
 
 
-def oracle_law(model: Any, mechanism: Any) -> dict[str, Any]:
+def oracle_law(o: Oracle, variable: Any) -> dict[str, Any]:
     """A one-round frequency oracle's law, from the oracle privatize samples with
     (:func:`privspec.backends.oracles.backend.oracle_of`, its ``probs``): its reports are
     written as privspec writes them (:func:`privspec.backends.oracles.pure.format_reports`):
@@ -146,8 +170,6 @@ def oracle_law(model: Any, mechanism: Any) -> dict[str, Any]:
     ``|``, ``blh``/``olh`` ``seed:value`` (the seed of
     :func:`privspec.backends.oracles.protocols.hash_values`' family: the runtime's
     ``localHash`` is bit-identical), ``hr`` the index j."""
-    o = oracle_of(model, mechanism)
-    variable = mechanism.variable
     law: dict[str, Any] = {"variable": variable.name, "parts": list(variable.parts or ()),
                            "categories": list(variable.labels)}
     p, q = (float(v) for v in o.probs(Float))
@@ -162,21 +184,79 @@ def oracle_law(model: Any, mechanism: Any) -> dict[str, Any]:
     return {**law, "kind": "hr", "K": int(o.K), "p": p}
 
 
+def longitudinal_law(lo: LongitudinalOracle, variable: Any, name: str) -> dict[str, Any]:
+    """A longitudinal oracle's law (:mod:`privspec.backends.oracles.memoized`): the
+    permanent randomized response (PRR), the one-round oracle of ``lo.ROUNDS[0]`` at
+    ``eps_perm`` (``p1, q1``: grr keeps the category with ``p1``, else moves to each other
+    with ``q1``; ue sets bit x with ``p1``, each other with ``q1``), drawn once per
+    respondent and value -- at first use for every value, independently, so that the
+    store does not show which values the respondent held -- and kept on the device under
+    ``memo`` (the runtime's store: ``localStorage`` in a browser); every collection then
+    reports the instantaneous
+    randomized response (IRR) of the kept PRR, fresh: grr keeps the kept code with ``p2``,
+    else a uniform other; ue sets bit v with ``p2`` where the kept bit is 1, ``q2`` where
+    it is 0 -- :meth:`~privspec.backends.oracles.memoized.LongitudinalOracle.irr`.  Reports
+    as the IRR's one-round oracle writes them (a code, or the bits in hex)."""
+    law: dict[str, Any] = {"variable": variable.name, "parts": list(variable.parts or ()),
+                           "categories": list(variable.labels)}
+    unary = lo.ROUNDS[0] != "grr"
+    permanent = ({**law, "kind": "unary", "p": float(lo.p1), "q": float(lo.q1)} if unary else
+                 {**law, "kind": "grr", "keep": float(lo.p1), "other": float(lo.q1),
+                  "reports": [str(c) for c in range(lo.d)]})
+    return {**law, "kind": "longitudinal", "permanent": permanent, "p2": float(lo.p2), "q2": float(lo.q2),
+            "memo": f"privspec:{name}:{lo.kind}:{lo.d}:{lo.eps_perm!r}"}
+
+
+def multi_law(mo: MultiOracle, mechanism: Any) -> dict[str, Any]:
+    """A multi-attribute oracle's law (:mod:`privspec.backends.oracles.multidim`): each
+    attribute's one-round oracle (:func:`oracle_law` of ``mo.oracles``, at the protocol's
+    per-attribute epsilon); ``spl`` reports every attribute; ``smp`` draws the attribute
+    ``s`` uniformly, reports it alone (the others' cells empty) and writes ``s`` in the
+    column ``sampled``; ``rsfd`` draws ``s`` uniformly, reports it through its oracle and
+    every other attribute as fake data (``uniform``: a uniform code; ``zero``: every bit
+    on with the oracle's q; ``random``: the oracle's report of a uniform category), ``s``
+    not written (:mod:`privspec.backends.oracles.fakes`)."""
+    attributes = [oracle_law(o, v) for o, v in zip(mo.oracles, mechanism.attributes)]
+    for law, o in zip(attributes, mo.oracles):
+        law["q0"] = float(o.probs(Float)[1])  # the zero fake's bit probability (ue only)
+    return {"protocol": mo.protocol, "attributes": attributes, "fakes": list(mo.fakes or ()),
+            "sampled": SAMPLED if mo.KEEPS_SAMPLED else None}
+
+
 def interval_law(mechanism: IntervalMechanism) -> dict[str, Any]:
     """An interval mechanism's law, from where
     :func:`privspec.backends.interval.sampling.sample_interval` draws it: ``count`` iid
     anchors (m - 1; ``ring``: q) of the anchor law (its ``loc + scale * X`` of
     :func:`privspec.backends.interval.laws.law_distribution`), sorted; the range holding
     the answer, the ring range for ``ring``'s ends, the answer itself in ``disclose``."""
-    dist = law_distribution(mechanism.anchor)
-    loc, scale = float(dist.kwds["loc"]), float(dist.kwds["scale"])
-    family = {"uniform": "uniform", "norm": "normal", "logistic": "logistic", "expon": "exponential"}[dist.dist.name]
     ring = mechanism.scheme == "ring"
     disclose = None if mechanism.disclose is None else [nearest_double(v) for v in mechanism.disclose]
     return {"variable": mechanism.variable.name, "parts": [], "kind": "interval",
             "support": [_json_end(v) for v in support_of(mechanism.variable)],
             "count": int(mechanism.m if ring else mechanism.m - 1), "ring": ring,
-            "anchor": {"family": family, "loc": loc, "scale": scale}, "disclose": disclose}
+            "anchor": _loc_scale(law_distribution(mechanism.anchor)), "disclose": disclose}
+
+
+def selective_law(model: Any, mechanism: SelectiveMechanism, name: str) -> dict[str, Any]:
+    """``selective(M, tau, rho)`` (Definition 5) as
+    :func:`privspec.backends.interval.sampling.sample_selective` draws it: the base's report
+    (:func:`interval_law`), collected when its coverage under the population law
+    (:func:`privspec.backends.interval.ranges.range_coverage`: the range less the acceptable
+    range; a disclosed point 0) reaches ``tau`` and a coin ``W ~ Bern(rho)`` is 1, else
+    ``null``.  A respondent-side mechanism: the paper's "not wish to answer" -- a range
+    the collector received and dropped would already have left the device -- so the
+    device decides, and needs the population law (B102 without one, as privatize)."""
+    law = population_law(model, mechanism.variable)
+    if law is None:
+        raise BackendError(Diagnostic(
+            "B102", f"the selective mechanism '{name}' keeps a report only if its coverage reaches "
+                    f"{mechanism.tau}, and coverage needs the population of {mechanism.variable.name}",
+            hint=f"declare it: population {mechanism.variable.name} ~ normal(0, 1) (or an estimate of it: "
+                 "Way II of section III-D)"))
+    return {"variable": mechanism.variable.name, "parts": [], "kind": "selective",
+            "support": [_json_end(v) for v in support_of(mechanism.variable)],
+            "base": interval_law(mechanism.base), "tau": nearest_double(mechanism.tau),
+            "rho": nearest_double(mechanism.rho), "population": _loc_scale(law_distribution(law))}
 
 
 def progressive_law(mechanism: ProgressiveMechanism) -> dict[str, Any]:
@@ -186,6 +266,13 @@ def progressive_law(mechanism: ProgressiveMechanism) -> dict[str, Any]:
     lo, hi = support_of(mechanism.variable)
     return {"variable": mechanism.variable.name, "parts": [], "kind": "progressive", "support": [lo, hi],
             "rounds": int(mechanism.rounds)}
+
+
+def _loc_scale(dist: Any) -> dict[str, Any]:
+    """A frozen scipy law of :func:`~privspec.backends.interval.laws.law_distribution` as the
+    runtime reads it: its family and ``loc + scale * X``."""
+    family = {"uniform": "uniform", "norm": "normal", "logistic": "logistic", "expon": "exponential"}[dist.dist.name]
+    return {"family": family, "loc": float(dist.kwds["loc"]), "scale": float(dist.kwds["scale"])}
 
 
 def _json_end(x: float) -> float:
@@ -202,4 +289,5 @@ def _column(probs: np.ndarray) -> list[list[Any]]:
     return [[int(i), float(c)] for i, c in zip(positive, cdf)]
 
 
-__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "interval_law", "progressive_law", "ORACLE_KINDS", "RUNTIME"]
+__all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "longitudinal_law", "multi_law", "interval_law",
+           "selective_law", "progressive_law", "RUNTIME"]
