@@ -141,7 +141,7 @@ def test_interval_mechanisms_ask_for_a_range_never_for_the_value() -> None:
     model = load("interval_privacy")
     page = Page(survey_page(model))
     names = page_mechanisms(model)
-    assert names == ["c1", "s1", "c2", "life2", "cm", "ring", "open", "prog"]  # sel refused
+    assert names == ["c1", "s1", "c2", "life2", "cm", "ring", "open", "sel", "prog"]
     assert [a["id"] for a in page.find("fieldset")] == [f"m-{n}" for n in names]
     # the only number input: the disclose range's optional exact value (open), off until chosen
     (exact,) = page.find("input", type="number")
@@ -162,20 +162,22 @@ def test_labels_and_the_title_are_escaped_and_cannot_end_the_script() -> None:
 
 def test_mechanisms_the_randomizer_refuses_are_left_out_or_named() -> None:
     model = load("oracles")
-    assert page_mechanisms(model) == ["unary", "rappor", "hashed", "subsets", "hadamard"]
+    # every oracle a respondent draws: one-round, multi-attribute, longitudinal
+    assert page_mechanisms(model) == ["unary", "rappor", "hashed", "subsets", "hadamard", "split", "sampled",
+                                      "faked", "weekly"]
     assert page_mechanisms(model, ["hashed"]) == ["hashed"]
-    with pytest.raises(BackendError, match="B000.*'split'"):
-        page_mechanisms(model, ["hashed", "split"])
     only_refused = privspec.load("variable y: continuous [0, 1]\nvariable c: categorical {a, b, c}\n"
                                  "mechanism c1 = interval(y, case1(uniform(0, 1)))\n"
                                  "mechanism sel = selective(c1, tau = 3/10, rho = 1/2)\n"
+                                 "mechanism cens = censored(y, ends = right_closed, lower = lo, upper = hi)\n"
                                  "mechanism w = l_osue(c, epsilon = 2, first = 1)").model
-    with pytest.raises(BackendError) as e:
-        survey_page(only_refused, ["sel", "w"])
-    assert e.value.diagnostics[0].code == "B000"
-    assert page_mechanisms(only_refused) == ["c1"]
+    with pytest.raises(BackendError) as e:      # censored data are not drawn by a respondent
+        survey_page(only_refused, ["w", "cens"])
+    assert e.value.diagnostics[0].code == "B000" and "'cens'" in e.value.diagnostics[0].message
+    # sel: no population of y, so its coverage cannot be decided on the device (B102): left out
+    assert page_mechanisms(only_refused) == ["c1", "w"]
     language = page_mechanisms(load("language"))
-    assert "rr_s" not in language and "sel" not in language and "urn" in language  # eps has no value; selective
+    assert "rr_s" not in language and "sel" in language and "urn" in language  # rr_s: its epsilon has no value
     with pytest.raises(BackendError, match="B009"):
         survey_page(load("language"), ["rr_s"])
 
@@ -314,9 +316,10 @@ def test_nothing_is_sent_before_every_question_is_answered(webdriver, site: Site
 def test_an_oracle_survey_sends_reports_run_reads(webdriver, site: Site) -> None:
     model = load("oracles")
     open_page(webdriver, site, model)
+    # the multi-attribute oracles (split, sampled, faked) ask gender and income too
     assert webdriver.script("return Array.from(document.querySelectorAll('legend')).map((l) => l.textContent)") \
-        == ["race"]
-    answer_by_clicks(webdriver, lambda name, count: 3)  # Other
+        == ["gender", "income", "race"]
+    answer_by_clicks(webdriver, lambda name, count: count - 1)  # race: White
     assert send(webdriver) == RECEIVED.format(1)
     body = site.body()
     assert list(body) == ["reports"] and list(body["reports"]) == page_mechanisms(model)
@@ -343,6 +346,10 @@ def test_an_interval_survey_sends_the_chosen_ranges_and_no_value(webdriver, site
         assert reports[name].endswith(", inf]"), reports[name]  # the last range: above every anchor
     assert re.fullmatch(r"\(-inf, [-0-9.e]+\] \| \([-0-9.e]+, inf\]", reports["ring"])
     assert reports["prog"].endswith(", inf]")  # "no" three times: above the last anchor
+    # selective: the chosen range or nothing ("null"), decided on the device; the page's
+    # question is its base's, and the hint says a range may not be sent
+    assert reports["sel"] == "null" or reports["sel"].endswith(", inf]"), reports["sel"]
+    assert "otherwise nothing is sent" in webdriver.script("return document.getElementById('m-sel-hint').textContent")
     assert_run_reads(model, reports)
 
 

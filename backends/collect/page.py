@@ -28,10 +28,14 @@ import hashlib
 from typing import Any, Sequence
 
 from privspec.errors import BackendError, Diagnostic
-from privspec.model.graph import IntervalMechanism, ProgressiveMechanism
+from privspec.model.graph import IntervalMechanism, ProgressiveMechanism, SelectiveMechanism
 from privspec.backends.collect.randomizer import client_module, mechanism_law
 from privspec.backends.collect.store_checks import fieldable
 from privspec.backends.interval.laws import nearest_double
+
+#: mechanisms whose question shows random ranges (or rounds): the value is never typed
+RANGED = (IntervalMechanism, ProgressiveMechanism, SelectiveMechanism)
+
 
 def page_mechanisms(model: Any, mechanisms: Sequence[str] | None = None) -> list[str]:
     """The mechanisms the survey page fields: ``mechanisms`` (each must be one the
@@ -106,7 +110,7 @@ def survey_page(model: Any, mechanisms: Sequence[str] | None = None, *, submit_u
 
     names = page_mechanisms(model, mechanisms)
     ranged = {n: mechanism_law(model, model.mechanisms[n], n)["factors"][0] for n in names
-              if isinstance(model.mechanisms[n], (IntervalMechanism, ProgressiveMechanism))}
+              if isinstance(model.mechanisms[n], RANGED)}
     privatized = [n for n in names if n not in ranged]
     env = jinja2.Environment(loader=jinja2.PackageLoader("privspec", "templates"),
                              autoescape=jinja2.select_autoescape(["html.j2"], default_for_string=False),
@@ -126,7 +130,7 @@ def questions(model: Any, names: Sequence[str]) -> list[dict[str, Any]]:
     out = []
     for name in names:
         mechanism = model.mechanisms[name]
-        if isinstance(mechanism, (IntervalMechanism, ProgressiveMechanism)):
+        if isinstance(mechanism, RANGED):
             continue
         for variable in mechanism.variables:
             asked += [c for c in variable.components() if c not in asked]
@@ -141,10 +145,12 @@ def questions(model: Any, names: Sequence[str]) -> list[dict[str, Any]]:
             out.append({"kind": "continuous", "name": name, "min": lo, "max": hi, "range": shown})
     for name in names:
         mechanism = model.mechanisms[name]
-        if isinstance(mechanism, IntervalMechanism):
-            disclose = None if mechanism.disclose is None else [number_text(e) for e in mechanism.disclose]
+        if isinstance(mechanism, (IntervalMechanism, SelectiveMechanism)):
+            # selective(M, ...): M's ranges asked alike; the device then decides whether to send
+            base = mechanism.base if isinstance(mechanism, SelectiveMechanism) else mechanism
+            disclose = None if base.disclose is None else [number_text(e) for e in base.disclose]
             out.append({"kind": "interval", "name": name, "variable": mechanism.variable.name,
-                        "disclose": disclose})
+                        "disclose": disclose, "selective": isinstance(mechanism, SelectiveMechanism)})
         elif isinstance(mechanism, ProgressiveMechanism):
             out.append({"kind": "progressive", "name": name, "variable": mechanism.variable.name,
                         "rounds": int(mechanism.rounds)})
