@@ -138,3 +138,18 @@ def test_case2_npmle_ranked_with_reps():
     doc = compare(CASE2, reps=20, seed=1)["anchors"].value
     v = next(r for r in doc.candidates if r.name == "case2_npmle").values["max_se"]
     assert v.na is None and math.isfinite(v.value) and v.value == v.simulated
+
+
+def test_a_simulated_max_se_gives_the_n_that_meets_its_target():
+    """No closed-form variance (Case II NPMLE): the n meeting max_se <= t is scaled from the
+    SE simulated at n as 1/sqrt(n), said in a flag; an independent simulation at that n has
+    an SE near t (within its Monte Carlo error and 15% for the scaling)."""
+    doc = compare(CASE2.replace("} by max_se, coverage", "} by max_se, coverage").replace(
+        "at n = 300 {", "at n = 300 target max_se <= 0.1 {"))["anchors"].value
+    row = next(r for r in doc.candidates if r.name == "case2_npmle")
+    simulated = row.values["max_se"].simulated
+    size = row.sample_size["max_se <= 0.1"]
+    assert isinstance(size, int) and size == math.ceil(300 * (simulated / 0.1) ** 2)
+    assert any(f.startswith("max_se <= 0.1: n = ") and "1/sqrt(n)" in f for f in row.flags)
+    se, mc = _independent_case2_se(size, 100, seed=7)
+    assert abs(se - 0.1) <= 3 * mc + 0.15 * 0.1, (size, se, mc)

@@ -166,7 +166,8 @@ def _row(model: ModelGraph, cand: Candidate, free: Sequence[Parameter], plan: Pl
     except NotApplicable as e:
         row.se_na = str(e)
     row.cv, row.flags = cv_cells(ev, n), row.flags + cv_flags(ev, plan.targets, n)
-    row.targets, row.sample_size = _targets(ev, plan.targets, n, values)
+    row.targets, row.sample_size, scaled = _targets(ev, plan.targets, n, values)
+    row.flags = row.flags + scaled
     if pset is not None and not free:
         row.targets_everywhere = robust_row(ev, pset, values, plan.targets, n)
     if plan.test is not None:
@@ -216,11 +217,16 @@ def _planning(plan: Plan) -> Planning | None:
     return Planning(_test_words(plan), power)
 
 
+#: criteria that shrink as 1/sqrt(n): a value simulated at n gives the n that meets a target
+ROOT_N = ("max_se", "ci_width", "max_cv")
+
+
 def _targets(ev: Evaluation, targets: Sequence[Target], n: int, values: Mapping[str, CriterionValue]
-             ) -> tuple[dict, dict]:
+             ) -> tuple[dict, dict, list[str]]:
     """Whether each target is met at n (on the value a verdict reads: the simulated one
-    where the asymptotic one is unreliable or missing), and the sample sizes meeting them."""
-    met, sizes = {}, {}
+    where the asymptotic one is unreliable or missing), the sample sizes meeting them, and
+    a note for each size scaled from a simulated value (no closed-form variance)."""
+    met, sizes, notes = {}, {}, []
     for t in targets:
         key = str(t)
         decisive = values[t.criterion].decisive if t.criterion in values else None
@@ -235,7 +241,13 @@ def _targets(ev: Evaluation, targets: Sequence[Target], n: int, values: Mapping[
                 sizes[key] = ev.sample_size(t)
             except NotApplicable as e:
                 sizes[key] = f"n/a: {e}"
-    return met, {k: v for k, v in sizes.items() if v is not None}
+                simulated = values[t.criterion].simulated if t.criterion in values else None
+                if t.criterion in ROOT_N and simulated is not None and simulated > 0:
+                    # n Var is about constant from n on: the simulated SE at n scales as 1/sqrt(n)
+                    sizes[key] = math.ceil(n * (simulated / float(t.value)) ** 2)
+                    notes.append(f"{key}: n = {sizes[key]:,} scaled from the {t.criterion} simulated at n = {n:,} "
+                                 f"({simulated:.4g}) as 1/sqrt(n): the estimator has no closed-form variance ({e})")
+    return met, {k: v for k, v in sizes.items() if v is not None}, notes
 
 
 def _better(criterion: str, a: float, b: float) -> bool:
