@@ -214,3 +214,15 @@ def test_with_plausible_populations_the_verdict_says_whether_it_holds_over_all()
     rec = doc.recommendation
     assert rec.candidate == "pairs"
     assert "1 of the 2 designs that meet every target at the declared population" in rec.reasons[1]
+
+
+def test_without_a_privacy_criterion_that_compares_them_the_most_precise_feasible_is_chosen():
+    """Two designs meet the target and no privacy criterion has a value for both: the
+    verdict says it chose on precision (it used to call the first 'the only design')."""
+    rows = [CandidateRow("a", values={"max_se": CriterionValue(0.015), "prediction": CriterionValue(None, na="x")},
+                         targets={"max_se <= 0.02": True}, sample_size={"max_se <= 0.02": 600}),
+            CandidateRow("b", values={"max_se": CriterionValue(0.01), "prediction": CriterionValue(None, na="y")},
+                         targets={"max_se <= 0.02": True}, sample_size={"max_se <= 0.02": 250})]
+    r = recommend(rows, ["max_se", "prediction"], [Target("max_se", "<=", sympy.Rational(1, 50))], 1000)
+    assert (r.candidate, r.decided_by, r.runner_up) == ("b", "max_se", "a")
+    assert "the only design" not in r.text and r.text.startswith("Use b: the most precise on max_se (0.01 against")

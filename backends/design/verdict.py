@@ -196,53 +196,54 @@ def _with_targets(rows: Sequence[CandidateRow], criteria: Sequence[str], targets
 
 def _choose(feasible: Sequence[CandidateRow], rows: Sequence[CandidateRow], criteria: Sequence[str],
             targets: Sequence[Target], n: int, inverse: Sequence[InverseDesign]) -> Recommendation:
-    """The most private of ``feasible`` (ties to the more precise), and what changes it."""
+    """The most private of ``feasible`` (ties to the more precise; without a privacy
+    criterion that compares them all, the most precise), and what changes it."""
     p = deciding_privacy(feasible, criteria)
     u = deciding_utility(feasible, criteria)
+    order, tied = _feasible_order(feasible, p, u)
+    best, runner = order[0], (order[1] if len(order) > 1 else None)
+    decided = u if (tied or p is None) else p
+    rec = Recommendation(best.name, decided_by=decided)
+    rec.reasons.append(f"it meets every target at n = {_n(n)}: {_met_text(best, targets)}")
+    meeting = f"of the {len(feasible)} designs that meet every target at n = {_n(n)}"
+    if runner is None:
+        if p is not None:
+            rec.reasons.append(f"it is the only design that meets them (its {p} is {_g(_value(best, p))})")
+        rec.text = f"Use {best.name}: the only design that meets every target at n = {_n(n)}."
+    elif decided is None:
+        rec.text = f"Use {best.name}: {meeting}, the first (no criterion compares them all)."
+    else:
+        rec.runner_up = runner.name
+        a, b = _value(best, decided), _value(runner, decided)
+        vs = f" ({_against(a, b)} for {runner.name})" if b is not None else f" ({_g(a)}; n/a for {runner.name})"
+        if tied:
+            rec.reasons.append(f"the designs meeting them as private as it on {p} ({_g(_value(best, p))}) are told "
+                               f"apart by {u}: {_against(a, b)} for {runner.name}, the runner-up")
+            rec.text = (f"Use {best.name}: of the designs that meet every target at n = {_n(n)} and are the most "
+                        f"private on {p}, the most precise on {u}{vs}.")
+        else:
+            best_on = "most private" if decided == p else "most precise"
+            rec.reasons.append(f"of the {len(feasible)} designs that meet them, it is the {best_on} on {decided}"
+                               + (f": {_against(a, b)} for {runner.name}, the runner-up" if b is not None
+                                  else f" ({_g(a)}; {decided} is n/a for {runner.name})"))
+            rec.text = f"Use {best.name}: the {best_on} on {decided}{vs} {meeting}."
+    rec.changes.extend(_what_changes(best, order[1:], rows, feasible, p, targets, n))
+    if not tied:
+        rec.changes.extend(_inverse_alternatives(best, p, inverse))
+    return rec
+
+
+def _feasible_order(feasible: Sequence[CandidateRow], p: str | None, u: str | None
+                    ) -> tuple[list[CandidateRow], bool]:
+    """``feasible`` best first: on privacy ``p`` (the designs tied on it by utility ``u``),
+    else on ``u``; and whether the first two tie on ``p`` (the precision then decided)."""
     order = _best(feasible, p, u) if p is not None else (_best(feasible, u) if u is not None else list(feasible))
     order += [r for r in feasible if r not in order]
-    best = order[0]
-    tied = p is not None and len(order) > 1 and _value(order[1], p) == _value(best, p)
-    if tied and u is not None:
-        # equally private: the precision decides among the designs tied on privacy
-        ties = [r for r in order if _value(r, p) == _value(best, p)]
+    tied = p is not None and u is not None and len(order) > 1 and _value(order[1], p) == _value(order[0], p)
+    if tied:
+        ties = [r for r in order if _value(r, p) == _value(order[0], p)]
         order = _best(ties, u) + [r for r in order if r not in ties]
-        best = order[0]
-    rec = Recommendation(best.name, decided_by=u if tied and u is not None else p if p is not None else u)
-    rec.reasons.append(f"it meets every target at n = {_n(n)}: {_met_text(best, targets)}")
-    if tied and u is not None:
-        rec.runner_up = order[1].name
-        rec.reasons.append(f"the designs meeting them as private as it on {p} ({_g(_value(best, p))}) are told "
-                           f"apart by {u}: {_g(_value(best, u))} against {_g(_value(order[1], u))} for "
-                           f"{order[1].name}, the runner-up")
-        rec.changes.extend(_what_changes(best, order[1:], rows, feasible, p, targets, n))
-        rec.text = (f"Use {best.name}: of the designs that meet every target at n = {_n(n)} and are the most private "
-                    f"on {p}, the most precise on {u} ({_g(_value(best, u))} against {_g(_value(order[1], u))} for "
-                    f"{order[1].name}).")
-        return rec
-    others = [r.name for r in feasible if r is not best]
-    if p is not None and others:
-        runner = order[1]
-        rec.runner_up = runner.name
-        a, b = _value(best, p), _value(runner, p)
-        if b is not None:
-            rec.reasons.append(f"of the {len(feasible)} designs that meet them, it is the most private on {p}: "
-                               f"{_against(a, b)} for {runner.name}, the runner-up")
-        else:
-            rec.reasons.append(f"of the {len(feasible)} designs that meet them, it is the most private on {p} "
-                               f"({_g(a)}; {p} is n/a for {runner.name})")
-    elif p is not None:
-        rec.reasons.append(f"it is the only design that meets them (its {p} is {_g(_value(best, p))})")
-    rec.changes.extend(_what_changes(best, order[1:], rows, feasible, p, targets, n))
-    rec.changes.extend(_inverse_alternatives(best, p, inverse))
-    if p is None or not others:
-        rec.text = f"Use {best.name}: the only design that meets every target at n = {_n(n)}."
-    else:
-        b = _value(order[1], p)
-        vs = f" ({_against(_value(best, p), b)} for {order[1].name})" if b is not None else ""
-        rec.text = (f"Use {best.name}: the most private on {p}{vs} of the {len(feasible)} designs that meet "
-                    f"every target at n = {_n(n)}.")
-    return rec
+    return order, tied
 
 
 def _what_changes(best: CandidateRow, runners: Sequence[CandidateRow], rows: Sequence[CandidateRow],
