@@ -194,3 +194,39 @@ def test_data_based_coverage_estimators():
 def test_symbolic_coverage_without_a_population():
     cov = mechanism_coverage(IntervalMechanism("c1", SALARY, "case1", law("uniform", 0, 150), 2), None)
     assert cov.method == "symbolic" and "F_salary" in str(cov.value)
+
+
+def test_composition_query_matches_a_simulation_and_theorem4():
+    """composition(M1, M2) in the language: the ensemble's coverage (anchors pooled) against
+    a seeded simulation of the intersected ranges, Theorem 4's bound below it, each
+    mechanism's own coverage above it; two Case-I mechanisms pooled are Case II."""
+    import privspec
+
+    spec = privspec.load("""
+variable score: continuous
+population score ~ normal(1/2, 1)
+mechanism a = interval(score, case1(logistic(0, 3)))
+mechanism b = interval(score, case2(normal(1, 2)))
+mechanism a2 = interval(score, case1(logistic(0, 3)))
+query ab = composition(a, b)
+query aa = composition(a, a2)
+query c2 = coverage(interval(score, case2(logistic(0, 3))))
+""")
+    res = spec.analyze()
+    ab, aa = res["ab"], res["aa"]
+    assert ab.bound <= ab.value <= min(ab.coverages.values())
+    assert ab.bound == pytest.approx(1 - sum(1 - t for t in ab.coverages.values()))
+    assert aa.value == pytest.approx(float(res["c2"].value), abs=1e-7)
+    rng = np.random.default_rng(4)
+    N = 400_000
+    y = rng.normal(0.5, 1, N)
+    u = stats.logistic(0, 3).rvs(N, random_state=rng)
+    v = np.sort(rng.normal(1, 2, (N, 2)), axis=1)
+    lo = np.maximum(np.where(y <= u, -np.inf, u), np.where(y <= v[:, 0], -np.inf, np.where(y <= v[:, 1], v[:, 0], v[:, 1])))
+    hi = np.minimum(np.where(y <= u, u, np.inf), np.where(y <= v[:, 0], v[:, 0], np.where(y <= v[:, 1], v[:, 1], np.inf)))
+    F = stats.norm(0.5, 1).cdf
+    mass = F(hi) - F(lo)
+    assert abs(mass.mean() - ab.value) < 4 * mass.std() / np.sqrt(N)
+    with pytest.raises(privspec.errors.SpecError, match="E501"):
+        privspec.load("variable s: continuous\nvariable t: continuous\nmechanism a = interval(s, case1(normal(0, 1)))\n"
+                      "mechanism b = interval(t, case1(normal(0, 1)))\nquery x = composition(a, b)").raise_for_errors()

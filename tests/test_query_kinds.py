@@ -89,7 +89,7 @@ def test_back_ends_analytic_lists_are_derived_from_their_declarations() -> None:
 
     assert set(finite.ANALYTIC) == {"avar", "moments", "fisher", "coverage", "leakage", "epsilon",
                                     "identifiable", "individual"}
-    assert set(interval.ANALYTIC) == {"coverage", "leakage", "epsilon", "optimal_anchor", "avar"}
+    assert set(interval.ANALYTIC) == {"coverage", "leakage", "epsilon", "optimal_anchor", "avar", "composition"}
     assert set(finite.ANALYTIC) <= set(ANALYTIC_KINDS) and set(interval.ANALYTIC) <= set(ANALYTIC_KINDS)
 
 

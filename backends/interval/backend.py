@@ -55,6 +55,7 @@ from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.checks import check_no_missing, require_columns
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval.avar import avar
+from privspec.backends.interval.coverage import composition_bound, ensemble_coverage
 from privspec.backends.interval.estimate import estimate_from_reports, named_args
 from privspec.backends.interval.estimators import information_bound, optimal_anchor
 from privspec.backends.interval.guessing import Guess, prediction_of
@@ -68,7 +69,7 @@ from privspec.backends.interval.simulate import simulate_query
 
 #: what the interval back end answers (the registry reads it; :mod:`privspec.model.query_kinds`)
 _ANSWERS = (
-    Answers(("coverage", "leakage", "epsilon", "optimal_anchor", "avar"), ("interval",)),
+    Answers(("coverage", "leakage", "epsilon", "optimal_anchor", "avar", "composition"), ("interval",)),
     Answers(("estimate",), ("interval",), ("run", "simulate")),
 )
 #: censored data: every query lands on the censored back end, so that those that do not
@@ -374,9 +375,24 @@ class IntervalBackend:
             extras["meaning"] = "feature importances of the fitted ensemble (its predictions: the Python API)"
         return Estimate(value, **extras)
 
+    def _composition(self, model: ModelGraph, q: Query) -> Result:
+        """Theorem 4: ``1 - tau(M1 + ... + Mk) <= sum_j (1 - tau(Mj))``; the ensemble's own
+        coverage (anchors pooled, acceptable ranges united) by quadrature beside it."""
+        mechs = [model.mechanisms[name] for name in q.scope]
+        pop = population_law(model, q.mechanism.variable)
+        if pop is None:
+            raise BackendError(Diagnostic("B107", f"composition needs a population for {q.mechanism.variable.name}",
+                                          hint=f"population {q.mechanism.variable.name} ~ normal(0, 1)"))
+        taus = [float(_value(report_model(m).coverage(pop).value)) for m in mechs]
+        ensemble = ensemble_coverage(law_distribution(pop), mechs)
+        return Coverage(ensemble, metric="size", evaluation="quadrature over pairs of values (scipy)",
+                        meaning="tau(M1 + ... + Mk) of the ensemble (Definition 3), at least Theorem 4's bound "
+                                "1 - sum_j (1 - tau(Mj))",
+                        coverages=dict(zip(q.scope, taus)), bound=composition_bound(taus))
+
     #: query kind -> the method answering it without data (the kinds of :data:`ANALYTIC`)
     ANALYTIC_METHODS = {"coverage": _coverage, "leakage": _leakage, "epsilon": _epsilon,
-                        "optimal_anchor": _optimal_anchor, "avar": _avar}
+                        "optimal_anchor": _optimal_anchor, "avar": _avar, "composition": _composition}
 
 
 @register

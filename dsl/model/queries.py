@@ -111,7 +111,8 @@ def _plain(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
         return allocate_query(ctx, name, call, span)
     if kind in ("bounds", "thresholds"):
         return _rr_bounds(ctx, name, call, span)
-    build = {"avar": _avar, "budget": _budget, "individual": _individual, "optimal_anchor": _optimal_anchor}
+    build = {"avar": _avar, "budget": _budget, "individual": _individual, "optimal_anchor": _optimal_anchor,
+             "composition": _composition}
     return build.get(kind, _mechanism_query)(ctx, name, call, span)
 
 
@@ -153,6 +154,29 @@ def _budget(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None
         return Query(name, "budget", scope=tuple(vars_), span=span)
     ctx.error("E205", "budget() takes per variable, per release, or a set {a, b}", arg.span)
     return None
+
+
+def _composition(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:
+    """``composition(M1, M2, ...)``: the coverage of the ensemble of interval mechanisms on
+    one variable (Definition 3) beside Theorem 4's bound; the names go in ``scope``."""
+    usage = "composition() takes two or more interval mechanisms on one variable: composition(M1, M2)"
+    if len(call.args) < 2 or call.keywords:
+        ctx.error("E205", usage, call.keywords[0].span if call.keywords else call.span)
+        return None
+    mechs = []
+    for a in call.args:
+        mech = _mechanism_arg(ctx, a)
+        if mech is None:
+            return None
+        if not isinstance(mech, IntervalMechanism):
+            ctx.error("E501", "composition() is of interval(...) mechanisms (Theorem 4)", a.span, usage)
+            return None
+        if mechs and mech.variable != mechs[0].variable:
+            ctx.error("E501", f"{mech.name} privatizes {mech.variable.name}, {mechs[0].name} "
+                              f"{mechs[0].variable.name}: an ensemble queries one variable", a.span)
+            return None
+        mechs.append(mech)
+    return Query(name, "composition", mechanism=mechs[0], scope=tuple(m.name for m in mechs), span=span)
 
 
 def _optimal_anchor(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | None:

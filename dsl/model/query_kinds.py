@@ -205,6 +205,8 @@ QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
               "the local differential privacy level"),
     QueryKind("identifiable", "identifiable(MECHANISM)", False, "boolean", FINITE,
               "whether the population can be recovered from the reports"),
+    QueryKind("composition", "composition(MECHANISM, MECHANISM[, ...])", False, "number", ("interval",),
+              "the coverage of an ensemble of interval mechanisms and Theorem 4's bound on it"),
     QueryKind("optimal_anchor", "optimal_anchor(mean(X), MECHANISM)", False, "density", ("interval", "censored"),
               "the anchor density that minimizes the variance of the mean (Theorem 2)"),
     QueryKind("budget", "budget(per variable | per release | {a, b})", False, "budget", ("release",),
@@ -390,6 +392,9 @@ def _privacy_caption(query: Any) -> str | None:
         truth = f" whose answer is {query.truth}" if query.truth is not None else ""
         return (f"what reporting {{{', '.join(query.observed)}}} to {mech} reveals about a respondent{truth}: "
                 f"leakage before and after")
+    if kind == "composition":
+        return (f"how well {_listed(list(query.scope))} together hide {variables}: the coverage of their ensemble "
+                "(Definition 3) and Theorem 4's bound")
     if kind == "optimal_anchor":
         return (f"the anchor density for {mech} that estimates {_estimand_words(query.estimand)} most precisely "
                 f"(Theorem 2)")

@@ -361,6 +361,8 @@ _QUERY_PARAMS: dict[str, tuple[Param, ...]] = {
     "leakage": (_MECH, _p("metrics", "word", "default: every metric that applies", required=False,
                           words=METRICS, variadic=True, keyword=False)),
     "optimal_anchor": (_p("estimand", "estimand", "mean(X)", keyword=False), _MECH),
+    "composition": (_p("mechanisms", "mechanism", "two or more interval mechanisms on one variable", variadic=True,
+                       keyword=False),),
     "budget": (_p("scope", "word", "or a set {a, b} of variables", words=("per variable", "per release"),
                   keyword=False),),
     "variance": (_p("release", "release", keyword=False),

@@ -341,6 +341,8 @@ class Coverage(Privacy):
     ignorability: Field[Any] = Field("whether the coarsening is ignorable")
     estimate: Field[float] = Field("the coverage estimated from data")
     estimator: Field[str] = Field("how it is estimated")
+    coverages: Field[Any] = Field("each mechanism's own coverage (composition)")
+    bound: Field[float] = Field("Theorem 4's lower bound on the ensemble's coverage (composition)")
     n: Field[int] = Field("reports")
     individual: Field[Any] = Field("each report's coverage")
     data: Field[str] = Field("the data")
