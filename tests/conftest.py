@@ -5,12 +5,17 @@ whole-spec and bench-length runs, the full fuzz; pyproject.toml deselects them b
 default) saying how many and how to run them."""
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import re
 import shutil
 import signal
+import socket
 import subprocess
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Iterator
 
@@ -134,3 +139,115 @@ def within():
     (SIGALRM: the main thread, Python code; what hung before a fix, a sympy factorization
     of e^700, is interrupted)."""
     return deadline
+
+
+#: W3C WebDriver's key codes (the keyboard tests press them)
+KEYS = {"tab": "\ue004", "enter": "\ue007", "space": "\ue00d", "down": "\ue015", "up": "\ue013"}
+#: the W3C key of an element reference in WebDriver's answers
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+
+
+class WebDriver:
+    """Debian's chromium driven through chromedriver's W3C WebDriver API (HTTP on loopback,
+    the standard library's urllib: no client package): load a page, find, click, type,
+    press keys, run a script, take a screenshot, read the console."""
+
+    def __init__(self, driver: str, exe: str, tmp: Path):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.process = subprocess.Popen([driver, f"--port={port}"], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        self.base = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                self._call("GET", "/status")
+                break
+            except OSError:
+                time.sleep(0.05)
+        options = {"binary": exe, "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                           "--force-device-scale-factor=1", "--force-color-profile=srgb",
+                                           "--no-first-run", f"--user-data-dir={tmp / 'webdriver-profile'}",
+                                           "--window-size=900,1200"]}
+        caps = {"browserName": "chrome", "goog:chromeOptions": options, "goog:loggingPrefs": {"browser": "ALL"}}
+        self.session = self._call("POST", "/session", {"capabilities": {"alwaysMatch": caps}})["sessionId"]
+
+    def _call(self, method: str, path: str, body: dict | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                        headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return json.loads(response.read())["value"]
+        except urllib.error.HTTPError as e:  # WebDriver's errors: {"value": {"error", "message"}}
+            raise AssertionError(f"WebDriver {method} {path}: {e.read().decode()[:2000]}") from None
+
+    def do(self, method: str, path: str, body: dict | None = None):
+        """One WebDriver command of this session (``path`` after ``/session/{id}``)."""
+        return self._call(method, f"/session/{self.session}{path}", body)
+
+    def get(self, url: str) -> None:
+        self.do("POST", "/url", {"url": url})
+
+    def find(self, css: str) -> str:
+        return self.do("POST", "/element", {"using": "css selector", "value": css})[ELEMENT]
+
+    def find_all(self, css: str) -> list[str]:
+        return [e[ELEMENT] for e in self.do("POST", "/elements", {"using": "css selector", "value": css})]
+
+    def click(self, css: str) -> None:
+        self.do("POST", f"/element/{self.find(css)}/click", {})
+
+    def type(self, css: str, text: str) -> None:
+        self.do("POST", f"/element/{self.find(css)}/value", {"text": text})
+
+    def press(self, *keys: str) -> None:
+        """Press and release each key in turn (names of :data:`KEYS`) where the focus is."""
+        steps = []
+        for key in keys:
+            steps += [{"type": "keyDown", "value": KEYS[key]}, {"type": "keyUp", "value": KEYS[key]}]
+        self.do("POST", "/actions", {"actions": [{"type": "key", "id": "keyboard", "actions": steps}]})
+        self.do("DELETE", "/actions")
+
+    def script(self, body: str, *args):
+        """Run ``body`` (a function body: ``return ...``) in the page, its value back."""
+        return self.do("POST", "/execute/sync", {"script": body, "args": list(args)})
+
+    def wait(self, body: str, timeout: float = 60.0, *args):
+        """Poll the script ``body`` until it returns something truthy; that value back."""
+        end = time.monotonic() + timeout
+        while True:
+            value = self.script(body, *args)
+            if value or time.monotonic() > end:
+                assert value, f"timed out waiting for: {body}"
+                return value
+            time.sleep(0.05)
+
+    def screenshot(self, path: Path) -> None:
+        path.write_bytes(base64.b64decode(self.do("GET", "/screenshot")))
+
+    def console(self) -> list[dict]:
+        """The page's console entries since the last call (errors, CSP refusals)."""
+        return self.do("POST", "/se/log", {"type": "browser"})
+
+    def quit(self) -> None:
+        try:
+            self.do("DELETE", "")
+        finally:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def webdriver(tmp_path: Path) -> Iterator[WebDriver]:
+    """Headless Chromium under chromedriver (skips where Debian's chromium-driver is not
+    installed; .ci/run installs it)."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if exe is None or driver is None:
+        pytest.skip("chromium or chromedriver is not installed (apt-get install chromium chromium-driver)")
+    session = WebDriver(driver, exe, tmp_path)
+    try:
+        yield session
+    finally:
+        session.quit()
