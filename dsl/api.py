@@ -476,12 +476,20 @@ def serve(spec: Any, db: Any, *, host: str = "127.0.0.1", port: int = 8000, toke
     created then)."""
     # start-up: starlette and uvicorn (55 ms measured with -X importtime), which only serve needs
     import uvicorn
-    from privspec.backends.collect.page import survey_page  # start-up: as uvicorn's
+    from privspec.backends.collect.page import page_mechanisms, survey_page  # start-up: as uvicorn's
     from privspec.backends.collect.server import create_app  # start-up: it brings starlette
 
     spec.raise_for_errors()
     token = token or secrets.token_urlsafe(24)
     url = os.fspath(db) if is_store(os.fspath(db)) else f"sqlite:///{os.fspath(db)}"   # run reads a URL
+    if not mechanisms:   # an existing store fields its own mechanisms, a new one those the page asks
+        try:
+            with open_store(db, spec.model, create=False) as existing:
+                mechanisms = list(existing.mechanisms)
+        except DataError as e:
+            if e.code != "D001":
+                raise
+            mechanisms = page_mechanisms(spec.model)
     listening = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     try:
         with open_store(db, spec.model, mechanisms) as store:
