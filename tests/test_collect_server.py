@@ -358,3 +358,29 @@ def test_serve_says_when_the_port_is_taken(tmp_path) -> None:
         assert main(["serve", str(tmp_path / "s.privspec"), "--db", str(tmp_path / "r.db"), "--port", port],
                     stdout=out, stderr=err) == 1
     assert f"cannot listen on 127.0.0.1:{port}" in err.getvalue() and not (tmp_path / "r.db").exists()
+
+
+def test_the_served_page_runs_under_the_servers_policy_and_its_submission_is_stored(spec, tmp_path,
+                                                                                    webdriver) -> None:
+    """The survey page in headless Chromium, under the headers the server sends: the
+    page's script runs (no refusal of the Content-Security-Policy in the console), the
+    answers go as reports, the id shown is the store's."""
+    (tmp_path / "s.privspec").write_text(SPEC, encoding="utf-8")
+    db = f"sqlite:///{tmp_path}/r.db"
+    proc = subprocess.Popen([sys.executable, "-m", "privspec", "serve", str(tmp_path / "s.privspec"), "--db", db,
+                             "--port", "0", "--mechanism=s", "--mechanism=g"], stdout=subprocess.PIPE, text=True)
+    try:
+        survey = proc.stdout.readline().split()[-1]
+        webdriver.get(survey)
+        webdriver.click("#v-color-1")
+        webdriver.click("#v-race-0")
+        webdriver.wait("return !document.querySelector('#send').disabled")
+        webdriver.click("#send")
+        shown = webdriver.wait("return document.querySelector('#submission-id').textContent")
+        refusals = [e for e in webdriver.console() if "Content Security Policy" in e.get("message", "")]
+        assert refusals == []
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    with open_store(db, spec.model, create=False) as store:
+        assert store.ids() == [int(shown)] and set(store.frame().columns) == {"color", "race"}
