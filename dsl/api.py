@@ -21,7 +21,6 @@ import json
 import math
 import os
 import secrets
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -477,7 +476,7 @@ def serve(spec: Any, db: Any, *, host: str = "127.0.0.1", port: int = 8000, toke
     # start-up: starlette and uvicorn (55 ms measured with -X importtime), which only serve needs
     import uvicorn
     from privspec.backends.collect.page import page_mechanisms, survey_page  # start-up: as uvicorn's
-    from privspec.backends.collect.server import create_app  # start-up: it brings starlette
+    from privspec.backends.collect.server import create_app, listening_socket  # start-up: it brings starlette
 
     spec.raise_for_errors()
     token = token or secrets.token_urlsafe(24)
@@ -490,7 +489,7 @@ def serve(spec: Any, db: Any, *, host: str = "127.0.0.1", port: int = 8000, toke
             if e.code != "D001":
                 raise
             mechanisms = page_mechanisms(spec.model)
-    listening = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    listening = listening_socket(host, port)
     try:
         with open_store(db, spec.model, mechanisms) as store:
             page = survey_page(spec.model, list(store.mechanisms))
