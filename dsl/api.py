@@ -489,10 +489,10 @@ def serve(spec: Any, db: Any, *, host: str = "127.0.0.1", port: int = 8000, toke
             if e.code != "D001":
                 raise
             mechanisms = page_mechanisms(spec.model)
+    page = survey_page(spec.model, list(mechanisms))   # B000 for one it cannot ask, before anything is created
     listening = listening_socket(host, port)
     try:
         with open_store(db, spec.model, mechanisms) as store:
-            page = survey_page(spec.model, list(store.mechanisms))
             app = create_app(spec.model, store, page=page, token=token, title=spec.title or spec.source.name,
                              results=lambda: answer(spec, "run", data=url, progress=False))
             bound = listening.getsockname()[1]

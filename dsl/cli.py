@@ -480,6 +480,8 @@ def _serve(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
         with interrupt_on_signals():   # uvicorn stops on the signal, then raises it again here
             serve(spec, args.db, host=args.host, port=args.port, token=args.token,
                   mechanisms=args.mechanism or None, announce=announce)
+    except PrivspecError as e:  # named after the spec (a mechanism refused has no span of its own here)
+        raise type(e)(list(e.diagnostics), e.source or spec.source) from None
     except OSError as e:
         print(f"privspec serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=err)
         return EXIT_INVALID

@@ -405,3 +405,13 @@ def test_the_served_page_runs_under_the_servers_policy_and_its_submission_is_sto
         proc.wait(timeout=60)
     with open_store(db, spec.model, create=False) as store:
         assert store.ids() == [int(shown)] and set(store.frame().columns) == {"color", "race"}
+
+
+def test_serve_refuses_a_mechanism_the_page_cannot_ask_before_creating_the_store(tmp_path) -> None:
+    spec = tmp_path / "p.privspec"
+    spec.write_text("parameter e > 0\nvariable c: categorical {a, b}\nmechanism k = grr(c, epsilon = 1)\n"
+                    "mechanism s = grr(c, epsilon = e)\n", encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["serve", str(spec), "--db", str(tmp_path / "r.db"), "--port", "0", "--mechanism", "s"],
+                stdout=out, stderr=err) == 1
+    assert re.search(r"error\[B0\d\d\]", err.getvalue()) and not (tmp_path / "r.db").exists()
