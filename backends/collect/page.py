@@ -84,6 +84,14 @@ def survey_page(model: Any, mechanisms: Sequence[str] | None = None, *, submit_u
     str
         One HTML document, starting ``<!DOCTYPE html>``.
 
+    Raises
+    ------
+    privspec.errors.BackendError
+        B000 when a mechanism named cannot be run by the randomizer, or none of the
+        spec's can (:func:`page_mechanisms`); B009 for one whose parameters have no value.
+    KeyError
+        A mechanism name the spec does not declare.
+
     Examples
     --------
     >>> import privspec
@@ -168,4 +176,4 @@ def policy(script: str) -> str:
             "connect-src 'self'; form-action 'none'; base-uri 'none'")
 
 
-__all__ = ["survey_page", "page_mechanisms", "questions", "policy"]
+__all__ = ["survey_page", "page_mechanisms", "questions", "policy", "script_text"]
