@@ -181,6 +181,18 @@ def test_a_group_that_fails_is_committed_one_by_one(spec, tmp_path, submissions,
         assert outcomes[1].code == "D050" and len(store) == 2
 
 
+def test_a_failing_database_is_a_503_and_acknowledges_nothing(served, submissions, monkeypatch) -> None:
+    import sqlite3
+
+    client, store, _ = served
+
+    def broken(subs):
+        raise sqlite3.OperationalError("disk I/O error")
+    monkeypatch.setattr(store, "submit_many", broken)
+    r = post(client, submissions[0])
+    assert r.status_code == 503 and r.headers["retry-after"] == "5" and "id" not in r.json()
+
+
 # ---- the results ------------------------------------------------------------------------------------------
 def test_the_results_need_the_admin_token(served) -> None:
     client, _, _ = served
