@@ -20,6 +20,7 @@ import html
 import json
 import math
 import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 
 from privspec.backends import comparer_for, privatizer_for, route
-from privspec.backends.collect.store import bind_stores, open_store
+from privspec.backends.collect.store import bind_stores, is_store, open_store
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.bindings import DataBindings, observed_columns
 from privspec.backends.data.checks import check_columns, frame_nested, require_flat
@@ -459,6 +460,49 @@ def client(spec: Any, out: str | os.PathLike[str], mechanisms: Sequence[str] | N
     text = client_module(spec.model, mechanisms)
     write_text_atomic(text, out, force=force)
     return text
+
+
+def serve(spec: Any, db: Any, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
+          mechanisms: Sequence[str] | None = None, announce: Any = print) -> None:
+    """Field the spec's survey: the survey page and its collector on ``host:port``
+    (:mod:`privspec.backends.collect.server`, served by uvicorn), the submissions
+    stored in ``db`` (``sqlite:///reports.db``, a path, or ``postgresql://...``; created
+    if new, D051 when it holds the reports of another design), the live results behind
+    ``token`` (default: a fresh one).  ``announce(text)`` is told the survey's URL and
+    the results' URL (with the token) once the port is bound.  Runs until SIGINT or
+    SIGTERM: the server then stops taking requests, and every submission received is
+    committed before it returns.  OSError when the port cannot be bound (nothing is
+    created then)."""
+    # start-up: starlette and uvicorn (55 ms measured with -X importtime), which only serve needs
+    import uvicorn
+    from privspec.backends.collect.page import page_mechanisms, survey_page  # start-up: as uvicorn's
+    from privspec.backends.collect.server import create_app, listening_socket  # start-up: it brings starlette
+
+    spec.raise_for_errors()
+    token = token or secrets.token_urlsafe(24)
+    url = os.fspath(db) if is_store(os.fspath(db)) else f"sqlite:///{os.fspath(db)}"   # run reads a URL
+    if not mechanisms:   # an existing store fields its own mechanisms, a new one those the page asks
+        try:
+            with open_store(db, spec.model, create=False) as existing:
+                mechanisms = list(existing.mechanisms)
+        except DataError as e:
+            if e.code != "D001":
+                raise
+            mechanisms = page_mechanisms(spec.model)
+    page = survey_page(spec.model, list(mechanisms))   # B000 for one it cannot ask, before anything is created
+    listening = listening_socket(host, port)
+    try:
+        with open_store(db, spec.model, mechanisms) as store:
+            app = create_app(spec.model, store, page=page, token=token, title=spec.title or spec.source.name,
+                             results=lambda: answer(spec, "run", data=url, progress=False))
+            bound = listening.getsockname()[1]
+            where = f"[{host}]" if ":" in host else host
+            announce(f"survey:  http://{where}:{bound}/")
+            announce(f"results: http://{where}:{bound}/results?token={token}")
+            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+            uvicorn.Server(config).run(sockets=[listening])
+    finally:
+        listening.close()
 
 
 def with_data_file(error: DataError, query: Any, data: Any, spec_path: str) -> DataError:

@@ -120,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
                              "two that fill the same column need a file each)")
     export.add_argument("--force", action="store_true", help="replace OUT if it exists (default: refuse)")
     _add_client(sub)
+    _add_serve(sub)
     sim = sub.add_parser("simulate", parents=[common, verbose], help="empirical against analytic, from the populations")
     sim.add_argument("--n", type=int, required=True, metavar="N", help="respondents per simulated data set (required)")
     sim.add_argument("--reps", type=int, default=1000, metavar="R",
@@ -187,6 +188,24 @@ def _add_client(sub: Any) -> None:
     client.add_argument("--mechanism", action="append", default=[], metavar="M",
                         help="a mechanism to randomize with (repeatable; default: every mechanism of the spec)")
     client.add_argument("--force", action="store_true", help="replace FILE if it exists (default: refuse)")
+
+
+def _add_serve(sub: Any) -> None:
+    """The ``serve`` command: the survey page and its collector."""
+    serve = sub.add_parser("serve", help="field the survey: its page, the store of its reports, the live results")
+    serve.add_argument("spec", help="the spec file (*.privspec)")
+    serve.add_argument("--db", required=True, metavar="DB",
+                       help="the store: sqlite:///reports.db (or a path), postgresql://... (created if new; "
+                            "refused if it holds the reports of another design; required)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="the address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 for every "
+                            "interface)")
+    serve.add_argument("--port", type=_natural("--port"), default=8000, help="the port (default: 8000; 0: any free one)")
+    serve.add_argument("--token", default=None, metavar="T",
+                       help="the admin token of /results and /api/results (default: a fresh random one, printed)")
+    serve.add_argument("--mechanism", action="append", default=[], metavar="M",
+                       help="field M (repeatable; default: every mechanism a randomizer draws reports of; an "
+                            "existing store keeps its own)")
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -266,6 +285,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                      + (f"; {hint}" if hint else ""))
     if args.verb == "client":
         return _client(args, spec, err)
+    if args.verb == "serve":
+        return _serve(args, spec, out, err)
     return _answer(args, spec, out, err)
 
 
@@ -438,6 +459,37 @@ def _client(args: argparse.Namespace, spec, err: TextIO) -> int:
         raise type(e)(list(e.diagnostics), e.source or spec.source) from None
     print(f"privspec client: wrote {args.out} (privatize(answers) for {', '.join(chosen)}; "
           "only the reports leave the respondent's device)", file=err)
+    return EXIT_OK
+
+
+def _serve(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
+    # start-up: the API brings numpy, scipy and pandas (about 2 s), which check and --help never need
+    from privspec.api import serve
+
+    unknown = [m for m in args.mechanism if m not in spec.model.mechanisms]
+    if unknown:
+        hint = did_you_mean(unknown[0], list(spec.model.mechanisms))
+        raise _Usage(f"privspec serve: no mechanism named '{unknown[0]}' in {args.spec}" + (f"; {hint}" if hint else ""))
+    if args.token is not None and not args.token.strip():
+        raise _Usage("privspec serve: --token is empty")
+
+    def announce(text: str) -> None:
+        print(text, file=out, flush=True)
+
+    try:
+        with interrupt_on_signals():   # uvicorn stops on the signal, then raises it again here
+            serve(spec, args.db, host=args.host, port=args.port, token=args.token,
+                  mechanisms=args.mechanism or None, announce=announce)
+    except PrivspecError as e:  # named after the spec (a mechanism refused has no span of its own here)
+        raise type(e)(list(e.diagnostics), e.source or spec.source) from None
+    except OSError as e:
+        print(f"privspec serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=err)
+        return EXIT_INVALID
+    except KeyboardInterrupt as e:
+        signum = int(getattr(e, "signum", signal.SIGINT))
+        print(f"privspec serve: stopped ({signal.Signals(signum).name}); every acknowledged submission is in "
+              f"{args.db}", file=err)
+        return 128 + signum
     return EXIT_OK
 
 
