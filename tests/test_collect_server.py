@@ -33,7 +33,7 @@ from privspec.backends.collect.page import survey_page
 from privspec.backends.collect.server import MAX_BODY, create_app, listening_socket
 from privspec.backends.collect.store import open_store
 from privspec.cli import main
-from tests.test_collect_store import FIELDED, SPEC, postgres_url, reports_of  # noqa: F401 (a fixture)
+from tests.test_collect_store import FIELDED, SPEC, reports_of
 
 TOKEN = "s3cret-token"
 
