@@ -409,9 +409,16 @@ class PostgresStore(Store):
             return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
     def _insert(self, rows: list[tuple[str, str]]) -> list[int]:
-        with self._db.transaction():
-            return [int(self._db.execute("INSERT INTO submissions (design, reports) VALUES (%s, %s) "
-                                         "RETURNING id", row).fetchone()[0]) for row in rows]
+        # one pipelined batch (psycopg's executemany): one round trip for the group, not one a row
+        ids = []
+        with self._db.transaction(), self._db.cursor() as cur:
+            cur.executemany("INSERT INTO submissions (design, reports) VALUES (%s, %s) RETURNING id", rows,
+                            returning=True)
+            while True:
+                ids.append(int(cur.fetchone()[0]))
+                if not cur.nextset():
+                    break
+        return ids
 
     def _rows(self) -> list[tuple[int, str, str]]:
         with self._lock:
