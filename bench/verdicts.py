@@ -95,12 +95,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("specs", nargs="*", metavar="SPEC", help="the bundled specs to check by name (default: all)")
     args = ap.parse_args()
     failed = 0
     print(f"Verdicts of the bundled comparisons by simulation ({args.reps} replications, seed {args.seed})\n")
     for path in sorted(SPECS.glob("*.privspec")):
         spec = privspec.load(path)
-        if not spec.ok or not spec.model.compares:
+        if not spec.ok or not spec.model.compares or (args.specs and path.stem not in args.specs):
             continue
         for comp in spec.model.compares.values():
             t = time.perf_counter()
