@@ -51,7 +51,8 @@ from privspec.model.graph import (CensoredMechanism, IntervalMechanism, ProductM
 from privspec.backends.core.algebra import Float
 from privspec.backends.core.channel import GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of
-from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
+from privspec.backends.interval.laws import law_distribution, nearest_double, support_of
+from privspec.backends.interval.reports import selective_population
 from privspec.backends.oracles.backend import oracle_of
 from privspec.backends.oracles.memoized import LongitudinalOracle
 from privspec.backends.oracles.multi_backend import multi_of
@@ -246,13 +247,7 @@ def selective_law(model: Any, mechanism: SelectiveMechanism, name: str) -> dict[
     ``null``.  A respondent-side mechanism: the paper's "not wish to answer" -- a range
     the collector received and dropped would already have left the device -- so the
     device decides, and needs the population law (B102 without one, as privatize)."""
-    law = population_law(model, mechanism.variable)
-    if law is None:
-        raise BackendError(Diagnostic(
-            "B102", f"the selective mechanism '{name}' keeps a report only if its coverage reaches "
-                    f"{mechanism.tau}, and coverage needs the population of {mechanism.variable.name}",
-            hint=f"declare it: population {mechanism.variable.name} ~ normal(0, 1) (or an estimate of it: "
-                 "Way II of section III-D)"))
+    law = selective_population(model, mechanism, name)
     return {"variable": mechanism.variable.name, "parts": [], "kind": "selective",
             "support": [_json_end(v) for v in support_of(mechanism.variable)],
             "base": interval_law(mechanism.base), "tau": nearest_double(mechanism.tau),

@@ -127,13 +127,15 @@ class Store(ABC):
         """Insert submissions (design hash, reports JSON) in one transaction, committed on
         return; their ids."""
 
-    @abstractmethod
     def _rows(self) -> list[tuple[int, str, str]]:
-        """Every submission as (id, design hash, reports JSON), by id."""
+        """Every submission as (id, design hash, reports JSON), by id (one SQL for both
+        databases: sqlite3's and psycopg's connections both execute and fetch)."""
+        with self._lock:
+            return self._db.execute("SELECT id, design, reports FROM submissions ORDER BY id").fetchall()
 
-    @abstractmethod
     def close(self) -> None:
         """Close the connection."""
+        self._db.close()
 
     # -- the store ------------------------------------------------------------------------------------
     def _open(self) -> None:
@@ -355,12 +357,6 @@ class SQLiteStore(Store):
             raise
         return ids
 
-    def _rows(self) -> list[tuple[int, str, str]]:
-        with self._lock:
-            return self._db.execute("SELECT id, design, reports FROM submissions ORDER BY id").fetchall()
-
-    def close(self) -> None:
-        self._db.close()
 
 
 # ---- PostgreSQL -----------------------------------------------------------------------------------------
@@ -420,12 +416,6 @@ class PostgresStore(Store):
                     break
         return ids
 
-    def _rows(self) -> list[tuple[int, str, str]]:
-        with self._lock:
-            return self._db.execute("SELECT id, design, reports FROM submissions ORDER BY id").fetchall()
-
-    def close(self) -> None:
-        self._db.close()
 
 
 def _shown(url: str) -> str:

@@ -363,14 +363,7 @@ class SelectiveReports(IntervalReports):
 
     def draw(self, model: ModelGraph, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         mech = self.mechanism
-        law = population_law(model, mech.variable)
-        if law is None:
-            raise BackendError(Diagnostic(
-                "B102", f"the selective mechanism '{mech.name}' keeps a report only if its coverage "
-                        f"L(S_Z) >= {mech.tau}, and coverage needs the population of {mech.variable.name}",
-                hint=f"declare it: population {mech.variable.name} ~ normal(0, 1) (or an estimate of it: "
-                     "Way II of section III-D)"))
-        return sample_selective(mech, y, rng, law_distribution(law).cdf)
+        return sample_selective(mech, y, rng, law_distribution(selective_population(model, mech)).cdf)
 
 
 class ProgressiveReports(ReportModel):
@@ -593,3 +586,17 @@ def sample_reports(model: ModelGraph, mech: Any, y: np.ndarray, rng: np.random.G
     if not is_interval_family(mech):
         raise BackendError(Diagnostic("B103", f"'{getattr(mech, 'name', mech)}' is not an interval mechanism"))
     return report_model(mech).draw(model, y, rng)
+
+
+def selective_population(model: ModelGraph, mechanism: Any, name: str | None = None) -> Any:
+    """The population law a selective mechanism's draw needs (it keeps a report by its
+    coverage under it: Definition 5); B102 without one.  ``name``: the mechanism's name in
+    the message (its own by default)."""
+    law = population_law(model, mechanism.variable)
+    if law is None:
+        raise BackendError(Diagnostic(
+            "B102", f"the selective mechanism '{name or mechanism.name}' keeps a report only if its coverage "
+                    f"L(S_Z) >= {mechanism.tau}, and coverage needs the population of {mechanism.variable.name}",
+            hint=f"declare it: population {mechanism.variable.name} ~ normal(0, 1) (or an estimate of it: "
+                 "Way II of section III-D)"))
+    return law
