@@ -54,6 +54,8 @@ def _raw(n: int = 500) -> pd.DataFrame:
     raw["A"] = rng.choice(["a1", "a2"], size=len(raw))
     raw["B"] = rng.choice(["b1", "b2"], size=len(raw))
     raw["y"] = rng.normal(0.5, 1, size=len(raw)).astype(str)
+    raw["drinks"] = rng.choice(["none", "1-7", "8-14", "15+"], size=len(raw), p=[0.35, 0.4, 0.15, 0.1])
+    raw["smokes"] = rng.choice(["no", "yes"], size=len(raw), p=[0.8, 0.2])
     return raw
 
 
@@ -116,7 +118,7 @@ def _answers(spec_path: Path, data: dict[str, str], engine: str) -> dict:
 def test_the_bundled_specs_with_data() -> None:
     assert [p.stem for p in DATA_SPECS] == ["adult_race", "bcdeter", "castell_example", "gender_income",
                                            "interval_privacy", "interval_table2", "language", "oracles",
-                                           "randomized_response", "university", "urn"]
+                                           "randomized_response", "survey", "university", "urn"]
 
 
 @pytest.mark.parametrize("path", [p if p.stem not in ("randomized_response", "language", "interval_privacy",

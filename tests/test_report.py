@@ -253,12 +253,16 @@ parameter e_sex > 0
 mechanism q_race = grr(race, epsilon = e_race)
 mechanism q_sex = grr(sex, epsilon = e_sex)
 query plan = allocate(q_race, q_sex, total = 4)
+variable y: continuous
+mechanism c_a = interval(y, case1(normal(0, 1)))
+mechanism c_b = interval(y, case1(logistic(0, 1)))
+query both = composition(c_a, c_b)
 """
 
 
 def test_every_query_kind_has_a_caption_from_its_arguments() -> None:
     """describe() covers every query kind of the table (the bundled specs have all but
-    individual and allocate, added here), names what the query's arguments name and never falls back
+    individual, allocate and composition, added here), names what the query's arguments name and never falls back
     to the kind's generic doc."""
     from privspec.model.query_kinds import QUERY_KINDS, describe
 
@@ -271,6 +275,7 @@ def test_every_query_kind_has_a_caption_from_its_arguments() -> None:
             assert text and "\n" not in text and text != QUERY_KINDS[q.kind].doc, (q.name, text)
             named = [getattr(q.mechanism, "name", None), q.scope if isinstance(q.scope, str)
                      and not q.scope.startswith("per") else None]
+            named += list(q.scope) if q.kind == "composition" else []
             for name in filter(None, named):
                 assert name in text, (q.name, text)
             for v in (q.estimand.variables if q.estimand is not None else ()):
