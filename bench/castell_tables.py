@@ -14,12 +14,15 @@ of its margins), so Tables V and VI cannot be rerun on the 32,561 rows.  What ca
   the errors with the randomization (the mean over --reps privatizations of the same
   respondents).  The (sex, race) and (education, occupation) columns need joint tables
   neither paper prints.
-* Fig. 10: MAE of RR-Ind-Joint (castell) and RR-Independent on synthetic d x d tables
-  with uniform margins and Cramer's V = v (``Pi = (1 - v)/d^2 + v I/d``), n respondents
-  drawn from Pi, each attribute randomized by GRR at eps (the figure's budget; per
-  attribute); one parameter varied at a time around v = 0.5, eps = 1, n = 1,000, d = 4.
-  The figure prints no values; the paper states the trends, checked below (one does not
-  hold: RR-Ind-Joint's MAE falls as n^-1/2, not 1/n).
+* Fig. 10: MAE of RR-Ind-Joint (castell) and RR-Independent on Appendix D-1's synthetic
+  d x d tables: both margins ``lambda_a = c/a`` (a = 2, ..., d + 1: d values; the text's
+  "a = 2, ..., d" gives d - 1), Cramer's V = v by ``Pi = (1 - v) lambda lambda^T + v
+  diag(lambda)`` (its V is exactly v; the paper does not say how it sets V), n
+  respondents drawn from Pi, each attribute randomized by GRR at eps (per attribute);
+  one parameter varied at a time around Fig. 9's v = 0.5, eps = 1, n = 1,000, d = 10.
+  The figure prints no values; the paper states the trends, checked below (two do not
+  hold: RR-Ind-Joint's MAE falls as n^-1/2, not 1/n, and at Fig. 9's d = 10, n = 1,000
+  RR-Independent's MAE is not constant in eps: its noise outweighs its bias below eps 1.5).
 
 Estimators: privspec.backends.rr (castell, independent); errors: privspec.backends.rr.metrics.
 
@@ -43,9 +46,9 @@ ADULT_SEX_INCOME = np.array([[9592, 1179], [15128, 6662]])
 #: Table V, (sex, income) column: Cramer's V, RR-Ind, RR-Ind-Joint
 PAPER_TABLE_V = {"V": 0.216, "RR-Ind": 1.88e-3, "RR-Ind-Joint": 7.07e-10}
 ESTIMATORS = {"RR-Ind-Joint": castell, "RR-Ind": independent}
-DEFAULTS = {"v": 0.5, "eps": 1.0, "n": 1000, "d": 4}
+DEFAULTS = {"v": 0.5, "eps": 1.0, "n": 1000, "d": 10}
 SWEEPS = {"v": (0.0, 0.25, 0.5, 0.75, 1.0), "eps": (0.1, 0.5, 1.0, 1.5, 2.0),
-          "n": (10, 100, 1000, 10000), "d": (2, 4, 8, 12, 16, 20)}
+          "n": (10, 100, 1000, 10000), "d": (2, 5, 10, 15, 20)}
 
 
 def grr(d: int, eps: float) -> np.ndarray:
@@ -78,8 +81,10 @@ def table_v(reps: int, rng: np.random.Generator) -> None:
 
 def synthetic(v: float, eps: float, n: int, d: int, reps: int, rng: np.random.Generator) -> dict[str, float]:
     """Mean MAE of each estimator over ``reps`` samples of n respondents from the d x d
-    table with uniform margins and Cramer's V = v."""
-    truth = (1 - v) / d**2 + v * np.eye(d) / d
+    table of Appendix D-1 with Cramer's V = v."""
+    margin = 1 / np.arange(2, d + 2)
+    margin /= margin.sum()
+    truth = (1 - v) * np.outer(margin, margin) + v * np.diag(margin)
     K = [grr(d, eps), grr(d, eps)]
     errors: dict[str, list[float]] = {name: [] for name in ESTIMATORS}
     for _ in range(reps):
