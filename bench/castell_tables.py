@@ -1,4 +1,4 @@
-"""The castell paper's Table V on the Adult margins it rests on, and its synthetic Fig. 10.
+"""The castell paper's Table V on the Adult margins it rests on, Table III, and its synthetic Fig. 10.
 
 No PyPI or Debian package ships the Adult data for offline use (adult-dataset, aif360
 and fairlearn download it at run time; specs/data/adult_rr_raw.csv is a synthetic sample
@@ -24,6 +24,14 @@ of its margins), so Tables V and VI cannot be rerun on the 32,561 rows.  What ca
   hold: RR-Ind-Joint's MAE falls as n^-1/2, not 1/n, and at Fig. 9's d = 10, n = 1,000
   RR-Independent's MAE is not constant in eps: its noise outweighs its bias below eps 1.5).
 
+* Table III (Adult, n = 32,561, d = 16): privspec's ``thresholds`` (Appendix C's
+  formulas) beside the paper's: w* = 1.374 agrees; n* and eps* cannot both be the
+  paper's, whatever w and eps: n* and eps* solve the same equation (Eq. 26 = Eq. 27)
+  for n and for eps, so n* = 121,000 means eps = 2.52 at w = 2, where eps* at n =
+  32,561 is 4.32, and at eps = 0.473 n* is 720,397, not 32,561; for w >= 3 the bounds never
+  cross at n = 32,561 (no eps*).  privspec prints n* = 185,628 at the spec's eps = 1
+  per attribute (w = 2).
+
 Estimators: privspec.backends.rr (castell, independent); errors: privspec.backends.rr.metrics.
 
     python bench/castell_tables.py                 # 200 replications per point: about 10 seconds
@@ -34,8 +42,12 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from scipy.optimize import brentq
+
+import privspec
 
 from privspec.backends.core.kron import kron_apply
+from privspec.backends.rr.bounds import thresholds_result
 from privspec.backends.rr.castell import castell
 from privspec.backends.rr.independent import independent
 from privspec.backends.rr.metrics import cramers_v, mae, mse
@@ -135,6 +147,26 @@ def trends(curves: dict[str, list]) -> list[tuple[str, bool]]:
     ]
 
 
+def n_star(w: int, eps: float, d: int = 16) -> float:
+    """Appendix C's n*: (1 + (d-1)/e^(eps/w))^w d^w / max(d^-w, 1/d - d^-w)."""
+    return (1 + (d - 1) / np.exp(eps / w)) ** w * d**w / max(d**-w, 1 / d - d**-w)
+
+
+def table_iii() -> None:
+    labels = ", ".join(f"c{i}" for i in range(16))
+    spec = (f"variable a: categorical {{{labels}}}\nvariable b: categorical {{{labels}}}\n"
+            "mechanism m = product(grr(a, epsilon = 1), grr(b, epsilon = 1))\nquery th = thresholds(m, n = 32561)\n")
+    model = privspec.load(spec).model
+    th = thresholds_result(model, model.queries["th"]).value
+    print("\nTable III (Adult, n = 32,561, d = 16): privspec's thresholds | the paper's")
+    print(f"  w*   {float(th['w_star']):>10.3f} | 1.374")
+    print(f"  n*   {float(th['w=2']['n_star']):>10,.0f} | 121,000   (w = 2, eps = 1 per attribute)")
+    print(f"  eps* {float(th['w=2']['eps_star']):>10.3f} | 0.473     (w = 2, total budget)")
+    eps_121 = brentq(lambda e: n_star(2, e) - 121_000, 0.01, 50)
+    print(f"  Appendix C's n* is 121,000 at eps = {eps_121:.2f} (w = 2); at eps = 0.473 it is "
+          f"{n_star(2, 0.473):,.0f}, not 32,561 (which eps* = 0.473 would mean): no (w, eps) gives both")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=200, help="replications per point")
@@ -142,6 +174,7 @@ def main() -> int:
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     table_v(args.reps, rng)
+    table_iii()
     curves = fig10(args.reps, rng)
     print("\nThe paper's statements on Fig. 10:")
     for text, holds in trends(curves):

@@ -88,4 +88,5 @@ def test_castell_table_v_sex_income_is_the_noise_free_bias(bench):
 def test_castell_bench_runs_small_and_prints_its_tables():
     out = run("bench/castell_tables.py", "--reps", "3")
     assert "Table V, (sex, income) column" in out and "0.001888   0.00188" in out
+    assert "n*      185,628 | 121,000" in out and "w*        1.374 | 1.374" in out
     assert all(f"({c})" in out for c in "abcd") and "The paper's statements on Fig. 10" in out
