@@ -141,7 +141,8 @@ def trends(curves: dict[str, list]) -> list[tuple[str, bool]]:
         ("(c) RR-Ind-Joint's MAE decreases as n increases", bool(np.all(np.diff(col["n"][joint]) < 0))),
         (f"(c) ... 'according to 1/n when n > 1000': the slope of log MAE on log n from 1,000 to 10,000 "
          f"is {rate:.2f} (sampling error: -1/2; -1 is the rounding model of Theorem 6)", bool(abs(rate + 1) < 0.2)),
-        ("(d) RR-Ind-Joint's MAE increases with d (eps per attribute fixed)", bool(np.all(np.diff(col["d"][joint]) > 0))),
+        ("(d) RR-Ind-Joint's MAE increases with d (eps per attribute fixed)",
+         bool(np.all(np.diff(col["d"][joint]) > 0))),
         ("(d) RR-Ind's MAE falls with d, as Theorem 4's bias bound V^2 (d - 1)/d^2",
          bool(np.all(np.diff(col["d"][ind]) < 0))),
     ]

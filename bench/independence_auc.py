@@ -84,8 +84,10 @@ def claims(results: dict) -> list[tuple[str, bool]]:
             out.append((f"{figure}: {name} {'decreases' if varied == 'p' else 'increases'} with {varied} "
                         f"(largest step against: {max(worst, 0.0):.1f} SE)", worst <= 2))
     cells = list(results.values())
-    worst = max(below(c[lrt], c[other]) for c in cells for lrt in ("lrt", "lrt_mom") for other in ("pearson", "bonferroni"))
-    out.append((f"LRT:MLE and LRT:MoM at least Pearson and Bon (largest shortfall {max(worst, 0.0):.1f} SE)", worst <= 2))
+    worst = max(below(c[lrt], c[other]) for c in cells
+                for lrt in ("lrt", "lrt_mom") for other in ("pearson", "bonferroni"))
+    out.append((f"LRT:MLE and LRT:MoM at least Pearson and Bon (largest shortfall {max(worst, 0.0):.1f} SE)",
+                worst <= 2))
     gap = max(abs(below(c["lrt_mom"], c["lrt"])) for c in cells)
     out.append((f"LRT:MoM close to LRT:MLE (largest gap {gap:.1f} SE)", gap <= 2))
     return out
