@@ -14,13 +14,13 @@ sample of n reports, and records ``n ||w_hat - w||^2`` for privspec's estimators
   lambda_i the eigenvalues of the channel's ``avar_mle`` (``B I(theta)^-1 B^T``) and
   ``avar_mom`` (``Q^-1 C Q^-1``) at the replication's w and nu, as the paper does.
 
-Each replication's (w, nu) serves its three sizes n (common random designs across a row).
+Each replication of each (p, n) draws its own (w, nu), as the paper's.
 Every cell prints ours (standard error over replications) beside the paper's; ``ok`` when
 the two differ by at most 2 standard errors of the difference (both are Monte Carlo means).
 Dirichlet(1) draws of w and nu, or subsets of every size 1..p-1, do not match the paper
 (MoM:LIM 6.97 instead of 6.74 at p = 8 with the latter).
 
-    python bench/subset_l2_table.py                # 1,000 replications: about 6 minutes on one core
+    python bench/subset_l2_table.py                # 1,000 replications per cell: about 12 minutes on one core
     python bench/subset_l2_table.py --reps 50      # a smoke run (seconds)
 """
 from __future__ import annotations
@@ -73,30 +73,27 @@ def limit_draw(V: np.ndarray, rng: np.random.Generator) -> float:
     return float(lam @ rng.chisquare(1, size=lam.size))
 
 
-def replicate(p: int, rng: np.random.Generator) -> dict[tuple[str, int], float]:
-    """One replication: a fresh (w, nu), then the scaled losses of every row at every n."""
+def replicate(p: int, n: int, rng: np.random.Generator) -> dict[str, float]:
+    """One replication of one cell: a fresh (w, nu), n reports, the scaled loss of every row."""
     ch = random_design(p, rng)
     w = uniform_draw(p, rng)
-    limits = {"MLE:LIM": np.asarray(ch.avar_mle(w), float), "MoM:LIM": np.asarray(ch.avar_mom(w), float)}
     probs = ch.probabilities(w)
-    out = {}
-    for n in SIZES:
-        counts = rng.multinomial(n, probs / probs.sum())
-        for row, method in ESTIMATORS.items():
-            out[row, n] = n * float(np.sum((estimate(ch, counts, method).w - w) ** 2))
-        for row, V in limits.items():
-            out[row, n] = limit_draw(V, rng)
+    counts = rng.multinomial(n, probs / probs.sum())
+    out = {row: n * float(np.sum((estimate(ch, counts, method).w - w) ** 2)) for row, method in ESTIMATORS.items()}
+    out["MLE:LIM"] = limit_draw(np.asarray(ch.avar_mle(w), float), rng)
+    out["MoM:LIM"] = limit_draw(np.asarray(ch.avar_mom(w), float), rng)
     return out
 
 
 def table(p: int, reps: int, rng: np.random.Generator) -> tuple[dict, int]:
-    """Mean and standard error per (row, n) over ``reps`` replications, and how many cells
-    are within 2 standard errors of the difference from the paper's."""
-    draws = [replicate(p, rng) for _ in range(reps)]
+    """Mean and standard error per (row, n) over ``reps`` replications of each n, and how
+    many cells are within 2 standard errors of the difference from the paper's."""
     cells, within = {}, 0
-    for row in PAPER:
-        for n, (paper, paper_se) in zip(SIZES, PAPER[row][p]):
-            x = np.array([d[row, n] for d in draws])
+    for i, n in enumerate(SIZES):
+        draws = [replicate(p, n, rng) for _ in range(reps)]
+        for row in PAPER:
+            paper, paper_se = PAPER[row][p][i]
+            x = np.array([d[row] for d in draws])
             mean, se = float(x.mean()), float(x.std(ddof=1) / np.sqrt(reps))
             ok = abs(mean - paper) <= 2 * np.hypot(se, paper_se)
             cells[row, n] = (mean, se, paper, paper_se, ok)
