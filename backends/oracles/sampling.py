@@ -485,6 +485,110 @@ def unhex(d: int, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (packed if ok.all() else packed[ok]), ok
 
 
+#: digits of a decimal field of a report's text (``0|[1-9][0-9]{0,17}``): below 2^63
+DECIMAL_DIGITS = 18
+_COLON = 58
+
+
+def decimal_pairs(a: np.ndarray, b: np.ndarray, rows: int = 1 << 14) -> tuple[np.ndarray, np.ndarray]:
+    """The texts ``"a:b"`` (decimal, no leading zero: local hashing's reports) of two columns
+    of non-negative integers below 2^63, as one buffer of their ASCII codes and the ``m + 1``
+    offsets of the rows in it (an Arrow string column's buffers): no Python string per row.
+
+    In blocks of ``rows`` rows, a character position at a time (the digits from 32-bit
+    halves of 9: a cheaper division), zero-padded, then the padding dropped.
+
+    Examples
+    --------
+    >>> data, offsets = decimal_pairs(np.array([0, 1207]), np.array([3, 10]))
+    >>> data.tobytes(), offsets.tolist()
+    (b'0:31207:10', [0, 3, 10])
+    """
+    a, b = np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)
+    m = len(a)
+    wa, wb = (len(str(int(x.max()))) if m else 1 for x in (a, b))
+    width = wa + 1 + wb
+    length = np.empty(m, dtype=np.int64)
+    pieces = [np.zeros(0, dtype=np.uint8)]
+    j = np.arange(width, dtype=np.int32)[:, None]
+    for lo in range(0, m, rows):
+        chars = np.empty((width, min(rows, m - lo)), dtype=np.uint8)     # a row per character position
+        chars[wa] = _COLON
+        lead = np.zeros(chars.shape[1], dtype=np.int32)                    # leading zeros of each field
+        tail = np.zeros(chars.shape[1], dtype=np.int32)
+        for x, first, w, zeros in ((a[lo:lo + rows], 0, wa, lead), (b[lo:lo + rows], wa + 1, wb, tail)):
+            col = first + w - 1
+            for part in ([x] if w <= 9 else [x % 10 ** 9, x // 10 ** 9]):   # the last digits first
+                h = part.astype(np.int32)
+                for _ in range(min(9, col - first + 1)):
+                    q = h // 10
+                    chars[col] = h - q * 10 + 48
+                    h = q
+                    col -= 1
+            for k in range(first, first + w - 1):                     # a field keeps its last digit
+                zeros += (chars[k] == 48) & (zeros == k - first)
+        keep = (j >= lead) & ((j <= wa) | (j >= wa + 1 + tail))
+        length[lo:lo + rows] = width - lead - tail
+        pieces.append(chars.T[keep.T])              # row by row
+    offsets = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(length, out=offsets[1:])
+    return np.concatenate(pieces), offsets
+
+
+def _decimal_field(data: np.ndarray, end: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The numbers written in ``data[end - n : end]`` (ASCII digits, n <= 18), exactly in
+    int64, a digit position at a time over every row (Horner's rule: a row's value stays 0
+    until its first digit)."""
+    out = np.zeros(len(end), dtype=np.int64)
+    begin = end - n
+    for k in range(int(n.max()) if len(n) else 0, 0, -1):       # the k-th digit from the right
+        at = end - k
+        out *= 10
+        out += (data[np.maximum(at, 0)] - np.uint8(48)) * (at >= begin)
+    return out
+
+
+def parse_decimal_pairs(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`decimal_pairs`' inverse on the texts of rows ``offsets[i] .. offsets[i+1]`` of
+    ``data`` (ASCII codes): ``(a, b, ok)``, ``a`` and ``b`` int64 (0 where not ``ok``),
+    ``ok`` where the text is two decimal fields of 1 to 18 digits, no leading zero, joined
+    by one ``:`` (``0|[1-9][0-9]{0,17}:0|[1-9][0-9]{0,17}``), nothing else.
+
+    Examples
+    --------
+    >>> text = b"0:3" b"1207:10" b"01:2" b"1:" b"1:2:3" b" 1:2" b""
+    >>> a, b, ok = parse_decimal_pairs(np.frombuffer(text, np.uint8), np.array([0, 3, 10, 14, 16, 21, 25, 25]))
+    >>> a.tolist(), b.tolist(), ok.tolist()
+    ([0, 1207, 0, 0, 0, 0, 0], [3, 10, 0, 0, 0, 0, 0], [True, True, False, False, False, False, False])
+    """
+    data = np.asarray(data, dtype=np.uint8)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    start, end = offsets[:-1] - offsets[0], offsets[1:] - offsets[0]
+    data = data[offsets[0]:offsets[-1]] if len(offsets) else data[:0]
+    m = len(start)
+    a, b = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    ok = end - start >= 3
+    if not len(data) or not ok.any():
+        return a, b, ok & False
+    # per row one colon, and no other character that is not a digit (a rare row's: looked up)
+    colon = data == _COLON
+    at = np.flatnonzero(colon)
+    row = np.searchsorted(end, at, side="right")
+    ok &= np.bincount(row, minlength=m)[:m] == 1
+    other = np.flatnonzero(((data - np.uint8(48)) > 9) & ~colon)
+    if len(other):
+        ok[np.searchsorted(end, other, side="right")] = False
+    pos = np.full(m, -1, dtype=np.int64)
+    pos[row[::-1]] = at[::-1]                      # the row's first colon
+    first = np.minimum(start, len(data) - 1)
+    na, nb = pos - start, end - pos - 1
+    ok &= (na >= 1) & (na <= DECIMAL_DIGITS) & (nb >= 1) & (nb <= DECIMAL_DIGITS)
+    ok &= ~((data[first] == 48) & (na > 1)) & ~((data[np.minimum(pos + 1, len(data) - 1)] == 48) & (nb > 1))
+    a[ok] = _decimal_field(data, pos[ok], na[ok])
+    b[ok] = _decimal_field(data, end[ok], nb[ok])
+    return a, b, ok
+
+
 def uniform_index(u: np.ndarray, m: int) -> np.ndarray:
     """A uniform index in ``[0, m)`` from uniforms on (0, 1): ``floor(u m)`` (the uniforms
     have 53 bits, so each index's probability is ``1/m`` within ``2^-53``)."""
