@@ -14,7 +14,9 @@ For each oracle and d, on the same n category codes (Zipf(1) over d categories, 
 The two are timed alternately in one process (best of --repeat each, after a first call
 of each that is shown apart), with the 1-minute load average beside each figure, and the
 ratio API / core judged against the target: the API within 2x the core (PASS/FAIL).
-The API's estimate is checked equal to the core's (same seed, same rows).
+The API's estimate is checked equal to the core's (same seed, same rows), except for
+grr: a spec's ``grr`` is finite randomized response (its own back end and draws), so
+its "same" column reads n/a and only its ratio is judged.
 
     python bench/oracle_api.py                          # olh d = 16, 256 and every oracle at d = 16, n = 1e6
     python bench/oracle_api.py --n 1e5 --repeat 1       # a smoke run
@@ -80,7 +82,7 @@ def case(kind: str, d: int, n: int, eps: float, repeat: int) -> dict:
         for name, fn in (("core", core), ("api", api)):
             runs[name].append(timed(fn))
     best = {name: min(r, key=lambda t: t[0]) for name, r in runs.items()}
-    same = bool(np.allclose(best["core"][2], best["api"][2], rtol=0, atol=1e-12))
+    same = None if kind == "grr" else bool(np.allclose(best["core"][2], best["api"][2], rtol=0, atol=1e-12))
     return {"first": first, "best": best, "same": same}
 
 
@@ -101,12 +103,12 @@ def main() -> None:
         r = case(kind, int(d), args.n, args.eps, args.repeat)
         (tc, lc, _), (ta, la, _) = r["best"]["core"], r["best"]["api"]
         ratio = ta / tc
-        ok = ratio <= TARGET and r["same"]
+        ok = ratio <= TARGET and r["same"] is not False
         verdicts.append(ok)
         print(f"{spec_case:<9} {tc:8.3f} {lc:5.2f} {ta:8.3f} {la:5.2f} {ratio:8.2f} "
-              f"{r['first']['core'][0]:8.3f} {r['first']['api'][0]:8.3f} {str(r['same']):>5}  "
+              f"{r['first']['core'][0]:8.3f} {r['first']['api'][0]:8.3f} {'n/a' if r['same'] is None else str(r['same']):>5}  "
               f"{'PASS' if ok else 'FAIL'}", flush=True)
-    print(f"\n{sum(verdicts)}/{len(verdicts)} PASS (API within {TARGET:g}x the core, same estimates)")
+    print(f"\n{sum(verdicts)}/{len(verdicts)} PASS (API within {TARGET:g}x the core, same estimates where comparable)")
 
 
 if __name__ == "__main__":
