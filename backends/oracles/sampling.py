@@ -17,6 +17,8 @@ import math
 from typing import Iterator
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from scipy import stats
 
 from privspec.backends.core.rowrandom import RowRandom
@@ -485,8 +487,6 @@ def unhex(d: int, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (packed if ok.all() else packed[ok]), ok
 
 
-#: digits of a decimal field of a report's text (``0|[1-9][0-9]{0,17}``): below 2^63
-DECIMAL_DIGITS = 18
 _COLON = 58
 
 
@@ -537,51 +537,16 @@ def decimal_pairs(a: np.ndarray, b: np.ndarray, rows: int = 1 << 16) -> tuple[np
     return np.concatenate(pieces), offsets
 
 
-#: per count z of leading bytes of an 8-byte word that are not the field's: the mask of those bytes
-_LOW_BYTES = np.array([(1 << (8 * z)) - 1 for z in range(9)], dtype=np.uint64)
-_ZEROS = np.uint64(0x3030303030303030)                  # eight ASCII "0"
-
-
-def _eight_digits(word: np.ndarray) -> np.ndarray:
-    """The numbers written as eight ASCII digits in little-endian uint64 words (the first
-    digit in the lowest byte): pairs, then fours, then eight, by three multiplications
-    (SWAR: every digit of a word at once)."""
-    v = word - _ZEROS
-    v = v * np.uint64(10) + (v >> np.uint64(8))                             # bytes 0, 2, 4, 6: two digits
-    lo = (v & np.uint64(0x000000FF000000FF)) * np.uint64(100 + (1000000 << 32))
-    hi = ((v >> np.uint64(16)) & np.uint64(0x000000FF000000FF)) * np.uint64(1 + (10000 << 32))
-    return ((lo + hi) >> np.uint64(32)).astype(np.int64)
-
-
-def _decimal_field(windows: np.ndarray, end: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """The numbers written in ``text[end - n : end]`` (ASCII digits, n <= 18), exactly in
-    int64, where ``windows[i]`` is the 8 bytes of the text from ``i - 8`` as a little-endian
-    word (:func:`_windows`): eight digits at a time from the end (a word's bytes before the
-    field set to "0"), :func:`_eight_digits` of each."""
-    out = np.zeros(len(end), dtype=np.int64)
-    scale = 1
-    for c in range((int(n.max()) + 7) // 8 if len(n) else 0):
-        left = np.clip(n - 8 * c, 0, 8)                  # the field's digits in this word
-        word = windows[np.maximum(end - 8 * c, 0)]
-        low = _LOW_BYTES[8 - left]
-        out += _eight_digits((word & ~low) | (_ZEROS & low)) * scale
-        scale *= 10 ** 8
-    return out
-
-
-def _windows(data: np.ndarray) -> np.ndarray:
-    """Every 8-byte window of ``data`` (8 bytes of "0" before it) as one unaligned
-    little-endian word, ``[i]`` the window that ends before ``data[i]``: a view, no copy
-    but the padding."""
-    padded = np.concatenate([np.full(8, 48, dtype=np.uint8), data])
-    return np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+#: a report's text of local hashing: two decimal fields without leading zeros, each below 2^63
+DECIMAL_PAIR = r"^(0|[1-9][0-9]{0,17}):(0|[1-9][0-9]{0,17})$"
 
 
 def parse_decimal_pairs(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`decimal_pairs`' inverse on the texts of rows ``offsets[i] .. offsets[i+1]`` of
     ``data`` (ASCII codes): ``(a, b, ok)``, ``a`` and ``b`` int64 (0 where not ``ok``),
     ``ok`` where the text is two decimal fields of 1 to 18 digits, no leading zero, joined
-    by one ``:`` (``0|[1-9][0-9]{0,17}:0|[1-9][0-9]{0,17}``), nothing else.
+    by one ``:`` (:data:`DECIMAL_PAIR`), nothing else.  Arrow's string kernels on the
+    buffers (a regular expression, a split and a cast, in C++): no Python string per row.
 
     Examples
     --------
@@ -592,33 +557,16 @@ def parse_decimal_pairs(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarr
     """
     data = np.asarray(data, dtype=np.uint8)
     offsets = np.asarray(offsets, dtype=np.int64)
-    start, end = offsets[:-1] - offsets[0], offsets[1:] - offsets[0]
-    data = data[offsets[0]:offsets[-1]] if len(offsets) else data[:0]
-    m = len(start)
-    a, b = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
-    ok = end - start >= 3
-    if not len(data) or not ok.any():
-        return a, b, ok & False
-    # per row one colon, and no other character that is not a digit (a rare row's: looked up)
-    colon = data == _COLON
-    at = np.flatnonzero(colon)
-    row = np.searchsorted(end, at, side="right")
-    ok &= np.bincount(row, minlength=m)[:m] == 1
-    other = np.flatnonzero(((data - np.uint8(48)) > 9) & ~colon)
-    if len(other):
-        ok[np.searchsorted(end, other, side="right")] = False
-    pos = np.full(m, -1, dtype=np.int64)
-    pos[row[::-1]] = at[::-1]                      # the row's first colon
-    first = np.minimum(start, len(data) - 1)
-    na, nb = pos - start, end - pos - 1
-    ok &= (na >= 1) & (na <= DECIMAL_DIGITS) & (nb >= 1) & (nb <= DECIMAL_DIGITS)
-    ok &= ~((data[first] == 48) & (na > 1)) & ~((data[np.minimum(pos + 1, len(data) - 1)] == 48) & (nb > 1))
-    windows = _windows(data)
-    if ok.all():
-        return _decimal_field(windows, pos, na), _decimal_field(windows, end, nb), ok
-    a[ok] = _decimal_field(windows, pos[ok], na[ok])
-    b[ok] = _decimal_field(windows, end[ok], nb[ok])
-    return a, b, ok
+    m = max(len(offsets) - 1, 0)
+    if m == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    texts = pa.LargeStringArray.from_buffers(m, pa.py_buffer(offsets - offsets[0]),
+                                             pa.py_buffer(data[offsets[0]:offsets[-1]].copy()))
+    valid = pc.match_substring_regex(texts, DECIMAL_PAIR)
+    parts = pc.split_pattern(pc.if_else(valid, texts, "0:0"), ":", max_splits=1)
+    a = pc.cast(pc.list_element(parts, 0), pa.int64()).to_numpy()
+    b = pc.cast(pc.list_element(parts, 1), pa.int64()).to_numpy()
+    return a, b, valid.to_numpy(zero_copy_only=False)
 
 
 def uniform_index(u: np.ndarray, m: int) -> np.ndarray:
