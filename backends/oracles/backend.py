@@ -404,12 +404,16 @@ def report_column(o: Oracle, reports: Any) -> Any:
     """The reports as a column: where a report fits in 8 bytes, a categorical (codes into the
     texts of the distinct reports, sorted as text, so that a tally of it is in canonical
     order already: no string built per row, none hashed back when counted, as for finite
-    mechanisms); unary encoding's longer bit vectors as Arrow text built from one buffer of
-    hex digits (no Python string per report); else one text per row."""
+    mechanisms); unary encoding's longer bit vectors (hex digits) and local hashing's
+    ``seed:value`` as Arrow text built from one buffer (no Python string per report); else
+    one text per row."""
     key = o.small_key(reports)
     if key is None:
         if o.HEX_TEXT:
-            return _arrow_texts(sampling.hex_chars(reports))
+            chars = sampling.hex_chars(reports)
+            return _arrow_texts(chars.ravel(), np.arange(len(chars) + 1, dtype=np.int64) * chars.shape[1])
+        if o.DECIMAL_TEXT:
+            return _arrow_texts(*o.text_buffers(reports))
         return o.format_reports(reports)
     top = o.key_range
     if top <= _DENSE_KEYS:
@@ -433,13 +437,13 @@ def report_column(o: Oracle, reports: Any) -> Any:
                                      validate=False)
 
 
-def _arrow_texts(chars: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    """Texts of one width (rows of ASCII codes) as an Arrow string column, from one buffer."""
-    m, width = chars.shape
-    big = m * width >= 2 ** 31
-    offsets = np.arange(m + 1, dtype=np.int64 if big else np.int32) * width
+def _arrow_texts(data: np.ndarray, offsets: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """Texts given as one buffer of ASCII codes and the rows' ``m + 1`` offsets in it, as an
+    Arrow string column (no Python string per row)."""
+    big = len(data) >= 2 ** 31
     kind = pa.LargeStringArray if big else pa.StringArray
-    arr = kind.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(chars)))
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64 if big else np.int32)
+    arr = kind.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data)))
     return pd.arrays.ArrowExtensionArray(arr)
 
 

@@ -271,6 +271,9 @@ class Oracle(OneAttributeOracle):
     PARAMS: ClassVar[tuple[str, ...]] = ()
     #: its reports' text is the hex of its packed bits (unary encoding): sorts as their keys, reads in blocks
     HEX_TEXT: ClassVar[bool] = False
+    #: its reports' text is two decimal fields ``a:b`` (local hashing): written from one buffer,
+    #: read from the rows' bytes (:meth:`text_buffers`, :meth:`parse_buffers`)
+    DECIMAL_TEXT: ClassVar[bool] = False
 
     @classmethod
     def build(cls, d: int, epsilon: float, g: Any = None, k: Any = None) -> "Oracle":

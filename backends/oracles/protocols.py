@@ -26,10 +26,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from privspec.backends.core.algebra import Float
 from privspec.backends.core.frequency import grr_gap, grr_probs
 from privspec.backends.core.rowrandom import RowRandom
+from privspec.backends.data.engines.pandas import string_buffers
 from privspec.backends.oracles import sampling as S
 from privspec.backends.oracles.guessing import Guessing, by_channel, hashed, subset_selection, unary
 from privspec.backends.oracles.protocol import Oracle, PairProbs
@@ -371,6 +373,7 @@ class LocalHashing(Oracle):
     (uint64) and ``value`` (int64); text: ``"seed:value"``."""
 
     PARAMS = ("g",)
+    DECIMAL_TEXT = True
 
     @classmethod
     @abstractmethod
@@ -468,18 +471,29 @@ class LocalHashing(Oracle):
         seed, value = _lh_fields(reports)
         return np.char.add(np.char.add(seed.astype(str), ":"), value.astype(str))
 
-    def parse(self, s: Any, is_str: np.ndarray) -> tuple[Any, np.ndarray]:
-        ok = is_str & s.str.fullmatch(DEC + ":" + DEC).fillna(False).to_numpy(dtype=bool)
-        seed = np.zeros(len(s), dtype=np.int64)
-        value = np.full(len(s), -1, dtype=np.int64)
-        if ok.any():
-            parts = s[ok].str.split(":", n=1, expand=True)
-            seed[ok] = pd.to_numeric(parts[0]).to_numpy(dtype=np.int64)
-            value[ok] = pd.to_numeric(parts[1]).to_numpy(dtype=np.int64)
-        ok &= (seed >= 0) & (seed < S.LH_PRIME ** 3) & (value >= 0) & (value < self.g)
+    def text_buffers(self, reports: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The texts of :meth:`format` as one buffer of ASCII codes and the rows' offsets in it
+        (:func:`.sampling.decimal_pairs`): an Arrow string column's buffers."""
+        seed, value = _lh_fields(reports)
+        return S.decimal_pairs(seed, value)
+
+    def parse_buffers(self, data: np.ndarray, offsets: np.ndarray) -> tuple[Any, np.ndarray]:
+        """The reports of the texts of rows ``offsets[i] .. offsets[i+1]`` of ``data`` (ASCII
+        codes, :meth:`text_buffers`' form), of the valid rows only, and which rows are valid
+        (``SEED:VALUE``, decimal without leading zeros, ``SEED < LH_PRIME^3``, ``VALUE < g``)."""
+        seed, value, ok = S.parse_decimal_pairs(data, offsets)
+        ok &= (seed < S.LH_PRIME ** 3) & (value < self.g)
         out = np.empty(int(ok.sum()), dtype=[("seed", np.uint64), ("value", np.int64)])
         out["seed"], out["value"] = seed[ok].astype(np.uint64), value[ok]
-        return out, np.flatnonzero(~ok)
+        return out, ok
+
+    def parse(self, s: Any, is_str: np.ndarray) -> tuple[Any, np.ndarray]:
+        # on the bytes of the Arrow column: no Python string per text
+        data, offsets = string_buffers(pa.array(s.array, type=pa.large_string()))
+        reports, ok = self.parse_buffers(data, offsets)
+        if not is_str.all():
+            reports, ok = reports[is_str[ok]], ok & is_str
+        return reports, np.flatnonzero(~ok)
 
 
 class BLH(LocalHashing):

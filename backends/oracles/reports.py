@@ -66,13 +66,20 @@ def read_support_counts(column: str, protocol: str, o: OneAttributeOracle, engin
     ``column``: all the unbiased estimator needs.
 
     Unary-encoding reports of more than a few categories are nearly all distinct (d = 256,
-    epsilon = 4: a million reports, a million texts), so an engine that has the rows'
-    texts at hand (:meth:`.engines.PandasEngine.text_blocks`) gives them as bytes and the
-    bits are counted row by row, in blocks, without grouping them.  Anything else (other
+    epsilon = 4: a million reports, a million texts), and so are local hashing's (a random
+    seed each), so an engine that has the rows' texts at hand
+    (:meth:`.engines.PandasEngine.text_blocks`, :meth:`~.engines.PandasEngine.text_buffers`)
+    gives them as bytes and the reports are parsed and counted row by row, in blocks,
+    without grouping them.  Anything else (other
     oracles, a text that is not a report, a missing value) is read as distinct reports
     (:func:`read_reports`), with its messages.
     """
     one = o.report_oracle()
+    if one.DECIMAL_TEXT and hasattr(engine, "text_buffers"):
+        _require(column, engine)
+        counted = _decimal_support_counts(one, engine.text_buffers(column))
+        if counted is not None:
+            return counted
     if one.HEX_TEXT and hasattr(engine, "text_blocks"):
         _require(column, engine)
         blocks = engine.text_blocks(column, 2 * one.packed_width)
@@ -89,6 +96,25 @@ def read_support_counts(column: str, protocol: str, o: OneAttributeOracle, engin
                 return C.astype(float), float(n)
     reports, counts = read_reports(column, protocol, o, engine)
     return o.support_counts(reports, counts), float(counts.sum())
+
+
+def _decimal_support_counts(o: Oracle, buffers: list[tuple[np.ndarray, np.ndarray]] | None,
+                            rows: int = 1 << 16) -> tuple[np.ndarray, float] | None:
+    """``C`` and ``n`` from the rows' texts of local hashing (``seed:value``, nearly all
+    distinct: a tally would hash and sort every one), parsed from their bytes in blocks of
+    ``rows``; None when there are no such texts or a row is not a report."""
+    if buffers is None:
+        return None
+    C = np.zeros(o.d, dtype=np.int64)
+    n = 0
+    for data, offsets in buffers:
+        for lo in range(0, len(offsets) - 1, rows):
+            reports, ok = o.parse_buffers(data, offsets[lo:lo + rows + 1])
+            if not ok.all():
+                return None                 # not every row is a report: read them as reports
+            C += o.support_counts(reports).astype(np.int64)
+            n += len(ok)
+    return C.astype(float), float(n)
 
 
 def check_reports(tally: Any, bad: np.ndarray, text: np.ndarray, column: str, protocol: str, hint: str) -> None:

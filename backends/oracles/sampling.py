@@ -17,6 +17,8 @@ import math
 from typing import Iterator
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from scipy import stats
 
 from privspec.backends.core.rowrandom import RowRandom
@@ -483,6 +485,88 @@ def unhex(d: int, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if d % 8:   # the padding bits of the last byte are 0
         ok &= (packed[:, -1] >> (d % 8)) == 0
     return (packed if ok.all() else packed[ok]), ok
+
+
+_COLON = 58
+
+
+def decimal_pairs(a: np.ndarray, b: np.ndarray, rows: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """The texts ``"a:b"`` (decimal, no leading zero: local hashing's reports) of two columns
+    of non-negative integers below 2^63, as one buffer of their ASCII codes and the ``m + 1``
+    offsets of the rows in it (an Arrow string column's buffers): no Python string per row.
+
+    In blocks of ``rows`` rows, a character position at a time (the digits from 32-bit
+    halves of 9: a cheaper division), zero-padded, then the padding dropped.
+
+    Examples
+    --------
+    >>> data, offsets = decimal_pairs(np.array([0, 1207]), np.array([3, 10]))
+    >>> data.tobytes(), offsets.tolist()
+    (b'0:31207:10', [0, 3, 10])
+    """
+    a, b = np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)
+    m = len(a)
+    wa, wb = (len(str(int(x.max()))) if m else 1 for x in (a, b))
+    width = wa + 1 + wb
+    length = np.empty(m, dtype=np.int64)
+    pieces = [np.zeros(0, dtype=np.uint8)]
+    j = np.arange(width, dtype=np.uint8)[:, None]
+    for lo in range(0, m, rows):
+        chars = np.empty((width, min(rows, m - lo)), dtype=np.uint8)     # a row per character position
+        chars[wa] = _COLON
+        lead = np.zeros(chars.shape[1], dtype=np.uint8)                    # leading zeros of each field
+        tail = np.zeros(chars.shape[1], dtype=np.uint8)
+        for x, first, w, zeros in ((a[lo:lo + rows], 0, wa, lead), (b[lo:lo + rows], wa + 1, wb, tail)):
+            col = first + w - 1
+            for part in ([x] if w <= 9 else [x % 10 ** 9, x // 10 ** 9]):   # the last digits first
+                h = part.astype(np.int32)
+                for _ in range(min(9, col - first + 1)):
+                    q = h // 10
+                    chars[col] = h - q * 10 + 48
+                    h = q
+                    col -= 1
+            for k in range(first, first + w - 1):                     # a field keeps its last digit
+                zeros += (chars[k] == 48) & (zeros == k - first)
+        keep = j >= lead                            # (bytes: half the work of wider integers)
+        if tail.any():
+            keep &= (j <= wa) | (j >= wa + 1 + tail)
+        length[lo:lo + rows] = width - lead.astype(np.int64) - tail
+        pieces.append(chars.T[keep.T])              # row by row
+    offsets = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(length, out=offsets[1:])
+    return np.concatenate(pieces), offsets
+
+
+#: a report's text of local hashing: two decimal fields without leading zeros, each below 2^63
+DECIMAL_PAIR = r"^(0|[1-9][0-9]{0,17}):(0|[1-9][0-9]{0,17})$"
+
+
+def parse_decimal_pairs(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`decimal_pairs`' inverse on the texts of rows ``offsets[i] .. offsets[i+1]`` of
+    ``data`` (ASCII codes): ``(a, b, ok)``, ``a`` and ``b`` int64 (0 where not ``ok``),
+    ``ok`` where the text is two decimal fields of 1 to 18 digits, no leading zero, joined
+    by one ``:`` (:data:`DECIMAL_PAIR`), nothing else.  Arrow's string kernels on the
+    buffers (a regular expression, a split and a cast, in C++): no Python string per row.
+
+    Examples
+    --------
+    >>> text = b"0:3" b"1207:10" b"01:2" b"1:" b"1:2:3" b" 1:2" b""
+    >>> a, b, ok = parse_decimal_pairs(np.frombuffer(text, np.uint8), np.array([0, 3, 10, 14, 16, 21, 25, 25]))
+    >>> a.tolist(), b.tolist(), ok.tolist()
+    ([0, 1207, 0, 0, 0, 0, 0], [3, 10, 0, 0, 0, 0, 0], [True, True, False, False, False, False, False])
+    """
+    data = np.asarray(data, dtype=np.uint8)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    m = max(len(offsets) - 1, 0)
+    if m == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    texts = pa.LargeStringArray.from_buffers(m, pa.py_buffer(offsets - offsets[0]),
+                                             pa.py_buffer(data[offsets[0]:offsets[-1]].copy()))
+    valid = pc.match_substring_regex(texts, DECIMAL_PAIR)
+    parts = pc.split_pattern(pc.if_else(valid, texts, "0:0"), ":", max_splits=1)
+    a = pc.cast(pc.list_element(parts, 0), pa.int64()).to_numpy()
+    b = pc.cast(pc.list_element(parts, 1), pa.int64()).to_numpy()
+    return a, b, valid.to_numpy(zero_copy_only=False)
 
 
 def uniform_index(u: np.ndarray, m: int) -> np.ndarray:

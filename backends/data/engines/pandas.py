@@ -82,9 +82,23 @@ class PandasEngine:
 
         For reports with one sufficient statistic per row position (unary encoding's bits)
         and nearly every report distinct: they are counted from the rows' bytes, where a
-        tally would hash millions of distinct texts.  An Arrow-backed column is read in
-        place; an object column is converted once.
+        tally would hash millions of distinct texts.
         """
+        buffers = self.text_buffers(column)
+        if buffers is None:
+            return None
+        mats = []
+        for data, offsets in buffers:
+            if not np.array_equal(np.diff(offsets), np.full(len(offsets) - 1, width)):
+                return None
+            mats.append(data[offsets[0]:offsets[-1]].reshape(-1, width))
+        return (m[lo:lo + rows] for m in mats for lo in range(0, len(m), rows))
+
+    def text_buffers(self, column: str) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """The column's texts as Arrow holds them, per chunk: their UTF-8 bytes and the rows'
+        ``m + 1`` offsets in them (:func:`string_buffers`), when every value is a text; else
+        None (a missing value, not text, a categorical: the caller then tallies).  An
+        Arrow-backed column is read in place; an object column is converted once."""
         col = self.frame[column]
         if isinstance(col.dtype, pd.CategoricalDtype):
             return None                     # few distinct values: the tally is cheaper
@@ -94,17 +108,7 @@ class PandasEngine:
             return None
         if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             return None
-        mats = []
-        for chunk in arr.chunks:
-            if not len(chunk):
-                continue
-            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if pa.types.is_large_string(chunk.type)
-                                    else np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
-            if not np.array_equal(np.diff(offsets), np.full(len(chunk), width)):
-                return None
-            data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
-            mats.append(data[offsets[0]:offsets[-1]].reshape(len(chunk), width))
-        return (m[lo:lo + rows] for m in mats for lo in range(0, len(m), rows))
+        return [string_buffers(chunk) for chunk in arr.chunks if len(chunk)]
 
     def _tally(self, columns: Sequence[str]) -> tuple[Tally, np.ndarray, np.ndarray]:
         columns = list(columns)
@@ -135,6 +139,20 @@ class PandasEngine:
             yield self.frame.iloc[start:start + rows].reset_index(drop=True)
         if not len(self.frame):
             yield self.frame
+
+
+def string_buffers(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow string column's bytes (uint8, read in place for one chunk) and its rows'
+    ``m + 1`` offsets into them (int64); a missing value reads as an empty text."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if not len(arr):
+        return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+    _, offs, data = arr.buffers()
+    wide = pa.types.is_large_string(arr.type)
+    offsets = np.frombuffer(offs, dtype=np.int64 if wide else np.int32)[arr.offset:arr.offset + len(arr) + 1]
+    chars = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+    return chars, offsets.astype(np.int64)
 
 
 def group_rows(series: Sequence[pd.Series]) -> tuple[np.ndarray, np.ndarray, pd.DataFrame, np.ndarray]:
