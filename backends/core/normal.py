@@ -6,6 +6,8 @@ Examples
 --------
 >>> round(Z95, 6), round(z_quantile(0.9), 6)
 (1.959964, 1.644854)
+>>> Z95 == z_quantile(0.95)
+True
 """
 from __future__ import annotations
 
@@ -17,5 +19,7 @@ def z_quantile(level: float = 0.95) -> float:
     return float(scipy.special.ndtri(0.5 + level / 2))
 
 
-#: the two-sided 95% normal quantile (1.959963984540054)
-Z95 = z_quantile(0.95)
+#: the two-sided 95% normal quantile, ``z_quantile(0.95)`` to the last bit (the example above
+#: checks it): written out so that importing this module does not load scipy.special
+#: (start-up: 0.2-0.35 s, which an analysis without intervals never needs)
+Z95 = 1.959963984540054
