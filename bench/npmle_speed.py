@@ -215,7 +215,8 @@ def main() -> int:
 def working_set(n: int, seed: int) -> None:
     """The direct method and the working set on one design, from one start, in one run."""
     from privspec.backends.interval.npmle.data import as_rows, design_from_rows, row_probs
-    from privspec.backends.interval.npmle.solver import cnm, initial, one_blas_thread
+    from privspec.backends.core.blas import one_blas_thread
+    from privspec.backends.interval.npmle.solver import cnm, initial
 
     des = design_from_rows(*as_rows(*case2(n, seed + n)))
     p0 = initial(des)

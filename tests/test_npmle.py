@@ -624,7 +624,7 @@ def test_module_examples(module):
 
 
 def test_environment_is_unchanged_by_the_blas_limit():
-    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import threadpoolctl
     before = [i["num_threads"] for i in threadpoolctl.threadpool_info()]
     npmle(*case1(100))
     assert [i["num_threads"] for i in threadpoolctl.threadpool_info()] == before

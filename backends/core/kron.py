@@ -23,6 +23,8 @@ from typing import Sequence
 
 import numpy as np
 
+from privspec.backends.core.blas import one_blas_thread
+
 __all__ = ["kron_apply", "kron_dense", "kron_inverses", "kron_solve", "mode_product", "kron_cov_diag",
            "kron_cov", "kron_quadratic", "kron_cov_frobenius2"]
 
@@ -69,7 +71,7 @@ def kron_apply(mats: Sequence[np.ndarray], x: np.ndarray) -> np.ndarray:
         cur = cur // A.shape[1] * A.shape[0]
         sizes.append(cur)
     buffers = [np.empty(max(sizes)), np.empty(max(sizes)) if len(mats) > 1 else None]
-    with _one_blas_thread(max(sizes)):
+    with _blas_threads(max(sizes)):
         for k, (A, out_size) in enumerate(zip(mats, sizes)):
             t = _step(A, t, buffers[k % 2], out_size)
     return t.reshape([A.shape[0] for A in mats])
@@ -84,17 +86,11 @@ def _step(A: np.ndarray, t: np.ndarray, buffer: np.ndarray, out_size: int) -> np
     return out.reshape(-1)
 
 
-def _one_blas_thread(size: int):
+def _blas_threads(size: int) -> contextlib.AbstractContextManager:
     """A product with a tiny inner dimension (d_k) is memory-bound: extra BLAS threads only
-    contend (measured up to 30x slower on a busy 2-core machine).  With threadpoolctl
-    (the ``fast`` extra) large tensors are multiplied on one BLAS thread."""
-    if size < 1 << 16:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits  # extra: the ``fast`` extra (optional)
-    except ImportError:  # optional
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
+    contend (measured up to 30x slower on a busy 2-core machine), so large tensors are
+    multiplied on one BLAS thread; small ones are left as they are (BLAS does not split them)."""
+    return one_blas_thread() if size >= 1 << 16 else contextlib.nullcontext()
 
 
 def mode_product(tensor: np.ndarray, A: np.ndarray, axis: int) -> np.ndarray:

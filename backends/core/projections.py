@@ -12,7 +12,7 @@ randomized response, frequency oracles).
 from __future__ import annotations
 
 import numpy as np
-import scipy.stats
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 #: simplex projections an estimate may be given (``by castell(project = euclidean)``)
 PROJECTIONS = ("none", "clip", "euclidean")

@@ -48,7 +48,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import sympy
-from scipy import optimize
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Method, ModelGraph, Parameter, Plan, Query
@@ -161,7 +161,7 @@ class Problem:
 
         if spent(float(hi.max())) <= self.budget:
             return hi.copy()
-        t = float(optimize.brentq(lambda t: spent(t) - self.budget, float(lo.min()), float(hi.max()), xtol=1e-14))
+        t = float(scipy.optimize.brentq(lambda t: spent(t) - self.budget, float(lo.min()), float(hi.max()), xtol=1e-14))
         return np.clip(t, lo, hi)
 
     def solve(self) -> tuple[np.ndarray, str]:
@@ -170,7 +170,7 @@ class Problem:
         if len(self.parameters) == 1:
             return x0, "one free parameter: the whole budget left (or its range's upper end)"
         scale = self.loss(x0) or 1.0
-        res = optimize.minimize(lambda x: self.loss(x) / scale, x0, jac=lambda x: self.gradient(x) / scale,
+        res = scipy.optimize.minimize(lambda x: self.loss(x) / scale, x0, jac=lambda x: self.gradient(x) / scale,
                                 method="SLSQP", bounds=self.bounds,
                                 constraints=[{"type": "ineq", "fun": lambda x: (self.budget - self.counts @ x),
                                               "jac": lambda x: -self.counts}],

@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import sympy
-from scipy import stats
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import Diagnostic, PrivspecError
 from privspec.model.graph import Estimand, Law, Method, ModelGraph, Plan, Query, Target
@@ -384,7 +384,7 @@ class Criterion:
 
 
 def _ci_z(alpha: float) -> float:
-    return float(stats.norm.ppf(1 - alpha / 2))
+    return float(scipy.stats.norm.ppf(1 - alpha / 2))
 
 
 def _avar_max(ev: Evaluation, n: int) -> float:

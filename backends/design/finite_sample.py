@@ -30,7 +30,7 @@ import math
 from typing import Callable, MutableMapping
 
 import numpy as np
-from scipy import stats
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import PrivspecError
 from privspec.model.graph import ModelGraph, Query
@@ -202,7 +202,7 @@ def from_estimates(E: np.ndarray, truth: np.ndarray, n: int, alpha: float) -> Re
     loss = np.sum((E - truth.reshape(1, -1)) ** 2, axis=1)
     return Replications(np.atleast_2d(np.cov(E, rowvar=False)) * n, True, len(E),
                         (float(loss.mean()), float(loss.std(ddof=1) / math.sqrt(len(loss)))),
-                        float(stats.norm.ppf(1 - alpha / 2)), truth.reshape(-1))
+                        float(scipy.stats.norm.ppf(1 - alpha / 2)), truth.reshape(-1))
 
 
 def em_many(K: np.ndarray, C: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
@@ -305,7 +305,7 @@ def simulated_replications(model: ModelGraph, cand: Candidate, n: int, reps: int
     candidate's estimate (``truth``: the estimand's value per cell, where known)."""
     r = answer(model, cand.query("estimate"), "simulate", n=n, reps=reps, seed=seed)
     S, full, R = empirical_covariance(r)
-    return Replications(S, full, R, empirical_mse(r, n), float(stats.norm.ppf(1 - alpha / 2)), truth)
+    return Replications(S, full, R, empirical_mse(r, n), float(scipy.stats.norm.ppf(1 - alpha / 2)), truth)
 
 
 def empirical_mse(r: Result, n: int) -> tuple[float, float] | None:

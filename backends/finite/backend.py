@@ -15,6 +15,7 @@ from privspec.results.kinds import (Avar, Coverage, Epsilon, Fisher, Identifiabl
                                     Moments)
 from privspec.results.result import Result
 from privspec.backends import register
+from privspec.backends.core.blas import on_one_blas_thread
 from privspec.backends.core.compile import channel_in_w
 from privspec.backends.finite.data import count_observations, observations, privatize_frame
 from privspec.backends.finite.estimates import se_kind_of
@@ -166,6 +167,7 @@ class FiniteBackend:
         """Everything its ``ANSWERS`` cover: no finer condition."""
         return any(row.matches(query, verb) for row in self.ANSWERS)
 
+    @on_one_blas_thread   # every matrix here is d x d (a channel, a covariance): BLAS threads only contend
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if verb == "simulate" and query.kind in ("estimate", "avar", "test"):
             return simulate_query(model, query, n=options["n"], reps=options["reps"], seed=options.get("seed"))

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 import sympy
-from scipy import stats
-from scipy.stats import qmc
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import IntervalMechanism, ModelGraph, Query
@@ -43,7 +42,7 @@ from privspec.backends.interval.estimators import ParametricFit, example2_varian
 from privspec.backends.interval.laws import law_distribution, nearest_double, population_law
 
 QMC_POINTS = 2 ** 14
-_FAMILIES = {"normal": stats.norm, "logistic": stats.logistic}
+_FAMILIES = {"normal": "norm", "logistic": "logistic"}   # scipy.stats names, looked up on use: start-up
 
 
 def avar(model: ModelGraph, q: Query) -> Result:
@@ -123,9 +122,9 @@ def _piece_terms(dist, l: np.ndarray, r: np.ndarray, mu: float, sigma: float):
 def fisher_information(mech: IntervalMechanism, family: str, mu: float, sigma: float,
                        points: int = QMC_POINTS, seed: int = 0) -> np.ndarray:
     """Expected information per respondent of (location, scale) under the mechanism."""
-    dist = _FAMILIES[family]
+    dist = getattr(scipy.stats, _FAMILIES[family])
     count = mech.m if mech.scheme == "ring" else mech.m - 1
-    u = np.clip(qmc.Sobol(d=count, scramble=True, seed=seed).random(points), 1e-15, 1 - 1e-15)
+    u = np.clip(scipy.stats.qmc.Sobol(d=count, scramble=True, seed=seed).random(points), 1e-15, 1 - 1e-15)
     T = np.sort(law_distribution(mech.anchor).ppf(u), axis=1)
     N = len(T)
     ends = np.column_stack([np.full(N, -np.inf), T, np.full(N, np.inf)])

@@ -37,8 +37,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import sympy
-from scipy import integrate
-from scipy.stats import qmc
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.model.graph import IntervalMechanism, Law, ProgressiveMechanism, SelectiveMechanism
 from privspec.backends.interval.laws import law_cdf_expr, law_distribution, nearest_double, support_of
@@ -65,7 +64,7 @@ def case1_coverage(cdf: Callable, anchor) -> float:
     ``cdf`` is the population CDF F_Y, ``anchor`` a frozen scipy distribution of U.
     """
     lo, hi = anchor.support()
-    val, _ = integrate.quad(lambda u: (cdf(u) ** 2 + (1 - cdf(u)) ** 2) * anchor.pdf(u), lo, hi,
+    val, _ = scipy.integrate.quad(lambda u: (cdf(u) ** 2 + (1 - cdf(u)) ** 2) * anchor.pdf(u), lo, hi,
                             epsabs=1e-13, epsrel=1e-12, limit=200)
     return float(val)
 
@@ -78,9 +77,9 @@ def case2_coverage(cdf: Callable, anchor) -> float:
     """
     lo, hi = anchor.support()
     opts = dict(epsabs=1e-13, epsrel=1e-12, limit=200)
-    m1 = integrate.quad(lambda u: cdf(u) * anchor.pdf(u), lo, hi, **opts)[0]
-    m2 = integrate.quad(lambda u: cdf(u) ** 2 * anchor.pdf(u), lo, hi, **opts)[0]
-    emax = integrate.quad(lambda v: cdf(v) * 2 * anchor.pdf(v) * anchor.cdf(v), lo, hi, **opts)[0]
+    m1 = scipy.integrate.quad(lambda u: cdf(u) * anchor.pdf(u), lo, hi, **opts)[0]
+    m2 = scipy.integrate.quad(lambda u: cdf(u) ** 2 * anchor.pdf(u), lo, hi, **opts)[0]
+    emax = scipy.integrate.quad(lambda v: cdf(v) * 2 * anchor.pdf(v) * anchor.cdf(v), lo, hi, **opts)[0]
     return float(4 * m2 - 2 * m1 ** 2 - 2 * emax + 1)
 
 
@@ -289,7 +288,7 @@ def partition_probabilities(mech: IntervalMechanism, anchors: np.ndarray, cdf: C
 
 def _sobol_anchors(mech: IntervalMechanism, points: int, seed: int) -> np.ndarray:
     count = mech.m if mech.scheme == "ring" else mech.m - 1
-    u = qmc.Sobol(d=count, scramble=True, seed=seed).random(points)
+    u = scipy.stats.qmc.Sobol(d=count, scramble=True, seed=seed).random(points)
     u = np.clip(u, 1e-15, 1 - 1e-15)
     return law_distribution(mech.anchor).ppf(u)
 

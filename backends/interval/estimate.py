@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtri
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import IntervalMechanism, ModelGraph, Query
@@ -199,7 +199,7 @@ MLE_EFFECTIVE_N_NOTE = 20
 
 
 def _z95() -> float:
-    return float(ndtri(0.975))
+    return float(scipy.special.ndtri(0.975))
 
 
 def _target(kind: str, order: int) -> str:
@@ -238,7 +238,7 @@ def se_kind(q: Query) -> str:
 def _wald_inference(value: float, se: float, method: str = "estimate +- z se") -> Inference:
     """A number's Wald intervals at any level and its variance ``se^2`` (the Python API)."""
     def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
-        z = float(ndtri(0.5 + level / 2))
+        z = float(scipy.special.ndtri(0.5 + level / 2))
         return np.array([value - z * se]), np.array([value + z * se])
 
     return Inference(method, interval, lambda: np.array([[float(se) ** 2]]))
@@ -262,7 +262,7 @@ def _location_scale_inference(location: float, scale: float, se_loc: float, se_s
     """A fitted law's (location, scale): the observed-information covariance, and Wald
     intervals, the scale's on the log scale (so that they stay above 0)."""
     def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
-        z = float(ndtri(0.5 + level / 2))
+        z = float(scipy.special.ndtri(0.5 + level / 2))
         spread = np.exp(z * se_scale / scale) if scale > 0 else np.inf
         return (np.array([location - z * se_loc, scale / spread]),
                 np.array([location + z * se_loc, scale * spread]))

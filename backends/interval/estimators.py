@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 import sympy
-from scipy import integrate, optimize, special, stats
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Law
@@ -132,8 +132,8 @@ def example2_variance(population: Law, a: sympy.Expr, b: sympy.Expr) -> tuple[sy
         y = np.clip(y, af, bf)
         return (bf ** 3 - (2 * y - bf) ** 3 + (2 * y - af) ** 3 - af ** 3) / (6 * (bf - af))
 
-    e2 = integrate.quad(lambda y: cond(y) * dist.pdf(y), *dist.support(), limit=200)[0]
-    e1 = integrate.quad(lambda y: np.clip(y, af, bf) * dist.pdf(y), *dist.support(), limit=200)[0]
+    e2 = scipy.integrate.quad(lambda y: cond(y) * dist.pdf(y), *dist.support(), limit=200)[0]
+    e1 = scipy.integrate.quad(lambda y: np.clip(y, af, bf) * dist.pdf(y), *dist.support(), limit=200)[0]
     return e2 - e1 ** 2, "quadrature", e1 - float(dist.mean())
 
 
@@ -180,7 +180,7 @@ def _std_logistic_moment(i: int) -> sympy.Expr:
 
 
 # ---- parametric MLE -----------------------------------------------------------------------------
-_FAMILIES = {"normal": stats.norm, "logistic": stats.logistic}
+_FAMILIES = {"normal": "norm", "logistic": "logistic"}   # scipy.stats names, looked up on use: start-up
 
 
 def score_ratio(family: str, z: np.ndarray) -> np.ndarray:
@@ -210,7 +210,7 @@ class ParametricFit:
     def moment_value(self, k: int, location: float, scale: float) -> float:
         """E[Y^k] of the family at (location, scale)."""
         mom = self._standard_moments(k)
-        return float(sum(special.comb(k, i) * location ** (k - i) * scale ** i * mom[i] for i in range(k + 1)))
+        return float(sum(scipy.special.comb(k, i) * location ** (k - i) * scale ** i * mom[i] for i in range(k + 1)))
 
     def profile_interval(self, k: int, level: float = 0.95) -> tuple[float, float] | None:
         """The profile-likelihood interval for E[Y^k]: every value v with
@@ -227,7 +227,7 @@ class ParametricFit:
         """
         if self.negll is None or k not in (1, 2) or not (self.scale > 0):
             return None
-        crit = float(special.ndtri(0.5 + level / 2) ** 2)
+        crit = float(scipy.special.ndtri(0.5 + level / 2) ** 2)
         negll = self.negll
         m2 = self._standard_moments(2)[2]
         v_hat = self.moment_value(k, self.location, self.scale)
@@ -251,7 +251,7 @@ class ParametricFit:
             width = 0.5
             while True:
                 a, b = max(t0 - width, t_lo), min(t0 + width, t_hi)
-                r = optimize.minimize_scalar(f, bounds=(a, b), method="bounded", options={"xatol": 1e-7})
+                r = scipy.optimize.minimize_scalar(f, bounds=(a, b), method="bounded", options={"xatol": 1e-7})
                 at_a, at_b = r.x - a < 1e-3 * width, b - r.x < 1e-3 * width
                 if (not at_a or a == t_lo) and (not at_b or b == t_hi) or width > 50:
                     return -float(r.fun)
@@ -276,7 +276,7 @@ class ParametricFit:
                         break
                 if excess(v) > 0:
                     try:
-                        ends.append(float(optimize.brentq(excess, min(inner, v), max(inner, v),
+                        ends.append(float(scipy.optimize.brentq(excess, min(inner, v), max(inner, v),
                                                           xtol=1e-8 * max(1.0, abs(v)), rtol=1e-10)))
                     except ValueError:
                         # no sign change: the fit stopped short of the maximum (separated data,
@@ -303,7 +303,7 @@ class ParametricFit:
                 mom = [float(_std_normal_moment(i)) for i in range(k + 1)]
             else:
                 mom = [float(_std_logistic_moment(i)) for i in range(k + 1)]
-            return sum(special.comb(k, i) * loc ** (k - i) * scale ** i * mom[i] for i in range(k + 1))
+            return sum(scipy.special.comb(k, i) * loc ** (k - i) * scale ** i * mom[i] for i in range(k + 1))
 
         theta = np.array([self.location, self.scale])
         h = 1e-6 * np.maximum(1.0, np.abs(theta))
@@ -315,7 +315,7 @@ class ParametricFit:
 def _negative_loglik(piece_left: np.ndarray, piece_right: np.ndarray, owner: np.ndarray, counts: np.ndarray,
                      family: str) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
     """The negative log-likelihood of (mu, log s) and its gradient (see :func:`parametric_mle`)."""
-    dist = _FAMILIES[family]
+    dist = getattr(scipy.stats, _FAMILIES[family])
     pl, pr = np.asarray(piece_left, dtype=float), np.asarray(piece_right, dtype=float)
     owner = np.asarray(owner)
     counts = np.asarray(counts, dtype=float)
@@ -375,7 +375,7 @@ def parametric_mle(piece_left: np.ndarray, piece_right: np.ndarray, owner: np.nd
     if not len(finite):
         raise BackendError(Diagnostic("B105", "no finite interval end: the data carry no information"))
     start = np.array([np.median(finite), np.log(max(np.std(finite), 1e-3))])
-    res = optimize.minimize(negll, start, jac=True, method="BFGS",
+    res = scipy.optimize.minimize(negll, start, jac=True, method="BFGS",
                             options={"gtol": 1e-9 * max(1.0, counts.sum()), "maxiter": 500})
     theta = res.x
     h = 1e-5 * np.maximum(1.0, np.abs(theta))
@@ -421,7 +421,7 @@ def optimal_anchor(population: Law, order: int = 1) -> tuple[sympy.Expr, sympy.S
         return c * sympy.sqrt((u - lo) * (hi - u)) / (hi - lo), u, c, "exact"
     F = law_cdf_expr(population, u)
     dist = law_distribution(population)
-    total = integrate.quad(lambda x: np.sqrt(dist.cdf(x) * dist.sf(x)) * abs(order * x ** (order - 1)),
+    total = scipy.integrate.quad(lambda x: np.sqrt(dist.cdf(x) * dist.sf(x)) * abs(order * x ** (order - 1)),
                            *dist.support(), limit=200)[0]
     c = sympy.Float(1 / total, 15)
     return c * sympy.sqrt(F * (1 - F)) * sympy.Abs(phi_prime), u, c, "quadrature"
@@ -439,7 +439,7 @@ def information_bound(population: Law, anchor: Law | None, order: int = 1) -> tu
     lo, hi = dist.support()
     phi2 = lambda x: (order * x ** (order - 1)) ** 2
     if anchor is None:
-        val = integrate.quad(lambda x: np.sqrt(dist.cdf(x) * dist.sf(x) * phi2(x)), lo, hi, limit=200)[0]
+        val = scipy.integrate.quad(lambda x: np.sqrt(dist.cdf(x) * dist.sf(x) * phi2(x)), lo, hi, limit=200)[0]
         return float(val ** 2), 0.0
     a = law_distribution(anchor)
     alo, ahi = a.support()
@@ -451,8 +451,8 @@ def information_bound(population: Law, anchor: Law | None, order: int = 1) -> tu
             return phi2(x) * np.exp(dist.logcdf(x) + dist.logsf(x) - a.logpdf(x))
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", integrate.IntegrationWarning)
-        val = float(integrate.quad(integrand, lo2, hi2, limit=200)[0])
+        warnings.simplefilter("ignore", scipy.integrate.IntegrationWarning)
+        val = float(scipy.integrate.quad(integrand, lo2, hi2, limit=200)[0])
     # anchors with thinner tails than the population (normal anchors, a wider normal or a
     # logistic population): the integrand grows in the tails and the bound is infinite
     tails = [x for x in dist.ppf([1e-12, 1 - 1e-12]) if lo2 < x < hi2]
@@ -519,4 +519,4 @@ def npmle_case1_se(intervals: np.ndarray, mass: np.ndarray, anchor: Law, n: int,
     cum = np.concatenate([[0.0], np.cumsum(np.asarray(mass)[order_idx])])
     F = cum[np.searchsorted(x_rep[order_idx], x, side="right")]
     integrand = (order * x ** (order - 1)) ** 2 * F * (1 - F) / np.maximum(a.pdf(x), 1e-300)
-    return float(np.sqrt(max(integrate.trapezoid(integrand, x), 0.0) / n))
+    return float(np.sqrt(max(scipy.integrate.trapezoid(integrand, x), 0.0) / n))

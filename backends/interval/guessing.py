@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, optimize
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.backends.interval.coverage import pair_integral
 
@@ -61,7 +61,7 @@ def best_window(population, t: float) -> float:
     """``c*``, the centre of the window ``[c - t, c + t]`` of the largest population mass
     (``population`` a frozen scipy law, log-concave: the mass is unimodal in ``c``)."""
     lo, hi = population.ppf(1e-12) - t, population.ppf(1 - 1e-12) + t
-    res = optimize.minimize_scalar(lambda c: -(population.cdf(c + t) - population.cdf(c - t)), bounds=(lo, hi),
+    res = scipy.optimize.minimize_scalar(lambda c: -(population.cdf(c + t) - population.cdf(c - t)), bounds=(lo, hi),
                                    method="bounded", options={"xatol": 1e-10 * max(1.0, hi - lo)})
     return float(res.x)
 
@@ -84,7 +84,7 @@ def prediction_of(population, anchor, k: int, t: float) -> Guess:
         return (k * (1 - s) ** (k - 1) * float(window_mass(population, centre, t, -np.inf, u))
                 + k * s ** (k - 1) * float(window_mass(population, centre, t, u, np.inf)))
 
-    value = integrate.quad(ends, 0.0, 1.0, points=kinks or None, epsabs=1e-12, epsrel=1e-10, limit=400)[0]
+    value = scipy.integrate.quad(ends, 0.0, 1.0, points=kinks or None, epsabs=1e-12, epsrel=1e-10, limit=400)[0]
     how = "quadrature over the anchor's quantile (scipy quad)"
     if k >= 2:
         G = anchor.cdf

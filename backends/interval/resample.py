@@ -81,14 +81,9 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
-from scipy.special import stdtrit
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.backends.interval.estimators import representative_points
-
-try:
-    from scipy.optimize import isotonic_regression
-except ImportError:  # pragma: no cover - scipy before 1.12: the engine answers
-    isotonic_regression = None
 
 #: the most refits of the interval engine a jackknife makes (beyond, respondents are dealt
 #: into this many groups; the t quantile with groups - 1 degrees of freedom pays for the
@@ -124,7 +119,8 @@ def case1_fitter(left: np.ndarray, right: np.ndarray) -> Fitter | None:
     Returns None for reports of another form (or without scipy's isotonic
     regression): the general engine answers those.
     """
-    iso = isotonic_regression
+    # scipy before 1.12 has none: the engine answers (scipy.optimize loads here, on first use)
+    iso = getattr(scipy.optimize, "isotonic_regression", None)
     left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
     below = (left == -np.inf) & np.isfinite(right)
     above = np.isfinite(left) & (right == np.inf)
@@ -306,7 +302,7 @@ class FunctionalInterval:
         whole line where there is no standard error)."""
         if self.df <= 0 or not np.isfinite(self.se):
             return np.array([-np.inf]), np.array([np.inf])
-        mid, q = (self.lower + self.upper) / 2, float(stdtrit(self.df, 0.5 + level / 2))
+        mid, q = (self.lower + self.upper) / 2, float(scipy.special.stdtrit(self.df, 0.5 + level / 2))
         return np.array([mid - q * self.se]), np.array([mid + q * self.se])
 
     def extras(self) -> dict:
@@ -423,6 +419,6 @@ def npmle_moment_interval(left: np.ndarray, right: np.ndarray, counts: np.ndarra
                                   "fewer than two respondents' reports move the estimate: the data give no "
                                   "standard error (the 'range' extra shows what they allow)")
     df = movers - 1
-    q = float(stdtrit(df, 0.5 + level / 2))
+    q = float(scipy.special.stdtrit(df, 0.5 + level / 2))
     mid = value if center is None else float(center)
     return FunctionalInterval(se, mid - q * se, mid + q * se, df, kind, jk.method, jk.replicates, effective)

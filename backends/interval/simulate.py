@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from scipy import stats
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import Law, ModelGraph, Query
@@ -39,7 +39,7 @@ from privspec.backends.interval.reports import ReportModel, report_model
 #: freedom keeps the intervals honest with fewer groups, and replications stay cheap
 SIMULATE_JACKKNIFE_GROUPS = 20
 #: the fitted laws of ``mle(...)``
-_FAMILIES = {"normal": stats.norm, "logistic": stats.logistic}
+_FAMILIES = {"normal": "norm", "logistic": "logistic"}   # scipy.stats names, looked up on use: start-up
 
 
 def simulate_query(analytic: Callable[..., Result], model: ModelGraph, q: Query, *, n: int, reps: int,
@@ -139,7 +139,7 @@ def _replicate(model: ModelGraph, q: Query, reports: ReportModel, pop: Law, trut
             continue
         if est.kind == "cdf":
             if isinstance(r.value, dict):  # mle: a fitted law
-                fam = _FAMILIES[named_args(q)[0]]
+                fam = getattr(scipy.stats, _FAMILIES[named_args(q)[0]])
                 Fh = fam(loc=r.value["location"], scale=r.value["scale"]).cdf(grid)
             else:
                 iv = np.asarray(r.value.intervals, dtype=float)

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 import sympy
-from scipy.special import ndtri
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.limits import COV_CELL_LIMIT
 from privspec.errors import BackendError, DataError, Diagnostic
@@ -603,7 +603,7 @@ def table_covariance(lay: Layout, keep: Sequence[str], s2: float) -> np.ndarray:
 
 
 def _wald_cells(data: np.ndarray, se: float, level: float) -> tuple[np.ndarray, np.ndarray]:
-    z = float(ndtri(0.5 + level / 2))
+    z = float(scipy.special.ndtri(0.5 + level / 2))
     return data - z * se, data + z * se
 
 

@@ -27,7 +27,7 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.optimize
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 import sympy
 
 from privspec.errors import BackendError, Diagnostic

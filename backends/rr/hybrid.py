@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
-import scipy.stats
+import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 import sympy
 
 from privspec.backends.core.kron import kron_apply, kron_cov_frobenius2, kron_inverses

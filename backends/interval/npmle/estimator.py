@@ -97,7 +97,8 @@ from privspec.backends.interval.npmle.bands import cdf_confidence_band, likeliho
 from privspec.backends.interval.npmle.data import (aggregate_intervals, as_pieces, as_rows, design_from_pieces,
                                                    design_from_rows, merge_rows)
 from privspec.backends.interval.npmle.result import NPMLEResult, make_result
-from privspec.backends.interval.npmle.solver import cnm, initial, one_blas_thread
+from privspec.backends.core.blas import one_blas_thread
+from privspec.backends.interval.npmle.solver import cnm, initial
 
 __all__ = ["NPMLEResult", "aggregate_intervals", "npmle", "npmle_pieces", "cdf_confidence_band",
            "likelihood_ratio"]

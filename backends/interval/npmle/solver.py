@@ -38,10 +38,9 @@ Examples
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 
@@ -50,7 +49,7 @@ from privspec.backends.interval.npmle.groups import Groups
 from privspec.backends.interval.npmle.qp import cross_gram, qp, run_gram
 from privspec.backends.data.tally import run_starts
 
-__all__ = ["Fit", "cnm", "initial", "one_blas_thread"]
+__all__ = ["Fit", "cnm", "initial"]
 
 #: Armijo constant of the backtracking line search (as npsurv)
 _ARMIJO = 1.0 / 3.0
@@ -72,27 +71,6 @@ _MERGE_PER_ROW = 4
 #: Case-II reports, 7.5e6 rows, 5.4 s -> 3.6 s; 3.3e6 rows 1.9 s either way; 1e6
 #: reports, 7.5e5 rows, 0.48 s direct against 0.59 s)
 _WORKING_SET_ROWS = 4_000_000
-
-_BLAS: list[Any] = []
-
-
-def one_blas_thread() -> contextlib.AbstractContextManager:
-    """Run the many small dense solves on one BLAS thread.
-
-    OpenBLAS parallelizes even 100 x 100 solves; on a busy machine its threads wait on
-    each other and one solve takes 10 ms instead of 0.1 ms (measured: 0.09 s becomes
-    0.6 to 12 s at n = 10^5).  ``threadpoolctl`` (optional, in the ``fast`` extra) limits
-    the threads for the duration of the fit; without it nothing is changed (setting
-    ``OPENBLAS_NUM_THREADS=1`` before starting Python has the same effect).
-    """
-    try:
-        # extra: threadpoolctl (privspec[fast]) is optional
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return contextlib.nullcontext()
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 @dataclass

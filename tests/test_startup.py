@@ -1,0 +1,52 @@
+"""Start-up budgets, counted in modules rather than seconds (bench/startup.py times them):
+what ``import privspec``, the command line's start and an analysis load.
+
+- ``import privspec`` and ``privspec --version`` load none of numpy, scipy, sympy, pandas
+  or lark (they cost about 1 s together).
+- Importing every back end (what routing a query does) and ``privspec analyze`` of the
+  urn load no ``scipy.stats`` (0.4-0.9 s), ``scipy.optimize``, ``scipy.integrate``,
+  ``scipy.special`` (0.2-0.35 s) or ``scipy.linalg``: a back end names them as
+  ``scipy.stats.x`` and they load when a computation first uses them.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARIES = ("numpy", "scipy", "sympy", "pandas", "lark")
+SCIPY_HEAVY = ("scipy.stats", "scipy.optimize", "scipy.integrate", "scipy.special", "scipy.linalg")
+
+
+def loaded_after(code: str, names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` are in ``sys.modules`` after running ``code`` in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps([n for n in {list(names)!r} if n in sys.modules]))"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_privspec_loads_no_library() -> None:
+    assert loaded_after("import privspec", LIBRARIES) == []
+
+
+def test_the_command_line_starts_without_the_libraries() -> None:
+    code = ("import contextlib, io\nfrom privspec.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(['--version'])\n    except SystemExit:\n        pass")
+    assert loaded_after(code, LIBRARIES) == []
+
+
+def test_loading_every_back_end_leaves_the_heavy_scipy_modules_out() -> None:
+    assert loaded_after("import privspec.backends as b\nb.load_all()", SCIPY_HEAVY) == []
+
+
+@pytest.mark.parametrize("spec", ["specs/urn.privspec"])
+def test_analyze_loads_no_heavy_scipy_module_it_does_not_use(spec: str) -> None:
+    code = ("import contextlib, io\nfrom privspec.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['analyze', {spec!r}]) == 0")
+    assert loaded_after(code, SCIPY_HEAVY) == []
