@@ -242,7 +242,7 @@ def _targets(ev: Evaluation, targets: Sequence[Target], n: int, values: Mapping[
             except NotApplicable as e:
                 sizes[key] = f"n/a: {e}"
                 simulated = values[t.criterion].simulated if t.criterion in values else None
-                if t.criterion in ROOT_N and simulated is not None and simulated > 0:
+                if t.criterion in ROOT_N and simulated is not None and simulated > 0 and float(t.value) > 0:
                     # n Var is about constant from n on: the simulated SE at n scales as 1/sqrt(n)
                     sizes[key] = math.ceil(n * (simulated / float(t.value)) ** 2)
                     notes.append(f"{key}: n = {sizes[key]:,} scaled from the {t.criterion} simulated at n = {n:,} "
