@@ -39,6 +39,7 @@ from privspec.results.kinds import Avar, Epsilon, Estimate, Leakage, Simulation
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
+from privspec.backends.oracles.guessing import GUESSES
 from privspec.backends.oracles import multi_backend as frequency_multi
 from privspec.backends.core.frequency import FloatRangeError
 from privspec.backends.oracles import sampling
@@ -71,8 +72,6 @@ _ANSWERS = (
     Answers(("estimate",), ("multi_oracle",), ("run", "simulate"), estimands=("distribution",),
             methods=("mom", "mle")),
 )
-#: what a leakage query asks of an oracle: the best guess's chance, the worst report's posterior
-GUESSES = ("prediction", "individual")
 #: rows privatized at once (per-row randomness: the result does not depend on it)
 CHUNK = 1 << 20
 #: exact (sympy) covariances up to this many categories (at exact epsilon and population); floats beyond
@@ -321,7 +320,7 @@ class FrequencyOracleBackend:
         if query.kind == "avar":
             return frequency_multi.avar_result(model, query, mo)
         if query.kind == "leakage":
-            return frequency_multi.leakage_result(model, query, mo, query.metrics or GUESSES)
+            return frequency_multi.leakage_result(model, query, mo, query.metrics)
         j = frequency_multi.attribute_of(mech, query)
         if verb == "simulate":
             return frequency_multi.simulate_attribute(model, query, mo, j, n=int(options["n"]),
@@ -343,8 +342,7 @@ class FrequencyOracleBackend:
         mech = q.mechanism
         w = np.array([float(x) for x in _declared_population(model, mech, "leakage")], dtype=float)
         guess = o.guessing(w)
-        value = {m: guess.prediction if m == "prediction" else guess.individual for m in q.metrics or GUESSES}
-        return Leakage(value, evaluation=guess.evaluation,
+        return Leakage(guess.by_metric(q.metrics), evaluation=guess.evaluation,
                        meaning="prediction: R = sum_o max_x w_x Pr(o | x) (Def. 7), the chance that the best guess "
                                "from one report is right; individual: the largest posterior max_x Pr(X = x | o) "
                                "of any report")

@@ -40,12 +40,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Guessing", "by_channel", "unary", "subset_selection", "hashed", "HASH_SEEDS", "HASH_DRAW_SEED"]
+__all__ = ["Guessing", "GUESSES", "by_channel", "unary", "subset_selection", "hashed", "HASH_SEEDS", "HASH_DRAW_SEED"]
 
+#: what a leakage query asks of a best guess: its chance, the worst report's posterior
+GUESSES = ("prediction", "individual")
 #: hash seeds drawn for local hashing's Monte Carlo, and the seed of their draw (fixed: a
 #: comparison gives the same number every run)
 HASH_SEEDS = 1 << 15
@@ -64,6 +66,10 @@ class Guessing:
     individual: float
     evaluation: str
     se: float = 0.0
+
+    def by_metric(self, metrics: Sequence[str] = ()) -> dict[str, float]:
+        """The value of a ``leakage`` query: each of ``metrics`` (default :data:`GUESSES`)."""
+        return {m: self.prediction if m == "prediction" else self.individual for m in metrics or GUESSES}
 
 
 def _sorted(w: np.ndarray) -> np.ndarray:

@@ -130,8 +130,7 @@ def leakage_result(model: ModelGraph, q: Query, mo: multi.MultiOracle, metrics: 
         missing = [v.name for v, w in zip(mech.attributes, ws) if w is None]
         raise BackendError(Diagnostic("B001", f"the leakage of {var.name} from {mech.name}: {e}",
                                       hint=f"declare a population for {', '.join(missing)}")) from None
-    value = {m: guess.prediction if m == "prediction" else guess.individual for m in metrics}
-    return Leakage(value, evaluation=guess.evaluation,
+    return Leakage(guess.by_metric(metrics), evaluation=guess.evaluation,
                    meaning=f"prediction: the chance that the best guess of {var.name} from one report is right "
                            "(Def. 7); individual: the largest posterior of any report")
 

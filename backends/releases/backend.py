@@ -400,10 +400,6 @@ def _population(model: ModelGraph, release: Release, purpose: str = "simulating"
     return joint / joint.sum()
 
 
-#: what a release's leakage reports by default: the best guess's chance, the worst table's posterior
-GUESSES = ("prediction", "individual")
-
-
 # ---- the back end ------------------------------------------------------------------------------
 @register
 class ReleaseBackend:
@@ -522,8 +518,7 @@ def leakage_result(model: ModelGraph, release: Release, metrics: Sequence[str] =
     except guessing.TooLarge as e:
         raise BackendError(Diagnostic("B604", f"leakage({release.name}): {e}",
                                       hint="fewer protected cells per exact total, or a larger epsilon")) from None
-    value = {m: guess.prediction if m == "prediction" else guess.individual for m in metrics or GUESSES}
-    return Leakage(value, evaluation=guess.evaluation,
+    return Leakage(guess.by_metric(metrics), evaluation=guess.evaluation,
                    meaning="prediction: R = sum_z max_j w_j Pr(z | j) (Def. 7), z the released table minus the other "
                            "records' counts; individual: the largest posterior max_j Pr(cell j | z) of any z",
                    **_loss_extras(model, release))
