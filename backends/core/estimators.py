@@ -195,7 +195,24 @@ class Blocks:
     def violation(self, w: np.ndarray, g: np.ndarray) -> float:
         """``max_j (g_j / nu_b(j) - 1)`` over coordinates of blocks with mass."""
         nu = self.multipliers(w, g)[self.parts]
-        return float(np.max(np.where(self.live, g / nu - 1.0, -np.inf)))
+        return float(np.max(np.where(self.live, kkt_ratio(g, nu) - 1.0, -np.inf)))
+
+
+def kkt_ratio(g: np.ndarray, nu: np.ndarray) -> np.ndarray:
+    """``g / nu`` with ``0 / 0 = 0`` and ``g / 0 = inf`` for ``g > 0``.
+
+    A block's multiplier is 0 when all its mass sits where no observed report reaches
+    (data that do not determine the estimate, refused later as D020); the ratio must
+    still order the coordinates rather than be NaN.
+
+    Examples
+    --------
+    >>> kkt_ratio(np.array([0.0, 2.0, 3.0]), np.array([0.0, 0.0, 1.5])).tolist()
+    [0.0, inf, 2.0]
+    """
+    out = np.where(g > 0, np.inf, 0.0)
+    np.divide(g, nu, out=out, where=nu > 0)
+    return out
 
 
 def _gradient(Kz: np.ndarray, cz: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -256,7 +273,7 @@ def _newton_direction(Kz: np.ndarray, cz: np.ndarray, w: np.ndarray, g: np.ndarr
     p = len(w)
     lam = np.maximum(Kz @ w, 1e-100)   # lam**2 stays a normal float
     nu = blocks.multipliers(w, g)[blocks.parts]
-    free = blocks.live & ((w > 1e-14) | (g / nu - 1.0 > tol))
+    free = blocks.live & ((w > 1e-14) | (kkt_ratio(g, nu) - 1.0 > tol))
     while True:
         S = np.nonzero(free)[0]
         if len(S) == 0:

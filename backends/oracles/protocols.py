@@ -674,6 +674,9 @@ class ADP:
         p_grr = e / (e + d - 1)
         q_grr = (1 - p_grr) / (d - 1)
         p_ue, q_ue = 1 / 2, 1 / (e + 1)
-        var_grr = q_grr * (1 - q_grr) / (1 * (p_grr - q_grr) ** 2) + 0 * (1 - p_grr - q_grr) / (1 * (p_grr - q_grr))
-        var_ue = q_ue * (1 - q_ue) / (1 * (p_ue - q_ue) ** 2) + 0 * (1 - p_ue - q_ue) / (1 * (p_ue - q_ue))
+        # At an epsilon below float resolution p = q: both are inf or NaN, the choice is then
+        # OUE as theirs is, and the epsilon is refused later (B416); no warning on the way.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var_grr = q_grr * (1 - q_grr) / (1 * (p_grr - q_grr) ** 2) + 0 * (1 - p_grr - q_grr) / (1 * (p_grr - q_grr))
+            var_ue = q_ue * (1 - q_ue) / (1 * (p_ue - q_ue) ** 2) + 0 * (1 - p_ue - q_ue) / (1 * (p_ue - q_ue))
         return (GRR if var_grr <= var_ue else OUE)(d, epsilon, via="adp")
