@@ -282,7 +282,7 @@ def population_class(mech, populations: Sequence[Population]) -> str | None:
     covered: set[str] = set()
     values: list = []
     for pop in populations:
-        names = {c for v in pop.variables for c in v.components()}
+        names = pop.components
         if names & wanted:
             covered |= names
             values.extend(pop.law.probs)

@@ -6,6 +6,7 @@ Pr(observation | value)) is the back ends' job.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -123,6 +124,11 @@ class Population:
     variables: tuple[Variable, ...]
     law: Law
     span: Span | None = field(default=None, compare=False)
+
+    @functools.cached_property
+    def components(self) -> frozenset[str]:
+        """The plain variables the population's law is over (combined ones split)."""
+        return frozenset(c for v in self.variables for c in v.components())
 
 
 # ---- mechanisms -------------------------------------------------------------------

@@ -49,6 +49,11 @@ def sign(x: sympy.Expr) -> int | None:
 
 def compare(x: sympy.Expr, y: sympy.Expr) -> int | None:
     """Sign of x - y (infinities handled), None when undecidable."""
+    if isinstance(x, sympy.Rational) and isinstance(y, sympy.Rational):
+        # integers only: the common case (probabilities against 0 and 1) without sympy's
+        # arithmetic, which was most of resolving a long spec
+        a, b = x.p * y.q, y.p * x.q
+        return int(a > b) - int(a < b)
     if x == y:
         return 0
     if arith.infinite(x) or arith.infinite(y):
