@@ -9,6 +9,7 @@ paper; interval mechanisms the interval-privacy paper (Definitions 1, 4, 5; Exam
 """
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Callable
 
@@ -211,17 +212,22 @@ def _subset_design(ctx: Context, node: ast.Node, var: Variable, dummies: bool) -
     return design
 
 
-def _rank(rows: list[list[int]]) -> int:
+@functools.lru_cache(maxsize=256)
+def _rank(rows: tuple[tuple[int, ...], ...]) -> int:
     """Exact rank of an integer matrix (Gaussian elimination over the rationals).
+
+    Cached: a spec repeats its designs, and the rank of the same subsets is asked again.
 
     Examples
     --------
-    >>> _rank([[1, 1, 0], [0, 1, 1], [1, 2, 1]])
+    >>> _rank(((1, 1, 0), (0, 1, 1), (1, 2, 1)))
     2
     """
     m = [[Fraction(x) for x in r] for r in rows]
     rank, ncols = 0, len(m[0]) if m else 0
     for col in range(ncols):
+        if rank == len(m):
+            break   # every row is a pivot: the rank is the number of rows
         pivot = next((i for i in range(rank, len(m)) if m[i][col] != 0), None)
         if pivot is None:
             continue
@@ -248,7 +254,7 @@ def _warn_unidentifiable_subset(ctx: Context, mech: SubsetMechanism, span: Span)
                      span, "give weight to some size k < p (Assumption 1)")
         return
     support = [a for a, w in mech.conditional_design().items() if sign(w) != 0]
-    rows = [[1 if lab in a else 0 for lab in var.labels] for a in support]
+    rows = tuple(tuple(1 if lab in a else 0 for lab in var.labels) for a in support)
     r = _rank(rows)
     if r < p:
         ctx.warn("W101", f"the design is valid but not identifiable: its subsets span rank {r} < p = {p}",

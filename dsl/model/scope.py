@@ -3,6 +3,7 @@ helpers every declaration needs (numbers, labels, variables, call arguments).
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -29,15 +30,7 @@ def sign(x: sympy.Expr) -> int | None:
     if x is -sympy.oo:
         return -1
     if x.is_number:
-        try:
-            v = sympy.N(x, 50)
-            if not v.is_real:  # the parser refuses complex numbers; be safe anyway
-                return None
-            if abs(v) < sympy.Float("1e-40", 50):
-                return 0
-            return 1 if v > 0 else -1
-        except (OverflowError, ValueError, TypeError, PrecisionExhausted, RecursionError):
-            return None
+        return _numeric_sign(x)
     if x.is_positive:
         return 1
     if x.is_negative:
@@ -45,6 +38,21 @@ def sign(x: sympy.Expr) -> int | None:
     if x.is_zero:
         return 0
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _numeric_sign(x: sympy.Expr) -> int | None:
+    """The sign of a closed number by 50-digit evaluation; cached, as a spec repeats its
+    constants (``epsilon = log(3)`` in every mechanism)."""
+    try:
+        v = sympy.N(x, 50)
+        if not v.is_real:  # the parser refuses complex numbers; be safe anyway
+            return None
+        if abs(v) < sympy.Float("1e-40", 50):
+            return 0
+        return 1 if v > 0 else -1
+    except (OverflowError, ValueError, TypeError, PrecisionExhausted, RecursionError):
+        return None
 
 
 def compare(x: sympy.Expr, y: sympy.Expr) -> int | None:
