@@ -59,21 +59,29 @@ def castell(counts: np.ndarray, K: Sequence[np.ndarray], *, variance: bool = Tru
     se = se_kind(se)
     lam, n = frequencies(counts)
     inv = kron_inverses(K)
-    table = kron_apply(inv, lam)
-    if not variance:
-        return JointFit(table, "castell", n, None, se_target="joint",
+    if not variance:   # the estimate takes lam's place: the table and a small scratch
+        return JointFit(kron_apply(inv, lam, overwrite=True), "castell", n, None, se_target="joint",
                         note="castell inversion (Algorithm 3): mode-wise, the Kronecker matrix is never formed")
-    second = kron_apply([A * A for A in inv], lam)
+    table = kron_apply(inv, lam)
+    squares = [A * A for A in inv]
+    if table.size > SCORE_CELL_LIMIT:
+        # Wald intervals need no second moment beside the variance: it is computed in
+        # lam's place and turned into the variance there, so the fit holds two tables
+        # (estimate and variance) and nothing more
+        var = kron_apply(squares, lam, overwrite=True)
+        _subtract_in_place(var, table, squared=se == "population")
+        var /= n
+        return JointFit(table, "castell", n, var, se_kind=se, se_target="joint",
+                        cov=functools.partial(check_cells, table.size),   # past COV_CELL_LIMIT: refused
+                        note="castell inversion (Algorithm 3): mode-wise, the Kronecker matrix is never formed; "
+                             f"Wald intervals (more than {SCORE_CELL_LIMIT:,} cells)")
+    second = kron_apply(squares, lam)
     var = (second - (table * table if se == "population" else table)) / n
 
     def cov() -> np.ndarray:  # A (diag(lambda) - lambda lambda^T) A^T / n, A = (x) K_k^-1
         check_cells(table.size)
         return linear_covariance(kron_matrix(inv), lam, n, se)
 
-    if table.size > SCORE_CELL_LIMIT:
-        return JointFit(table, "castell", n, var, se_kind=se, se_target="joint", cov=cov,
-                        note="castell inversion (Algorithm 3): mode-wise, the Kronecker matrix is never formed; "
-                             f"Wald intervals (more than {SCORE_CELL_LIMIT:,} cells)")
     # g_x = sum_y A[x, y]^2 K[y, x] and max_y |A[x, y]| factor over the attributes
     g = _outer([np.diag((A * A) @ np.asarray(Kk, float)) for A, Kk in zip(inv, K)]).reshape(table.shape)
     step = _outer([np.abs(A).max(axis=1) for A in inv]).reshape(table.shape) / (2 * n)
@@ -81,6 +89,15 @@ def castell(counts: np.ndarray, K: Sequence[np.ndarray], *, variance: bool = Tru
     return JointFit(table, "castell", n, var, se_kind=se, se_target="joint", ci=intervals(0.95), ci_method=SCORE_CI,
                     intervals=intervals, cov=cov,
                     note="castell inversion (Algorithm 3): mode-wise, the Kronecker matrix is never formed")
+
+
+def _subtract_in_place(second: np.ndarray, table: np.ndarray, squared: bool, block: int = 1 << 16) -> None:
+    """``second -= table ** 2`` (or ``-= table``), a block at a time: no temporary table."""
+    flat, est = second.reshape(-1), table.reshape(-1)
+    block = max(1, min(block, flat.size // 8))
+    for i in range(0, flat.size, block):
+        part = est[i:i + block]
+        flat[i:i + block] -= part * part if squared else part
 
 
 def _score_at(est: np.ndarray, second: np.ndarray, g: np.ndarray, step: np.ndarray, n: int, se: str,
