@@ -202,9 +202,27 @@ def _sorted(frame: pd.DataFrame) -> bool:
 
 def missing_mask(values: pd.Series) -> np.ndarray:
     """Bool per value: empty, NaN or a missing-value word (text stripped)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes, distinct = values.cat.codes.to_numpy(), values.cat.categories
+    elif pd.api.types.is_numeric_dtype(values.dtype):
+        return values.isna().to_numpy()
+    elif len(values) > DISTINCT_FIRST:
+        codes, distinct = pd.factorize(values, use_na_sentinel=True)
+    else:
+        return _missing_each(values)
+    # each distinct value checked once, not each value (a tally of a million tuples over
+    # a few hundred labels per column); code -1 (missing) reads the appended True
+    return np.append(_missing_each(pd.Series(distinct, dtype=object)), True)[codes]
+
+
+#: past this many values, :func:`missing_mask` checks the distinct ones (a hash pass) and
+#: maps them back, instead of stripping and looking up every text
+DISTINCT_FIRST = 1 << 12
+
+
+def _missing_each(values: pd.Series) -> np.ndarray:
+    """:func:`missing_mask` value by value."""
     na = values.isna().to_numpy()
-    if pd.api.types.is_numeric_dtype(values.dtype):
-        return na
     obj = values.to_numpy(dtype=object)
     if all_text(obj):
         return pd.Series(strip_texts(obj), dtype=object).isin(MISSING).to_numpy()

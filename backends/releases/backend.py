@@ -38,7 +38,7 @@ from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
 from privspec.backends.core.numbers import parse_numbers
-from privspec.backends.data.checks import require_columns
+from privspec.backends.data.checks import MISSING, require_columns
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import joined_labels
 from privspec.backends.data.tally import Tally, describe_distinct
@@ -189,7 +189,10 @@ def noisy_counts(model: ModelGraph, release: Release, counts: np.ndarray, rng: n
 def _codes(tally: Tally, values: pd.Series, column: str, labels: Sequence[str], path: Any) -> np.ndarray:
     """Category index per distinct tuple of the tally; DataError D601 naming every distinct
     other value with its rows."""
-    which, distinct = pd.factorize(values, use_na_sentinel=False)
+    if isinstance(values.dtype, pd.CategoricalDtype) and not values.isna().any():
+        which, distinct = values.cat.codes.to_numpy(), values.cat.categories   # the codes are the factorization
+    else:
+        which, distinct = pd.factorize(values, use_na_sentinel=False)
     names = pd.Index(distinct).astype(str).str.strip()
     mapping = pd.Index(list(labels)).get_indexer(names).astype(np.int64)  # -1: not a category
     if (mapping < 0).any():
@@ -217,6 +220,37 @@ def _columns_of(var: Any, header: Sequence[str], path: Any) -> list[str]:
     return list(var.parts)
 
 
+def _categorical_counts(release: Release, frame: pd.DataFrame, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The count table straight from the codes when every table variable is a categorical
+    column of its own whose used categories are all its labels (what ``spec.privatize``
+    and a Parquet dictionary column give): one ``bincount``, no tally of the distinct
+    records.  None otherwise (a missing value, another value, combined columns): the
+    tally then counts and names the rows in its errors."""
+    codes = []
+    for var in release.variables:
+        col = frame.get(var.name)
+        if col is None or not isinstance(col.dtype, pd.CategoricalDtype):
+            return None
+        own = col.cat.codes.to_numpy()
+        if len(own) and int(own.min()) < 0:
+            return None
+        names = pd.Index(col.cat.categories).astype(str).str.strip()
+        mapping = pd.Index(list(var.labels)).get_indexer(names).astype(np.int64)
+        mapping[names.isin(MISSING)] = -1        # a missing-value word is D004's, not a label
+        if (mapping < 0).any() and (mapping[np.unique(own)] < 0).any():
+            return None
+        identity = np.array_equal(mapping, np.arange(len(mapping)))
+        codes.append(own if identity else mapping[own])
+    if not codes:
+        return None
+    # the row-major cell of each record, accumulated in place (no array per variable)
+    flat = codes[0].astype(np.int64)
+    for c, d in zip(codes[1:], shape[1:]):
+        flat *= d
+        flat += c
+    return np.bincount(flat, minlength=math.prod(shape)).reshape(shape).astype(np.int64)
+
+
 def count_records(model: ModelGraph, release: Release, data: Any, path: Any = "input") -> np.ndarray:
     """The true count table of raw records (one row per respondent) in the release's
     layout: ``data`` a DataFrame or an engine (:mod:`privspec.backends.data.engines`), counted
@@ -235,6 +269,10 @@ def count_records(model: ModelGraph, release: Release, data: Any, path: Any = "i
     [[2, 1], [1, 0]]
     """
     lay = Layout.of(release)
+    if isinstance(data, pd.DataFrame):
+        direct = _categorical_counts(release, data, lay.shape)
+        if direct is not None:
+            return direct
     engine = _engine(data, path)
     header = engine.columns()
     per_var = [_columns_of(v, header, path) for v in release.variables]
