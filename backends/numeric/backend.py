@@ -5,9 +5,8 @@
 * ``epsilon(M)``: the declared epsilon and the one read back exactly from the report
   law's densities (they must agree);
 * ``avar(mean(Y) from M by unbiased)``: ``n Var`` of the mean of the reports' unbiased
-  estimates, ``Var(Y) + s^2 E[Var(t_hat | t)]`` at the declared population (truncated to
-  the declared range ``[a, b]``; ``s`` the slope of the map from the mechanism's domain to
-  ``[a, b]``), beside the papers' worst-case noise variance ``max_t Var(t_hat | t)``;
+  estimates, ``Var(Y) + s^2 E[Var(t_hat | t)]`` at the declared population (``s`` the
+  slope of the map from the mechanism's domain onto the declared range ``[a, b]``), beside the papers' worst-case noise variance ``max_t Var(t_hat | t)``;
   without a population, the largest value over every population on ``[a, b]``;
 * ``estimate mean(Y) from M by unbiased``: the mean of the reports' unbiased estimates,
   its standard error from their sample variance, a 95% Wald interval, on data (``run``)
@@ -89,29 +88,19 @@ def _bounds(mech: Any) -> tuple[float, float]:
     return support_of(mech.variable)
 
 
-def population_moments(model: ModelGraph, mech: Any) -> tuple[float, float, float] | None:
-    """E[Y], E[Y^2] of the declared population truncated to the declared range, and the
-    mass it has outside (None without a population)."""
+def population_moments(model: ModelGraph, mech: Any) -> tuple[float, float] | None:
+    """E[Y] and E[Y^2] of the declared population (None without one; the front end keeps
+    it inside the declared range, E309)."""
     pop = population_law(model, mech.variable)
     if pop is None:
         return None
-    lo, hi = _bounds(mech)
     dist = law_distribution(pop)
-    inside = float(dist.cdf(hi) - dist.cdf(lo))
-    if inside <= 0:
-        raise BackendError(Diagnostic("B134", f"the population of {mech.variable.name} has no mass in its "
-                                              f"declared range [{lo:g}, {hi:g}]"))
-    m1 = float(dist.expect(lambda x: x, lb=lo, ub=hi, conditional=True))
-    m2 = float(dist.expect(lambda x: x * x, lb=lo, ub=hi, conditional=True))
-    return m1, m2, 1.0 - inside
+    return float(dist.mean()), float(dist.var() + dist.mean() ** 2)
 
 
 def _draw(model: ModelGraph, mech: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Values from the population truncated to the declared range (by inversion)."""
-    lo, hi = _bounds(mech)
-    dist = law_distribution(population_law(model, mech.variable))
-    a, b = dist.cdf(lo), dist.cdf(hi)
-    return np.clip(dist.ppf(a + (b - a) * rng.random(size)), lo, hi)
+    """Values from the population, by inversion."""
+    return law_distribution(population_law(model, mech.variable)).ppf(rng.random(size))
 
 
 # ---- the analytic answers ---------------------------------------------------------------------------
@@ -147,14 +136,12 @@ def avar_result(model: ModelGraph, q: Query) -> Result:
         extras["evaluation"] = f"no population for {mech.variable.name}: the largest value over every population " \
                                f"on [{lo:g}, {hi:g}]"
         return Avar(s2 * _worst_population(m), **extras)
-    m1, m2, outside = moments
+    m1, m2 = moments
     t1 = float(m.to_domain(m1, lo, hi))
     t2 = float(m.to_domain(m1, lo, hi) ** 2 + (m.value_scale(lo, hi) ** -2) * (m2 - m1 * m1))
     noise = s2 * m.mean_variance(t1, t2)
-    extras.update(evaluation="closed form at the population (its moments by quadrature)",
+    extras.update(evaluation="closed form at the population's mean and variance",
                   noise_at_population=noise, population_variance=m2 - m1 * m1)
-    if outside > 1e-12:
-        extras["note"] = f"the population has mass {outside:.3g} outside [{lo:g}, {hi:g}]: truncated to it"
     return Avar(m2 - m1 * m1 + noise, **extras)
 
 
