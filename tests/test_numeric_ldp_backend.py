@@ -191,3 +191,9 @@ compare ldp for mean(y) at n = 1000 target max_se <= 5 {
     doc = spec.compare()["ldp"].value
     text = str(doc)
     assert "lap" in text and "c1" in text
+
+
+def test_simulated_ems_error_is_small():
+    spec = _spec("mechanism S = square_wave(y, epsilon = 3)\nquery f = estimate cdf(y) from S by ems\n")
+    s = spec.simulate(n=20_000, reps=5, seed=3)["f"].value
+    assert s["mean_sup_error"] < 0.05
