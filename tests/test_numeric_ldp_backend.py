@@ -197,3 +197,10 @@ def test_simulated_ems_error_is_small():
     spec = _spec("mechanism S = square_wave(y, epsilon = 3)\nquery f = estimate cdf(y) from S by ems\n")
     s = spec.simulate(n=20_000, reps=5, seed=3)["f"].value
     assert s["mean_sup_error"] < 0.05
+
+
+def test_conditional_standard_errors_are_refused():
+    spec = _spec("mechanism M = duchi(y, epsilon = 1)\n"
+                 "query m = estimate mean(y) from M by unbiased(se = conditional)\n")
+    frame = spec.privatize(pd.DataFrame({"y": np.linspace(20, 150, 100)}), "M", seed=1)
+    assert "B140" in str(spec.run({"M": frame}).failures["m"])

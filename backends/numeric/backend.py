@@ -167,9 +167,9 @@ def mean_estimate(m: NumericLDP, reports: np.ndarray, counts: np.ndarray, lo: fl
                     protocol=m.name, inference=_wald(mu, se))
 
 
-def cdf_estimate(m: NumericLDP, reports: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> Estimate:
-    """Square wave's EMS histogram on :data:`EMS_BUCKETS` buckets of ``[lo, hi]``."""
-    assert isinstance(m, SquareWave)
+def cdf_estimate(m: SquareWave, reports: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> Estimate:
+    """Square wave's EMS histogram on :data:`EMS_BUCKETS` buckets of ``[lo, hi]`` (the front
+    end lets ``ems`` reach square wave only)."""
     fit = ems(m, reports, counts=counts, buckets=EMS_BUCKETS)
     edges = lo + (hi - lo) * fit.edges
     labels = tuple(f"[{a:.6g}, {b:.6g}]" if i == EMS_BUCKETS - 1 else f"[{a:.6g}, {b:.6g})"
@@ -269,6 +269,10 @@ class NumericBackend:
         return getattr(mechanism, "family", None) == "numeric"
 
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
+        if query.method is not None and query.method.options.get("se", "population") != "population":
+            raise BackendError(Diagnostic("B140", "se = conditional is not given for numeric mechanisms: the "
+                                                  "standard error is the population's (sampling and privacy noise)",
+                                          hint="leave se out (se = population)"))
         if query.kind == "epsilon":
             result = epsilon_result(model, query.mechanism)
             return result.with_fields(simulation="analytic only: nothing to draw") if verb == "simulate" else result

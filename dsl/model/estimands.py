@@ -219,7 +219,7 @@ def check_fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src:
     if m == "mle" and est.kind not in LAW_FUNCTIONALS and named:
         ctx.error("E205", "mle takes no argument here", span)
         return False
-    if m == "unbiased" and family == "interval":
+    if m == "unbiased" and family in INTERVAL:
         if not (isinstance(mech, IntervalMechanism) and mech.scheme == "case1" and mech.anchor.family == "uniform"):
             ctx.error("E501", "the unbiased mean estimator (Example 2) needs a Case-I mechanism with "
                               "uniform anchors", span, "use npmle, or collect with interval(X, case1(uniform(a, b)))")
