@@ -117,7 +117,7 @@ def _answers(spec_path: Path, data: dict[str, str], engine: str) -> dict:
 
 def test_the_bundled_specs_with_data() -> None:
     assert [p.stem for p in DATA_SPECS] == ["adult_race", "bcdeter", "castell_example", "gender_income",
-                                           "interval_privacy", "interval_table2", "language", "oracles",
+                                           "interval_privacy", "interval_table2", "language", "numeric", "oracles",
                                            "randomized_response", "survey", "university", "urn"]
 
 

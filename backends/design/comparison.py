@@ -53,7 +53,7 @@ import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
-from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, ORACLE, Answers, family_of
+from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, NUMERIC, ORACLE, Answers, family_of
 from privspec.results.comparison import (CandidateRow, ComparisonDocument, CriterionValue, Frontier, InverseChoice,
                                          InverseDesign, Planning, PowerCurve, Recommendation, StandardErrors,
                                          TargetEntry)
@@ -545,7 +545,7 @@ class ComparisonBackend:
     """Compare blocks, and the planning queries ``sample_size`` and ``power``."""
 
     REGISTER_NAME = "comparison"
-    ANSWERS = (Answers(("sample_size", "power"), FINITE + INTERVAL + ORACLE),)
+    ANSWERS = (Answers(("sample_size", "power"), FINITE + INTERVAL + ORACLE + NUMERIC),)
 
     def supports(self, query: Query, verb: str) -> bool:
         return any(row.matches(query, verb) for row in self.ANSWERS)

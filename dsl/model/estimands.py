@@ -219,11 +219,15 @@ def check_fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src:
     if m == "mle" and est.kind not in LAW_FUNCTIONALS and named:
         ctx.error("E205", "mle takes no argument here", span)
         return False
-    if m == "unbiased":
+    if m == "unbiased" and family in INTERVAL:
         if not (isinstance(mech, IntervalMechanism) and mech.scheme == "case1" and mech.anchor.family == "uniform"):
             ctx.error("E501", "the unbiased mean estimator (Example 2) needs a Case-I mechanism with "
                               "uniform anchors", span, "use npmle, or collect with interval(X, case1(uniform(a, b)))")
             return False
+    if m == "ems" and getattr(mech, "protocol", None) != "square_wave":
+        ctx.error("E501", "ems estimates the distribution behind square-wave reports (Li et al. 2020)", span,
+                  "collect with square_wave(X, epsilon = e)")
+        return False
     fits = estimators_for(est.kind, family)
     if observed and m not in fits:  # what the checks above leave: the estimand table decides
         ctx.error("E501", f"'{m}' does not apply to {est.kind}() from {FAMILY_WORDS[family]}", span,

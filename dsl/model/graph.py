@@ -415,9 +415,29 @@ class CensoredMechanism(_OneVariable):
         return (self.lower, self.upper) if self.lower is not None else (self.variable.name,)
 
 
+@dataclass(frozen=True)
+class NumericMechanism(_OneVariable):
+    """A local-DP mechanism on one bounded continuous variable (``docs/numeric.md``):
+    ``protocol`` is ``laplace``, ``duchi`` (Duchi et al. 2018), ``piecewise`` or ``hm``
+    (Wang et al. 2019), or ``square_wave`` (Li et al. 2020).  The value is mapped
+    linearly from the variable's declared range onto [-1, 1] (square wave: [0, 1])."""
+
+    name: str | None
+    variable: Variable
+    protocol: str
+    epsilon: sympy.Expr
+    span: Span | None = field(default=None, compare=False)
+    family = "numeric"
+    is_finite = False
+
+    @property
+    def kind(self) -> str:
+        return self.protocol
+
+
 Mechanism = Union[SubsetMechanism, RandomizedResponse, ProductMechanism, IntervalMechanism,
                   SelectiveMechanism, ProgressiveMechanism, CensoredMechanism, FrequencyOracle,
-                  MultiAttributeOracle]
+                  MultiAttributeOracle, NumericMechanism]
 
 
 # ---- releases, queries, comparisons ---------------------------------------------------

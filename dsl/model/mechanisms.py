@@ -24,8 +24,8 @@ from privspec.model import costs
 from privspec.model.arguments import (bind_variable, categorical_variable, check_float, check_positive,
                                       check_probability, continuous_variable, repeated_component, sums_to_one, value)
 from privspec.model.graph import (CONTINUOUS_FAMILIES, CensoredMechanism, IntervalMechanism, Law, Mechanism,
-                                  ProductMechanism, ProgressiveMechanism, SelectiveMechanism, SubsetDesign,
-                                  SubsetMechanism, Variable)
+                                  NumericMechanism, ProductMechanism, ProgressiveMechanism, SelectiveMechanism,
+                                  SubsetDesign, SubsetMechanism, Variable)
 from privspec.model.randomized_response import (ORACLES, build_grr, build_multi_oracle, build_oracle, build_rr,
                                                 build_rsfd)
 from privspec.model.scope import Context, compare, describe, sign
@@ -499,6 +499,26 @@ def build_censored(ctx: Context, call: ast.Call, name: str | None) -> CensoredMe
     return CensoredMechanism(name, var, ends, columns.get("lower"), columns.get("upper"), call.span)
 
 
+# ---- numeric values under local DP ------------------------------------------------------------------
+#: the local-DP mechanisms of one bounded continuous variable (docs/numeric.md)
+NUMERIC = ("laplace", "duchi", "piecewise", "hm", "square_wave")
+
+
+def build_numeric(ctx: Context, call: ast.Call, name: str | None) -> NumericMechanism | None:
+    """``laplace(Y, epsilon = e)`` and the other numeric mechanisms: a continuous variable
+    with a bounded declared range (its value is mapped from it) and epsilon > 0."""
+    bound = bind_variable(ctx, call, continuous_variable, ("epsilon",))
+    if bound is None:
+        return None
+    args, var, values = bound
+    if not var.is_bounded:
+        ctx.error("E406", f"{call.name}() maps {var.name} from its declared range, but {var.name} has an "
+                          "unbounded support", args["variable"].span,
+                  f"declare bounds: variable {var.name}: continuous [a, b]")
+        return None
+    return NumericMechanism(name, var, call.name, values["epsilon"], call.span)
+
+
 BUILDERS: dict[str, Callable[[Context, ast.Call, str | None], Mechanism | None]] = {
     "subset": build_subset,
     "grr": build_grr,
@@ -512,4 +532,5 @@ BUILDERS: dict[str, Callable[[Context, ast.Call, str | None], Mechanism | None]]
     "selective": build_selective,
     "progressive": build_progressive,
     "censored": build_censored,
+    **{m: build_numeric for m in NUMERIC},
 }

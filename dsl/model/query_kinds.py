@@ -44,12 +44,14 @@ FAMILIES: dict[str, str] = {
     "censored": "interval-censored data (censored)",
     "oracle": "local-DP frequency oracles (sue, oue, blh, olh, ss, hr, adp, l_grr, l_sue, l_oue, l_osue)",
     "multi_oracle": "several attributes under one local-DP budget (spl, smp, rsfd)",
+    "numeric": "a bounded numeric value under local DP (laplace, duchi, piecewise, hm, square_wave)",
     "release": "releases of count tables (no mechanism)",
 }
 FINITE = ("subset", "grr", "rr", "product", "rr_product")
 INTERVAL = ("interval", "censored")
 ORACLE = ("oracle", "multi_oracle")
-MECHANISM_FAMILIES = FINITE + INTERVAL + ORACLE
+NUMERIC = ("numeric",)
+MECHANISM_FAMILIES = FINITE + INTERVAL + ORACLE + NUMERIC
 
 
 def family_of(mechanism: Any) -> str:
@@ -128,10 +130,10 @@ ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
                   "oracle": ("mom", "mle")},
                  "the joint distribution of two or more categorical variables"),
     EstimandKind("mean", "mean(X)", 1, False, "estimate", ("unbiased", "npmle", "mle"),
-                 {"interval": ("unbiased", "npmle", "mle"), "censored": ("npmle", "mle")},
+                 {"interval": ("unbiased", "npmle", "mle"), "censored": ("npmle", "mle"), "numeric": ("unbiased",)},
                  "the mean of a continuous variable"),
-    EstimandKind("cdf", "cdf(X)", 1, False, "estimate", ("npmle", "mle"),
-                 {"interval": ("npmle", "mle"), "censored": ("npmle", "mle")},
+    EstimandKind("cdf", "cdf(X)", 1, False, "estimate", ("npmle", "mle", "ems"),
+                 {"interval": ("npmle", "mle"), "censored": ("npmle", "mle"), "numeric": ("ems",)},
                  "the distribution function of a continuous variable"),
     EstimandKind("moment", "moment(X, k)", 1, False, "estimate", ("npmle", "mle"),
                  {"interval": ("npmle", "mle"), "censored": ("npmle", "mle")},
@@ -257,6 +259,7 @@ ESTIMATOR_WORDS: dict[str, str] = {
     "castell": "castell", "hybrid": "hybrid", "truncated": "truncated", "clusters": "RR-Clusters",
     "iterative": "iterative (Algorithm 1)", "pearson": "Pearson chi-square", "lrt": "likelihood-ratio",
     "lrt_mom": "likelihood-ratio (moments)", "bonferroni": "Bonferroni",
+    "ems": "expectation-maximization with smoothing (EMS)",
 }
 #: coverage metrics: how well a report hides the answer, by metric
 _COVERAGE_WORDS: dict[str, str] = {
@@ -500,7 +503,7 @@ DEFAULT_ESTIMATORS: dict[str, dict[str, str]] = {
                      "oracle": "mom", "multi_oracle": "mom"},
     "joint": {"subset": "mle", "grr": "joint", "rr": "joint", "product": "mle", "rr_product": "castell",
               "oracle": "mom"},
-    "mean": {"interval": "npmle", "censored": "npmle"},
+    "mean": {"interval": "npmle", "censored": "npmle", "numeric": "unbiased"},
     "moment": {"interval": "npmle", "censored": "npmle"},
     "cdf": {"interval": "npmle", "censored": "npmle"},
 }

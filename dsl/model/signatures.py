@@ -235,6 +235,17 @@ _MECHANISMS = (
         _opt("upper", "column", "the column of upper ends"),
     ), "censored(VARIABLE, ends = right_closed | closed | left_closed | open, lower = COLUMN, upper = COLUMN)",
         "interval-censored data read as they come (no anchors)"),
+    # numeric values under local DP (docs/numeric.md): one bounded continuous variable each
+    *(Signature(name, "mechanism", (
+        _p("variable", "continuous variable", "a bounded continuous variable: continuous [a, b]"),
+        _p("epsilon", "positive", "the local differential privacy level"),
+    ), f"{name}(VARIABLE, epsilon = e)", doc) for name, doc in (
+        ("laplace", "the value mapped to [-1, 1] plus Laplace noise of scale 2/epsilon"),
+        ("duchi", "one of two values +-(e^eps + 1)/(e^eps - 1) (Duchi, Jordan and Wainwright 2018)"),
+        ("piecewise", "the piecewise mechanism (Wang et al., ICDE 2019)"),
+        ("hm", "the hybrid of piecewise and duchi with its optimal mixing (Wang et al., ICDE 2019)"),
+        ("square_wave", "the square wave on [0, 1] (Li et al., SIGMOD 2020); its distribution by ems"),
+    )),
 )
 
 _DESIGNS = (
@@ -322,7 +333,9 @@ _ESTIMATORS = (
     _estimator("truncated", "Algorithm 4: castell, negatives at 0, cells cut to the (w-1)-way margins", _PROJECT, _SE),
     _estimator("clusters", "RR-Clusters: castell within clusters of attributes, independence across them",
                _PROJECT, _V, _SE),
-    _estimator("unbiased", "the unbiased mean of Case-I data with uniform anchors (Example 2)", _SE),
+    _estimator("unbiased", "the unbiased mean of Case-I data with uniform anchors (Example 2), or of numeric "
+                           "local-DP reports", _SE),
+    _estimator("ems", "expectation-maximization with smoothing on 64 buckets (square wave; Li et al. 2020)"),
     _estimator("npmle", "nonparametric maximum likelihood (Turnbull)", _SE),
     _estimator("iterative", "Algorithm 1: iterative regression on interval responses",
                _p("regressor", "word", "the regression model", words=REGRESSORS, keyword=False),

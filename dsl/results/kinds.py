@@ -119,7 +119,20 @@ class OracleFacts:
 
 
 # ---- estimates -----------------------------------------------------------------------------------------
-class Estimate(Typed, OracleFacts):
+class NumericFacts:
+    """Fields of the results about a numeric value under local DP (laplace, duchi, piecewise,
+    hm, square_wave; docs/numeric.md)."""
+
+    worst_case_noise: Field[float] = Field("the papers' worst case: the largest noise variance of one report's "
+                                           "estimate over the values, in the variable's units")
+    worst_case_noise_unit: Field[float] = Field("the same on the mechanism's domain ([-1, 1]; square wave [0, 1])")
+    noise_at_population: Field[float] = Field("the noise variance of one report's estimate, averaged over the "
+                                              "population")
+    population_variance: Field[float] = Field("the variance of the value in the population")
+    histogram_mean: Field[float] = Field("the mean of the estimated histogram")
+
+
+class Estimate(Typed, OracleFacts, NumericFacts):
     """An estimate from reports: a Vector by category, a Table for a joint, a number (a mean,
     a moment), a location and scale, or a distribution function (a StepFunction, with its
     fit for ``cdf(x)``, ``band(x)``, ``quantile(q)``)."""
@@ -195,7 +208,7 @@ class Covariance(Typed):
     note: Field[str] = Field("what to know about it")
 
 
-class Avar(Covariance, OracleFacts):
+class Avar(Covariance, OracleFacts, NumericFacts):
     """``n`` times an estimator's covariance in the limit (``avar``)."""
 
     kind = "avar"
