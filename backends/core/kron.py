@@ -120,17 +120,17 @@ def _apply_in_place(mats: list[np.ndarray], t: np.ndarray) -> None:
         lead *= dims[lead_axes]
         lead_axes += 1
     trailing, sub = mats[lead_axes:], t.size // lead
-    if trailing:
-        scratch = np.empty(sub)
-        for i in range(lead):
-            piece = cur = t[i * sub:(i + 1) * sub]
-            for k, A in enumerate(trailing):
-                cur = _step(A, cur, (scratch, piece)[k % 2], sub)
-            if len(trailing) % 2:   # an odd number of steps ends in the scratch slice
-                piece[...] = cur
-        del scratch, cur   # freed before the block below: the peak is one of them
-    # an eighth of the table at most (and room for one column of every mode)
-    block, pre = np.empty(max(max(dims), min(CHUNK, t.size // 8))), 1
+    # one scratch array serves both phases: a slice for the trailing modes, a block of
+    # columns (an eighth of the table at most, room for one column of every mode) after
+    width_block = max(max(dims), min(CHUNK, t.size // 8))
+    scratch = np.empty(max(sub if trailing else 0, width_block))
+    for i in range(lead if trailing else 0):
+        piece = cur = t[i * sub:(i + 1) * sub]
+        for k, A in enumerate(trailing):
+            cur = _step(A, cur, (scratch, piece)[k % 2], sub)
+        if len(trailing) % 2:   # an odd number of steps ends in the scratch slice
+            piece[...] = cur
+    block, pre = scratch[:width_block], 1
     for A, d in zip(mats[:lead_axes], dims[:lead_axes]):
         post = t.size // (pre * d)
         t3, width = t.reshape(pre, d, post), max(1, block.size // d)
