@@ -95,11 +95,11 @@ def _em_step(K: np.ndarray, counts: np.ndarray, n: float, w: np.ndarray) -> np.n
     return w * (K.T @ (counts / np.where(lam > 0, lam, 1.0))) / n
 
 
-#: cycles in a row whose log-likelihood gain is within rounding (:data:`_FLAT_GAIN` of its size)
+#: cycles in a row whose log-likelihood gain is within rounding (:data:`FLAT_GAIN` of its size)
 #: after which EM stops: the likelihood is flat in doubles (a channel all but singular, grr at
 #: epsilon = 1e-9, moved w by 1e-8 a step and ran its 100,000 iterations, 2.7 s, for nothing)
-_FLAT_CYCLES = 100
-_FLAT_GAIN = 1e-15
+FLAT_CYCLES = 100
+FLAT_GAIN = 1e-15
 
 
 def _squarem(step, ll, violation, w: np.ndarray, tol: float, max_iter: int,
@@ -108,7 +108,7 @@ def _squarem(step, ll, violation, w: np.ndarray, tol: float, max_iter: int,
 
     With ``accelerate`` each cycle is a SQUAREM step (Varadhan and Roland 2008, scheme S3),
     kept only when it does not lower the likelihood ``ll``.  Stops early, unconverged, when
-    :data:`_FLAT_CYCLES` cycles in a row gain no more than rounding.  Returns the point, the
+    :data:`FLAT_CYCLES` cycles in a row gain no more than rounding.  Returns the point, the
     number of map evaluations and the last violation.
     """
     it = 0
@@ -139,9 +139,9 @@ def _squarem(step, ll, violation, w: np.ndarray, tol: float, max_iter: int,
         if v_now < tol:
             break
         ll_next = ll(w)
-        flat = flat + 1 if ll_next - ll_now <= _FLAT_GAIN * abs(ll_now) else 0
+        flat = flat + 1 if ll_next - ll_now <= FLAT_GAIN * abs(ll_now) else 0
         ll_now = ll_next
-        if flat >= _FLAT_CYCLES:
+        if flat >= FLAT_CYCLES:
             break
     return w, it, v_now
 
