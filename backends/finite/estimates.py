@@ -1,7 +1,9 @@
 """Estimates of a finite mechanism's distribution with their standard errors and intervals.
 
-One path for ``run`` and ``simulate``: :func:`fit_estimate` fits the query's estimator on
-counts per observation, refuses a fit that is not an answer, and attaches
+One path for ``run`` and ``simulate``: :func:`fit_estimates` fits the query's estimator on
+counts per observation of many replications at once (``run`` has one, :func:`fit_estimate`;
+the EM fits and profile intervals are batched across them), refuses a fit that is not an
+answer, and attaches
 
 * the covariance of the kind asked (the ``se`` option of the estimator):
   ``population`` (the default) is sampling plus privacy noise, ``avar / n``;
@@ -13,11 +15,12 @@ counts per observation, refuses a fit that is not an answer, and attaches
   ``n Cov(w_hat | X) -> avar - (diag(w) - w w^T)``: the population covariance less the
   multinomial covariance of the true values.  Marginals are the same linear image of both.
 * a confidence interval per category that respects ``[0, 1]``: for the MLE, the profile
-  likelihood interval ``{c : 2 (l_hat - max_{w_j = c} l(w)) <= chi2_1(level)}`` (its lower
-  end is 0 when the data cannot rule out an empty category, where a Wald interval has
-  the wrong width and the estimate is biased away from 0); for MoM and the one-step
-  estimator (linear or nearly so, unconstrained), the Wald interval clipped to ``[0, 1]``.
-  Quantiles come from :mod:`scipy.stats`.
+  likelihood interval ``{c : 2 (l_hat - max_{w_j = c} l(w)) <= chi2_1(level)}``
+  (:mod:`privspec.backends.finite.profile`; its lower end is 0 when the data cannot rule
+  out an empty category, where a Wald interval has the wrong width and the estimate is
+  biased away from 0); for MoM and the one-step estimator (linear or nearly so,
+  unconstrained), the Wald interval clipped to ``[0, 1]``.  Quantiles come from
+  :mod:`scipy.stats`.
 
 Refusals (each a clear error, never a printed non-answer): an iterative fit that did not
 reach its optimum (B020); an MLE that the data do not determine (D020, checked exactly:
