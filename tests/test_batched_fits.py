@@ -10,7 +10,7 @@ import sympy
 import privspec
 from privspec.backends.core.batched import ManyBlocks, em_fits, em_many, newton_many
 from privspec.backends.core.channel import matrix_channel
-from privspec.backends.core.estimators import em, fit_with_mass
+from privspec.backends.core.estimators import Blocks, em, newton
 from privspec.backends.finite.estimates import fit_estimate, fit_estimates
 from privspec.backends.finite.simulate import draw_reports
 from privspec.backends.finite.truth import Truth
@@ -45,7 +45,7 @@ def test_newton_many_holds_each_rows_masses(urn) -> None:
     blocks = ManyBlocks(np.tile(np.where(group, 0, 1), (len(C), 1)), np.column_stack([mass, 1 - mass]))
     many = newton_many(ch.Kn, C, W, blocks, tol=1e-9)
     for i, counts in enumerate(C):
-        one = fit_with_mass(ch, counts, group, float(mass[i]), W[i])
+        one = newton(ch, counts, W[i], tol=1e-9, blocks=Blocks(4, np.where(group, 0, 1), np.array([mass[i], 1 - mass[i]])))
         assert abs(many.w[i, 1] - mass[i]) < 1e-12
         assert abs(many.loglik[i] - one.loglik) < 1e-8 and np.abs(many.w[i] - one.w).max() < 1e-6
 

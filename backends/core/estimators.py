@@ -170,12 +170,6 @@ class Blocks:
         self.live = self.masses[self.parts] > 0
         self.size = np.bincount(self.parts, minlength=self.k)
 
-    @classmethod
-    def group(cls, group: np.ndarray, mass: float) -> "Blocks":
-        """A group of categories with mass ``mass``, the rest with ``1 - mass``."""
-        group = np.asarray(group, dtype=bool)
-        return cls(len(group), np.where(group, 0, 1), np.array([mass, 1.0 - mass]))
-
     def rescale(self, v: np.ndarray) -> np.ndarray:
         """Each block scaled to its mass (an empty block with mass: spread evenly)."""
         sums = np.bincount(self.parts, weights=v, minlength=self.k)
@@ -359,23 +353,6 @@ def newton(ch: Channel, counts: np.ndarray, w0: np.ndarray | None = None, *, tol
     if em_steps:
         note += f"; {em_steps} EM step{'s' if em_steps != 1 else ''} where Newton made no progress"
     return Fit(w, "newton", int(round(n)), ll(w), it, violation, violation < max(tol, 1e-8), note)
-
-
-def fit_with_mass(ch: Channel, counts: np.ndarray, group: np.ndarray, mass: float,
-                  w0: np.ndarray | None = None, *, tol: float = 1e-9) -> Fit:
-    """The MLE of w subject to ``sum_{j in group} w_j = mass``: a profile likelihood's inner fit
-    (projected Newton with two blocks, :class:`Blocks`).
-
-    Examples
-    --------
-    >>> import sympy
-    >>> from privspec.backends.core.channel import matrix_channel
-    >>> ch = matrix_channel(("a", "b", "c"), sympy.Matrix([[2, 1, 1], [1, 2, 1], [1, 1, 2]]) / 4)
-    >>> fit = fit_with_mass(ch, np.array([50.0, 30.0, 20.0]), np.array([True, False, False]), 0.5)
-    >>> round(float(fit.w[0]), 12), fit.converged
-    (0.5, True)
-    """
-    return newton(ch, counts, w0, tol=tol, blocks=Blocks.group(group, mass))
 
 
 def one_step(ch: Channel, counts: np.ndarray) -> Fit:
