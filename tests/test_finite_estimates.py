@@ -13,7 +13,8 @@ from privspec.backends.core import estimators
 from privspec.backends.core.compile import channel_of
 from privspec.backends.finite.backend import estimate_on_counts
 from privspec.backends.finite.data import observations, privatize_frame
-from privspec.backends.finite.estimates import (boundary_critical, conditional_covariance, fit_estimate,
+from privspec.backends.finite.profile import boundary_critical
+from privspec.backends.finite.estimates import (conditional_covariance, fit_estimate,
                                                 mle_determined)
 from privspec.backends.finite.simulate import draw_reports, simulate_query
 from privspec.errors import BackendError

@@ -95,11 +95,11 @@ def _em_step(K: np.ndarray, counts: np.ndarray, n: float, w: np.ndarray) -> np.n
     return w * (K.T @ (counts / np.where(lam > 0, lam, 1.0))) / n
 
 
-#: cycles in a row whose log-likelihood gain is within rounding (:data:`_FLAT_GAIN` of its size)
+#: cycles in a row whose log-likelihood gain is within rounding (:data:`FLAT_GAIN` of its size)
 #: after which EM stops: the likelihood is flat in doubles (a channel all but singular, grr at
 #: epsilon = 1e-9, moved w by 1e-8 a step and ran its 100,000 iterations, 2.7 s, for nothing)
-_FLAT_CYCLES = 100
-_FLAT_GAIN = 1e-15
+FLAT_CYCLES = 100
+FLAT_GAIN = 1e-15
 
 
 def _squarem(step, ll, violation, w: np.ndarray, tol: float, max_iter: int,
@@ -108,7 +108,7 @@ def _squarem(step, ll, violation, w: np.ndarray, tol: float, max_iter: int,
 
     With ``accelerate`` each cycle is a SQUAREM step (Varadhan and Roland 2008, scheme S3),
     kept only when it does not lower the likelihood ``ll``.  Stops early, unconverged, when
-    :data:`_FLAT_CYCLES` cycles in a row gain no more than rounding.  Returns the point, the
+    :data:`FLAT_CYCLES` cycles in a row gain no more than rounding.  Returns the point, the
     number of map evaluations and the last violation.
     """
     it = 0
@@ -139,9 +139,9 @@ def _squarem(step, ll, violation, w: np.ndarray, tol: float, max_iter: int,
         if v_now < tol:
             break
         ll_next = ll(w)
-        flat = flat + 1 if ll_next - ll_now <= _FLAT_GAIN * abs(ll_now) else 0
+        flat = flat + 1 if ll_next - ll_now <= FLAT_GAIN * abs(ll_now) else 0
         ll_now = ll_next
-        if flat >= _FLAT_CYCLES:
+        if flat >= FLAT_CYCLES:
             break
     return w, it, v_now
 
@@ -169,12 +169,6 @@ class Blocks:
         self.k = len(self.masses)
         self.live = self.masses[self.parts] > 0
         self.size = np.bincount(self.parts, minlength=self.k)
-
-    @classmethod
-    def group(cls, group: np.ndarray, mass: float) -> "Blocks":
-        """A group of categories with mass ``mass``, the rest with ``1 - mass``."""
-        group = np.asarray(group, dtype=bool)
-        return cls(len(group), np.where(group, 0, 1), np.array([mass, 1.0 - mass]))
 
     def rescale(self, v: np.ndarray) -> np.ndarray:
         """Each block scaled to its mass (an empty block with mass: spread evenly)."""
@@ -359,23 +353,6 @@ def newton(ch: Channel, counts: np.ndarray, w0: np.ndarray | None = None, *, tol
     if em_steps:
         note += f"; {em_steps} EM step{'s' if em_steps != 1 else ''} where Newton made no progress"
     return Fit(w, "newton", int(round(n)), ll(w), it, violation, violation < max(tol, 1e-8), note)
-
-
-def fit_with_mass(ch: Channel, counts: np.ndarray, group: np.ndarray, mass: float,
-                  w0: np.ndarray | None = None, *, tol: float = 1e-9) -> Fit:
-    """The MLE of w subject to ``sum_{j in group} w_j = mass``: a profile likelihood's inner fit
-    (projected Newton with two blocks, :class:`Blocks`).
-
-    Examples
-    --------
-    >>> import sympy
-    >>> from privspec.backends.core.channel import matrix_channel
-    >>> ch = matrix_channel(("a", "b", "c"), sympy.Matrix([[2, 1, 1], [1, 2, 1], [1, 1, 2]]) / 4)
-    >>> fit = fit_with_mass(ch, np.array([50.0, 30.0, 20.0]), np.array([True, False, False]), 0.5)
-    >>> round(float(fit.w[0]), 12), fit.converged
-    (0.5, True)
-    """
-    return newton(ch, counts, w0, tol=tol, blocks=Blocks.group(group, mass))
 
 
 def one_step(ch: Channel, counts: np.ndarray) -> Fit:

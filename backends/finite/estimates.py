@@ -1,7 +1,9 @@
 """Estimates of a finite mechanism's distribution with their standard errors and intervals.
 
-One path for ``run`` and ``simulate``: :func:`fit_estimate` fits the query's estimator on
-counts per observation, refuses a fit that is not an answer, and attaches
+One path for ``run`` and ``simulate``: :func:`fit_estimates` fits the query's estimator on
+counts per observation of many replications at once (``run`` has one, :func:`fit_estimate`;
+the EM fits and profile intervals are batched across them), refuses a fit that is not an
+answer, and attaches
 
 * the covariance of the kind asked (the ``se`` option of the estimator):
   ``population`` (the default) is sampling plus privacy noise, ``avar / n``;
@@ -13,11 +15,12 @@ counts per observation, refuses a fit that is not an answer, and attaches
   ``n Cov(w_hat | X) -> avar - (diag(w) - w w^T)``: the population covariance less the
   multinomial covariance of the true values.  Marginals are the same linear image of both.
 * a confidence interval per category that respects ``[0, 1]``: for the MLE, the profile
-  likelihood interval ``{c : 2 (l_hat - max_{w_j = c} l(w)) <= chi2_1(level)}`` (its lower
-  end is 0 when the data cannot rule out an empty category, where a Wald interval has
-  the wrong width and the estimate is biased away from 0); for MoM and the one-step
-  estimator (linear or nearly so, unconstrained), the Wald interval clipped to ``[0, 1]``.
-  Quantiles come from :mod:`scipy.stats`.
+  likelihood interval ``{c : 2 (l_hat - max_{w_j = c} l(w)) <= chi2_1(level)}``
+  (:mod:`privspec.backends.finite.profile`; its lower end is 0 when the data cannot rule
+  out an empty category, where a Wald interval has the wrong width and the estimate is
+  biased away from 0); for MoM and the one-step estimator (linear or nearly so,
+  unconstrained), the Wald interval clipped to ``[0, 1]``.  Quantiles come from
+  :mod:`scipy.stats`.
 
 Refusals (each a clear error, never a printed non-answer): an iterative fit that did not
 reach its optimum (B020); an MLE that the data do not determine (D020, checked exactly:
@@ -27,21 +30,22 @@ linear programs); a one-step estimate whose Hessian is singular (Assumption 2).
 """
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
-from privspec.errors import BackendError, DataError, Diagnostic
+from privspec.errors import BackendError, DataError, Diagnostic, PrivspecError
 from privspec.model.graph import ProductMechanism, Query, Variable
 from privspec.results.values import Inference
 from privspec.backends.core.channel import B_matrix, Channel
 from privspec.backends.core.compile import channel_in_w, channel_of
-from privspec.backends.core.estimators import AFFINE_METHODS, Fit, em, estimate, fit_with_mass
+from privspec.backends.core.batched import em_fits
+from privspec.backends.core.estimators import AFFINE_METHODS, Fit, em, estimate
 from privspec.backends.core.projections import SCORE_CI, WALD_CI, score_interval, wald_interval
+from privspec.backends.finite.profile import profile_intervals
 
 #: estimators whose intervals come from the profile likelihood
 MLE_FAMILY = ("mle", "em", "newton")
@@ -192,26 +196,43 @@ def require_answer(ch: Channel, counts: np.ndarray, fit: Fit, method: str, M: np
     _check_determined(ch.Kn[np.asarray(counts) > 0], fit, method, M)
 
 
-def _fit_and_covariance(q: Query, ch: Channel, counts: np.ndarray) -> tuple[Fit, Any, tuple[str, ...], Any]:
-    """The fit over the channel's real categories, a function giving the population ``n Cov``
-    at a point (or a fixed matrix), the labels, and the dummy design if any."""
-    mech = q.mechanism
+def fit_channel(q: Query, ch: Channel) -> Channel:
+    """The channel ``q``'s estimator fits on: the mechanism's channel in w (affine for dummy
+    categories), or ``ch`` itself."""
     method = q.method.name
-    if ch.closed is None and ch is channel_of(mech):
-        ch = channel_in_w(mech)  # the mechanism's channel in w (affine for dummy categories)
+    if ch.closed is None and ch is channel_of(q.mechanism):
+        ch = channel_in_w(q.mechanism)
     if ch.offset is not None and method not in AFFINE_METHODS:
         raise BackendError(Diagnostic("B008", f"'{method}' is not available with dummy categories",
                                       hint="use mom or mle (EM with the dummies' mass fixed)"))
-    fit = estimate(ch, counts, method)
-    if method == "mom":
-        return fit, ch.avar_mom, ch.x_labels, ch
+    return ch
+
+
+def _fits(ch: Channel, C: np.ndarray, method: str) -> list[Fit | Exception]:
+    """The estimator's fit on each row of counts, or the error that refused it: EM on all rows
+    at once (:func:`privspec.backends.core.batched.em_fits`), the other estimators row by row."""
+    if method in ("mle", "em") and ch.closed is None:
+        return em_fits(ch, C)
+    out: list[Fit | Exception] = []
+    for counts in C:
+        try:
+            out.append(estimate(ch, counts, method))
+        except REFUSALS as e:
+            out.append(e)
+    return out
+
+
+def _covariance(q: Query, ch: Channel, counts: np.ndarray, fit: Fit) -> tuple[Fit, Any]:
+    """The fit (its note completed) and a function giving the population ``n Cov`` at a
+    point; ``ch`` the channel of the fit (:func:`fit_channel`)."""
+    if q.method.name == "mom":
+        return fit, ch.avar_mom
     if ch.closed is not None:
         # a partial channel (the observed reports only) has no expected information: the
         # observed one stands in for it
         return Fit(fit.w, fit.method, fit.n, fit.loglik, fit.iterations, fit.kkt, fit.converged,
-                   f"{fit.note}; standard errors from the observed information"), \
-            observed_information(ch, counts), ch.x_labels, ch
-    return fit, (lambda w: ch.avar_mle(np.clip(w, 1e-12, None))), ch.x_labels, ch
+                   f"{fit.note}; standard errors from the observed information"), observed_information(ch, counts)
+    return fit, (lambda w: ch.avar_mle(np.clip(w, 1e-12, None)))
 
 
 def observed_information(ch: Channel, counts: np.ndarray):
@@ -231,18 +252,61 @@ def observed_information(ch: Channel, counts: np.ndarray):
 
 
 
+#: what refuses one replication's estimate (``simulate`` skips it, ``run`` reports it)
+REFUSALS = (np.linalg.LinAlgError, ValueError, PrivspecError)
+
+
 def fit_estimate(q: Query, ch: Channel, counts: np.ndarray, *, level: float = 0.95) -> FiniteEstimate:
     """Fit ``q``'s estimator on ``counts`` (per observation of ``ch``) with covariance and intervals."""
+    got = fit_estimates(q, ch, np.asarray(counts, dtype=float)[None, :], level=level)[0]
+    if isinstance(got, Exception):
+        raise got
+    return got
+
+
+def fit_estimates(q: Query, ch: Channel, C: np.ndarray, *, level: float = 0.95) -> list[FiniteEstimate | Exception]:
+    """:func:`fit_estimate` on each row of counts ``C`` (replications on one channel): each
+    row's estimate, or the error that refused it.  The EM fits of all rows are made at once,
+    and so are their profile likelihood intervals (:func:`privspec.backends.finite.profile.profile_intervals`)."""
+    ch.check_floating()
+    C = np.asarray(C, dtype=float)
+    try:
+        ch_w = fit_channel(q, ch)
+    except REFUSALS as e:
+        return [e] * len(C)
+    out: list[FiniteEstimate | Exception] = []
+    plans: list[tuple[int, _Profile]] = []
+    for counts, fit in zip(C, _fits(ch_w, C, q.method.name)):
+        try:
+            if isinstance(fit, Exception):
+                raise fit
+            est, plan = _estimate(q, ch, ch_w, counts, fit, level)
+        except REFUSALS as e:
+            out.append(e)
+            continue
+        if plan is not None:
+            plans.append((len(out), plan))
+        out.append(est)
+    if plans:
+        ci, failed = _profile(ch, [plan for _, plan in plans], level)
+        for (i, plan), interval, bad in zip(plans, ci, failed):
+            out[i] = ValueError("the profile likelihood's bracket lost its sign change") if bad else \
+                replace(out[i], ci=interval, ci_method=plan.how)
+    return out
+
+
+def _estimate(q: Query, ch: Channel, ch_w: Channel, counts: np.ndarray, fit: Fit, level: float
+              ) -> tuple[FiniteEstimate, "_Profile | None"]:
+    """One replication's estimate from its fit on ``ch_w`` (:func:`fit_channel`), with its
+    intervals unless they are profile likelihood intervals: then what they need."""
     method = q.method.name
     kind = se_kind_of(q)
-    counts = np.asarray(counts, dtype=float)
-    ch.check_floating()
-    fit, avar, labels, ch_w = _fit_and_covariance(q, ch, counts)
+    fit, avar = _covariance(q, ch_w, counts, fit)
     _refuse_unconverged(fit, method)
-    M, est_labels = estimand_map(tuple(labels), q.mechanism, q)
-    affine = ch_w is not None and ch_w.offset is not None
+    M, est_labels = estimand_map(tuple(ch_w.x_labels), q.mechanism, q)
+    affine = ch_w.offset is not None
     K_w = ch_w.Kn if affine else ch.Kn   # the reports' probabilities in w (affine: K_eff w + b)
-    _check_determined(K_w[np.asarray(counts) > 0], fit, method, M)
+    _check_determined(K_w[counts > 0], fit, method, M)
     try:
         V = np.asarray(avar(fit.w), dtype=float)
     except np.linalg.LinAlgError:
@@ -255,13 +319,21 @@ def fit_estimate(q: Query, ch: Channel, counts: np.ndarray, *, level: float = 0.
     notes: list[str] = []
     if np.any(w < 0):
         notes.append("the estimate has negative entries (MoM is unbiased but may leave the simplex)")
-    ci, ci_method = _intervals(q, ch, counts, fit, w, V, M, kind, V_pop, affine, level, notes)
+    plan = _profile_plan(q, ch, counts, fit, V, M, kind, V_pop, affine, level, notes)
+    ci, ci_method = (None, "") if plan is not None else _other_intervals(q, ch, counts, fit, w, V, M, kind, affine,
+                                                                          level)
 
     def intervals(at: float) -> np.ndarray | None:
         """The same method's intervals at another level (the notes were said at ``level``)."""
-        return _intervals(q, ch, counts, fit, w, V, M, kind, V_pop, affine, at, [])[0]
+        again = _profile_plan(q, ch, counts, fit, V, M, kind, V_pop, affine, at, [])
+        if again is None:
+            return _other_intervals(q, ch, counts, fit, w, V, M, kind, affine, at)[0]
+        ci, failed = _profile(ch, [again], at)
+        if failed[0]:
+            raise ValueError("the profile likelihood's bracket lost its sign change")
+        return ci[0]
 
-    return FiniteEstimate(w, V, tuple(est_labels), fit, kind, ci, ci_method, level, tuple(notes), intervals)
+    return FiniteEstimate(w, V, tuple(est_labels), fit, kind, ci, ci_method, level, tuple(notes), intervals), plan
 
 
 # ---- intervals ---------------------------------------------------------------------------------------
@@ -274,132 +346,60 @@ def wald_inference(w: np.ndarray, se: np.ndarray, cov: Callable[[], np.ndarray] 
     return Inference(WALD_CI, lambda level: tuple(wald_interval(w, se, level).T), cov, no_covariance)
 
 
-@functools.lru_cache(maxsize=8)
-def _critical_table(level: float) -> tuple[np.ndarray, np.ndarray]:
-    grid = np.linspace(0.0, 4.0, 401)
-    lo, hi = float(scipy.stats.chi2.ppf(2 * level - 1, 1)), float(scipy.stats.chi2.ppf(level, 1))
+@dataclass(frozen=True)
+class _Profile:
+    """What one replication's profile likelihood intervals need: its counts, the MLE and its
+    log-likelihood, the categories of each estimand cell, the deviance's scale and the
+    standard error per cell, and the method's name."""
 
-    def accept(c: float, mu: float) -> float:
-        r = math.sqrt(c)
-        low = mu - r if mu >= r else ((mu * mu - c) / (2 * mu) if mu > 0 else -np.inf)
-        return float(scipy.stats.norm.cdf(r) - scipy.stats.norm.cdf(low - mu)) - level
-
-    crit = [scipy.optimize.brentq(accept, lo * (1 - 1e-12), hi * (1 + 1e-12), args=(mu,), xtol=1e-12) for mu in grid]
-    return grid, np.array(crit)
-
-
-def boundary_critical(distance: np.ndarray | float, level: float = 0.95) -> np.ndarray | float:
-    """The critical value of the profile deviance for a parameter ``distance`` standard errors
-    from a boundary (0 or 1 for a probability), so that the interval covers at ``level``.
-
-    In the limit the estimate is ``X ~ N(mu, 1)`` restricted to ``mu >= 0``; the profile
-    deviance at ``mu`` is ``(X - mu)^2`` for ``X >= 0`` and ``mu^2 - 2 X mu`` for ``X < 0``
-    (the MLE sits at 0).  Accepting ``mu`` when the deviance is at most ``c(mu)`` with
-    ``P_mu(deviance <= c(mu)) = level`` is the likelihood-ratio-ordered Neyman construction
-    (Feldman and Cousins 1998): exact coverage for every ``mu``.  ``c`` rises from
-    ``chi2_1(2 level - 1)`` (2.71 at 95%: at the boundary half the estimates are at 0 and
-    always covered) to ``chi2_1(level)`` (3.84) about 2 standard errors away; a fixed 3.84
-    covers 97.5% at the boundary.
-
-    Examples
-    --------
-    >>> [round(float(boundary_critical(d)), 3) for d in (0.0, 1.0, 3.0)]
-    [2.706, 3.31, 3.841]
-    """
-    grid, crit = _critical_table(float(level))
-    return np.interp(distance, grid, crit, right=float(scipy.stats.chi2.ppf(level, 1)))
+    counts: np.ndarray
+    w: np.ndarray
+    loglik: float
+    groups: np.ndarray
+    scale: np.ndarray
+    se: np.ndarray
+    how: str
 
 
-def profile_interval(ch: Channel, counts: np.ndarray, w_hat: np.ndarray, loglik: float, group: np.ndarray,
-                     level: float = 0.95, *, scale: float = 1.0, se: float | None = None) -> tuple[float, float]:
-    """The profile likelihood interval of ``c = sum_{j in group} w_j`` at ``level``.
-
-    ``{c : 2 (l_hat - l_c) <= scale crit(c)}`` with ``l_c`` the likelihood maximized with
-    the group's mass fixed at c and ``crit`` the boundary-aware critical value
-    (:func:`boundary_critical`, at c's distance from 0 or 1 in units of ``se``: 3.84 away from
-    the boundary, 2.71 at it) (:func:`privspec.backends.core.estimators.fit_with_mass`,
-    warm-started).  Each end solves ``r(c) = +-1`` for the signed root deviance
-    ``r(c) = sign(c - c_hat) sqrt(2 (l_hat - l_c) / (scale crit(c)))``, nearly linear in c, by
-    Brent's method in a bracket grown from the Wald guess ``c_hat +- z se``; an end stays at 0 or 1
-    where the deviance there is below the critical value.  ``scale`` < 1 narrows the interval
-    by the ratio of two variances while keeping its shape at the boundary (the conditional
-    interval, :func:`fit_estimate`).
-
-    Examples
-    --------
-    >>> import sympy
-    >>> from privspec.backends.core.channel import matrix_channel
-    >>> from privspec.backends.core.estimators import em
-    >>> ch = matrix_channel(("a", "b"), sympy.Matrix([[3, 1], [1, 3]]) / 4)
-    >>> counts = np.array([260.0, 740.0])
-    >>> fit = em(ch, counts)
-    >>> lo, hi = profile_interval(ch, counts, fit.w, fit.loglik, np.array([True, False]))
-    >>> lo == 0.0, round(hi, 3)
-    (True, 0.076)
-    """
-    z = float(scipy.stats.norm.ppf(0.5 + level / 2))
-    c_hat = float(w_hat[group].sum())
-    warm = {"w": w_hat}
-    unit = se if se is not None and se > 0 else 0.0
-    step = max(unit, 1e-4)
-
-    def root(c: float) -> float:
-        """sign(c - c_hat) sqrt(deviance / critical value): +-1 at the interval's ends."""
-        fit = fit_with_mass(ch, counts, group, c, warm["w"])
-        if not np.isfinite(fit.loglik):
-            return math.copysign(1e6, c - c_hat)
-        warm["w"] = fit.w
-        dev = 2.0 * (loglik - fit.loglik) / scale
-        crit = float(boundary_critical(min(c, 1.0 - c) / unit, level)) if unit > 0 else z * z
-        return math.copysign(math.sqrt(max(dev, 0.0) / crit), c - c_hat)
-
-    ends = []
-    for sign, edge in ((-1.0, 0.0), (1.0, 1.0)):
-        warm["w"] = w_hat
-        if abs(c_hat - edge) < 1e-12:
-            ends.append(edge)
-            continue
-        inner, outer = c_hat, c_hat + sign * z * step
-        while True:  # grow the bracket until the root deviance passes z or the edge is reached
-            if sign * (outer - edge) >= 0:
-                outer = edge
-                if sign * root(edge) <= 1.0:
-                    ends.append(edge)
-                    break
-            elif sign * root(outer) <= 1.0:
-                inner, outer = outer, outer + sign * 2 * abs(outer - c_hat)
-                continue
-            a, b = sorted((inner, outer))
-            ends.append(float(scipy.optimize.brentq(lambda c: root(c) - sign, a, b, xtol=max(1e-10, 1e-5 * step))))
-            break
-    return ends[0], ends[1]
+def _profile(ch: Channel, plans: list[_Profile], level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The profile likelihood intervals of every plan at once, and which failed."""
+    return profile_intervals(ch.Kn, np.array([p.counts for p in plans]), np.array([p.w for p in plans]),
+                             np.array([p.loglik for p in plans]), plans[0].groups, level,
+                             scale=np.array([p.scale for p in plans]), se=np.array([p.se for p in plans]))
 
 
-def _intervals(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, w: np.ndarray, V: np.ndarray | None,
-               M: np.ndarray | None, kind: str, V_pop: np.ndarray | None, dummies: bool, level: float,
-               notes: list[str]) -> tuple[np.ndarray | None, str]:
-    """Intervals per estimand category: the profile likelihood for the likelihood-based
-    estimators, the clipped Wald interval for MoM (unbiased and unconstrained)."""
+def _profile_plan(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, V: np.ndarray | None, M: np.ndarray | None,
+                  kind: str, V_pop: np.ndarray | None, dummies: bool, level: float, notes: list[str]
+                  ) -> _Profile | None:
+    """What the profile likelihood intervals need, for the likelihood-based estimators where
+    they are affordable; None for the others (a note says when it is for the work)."""
     method = q.method.name
-    se = None if V is None else np.sqrt(np.maximum(np.diag(V), 0.0) / fit.n)
-    if method in MLE_FAMILY + ("one_step",) and not dummies and V is not None and V_pop is not None:
-        groups = [np.eye(ch.p, dtype=bool)[j] for j in range(ch.p)] if M is None else [row > 0 for row in M]
-        work = len(groups) * float(np.count_nonzero(counts)) * ch.p * 400
-        if work <= PROFILE_WORK_LIMIT:
-            # se = conditional: the deviance threshold scaled by Var_conditional / Var_population
-            # per category, the same interval to first order as the conditional Wald one, with
-            # the profile likelihood's shape near 0 (where the MLE has an atom)
-            ratio = np.ones(len(groups)) if kind == "population" else \
-                np.clip(np.diag(V) / np.maximum(np.diag(V_pop), 1e-300), 1e-6, 1.0)
-            ll_hat = fit.loglik if method in MLE_FAMILY else _mle_loglik(ch, counts, fit.w)
-            w_full = fit.w if method in MLE_FAMILY else _mle(ch, counts, fit.w)
-            ci = np.array([profile_interval(ch, counts, w_full, ll_hat, g, level, scale=float(r), se=float(s))
-                           for g, r, s in zip(groups, ratio, se)])
-            how = "profile likelihood" + ("" if kind == "population" else
-                                          ", deviance scaled by the conditional/population variance ratio")
-            return ci, how
+    if not (method in MLE_FAMILY + ("one_step",) and not dummies and V is not None and V_pop is not None):
+        return None
+    groups = np.eye(ch.p, dtype=bool) if M is None else M > 0
+    work = len(groups) * float(np.count_nonzero(counts)) * ch.p * 400
+    if work > PROFILE_WORK_LIMIT:
         notes.append("intervals by the clipped Wald method: profile likelihood intervals of this many "
                      "categories would take too long")
+        return None
+    se = np.sqrt(np.maximum(np.diag(V), 0.0) / fit.n)
+    # se = conditional: the deviance threshold scaled by Var_conditional / Var_population
+    # per category, the same interval to first order as the conditional Wald one, with
+    # the profile likelihood's shape near 0 (where the MLE has an atom)
+    ratio = np.ones(len(groups)) if kind == "population" else \
+        np.clip(np.diag(V) / np.maximum(np.diag(V_pop), 1e-300), 1e-6, 1.0)
+    full = fit if method in MLE_FAMILY else em(ch, counts, fit.w)
+    how = "profile likelihood" + ("" if kind == "population" else
+                                  ", deviance scaled by the conditional/population variance ratio")
+    return _Profile(counts, full.w, full.loglik, groups, ratio, se, how)
+
+
+def _other_intervals(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, w: np.ndarray, V: np.ndarray | None,
+                     M: np.ndarray | None, kind: str, dummies: bool, level: float) -> tuple[np.ndarray | None, str]:
+    """Intervals per estimand category where they are not the profile likelihood's: the score
+    interval for MoM (unbiased and unconstrained), else the clipped Wald interval."""
+    method = q.method.name
+    se = None if V is None else np.sqrt(np.maximum(np.diag(V), 0.0) / fit.n)
     if se is None:
         return None, "none (singular covariance)"
     if method == "mom" and M is None and not dummies and ch.closed is None:
@@ -412,11 +412,3 @@ def _intervals(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, w: np.ndarra
                                 np.abs(A).max(axis=1) / (2 * fit.n), fit.n, kind, level)
         return np.column_stack([lo, hi]), SCORE_CI
     return wald_interval(w, se, level), "Wald, clipped to [0, 1]"
-
-
-def _mle(ch: Channel, counts: np.ndarray, start: np.ndarray) -> np.ndarray:
-    return em(ch, counts, start).w
-
-
-def _mle_loglik(ch: Channel, counts: np.ndarray, start: np.ndarray) -> float:
-    return em(ch, counts, start).loglik

@@ -4,6 +4,7 @@ asymptotic theory."""
 from __future__ import annotations
 
 import time
+from typing import Iterator
 
 import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
@@ -14,9 +15,9 @@ from privspec.results.kinds import Simulation
 from privspec.results.result import Result
 from privspec.results.values import Matrix, Vector
 from privspec.progress import progress
-from privspec.errors import PrivspecError
 from privspec.backends.finite.truth import Truth, real_labels, avar_matrix, independence_on_counts
-from privspec.backends.finite.estimates import fit_estimate, marginal_map, se_kind_of
+from privspec.backends.core.channel import Channel
+from privspec.backends.finite.estimates import FiniteEstimate, fit_estimates, marginal_map, se_kind_of
 
 
 def draw_reports(rng: np.random.Generator, K: np.ndarray, w: np.ndarray, n: int, reps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -34,6 +35,22 @@ def draw_reports(rng: np.random.Generator, K: np.ndarray, w: np.ndarray, n: int,
     for j in np.nonzero(w > 0)[0]:  # one vectorized draw per category, over all replications
         reports += rng.multinomial(x[:, j], cols[:, j])
     return x.astype(float), reports
+
+
+#: replications fitted at once (their fits and profile intervals batched): the bar moves a chunk at a time
+CHUNK = 250
+#: at most this many numbers in the bordered Newton systems of a chunk's profile fits
+#: (2 ends x p categories x (p + 2)^2 per replication): 160 MB
+CHUNK_CELLS = 2e7
+
+
+def estimates_of(q: Query, ch: Channel, draws: np.ndarray) -> Iterator[FiniteEstimate | Exception]:
+    """Each replication's estimate (or the error that refused it), fitted :data:`CHUNK`
+    replications at a time, fewer on many categories (:data:`CHUNK_CELLS`)
+    (:func:`privspec.backends.finite.estimates.fit_estimates`)."""
+    size = max(1, min(CHUNK, int(CHUNK_CELLS // (2 * ch.p * (ch.p + 2) ** 2))))
+    for start in range(0, len(draws), size):
+        yield from fit_estimates(q, ch, draws[start:start + size])
 
 
 def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int | None) -> Result:
@@ -64,10 +81,8 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
     estimates, targets, covered, widths, methods = [], [], [], [], set()
     skipped = 0
     p_real = len(t.w)
-    for x, counts in progress(zip(truth, draws), total=reps, desc=f"simulate {q.name}", unit="rep"):
-        try:
-            est = fit_estimate(q, ch, counts)
-        except (np.linalg.LinAlgError, ValueError, PrivspecError):
+    for x, est in progress(zip(truth, estimates_of(q, ch, draws)), total=reps, desc=f"simulate {q.name}", unit="rep"):
+        if isinstance(est, Exception):
             skipped += 1
             continue
         # the conditional question's target is this sample's own table of true values
