@@ -45,7 +45,9 @@ class Backend(Protocol):
         """The query's :class:`privspec.results.result.Result`.
 
         ``options`` carry the command line: ``data`` (a :class:`privspec.backends.data.bindings.DataBindings`
-        for ``run``), ``n``, ``reps`` and ``seed`` (``simulate``).
+        for ``run``), ``n``, ``reps`` and ``seed`` (``simulate``); ``simplified=False`` from a caller
+        that reads only the result's numbers (a comparison's criteria), which a back end may
+        then leave unsimplified.
         """
 
 
