@@ -7,6 +7,8 @@ what ``import privspec``, the command line's start and an analysis load.
   urn load no ``scipy.stats`` (0.4-0.9 s), ``scipy.optimize``, ``scipy.integrate``,
   ``scipy.special`` (0.2-0.35 s) or ``scipy.linalg``: a back end names them as
   ``scipy.stats.x`` and they load when a computation first uses them.
+- ``privspec analyze`` of the planning spec (sample sizes and power) loads no ``scipy.stats``:
+  its normal quantiles and cdf are :mod:`scipy.special`'s (what ``scipy.stats.norm`` calls).
 """
 from __future__ import annotations
 
@@ -50,3 +52,10 @@ def test_analyze_loads_no_heavy_scipy_module_it_does_not_use(spec: str) -> None:
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    assert main(['analyze', {spec!r}]) == 0")
     assert loaded_after(code, SCIPY_HEAVY) == []
+
+
+def test_planning_loads_no_scipy_stats() -> None:
+    code = ("import contextlib, io\nfrom privspec.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['analyze', 'specs/planning.privspec']) == 0")
+    assert loaded_after(code, ("scipy.stats",)) == []

@@ -17,7 +17,7 @@ counts per observation, refuses a fit that is not an answer, and attaches
   end is 0 when the data cannot rule out an empty category, where a Wald interval has
   the wrong width and the estimate is biased away from 0); for MoM and the one-step
   estimator (linear or nearly so, unconstrained), the Wald interval clipped to ``[0, 1]``.
-  Quantiles come from :mod:`scipy.stats`.
+  Quantiles come from :mod:`scipy.stats` (the normal one from :mod:`privspec.backends.core.normal`).
 
 Refusals (each a clear error, never a printed non-answer): an iterative fit that did not
 reach its optimum (B020); an MLE that the data do not determine (D020, checked exactly:
@@ -41,6 +41,7 @@ from privspec.results.values import Inference
 from privspec.backends.core.channel import B_matrix, Channel
 from privspec.backends.core.compile import channel_in_w, channel_of
 from privspec.backends.core.estimators import AFFINE_METHODS, Fit, em, estimate, fit_with_mass
+from privspec.backends.core.normal import z_quantile
 from privspec.backends.core.projections import SCORE_CI, WALD_CI, score_interval, wald_interval
 
 #: estimators whose intervals come from the profile likelihood
@@ -337,7 +338,7 @@ def profile_interval(ch: Channel, counts: np.ndarray, w_hat: np.ndarray, loglik:
     >>> lo == 0.0, round(hi, 3)
     (True, 0.076)
     """
-    z = float(scipy.stats.norm.ppf(0.5 + level / 2))
+    z = z_quantile(level)
     c_hat = float(w_hat[group].sum())
     warm = {"w": w_hat}
     unit = se if se is not None and se > 0 else 0.0
