@@ -7,12 +7,15 @@ what ``import privspec``, the command line's start and an analysis load.
   urn load no ``scipy.stats`` (0.4-0.9 s), ``scipy.optimize``, ``scipy.integrate``,
   ``scipy.special`` (0.2-0.35 s) or ``scipy.linalg``: a back end names them as
   ``scipy.stats.x`` and they load when a computation first uses them.
+- Routing imports only the modules that define back ends (``BACKEND_MODULES``, every one
+  with a registered class): not the collection server (starlette, asyncio).
 - ``privspec analyze`` of the planning spec (sample sizes and power) loads no ``scipy.stats``:
   its normal quantiles and cdf are :mod:`scipy.special`'s (what ``scipy.stats.norm`` calls).
 """
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +47,22 @@ def test_the_command_line_starts_without_the_libraries() -> None:
 
 def test_loading_every_back_end_leaves_the_heavy_scipy_modules_out() -> None:
     assert loaded_after("import privspec.backends as b\nb.load_all()", SCIPY_HEAVY) == []
+
+
+def test_routing_imports_the_back_ends_and_not_the_collection_server() -> None:
+    code = ("import contextlib, io\nfrom privspec.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['analyze', 'specs/urn.privspec']) == 0\n"
+            "import privspec.backends as b\nb.load_all()")
+    assert loaded_after(code, ("starlette", "privspec.backends.collect.server")) == []
+
+
+def test_every_module_that_registers_a_back_end_is_listed() -> None:
+    from privspec.backends import BACKEND_MODULES
+    package = ROOT / "backends"
+    registering = {".".join(p.relative_to(package).with_suffix("").parts) for p in package.rglob("*.py")
+                   if re.search(r"^@register\b", p.read_text(encoding="utf-8"), re.MULTILINE)}
+    assert registering == set(BACKEND_MODULES)
 
 
 @pytest.mark.parametrize("spec", ["specs/urn.privspec"])
