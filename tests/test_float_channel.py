@@ -41,6 +41,13 @@ def test_the_float_matrix_of_any_exact_matrix_is_its_evaluation() -> None:
 @pytest.mark.parametrize("eps", [sympy.Integer(2), sympy.log(3), sympy.Rational(1, 2)])
 def test_the_unsimplified_grr_covariance_has_the_simplified_ones_numbers(eps: sympy.Expr) -> None:
     ch = grr_channel(("a", "b", "c", "d", "e"), eps)
-    shown, raw = ch.covariance_closed_form(SHARES), ch.covariance_closed_form(SHARES, simplified=False)
-    assert np.array_equal(np.array(shown.evalf(17).tolist(), dtype=float), np.array(raw.evalf(17).tolist(), dtype=float))
-    assert shown[0, 1] == sympy.factor(sympy.simplify(raw[0, 1])) and shown == shown.T
+    shown, numbers = ch.covariance_closed_form(SHARES), ch.covariance_closed_form(SHARES, simplified=False)
+    assert np.array_equal(np.array(shown.evalf(17).tolist(), dtype=float), np.array(numbers.tolist(), dtype=float))
+    assert shown == shown.T and numbers == ch.covariance_closed_form(SHARES, simplified=False)
+
+
+def test_the_unsimplified_grr_covariance_in_w_is_the_formula_before_simplifying() -> None:
+    w = sympy.Matrix(sympy.symbols("w_a w_b w_c", positive=True))
+    ch = grr_channel(("a", "b", "c"), sympy.log(3))
+    shown, raw = ch.covariance_closed_form(w), ch.covariance_closed_form(w, simplified=False)
+    assert shown[0, 1] == sympy.factor(sympy.simplify(raw[0, 1])) and raw == raw.T

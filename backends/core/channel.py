@@ -536,7 +536,9 @@ class GRRChannel(Channel):
 
         ``simplified=False`` leaves the exact entries as the formula writes them, for a
         caller that only evaluates them (a comparison's criteria): simplifying is nearly all
-        of the cost (5 s for 5 categories at epsilon = 2) and a reader never sees them.
+        of the cost (5 s for 5 categories at epsilon = 2) and a reader never sees them; at
+        a numeric epsilon and population they come evaluated (``evalf(17)``), once per
+        population (a comparison asks again for every planning query).
         """
         if algebra(w) is Float:
             return self.avar_mom(w)
@@ -553,13 +555,23 @@ class GRRChannel(Channel):
             # sympy factors polynomials of degree 10^6) or a high power of e (epsilon = 700: a
             # polynomial of degree 1400, over 120 s; limits.EXACT_EXP_POWER): floating point
             return sympy.Matrix(self._closed_form_float(eps, [float(x) for x in w]))
+        if simplified:
+            return self._warner(w, lambda x: sympy.factor(sympy.simplify(x)))
+        if not (numeric_w and eps.is_number):
+            return self._warner(w, lambda x: x)
+        key = ("warner numbers", tuple(w))
+        if key not in self._cache:
+            self._cache[key] = self._warner(w, lambda x: x).evalf(17)
+        return self._cache[key].copy()
+
+    def _warner(self, w: Any, entry: Any) -> sympy.Matrix:
+        """The exact closed form, ``entry`` applied to each entry on and above the diagonal
+        once (the matrix is symmetric: ``lam_i lam_j`` is ``lam_j lam_i``)."""
         d = self.p
         e = sympy.exp(dict(self.facts)["epsilon"])
         gap = (e - 1) / (e + d - 1)
         q = 1 / (e + d - 1)
         lam = [gap * x + q for x in w]
-        entry = (lambda x: sympy.factor(sympy.simplify(x))) if simplified else (lambda x: x)
-        # symmetric: each entry above the diagonal simplified once (lam_i lam_j is lam_j lam_i)
         upper = {(i, j): entry(((lam[i] if i == j else 0) - lam[i] * lam[j]) / gap ** 2)
                  for i in range(d) for j in range(i, d)}
         return sympy.Matrix(d, d, lambda i, j: upper[min(i, j), max(i, j)])
