@@ -2,9 +2,8 @@
 
 A back end is a class with ``REGISTER_NAME`` that implements (part of) the
 :class:`Backend` protocol; decorating it with :func:`register` adds it to
-:data:`REGISTRY`.  The modules that define back ends (:data:`BACKEND_MODULES`) are imported
-on first use, and only they: a new back end adds its module there (tests/test_startup.py
-checks that every module with a registered class is listed).  A back end declares, as data, what it answers: ``ANSWERS``,
+:data:`REGISTRY`.  Every module of this package and its subpackages but those of
+:data:`NO_BACK_ENDS` is imported on first use, so a new back end only has to exist.  A back end declares, as data, what it answers: ``ANSWERS``,
 rows of :class:`privspec.model.query_kinds.Answers` (query kinds x mechanism families x verbs,
 optionally narrowed to estimands, estimators and options).  The runner asks
 :func:`route` where a query goes for a verb (``analyze``, ``run``, ``simulate``): to the
@@ -19,6 +18,7 @@ says "not supported yet" (exit 1), never a traceback.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,10 +27,9 @@ from privspec.model.query_kinds import Answers, explain, family_of, needs_data
 #: name -> back-end class
 REGISTRY: dict[str, type] = {}
 _loaded = False
-#: the modules that register back ends, what routing imports (start-up: walking the whole
-#: package also imported the collection server, and starlette and asyncio with it)
-BACKEND_MODULES = ("design.allocation", "design.comparison", "finite.backend", "interval.backend",
-                   "oracles.backend", "releases.backend", "rr.backend")
+#: subpackages that register no back end, which routing leaves unimported (start-up: the
+#: collection server imports starlette and asyncio; tests/test_startup.py checks none registers)
+NO_BACK_ENDS = ("collect",)
 
 
 @runtime_checkable
@@ -65,13 +64,18 @@ def register(cls: type) -> type:
 
 
 def load_all() -> None:
-    """Import every module of :data:`BACKEND_MODULES` (once)."""
+    """Import every back-end module of this package (once): all but :data:`NO_BACK_ENDS`."""
     global _loaded
     if _loaded:
         return
     _loaded = True
-    for name in BACKEND_MODULES:
-        importlib.import_module(f"{__name__}.{name}")
+    for info in pkgutil.iter_modules(__path__):
+        if info.name in NO_BACK_ENDS:
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if info.ispkg:
+            for sub in pkgutil.walk_packages(module.__path__, module.__name__ + "."):
+                importlib.import_module(sub.name)
 
 
 def _instances():
