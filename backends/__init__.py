@@ -2,8 +2,8 @@
 
 A back end is a class with ``REGISTER_NAME`` that implements (part of) the
 :class:`Backend` protocol; decorating it with :func:`register` adds it to
-:data:`REGISTRY`.  Every module of this package and its subpackages is imported on first use, so a new
-back end only has to exist.  A back end declares, as data, what it answers: ``ANSWERS``,
+:data:`REGISTRY`.  Every module of this package and its subpackages but those of
+:data:`NO_BACK_ENDS` is imported on first use, so a new back end only has to exist.  A back end declares, as data, what it answers: ``ANSWERS``,
 rows of :class:`privspec.model.query_kinds.Answers` (query kinds x mechanism families x verbs,
 optionally narrowed to estimands, estimators and options).  The runner asks
 :func:`route` where a query goes for a verb (``analyze``, ``run``, ``simulate``): to the
@@ -27,6 +27,9 @@ from privspec.model.query_kinds import Answers, explain, family_of, needs_data
 #: name -> back-end class
 REGISTRY: dict[str, type] = {}
 _loaded = False
+#: subpackages that register no back end, which routing leaves unimported (start-up: the
+#: collection server imports starlette and asyncio; tests/test_startup.py checks none registers)
+NO_BACK_ENDS = ("collect",)
 
 
 @runtime_checkable
@@ -45,7 +48,9 @@ class Backend(Protocol):
         """The query's :class:`privspec.results.result.Result`.
 
         ``options`` carry the command line: ``data`` (a :class:`privspec.backends.data.bindings.DataBindings`
-        for ``run``), ``n``, ``reps`` and ``seed`` (``simulate``).
+        for ``run``), ``n``, ``reps`` and ``seed`` (``simulate``); ``simplified=False`` from a caller
+        that reads only the result's numbers (a comparison's criteria), which a back end may
+        then leave unsimplified.
         """
 
 
@@ -59,13 +64,18 @@ def register(cls: type) -> type:
 
 
 def load_all() -> None:
-    """Import every back-end module of this package (once)."""
+    """Import every back-end module of this package (once): all but :data:`NO_BACK_ENDS`."""
     global _loaded
     if _loaded:
         return
     _loaded = True
-    for info in pkgutil.walk_packages(__path__, __name__ + "."):
-        importlib.import_module(info.name)
+    for info in pkgutil.iter_modules(__path__):
+        if info.name in NO_BACK_ENDS:
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if info.ispkg:
+            for sub in pkgutil.walk_packages(module.__path__, module.__name__ + "."):
+                importlib.import_module(sub.name)
 
 
 def _instances():

@@ -7,10 +7,15 @@ what ``import privspec``, the command line's start and an analysis load.
   urn load no ``scipy.stats`` (0.4-0.9 s), ``scipy.optimize``, ``scipy.integrate``,
   ``scipy.special`` (0.2-0.35 s) or ``scipy.linalg``: a back end names them as
   ``scipy.stats.x`` and they load when a computation first uses them.
+- Routing imports every back-end module but not the collection server (starlette, asyncio):
+  the subpackages of ``NO_BACK_ENDS`` register no back end.
+- ``privspec analyze`` of the planning spec (sample sizes and power) loads no ``scipy.stats``:
+  its normal quantiles and cdf are :mod:`scipy.special`'s (what ``scipy.stats.norm`` calls).
 """
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,9 +49,32 @@ def test_loading_every_back_end_leaves_the_heavy_scipy_modules_out() -> None:
     assert loaded_after("import privspec.backends as b\nb.load_all()", SCIPY_HEAVY) == []
 
 
+def test_routing_imports_the_back_ends_and_not_the_collection_server() -> None:
+    code = ("import contextlib, io\nfrom privspec.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['analyze', 'specs/urn.privspec']) == 0\n"
+            "import privspec.backends as b\nb.load_all()")
+    assert loaded_after(code, ("starlette", "privspec.backends.collect.server")) == []
+
+
+def test_the_subpackages_routing_leaves_out_register_no_back_end() -> None:
+    from privspec.backends import NO_BACK_ENDS
+    for name in NO_BACK_ENDS:
+        registering = [p.name for p in (ROOT / "backends" / name).rglob("*.py")
+                       if re.search(r"^@register\b", p.read_text(encoding="utf-8"), re.MULTILINE)]
+        assert registering == [], f"backends/{name} registers a back end that routing would not load"
+
+
 @pytest.mark.parametrize("spec", ["specs/urn.privspec"])
 def test_analyze_loads_no_heavy_scipy_module_it_does_not_use(spec: str) -> None:
     code = ("import contextlib, io\nfrom privspec.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    assert main(['analyze', {spec!r}]) == 0")
     assert loaded_after(code, SCIPY_HEAVY) == []
+
+
+def test_planning_loads_no_scipy_stats() -> None:
+    code = ("import contextlib, io\nfrom privspec.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['analyze', 'specs/planning.privspec']) == 0")
+    assert loaded_after(code, ("scipy.stats",)) == []

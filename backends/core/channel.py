@@ -436,9 +436,20 @@ class Channel:
 
 
 def _to_float(m: Any) -> np.ndarray:
+    """The exact matrix ``m`` in float64, each distinct entry evaluated once (a GRR matrix
+    has two: entry by entry, d = 256 took 8 s), to the same double as ``m.evalf(17)``."""
     if isinstance(m, np.ndarray):
         return m.astype(float)
-    return np.array(m.evalf(17).tolist(), dtype=float) if m.free_symbols == set() else _symbolic_error(m)
+    if m.free_symbols:
+        _symbolic_error(m)
+    values: dict = {}
+
+    def number(x: Any) -> float:
+        if x not in values:
+            values[x] = float(x.evalf(17))
+        return values[x]
+
+    return np.array([[number(x) for x in row] for row in m.tolist()], dtype=float).reshape(m.shape)
 
 
 def _symbolic_error(m: Any):
@@ -514,7 +525,7 @@ class GRRChannel(Channel):
         except FloatRangeError as e:
             raise BackendError(Diagnostic("B416", e.describe(shown), hint=e.HINT)) from None
 
-    def covariance_closed_form(self, w: Any) -> Any:
+    def covariance_closed_form(self, w: Any, simplified: bool = True) -> Any:
         """``(diag(lambda) - lambda lambda^T) / (p - q)^2`` with ``lambda = (p - q) w + q``,
         ``p - q = (e^eps - 1)/(e^eps + d - 1)``.
 
@@ -522,6 +533,12 @@ class GRRChannel(Channel):
         ``(I - q J)`` leaves ``diag(lambda) - lambda lambda^T`` unchanged (its rows and
         columns sum to 0), hence the closed form of ``P^-T (diag(lambda) - lambda
         lambda^T) P^-1``.
+
+        ``simplified=False`` leaves the exact entries as the formula writes them, for a
+        caller that only evaluates them (a comparison's criteria): simplifying is nearly all
+        of the cost (5 s for 5 categories at epsilon = 2) and a reader never sees them; at
+        a numeric epsilon and population they come evaluated (``evalf(17)``), once per
+        population (a comparison asks again for every planning query).
         """
         if algebra(w) is Float:
             return self.avar_mom(w)
@@ -538,13 +555,26 @@ class GRRChannel(Channel):
             # sympy factors polynomials of degree 10^6) or a high power of e (epsilon = 700: a
             # polynomial of degree 1400, over 120 s; limits.EXACT_EXP_POWER): floating point
             return sympy.Matrix(self._closed_form_float(eps, [float(x) for x in w]))
+        if simplified:
+            return self._warner(w, lambda x: sympy.factor(sympy.simplify(x)))
+        if not (numeric_w and eps.is_number):
+            return self._warner(w, lambda x: x)
+        key = ("warner numbers", tuple(w))
+        if key not in self._cache:
+            self._cache[key] = self._warner(w, lambda x: x).evalf(17)
+        return self._cache[key].copy()
+
+    def _warner(self, w: Any, entry: Any) -> sympy.Matrix:
+        """The exact closed form, ``entry`` applied to each entry on and above the diagonal
+        once (the matrix is symmetric: ``lam_i lam_j`` is ``lam_j lam_i``)."""
         d = self.p
         e = sympy.exp(dict(self.facts)["epsilon"])
         gap = (e - 1) / (e + d - 1)
         q = 1 / (e + d - 1)
         lam = [gap * x + q for x in w]
-        return sympy.Matrix(d, d, lambda i, j: sympy.factor(sympy.simplify(
-            ((lam[i] if i == j else 0) - lam[i] * lam[j]) / gap ** 2)))
+        upper = {(i, j): entry(((lam[i] if i == j else 0) - lam[i] * lam[j]) / gap ** 2)
+                 for i in range(d) for j in range(i, d)}
+        return sympy.Matrix(d, d, lambda i, j: upper[min(i, j), max(i, j)])
 
     def keep_probabilities(self) -> tuple[float, float] | None:
         """``(p, q) = (e^eps, 1) / (e^eps + d - 1)`` in floating point (epsilon must have a value:

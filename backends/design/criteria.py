@@ -109,7 +109,7 @@ def number(x: Any) -> float:
 def avar_of(model: ModelGraph, cand: Candidate) -> tuple[np.ndarray, tuple[str, ...], float]:
     """The candidate's asymptotic covariance (n Var), its labels, and the squared bias of
     its limit (0 but for estimators that do not converge to the estimand), from ``avar``."""
-    r = answer(model, cand.query("avar"))
+    r = answer(model, cand.query("avar"), simplified=False)  # its numbers only
     value = r.value
     bias2 = float(r.bias_squared or 0.0)
     if isinstance(value, Matrix):
@@ -384,7 +384,7 @@ class Criterion:
 
 
 def _ci_z(alpha: float) -> float:
-    return float(scipy.stats.norm.ppf(1 - alpha / 2))
+    return float(scipy.special.ndtri(1 - alpha / 2))   # the normal quantile, without scipy.stats's import
 
 
 def _avar_max(ev: Evaluation, n: int) -> float:

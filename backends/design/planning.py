@@ -257,7 +257,7 @@ def n_for_ci_width(avar_diag: ArrayLike, width: float, alpha: float = 0.05, n_ma
     """
     if not width > 0:
         raise ValueError(f"width must be > 0, not {width}")
-    z = scipy.stats.norm.ppf(1 - _check_alpha(alpha) / 2)
+    z = scipy.special.ndtri(1 - _check_alpha(alpha) / 2)   # the normal quantile (scipy.stats costs 0.5 s to import)
     v = _variances(avar_diag)
     top = float(v.max())
     if top == 0:
@@ -352,12 +352,13 @@ def _wald_power(n: ArrayLike, delta: float, var: float, alpha: float, alternativ
         raise ValueError("n must be > 0")
     # sqrt(n) delta: 0 under the null at any n (inf * 0 would be nan for n beyond doubles)
     s = np.sqrt(n) * delta / math.sqrt(var) if delta != 0 else np.zeros_like(n)
-    norm = scipy.stats.norm
+    # the standard normal's cdf and quantile (what scipy.stats.norm calls, without its 0.5 s import)
+    cdf, ppf = scipy.special.ndtr, scipy.special.ndtri
     if alternative == "two-sided":
-        z = norm.ppf(1 - alpha / 2)
-        return _as_result(norm.cdf(s - z) + norm.cdf(-s - z))
-    z = norm.ppf(1 - alpha)
-    return _as_result(norm.cdf(s - z) if alternative == "greater" else norm.cdf(-s - z))
+        z = ppf(1 - alpha / 2)
+        return _as_result(cdf(s - z) + cdf(-s - z))
+    z = ppf(1 - alpha)
+    return _as_result(cdf(s - z) if alternative == "greater" else cdf(-s - z))
 
 
 def power_proportion(n: ArrayLike, delta: float, var: float, alpha: float = 0.05,

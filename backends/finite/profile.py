@@ -24,6 +24,7 @@ import math
 import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
+from privspec.backends.core.normal import z_quantile
 from privspec.backends.core.batched import ManyBlocks, newton_many
 
 #: the relative tolerance of Brent's method (scipy's default for brentq) and its iterations at most
@@ -82,7 +83,7 @@ class _Ends:
         self.ll_hat, self.scale = ll_hat[rep], scale[rep, grp]
         self.unit = np.where(se[rep, grp] > 0, se[rep, grp], 0.0)
         self.step = np.maximum(self.unit, 1e-4)
-        self.z = float(scipy.stats.norm.ppf(0.5 + level / 2))
+        self.z = z_quantile(level)
         self.warm = W_hat[rep].copy()
 
     def root(self, idx: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -88,7 +88,7 @@ class RRBackend:
         if kind == "epsilon":
             return epsilon_result(model, query)
         if kind == "avar":
-            return avar_result(model, query)
+            return avar_result(model, query, simplified=options.get("simplified", True))
         if verb == "simulate":
             return simulate_joint(model, query, n=options["n"], reps=options["reps"], seed=options.get("seed"))
         data = options.get("data")
@@ -200,7 +200,10 @@ def _truth(model: ModelGraph, variables: Sequence[Variable]) -> tuple[sympy.Matr
     return symbolic_vector(labels), False
 
 
-def avar_result(model: ModelGraph, q: Query) -> Result:
+def avar_result(model: ModelGraph, q: Query, simplified: bool = True) -> Result:
+    """``avar``: GRR's closed form (:meth:`GRRChannel.covariance_closed_form`) for a marginal,
+    the Kronecker covariance for a joint.  ``simplified=False`` (a caller that reads only the
+    numbers) leaves the marginal's exact entries unsimplified and its traces out."""
     mech = q.mechanism
     est = q.estimand
     subs = parameter_values(model)
@@ -210,7 +213,7 @@ def avar_result(model: ModelGraph, q: Query) -> Result:
         ch = channel_of(mech)
         if subs and all(isinstance(v, sympy.Float) for v in subs.values()):
             ch = ch.at(subs)  # numbers in floating point (a numeric search): the float path
-        V = ch.covariance_closed_form(w)  # GRR (its ANSWERS row): Warner's closed form
+        V = ch.covariance_closed_form(w, simplified)  # GRR (its ANSWERS row): Warner's closed form
         if subs:
             V = V.subs(subs)
         e = sympy.Symbol("e^eps")
@@ -219,14 +222,15 @@ def avar_result(model: ModelGraph, q: Query) -> Result:
                   "population" if declared else "exact, symbolic in w (no population declared)",
                   "meaning": Avar.meaning_of("population"),
                   "closed_form": "(diag(lambda) - lambda lambda^T) (e^eps + d - 1)^2 / (e^eps - 1)^2 with "
-                                 "lambda = ((e^eps - 1) w + 1) / (e^eps + d - 1)",
-                  "trace": shown(sympy.factor(sympy.simplify(V.trace())) if V.free_symbols
-                                 or not V.has(sympy.Float) else V.trace()),
-                  "trace_uniform": shown(sympy.factor((1 - sympy.Rational(1, var.p)) * (e + var.p - 1) ** 2
-                                                      / (e - 1) ** 2).subs(e, sympy.exp(sympy.sympify(mech.epsilon)
-                                                                                        .subs(subs)))),
-                  "fixed_population": "conditional on the respondents' true values (Wang et al. 2017) the "
-                                      "covariance is this minus diag(w) - w w^T"}
+                                 "lambda = ((e^eps - 1) w + 1) / (e^eps + d - 1)"}
+        if simplified:  # the traces in closed form, for a reader
+            extras["trace"] = shown(sympy.factor(sympy.simplify(V.trace())) if V.free_symbols
+                                    or not V.has(sympy.Float) else V.trace())
+            extras["trace_uniform"] = shown(sympy.factor((1 - sympy.Rational(1, var.p)) * (e + var.p - 1) ** 2
+                                                         / (e - 1) ** 2).subs(e, sympy.exp(sympy.sympify(mech.epsilon)
+                                                                                           .subs(subs))))
+        extras["fixed_population"] = ("conditional on the respondents' true values (Wang et al. 2017) the "
+                                      "covariance is this minus diag(w) - w w^T")
         return Avar(Matrix(var.labels, var.labels, V), **extras)
     return _joint_avar(model, q)
 
