@@ -87,8 +87,13 @@ def loglik_derivatives(X: np.ndarray, K_rows: np.ndarray, counts: np.ndarray,
     m, d = s.shape[1], X.shape[1]
 
     def block_sum(w: np.ndarray) -> np.ndarray:
-        # sum_g c_g w_g (m x m) kron x_g x_g' (d x d), category-major
-        full = np.einsum("g,gjl,gs,gt->jslt", counts, w, X, X)
+        # sum_g c_g w_g (m x m) kron x_g x_g' (d x d), category-major: one X' diag X
+        # product (BLAS) per pair of categories, w being symmetric
+        full = np.empty((m, d, m, d))
+        for j in range(m):
+            for l in range(j, m):
+                full[j, :, l, :] = (X * (counts * w[:, j, l])[:, None]).T @ X
+                full[l, :, j, :] = full[j, :, l, :].T
         return full.reshape(m * d, m * d)
 
     eye = np.eye(m)
