@@ -223,3 +223,12 @@ def test_the_checker_refuses_what_does_not_fit(query: str, code: str, words: str
     diagnostics = privspec.load(HEAD + f"query r = {query}\n").diagnostics
     found = [d for d in diagnostics if d.code == code]
     assert found and words in found[0].message, diagnostics
+
+
+@pytest.mark.parametrize("ys", [["no"] * 50, ["no"] * 25 + ["yes"] * 25])
+def test_data_that_put_the_maximum_at_infinity_are_d020(ys: list[str]) -> None:
+    """Every report "no" (the MLE of P(yes) is 0) and reports separated by x: the likelihood
+    rises towards infinite coefficients, and the query says so instead of printing them."""
+    spec = privspec.load(HEAD + "query r = estimate regression(y ~ x) from warner by mle(logistic)\n")
+    failure = spec.run({"warner": pd.DataFrame({"y": ys, "x": np.arange(50)})}).failures["r"]
+    assert failure.code == "D020" and "infinite coefficients" in failure.diagnostics[0].message

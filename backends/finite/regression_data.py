@@ -24,7 +24,7 @@ from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.checks import require_columns
 from privspec.backends.data.tally import Tally
 from privspec.backends.finite.data import factor_codes, report_columns, tally_of
-from privspec.backends.finite.regression import LogitFit, fit_logit, lr_test, wald
+from privspec.backends.finite.regression import LogitFit, fit_logit, lr_test, probabilities, wald
 
 #: how the intervals and tests are made
 CI_METHOD = "Wald: estimate +- z se, se from the observed information"
@@ -85,10 +85,7 @@ def regression_on_data(q: Query, engine: Any) -> Estimate:
     """Fit the regression of the query on the mechanism's data and say what it found."""
     X, K_rows, counts, terms = regression_reports(q, engine)
     fit = fit_logit(X, K_rows, counts)
-    if np.isnan(fit.cov).any():
-        raise BackendError(Diagnostic("D020", "the data do not determine the regression: its observed information "
-                                              "is singular at the estimate",
-                                      hint="more respondents, or fewer covariates"))
+    _refuse_unfit(fit, X)
     test = wald(fit)
     labels = coefficient_labels(q.estimand.variables[0], terms)
 
@@ -105,6 +102,28 @@ def regression_on_data(q: Query, engine: Any) -> Estimate:
               "meaning": _meaning(q.estimand.variables[0], fit)}
     return Estimate(Vector(labels, tuple(map(float, flat(fit.coef)))), **extras,
                     inference=_intervals(fit))
+
+
+#: a fitted category probability below this at an observed covariate pattern: the
+#: likelihood keeps rising towards infinite coefficients (eta below -20)
+AT_INFINITY = 1e-9
+
+
+def _refuse_unfit(fit: LogitFit, X: np.ndarray) -> None:
+    """B020 where Newton did not converge; D020 where the data do not determine the
+    coefficients: the maximum lies at infinity (separation, or a category the reports never
+    support, so some fitted probability goes to 0) or the information is singular."""
+    if not fit.converged:
+        raise BackendError(Diagnostic("B020", f"the regression's Newton iterations did not converge "
+                                              f"({fit.iterations} iterations)", hint="fewer covariates"))
+    if probabilities(X, fit.coef).min() < AT_INFINITY:
+        raise DataError(Diagnostic("D020", "the data do not determine the regression: the likelihood rises towards "
+                                           "infinite coefficients (a fitted probability goes to 0 or 1)",
+                                   hint="the covariates separate the reports, or a category is (almost) never "
+                                        "reported: fewer covariates, coarser categories or more respondents"))
+    if np.isnan(fit.cov).any():
+        raise DataError(Diagnostic("D020", "the data do not determine the regression: its observed information "
+                                           "is singular at the estimate", hint="more respondents, or fewer covariates"))
 
 
 def coefficient_labels(response: Variable, terms: Sequence[str]) -> tuple[str, ...]:
