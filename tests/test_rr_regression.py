@@ -217,6 +217,7 @@ def test_data_errors_name_the_column_and_the_rows(column: str, cells: dict | Non
     ("estimate regression(y ~ x) from warner by iterative(linear)", "E501", "'iterative' does not apply"),
     ("estimate regression(y ~ x) from both by mle(logistic)", "E501",
      "'mle' does not apply to regression() from products of randomized responses"),
+    ("estimate regression(y ~ x) from warner by mle(logistic, se = conditional)", "E205", "se = population"),
     ("estimate regression(y ~ x) from warner by mom", "E502", "unknown estimator for regression() 'mom'"),
 ])
 def test_the_checker_refuses_what_does_not_fit(query: str, code: str, words: str) -> None:

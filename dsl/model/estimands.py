@@ -221,6 +221,10 @@ def check_fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src:
     if m == "mle" and est.kind == "regression" and named not in ([], ["logistic"]):
         ctx.error("E205", "a regression on a categorical response is logistic: mle(logistic)", span)
         return False
+    if m == "mle" and est.kind == "regression" and method.options.get("se", "population") != "population":
+        ctx.error("E205", "a regression's standard errors are of the coefficients (se = population)", span,
+                  "drop the se option")
+        return False
     if m == "mle" and est.kind not in LAW_FUNCTIONALS | {"regression"} and named:
         ctx.error("E205", "mle takes no argument here", span)
         return False
