@@ -192,6 +192,7 @@ def test_the_bundled_spec_runs_and_intervals_at_other_levels() -> None:
 
 @pytest.mark.parametrize("column, cells, code, words", [
     ("x", None, "D003", "no column 'x'"),
+    ("y", None, "D003", "no column 'y'"),
     ("x", {3: "abc", 5: "n/a?"}, "D107", "of the covariate x are not numbers"),
     ("s", {2: "other"}, "D107", "values 'other' are not among its categories"),
     ("x", {4: ""}, "D004", "missing value"),

@@ -23,7 +23,7 @@ from privspec.backends.core.compile import channel_of, large_uniform
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.checks import require_columns
 from privspec.backends.data.tally import Tally
-from privspec.backends.finite.data import factor_codes, report_columns, tally_of
+from privspec.backends.finite.data import factor_codes, report_columns
 from privspec.backends.finite.regression import LogitFit, fit_logit, lr_test, probabilities, wald
 
 #: how the intervals and tests are made
@@ -71,10 +71,13 @@ def regression_reports(q: Query, engine: Any) -> tuple[np.ndarray, np.ndarray, n
                                       hint=f"estimate regression({mech.variable.name} ~ ...) from {mech.name}"))
     header = engine.columns()
     names = [v.name for v in covariates]
+    found = ", ".join(map(str, header))
+    require_columns(pd.DataFrame(columns=header), report_columns(mech, header), engine.source,
+                    hint=f"the reports of {mech.variable.name} are read from the column '{mech.variable.name}'; "
+                         f"found: {found}")
     require_columns(pd.DataFrame(columns=header), names, engine.source,
-                    hint=f"a regression reads its covariates beside the reports of {mech.name}; "
-                         f"found: {', '.join(map(str, header))}")
-    tally_of(mech, engine)  # D003 with the report columns' hint where one is missing
+                    hint=f"a regression reads its covariates beside the reports of {mech.name}; found: {found}")
+    # one count of the distinct (report, covariates) tuples: the only pass over the rows
     tally = engine.tally(list(dict.fromkeys(report_columns(mech, header) + names)))
     codes, ch = factor_codes(mech if large_uniform(mech) else channel_of(mech), tally, mech.variable, mech.name)
     X, terms = design_matrix(tally, covariates)
