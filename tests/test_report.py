@@ -292,6 +292,9 @@ def test_every_query_kind_has_a_caption_from_its_arguments() -> None:
     assert describe(model.queries["v_mom"]) == \
         "how precise the method-of-moments estimate of the color shares from urn is: n times its covariance"
     assert describe(models[-1].queries["inline"]).startswith("how private grr(race) is")   # no name: kind(variables)
+    rr_regression = privspec.load(SPECS[0].parent / "rr_regression.privspec").model   # a categorical response (issue 37)
+    assert describe(rr_regression.queries["which"]) == \
+        "the logistic maximum-likelihood estimate of the regression of grade on age from the reports of grades"
     assert describe(models[-1].queries["i"]) == \
         "what reporting {Black, White} to m reveals about a respondent whose answer is White: leakage before and after"
 

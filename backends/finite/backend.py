@@ -19,6 +19,7 @@ from privspec.backends.core.blas import on_one_blas_thread
 from privspec.backends.core.compile import channel_in_w
 from privspec.backends.finite.data import count_observations, observations, privatize_frame
 from privspec.backends.finite.estimates import se_kind_of
+from privspec.backends.finite.regression_data import regression_on_data
 from privspec.backends.finite.simulate import simulate_query
 from privspec.backends.finite.truth import (Truth, as_matrix, as_vector, avar_matrix, coverage_value,
                                             estimate_on_counts, independence_on_counts, leakage_value)
@@ -33,6 +34,8 @@ _ANSWERS = (
     Answers(("estimate",), ("subset", "product"), ("run", "simulate"), estimands=("joint",),
             methods=("mom", "mle", "em", "newton")),
     Answers(("test",), FINITE, ("run", "simulate"), estimands=("independence",)),
+    # a categorical response through its mechanism, raw covariates beside it (:mod:`.regression`)
+    Answers(("estimate",), ("subset", "grr", "rr"), ("run",), estimands=("regression",), methods=("mle",)),
 )
 #: query kinds answered without data
 ANALYTIC = analytic(_ANSWERS)
@@ -179,6 +182,8 @@ class FiniteBackend:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech_name = query.mechanism.name or query.name
         engine = data.engine_for(mech_name)
+        if query.estimand is not None and query.estimand.kind == "regression":
+            return regression_on_data(query, engine)
         if kind == "test":
             counts = count_observations(query.mechanism, engine)
             return independence_on_counts(query, counts, seed=options.get("seed"))

@@ -190,7 +190,9 @@ def check_fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src:
     m = method.name
     span = method.span
     table, family = ESTIMANDS[est.kind], family_of(mech)
-    wrong_kind = family not in table.families and (family in INTERVAL) == table.categorical
+    # a regression's response may be either (interval or categorical): the estimand table says where
+    wrong_kind = family not in table.families and (family in INTERVAL) == table.categorical \
+        and est.kind != "regression"
     if observed and wrong_kind and table.categorical:
         ctx.error("E501", f"{est.kind}() needs a finite mechanism (subset, grr, rr, product); "
                           f"{src.name} is an interval mechanism", src.span)
@@ -216,7 +218,14 @@ def check_fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src:
     if m == "mle" and est.kind in LAW_FUNCTIONALS and len(named) != 1:
         ctx.error("E205", "mle() from interval data fits a law: mle(normal) or mle(logistic)", span)
         return False
-    if m == "mle" and est.kind not in LAW_FUNCTIONALS and named:
+    if m == "mle" and est.kind == "regression" and named not in ([], ["logistic"]):
+        ctx.error("E205", "a regression on a categorical response is logistic: mle(logistic)", span)
+        return False
+    if m == "mle" and est.kind == "regression" and method.options.get("se", "population") != "population":
+        ctx.error("E205", "a regression's standard errors are of the coefficients (se = population)", span,
+                  "drop the se option")
+        return False
+    if m == "mle" and est.kind not in LAW_FUNCTIONALS | {"regression"} and named:
         ctx.error("E205", "mle takes no argument here", span)
         return False
     if m == "unbiased" and family in INTERVAL:

@@ -138,9 +138,12 @@ ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
     EstimandKind("moment", "moment(X, k)", 1, False, "estimate", ("npmle", "mle"),
                  {"interval": ("npmle", "mle"), "censored": ("npmle", "mle")},
                  "the k-th moment E[X^k] of a continuous variable"),
-    EstimandKind("regression", "regression(Y ~ X1 + X2)", None, False, "estimate", ("iterative",),
-                 {"interval": ("iterative",), "censored": ("iterative",)},
-                 "the regression of an interval-reported response on covariates (Algorithm 1)"),
+    EstimandKind("regression", "regression(Y ~ X1 + X2)", None, False, "estimate", ("iterative", "mle"),
+                 {"interval": ("iterative",), "censored": ("iterative",),
+                  # a categorical response privatized by a finite mechanism: logistic / multinomial logit
+                  "subset": ("mle",), "grr": ("mle",), "rr": ("mle",)},
+                 "the regression of a response on covariates: interval-reported (Algorithm 1), "
+                 "or categorical and privatized by a finite mechanism (logistic)"),
     EstimandKind("independence", "independence(X, Y)", 2, True, "test", _TESTS,
                  {"product": _TESTS, "rr_product": _TESTS},
                  "whether two categorical variables are independent"),

@@ -318,8 +318,10 @@ def _estimator(name: str, doc: str, *params: Param, usage: str = "", role: str =
 
 _ESTIMATORS = (
     _estimator("mom", "method of moments (matrix inversion)", _PROJECT, _SE),
-    _estimator("mle", "maximum likelihood; from interval data, of a parametric law", _p(
-        "family", "word", "the law fitted to interval data (mean, cdf, moment)", required=False,
+    _estimator("mle", "maximum likelihood; from interval data, of a parametric law; a regression on a finite "
+               "mechanism: mle(logistic)", _p(
+        "family", "word", "the law fitted to interval data (mean, cdf, moment), or a regression's link (logistic)",
+        required=False,
         words=NOISE_LAWS, keyword=False), _SE, usage="mle | mle(normal | logistic)"),
     _estimator("em", "maximum likelihood by expectation-maximization", _SE),
     _estimator("newton", "maximum likelihood by Newton steps (subset privacy)", _SE),

@@ -186,6 +186,8 @@ class Estimate(Typed, OracleFacts, NumericFacts):
     independent_bias2: Field[float] = Field("RR-Independent's estimated squared bias")
     bias2_max: Field[float] = Field("the bound on the squared bias")
     margin: Field[float] = Field("the margin of hybrid's variance rule")
+    wald: Field[dict] = Field("a regression's Wald test per coefficient: z = estimate / se and its p-value")
+    lr_test: Field[dict] = Field("a regression's likelihood-ratio test of all slopes = 0")
     meaning: Field[str] = Field("what the estimate is, where its kind does not say")
     note: Field[str] = Field("what to know about the estimate")
 
