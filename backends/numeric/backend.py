@@ -203,15 +203,20 @@ def read_reports(m: NumericLDP, tally: Any, column: str) -> tuple[np.ndarray, np
 
 
 # ---- simulation ---------------------------------------------------------------------------------------
+def _require_population(model: ModelGraph, mech: Any) -> None:
+    """B121 unless the mechanism's variable has a population to draw the surveys from."""
+    if population_law(model, mech.variable) is None:
+        raise BackendError(Diagnostic("B121", f"simulate draws {mech.variable.name} from its population",
+                                      hint=f"declare it: population {mech.variable.name} ~ uniform(a, b)"))
+
+
 def simulate_mean(model: ModelGraph, q: Query, analytic: Result | None, n: int, reps: int,
                   seed: int | None) -> Result:
     """``reps`` surveys of ``n`` values drawn from the population, privatized and estimated
     as on data: the mean of the estimates against the truth, their SD, n times their
     variance (beside the analytic avar), and the coverage of the printed 95% intervals."""
     mech = q.mechanism
-    if population_law(model, mech.variable) is None:
-        raise BackendError(Diagnostic("B121", f"simulate draws {mech.variable.name} from its population",
-                                      hint=f"declare it: population {mech.variable.name} ~ uniform(a, b)"))
+    _require_population(model, mech)
     m = ldp_of(model, mech)
     lo, hi = _bounds(mech)
     truth = population_moments(model, mech)[0]
@@ -237,9 +242,7 @@ def simulate_cdf(model: ModelGraph, q: Query, analytic: Result | None, n: int, r
     """``reps`` surveys of ``n`` square-wave reports: the mean over replications of the EMS
     histogram's largest error in the distribution function at the bucket edges."""
     mech = q.mechanism
-    if population_law(model, mech.variable) is None:
-        raise BackendError(Diagnostic("B121", f"simulate draws {mech.variable.name} from its population",
-                                      hint=f"declare it: population {mech.variable.name} ~ uniform(a, b)"))
+    _require_population(model, mech)
     m = ldp_of(model, mech)
     lo, hi = _bounds(mech)
     truth = law_distribution(population_law(model, mech.variable)).cdf(np.linspace(lo, hi, EMS_BUCKETS + 1)[1:])

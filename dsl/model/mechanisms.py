@@ -438,16 +438,26 @@ def build_selective(ctx: Context, call: ast.Call, name: str | None) -> Selective
 
 
 def build_progressive(ctx: Context, call: ast.Call, name: str | None) -> ProgressiveMechanism | None:
-    bound = bind_variable(ctx, call, continuous_variable, ("rounds",))
+    bound = _bounded_variable(ctx, call, ("rounds",), "draws anchors uniformly in the current range")
+    if bound is None:
+        return None
+    var, values = bound
+    return ProgressiveMechanism(name, var, values["rounds"], call.span)
+
+
+def _bounded_variable(ctx: Context, call: ast.Call, params: tuple[str, ...], why: str
+                      ) -> tuple[Variable, dict] | None:
+    """The call's continuous variable and values, or E406 when the variable is unbounded
+    (``why``: what the mechanism does with the declared range)."""
+    bound = bind_variable(ctx, call, continuous_variable, params)
     if bound is None:
         return None
     args, var, values = bound
     if not var.is_bounded:
-        ctx.error("E406", f"progressive() draws anchors uniformly in the current range, but {var.name} "
-                          "has an unbounded support", args["variable"].span,
+        ctx.error("E406", f"{call.name}() {why}, but {var.name} has an unbounded support", args["variable"].span,
                   f"declare bounds: variable {var.name}: continuous [a, b]")
         return None
-    return ProgressiveMechanism(name, var, values["rounds"], call.span)
+    return var, values
 
 
 # ---- interval-censored data as they come ---------------------------------------------------------
@@ -507,15 +517,10 @@ NUMERIC = ("laplace", "duchi", "piecewise", "hm", "square_wave")
 def build_numeric(ctx: Context, call: ast.Call, name: str | None) -> NumericMechanism | None:
     """``laplace(Y, epsilon = e)`` and the other numeric mechanisms: a continuous variable
     with a bounded declared range (its value is mapped from it) and epsilon > 0."""
-    bound = bind_variable(ctx, call, continuous_variable, ("epsilon",))
+    bound = _bounded_variable(ctx, call, ("epsilon",), "maps the value from its declared range")
     if bound is None:
         return None
-    args, var, values = bound
-    if not var.is_bounded:
-        ctx.error("E406", f"{call.name}() maps {var.name} from its declared range, but {var.name} has an "
-                          "unbounded support", args["variable"].span,
-                  f"declare bounds: variable {var.name}: continuous [a, b]")
-        return None
+    var, values = bound
     return NumericMechanism(name, var, call.name, values["epsilon"], call.span)
 
 
