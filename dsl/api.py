@@ -29,7 +29,6 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 
 from privspec.backends import comparer_for, privatizer_for, route
-from privspec.backends.collect.store import bind_stores, is_store, open_store
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.bindings import DataBindings, observed_columns
 from privspec.backends.data.checks import check_columns, frame_nested, require_flat
@@ -221,6 +220,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
                                                                                       *model.releases])
         if engine is not None:
             bindings.engine = engine
+        from privspec.backends.collect.store import bind_stores  # start-up: the store's checks load pyarrow's pandas arrays, 50 ms
         bind_stores(bindings, model)
         try:
             bindings.check(asked)
@@ -434,6 +434,7 @@ def export(spec: Any, db: Any, out: Any, *, mechanisms: Sequence[str] | None = N
     reports (default: every one the store fielded; two that fill the same column need
     a file each, D006).  Written atomically, never over a file without ``force`` (D007);
     D051 when the spec's design is not the store's.  Returns the rows written."""
+    from privspec.backends.collect.store import open_store  # start-up: as in answer, 50 ms
     spec.raise_for_errors()
     check_output(out, force=force)
     with open_store(db, spec.model, create=False) as store:
@@ -477,6 +478,7 @@ def serve(spec: Any, db: Any, *, host: str = "127.0.0.1", port: int = 8000, toke
     import uvicorn
     from privspec.backends.collect.page import page_mechanisms, survey_page  # start-up: as uvicorn's
     from privspec.backends.collect.server import create_app, listening_socket  # start-up: it brings starlette
+    from privspec.backends.collect.store import is_store, open_store  # start-up: as in answer, 50 ms
 
     spec.raise_for_errors()
     token = token or secrets.token_urlsafe(24)

@@ -43,6 +43,7 @@ Examples
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -50,10 +51,16 @@ from typing import Any, ClassVar
 import numpy as np
 import sympy
 
-#: the hybrid mechanism's switch point eps* (Wang et al. 2019): pure Duchi at or below it
-EPS_STAR_EXPR = sympy.log((-5 + 2 * sympy.cbrt(6353 - 405 * sympy.sqrt(241))
-                           + 2 * sympy.cbrt(6353 + 405 * sympy.sqrt(241))) / 27)
-EPS_STAR = float(EPS_STAR_EXPR)
+#: the hybrid mechanism's switch point eps* (Wang et al. 2019): pure Duchi at or below it;
+#: the closed form in floating point (exactly: :func:`eps_star_exact`)
+EPS_STAR = math.log((-5 + 2 * math.cbrt(6353 - 405 * math.sqrt(241)) + 2 * math.cbrt(6353 + 405 * math.sqrt(241))) / 27)
+
+
+@functools.cache
+def eps_star_exact() -> sympy.Expr:
+    """eps* exactly (built on first use: sympy loads sympy.tensor for it, 45 ms of start-up)."""
+    return sympy.log((-5 + 2 * sympy.cbrt(6353 - 405 * sympy.sqrt(241))
+                      + 2 * sympy.cbrt(6353 + 405 * sympy.sqrt(241))) / 27)
 
 
 @dataclass(frozen=True)
