@@ -40,6 +40,7 @@ import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import BackendError, Diagnostic
+from privspec.backends.core.normal import z_quantile
 
 
 @dataclass(frozen=True)
@@ -178,8 +179,9 @@ def wald(fit: LogitFit, level: float = 0.95) -> Wald:
     """``coef / se`` against the normal law, and the intervals ``coef +- z_(1+level)/2 se``."""
     se = fit.se
     z = fit.coef / se
-    half = scipy.stats.norm.ppf(0.5 + level / 2) * se
-    return Wald(z, 2 * scipy.stats.norm.sf(np.abs(z)), fit.coef - half, fit.coef + half)
+    half = z_quantile(level) * se
+    # the normal's upper tail, as scipy.stats.norm.sf computes it (ndtr(-x))
+    return Wald(z, 2 * scipy.special.ndtr(-np.abs(z)), fit.coef - half, fit.coef + half)
 
 
 def lr_test(fit: LogitFit, X: np.ndarray, K_rows: np.ndarray, counts: np.ndarray) -> dict[str, float]:

@@ -19,6 +19,7 @@ from privspec.model.graph import IntervalMechanism, ModelGraph, Query
 from privspec.results.kinds import Estimate
 from privspec.results.result import Result
 from privspec.results.values import Inference, StepFunction
+from privspec.backends.core.normal import z_quantile
 from privspec.backends.interval import resample
 from privspec.backends.interval.estimators import (example2_conditional_se, example2_mean, npmle_functional,
                                                    parametric_mle)
@@ -80,7 +81,7 @@ def _unbiased(mech: IntervalMechanism, l: np.ndarray, r: np.ndarray, c: np.ndarr
     z = _z95()
     return Estimate(mu, se=se, se_kind=kind, target=_target(kind, 1), ci95=[mu - z * se, mu + z * se],
                     ci_method="estimate +- 1.96 se", method="unbiased (Example 2, eq. 3)", n=n,
-                    anchors=[float(a), float(b)], **extra_null, inference=_wald_inference(mu, se))
+                    anchors=[float(a), float(b)], **extra_null, inference=number_wald_inference(mu, se))
 
 
 def _mle(q: Query, l: np.ndarray, r: np.ndarray, c: np.ndarray, extra_null: dict) -> Result:
@@ -235,10 +236,11 @@ def se_kind(q: Query) -> str:
     return "conditional"
 
 
-def _wald_inference(value: float, se: float, method: str = "estimate +- z se") -> Inference:
-    """A number's Wald intervals at any level and its variance ``se^2`` (the Python API)."""
+def number_wald_inference(value: float, se: float, method: str = "estimate +- z se") -> Inference:
+    """A number's Wald intervals at any level and its variance ``se^2`` (the Python API);
+    the numeric LDP means' too."""
     def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
-        z = float(scipy.special.ndtri(0.5 + level / 2))
+        z = z_quantile(level)
         return np.array([value - z * se]), np.array([value + z * se])
 
     return Inference(method, interval, lambda: np.array([[float(se) ** 2]]))
@@ -248,7 +250,7 @@ def _mle_inference(fit: Any, order: int, value: float, se: float) -> Inference:
     """A parametric fit's moment: the profile likelihood interval at any level where
     :func:`_mle_interval` gives it at 95%, else Wald's; the variance ``se^2``."""
     if fit.profile_interval(order) is None:
-        return _wald_inference(value, se, "estimate +- z se (Wald, delta method)")
+        return number_wald_inference(value, se, "estimate +- z se (Wald, delta method)")
 
     def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = fit.profile_interval(order, level)
@@ -262,7 +264,7 @@ def _location_scale_inference(location: float, scale: float, se_loc: float, se_s
     """A fitted law's (location, scale): the observed-information covariance, and Wald
     intervals, the scale's on the log scale (so that they stay above 0)."""
     def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
-        z = float(scipy.special.ndtri(0.5 + level / 2))
+        z = z_quantile(level)
         spread = np.exp(z * se_scale / scale) if scale > 0 else np.inf
         return (np.array([location - z * se_loc, scale / spread]),
                 np.array([location + z * se_loc, scale * spread]))

@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 import sympy
 
 from privspec.errors import BackendError, DataError, Diagnostic
@@ -43,13 +42,14 @@ from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import NUMERIC, Answers
 from privspec.results.kinds import Avar, Epsilon, Estimate, Simulation
 from privspec.results.result import Result
-from privspec.results.values import Inference, Vector
+from privspec.results.values import Vector
 from privspec.backends import register
 from privspec.backends.core.normal import Z95
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.core.populations import bind_parameters
 from privspec.backends.core.rowrandom import RowRandom, stream_of
 from privspec.backends.interval.backend import raw_values
+from privspec.backends.interval.estimate import number_wald_inference
 from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
 from privspec.backends.numeric.ems import ems
 from privspec.backends.numeric.mechanisms import MECHANISMS, NumericLDP, SquareWave, mechanism
@@ -146,13 +146,6 @@ def avar_result(model: ModelGraph, q: Query) -> Result:
 
 
 # ---- estimates ------------------------------------------------------------------------------------
-def _wald(mu: float, se: float) -> Inference:
-    def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
-        z = float(scipy.special.ndtri(0.5 + level / 2))
-        return np.array([mu - z * se]), np.array([mu + z * se])
-    return Inference("estimate +- z se", interval, lambda: np.array([[se * se]]))
-
-
 def mean_estimate(m: NumericLDP, reports: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> Estimate:
     """The mean of the reports' unbiased estimates (mapped to ``[lo, hi]``), with the
     standard error of a mean of iid terms (their weighted sample variance)."""
@@ -164,7 +157,7 @@ def mean_estimate(m: NumericLDP, reports: np.ndarray, counts: np.ndarray, lo: fl
     se = float(math.sqrt(np.dot(counts, (y - mu) ** 2) / (n - 1) / n))
     return Estimate(mu, method=f"unbiased ({m.name})", n=int(n), se=se, se_kind="population",
                     ci95=[mu - Z95 * se, mu + Z95 * se], ci_method="estimate +- 1.96 se",
-                    protocol=m.name, inference=_wald(mu, se))
+                    protocol=m.name, inference=number_wald_inference(mu, se))
 
 
 def cdf_estimate(m: SquareWave, reports: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> Estimate:
