@@ -64,26 +64,26 @@ def castell(counts: np.ndarray, K: Sequence[np.ndarray], *, variance: bool = Tru
                         note="castell inversion (Algorithm 3): mode-wise, the Kronecker matrix is never formed")
     table = kron_apply(inv, lam)
     squares = [A * A for A in inv]
-    if table.size > SCORE_CELL_LIMIT:
-        # Wald intervals need no second moment beside the variance: it is computed in
-        # lam's place and turned into the variance there, so the fit holds two tables
-        # (estimate and variance) and nothing more
-        var = kron_apply(squares, lam, overwrite=True)
-        _subtract_in_place(var, table, squared=se == "population")
-        var /= n
+    # past the score intervals' limit the second moment serves the variance only: it is
+    # computed in lam's place and turned into the variance there, so the fit holds two
+    # tables (estimate and variance) and nothing more
+    wald_only = table.size > SCORE_CELL_LIMIT
+    second = kron_apply(squares, lam, overwrite=wald_only)
+    var = second if wald_only else second.copy()
+    _subtract_in_place(var, table, squared=se == "population")
+    var /= n
+    if wald_only:
         return JointFit(table, "castell", n, var, se_kind=se, se_target="joint",
                         cov=functools.partial(check_cells, table.size),   # past COV_CELL_LIMIT: refused
                         note="castell inversion (Algorithm 3): mode-wise, the Kronecker matrix is never formed; "
                              f"Wald intervals (more than {SCORE_CELL_LIMIT:,} cells)")
-    second = kron_apply(squares, lam)
-    var = (second - (table * table if se == "population" else table)) / n
 
     def cov() -> np.ndarray:  # A (diag(lambda) - lambda lambda^T) A^T / n, A = (x) K_k^-1
         check_cells(table.size)
         return linear_covariance(kron_matrix(inv), lam, n, se)
 
     # g_x = sum_y A[x, y]^2 K[y, x] and max_y |A[x, y]| factor over the attributes
-    g = _outer([np.diag((A * A) @ np.asarray(Kk, float)) for A, Kk in zip(inv, K)]).reshape(table.shape)
+    g = _outer([np.diag(S @ np.asarray(Kk, float)) for S, Kk in zip(squares, K)]).reshape(table.shape)
     step = _outer([np.abs(A).max(axis=1) for A in inv]).reshape(table.shape) / (2 * n)
     intervals = functools.partial(_score_at, table, second, g, step, n, se)
     return JointFit(table, "castell", n, var, se_kind=se, se_target="joint", ci=intervals(0.95), ci_method=SCORE_CI,
