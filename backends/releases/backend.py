@@ -189,12 +189,8 @@ def noisy_counts(model: ModelGraph, release: Release, counts: np.ndarray, rng: n
 def _codes(tally: Tally, values: pd.Series, column: str, labels: Sequence[str], path: Any) -> np.ndarray:
     """Category index per distinct tuple of the tally; DataError D601 naming every distinct
     other value with its rows."""
-    if isinstance(values.dtype, pd.CategoricalDtype) and not values.isna().any():
-        which, distinct = values.cat.codes.to_numpy(), values.cat.categories   # the codes are the factorization
-    else:
-        which, distinct = pd.factorize(values, use_na_sentinel=False)
-    names = pd.Index(distinct).astype(str).str.strip()
-    mapping = pd.Index(list(labels)).get_indexer(names).astype(np.int64)  # -1: not a category
+    which, distinct = pd.factorize(values, use_na_sentinel=False)
+    names, mapping = _label_indices(distinct, labels)
     if (mapping < 0).any():
         text, rows = describe_distinct(tally, which, names, np.flatnonzero(mapping < 0).tolist())
         raise DataError(Diagnostic("D601", f"{len(rows)} value{'s' if len(rows) > 1 else ''} in {path} "
@@ -220,6 +216,12 @@ def _columns_of(var: Any, header: Sequence[str], path: Any) -> list[str]:
     return list(var.parts)
 
 
+def _label_indices(distinct: Any, labels: Sequence[str]) -> tuple[pd.Index, np.ndarray]:
+    """The distinct values as texts (stripped) and each one's category index (-1: not a category)."""
+    names = pd.Index(distinct).astype(str).str.strip()
+    return names, pd.Index(list(labels)).get_indexer(names).astype(np.int64)
+
+
 def _categorical_counts(release: Release, frame: pd.DataFrame, shape: tuple[int, ...]) -> np.ndarray | None:
     """The count table straight from the codes when every table variable is a categorical
     column of its own whose used categories are all its labels (what ``spec.privatize``
@@ -234,8 +236,7 @@ def _categorical_counts(release: Release, frame: pd.DataFrame, shape: tuple[int,
         own = col.cat.codes.to_numpy()
         if len(own) and int(own.min()) < 0:
             return None
-        names = pd.Index(col.cat.categories).astype(str).str.strip()
-        mapping = pd.Index(list(var.labels)).get_indexer(names).astype(np.int64)
+        names, mapping = _label_indices(col.cat.categories, var.labels)
         mapping[names.isin(MISSING)] = -1        # a missing-value word is D004's, not a label
         if (mapping < 0).any() and (mapping[np.unique(own)] < 0).any():
             return None
