@@ -118,7 +118,7 @@ def with_population(model: ModelGraph, names: Sequence[str], law: Law) -> ModelG
     """
     kept = []
     for pop in model.populations:
-        covered = {c for v in pop.variables for c in v.components()}
+        covered = pop.components
         if not covered & set(names):
             kept.append(pop)
         elif not covered <= set(names):
