@@ -214,6 +214,25 @@ def test_run_on_the_store_equals_run_on_its_export(spec, tmp_path) -> None:
     assert answer(spec, "run", data=str(parquet)).to_dict() == on_store.to_dict()
 
 
+def test_a_store_whose_reports_do_not_determine_the_mle_fails_as_its_export_does(spec, tmp_path) -> None:
+    # Three respondents who all sent the same subset: the reports span rank 1 < p = 4, so the
+    # MLE is not determined (D020) from the store and from its export alike; the error names
+    # the source it read, and nothing else differs.
+    url = f"sqlite:///{tmp_path}/r.db"
+    first = reports_of(spec, 1)[0]
+    with open_store(url, spec.model, FIELDED) as store:
+        for _ in range(3):
+            store.submit(first)
+    out = tmp_path / "r.csv"
+    export(spec, url, out)
+    on_store, on_file = answer(spec, "run", data=url), answer(spec, "run", data=str(out))
+    assert on_store.failures["w"].code == on_file.failures["w"].code == "D020"
+    a, b = on_store.to_dict(), on_file.to_dict()
+    assert a["queries"]["w"]["error"].pop("file") == f"{url}#s"
+    assert b["queries"]["w"]["error"].pop("file") == str(out)
+    assert a == b
+
+
 def test_the_command_line_runs_on_a_store_and_exports_it(spec, tmp_path) -> None:
     (tmp_path / "s.privspec").write_text(SPEC)
     url = filled(spec, f"sqlite:///{tmp_path}/r.db", 100)

@@ -214,7 +214,8 @@ def _newton_iteration(K: np.ndarray, C: np.ndarray, n: np.ndarray, w: np.ndarray
     size = np.abs(d).max(axis=1)
     stop = (violation < tol) & (size < 1e-12)
     neg = d < 0
-    tmax = np.min(np.where(neg, -w / np.where(neg, d, -1.0), np.inf), axis=1)
+    with np.errstate(over="ignore"):   # a tiny negative step gives an infinite bound: no bound
+        tmax = np.min(np.where(neg, -w / np.where(neg, d, -1.0), np.inf), axis=1)
     t = np.minimum(1.0, tmax)
     base = loglik(K, C, w)
     cand, found = w.copy(), np.zeros(len(w), dtype=bool)

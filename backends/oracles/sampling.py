@@ -119,6 +119,8 @@ def pieces(rng: RowRandom, per_row: int):
 def grr_from_uniform(x: np.ndarray, u: np.ndarray, m: int, p: float) -> np.ndarray:
     """GRR over ``[m]`` from one uniform per row: keep ``x`` when ``u < p``, else ``(x + 1 +
     floor((u-p)/(1-p) (m-1))) mod m`` (uniform over the other m-1 values)."""
+    if p >= 1.0:   # epsilon so large that the kept probability rounds to 1: every u < p
+        return np.array(x, copy=True)
     other = np.minimum(((u - p) / (1 - p) * (m - 1)).astype(np.int64), m - 2)
     return np.where(u < p, x, (x + 1 + np.maximum(other, 0)) % m)
 
