@@ -309,3 +309,38 @@ def test_report_model_base_class_is_abstract_about_draws():
     with pytest.raises(BackendError) as e:
         ReportModel(Fake()).draw(None, np.array([0.0]), np.random.default_rng(0))
     assert e.value.diagnostics[0].code == "B103"
+
+
+WIDE = """\
+spec "Case I with anchors wider than the support (the interval paper's Fig. 14)"
+variable y: continuous [0, 1]
+population y ~ uniform(0, 1)
+mechanism c = interval(y, case1(uniform(-4, 5)))
+query m = estimate mean(y) from c by unbiased
+query f = estimate cdf(y) from c by npmle
+"""
+
+
+def test_case1_anchors_beyond_the_support_are_reports_and_estimate_the_mean() -> None:
+    # Half the anchors of uniform(-4, 5) fall outside [0, 1], so most reports are (U, inf]
+    # with U < 0 or (-inf, U] with U > 1: each contains the whole support and is a report
+    # the mechanism produces (it was refused as "the whole range", D102, and Example 2 read
+    # such an anchor as an open end).  Example 2 stays unbiased: seeded simulation.
+    spec = privspec.load(WIDE)
+    rng = np.random.default_rng(3)
+    raw = pd.DataFrame({"y": rng.uniform(0, 1, 4000)})
+    reports = spec.privatize(raw, "c", seed=3)
+    outside = reports["y"].astype(str).str.contains(r"\(-[0-9]|, [2-5]\.?[0-9]*\]")
+    assert outside.mean() > 0.3
+    res = spec.run(reports, queries=["m", "f"])
+    assert res.ok
+    m = res["m"]
+    assert abs(m.value - raw["y"].mean()) < 4 * m.extras["se"]
+    sim = spec.simulate(100, 400, seed=1, queries=["m"])["m"].value
+    assert abs(sim["bias"]) < 4 * sim["sd"] / np.sqrt(400)
+    assert abs(sim["ci95_coverage"] - 0.95) < 4 * sim["ci95_coverage_se"]
+    # the whole line and anchors where the law puts none are still refused
+    for cell, words in (("(-inf, inf]", "the whole range"), ("(0, 1]", "the whole range"),
+                        ("(-6, inf]", "where this mechanism's anchors")):
+        bad = spec.run(pd.DataFrame({"y": [cell, "(-1.5, inf]"]}), queries=["m"])
+        assert bad.failures["m"].code == "D102" and words in str(bad.failures["m"])

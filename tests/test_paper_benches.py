@@ -90,3 +90,28 @@ def test_castell_bench_runs_small_and_prints_its_tables():
     assert "Table V, (sex, income) column" in out and "0.001888   0.00188" in out
     assert "n*      185,628 | 121,000" in out and "w*        1.374 | 1.374" in out
     assert all(f"({c})" in out for c in "abcd") and "The paper's statements on Fig. 10" in out
+
+
+def test_fig14_pairs_match_laplace_of_scale_two_over_alpha(monkeypatch):
+    """The interval paper's Fig. 14 pairs each b with an alpha of 'almost the same' utility:
+    Example 2's variance against Laplace's gives matched alphas within 15% of the paper's
+    at noise scale 2/alpha, and half of them at the standard 1/alpha on [0, 1]."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import interval_fig14 as f14
+
+    for b, paper in zip(f14.BS, f14.ALPHAS):
+        sd = f14.case1_sd(b)
+        assert 0.9 < f14.matched_alpha(sd, 2) / paper < 1.2
+        assert abs(f14.laplace_sd(2 / f14.matched_alpha(sd, 2)) - sd) < 1e-12
+    # Example 2's variance by direct integration at b = 4: E[D^2] - (E D)^2 with D's law given Y
+    lo, hi = -4.0, 5.0
+    y = np.linspace(0, 1, 200001)
+    ed2 = np.trapezoid(((hi - lo) ** 2 / 3 + (y - lo) * (y - hi)) + y ** 2, y)
+    assert abs(np.sqrt((ed2 - 0.25) / 100) - f14.case1_sd(4)) < 1e-8
+
+
+def test_fig14_bench_runs_small_and_prints_every_pair():
+    out = run("bench/interval_fig14.py", "--reps", "30")
+    rows = [line for line in out.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == 14
+    assert "| 22 | 0.9926 |" in out and "over the paper's: 0.95-1.15" in out

@@ -41,12 +41,13 @@ def case1_anchor(left: np.ndarray, right: np.ndarray, lower: float = -np.inf,
                  upper: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
     """(U, Delta) of Case-I reports: (-inf, U] gives Delta = 1, (U, inf] gives Delta = 0.
 
-    An end at or beyond the variable's support counts as infinite (data written
-    within the support, ``(0, U]``).  Raises ValueError on reports that are not
-    Case-I reports.
+    An end at the variable's support bound counts as infinite (data written within the
+    support, ``(0, U]``); an end beyond it is an anchor (anchors wider than the support,
+    as in the interval paper's Fig. 14: ``(U, inf]`` with ``U`` below the support).
+    Raises ValueError on reports that are not Case-I reports.
     """
-    lo_open = (left == -np.inf) | (left <= lower)
-    hi_open = (right == np.inf) | (right >= upper)
+    lo_open = (left == -np.inf) | (left == lower)
+    hi_open = (right == np.inf) | (right == upper)
     delta = lo_open & ~hi_open
     bad = (lo_open == hi_open) | (left >= right)
     if bad.any():

@@ -241,8 +241,11 @@ class ReportModel:
             problems.append((closed, "bounded intervals, but Case-I reports are (-inf, U] or (U, inf]",
                              "is the data bound to the right mechanism? --data MECHANISM=FILE"))
         interval = left < right
-        # the whole line is never a report: one anchor always cuts it (nothing collected is null)
-        whole = interval & (left <= lo) & (right >= hi)
+        # the whole line is never a report: one anchor always cuts it (nothing collected is null).
+        # An end beyond the support is an anchor (the stray check below tests it), so (U, inf]
+        # with U < lo is a report (Case I with anchors wider than the support, as in the
+        # interval paper's Fig. 14); only ends at the bounds or infinite make the whole line
+        whole = interval & ((left == lo) | np.isneginf(left)) & ((right == hi) | np.isposinf(right))
         problems.append((whole, f"the whole range of {var.name} ((-inf, inf]): every report of this mechanism "
                                 "rules some values out", "a respondent who reported nothing is written null"))
         # finite ends are anchors: they lie where the anchor law puts mass (an end exactly at the

@@ -222,6 +222,7 @@ def simulate_mean(model: ModelGraph, q: Query, analytic: Result | None, n: int, 
         hits[r] = est.ci95[0] <= truth <= est.ci95[1]
     value = {"mean": float(E.mean()), "truth": truth, "bias": float(E.mean() - truth),
              "sd": float(E.std(ddof=1)) if reps > 1 else float("nan"),
+             "mae": float(np.mean(np.abs(E - truth))), "rmse": float(np.sqrt(np.mean((E - truth) ** 2))),
              "n_var_empirical": float(n * E.var(ddof=1)) if reps > 1 else float("nan"),
              "ci95_coverage": float(hits.mean()),
              "ci95_coverage_se": float(math.sqrt(hits.mean() * (1 - hits.mean()) / reps))}
