@@ -1,8 +1,9 @@
 """The short cuts on the counting paths give what the general path gives.
 
-- A release counted straight from categorical codes (``_categorical_counts``) equals the
-  tally's count, whatever the categories' order; a missing value, another value or a
-  missing-value word falls back to the tally and its errors name the rows.
+- A release counted straight from categorical codes or one factorization of text columns
+  (``_direct_counts``) equals the tally's count, whatever the categories' order; a missing
+  value, another value or a missing-value word falls back to the tally and its errors
+  name the rows.
 - ``missing_mask`` checks the distinct values of a long column once: the same mask as
   value by value.
 - ``frame_nested`` finds a nested first value after missing ones without a pass over
@@ -56,6 +57,29 @@ def test_categorical_problems_get_the_tallys_errors(value, code) -> None:
     bad = cat.assign(sex=pd.Categorical(sex, categories=["M", "F", "X", "NA"]))
     with pytest.raises(DataError) as err:
         count_records(SPEC, RELEASE, bad)
+    d = err.value.diagnostics[0]
+    assert d.code == code and tuple(d.rows) == (4, 8) and d.columns == ("sex",)
+
+
+def test_text_columns_count_directly_as_the_tally_does(monkeypatch) -> None:
+    raw, _ = _frames()
+    padded = raw.assign(band=raw["band"].replace({"mid": " mid "}))
+    want = count_records(SPEC, RELEASE, raw)
+    from privspec.backends.releases import backend as release_backend
+    monkeypatch.setattr(release_backend, "_direct_counts", lambda *a: None)   # the tally alone
+    assert np.array_equal(count_records(SPEC, RELEASE, padded), want)
+    monkeypatch.undo()
+    assert np.array_equal(count_records(SPEC, RELEASE, padded), want)
+    assert np.array_equal(count_records(SPEC, RELEASE, padded.astype("string")), want)
+
+
+@pytest.mark.parametrize("value, code", [(None, "D004"), ("X", "D601"), (" NA", "D004"), (3, "D601")])
+def test_text_problems_get_the_tallys_errors(value, code) -> None:
+    raw, _ = _frames(50)
+    sex = raw["sex"].astype(object)
+    sex.iloc[[3, 7]] = value
+    with pytest.raises(DataError) as err:
+        count_records(SPEC, RELEASE, raw.assign(sex=sex))
     d = err.value.diagnostics[0]
     assert d.code == code and tuple(d.rows) == (4, 8) and d.columns == ("sex",)
 

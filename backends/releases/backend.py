@@ -222,21 +222,31 @@ def _label_indices(distinct: Any, labels: Sequence[str]) -> tuple[pd.Index, np.n
     return names, pd.Index(list(labels)).get_indexer(names).astype(np.int64)
 
 
-def _categorical_counts(release: Release, frame: pd.DataFrame, shape: tuple[int, ...]) -> np.ndarray | None:
-    """The count table straight from the codes when every table variable is a categorical
-    column of its own whose used categories are all its labels (what ``spec.privatize``
-    and a Parquet dictionary column give): one ``bincount``, no tally of the distinct
-    records.  None otherwise (a missing value, another value, combined columns): the
-    tally then counts and names the rows in its errors."""
+def _direct_counts(release: Release, frame: pd.DataFrame, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The count table straight from each column's codes when every table variable is a
+    text or categorical column of its own whose values are all its labels: the column's
+    categorical codes (what ``spec.privatize`` and a Parquet dictionary column give) or
+    one factorization of its texts, the few distinct values mapped to label indices, one
+    ``bincount``; no tally of the distinct records.  None otherwise (a missing value,
+    another value, a number, combined columns): the tally then counts and names the rows
+    in its errors."""
     codes = []
     for var in release.variables:
         col = frame.get(var.name)
-        if col is None or not isinstance(col.dtype, pd.CategoricalDtype):
+        if col is None:
             return None
-        own = col.cat.codes.to_numpy()
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            own, distinct = col.cat.codes.to_numpy(), col.cat.categories
+        elif pd.api.types.is_object_dtype(col.dtype) or pd.api.types.is_string_dtype(col.dtype):
+            try:
+                own, distinct = pd.factorize(col, use_na_sentinel=True)
+            except TypeError:   # unhashable (nested) values: the tally's error
+                return None
+        else:
+            return None
         if len(own) and int(own.min()) < 0:
             return None
-        names, mapping = _label_indices(col.cat.categories, var.labels)
+        names, mapping = _label_indices(distinct, var.labels)
         mapping[names.isin(MISSING)] = -1        # a missing-value word is D004's, not a label
         if (mapping < 0).any() and (mapping[np.unique(own)] < 0).any():
             return None
@@ -271,7 +281,7 @@ def count_records(model: ModelGraph, release: Release, data: Any, path: Any = "i
     """
     lay = Layout.of(release)
     if isinstance(data, pd.DataFrame):
-        direct = _categorical_counts(release, data, lay.shape)
+        direct = _direct_counts(release, data, lay.shape)
         if direct is not None:
             return direct
     engine = _engine(data, path)
@@ -304,10 +314,15 @@ def tidy(release: Release, table: np.ndarray) -> pd.DataFrame:
     [['F', 'low', 2], ['F', 'high', 1], ['M', 'low', 1], ['M', 'high', 0]]
     """
     lay = Layout.of(release)
-    index = np.unravel_index(np.arange(math.prod(lay.shape)), lay.shape)
-    out = {name: np.asarray(labels, dtype=object)[ix] for name, labels, ix in zip(lay.names, lay.labels, index)}
+    shape = lay.shape
+    # row-major: variable i's label repeats once per cell of the later variables, and that
+    # run repeats once per cell of the earlier ones (no index array per variable)
+    out = {name: np.tile(np.repeat(np.asarray(labels, dtype=object), math.prod(shape[i + 1:])), math.prod(shape[:i]))
+           for i, (name, labels) in enumerate(zip(lay.names, lay.labels))}
     out[COUNT] = np.asarray(table, dtype=np.int64).ravel()
-    return pd.DataFrame(out)
+    # copy=False: the columns are fresh arrays, which the frame keeps as they are instead of
+    # stacking the label columns into one block (a copy of every cell's labels)
+    return pd.DataFrame(out, copy=False)
 
 
 def read_released(release: Release, data: Any, path: Any = "data") -> np.ndarray:
