@@ -115,3 +115,24 @@ def test_fig14_bench_runs_small_and_prints_every_pair():
     rows = [line for line in out.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == 14
     assert "| 22 | 0.9926 |" in out and "over the paper's: 0.95-1.15" in out
+
+
+def test_figs12_13_bench_runs_small_and_prints_both_curves():
+    out = run("bench/interval_figs12_13.py", "--reps12", "3", "--reps13", "3")
+    assert sum(line.startswith("| ") and line[2].isdigit() for line in out.splitlines()) == 9 + 6
+    assert "| 5 | 9.07 | 0.9215 |" in out          # the paper's "around 0.9" at scale 5
+
+
+def test_algorithm_1_prediction_error_is_the_exact_loss_of_a_line(monkeypatch):
+    """a^2 + (b - 1)^2 is E(f(X) - a - bX)^2 for f(x) = x and X ~ N(0, 1)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import interval_figs12_13 as f
+
+    rng = np.random.default_rng(2)
+    err = f.prediction_error(1.0, rng)
+    x = np.random.default_rng(3).standard_normal(400_000)
+    rng = np.random.default_rng(2)
+    fit_err = f.prediction_error(1.0, rng)
+    assert err == fit_err and err < 0.2
+    a, b = 0.3, 0.8
+    assert abs(np.mean((x - a - b * x) ** 2) - (a * a + (b - 1) ** 2)) < 0.01
