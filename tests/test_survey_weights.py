@@ -251,3 +251,35 @@ def test_a_query_without_a_weighted_version_says_so(spec):
     res = spec.run(df, queries=["step", "smokers"], weights="weight", engine="pandas")
     assert "smokers" in res and res.failures["step"].diagnostics[0].code == "B040"
     assert "one_step" in res.failures["step"].diagnostics[0].message
+
+
+NUMERIC = """
+spec "weighted salary"
+variable salary: continuous [0, 150]
+mechanism lap = laplace(salary, epsilon = 1)
+mechanism sw = square_wave(salary, epsilon = 1)
+query m = estimate mean(salary) from lap by unbiased
+query f = estimate cdf(salary) from sw by ems
+"""
+
+
+def test_numeric_mean_is_the_weighted_mean_with_the_linearized_variance():
+    """laplace: a report is the salary mapped to [-1, 1] plus noise, itself unbiased."""
+    spec = privspec.load(NUMERIC)
+    rng = np.random.default_rng(8)
+    n = 400
+    raw = pd.DataFrame({"salary": rng.uniform(0, 150, n)})
+    df = spec.privatize(raw, "lap", seed=4).assign(weight=rng.choice([1.0, 2.5, 4.0], n),
+                                                    region=rng.choice(["a", "b"], n),
+                                                    school=rng.integers(0, 12, n))
+    got = spec.run(df, queries=["m"], weights="weight", strata="region", cluster="school", engine="pandas")["m"]
+    y = (df["salary"].astype(float).to_numpy() + 1) / 2 * 150
+    w = df["weight"].to_numpy()
+    mean = float(w @ y / w.sum())
+    V = svy_covariance(((y - mean) / w.sum())[:, None], w, df["region"].to_numpy(), df["school"].to_numpy())
+    assert got.value == pytest.approx(mean, rel=1e-12)
+    assert got.extras["se"] == pytest.approx(float(np.sqrt(V[0, 0])), rel=1e-10)
+    srs = float(np.sum((y - mean) ** 2) / (n - 1) / n)   # iid rows, about the weighted mean
+    assert got.extras["deff"] == pytest.approx(V[0, 0] / srs, rel=1e-10)
+    res = spec.run({"lap": df, "sw": df.assign(salary=0.5)}, queries=["f"], weights="weight", engine="pandas")
+    assert res.failures["f"].diagnostics[0].code == "B040"

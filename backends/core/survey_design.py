@@ -119,3 +119,20 @@ def mle_influence(K: np.ndarray, lam: np.ndarray, B: np.ndarray, shares: np.ndar
     info = B.T @ (K.T * (shares * inv ** 2)) @ K @ B
     centred = score - (score @ shares)[:, None]
     return B @ np.linalg.solve(info, centred) / total
+
+
+def weighted_mean(values: np.ndarray, cells: DesignCells) -> tuple[float, float]:
+    """The Hajek mean ``sum_i w_i y_i / N_hat`` of per-row values (``values[o]`` for the
+    rows of report ``o``) and its linearized variance (influence ``(y_o - mean) / N_hat``).
+
+    Examples
+    --------
+    >>> cells = DesignCells(report=np.array([0, 1]), weight=np.array([1.0, 3.0]), stratum=np.zeros(2, int),
+    ...                     psu=np.arange(2), repeats=np.ones(2, dtype=int))
+    >>> weighted_mean(np.array([0.0, 1.0]), cells)
+    (0.75, 0.140625)
+    """
+    total = cells.total_weight
+    mean = float(cells.weighted_counts(len(values)) @ values / total)
+    psi = ((values - mean) / total)[None, :]
+    return mean, float(linearized_covariance(psi, cells)[0, 0])
