@@ -283,3 +283,53 @@ def test_numeric_mean_is_the_weighted_mean_with_the_linearized_variance():
     assert got.extras["deff"] == pytest.approx(V[0, 0] / srs, rel=1e-10)
     res = spec.run({"lap": df, "sw": df.assign(salary=0.5)}, queries=["f"], weights="weight", engine="pandas")
     assert res.failures["f"].diagnostics[0].code == "B040"
+
+
+PRODUCTS = """
+spec "products, matrices, dummies"
+variable a: categorical {x, y, z}
+variable b: categorical {u, v}
+variable c: categorical {p, q, r}
+mechanism pr = product(subset(a, sizes {2: 1}), grr(b, epsilon = 1))
+mechanism warner = rr(c, matrix [[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.2, 0.2, 0.6]])
+mechanism dm = subset(c, uniform, min_coverage = 0.1)
+query jt = estimate joint(a, b) from pr by mle
+query ma = estimate distribution(a) from pr by mom
+query wr = estimate distribution(c) from warner by mle
+query d = estimate distribution(c) from dm by mom
+query d_mle = estimate distribution(c) from dm by mle
+"""
+
+
+def test_joints_marginals_matrices_and_dummy_categories_weigh_too():
+    """Equal weights, each row its own PSU: the unweighted estimates, and (as many reports as
+    categories) the linearized variance n / (n - 1) times the asymptotic one at the estimate."""
+    spec = privspec.load(PRODUCTS)
+    rng = np.random.default_rng(0)
+    n = 500
+    raw = pd.DataFrame({"a": rng.choice(list("xyz"), n), "b": rng.choice(list("uv"), n),
+                        "c": rng.choice(list("pqr"), n)})
+    reports = spec.privatize(raw, "pr", seed=1).assign(c=spec.privatize(raw, "warner", seed=2)["c"], w=1.0)
+    dummies = spec.privatize(raw, "dm", seed=3).assign(w=1.0)
+    data = {"pr": reports, "warner": reports, "dm": dummies}
+    plain = spec.run(data, engine="pandas")
+    weighted = spec.run(data, weights="w", engine="pandas")
+    assert plain.ok and weighted.ok, weighted.failures
+    for q in ("jt", "ma", "wr", "d", "d_mle"):
+        a, b = plain[q].value, weighted[q].value
+        values = (a.values, b.values) if q != "jt" else (np.asarray(a.data, float), np.asarray(b.data, float))
+        assert np.allclose(*values, atol=1e-7), q
+        rows, deff = weighted[q].extras["n"], vec(weighted[q].extras["deff"])
+        if q.startswith("d"):
+            # more reports than categories: the linearized variance reads the report shares
+            # observed, the asymptotic one the shares at the estimate; equal only in the limit
+            assert np.all((deff > 0.9) & (deff < 1.1)), q
+        else:
+            assert np.allclose(deff, rows / (rows - 1), rtol=1e-6), q
+
+
+def test_cli_strata_need_weights(tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["run", "specs/survey.privspec", "--data", "specs/data/survey_weighted.csv", "--strata", "region"],
+                stdout=out, stderr=err)
+    assert code == 2 and "--strata and --cluster need --weights" in err.getvalue()
