@@ -266,8 +266,8 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
     if unweighted:
         out.failures[q.name] = BackendError(Diagnostic(
             "B040", f"query '{q.name}': survey weights are not supported for {unweighted}",
-            hint="run it without --weights (weights=), or ask for the distribution by mom or mle of a subset, "
-                 "grr or rr mechanism"))
+            hint="run it without --weights (weights=); weighted: the distribution or joint by mom or mle of "
+                 "subset, grr and rr mechanisms, and the mean of a numeric one"))
         return
     if backend is None:
         text = spec.source.snippet(q.span) if q.span else q.name

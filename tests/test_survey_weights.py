@@ -333,3 +333,28 @@ def test_cli_strata_need_weights(tmp_path):
     code = main(["run", "specs/survey.privspec", "--data", "specs/data/survey_weighted.csv", "--strata", "region"],
                 stdout=out, stderr=err)
     assert code == 2 and "--strata and --cluster need --weights" in err.getvalue()
+
+
+def test_a_product_of_grr_weighs_its_joint_by_mom_and_mle_not_by_castell():
+    spec = privspec.load(CASTELL)
+    rng = np.random.default_rng(6)
+    raw = pd.DataFrame({"a": rng.choice(["x", "y"], 300), "b": rng.choice(["u", "v", "t"], 300)})
+    reports = spec.privatize(raw, "ind", seed=1).assign(w=1.0)
+    plain, weighted = spec.run(reports, engine="pandas"), spec.run(reports, weights="w", engine="pandas")
+    for q in ("j", "j_mle"):
+        assert np.allclose(np.asarray(plain[q].value.data, float), np.asarray(weighted[q].value.data, float),
+                           atol=1e-7)
+        assert weighted[q].extras["design"] == "weights w, one stratum, each row its own PSU"
+    d = weighted.failures["j_castell"].diagnostics[0]
+    assert d.code == "B040" and "'castell'" in d.message
+
+
+CASTELL = """
+spec "grr product"
+variable a: categorical {x, y}
+variable b: categorical {u, v, t}
+mechanism ind = product(grr(a, epsilon = 1), grr(b, epsilon = 1))
+query j = estimate joint(a, b) from ind by mom
+query j_mle = estimate joint(a, b) from ind by mle
+query j_castell = estimate joint(a, b) from ind by castell
+"""

@@ -109,9 +109,11 @@ def _result(q: Query, fit: Fit, w: np.ndarray, V: np.ndarray, se: np.ndarray, de
         "deff": as_vector(deff, labels),
         "design": design.describe(),
         "weighted_n": total, "strata": int(cells.stratum.max()) + 1, "psus": int(cells.repeats[first].sum()),
-        "note": "Hajek (weighted) estimate; design-based standard errors by linearization, the stratified "
-                "with-replacement variance over PSUs; deff: design variance over simple random sampling's at "
-                "the same n" + (f"; {fit.note}" if fit.note else ""),
+        "note": "; ".join(x for x in (
+            "Hajek (weighted) estimate; design-based standard errors by linearization, the stratified "
+            "with-replacement variance over PSUs; deff: design variance over simple random sampling's at the same n",
+            fit.note, "the estimate has negative entries (MoM is unbiased but may leave the simplex)"
+            if np.any(w < 0) else "") if x),
     }
     if q.method.name in MLE_FAMILY:
         extras["pseudo_loglik"] = fit.loglik
