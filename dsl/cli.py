@@ -111,11 +111,13 @@ def _parser() -> argparse.ArgumentParser:
                           "same results (docs/scale.md)")
     run.add_argument("--weights", metavar="W", default=None,
                      help="the data's column of survey weights (the agency's, not privatized): Hajek estimates "
-                          "with design-based standard errors and design effects (docs/cli.md)")
-    run.add_argument("--strata", metavar="S", default=None, help="the data's column of strata (with --weights)")
+                          "with design-based standard errors and design effects (docs/cli.md; default: none, "
+                          "unweighted)")
+    run.add_argument("--strata", metavar="S", default=None,
+                     help="the data's column of strata, with --weights (default: none, one stratum)")
     run.add_argument("--cluster", metavar="C", default=None,
-                     help="the data's column of clusters, the primary sampling units within each stratum "
-                          "(with --weights; without it each row is its own)")
+                     help="the data's column of clusters, the primary sampling units within each stratum, with "
+                          "--weights (default: none, each row its own)")
     _add_privatize(sub, common)
     export = sub.add_parser("export", parents=[common], help="write a survey store's reports to a data file")
     export.add_argument("--db", required=True, metavar="DB",
