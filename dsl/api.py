@@ -293,8 +293,8 @@ def _without_weights(q: Any, backend: Any, data: Any) -> str:
         return ""
     says = getattr(backend, "weighted", None)
     if says is None:
-        family = getattr(q.mechanism, "family", None) or "these"
-        return f"{q.kind} queries of {family} mechanisms"
+        family = getattr(q.mechanism, "family", None)
+        return f"{q.kind} queries of {family} mechanisms" if family else f"{q.kind} queries of releases"
     return says(q)
 
 
