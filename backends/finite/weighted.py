@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from privspec.errors import BackendError, Diagnostic
+from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import Query
 from privspec.results.kinds import Estimate
 from privspec.results.result import Result
@@ -75,10 +75,16 @@ def weighted_estimate(q: Query, engine: Any, design: SurveyDesign) -> Result:
     total = cells.total_weight
     weighted = cells.weighted_counts(ch.n_obs)
     method = q.method.name
-    fit = estimate(ch_w, weighted / total * n, method)    # Hajek: the shares, at the rows' n
+    ch.check_floating()
     M, labels = estimand_map(tuple(ch_w.x_labels), mech, q)
-    require_answer(ch_w, weighted, fit, method, M)
-    psi = _influence(ch_w, fit, weighted / total, total, method)
+    try:
+        fit = estimate(ch_w, weighted / total * n, method)    # Hajek: the shares, at the rows' n
+        require_answer(ch_w, weighted, fit, method, M)
+        psi = _influence(ch_w, fit, weighted / total, total, method)
+    except np.linalg.LinAlgError:
+        raise DataError(Diagnostic("D020", "the weighted reports do not determine the estimate's covariance: "
+                                           "the information at the estimate is singular",
+                                   hint="more respondents, or by mom")) from None
     V = linearized_covariance(psi, cells)
     srs = (ch_w.avar_mom(fit.w) if method == "mom" else ch_w.avar_mle(np.clip(fit.w, 1e-12, None))) / n
     if M is not None:
