@@ -30,7 +30,8 @@ import pandas as pd
 
 from privspec.backends import comparer_for, privatizer_for, route
 from privspec.backends.core.numbers import parse_numbers
-from privspec.backends.data.bindings import DataBindings, observed_columns
+from privspec.backends.data.bindings import DataBindings, data_role, observed_columns
+from privspec.backends.data.survey import SurveyDesign
 from privspec.backends.data.checks import check_columns, frame_nested, require_flat
 from privspec.backends.data.csv_cells import guard_cells
 from privspec.backends.data.writing import write_table_atomic
@@ -178,7 +179,8 @@ def select(model: Any, verb: str, queries: Sequence[str] | None = None) -> list:
 
 def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: Any = None,
            n: int | None = None, reps: int | None = None, seed: int | None = None,
-           engine: str | None = None, progress: Any = None) -> Results:
+           engine: str | None = None, progress: Any = None, weights: str | None = None,
+           strata: str | None = None, cluster: str | None = None) -> Results:
     """Answer a spec's queries for ``verb`` (``analyze``, ``run`` or ``simulate``).
 
     Parameters
@@ -197,6 +199,12 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         pandas for a DataFrame, DuckDB for a file.  Every engine gives the same results.
     seed : int, optional
         Seed of the randomized parts (permutation tests, jackknife groups, simulation).
+    weights, strata, cluster : str, optional
+        For ``run``: the data's columns of survey weights, strata and clusters (the
+        agency's, not privatized): Hajek estimates with design-based standard errors by
+        linearization and design effects (:mod:`privspec.backends.finite.weighted`);
+        ``strata`` and ``cluster`` need ``weights``.  A query without a weighted version
+        fails with B040.
     progress : bool, stream or None
         Progress bars of the long loops (simulation replications, permutations, bootstrap
         refits): None shows them where someone watches (a notebook, an interactive
@@ -220,6 +228,10 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
                                                                                       *model.releases])
         if engine is not None:
             bindings.engine = engine
+        if weights is not None:
+            bindings.design = SurveyDesign(weights, strata, cluster)
+        elif strata is not None or cluster is not None:
+            raise ValueError("strata and cluster need weights (a column of survey weights; 1 for equal weights)")
         from privspec.backends.collect.store import bind_stores  # start-up: the store's checks load pyarrow's pandas arrays, 50 ms
         bind_stores(bindings, model)
         try:
@@ -250,6 +262,13 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
                                 "or privspec simulate")
         return
     backend, why = found.backend, found.why
+    unweighted = _without_weights(q, backend, options.get("data"))
+    if unweighted:
+        out.failures[q.name] = BackendError(Diagnostic(
+            "B040", f"query '{q.name}': survey weights are not supported for {unweighted}",
+            hint="run it without --weights (weights=); weighted: the distribution or joint by mom or mle of "
+                 "subset, grr and rr mechanisms, and the mean of a numeric one"))
+        return
     if backend is None:
         text = spec.source.snippet(q.span) if q.span else q.name
         out.failures[q.name] = BackendError(Diagnostic(
@@ -265,6 +284,18 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
         out.failures[q.name] = with_data_file(e, q, options.get("data"), spec.source.name)
     except PrivspecError as e:
         out.failures[q.name] = e
+
+
+def _without_weights(q: Any, backend: Any, data: Any) -> str:
+    """What of ``q`` has no version with the survey design bound to ``data`` ("" when
+    none is bound, ``q`` reads no data, or its back end weighs it)."""
+    if getattr(data, "design", None) is None or data_role(q) != "required" or backend is None:
+        return ""
+    says = getattr(backend, "weighted", None)
+    if says is None:
+        family = getattr(q.mechanism, "family", None)
+        return f"{q.kind} queries of {family} mechanisms" if family else f"{q.kind} queries of releases"
+    return says(q)
 
 
 def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None = None, seed: int | None = None,

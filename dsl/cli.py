@@ -109,6 +109,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="who counts the reports: duckdb (the default for files: out of core, all cores), "
                           "pandas (in memory), spark (a cluster: the spark extra); every engine gives the "
                           "same results (docs/scale.md)")
+    run.add_argument("--weights", metavar="W", default=None,
+                     help="the data's column of survey weights (the agency's, not privatized): Hajek estimates "
+                          "with design-based standard errors and design effects (docs/cli.md; default: none, "
+                          "unweighted)")
+    run.add_argument("--strata", metavar="S", default=None,
+                     help="the data's column of strata, with --weights (default: none, one stratum)")
+    run.add_argument("--cluster", metavar="C", default=None,
+                     help="the data's column of clusters, the primary sampling units within each stratum, with "
+                          "--weights (default: none, each row its own)")
     _add_privatize(sub, common)
     export = sub.add_parser("export", parents=[common], help="write a survey store's reports to a data file")
     export.add_argument("--db", required=True, metavar="DB",
@@ -320,12 +329,17 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     data = None
     if args.verb == "run":
         from privspec.backends.data.bindings import DataBindings  # start-up: as the API's
+        from privspec.backends.data.survey import SurveyDesign  # start-up: as the API's
 
         try:
             data = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
         except ValueError as e:
             raise _Usage(f"privspec run: {e}") from None
         data.engine = args.engine
+        if args.weights is not None:
+            data.design = SurveyDesign(args.weights, args.strata, args.cluster)
+        elif args.strata is not None or args.cluster is not None:
+            raise _Usage("privspec run: --strata and --cluster need --weights (a column of survey weights)")
     if not select(model, args.verb, args.query):
         print(f"privspec {args.verb}: {args.spec} has no queries to answer", file=err)
         return EXIT_OK

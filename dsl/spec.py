@@ -122,15 +122,19 @@ class Spec:
         return _api().answer(self, "analyze", queries=queries, seed=seed)
 
     def run(self, data: Any, queries: "Sequence[str] | None" = None, *, seed: int | None = 0,
-            engine: str | None = None, progress: "bool | None" = None) -> "Results":
+            engine: str | None = None, progress: "bool | None" = None, weights: str | None = None,
+            strata: str | None = None, cluster: str | None = None) -> "Results":
         """Answer the queries from data: ``data`` is a path, a :class:`pandas.DataFrame`, or a
         mapping mechanism -> path/DataFrame (key ``None`` for the default table).  ``engine``
         (``"pandas"``, ``"duckdb"``, ``"spark"``) counts the reports; by default pandas for
         a DataFrame and DuckDB for a file (docs/scale.md).  ``progress``: progress bars of
         the long loops (permutation tests, bootstrap bands): None (the default) where
         someone watches -- a notebook, an interactive terminal, never a pipe or a file --,
-        True always (on standard error), False never (:func:`privspec.progress.chosen`)."""
-        return _api().answer(self, "run", queries=queries, data=data, seed=seed, engine=engine, progress=progress)
+        True always (on standard error), False never (:func:`privspec.progress.chosen`).
+        ``weights``, ``strata``, ``cluster``: the data's survey design columns (Hajek
+        estimates, design-based standard errors and design effects: docs/cli.md)."""
+        return _api().answer(self, "run", queries=queries, data=data, seed=seed, engine=engine, progress=progress,
+                             weights=weights, strata=strata, cluster=cluster)
 
     def simulate(self, n: int, reps: int, seed: int | None = 0, queries: "Sequence[str] | None" = None, *,
                  progress: "bool | None" = None) -> "Results":

@@ -15,6 +15,7 @@ import pandas as pd
 from privspec.errors import DataError, Diagnostic
 from privspec.model.query_kinds import needs_data
 from privspec.backends.data.engines import engine_for
+from privspec.backends.data.survey import SurveyDesign
 
 
 def data_role(query: Any) -> str | None:
@@ -53,6 +54,8 @@ class DataBindings:
     per_mechanism: dict[str, str] = field(default_factory=dict)
     #: who counts (:mod:`privspec.backends.data.engines`): None for the default by input kind
     engine: str | None = None
+    #: the survey design of the tables (their weights, strata and clusters columns), None: none
+    design: SurveyDesign | None = None
     _cache: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)  # DataFrames given to the API
     _engines: dict[str, Any] = field(default_factory=dict, repr=False)
     _rows: dict[str, bool] = field(default_factory=dict, repr=False)   # whether each table has a data row

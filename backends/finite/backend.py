@@ -21,6 +21,7 @@ from privspec.backends.finite.data import count_observations, observations, priv
 from privspec.backends.finite.estimates import se_kind_of
 from privspec.backends.finite.regression_data import regression_on_data
 from privspec.backends.finite.simulate import simulate_query
+from privspec.backends.finite.weighted import weighted_estimate, weighted_supports
 from privspec.backends.finite.truth import (Truth, as_matrix, as_vector, avar_matrix, coverage_value,
                                             estimate_on_counts, independence_on_counts, leakage_value)
 from privspec.backends.core.populations import parameter_values
@@ -182,6 +183,8 @@ class FiniteBackend:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech_name = query.mechanism.name or query.name
         engine = data.engine_for(mech_name)
+        if data.design is not None:
+            return weighted_estimate(query, engine, data.design)
         if query.estimand is not None and query.estimand.kind == "regression":
             return regression_on_data(query, engine)
         if kind == "test":
@@ -189,6 +192,11 @@ class FiniteBackend:
             return independence_on_counts(query, counts, seed=options.get("seed"))
         ch, counts = observations(query.mechanism, engine)
         return estimate_on_counts(query, counts, ch)
+
+    def weighted(self, query: Query) -> str:
+        """What of ``query`` has no version with survey weights ("" when it has one:
+        :mod:`privspec.backends.finite.weighted`)."""
+        return weighted_supports(query)
 
     # -- privatize --------------------------------------------------------------------------------
     def privatizes(self, mechanism: Any) -> bool:

@@ -135,10 +135,11 @@ def report_columns(mechanism: Any, header: Sequence[str]) -> list[str]:
     return out
 
 
-def tally_of(mechanism: Any, data: Any, path: Any = "data") -> Tally:
-    """The counts of the mechanism's report columns: ``data`` is a :class:`Tally`, an
-    engine, or a DataFrame (counted by :class:`~privspec.backends.data.engines.PandasEngine`);
-    D003 when a column is missing, with the hint of the variable that lacks it."""
+def tally_of(mechanism: Any, data: Any, path: Any = "data", extra: Sequence[str] = ()) -> Tally:
+    """The counts of the mechanism's report columns (and the ``extra`` columns after them:
+    a survey design's): ``data`` is a :class:`Tally`, an engine, or a DataFrame (counted by
+    :class:`~privspec.backends.data.engines.PandasEngine`); D003 when a column is missing,
+    with the hint of the variable that lacks it."""
     if isinstance(data, Tally):
         return data
     engine = PandasEngine(data, str(path)) if isinstance(data, pd.DataFrame) else data
@@ -147,7 +148,7 @@ def tally_of(mechanism: Any, data: Any, path: Any = "data") -> Tally:
         cols = columns_for(f.variable, header)
         require_columns(pd.DataFrame(columns=header), cols, engine.source,
                         hint=_column_hint(f.variable, header, "reports"))
-    return engine.tally(report_columns(mechanism, header))
+    return engine.tally(list(dict.fromkeys([*report_columns(mechanism, header), *extra])))
 
 
 def factor_codes(ch: Channel | Any, tally: Tally, variable: Variable,
@@ -205,21 +206,25 @@ def observations(mechanism: Any, data: Any, path: Any = "data") -> tuple[Channel
     """The channel the reports are read against and the counts per observation (products:
     row-major joint).  ``data``: a tally, an engine or a DataFrame (:func:`tally_of`).
     For a uniform design on many categories the channel holds only the observed subsets."""
-    factors = factor_mechanisms(mechanism)
-    name = getattr(mechanism, "name", None)
     tally = tally_of(mechanism, data, path)
-    weights = tally.counts.astype(float)
+    ch, codes = observation_codes(mechanism, tally)
+    return ch, np.bincount(codes, weights=tally.counts.astype(float), minlength=ch.n_obs)
+
+
+def observation_codes(mechanism: Any, tally: Tally) -> tuple[Channel, np.ndarray]:
+    """The channel the reports are read against, and the observation index of each distinct
+    tuple of ``tally`` (products: the row-major joint index); other columns of the tally
+    (a survey design's) are not read."""
+    name = getattr(mechanism, "name", None)
     if large_uniform(mechanism):
         codes, ch = factor_codes(mechanism, tally, mechanism.variable, name)
-        return ch, np.bincount(codes, weights=weights, minlength=ch.n_obs)
-    ch = channel_of(mechanism)
+        return ch, codes
+    factors = factor_mechanisms(mechanism)
     chans = [channel_of(f) for f in factors]
     codes = [factor_codes(c, tally, f.variable, name)[0] for c, f in zip(chans, factors)]
     if len(codes) == 1:
-        joint = codes[0]
-    else:
-        joint = np.ravel_multi_index(tuple(codes), tuple(c.n_obs for c in chans))
-    return ch, np.bincount(joint, weights=weights, minlength=ch.n_obs)
+        return channel_of(mechanism), codes[0]
+    return channel_of(mechanism), np.ravel_multi_index(tuple(codes), tuple(c.n_obs for c in chans))
 
 
 def count_observations(mechanism: Any, data: Any, path: Any = "data") -> np.ndarray:

@@ -48,6 +48,8 @@ from privspec.backends.core.normal import Z95
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.core.populations import bind_parameters
 from privspec.backends.core.rowrandom import RowRandom, stream_of
+from privspec.backends.core.survey_design import weighted_mean
+from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells
 from privspec.backends.interval.backend import raw_values
 from privspec.backends.interval.estimate import number_wald_inference
 from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
@@ -160,6 +162,28 @@ def mean_estimate(m: NumericLDP, reports: np.ndarray, counts: np.ndarray, lo: fl
                     protocol=m.name, inference=number_wald_inference(mu, se))
 
 
+def weighted_mean_estimate(m: NumericLDP, engine: Any, column: str, design: SurveyDesign, lo: float,
+                           hi: float) -> Estimate:
+    """The Hajek mean of the reports' unbiased estimates with survey weights, strata and
+    clusters: its design-based standard error by linearization
+    (:func:`privspec.backends.core.survey_design.weighted_mean`) and design effect (over the
+    unweighted iid standard error of :func:`mean_estimate` at the same n)."""
+    check_design_columns(design, engine.columns(), engine.source, [column])
+    tally = engine.tally([column, *design.columns])
+    reports, counts = read_reports(m, tally, column)
+    cells = design_cells(tally, design, np.arange(len(counts)))
+    y = m.to_value(m.unbiased(reports), lo, hi)
+    mu, var = weighted_mean(y, cells)
+    n = float(counts.sum())
+    srs = float(np.dot(counts, (y - mu) ** 2) / max(n - 1, 1) / n)
+    se = math.sqrt(var)
+    return Estimate(mu, method=f"unbiased ({m.name}), weighted", n=int(n), se=se,
+                    se_kind="design-based (Taylor linearization)", ci95=[mu - Z95 * se, mu + Z95 * se],
+                    ci_method="estimate +- 1.96 se (design-based)", deff=var / srs if srs > 0 else float("nan"),
+                    design=design.describe(), weighted_n=cells.total_weight, protocol=m.name,
+                    inference=number_wald_inference(mu, se))
+
+
 def cdf_estimate(m: SquareWave, reports: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> Estimate:
     """Square wave's EMS histogram on :data:`EMS_BUCKETS` buckets of ``[lo, hi]`` (the front
     end lets ``ems`` reach square wave only)."""
@@ -265,6 +289,13 @@ class NumericBackend:
     def privatizes(self, mechanism: Any) -> bool:
         return getattr(mechanism, "family", None) == "numeric"
 
+    def weighted(self, query: Query) -> str:
+        """What of ``query`` has no version with survey weights ("" for the mean by
+        ``unbiased``, a mean of per-row values: :func:`weighted_mean_estimate`)."""
+        if query.kind == "estimate" and query.estimand.kind == "mean":
+            return ""
+        return f"{query.kind} queries of a {query.estimand.kind} from numeric mechanisms (weighted: the mean)"
+
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if query.method is not None and query.method.options.get("se", "population") != "population":
             raise BackendError(Diagnostic("B140", "se = conditional is not given for numeric mechanisms: the "
@@ -289,8 +320,11 @@ class NumericBackend:
             raise BackendError(Diagnostic("B120", f"query '{q.name}' needs data", hint="privspec run SPEC --data FILE"))
         m = ldp_of(model, mech)
         column = mech.variable.name
-        reports, counts = read_reports(m, data.engine_for(mech.name or q.name).tally([column]), column)
+        engine = data.engine_for(mech.name or q.name)
         lo, hi = _bounds(mech)
+        if data.design is not None:
+            return weighted_mean_estimate(m, engine, column, data.design, lo, hi)
+        reports, counts = read_reports(m, engine.tally([column]), column)
         if q.estimand.kind == "cdf":
             return cdf_estimate(m, reports, counts, lo, hi)
         return mean_estimate(m, reports, counts, lo, hi)

@@ -38,6 +38,7 @@ from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
 from privspec.backends.core.channel import grr_channel
 from privspec.backends.core.compile import channel_of
+from privspec.backends.finite.weighted import weighted_estimate, weighted_supports
 from privspec.backends.core.kron import kron_apply, kron_cov
 from privspec.backends.core.projections import WALD_CI, wald_interval
 from privspec.backends.core.populations import parameter_values, population_vector, symbolic_vector
@@ -95,7 +96,14 @@ class RRBackend:
         if data is None:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech_name = query.mechanism.name or query.name
+        if data.design is not None:
+            return weighted_estimate(query, data.engine_for(mech_name), data.design)
         return estimate_result(model, query, data.engine_for(mech_name), data.path_for(mech_name))
+
+    def weighted(self, query: Query) -> str:
+        """What of ``query`` has no version with survey weights ("" for a joint or marginal
+        by mom or mle through the channel: :mod:`privspec.backends.finite.weighted`)."""
+        return weighted_supports(query)
 
 
 def joint_result(problem: JointProblem, fit: JointFit) -> Result:

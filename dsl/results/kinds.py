@@ -189,6 +189,13 @@ class Estimate(Typed, OracleFacts, NumericFacts):
     wald: Field[dict] = Field("a regression's Wald test per coefficient: z = estimate / se and its p-value")
     lr_test: Field[dict] = Field("a regression's likelihood-ratio test of all slopes = 0")
     meaning: Field[str] = Field("what the estimate is, where its kind does not say")
+    design: Field[str] = Field("the survey design of the data: its weights, strata and clusters columns")
+    deff: Field[Any] = Field("the design effect: the design-based variance over simple random sampling's at "
+                             "the same n")
+    weighted_n: Field[float] = Field("the sum of the survey weights")
+    strata: Field[int] = Field("the strata of the survey design")
+    psus: Field[int] = Field("the primary sampling units of the survey design (clusters, or rows)")
+    pseudo_loglik: Field[float] = Field("the weighted pseudo-log-likelihood at the estimate")
     note: Field[str] = Field("what to know about the estimate")
 
     def to_frame(self) -> Any:
