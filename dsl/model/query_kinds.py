@@ -68,7 +68,8 @@ def family_of(mechanism: Any) -> str:
     if family == "rr":
         return "grr" if getattr(mechanism, "kind", None) == "grr" else "rr"
     if family == "product":
-        rr = all(getattr(f, "family", None) == "rr" for f in mechanism.factors)
+        # the castell estimators invert each factor's square matrix (kuk's is not)
+        rr = all(getattr(f, "family", None) == "rr" and f.square for f in mechanism.factors)
         return "rr_product" if rr else "product"
     if family == "interval":
         return "censored" if type(mechanism).__name__ == "CensoredMechanism" else "interval"

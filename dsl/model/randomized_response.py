@@ -1,9 +1,11 @@
 """Randomized-response mechanisms -> model: ``grr`` and ``rr`` (a response matrix) of the
-multidimensional-RR paper, the local-DP frequency oracles (``sue``, ``oue``, ``olh`` ...,
-longitudinal ``l_*``), and the oracles that share one budget among several attributes
-(``spl``, ``smp``, ``rsfd``).
+multidimensional-RR paper, Kuk's card design ``kuk`` (:class:`KukResponse`), the local-DP
+frequency oracles (``sue``, ``oue``, ``olh`` ..., longitudinal ``l_*``), and the oracles
+that share one budget among several attributes (``spl``, ``smp``, ``rsfd``).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import sympy
 
@@ -27,6 +29,65 @@ def build_grr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedRespo
                   args["variable"].span)
         return None
     return RandomizedResponse(name, var, epsilon=values["epsilon"], span=call.span)
+
+
+@dataclass(frozen=True)
+class KukResponse(RandomizedResponse):
+    """Kuk's card design ``kuk(X, p1 = a, p2 = b, k = K)`` on a binary variable (Kuk 1990;
+    RRreg's ``"Kuk"``): a respondent in the first category draws ``k`` cards with
+    replacement from a deck whose red share is ``p1``, one in the second from a deck of
+    red share ``p2``, and reports the number of red cards.  Its reports are ``0 .. k``,
+    its matrix ``2 x (k + 1)`` with binomial rows.
+
+    Examples
+    --------
+    >>> v = Variable("y", "categorical", ("yes", "no"))
+    >>> m = KukResponse("m", v, p1=sympy.Rational(3, 4), p2=sympy.Rational(1, 4), k=sympy.Integer(2))
+    >>> m.reports, m.randomization_matrix()[0]
+    (('0', '1', '2'), (1/16, 3/8, 9/16))
+    """
+
+    p1: sympy.Expr = sympy.Integer(0)
+    p2: sympy.Expr = sympy.Integer(0)
+    k: sympy.Expr = sympy.Integer(1)
+
+    @property
+    def kind(self) -> str:
+        return "kuk"
+
+    @property
+    def reports(self) -> tuple[str, ...]:
+        return tuple(str(j) for j in range(int(self.k) + 1))
+
+    @property
+    def square(self) -> bool:
+        return False
+
+    def randomization_matrix(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        """Row u: the binomial law of the red cards in k draws at red share p_(u+1)."""
+        k = int(self.k)
+        return tuple(tuple(sympy.binomial(k, j) * p ** j * (1 - p) ** (k - j) for j in range(k + 1))
+                     for p in (self.p1, self.p2))
+
+
+def build_kuk(ctx: Context, call: ast.Call, name: str | None) -> KukResponse | None:
+    """``kuk(Y, p1 = a, p2 = b, k = K)``: a binary variable, two red shares in [0, 1] that
+    differ (else the reports say nothing of Y: E305), k >= 1 cards."""
+    bound = bind_variable(ctx, call, categorical_variable, ("p1", "p2", "k"))
+    if bound is None:
+        return None
+    args, var, values = bound
+    if var.p != 2:
+        ctx.error("E405", f"kuk() privatizes a binary variable; {var.name} has {var.p} categories",
+                  args["variable"].span, "the first category draws from deck 1 (p1), the second from deck 2 (p2)")
+        return None
+    p1, p2 = values["p1"], values["p2"]
+    if p1.is_number and p2.is_number and sympy.simplify(p1 - p2) == 0:
+        ctx.error("E305", f"kuk()'s decks have the same red share {fmt(p1)}: the reports do not depend on "
+                          f"{var.name}", args["p2"].span, "use two decks with different red shares, e.g. "
+                                                         "p1 = 0.8, p2 = 0.2")
+        return None
+    return KukResponse(name, var, span=call.span, p1=p1, p2=p2, k=sympy.Integer(values["k"]))
 
 
 #: the local-DP frequency oracles of one variable (docs/oracles.md); l_*: longitudinal forms

@@ -206,6 +206,14 @@ _MECHANISMS = (
         _p("matrix", "matrix", "P[u][v] = Pr(Y = v | X = u), rows summing to 1"),
     ), "rr(VARIABLE, matrix [[...], ...]) with P[u][v] = Pr(Y = v | X = u)",
         "randomized response with a given randomization matrix"),
+    # the designs of RRreg that a square matrix cannot express (docs/randomized-response.md)
+    Signature("kuk", "mechanism", (
+        _p("variable", "categorical variable", "a binary variable"),
+        Param("p1", "probability", positional=False, doc="the red share of the deck of the first category"),
+        Param("p2", "probability", positional=False, doc="the red share of the deck of the second category"),
+        Param("k", "integer", positional=False, doc="the cards drawn (with replacement)", minimum=1),
+    ), "kuk(VARIABLE, p1 = a, p2 = b, k = K)",
+        "Kuk's card design: k cards from the deck of one's category, the number of red ones reported (Kuk 1990)"),
     Signature("product", "mechanism", (
         _p("mechanisms", "mechanism", "two or more finite mechanisms on different variables", variadic=True,
            positional=True),
