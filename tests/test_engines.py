@@ -120,8 +120,8 @@ def _answers(spec_path: Path, data: dict[str, str], engine: str) -> dict:
 def test_the_bundled_specs_with_data() -> None:
     assert [p.stem for p in DATA_SPECS] == ["adult_race", "bcdeter", "castell_example", "gender_income",
                                            "interval_privacy", "interval_table2", "language", "numeric", "oracles",
-                                           "randomized_response", "rr_regression", "rrreg_designs", "survey", "university",
-                                           "urn"]
+                                           "randomized_response", "rr_regression", "rrreg_designs", "survey",
+                                           "university", "urn"]
 
 
 @pytest.mark.parametrize("path", [p if p.stem not in ("randomized_response", "language", "interval_privacy",

@@ -123,8 +123,9 @@ def test_the_checker_refuses_what_does_not_fit(text: str, code: str, words: str)
 
 def test_regression_and_products_read_kuk_through_its_channel() -> None:
     """A regression on one categorical covariate is saturated: its intercept is the log odds
-    of the second category from the MLE of the first group's reports alone; a product with a Kuk factor is estimated on the joint table (the
-    finite back end: the castell estimators need square matrices)."""
+    of the second category from the MLE of the first group's reports alone; a product with
+    a Kuk factor is estimated on the joint table (the finite back end: the castell
+    estimators need square matrices)."""
     rng = np.random.default_rng(9)
     raw = pd.DataFrame({"drug": np.where(rng.random(3000) < 0.3, "yes", "no"), "race": rng.choice(list("abc"), 3000)})
     spec = privspec.load(HEAD + "mechanism both = product(kuk3, grr(race, epsilon = 1))\n"
