@@ -145,3 +145,11 @@ def test_regression_and_products_read_kuk_through_its_channel() -> None:
     joint = np.array(res["j"].to_dict()["value"]["data"])
     assert joint.sum() == pytest.approx(1) and joint[0].sum() == pytest.approx(0.3, abs=0.05)
     assert float(res["e"].value) == pytest.approx(1 + math.log(64))
+
+
+def test_planning_sizes_a_survey_from_the_channels_avar() -> None:
+    """sample_size of the share at max_se = 0.01 is the fewest n with avar / n <= 0.01^2."""
+    res = privspec.load(HEAD + "query v = avar(distribution(drug) from kuk3 by mle)\n"
+                               "query n = sample_size(distribution(drug) from kuk3, max_se = 0.01)\n").analyze()
+    avar = res["v"].to_dict()["value"]["data"][0][0]
+    assert res["n"].value == math.ceil(avar / 0.01 ** 2)

@@ -37,7 +37,7 @@ VERBS = ("analyze", "run", "simulate")
 FAMILIES: dict[str, str] = {
     "subset": "subset designs",
     "grr": "generalized randomized response (grr)",
-    "rr": "randomized response by matrix (rr)",
+    "rr": "randomized response by matrix (rr) or by cards (kuk)",
     "product": "products of mechanisms (subset or mixed factors)",
     "rr_product": "products of randomized responses",
     "interval": "interval privacy (interval, selective, progressive)",
