@@ -53,8 +53,9 @@ _ANSWERS = (
 Parameter = tuple[str, str, Callable[[np.ndarray], tuple[float, np.ndarray]]]
 
 
-def _linear(i: int, const: float = 0.0, sign: float = 1.0) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
-    return lambda t: (const + sign * float(t[i]), sign * np.eye(2)[i])
+def _linear(i: int) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """theta_i and its gradient."""
+    return lambda t: (float(t[i]), np.eye(2)[i])
 
 
 def _honesty(t: np.ndarray) -> tuple[float, np.ndarray]:
