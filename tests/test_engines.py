@@ -81,8 +81,8 @@ def _data_for(path: Path, folder: Path, fmt: str) -> dict[str, str]:
             frame = read_table(ROOT / "tests" / "data" / "bcdeter.csv")
         elif path.stem == "castell_example" and name == "ind":
             frame = read_table(DATA / "castell_example_reports.csv")
-        elif path.stem == "rr_regression":   # reports and raw covariates in one file
-            frame = read_table(DATA / "rr_regression.csv")
+        elif path.stem in ("rr_regression", "rrreg_designs"):   # reports and raw covariates in one file
+            frame = read_table(DATA / f"{path.stem}.csv")
         elif name in model.releases:
             frame = spec.privatize(read_table(DATA / "university.csv"), name, seed=7)
         else:
@@ -120,7 +120,8 @@ def _answers(spec_path: Path, data: dict[str, str], engine: str) -> dict:
 def test_the_bundled_specs_with_data() -> None:
     assert [p.stem for p in DATA_SPECS] == ["adult_race", "bcdeter", "castell_example", "gender_income",
                                            "interval_privacy", "interval_table2", "language", "numeric", "oracles",
-                                           "randomized_response", "rr_regression", "survey", "university", "urn"]
+                                           "randomized_response", "rr_regression", "rrreg_designs", "survey",
+                                           "university", "urn"]
 
 
 @pytest.mark.parametrize("path", [p if p.stem not in ("randomized_response", "language", "interval_privacy",

@@ -622,6 +622,29 @@ def matrix_channel(labels: Sequence[str], P: Any, note: str = "", facts: tuple =
                    facts=facts)
 
 
+def kuk_channel(labels: Sequence[str], P: Any, reports: Sequence[str], note: str = "") -> Channel:
+    """Kuk's card design (:class:`~privspec.model.randomized_response.KukResponse`): ``K = P^T`` with one
+    column per category and one row per number of red cards ``j = 0 .. k``.  Its moment
+    features are the shares of the draws that point to each category, ``T = [j/k; 1 - j/k]``,
+    so that ``Q = T K = [[p1, p2], [1 - p1, 1 - p2]]`` and the MoM is Kuk's estimator
+    ``(mean(j)/k - p2) / (p1 - p2)`` of the first category's share.
+
+    Examples
+    --------
+    >>> ch = kuk_channel(("y", "n"), [[sympy.Rational(9, 16), sympy.Rational(3, 8), sympy.Rational(1, 16)],
+    ...                               [sympy.Rational(1, 16), sympy.Rational(3, 8), sympy.Rational(9, 16)]],
+    ...                  ("0", "1", "2"))
+    >>> ch.T * ch.K
+    Matrix([
+    [1/4, 3/4],
+    [3/4, 1/4]])
+    """
+    k = len(reports) - 1
+    T = sympy.Matrix(2, k + 1, lambda u, j: sympy.Rational(j, k) if u == 0 else 1 - sympy.Rational(j, k))
+    return Channel(tuple(labels), tuple(reports), sympy.Matrix(P).T, T, None, kind="rr",
+                   note=note or "kuk's card design")
+
+
 def affine_channel(ch: Channel, p: int, alpha: Any, note: str = "") -> Channel:
     """The channel in the real categories of a design with two dummy categories of known
     mass ``alpha`` each (subset privacy, Appendix II): ``ch`` is the channel on the

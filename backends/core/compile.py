@@ -13,7 +13,8 @@ import sympy
 from privspec.errors import BackendError, Diagnostic
 from privspec.limits import UNIFORM_ENUM_LIMIT
 from privspec.model.graph import ProductMechanism, RandomizedResponse, SubsetMechanism
-from privspec.backends.core.channel import Channel, affine_channel, grr_channel, matrix_channel, product_channel, subset_channel
+from privspec.backends.core.channel import (Channel, affine_channel, grr_channel, kuk_channel, matrix_channel,
+                                            product_channel, subset_channel)
 from privspec.backends.core.uniform import UniformChannel, constants, uniform_facts
 
 #: labels of the two dummy categories of Appendix II (made unique against the variable's)
@@ -87,6 +88,8 @@ def _build(mechanism: Any) -> Channel:
         if mechanism.kind == "grr":  # closed forms for its epsilon and covariance
             return grr_channel(mechanism.variable.labels, mechanism.epsilon, note="grr randomized response",
                                P=mechanism.randomization_matrix())
+        if mechanism.kind == "kuk":  # reports other than the categories: the red cards
+            return kuk_channel(mechanism.variable.labels, mechanism.randomization_matrix(), mechanism.reports)
         return matrix_channel(mechanism.variable.labels, mechanism.randomization_matrix(),
                               note=f"{mechanism.kind} randomized response")
     if isinstance(mechanism, ProductMechanism):

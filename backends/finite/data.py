@@ -78,6 +78,10 @@ def joined_labels(frame: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
 
 def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple[int | None, str]:
     """Observation index of one distinct report, or (None, reason)."""
+    if ch.masks is None and ch.obs_labels != ch.x_labels:  # reports that are not categories (kuk: counts)
+        idx = ch.index_of(str(text).strip())
+        return (idx, "") if idx is not None else (None, f"{show_value(text)} is not a report of this mechanism "
+                                                        f"({', '.join(ch.obs_labels)})")
     parts = [t.strip() for t in str(text).split("|")]
     position = {lab: j for j, lab in enumerate(labels)}
     unknown = [t for t in parts if t not in position]

@@ -100,7 +100,7 @@ def reports(mech) -> int:
     if isinstance(mech, ProductMechanism):
         return math.prod(reports(f) for f in mech.factors)
     if isinstance(mech, RandomizedResponse):
-        return mech.variable.p
+        return len(mech.reports)
     if isinstance(mech, SubsetMechanism):
         p = mech.variable.p
         kind = mech.design.kind
@@ -267,8 +267,8 @@ def channel_class(mech) -> str:
     if isinstance(mech, ProductMechanism):
         return _worse(*(channel_class(f) for f in mech.factors))
     if isinstance(mech, RandomizedResponse):
-        if mech.matrix is not None:
-            return number_class(x for row in mech.matrix for x in row)
+        if mech.kind != "grr":
+            return number_class(x for row in mech.randomization_matrix() for x in row)
         # grr's probabilities are e^eps / (e^eps + d - 1): rational when e^eps is
         return number_class([sympy.exp(mech.epsilon)])
     extra = [mech.min_coverage] if mech.min_coverage is not None else []
@@ -319,12 +319,14 @@ def mechanism_refusal(mech) -> Refusal | None:
 
 def _design_words(mech) -> str:
     if isinstance(mech, RandomizedResponse):
-        return "grr" if mech.kind == "grr" else "rr"
+        return mech.kind if mech.kind in ("grr", "kuk") else "rr"
     extra = " with min_coverage" if mech.min_coverage is not None else ""
     return f"subset({mech.variable.name}, {mech.design.kind}){extra}"
 
 
 def _channel_hint(mech) -> str:
+    if getattr(mech, "kind", None) == "kuk":
+        return "draw fewer cards (k): each extra card adds a report"
     if isinstance(mech, RandomizedResponse):
         return (f"use fewer categories (at most {math.isqrt(CHANNEL_CELL_LIMIT)} for grr), or a product of "
                 "mechanisms on separate variables")

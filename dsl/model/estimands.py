@@ -273,7 +273,7 @@ def _joint_fits(ctx: Context, est: Estimand, mech: Mechanism, method: Method, sr
                       span, "use 'joint' for RR on the combined domain (RR-Joint), or collect with "
                             "product(grr(a, epsilon = e), grr(b, epsilon = e), ...)")
             return False
-        if any(not isinstance(f, RandomizedResponse) for f in covering):
+        if any(not (isinstance(f, RandomizedResponse) and f.square) for f in covering):
             ctx.error("E501", f"'{m}' is defined for randomized-response factors (grr, rr)", span,
                       "for products of subset designs use mle or mom")
             return False
@@ -282,7 +282,7 @@ def _joint_fits(ctx: Context, est: Estimand, mech: Mechanism, method: Method, sr
                           "of per-attribute mechanisms", span,
                   "use castell, independent, hybrid or truncated for RR-Independent data")
         return False
-    if m == "joint" and not isinstance(mech, RandomizedResponse):
+    if m == "joint" and not (isinstance(mech, RandomizedResponse) and mech.square):
         ctx.error("E501", "'joint' is the RR-Joint estimator and needs grr/rr on the combined domain", span)
         return False
     return True

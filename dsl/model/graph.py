@@ -243,6 +243,17 @@ class RandomizedResponse(_OneVariable):
     def kind(self) -> str:
         return "grr" if self.matrix is None else "matrix"
 
+    @property
+    def reports(self) -> tuple[str, ...]:
+        """The labels of the reports: the categories (a square matrix)."""
+        return self.variable.labels
+
+    @property
+    def square(self) -> bool:
+        """The reports are the categories: the matrix is square, and the estimators that
+        invert it (castell, RR-Joint) apply."""
+        return True
+
     def randomization_matrix(self) -> tuple[tuple[sympy.Expr, ...], ...]:
         """P[u][v] = Pr(Y = v | X = u); for GRR p = e^eps/(e^eps + d - 1) on the diagonal.
 

@@ -26,8 +26,8 @@ from privspec.model.arguments import (bind_variable, categorical_variable, check
 from privspec.model.graph import (CONTINUOUS_FAMILIES, CensoredMechanism, IntervalMechanism, Law, Mechanism,
                                   NumericMechanism, ProductMechanism, ProgressiveMechanism, SelectiveMechanism,
                                   SubsetDesign, SubsetMechanism, Variable)
-from privspec.model.randomized_response import (ORACLES, build_grr, build_multi_oracle, build_oracle, build_rr,
-                                                build_rsfd)
+from privspec.model.randomized_response import (ORACLES, TWO_GROUP_DESIGNS, build_grr, build_kuk, build_multi_oracle,
+                                                build_oracle, build_rr, build_rsfd, build_two_group)
 from privspec.model.scope import Context, compare, describe, sign
 from privspec.model.signatures import bind, names, signature
 
@@ -532,6 +532,8 @@ BUILDERS: dict[str, Callable[[Context, ast.Call, str | None], Mechanism | None]]
     "smp": build_multi_oracle,
     "rsfd": build_rsfd,
     "rr": build_rr,
+    "kuk": build_kuk,
+    **{d: build_two_group for d in TWO_GROUP_DESIGNS},
     "product": build_product,
     "interval": build_interval,
     "selective": build_selective,

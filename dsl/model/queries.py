@@ -367,8 +367,8 @@ def _rr_bounds(ctx: Context, name: str, call: ast.Call, span: Span) -> Query | N
         return None
     factors = mech.factors if isinstance(mech, ProductMechanism) else ()
     wanted = "grr" if kind == "thresholds" else "grr or rr"
-    if len(factors) < 2 or not all(isinstance(f, RandomizedResponse) and (kind == "bounds" or f.kind == "grr")
-                                   for f in factors):
+    if len(factors) < 2 or not all(isinstance(f, RandomizedResponse) and f.square
+                                   and (kind == "bounds" or f.kind == "grr") for f in factors):
         ctx.error("E501", f"{kind}() is for a product of {wanted} mechanisms (RR-Independent "
                           "randomization, castell paper)", call.positional[0].span,
                   "e.g. product(grr(a, epsilon = 1), grr(b, epsilon = 1))")

@@ -37,7 +37,7 @@ VERBS = ("analyze", "run", "simulate")
 FAMILIES: dict[str, str] = {
     "subset": "subset designs",
     "grr": "generalized randomized response (grr)",
-    "rr": "randomized response by matrix (rr)",
+    "rr": "randomized response by matrix (rr) or by cards (kuk)",
     "product": "products of mechanisms (subset or mixed factors)",
     "rr_product": "products of randomized responses",
     "interval": "interval privacy (interval, selective, progressive)",
@@ -45,13 +45,15 @@ FAMILIES: dict[str, str] = {
     "oracle": "local-DP frequency oracles (sue, oue, blh, olh, ss, hr, adp, l_grr, l_sue, l_oue, l_osue)",
     "multi_oracle": "several attributes under one local-DP budget (spl, smp, rsfd)",
     "numeric": "a bounded numeric value under local DP (laplace, duchi, piecewise, hm, square_wave)",
+    "two_group": "RRreg's two-group designs (uqm, cdm, sld)",
     "release": "releases of count tables (no mechanism)",
 }
 FINITE = ("subset", "grr", "rr", "product", "rr_product")
 INTERVAL = ("interval", "censored")
 ORACLE = ("oracle", "multi_oracle")
 NUMERIC = ("numeric",)
-MECHANISM_FAMILIES = FINITE + INTERVAL + ORACLE + NUMERIC
+TWO_GROUP = ("two_group",)
+MECHANISM_FAMILIES = FINITE + INTERVAL + ORACLE + NUMERIC + TWO_GROUP
 
 
 def family_of(mechanism: Any) -> str:
@@ -68,7 +70,8 @@ def family_of(mechanism: Any) -> str:
     if family == "rr":
         return "grr" if getattr(mechanism, "kind", None) == "grr" else "rr"
     if family == "product":
-        rr = all(getattr(f, "family", None) == "rr" for f in mechanism.factors)
+        # the castell estimators invert each factor's square matrix (kuk's is not)
+        rr = all(getattr(f, "family", None) == "rr" and f.square for f in mechanism.factors)
         return "rr_product" if rr else "product"
     if family == "interval":
         return "censored" if type(mechanism).__name__ == "CensoredMechanism" else "interval"
@@ -119,7 +122,9 @@ ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
                  {"subset": _SUBSET_DISTRIBUTION, "grr": _DISTRIBUTION, "rr": _DISTRIBUTION,
                   "product": _SUBSET_DISTRIBUTION, "rr_product": _DISTRIBUTION,
                   # frequency oracles: the unbiased (support-count) estimator and the IBU (EM)
-                  "oracle": ("mom", "mle"), "multi_oracle": ("mom", "mle")},
+                  "oracle": ("mom", "mle"), "multi_oracle": ("mom", "mle"),
+                  # RRreg's two-group designs: the likelihood of the yes counts per group
+                  "two_group": ("mle",)},
                  "the distribution of a categorical variable"),
     EstimandKind("joint", "joint(X, Y, ...)", None, True, "estimate",
                  ("independent", "joint", "castell", "hybrid", "truncated", "clusters", "mom", "mle", "em"),

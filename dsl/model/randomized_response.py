@@ -1,15 +1,19 @@
 """Randomized-response mechanisms -> model: ``grr`` and ``rr`` (a response matrix) of the
-multidimensional-RR paper, the local-DP frequency oracles (``sue``, ``oue``, ``olh`` ...,
-longitudinal ``l_*``), and the oracles that share one budget among several attributes
-(``spl``, ``smp``, ``rsfd``).
+multidimensional-RR paper, Kuk's card design ``kuk`` (:class:`KukResponse`), RRreg's
+two-group designs ``uqm``, ``cdm``, ``sld`` (:class:`TwoGroupResponse`), the local-DP
+frequency oracles (``sue``, ``oue``, ``olh`` ..., longitudinal ``l_*``), and the oracles
+that share one budget among several attributes (``spl``, ``smp``, ``rsfd``).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import sympy
 
 from privspec.errors import did_you_mean
 from privspec.language import ast
 from privspec.language.arith import fmt
+from privspec.language.source import Span
 from privspec.model.arguments import (bind_variable, categorical_variable, check_positive, check_probability,
                                       repeated_component, sums_to_one)
 from privspec.model.graph import FrequencyOracle, MultiAttributeOracle, RandomizedResponse, Variable
@@ -27,6 +31,148 @@ def build_grr(ctx: Context, call: ast.Call, name: str | None) -> RandomizedRespo
                   args["variable"].span)
         return None
     return RandomizedResponse(name, var, epsilon=values["epsilon"], span=call.span)
+
+
+@dataclass(frozen=True)
+class KukResponse(RandomizedResponse):
+    """Kuk's card design ``kuk(X, p1 = a, p2 = b, k = K)`` on a binary variable (Kuk 1990;
+    RRreg's ``"Kuk"``): a respondent in the first category draws ``k`` cards with
+    replacement from a deck whose red share is ``p1``, one in the second from a deck of
+    red share ``p2``, and reports the number of red cards.  Its reports are ``0 .. k``,
+    its matrix ``2 x (k + 1)`` with binomial rows.
+
+    Examples
+    --------
+    >>> v = Variable("y", "categorical", ("yes", "no"))
+    >>> m = KukResponse("m", v, p1=sympy.Rational(3, 4), p2=sympy.Rational(1, 4), k=sympy.Integer(2))
+    >>> m.reports, m.randomization_matrix()[0]
+    (('0', '1', '2'), (1/16, 3/8, 9/16))
+    """
+
+    p1: sympy.Expr = sympy.Integer(0)
+    p2: sympy.Expr = sympy.Integer(0)
+    k: sympy.Expr = sympy.Integer(1)
+
+    @property
+    def kind(self) -> str:
+        return "kuk"
+
+    @property
+    def reports(self) -> tuple[str, ...]:
+        return tuple(str(j) for j in range(int(self.k) + 1))
+
+    @property
+    def square(self) -> bool:
+        return False
+
+    def randomization_matrix(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        """Row u: the binomial law of the red cards in k draws at red share p_(u+1)."""
+        k = int(self.k)
+        return tuple(tuple(sympy.binomial(k, j) * p ** j * (1 - p) ** (k - j) for j in range(k + 1))
+                     for p in (self.p1, self.p2))
+
+
+def build_kuk(ctx: Context, call: ast.Call, name: str | None) -> KukResponse | None:
+    """``kuk(Y, p1 = a, p2 = b, k = K)``: a binary variable, two red shares in [0, 1] that
+    differ (else the reports say nothing of Y: E305), k >= 1 cards."""
+    bound = bind_variable(ctx, call, categorical_variable, ("p1", "p2", "k"))
+    if bound is None:
+        return None
+    args, var, values = bound
+    if var.p != 2:
+        ctx.error("E405", f"kuk() privatizes a binary variable; {var.name} has {var.p} categories",
+                  args["variable"].span, "the first category draws from deck 1 (p1), the second from deck 2 (p2)")
+        return None
+    p1, p2 = values["p1"], values["p2"]
+    if p1.is_number and p2.is_number and sympy.simplify(p1 - p2) == 0:
+        ctx.error("E305", f"kuk()'s decks have the same red share {fmt(p1)}: the reports do not depend on "
+                          f"{var.name}", args["p2"].span, "use two decks with different red shares, e.g. "
+                                                         "p1 = 0.8, p2 = 0.2")
+        return None
+    return KukResponse(name, var, span=call.span, p1=p1, p2=p2, k=sympy.Integer(values["k"]))
+
+
+#: RRreg's designs of two groups randomized with different probabilities (docs/randomized-response.md)
+TWO_GROUP_DESIGNS = ("uqm", "cdm", "sld")
+
+
+@dataclass(frozen=True)
+class TwoGroupResponse:
+    """A yes/no question asked in two groups randomized with probabilities ``p1`` and ``p2``
+    (RRreg's two-group designs); the reports are ``variable``'s two categories, the first
+    meaning yes (the sensitive answer), and the ``group`` column says which group (its first
+    category: ``p1``).
+
+    * ``uqm``: the unrelated question with unknown prevalence (Greenberg et al. 1969): with
+      ``p_g`` the sensitive question, else an unrelated one (``unrelated``, a binary variable
+      of unknown share), ``Pr(yes | g) = p_g pi + (1 - p_g) pi_u``;
+    * ``cdm``: the cheating-detection model (Clark and Desharnais 1998): with ``p_g`` a forced
+      yes, else the truth; cheaters say no whatever they draw: ``Pr(yes | g) = pi + p_g beta``
+      (``beta`` the honest non-carriers, ``gamma = 1 - pi - beta`` the cheaters);
+    * ``sld``: the stochastic lie detector (Moshagen et al. 2010): a non-carrier says no with
+      ``p_g``, a carrier yes if honest (share ``t``): ``Pr(yes | g) = pi t + (1 - pi)(1 - p_g)``.
+    """
+
+    name: str | None
+    variable: Variable
+    design: str
+    p1: sympy.Expr
+    p2: sympy.Expr
+    group: Variable
+    unrelated: Variable | None = None
+    span: Span | None = field(default=None, compare=False)
+    family = "two_group"
+    is_finite = False
+
+    @property
+    def kind(self) -> str:
+        return self.design
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return (self.variable,)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns of its reports: the answer and the group."""
+        return (self.variable.name, self.group.name)
+
+
+def _binary(ctx: Context, node: ast.Node, mech: str, what: str) -> Variable | None:
+    var = categorical_variable(ctx, node, mech)
+    if var is not None and var.p != 2:
+        ctx.error("E405", f"{mech}() needs a binary {what}; {var.name} has {var.p} categories", node.span,
+                  "two categories, the first meaning yes" if what != "group" else
+                  "two groups, the first randomized with p1, the second with p2")
+        return None
+    return var
+
+
+def build_two_group(ctx: Context, call: ast.Call, name: str | None) -> TwoGroupResponse | None:
+    """``cdm(Y, p1 = a, p2 = b, group = G)`` and ``sld``, ``uqm`` (with ``unrelated = U``):
+    binary Y and G, two different probabilities (else the two groups' equations are one:
+    E305), the group another variable than Y."""
+    bound = bind_variable(ctx, call, categorical_variable, ("p1", "p2"))
+    if bound is None:
+        return None
+    args, var, values = bound
+    if _binary(ctx, args["variable"], call.name, "variable") is None:
+        return None
+    group = _binary(ctx, args["group"], call.name, "group")
+    unrelated = _binary(ctx, args["unrelated"], call.name, "unrelated question") if "unrelated" in args else None
+    if group is None or ("unrelated" in args and unrelated is None):
+        return None
+    p1, p2 = values["p1"], values["p2"]
+    if p1.is_number and p2.is_number and sympy.simplify(p1 - p2) == 0:
+        ctx.error("E305", f"{call.name}()'s two groups are randomized alike (p1 = p2 = {fmt(p1)}): their answers "
+                          "cannot tell the design's two unknowns apart", args["p2"].span,
+                  "give the groups different probabilities, e.g. p1 = 0.3, p2 = 0.7")
+        return None
+    if len({v.name for v in (var, group, unrelated) if v is not None}) < 2 + (unrelated is not None):
+        ctx.error("E205", f"{call.name}()'s answer, group and unrelated question are different variables",
+                  call.span)
+        return None
+    return TwoGroupResponse(name, var, call.name, p1, p2, group, unrelated, call.span)
 
 
 #: the local-DP frequency oracles of one variable (docs/oracles.md); l_*: longitudinal forms

@@ -206,6 +206,32 @@ _MECHANISMS = (
         _p("matrix", "matrix", "P[u][v] = Pr(Y = v | X = u), rows summing to 1"),
     ), "rr(VARIABLE, matrix [[...], ...]) with P[u][v] = Pr(Y = v | X = u)",
         "randomized response with a given randomization matrix"),
+    # the designs of RRreg that a square matrix cannot express (docs/randomized-response.md)
+    Signature("kuk", "mechanism", (
+        _p("variable", "categorical variable", "a binary variable"),
+        Param("p1", "probability", positional=False, doc="the red share of the deck of the first category"),
+        Param("p2", "probability", positional=False, doc="the red share of the deck of the second category"),
+        Param("k", "integer", positional=False, doc="the cards drawn (with replacement)", minimum=1),
+    ), "kuk(VARIABLE, p1 = a, p2 = b, k = K)",
+        "Kuk's card design: k cards from the deck of one's category, the number of red ones reported (Kuk 1990)"),
+    *(Signature(name, "mechanism", (
+        _p("variable", "categorical variable", "a binary answer, its first category meaning yes"),
+        Param("p1", "probability", positional=False, doc=f"{what} in the first group"),
+        Param("p2", "probability", positional=False, doc=f"{what} in the second group"),
+        Param("group", "categorical variable", positional=False, doc="the column of the respondent's group"),
+        *extra,
+    ), usage, doc) for name, what, extra, usage, doc in (
+        ("uqm", "the probability of the sensitive question",
+         (Param("unrelated", "categorical variable", positional=False,
+                doc="the unrelated question (binary, share unknown): read when privatizing"),),
+         "uqm(VARIABLE, p1 = a, p2 = b, group = G, unrelated = U)",
+         "the unrelated question of unknown prevalence, asked in two groups (Greenberg et al. 1969)"),
+        ("cdm", "the probability of a forced yes", (), "cdm(VARIABLE, p1 = a, p2 = b, group = G)",
+         "the cheating-detection model: honest yes, honest no and cheaters (Clark and Desharnais 1998)"),
+        ("sld", "the probability that a non-carrier answers truthfully", (),
+         "sld(VARIABLE, p1 = a, p2 = b, group = G)",
+         "the stochastic lie detector: the trait's share and its carriers' honesty (Moshagen et al. 2010)"),
+    )),
     Signature("product", "mechanism", (
         _p("mechanisms", "mechanism", "two or more finite mechanisms on different variables", variadic=True,
            positional=True),
