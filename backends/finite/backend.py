@@ -20,6 +20,7 @@ from privspec.backends.core.compile import channel_in_w
 from privspec.backends.finite.data import count_observations, observations, privatize_frame
 from privspec.backends.finite.estimates import se_kind_of
 from privspec.backends.finite.regression_data import regression_on_data
+from privspec.backends.finite.regression_planning import regression_avar
 from privspec.backends.finite.simulate import simulate_query
 from privspec.backends.finite.truth import (Truth, as_matrix, as_vector, avar_matrix, coverage_value,
                                             estimate_on_counts, independence_on_counts, leakage_value)
@@ -30,6 +31,8 @@ _ANSWERS = (
     Answers(("moments", "fisher", "coverage", "leakage", "identifiable", "individual"), FINITE),
     Answers(("epsilon",), ("subset", "product")),  # randomized response: the rr back end's closed forms
     Answers(("avar",), FINITE, estimands=("distribution",)),
+    # a regression's coefficients at their declared values, the covariates at their populations
+    Answers(("avar",), ("subset", "grr", "rr"), estimands=("regression",), methods=("mle",)),
     Answers(("estimate",), FINITE, ("run", "simulate"), estimands=("distribution",)),
     Answers(("estimate",), ("subset", "product"), ("run", "simulate"), estimands=("joint",),
             methods=("mom", "mle", "em", "newton")),
@@ -70,6 +73,8 @@ def _fisher(model: ModelGraph, q: Query) -> Result:
 
 
 def _avar(model: ModelGraph, q: Query) -> Result:
+    if q.estimand.kind == "regression":
+        return regression_avar(model, q)
     t = Truth(model, q.mechanism)
     V, labels = avar_matrix(t, q)
     kind = se_kind_of(q)

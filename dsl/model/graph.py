@@ -469,13 +469,16 @@ class Estimand:
 
     ``kind``: distribution, joint, mean, cdf, moment, regression, independence.
     ``variables``: the variables involved (for regression: response first, then the
-    covariates); ``order`` for ``moment(X, k)``.
+    covariates); ``order`` for ``moment(X, k)``; ``coefficients`` for a regression whose
+    truth is declared (``regression(Y ~ X, coefficients = {...})``, for planning): every
+    coefficient's label and value, in the fit's order (terms left out are 0), else ().
     """
 
     kind: str
     variables: tuple[Variable, ...]
     order: int | None = None
     span: Span | None = field(default=None, compare=False)
+    coefficients: tuple[tuple[str, sympy.Expr], ...] = ()
 
     def __str__(self) -> str:
         """As a spec writes it: ``distribution(color)``, ``joint(A, B)``, ``moment(Y, 2)``."""
