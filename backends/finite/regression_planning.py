@@ -170,9 +170,13 @@ def regression_avar(model: ModelGraph, q: Query) -> Result:
                                            "mechanism must be identifiable"))
     V = np.linalg.inv(info)
     V = (V + V.T) / 2
+    # the coefficients planned for (of = ...): their block of the whole covariance
+    keep = [labels.index(lab) for lab in est.focus or labels]
+    V, labels = V[np.ix_(keep, keep)], tuple(labels[i] for i in keep)
     return Avar(as_matrix(V, labels, labels), method="mle(logistic)", evaluation=f"quadrature ({how})",
                 meaning="n Cov(beta_hat) in the limit: the inverse of the expected Fisher information per respondent "
-                        "E_x[J' K' diag(1/q) K J] at the declared coefficients",
+                        "E_x[J' K' diag(1/q) K J] at the declared coefficients" +
+                        (f", the block of {', '.join(labels)}" if est.focus else ""),
                 trace=float(np.trace(V)), fisher_information=info.tolist(),
                 parameters=[f"{lab} = {float(v):g}" for lab, v in est.coefficients])
 

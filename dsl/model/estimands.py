@@ -82,19 +82,46 @@ def _regression(ctx: Context, node: ast.Call) -> Estimand | None:
     if len(args) != 1 or not isinstance(args[0], ast.Formula):
         ctx.error("E205", "regression() takes a formula: regression(response ~ x1 + x2)", node.span)
         return None
-    extra = [kw for kw in keywords if not (isinstance(kw.key, ast.Ref) and kw.key.name == "coefficients")]
-    if extra or len(keywords) > 1:
-        ctx.error("E205", "regression() takes one option: coefficients = {TERM: VALUE, ...}",
-                  (extra or keywords)[-1].span)
-        return None
+    options: dict[str, ast.Node] = {}
+    for kw in keywords:
+        key = kw.key.name if isinstance(kw.key, ast.Ref) else ""
+        if key not in ("coefficients", "of") or key in options:
+            ctx.error("E205", f"regression() takes the options coefficients = {{TERM: VALUE, ...}} and of = TERM, "
+                              f"each once; found {key or describe(kw.key)}", kw.span)
+            return None
+        options[key] = kw.value
     vars_ = [ctx.variable(t, "a variable") for t in [args[0].lhs] + _terms(args[0].rhs)]
     if any(v is None for v in vars_):
         return None
     est = Estimand("regression", tuple(vars_), span=node.span)  # type: ignore[arg-type]
-    if not keywords:
-        return est
-    values = _coefficients(ctx, keywords[0].value, est)
-    return None if values is None else dataclasses.replace(est, coefficients=values)
+    if "coefficients" in options:
+        values = _coefficients(ctx, options["coefficients"], est)
+        if values is None:
+            return None
+        est = dataclasses.replace(est, coefficients=values)
+    if "of" in options:
+        focus = _focus(ctx, options["of"], est)
+        if focus is None:
+            return None
+        est = dataclasses.replace(est, focus=focus)
+    return est
+
+
+def _focus(ctx: Context, node: ast.Node, est: Estimand) -> tuple[str, ...] | None:
+    """``of = age`` or ``of = {age, "year=second"}``: coefficients of the fit, in its order."""
+    labels = coefficient_labels(est.variables[0], regression_terms(est.variables[1:]))
+    items = node.items if isinstance(node, ast.Braced) and node.is_set else (node,)
+    chosen = set()
+    for item in items:
+        lab = ctx.label(item)
+        if lab is None:
+            return None
+        if lab not in labels:
+            ctx.error("E205", f"'{lab}' is not a coefficient of this regression", item.span,
+                      did_you_mean(lab, labels) or f"coefficients: {', '.join(labels)} (quote var=label)")
+            return None
+        chosen.add(lab)
+    return tuple(lab for lab in labels if lab in chosen)
 
 
 REGRESSION_USAGE = ("coefficients = {intercept: -1, age: 0.5, year: {second: 0.2, third: 0.4}} (a binary response); "
