@@ -225,3 +225,33 @@ def test_a_plan_for_one_coefficient():
     assert res["p"].value == pytest.approx(res["q"].value)
     with pytest.raises(SpecError):
         privspec.load(HEAD + f"query p = power({one} from warner, n = 5, test = coefficient(intercept, 0))").model
+
+
+@pytest.mark.parametrize("law, mean, second", [("exponential(1)", 1.0, 2.0), ("logistic(0, 1)", 0.0, np.pi ** 2 / 3),
+                                               ("uniform(0, 2)", 1.0, 4 / 3), ("normal(1, 2)", 1.0, 5.0)])
+def test_quadrature_of_each_law(law, mean, second):
+    """The grid's first two moments against the law's: exact for the normal (Gauss-Hermite)
+    and uniform (Gauss-Legendre) rules, within 5e-4 relative on the quantile scale."""
+    spec = privspec.load(f"variable z: continuous\npopulation z ~ {law}\n")
+    X, w, _ = covariate_grid(spec.model, [spec.model.variables["z"]])
+    assert w @ X[:, 1] == pytest.approx(mean, abs=1e-4)
+    assert w @ X[:, 1] ** 2 == pytest.approx(second, rel=5e-4)
+
+
+@pytest.mark.parametrize("text, code", [
+    # four continuous covariates: 40^4 points
+    ("variable x2: continuous\nvariable x3: continuous\nvariable x4: continuous\npopulation x2 ~ normal(0, 1)\n"
+     "population x3 ~ normal(0, 1)\npopulation x4 ~ normal(0, 1)\n"
+     "query v = avar(regression(y ~ x + x2 + x3 + x4, coefficients = {x: 1}) from warner by mle)", "B152"),
+    # s is always f: its dummy is 0, its coefficient undetermined
+    ("variable t: categorical {f, m}\npopulation t ~ categorical(1, 0)\n"
+     "query v = avar(regression(y ~ x + t, coefficients = {x: 1}) from warner by mle)", "B153"),
+    # Warner at 1/2: the reports carry nothing
+    ("mechanism coin = rr(y, matrix [[1/2, 1/2], [1/2, 1/2]])\n"
+     "query v = avar(regression(y ~ x, coefficients = {x: 1}) from coin by mle)", "B153"),
+    ("parameter eps > 0\nmechanism free = grr(y, epsilon = eps)\n"
+     "query v = avar(regression(y ~ x, coefficients = {x: 1}) from free by mle)", "B009"),
+])
+def test_planning_refuses(text, code):
+    res = privspec.load(HEAD + text).analyze()
+    assert res.failures["v"].diagnostics[0].code == code

@@ -57,6 +57,9 @@ NODES = 40
 QUANTILE_NODES = 200
 #: the largest grid (the product of every covariate's nodes) evaluated
 MAX_GRID = 250_000
+#: an information whose least eigenvalue is below this share of the largest one without
+#: privacy is singular (rounding: a design whose reports carry nothing gives 1e-33)
+SINGULAR = 1e-10
 
 
 def normal_nodes(mean: float, sd: float) -> tuple[np.ndarray, np.ndarray]:
@@ -162,8 +165,9 @@ def regression_avar(model: ModelGraph, q: Query) -> Result:
     coef = np.array([float(v) for _, v in est.coefficients]).reshape((-1, m), order="F")
     X, weights, how = covariate_grid(model, covariates)
     info = expected_information(X, weights, channel_matrix(model, mech), coef)
-    eig = np.linalg.eigvalsh((info + info.T) / 2)
-    if not eig[0] > 1e-12 * max(eig[-1], 1e-300):
+    # the scale: the information without privacy (K = I), which bounds it from above
+    scale = np.linalg.eigvalsh(expected_information(X, weights, np.eye(m + 1), coef))[-1]
+    if not np.linalg.eigvalsh((info + info.T) / 2)[0] > SINGULAR * scale:
         raise BackendError(Diagnostic("B153", "the coefficients' information is singular: the covariates' law or "
                                               "the design cannot tell them apart",
                                       hint="a covariate needs several values with positive probability, and the "
@@ -182,11 +186,8 @@ def regression_avar(model: ModelGraph, q: Query) -> Result:
 
 
 def channel_matrix(model: ModelGraph, mech: Any) -> np.ndarray:
-    """``K[r, y]``, in floating point with the parameters' values in."""
+    """``K[r, y]``, in floating point with the parameters' values in (B009 for a parameter
+    without one)."""
     ch = channel_of(mech)
     subs = parameter_values(model)
-    try:
-        return np.asarray((ch.at(subs) if subs else ch).Kn, dtype=float)
-    except (TypeError, ValueError):
-        raise BackendError(Diagnostic("B001", f"{mech.name}'s channel is symbolic: planning needs numbers",
-                                      hint="give its parameters values (parameter eps > 0 = 1)")) from None
+    return np.asarray((ch.at(subs) if subs else ch).Kn, dtype=float)

@@ -442,13 +442,14 @@ def _planning_caption(query: Any) -> str | None:
         if kind == "bounds":
             return f"how far estimates of {_estimand_words(query.estimand)} from {mech} can be off{at}"
         return f"where the hybrid estimate of {_estimand_words(query.estimand)} from {mech} switches{at}: thresholds"
+    # a coefficient is tested in the regression; the other tests on the estimand's variables
+    on = _estimand_words(query.estimand) if query.estimand.kind == "regression" else _names(query.estimand.variables)
     if kind == "power":
-        return (f"how likely the test of {plan.test} on {_names(query.estimand.variables)} rejects with "
+        return (f"how likely the test of {plan.test} on {on} rejects with "
                 f"n = {_number(plan.n)} reports of {mech}: its power")
     goal = " and ".join(f"{t.criterion} {t.op} {_number(t.value)}" for t in plan.targets) or "its target"
     if plan.test is not None:
-        return (f"how many respondents {mech} needs: the fewest with {goal} to test {plan.test} "
-                f"on {_names(query.estimand.variables)}")
+        return f"how many respondents {mech} needs: the fewest with {goal} to test {plan.test} on {on}"
     return f"how many respondents {mech} needs for {_estimand_words(query.estimand)}: the fewest with {goal}"
 
 
