@@ -202,6 +202,7 @@ def test_planning_needs_coefficients_and_the_covariates_law(text, code):
     ("query v = avar(regression(y ~ x, scale = 2) from warner by mle)", "E205"),
     (f"query p = power({BINARY} from warner, n = 100, test = coefficient(z, 0))", "E205"),
     ("query p = power(distribution(y) from warner, n = 100, test = coefficient(x, 0))", "E501"),
+    (f"compare c for {BINARY} at n = 10, populations = dirichlet(300) {{\n w = grr(y, epsilon = 1)\n}}", "E501"),
 ])
 def test_checker_refuses(text, code):
     with pytest.raises(SpecError) as e:

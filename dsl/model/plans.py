@@ -156,7 +156,8 @@ def candidate_estimator(ctx: Context, est: Estimand, mech: Mechanism, by: ast.No
 
 
 def power_test(ctx: Context, node: ast.Node, est: Estimand) -> PowerTest | None:
-    """``proportion(LABEL, p0)``, ``difference(LABEL, delta)`` or ``independence(X, Y)``."""
+    """``proportion(LABEL, p0)``, ``difference(LABEL, delta)``, ``independence(X, Y)`` or
+    ``coefficient(TERM, b0)``."""
     usage = "proportion(LABEL, p0), difference(LABEL, delta), independence(X, Y) or coefficient(TERM, b0)"
     if not isinstance(node, ast.Call) or node.name not in POWER_TESTS:
         shown = node.name if isinstance(node, ast.Call) else describe(node)
@@ -290,6 +291,10 @@ POPULATIONS_USAGE = ("populations = dirichlet(CONCENTRATION [, draws = 200, seed
 def plausible_populations(ctx: Context, node: ast.Node, est: Estimand) -> PlausiblePopulations | None:
     """``populations = dirichlet(C, draws = D, seed = S)`` (D seeded draws around the declared
     population) or ``populations = [LAW, ...]`` over the estimand's variables."""
+    if est.kind == "regression":
+        ctx.error("E501", "plausible populations are drawn for a distribution or a mean, not a regression",
+                  node.span, "compare at other coefficients in another block, or declare other covariate populations")
+        return None
     names = tuple(c for v in est.variables for c in v.components())
     categorical = all(v.is_categorical for v in est.variables)
     if isinstance(node, ast.ListLit):
