@@ -21,6 +21,7 @@ from privspec.backends.finite.data import count_observations, observations, priv
 from privspec.backends.finite.estimates import se_kind_of
 from privspec.backends.finite.regression_data import regression_on_data
 from privspec.backends.finite.regression_planning import regression_avar
+from privspec.backends.finite.regression_predictor import item_is_covariate, predictor_on_data
 from privspec.backends.finite.simulate import simulate_query
 from privspec.backends.finite.truth import (Truth, as_matrix, as_vector, avar_matrix, coverage_value,
                                             estimate_on_counts, independence_on_counts, leakage_value)
@@ -188,7 +189,7 @@ class FiniteBackend:
         mech_name = query.mechanism.name or query.name
         engine = data.engine_for(mech_name)
         if query.estimand is not None and query.estimand.kind == "regression":
-            return regression_on_data(query, engine)
+            return (predictor_on_data if item_is_covariate(query) else regression_on_data)(query, engine)
         if kind == "test":
             counts = count_observations(query.mechanism, engine)
             return independence_on_counts(query, counts, seed=options.get("seed"))

@@ -97,8 +97,15 @@ def regression_on_data(q: Query, engine: Any) -> Estimate:
     X, K_rows, counts, terms = regression_reports(q, engine)
     fit = fit_logit(X, K_rows, counts)
     _refuse_unfit(fit, X)
-    test = wald(fit)
     labels = coefficient_labels(q.estimand.variables[0], terms)
+    return logit_estimate(fit, labels, _meaning(q.estimand.variables[0], fit), lr_test=lr_test(fit, X, K_rows, counts))
+
+
+def logit_estimate(fit: LogitFit, labels: Sequence[str], meaning: str, **more: Any) -> Estimate:
+    """The result of a fitted regression: coefficients, standard errors, Wald intervals and
+    tests, and ``more`` extras."""
+    test = wald(fit)
+    labels = tuple(labels)
 
     def flat(a: np.ndarray) -> np.ndarray:
         return a.ravel(order="F")
@@ -109,8 +116,7 @@ def regression_on_data(q: Query, engine: Any) -> Estimate:
               "converged": fit.converged,
               "wald": {lab: {"z": float(z), "p_value": float(p)} for lab, z, p in zip(labels, flat(test.z),
                                                                                       flat(test.p_value))},
-              "lr_test": lr_test(fit, X, K_rows, counts),
-              "meaning": _meaning(q.estimand.variables[0], fit)}
+              **more, "meaning": meaning}
     return Estimate(Vector(labels, tuple(map(float, flat(fit.coef)))), **extras,
                     inference=_intervals(fit))
 

@@ -47,6 +47,7 @@ from privspec.backends.core.compile import channel_of
 from privspec.backends.core.populations import parameter_values, population_vector
 from privspec.backends.finite.regression import block_sum, probabilities
 from privspec.backends.finite.regression_data import check_response
+from privspec.backends.finite.regression_predictor import item_is_covariate
 from privspec.backends.finite.truth import as_matrix
 from privspec.backends.interval.laws import law_distribution, population_law
 
@@ -153,6 +154,10 @@ def expected_information(X: np.ndarray, weights: np.ndarray, K: np.ndarray, coef
 def regression_avar(model: ModelGraph, q: Query) -> Result:
     """The ``avar`` of a regression's coefficients at its declared coefficients."""
     est, mech = q.estimand, q.mechanism
+    if item_is_covariate(q):
+        raise BackendError(Diagnostic("B016", "planning a regression with a randomized-response predictor is not "
+                                              "there yet: avar, sample_size and power are for a privatized response",
+                                      hint="plan the item's own distribution: avar(distribution(...) from ...)"))
     check_response(q)
     response, covariates = est.variables[0], list(est.variables[1:])
     if not est.coefficients:

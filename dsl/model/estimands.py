@@ -388,7 +388,12 @@ def check_fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src:
 
 def _observed(ctx: Context, est: Estimand, mech: Mechanism, src: ast.Ref) -> bool:
     """E503 for the first of the estimand's variables that the mechanism does not observe
-    (a regression's response only)."""
+    (a regression's response, or one categorical covariate with a categorical response: a
+    randomized response as a predictor)."""
+    if est.kind == "regression" and isinstance(mech, (RandomizedResponse, SubsetMechanism)) and \
+            est.variables[0].is_categorical and any(v.is_categorical and observes(mech, v) and
+                                                    v.name == mech.variables[0].name for v in est.variables[1:]):
+        return True
     for v in est.variables[:1] if est.kind == "regression" else est.variables:
         if not observes(mech, v):
             seen = ", ".join(v.name for v in mech.variables)
