@@ -54,7 +54,7 @@ def frontiers_of(rows: list[dict], criteria: list[str]) -> list[dict]:
 # ---- every bundled comparison answers -----------------------------------------------------------
 def test_the_bundled_comparisons() -> None:
     assert [p.stem for p in COMPARE_SPECS] == ["compare_interval", "compare_race", "compare_survey", "language",
-                                              "numeric", "oracles", "planning", "rrreg_designs", "survey"]
+                                              "numeric", "oracles", "planning", "rr_regression", "rrreg_designs", "survey"]
 
 
 @pytest.mark.slow   # whole-spec comparisons; the quick run compares through the API and in the tests below

@@ -201,6 +201,8 @@ def _test_words(plan: Plan) -> str | None:
         return None
     if t.kind == "proportion":
         words = f"one-sample two-sided Wald test of w[{t.label}] = {float(t.value):g}"
+    elif t.kind == "coefficient":
+        words = f"two-sided Wald test of the coefficient {t.label} = {float(t.value):g}"
     elif t.kind == "difference":
         words = (f"two samples of n respondents each, two-sided Wald test of equal w[{t.label}] "
                  f"when they differ by {float(t.value):g}")

@@ -243,6 +243,10 @@ class Evaluation:
             raise NotApplicable(f"this estimate has no cell {test.label}")
         k = labels.index(test.label)
         var = float(V[k, k])
+        if test.kind == "coefficient":
+            # the Wald test of beta_k = b0, beta_k the declared coefficient
+            delta = float(dict(self.cand.estimand.coefficients)[test.label]) - float(test.value)
+            return lambda n: np.asarray(planning.power_proportion(n, delta, var, alpha), dtype=float)
         if test.kind == "proportion":
             w = population_of(self.model, self.cand)
             delta = float(w[k]) - float(test.value)

@@ -20,6 +20,8 @@ from privspec.backends.core.compile import channel_in_w
 from privspec.backends.finite.data import count_observations, observations, privatize_frame
 from privspec.backends.finite.estimates import se_kind_of
 from privspec.backends.finite.regression_data import regression_on_data
+from privspec.backends.finite.regression_planning import regression_avar
+from privspec.backends.finite.regression_predictor import item_is_covariate, predictor_on_data
 from privspec.backends.finite.simulate import simulate_query
 from privspec.backends.finite.weighted import weighted_estimate, weighted_supports
 from privspec.backends.finite.truth import (Truth, as_matrix, as_vector, avar_matrix, coverage_value,
@@ -31,6 +33,8 @@ _ANSWERS = (
     Answers(("moments", "fisher", "coverage", "leakage", "identifiable", "individual"), FINITE),
     Answers(("epsilon",), ("subset", "product")),  # randomized response: the rr back end's closed forms
     Answers(("avar",), FINITE, estimands=("distribution",)),
+    # a regression's coefficients at their declared values, the covariates at their populations
+    Answers(("avar",), ("subset", "grr", "rr"), estimands=("regression",), methods=("mle",)),
     Answers(("estimate",), FINITE, ("run", "simulate"), estimands=("distribution",)),
     Answers(("estimate",), ("subset", "product"), ("run", "simulate"), estimands=("joint",),
             methods=("mom", "mle", "em", "newton")),
@@ -71,6 +75,8 @@ def _fisher(model: ModelGraph, q: Query) -> Result:
 
 
 def _avar(model: ModelGraph, q: Query) -> Result:
+    if q.estimand.kind == "regression":
+        return regression_avar(model, q)
     t = Truth(model, q.mechanism)
     V, labels = avar_matrix(t, q)
     kind = se_kind_of(q)
@@ -186,7 +192,7 @@ class FiniteBackend:
         if data.design is not None:
             return weighted_estimate(query, engine, data.design)
         if query.estimand is not None and query.estimand.kind == "regression":
-            return regression_on_data(query, engine)
+            return (predictor_on_data if item_is_covariate(query) else regression_on_data)(query, engine)
         if kind == "test":
             counts = count_observations(query.mechanism, engine)
             return independence_on_counts(query, counts, seed=options.get("seed"))

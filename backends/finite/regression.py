@@ -85,22 +85,22 @@ def loglik_derivatives(X: np.ndarray, K_rows: np.ndarray, counts: np.ndarray,
     ll = float(counts @ np.log(q))
     s, t = post[:, 1:], pi[:, 1:]
     grad = ((counts[:, None] * (s - t)).T @ X).T.ravel(order="F")
-    m, d = s.shape[1], X.shape[1]
-
-    def block_sum(w: np.ndarray) -> np.ndarray:
-        # sum_g c_g w_g (m x m) kron x_g x_g' (d x d), category-major: one X' diag X
-        # product (BLAS) per pair of categories, w being symmetric
-        full = np.empty((m, d, m, d))
-        for j in range(m):
-            for l in range(j, m):
-                full[j, :, l, :] = (X * (counts * w[:, j, l])[:, None]).T @ X
-                full[l, :, j, :] = full[j, :, l, :].T
-        return full.reshape(m * d, m * d)
-
-    eye = np.eye(m)
-    complete = block_sum(t[:, :, None] * eye - t[:, :, None] * t[:, None, :])
-    hess = block_sum(s[:, :, None] * eye - s[:, :, None] * s[:, None, :]) - complete
+    eye = np.eye(s.shape[1])
+    complete = block_sum(X, counts, t[:, :, None] * eye - t[:, :, None] * t[:, None, :])
+    hess = block_sum(X, counts, s[:, :, None] * eye - s[:, :, None] * s[:, None, :]) - complete
     return ll, grad, hess, complete
+
+
+def block_sum(X: np.ndarray, counts: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``sum_g c_g w_g kron x_g x_g'`` with ``w_g`` symmetric (m x m), category-major (over
+    ``coef.ravel(order="F")``): one ``X' diag X`` product (BLAS) per pair of categories."""
+    m, d = w.shape[1], X.shape[1]
+    full = np.empty((m, d, m, d))
+    for j in range(m):
+        for l in range(j, m):
+            full[j, :, l, :] = (X * (counts * w[:, j, l])[:, None]).T @ X
+            full[l, :, j, :] = full[j, :, l, :].T
+    return full.reshape(m * d, m * d)
 
 
 def fit_logit(X: np.ndarray, K_rows: np.ndarray, counts: np.ndarray, *, max_iter: int = 200,

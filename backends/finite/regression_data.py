@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from privspec.errors import BackendError, DataError, Diagnostic
+from privspec.model.estimands import coefficient_labels
 from privspec.model.graph import Query, SubsetMechanism, Variable
 from privspec.results.kinds import Estimate
 from privspec.results.values import Inference
@@ -60,15 +61,22 @@ def design_matrix(tally: Tally, covariates: Sequence[Variable]) -> tuple[np.ndar
     return np.column_stack(columns), tuple(terms)
 
 
-def regression_reports(q: Query, engine: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
-    """The design per distinct tuple, the channel's row of each tuple's report, the counts,
-    and the terms' names."""
-    mech = q.mechanism
-    response, covariates = q.estimand.variables[0], list(q.estimand.variables[1:])
+def check_response(q: Query) -> None:
+    """B016 unless the regression's response is the mechanism's own variable, without dummy
+    categories."""
+    mech, response = q.mechanism, q.estimand.variables[0]
     if response.name != mech.variable.name or (isinstance(mech, SubsetMechanism) and mech.min_coverage is not None):
         raise BackendError(Diagnostic("B016", f"a regression needs the mechanism's own variable as the response, "
                                               f"without dummy categories ({mech.name} privatizes {mech.variable.name})",
                                       hint=f"estimate regression({mech.variable.name} ~ ...) from {mech.name}"))
+
+
+def regression_reports(q: Query, engine: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """The design per distinct tuple, the channel's row of each tuple's report, the counts,
+    and the terms' names."""
+    mech = q.mechanism
+    covariates = list(q.estimand.variables[1:])
+    check_response(q)
     header = engine.columns()
     names = [v.name for v in covariates]
     found = ", ".join(map(str, header))
@@ -89,8 +97,15 @@ def regression_on_data(q: Query, engine: Any) -> Estimate:
     X, K_rows, counts, terms = regression_reports(q, engine)
     fit = fit_logit(X, K_rows, counts)
     _refuse_unfit(fit, X)
-    test = wald(fit)
     labels = coefficient_labels(q.estimand.variables[0], terms)
+    return logit_estimate(fit, labels, _meaning(q.estimand.variables[0], fit), lr_test=lr_test(fit, X, K_rows, counts))
+
+
+def logit_estimate(fit: LogitFit, labels: Sequence[str], meaning: str, **more: Any) -> Estimate:
+    """The result of a fitted regression: coefficients, standard errors, Wald intervals and
+    tests, and ``more`` extras."""
+    test = wald(fit)
+    labels = tuple(labels)
 
     def flat(a: np.ndarray) -> np.ndarray:
         return a.ravel(order="F")
@@ -101,8 +116,7 @@ def regression_on_data(q: Query, engine: Any) -> Estimate:
               "converged": fit.converged,
               "wald": {lab: {"z": float(z), "p_value": float(p)} for lab, z, p in zip(labels, flat(test.z),
                                                                                       flat(test.p_value))},
-              "lr_test": lr_test(fit, X, K_rows, counts),
-              "meaning": _meaning(q.estimand.variables[0], fit)}
+              **more, "meaning": meaning}
     return Estimate(Vector(labels, tuple(map(float, flat(fit.coef)))), **extras,
                     inference=_intervals(fit))
 
@@ -127,14 +141,6 @@ def _refuse_unfit(fit: LogitFit, X: np.ndarray) -> None:
     if np.isnan(fit.cov).any():
         raise DataError(Diagnostic("D020", "the data do not determine the regression: its observed information "
                                            "is singular at the estimate", hint="more respondents, or fewer covariates"))
-
-
-def coefficient_labels(response: Variable, terms: Sequence[str]) -> tuple[str, ...]:
-    """``term`` for a binary response; ``category:term`` (each against the first category)
-    for more categories."""
-    if len(response.labels) == 2:
-        return tuple(terms)
-    return tuple(f"{c}:{t}" for c in response.labels[1:] for t in terms)
 
 
 def _meaning(response: Variable, fit: LogitFit) -> str:

@@ -8,6 +8,9 @@ Queries (:mod:`privspec.model.queries`) and design comparisons and planning quer
 """
 from __future__ import annotations
 
+import dataclasses
+from typing import Sequence
+
 import sympy
 
 from privspec.language import ast
@@ -37,19 +40,12 @@ def build_estimand(ctx: Context, node: ast.Node, verb: str) -> Estimand | None:
                   (did_you_mean(name, kinds) if name else "") or f"{verb} {' | '.join(k + '(...)' for k in kinds)}")
         return None
     kind = node.name
+    if kind == "regression":
+        return _regression(ctx, node)
     if node.keywords:
         ctx.error("E205", f"{kind}() takes no options", node.keywords[0].span)
         return None
     args = node.args
-    if kind == "regression":
-        if len(args) != 1 or not isinstance(args[0], ast.Formula):
-            ctx.error("E205", "regression() takes a formula: regression(response ~ x1 + x2)", node.span)
-            return None
-        terms = [args[0].lhs] + _terms(args[0].rhs)
-        vars_ = [ctx.variable(t, "a variable") for t in terms]
-        if any(v is None for v in vars_):
-            return None
-        return Estimand(kind, tuple(vars_), span=node.span)  # type: ignore[arg-type]
     order = None
     if kind == "moment":
         if len(args) != 2:
@@ -78,6 +74,150 @@ def build_estimand(ctx: Context, node: ast.Node, verb: str) -> Estimand | None:
                               f"{v.name} is {'categorical' if v.is_categorical else 'continuous'}", a.span)  # type: ignore[union-attr]
             return None
     return Estimand(kind, tuple(vars_), order, node.span)  # type: ignore[arg-type]
+
+
+def _regression(ctx: Context, node: ast.Call) -> Estimand | None:
+    """``regression(Y ~ X1 + X2[, coefficients = {...}])``."""
+    args, keywords = node.positional, node.keywords
+    if len(args) != 1 or not isinstance(args[0], ast.Formula):
+        ctx.error("E205", "regression() takes a formula: regression(response ~ x1 + x2)", node.span)
+        return None
+    options: dict[str, ast.Node] = {}
+    for kw in keywords:
+        key = kw.key.name if isinstance(kw.key, ast.Ref) else ""
+        if key not in ("coefficients", "of") or key in options:
+            ctx.error("E205", f"regression() takes the options coefficients = {{TERM: VALUE, ...}} and of = TERM, "
+                              f"each once; found {key or describe(kw.key)}", kw.span)
+            return None
+        options[key] = kw.value
+    vars_ = [ctx.variable(t, "a variable") for t in [args[0].lhs] + _terms(args[0].rhs)]
+    if any(v is None for v in vars_):
+        return None
+    est = Estimand("regression", tuple(vars_), span=node.span)  # type: ignore[arg-type]
+    if "coefficients" in options:
+        values = _coefficients(ctx, options["coefficients"], est)
+        if values is None:
+            return None
+        est = dataclasses.replace(est, coefficients=values)
+    if "of" in options:
+        focus = _focus(ctx, options["of"], est)
+        if focus is None:
+            return None
+        est = dataclasses.replace(est, focus=focus)
+    return est
+
+
+def _focus(ctx: Context, node: ast.Node, est: Estimand) -> tuple[str, ...] | None:
+    """``of = age`` or ``of = {age, "year=second"}``: coefficients of the fit, in its order."""
+    labels = coefficient_labels(est.variables[0], regression_terms(est.variables[1:]))
+    items = node.items if isinstance(node, ast.Braced) and node.is_set else (node,)
+    chosen = set()
+    for item in items:
+        lab = ctx.label(item)
+        if lab is None:
+            return None
+        if lab not in labels:
+            ctx.error("E205", f"'{lab}' is not a coefficient of this regression", item.span,
+                      did_you_mean(lab, labels) or f"coefficients: {', '.join(labels)} (quote var=label)")
+            return None
+        chosen.add(lab)
+    return tuple(lab for lab in labels if lab in chosen)
+
+
+REGRESSION_USAGE = ("coefficients = {intercept: -1, age: 0.5, year: {second: 0.2, third: 0.4}} (a binary response); "
+                    "one such map per category after the first for more: {middle: {...}, high: {...}}")
+
+
+def regression_terms(covariates: Sequence[Variable]) -> tuple[str, ...]:
+    """The terms of a regression's design: the intercept, each continuous covariate, and a
+    dummy ``var=label`` per category after the first of each categorical one."""
+    terms = ["intercept"]
+    for v in covariates:
+        terms += [f"{v.name}={lab}" for lab in v.labels[1:]] if v.is_categorical else [v.name]
+    return tuple(terms)
+
+
+def coefficient_labels(response: Variable, terms: Sequence[str]) -> tuple[str, ...]:
+    """``term`` for a binary response; ``category:term`` (each against the first category)
+    for more."""
+    if len(response.labels) == 2:
+        return tuple(terms)
+    return tuple(f"{c}:{t}" for c in response.labels[1:] for t in terms)
+
+
+def _coefficients(ctx: Context, node: ast.Node, est: Estimand) -> tuple[tuple[str, sympy.Expr], ...] | None:
+    """The declared coefficients: a map from term to value (a categorical covariate: a map
+    from its categories after the first), one per response category after the first for a
+    multinomial logit; every label of the fit in its order, 0 where left out."""
+    response, covariates = est.variables[0], est.variables[1:]
+    if not response.is_categorical:
+        ctx.error("E401", f"coefficients are declared for a categorical response; {response.name} is continuous",
+                  node.span)
+        return None
+    got: dict[str, sympy.Expr] = {}
+    if len(response.labels) == 2:
+        ok = _term_values(ctx, node, covariates, "", got)
+    else:
+        ok = _map(ctx, node, "the coefficients of each category after the first")
+        for entry in node.entries if ok else ():   # type: ignore[union-attr]
+            cat = ctx.domain_label(entry.key, response)
+            if cat is None or cat == response.labels[0]:
+                if cat is not None:
+                    ctx.error("E205", f"{cat} is the base category: its coefficients are 0", entry.key.span)
+                return None
+            ok = ok and _term_values(ctx, entry.value, covariates, f"{cat}:", got)
+    if not ok:
+        return None
+    return tuple((lab, got.get(lab, sympy.Integer(0)))
+                 for lab in coefficient_labels(response, regression_terms(covariates)))
+
+
+def _map(ctx: Context, node: ast.Node, what: str) -> bool:
+    if isinstance(node, ast.Braced) and node.is_map:
+        return True
+    ctx.error("E205", f"{what}: a map {{key: value, ...}}, found {describe(node)}", node.span, REGRESSION_USAGE)
+    return False
+
+
+def _term_values(ctx: Context, node: ast.Node, covariates: Sequence[Variable], prefix: str,
+                 got: dict[str, sympy.Expr]) -> bool:
+    """One category's coefficients (``{intercept: -1, age: 0.5, year: {second: 0.2}}``) into ``got``."""
+    if not _map(ctx, node, "the coefficients"):
+        return False
+    by_name = {v.name: v for v in covariates}
+    for entry in node.entries:   # type: ignore[union-attr]
+        name = ctx.label(entry.key)
+        if name is None:
+            return False
+        v = by_name.get(name)
+        if name != "intercept" and v is None:
+            ctx.error("E205", f"'{name}' is not a term of this regression", entry.key.span,
+                      did_you_mean(name, ["intercept", *by_name]) or f"terms: intercept, {', '.join(by_name)}")
+            return False
+        pairs = [(entry.key, name, entry.value)]
+        if v is not None and v.is_categorical:
+            if not _map(ctx, entry.value, f"{name} is categorical: a coefficient per category after {v.labels[0]}"):
+                return False
+            pairs = []
+            for e in entry.value.entries:   # type: ignore[union-attr]
+                lab = ctx.domain_label(e.key, v)
+                if lab is None or lab == v.labels[0]:
+                    if lab is not None:
+                        ctx.error("E205", f"{lab} is {name}'s base category: its coefficient is 0", e.key.span)
+                    return False
+                pairs.append((e.key, f"{name}={lab}", e.value))
+        for key, label, value in pairs:
+            number = ctx.number(value, f"the coefficient of {label}")
+            if number is None:
+                return False
+            if not number.is_number or number.is_finite is False:
+                ctx.error("E309", f"a coefficient is a finite number, found {number}", value.span)
+                return False
+            if prefix + label in got:
+                ctx.error("E202", f"the coefficient of {label} is given twice", key.span)
+                return False
+            got[prefix + label] = number
+    return True
 
 
 def _terms(node: ast.Node) -> list[ast.Node]:
@@ -248,7 +388,12 @@ def check_fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src:
 
 def _observed(ctx: Context, est: Estimand, mech: Mechanism, src: ast.Ref) -> bool:
     """E503 for the first of the estimand's variables that the mechanism does not observe
-    (a regression's response only)."""
+    (a regression's response, or one categorical covariate with a categorical response: a
+    randomized response as a predictor)."""
+    if est.kind == "regression" and isinstance(mech, (RandomizedResponse, SubsetMechanism)) and \
+            est.variables[0].is_categorical and any(v.is_categorical and observes(mech, v) and
+                                                    v.name == mech.variables[0].name for v in est.variables[1:]):
+        return True
     for v in est.variables[:1] if est.kind == "regression" else est.variables:
         if not observes(mech, v):
             seen = ", ".join(v.name for v in mech.variables)

@@ -480,16 +480,24 @@ class Estimand:
 
     ``kind``: distribution, joint, mean, cdf, moment, regression, independence.
     ``variables``: the variables involved (for regression: response first, then the
-    covariates); ``order`` for ``moment(X, k)``.
+    covariates); ``order`` for ``moment(X, k)``; ``coefficients`` for a regression whose
+    truth is declared (``regression(Y ~ X, coefficients = {...})``, for planning): every
+    coefficient's label and value, in the fit's order (terms left out are 0), else ();
+    ``focus``: the coefficients a plan is for (``of = age``), in the fit's order; () for all.
     """
 
     kind: str
     variables: tuple[Variable, ...]
     order: int | None = None
     span: Span | None = field(default=None, compare=False)
+    coefficients: tuple[tuple[str, sympy.Expr], ...] = field(default=(), metadata={"dump": "unless default"})
+    focus: tuple[str, ...] = field(default=(), metadata={"dump": "unless default"})
 
     def __str__(self) -> str:
-        """As a spec writes it: ``distribution(color)``, ``joint(A, B)``, ``moment(Y, 2)``."""
+        """As a spec writes it: ``distribution(color)``, ``joint(A, B)``, ``moment(Y, 2)``,
+        ``regression(Y ~ X1 + X2)``."""
+        if self.kind == "regression":
+            return f"regression({self.variables[0].name} ~ {' + '.join(v.name for v in self.variables[1:])})"
         inner = ", ".join(v.name for v in self.variables)
         return f"{self.kind}({inner}, {self.order})" if self.kind == "moment" else f"{self.kind}({inner})"
 
@@ -538,7 +546,8 @@ class PowerTest:
     ``proportion``: a one-sample two-sided Wald test of ``w[label] = value``;
     ``difference``: two independent samples of n respondents each, testing equal
     ``w[label]`` when the true difference is ``value``; ``independence``: the Pearson
-    test of independence of ``variables`` on the table of a product mechanism's reports.
+    test of independence of ``variables`` on the table of a product mechanism's reports;
+    ``coefficient``: the Wald test of a regression's coefficient ``label`` = ``value``.
     """
 
     kind: str

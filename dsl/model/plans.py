@@ -16,7 +16,8 @@ import sympy
 from privspec.language import ast
 from privspec.language.arith import fmt
 from privspec.model import signatures
-from privspec.model.estimands import ESTIMATORS, build_estimand, build_method, check_fit, observes
+from privspec.model.estimands import (ESTIMATORS, build_estimand, build_method, check_fit, coefficient_labels, observes,
+                                     regression_terms)
 from privspec.model.arguments import FLOAT_LIMIT, check_probability, sums_to_one
 from privspec.model.mechanisms import build_law, build_mechanism
 from privspec.model.graph import (Compare, Estimand, FrequencyOracle, Law, Mechanism, Method, MultiAttributeOracle,
@@ -36,7 +37,7 @@ DEFAULT_PRIVACY = "prediction"
 #: targets a planning query takes as options (``sample_size(..., max_se = 0.01)``)
 PLANNING_TARGETS = ("max_se", "ci_width", "max_cv", "power")
 #: estimands whose sample size and power can be planned
-PLANNED_ESTIMANDS = ("distribution", "joint", "mean", "moment")
+PLANNED_ESTIMANDS = ("distribution", "joint", "mean", "moment", "regression")
 
 
 def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
@@ -69,8 +70,11 @@ def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
         if mech is None:
             ok = False
             continue
-        if est is not None and not all(observes(mech, v) for v in est.variables):
-            ctx.error("E503", f"candidate {key.name} does not observe {', '.join(v.name for v in est.variables)}",
+        # a regression's covariates are read raw beside the reports: its response is observed
+        observed = est.variables[:1] if est is not None and est.kind == "regression" else \
+            est.variables if est is not None else ()
+        if not all(observes(mech, v) for v in observed):
+            ctx.error("E503", f"candidate {key.name} does not observe {', '.join(v.name for v in observed)}",
                       value.span)
             ok = False
             continue
@@ -152,8 +156,9 @@ def candidate_estimator(ctx: Context, est: Estimand, mech: Mechanism, by: ast.No
 
 
 def power_test(ctx: Context, node: ast.Node, est: Estimand) -> PowerTest | None:
-    """``proportion(LABEL, p0)``, ``difference(LABEL, delta)`` or ``independence(X, Y)``."""
-    usage = "proportion(LABEL, p0), difference(LABEL, delta) or independence(X, Y)"
+    """``proportion(LABEL, p0)``, ``difference(LABEL, delta)``, ``independence(X, Y)`` or
+    ``coefficient(TERM, b0)``."""
+    usage = "proportion(LABEL, p0), difference(LABEL, delta), independence(X, Y) or coefficient(TERM, b0)"
     if not isinstance(node, ast.Call) or node.name not in POWER_TESTS:
         shown = node.name if isinstance(node, ast.Call) else describe(node)
         ctx.error("E502", f"unknown test {shown!r} to power", node.span,
@@ -173,6 +178,8 @@ def power_test(ctx: Context, node: ast.Node, est: Estimand) -> PowerTest | None:
             ctx.error("E205", f"{names[0]} appears twice in independence()", node.span)
             return None
         return PowerTest("independence", variables=tuple(names), span=node.span)
+    if node.name == "coefficient":
+        return _coefficient_test(ctx, node, est)
     if est.kind != "distribution":
         ctx.error("E501", f"{node.name}() tests a category's proportion: it needs distribution(X), "
                           f"not {est.kind}()", node.span)
@@ -190,6 +197,26 @@ def power_test(ctx: Context, node: ast.Node, est: Estimand) -> PowerTest | None:
         ctx.error("E309", "a difference of 0 has no power to find: give the difference to detect", node.args[1].span)
         return None
     return PowerTest(node.name, label=label, value=value, variables=(est.variables[0].name,), span=node.span)
+
+
+def _coefficient_test(ctx: Context, node: ast.Call, est: Estimand) -> PowerTest | None:
+    """``coefficient(TERM, b0)``: the Wald test of a regression's coefficient."""
+    if est.kind != "regression":
+        ctx.error("E501", f"coefficient() tests a regression's coefficient: it needs regression(Y ~ X), "
+                          f"not {est.kind}()", node.span)
+        return None
+    term, value = ctx.label(node.args[0]), ctx.number(node.args[1], "the coefficient under the null")
+    if term is None or value is None:
+        return None
+    labels = est.focus or coefficient_labels(est.variables[0], regression_terms(est.variables[1:]))
+    if term not in labels:
+        ctx.error("E205", f"'{term}' is not a coefficient of this regression", node.args[0].span,
+                  did_you_mean(term, labels) or f"coefficients: {', '.join(labels)} (quote var=label)")
+        return None
+    if not value.is_number or value.is_finite is False:
+        ctx.error("E309", f"the coefficient under the null is a finite number, found {fmt(value)}", node.args[1].span)
+        return None
+    return PowerTest("coefficient", label=term, value=value, variables=(est.variables[0].name,), span=node.span)
 
 
 def _level(ctx: Context, node: ast.Node, what: str = "alpha") -> sympy.Expr | None:
@@ -264,6 +291,10 @@ POPULATIONS_USAGE = ("populations = dirichlet(CONCENTRATION [, draws = 200, seed
 def plausible_populations(ctx: Context, node: ast.Node, est: Estimand) -> PlausiblePopulations | None:
     """``populations = dirichlet(C, draws = D, seed = S)`` (D seeded draws around the declared
     population) or ``populations = [LAW, ...]`` over the estimand's variables."""
+    if est.kind == "regression":
+        ctx.error("E501", "plausible populations are drawn for a distribution or a mean, not a regression",
+                  node.span, "compare at other coefficients in another block, or declare other covariate populations")
+        return None
     names = tuple(c for v in est.variables for c in v.components())
     categorical = all(v.is_categorical for v in est.variables)
     if isinstance(node, ast.ListLit):

@@ -143,12 +143,14 @@ ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
     EstimandKind("moment", "moment(X, k)", 1, False, "estimate", ("npmle", "mle"),
                  {"interval": ("npmle", "mle"), "censored": ("npmle", "mle")},
                  "the k-th moment E[X^k] of a continuous variable"),
-    EstimandKind("regression", "regression(Y ~ X1 + X2)", None, False, "estimate", ("iterative", "mle"),
+    EstimandKind("regression", "regression(Y ~ X1 + X2[, coefficients = {TERM: VALUE, ...}, of = TERM])", None,
+                 False, "estimate", ("iterative", "mle"),
                  {"interval": ("iterative",), "censored": ("iterative",),
                   # a categorical response privatized by a finite mechanism: logistic / multinomial logit
                   "subset": ("mle",), "grr": ("mle",), "rr": ("mle",)},
                  "the regression of a response on covariates: interval-reported (Algorithm 1), "
-                 "or categorical and privatized by a finite mechanism (logistic)"),
+                 "or categorical and privatized by a finite mechanism (logistic; its declared coefficients "
+                 "plan it: avar, sample_size, power, compare)"),
     EstimandKind("independence", "independence(X, Y)", 2, True, "test", _TESTS,
                  {"product": _TESTS, "rr_product": _TESTS},
                  "whether two categorical variables are independent"),
@@ -234,10 +236,10 @@ QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
     QueryKind("sample_size", "sample_size(ESTIMAND from MECHANISM [by ESTIMATOR], TARGET = VALUE[, test = TEST])",
               False, "number", MECHANISM_FAMILIES,
               "the fewest respondents meeting a target (max_se, ci_width, max_cv, or the power of a test)",
-              ("distribution", "joint", "mean", "moment")),
+              ("distribution", "joint", "mean", "moment", "regression")),
     QueryKind("power", "power(ESTIMAND from MECHANISM [by ESTIMATOR], n = N, test = TEST)", False, "number",
               MECHANISM_FAMILIES, "the power of a test at n respondents, and its curve over n",
-              ("distribution", "joint", "mean", "moment")),
+              ("distribution", "joint", "mean", "moment", "regression")),
     # a survey's questions are declared mechanisms named in the query: the query has no mechanism
     # of its own, so it is routed as the release queries are (family_of(None))
     QueryKind("allocate", "allocate([QUESTION, ...,] total = EPSILON[, n = N][, criterion = CRITERION]"
@@ -445,13 +447,14 @@ def _planning_caption(query: Any) -> str | None:
         if kind == "bounds":
             return f"how far estimates of {_estimand_words(query.estimand)} from {mech} can be off{at}"
         return f"where the hybrid estimate of {_estimand_words(query.estimand)} from {mech} switches{at}: thresholds"
+    # a coefficient is tested in the regression; the other tests on the estimand's variables
+    on = _estimand_words(query.estimand) if query.estimand.kind == "regression" else _names(query.estimand.variables)
     if kind == "power":
-        return (f"how likely the test of {plan.test} on {_names(query.estimand.variables)} rejects with "
+        return (f"how likely the test of {plan.test} on {on} rejects with "
                 f"n = {_number(plan.n)} reports of {mech}: its power")
     goal = " and ".join(f"{t.criterion} {t.op} {_number(t.value)}" for t in plan.targets) or "its target"
     if plan.test is not None:
-        return (f"how many respondents {mech} needs: the fewest with {goal} to test {plan.test} "
-                f"on {_names(query.estimand.variables)}")
+        return f"how many respondents {mech} needs: the fewest with {goal} to test {plan.test} on {on}"
     return f"how many respondents {mech} needs for {_estimand_words(query.estimand)}: the fewest with {goal}"
 
 
@@ -502,8 +505,9 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
 )}
 #: the utility criteria an ``allocate`` query can minimize (lower is better, no test needed)
 ALLOCATION_CRITERIA = ("max_se", "ci_width", "max_cv", "avar_trace", "avar_max", "mse")
-#: the tests a plan can be powered for: proportion(LABEL, p0), difference(LABEL, delta), independence(X, Y)
-POWER_TESTS = ("proportion", "difference", "independence")
+#: the tests a plan can be powered for: proportion(LABEL, p0), difference(LABEL, delta), independence(X, Y),
+#: coefficient(TERM, b0) (a regression's)
+POWER_TESTS = ("proportion", "difference", "independence", "coefficient")
 #: the estimator a candidate uses when its ``by`` is left out, by estimand and family: an
 #: efficient one where there is one (MLE; GRR's moment estimator is its MLE inside the simplex)
 DEFAULT_ESTIMATORS: dict[str, dict[str, str]] = {
@@ -514,6 +518,7 @@ DEFAULT_ESTIMATORS: dict[str, dict[str, str]] = {
     "mean": {"interval": "npmle", "censored": "npmle", "numeric": "unbiased"},
     "moment": {"interval": "npmle", "censored": "npmle"},
     "cdf": {"interval": "npmle", "censored": "npmle"},
+    "regression": {"subset": "mle", "grr": "mle", "rr": "mle"},
 }
 
 

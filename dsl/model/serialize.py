@@ -7,7 +7,8 @@ as sympy's string form.
 Conventions (the same for both dumps):
 
 - a dataclass becomes an object whose first key ``"type"`` is its class name, then
-  its fields in declaration order;
+  its fields in declaration order (a field marked ``metadata={"dump": "unless default"}``
+  only where it is not its default: what most dumps never use stays out of them);
 - sympy values become ``str(expr)`` (``1/4``, ``log(3)``, ``oo``), so exact values
   stay exact; Python ``int``, ``bool``, ``str`` and ``None`` are kept as they are;
 - a frozenset becomes a list sorted by its elements' JSON text (deterministic
@@ -91,6 +92,8 @@ class _Dumper:
             out: dict[str, JSON] = {"type": type(obj).__name__}
             for f in dataclasses.fields(obj):
                 if f.name.startswith("_") or isinstance(getattr(obj, f.name), Source):
+                    continue
+                if f.metadata.get("dump") == "unless default" and getattr(obj, f.name) == f.default:
                     continue
                 out[f.name] = self(getattr(obj, f.name))
             return out

@@ -389,8 +389,9 @@ _MECH = _p("mechanism", "mechanism", "a declared mechanism, or one written in pl
 _PLANNED = _p("estimator", "estimand", "ESTIMAND from MECHANISM, optionally by ESTIMATOR (default: the family's "
                                       "efficient one)", keyword=False)
 _TEST = _opt("test", "word", "the test to power: proportion(LABEL, p0) (one sample), difference(LABEL, delta) "
-                             "(two samples of n), independence(X, Y) (product mechanisms)",
-             words=("proportion", "difference", "independence"))
+                             "(two samples of n), independence(X, Y) (product mechanisms), coefficient(TERM, b0) "
+                             "(a regression's)",
+             words=("proportion", "difference", "independence", "coefficient"))
 _ALPHA = _opt("alpha", "probability", "the level of the test or interval", default="0.05")
 #: the arguments of each query (the usage and doc are the query-kind table's)
 _QUERY_PARAMS: dict[str, tuple[Param, ...]] = {
@@ -443,6 +444,12 @@ _POWER_TESTS = (
               "difference(LABEL, delta)", "two samples of n respondents, Wald test of equal w[LABEL]"),
     Signature("independence", "power test", (_p("x", "variable", keyword=False), _p("y", "variable", keyword=False)),
               "independence(X, Y)", "Pearson test of independence on a product mechanism's reports"),
+    Signature("coefficient", "power test", (_p("term", "label", "a coefficient of the regression: a continuous "
+                                                             "covariate, var=label for a category's dummy, intercept; "
+                                                             "category:term for a multinomial logit", keyword=False),
+                                            _p("b0", "number", "its value under the null", keyword=False)),
+              "coefficient(TERM, b0)", "two-sided Wald test of a regression's coefficient = b0 (its declared value "
+                                       "the truth)"),
 )
 #: every call of the language, by role
 ROLES: dict[str, tuple[Signature, ...]] = {
