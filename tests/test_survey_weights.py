@@ -287,6 +287,49 @@ def test_numeric_mean_is_the_weighted_mean_with_the_linearized_variance():
     assert res.failures["f"].diagnostics[0].code == "B040"
 
 
+INTERVAL = """
+spec "a weighted interval survey"
+variable salary: continuous [0, 150]
+population salary ~ uniform(0, 150)
+mechanism c1 = interval(salary, case1(uniform(-10, 160)))
+query m = estimate mean(salary) from c1 by unbiased
+query mc = estimate mean(salary) from c1 by unbiased(se = conditional)
+query f = estimate cdf(salary) from c1 by npmle
+"""
+
+
+def test_interval_example2_mean_is_the_weighted_mean_of_its_terms_with_the_linearized_variance():
+    """Example 2's terms D = Delta (2U - b) + (1 - Delta)(2U - a), written here from the
+    reports' text, weighed and linearized by the survey package's formulas; equal weights
+    give the unweighted estimate and its standard error."""
+    spec = privspec.load(INTERVAL)
+    rng = np.random.default_rng(9)
+    n = 500
+    raw = pd.DataFrame({"salary": rng.uniform(0, 150, n)})
+    df = spec.privatize(raw, "c1", seed=5).assign(weight=rng.choice([1.0, 2.0, 5.0], n),
+                                                   region=rng.choice(["a", "b", "c"], n),
+                                                   school=rng.integers(0, 10, n))
+    got = spec.run(df, queries=["m"], weights="weight", strata="region", cluster="school")["m"]
+    text = df["salary"].astype(str)
+    below = text.str.startswith("(-inf")             # (-inf, U]: Delta = 1
+    u = np.where(below, text.str.extract(r", ([^\]]+)\]")[0], text.str.extract(r"\(([^,]+),")[0]).astype(float)
+    a, b = -10.0, 160.0
+    d = np.where(below, 2 * u - b, 2 * u - a)
+    w = df["weight"].to_numpy()
+    mean = float(w @ d / w.sum())
+    V = svy_covariance(((d - mean) / w.sum())[:, None], w, df["region"].to_numpy(), df["school"].to_numpy())
+    assert got.value == pytest.approx(mean, rel=1e-12)
+    assert got.extras["se"] == pytest.approx(float(np.sqrt(V[0, 0])), rel=1e-10)
+    assert got.extras["deff"] == pytest.approx(V[0, 0] / (np.sum((d - mean) ** 2) / (n - 1) / n), rel=1e-10)
+    equal = spec.run(df.assign(weight=1.0), queries=["m"], weights="weight")["m"]
+    plain = spec.run(df, queries=["m"])["m"]
+    assert equal.value == pytest.approx(plain.value, rel=1e-12)
+    assert equal.extras["se"] == pytest.approx(plain.extras["se"], rel=1e-10)
+    res = spec.run(df, queries=["mc", "f"], weights="weight")
+    assert res.failures["mc"].diagnostics[0].code == "B041"
+    assert res.failures["f"].diagnostics[0].code == "B040"
+
+
 PRODUCTS = """
 spec "products, matrices, dummies"
 variable a: categorical {x, y, z}

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from privspec.errors import DataError, Diagnostic
-from privspec.backends.core.survey_design import DesignCells
+from privspec.backends.core.survey_design import DesignCells, weighted_mean
 from privspec.backends.data.checks import show_value
 from privspec.backends.data.tally import Tally, missing_mask
 
@@ -156,3 +156,39 @@ def _lonely_psu(tally: Tally, design: SurveyDesign, stratum: np.ndarray, lonely:
         rows=rows, columns=tuple(c for c in (design.strata, design.cluster) if c),
         hint="merge each such stratum with a similar one in the strata column (the usual collapse), or give "
              "more than one cluster per stratum; privspec does not guess a 'certainty' PSU"))
+
+
+@dataclass(frozen=True)
+class DesignMean:
+    """The Hajek mean of per-row values under a survey design (:func:`design_mean`)."""
+
+    mean: float
+    se: float
+    #: design variance over the simple random sample's at the same n
+    deff: float
+    n: int
+    weighted_n: float
+
+
+def design_mean(values: np.ndarray, tally: Tally, design: SurveyDesign) -> DesignMean:
+    """The Hajek mean of ``values`` (one per distinct tuple of ``tally``, standing for its
+    rows), its design-based standard error by linearization and its design effect against
+    the unweighted mean's iid variance at the same n: the weighted version of every
+    estimator that is a mean of per-row values (a numeric mechanism's unbiased reports,
+    Example 2's terms of Case-I reports).
+
+    Examples
+    --------
+    >>> from privspec.backends.data.engines.pandas import PandasEngine
+    >>> t = PandasEngine(pd.DataFrame({"y": ["a", "b"], "w": [1.0, 3.0]}), "x").tally(["y", "w"])
+    >>> m = design_mean(np.array([0.0, 1.0]), t, SurveyDesign("w"))
+    >>> m.mean, m.n, m.weighted_n
+    (0.75, 2, 4.0)
+    """
+    cells = design_cells(tally, design, np.arange(len(tally.counts)))
+    mean, var = weighted_mean(values, cells)
+    counts = tally.counts.astype(float)
+    n = float(counts.sum())
+    srs = float(np.dot(counts, (values - mean) ** 2) / max(n - 1, 1) / n)
+    return DesignMean(mean, float(np.sqrt(var)), var / srs if srs > 0 else float("nan"), int(n),
+                      cells.total_weight)

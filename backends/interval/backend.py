@@ -53,10 +53,11 @@ from privspec.backends import register
 from privspec.backends.core.rowrandom import RowRandom, stream_of
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.checks import check_no_missing, require_columns
+from privspec.backends.data.survey import check_design_columns
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval.avar import avar
 from privspec.backends.interval.coverage import composition_bound, ensemble_coverage
-from privspec.backends.interval.estimate import estimate_from_reports, named_args
+from privspec.backends.interval.estimate import estimate_from_reports, named_args, weighted_unbiased
 from privspec.backends.interval.estimators import information_bound, optimal_anchor
 from privspec.backends.interval.guessing import Guess, prediction_of
 from privspec.backends.interval.fit import aggregate, count_nulls, fit_npmle
@@ -200,6 +201,16 @@ class IntervalBackend:
     def privatizes(self, mechanism: Any) -> bool:
         return _is_interval(mechanism)
 
+    def weighted(self, query: Query) -> str:
+        """What of ``query`` has no version with survey weights ("" for Example 2's mean, a
+        mean of per-report terms: :func:`.estimate.weighted_unbiased`)."""
+        est = query.estimand
+        if query.kind == "estimate" and est is not None and est.kind == "mean" and (est.order or 1) == 1 \
+                and query.method is not None and query.method.name == "unbiased":
+            return ""
+        what = f"{query.kind} queries of a {est.kind}" if est is not None else f"{query.kind} queries"
+        return f"{what} from interval mechanisms (weighted: the mean by unbiased, Example 2)"
+
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if verb == "simulate":
             return simulate_query(self.analytic, model, query, n=options["n"], reps=options["reps"],
@@ -338,6 +349,14 @@ class IntervalBackend:
         column = est.variables[0].name
         if est.kind == "regression":
             return self._regression(model, q, data, seed)
+        design = getattr(data, "design", None)
+        if design is not None:   # the mean by unbiased (weighted says so before the query gets here)
+            rm = report_model(mech)
+            engine = _engine(mech, q, data)
+            check_design_columns(design, engine.columns(), engine.source, rm.columns(column))
+            tally = engine.tally(list(dict.fromkeys([*rm.columns(column), *design.columns])))
+            left, right = rm.read(tally, column)
+            return weighted_unbiased(q, left, right, tally, design)
         left, right, counts = report_model(mech).read_counts(_engine(mech, q, data), column)
         return estimate_from_reports(model, q, left, right, band=est.kind == "cdf", seed=seed, counts=counts)
 
@@ -415,6 +434,9 @@ class CensoredBackend(IntervalBackend):
 
     def privatizes(self, mechanism: Any) -> bool:
         return _is_censored(mechanism)
+
+    def weighted(self, query: Query) -> str:
+        return f"{query.kind} queries of censored data"
 
     def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
                   **options: Any) -> pd.DataFrame:

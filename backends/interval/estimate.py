@@ -20,9 +20,11 @@ from privspec.results.kinds import Estimate
 from privspec.results.result import Result
 from privspec.results.values import Inference, StepFunction
 from privspec.backends.core.normal import z_quantile
+from privspec.backends.data.survey import SurveyDesign, design_mean
+from privspec.backends.data.tally import Tally
 from privspec.backends.interval import resample
-from privspec.backends.interval.estimators import (example2_conditional_se, example2_mean, npmle_functional,
-                                                   parametric_mle)
+from privspec.backends.interval.estimators import (case1_anchor, example2_conditional_se, example2_mean,
+                                                   example2_terms, npmle_functional, parametric_mle)
 from privspec.backends.interval.fit import DistributionFit, Fit, aggregate, count_nulls, fit_npmle
 from privspec.backends.interval.laws import nearest_double, support_of
 from privspec.backends.interval.mechanisms import written_intervals
@@ -66,22 +68,59 @@ def _order(q: Query) -> int | None:
     return (est.order or 1) if est.kind in ("mean", "moment") else None
 
 
+def _example2_setting(mech: IntervalMechanism) -> tuple[float, float, float, float]:
+    """The anchors' range ``a, b`` and the variable's support ``lo, hi`` of Example 2."""
+    lo, hi = support_of(mech.variable)
+    return nearest_double(mech.anchor.support()[0]), nearest_double(mech.anchor.support()[1]), lo, hi
+
+
+#: what :func:`example2_mean` and :func:`case1_anchor` refuse (their ValueError)
+_NOT_CASE1 = Diagnostic("D108", "reports that are not Case-I reports (-inf, U] or (U, inf]",
+                        hint="Example 2 needs one anchor per respondent")
+
+
 def _unbiased(mech: IntervalMechanism, l: np.ndarray, r: np.ndarray, c: np.ndarray, kind: str,
               extra_null: dict) -> Result:
     """Example 2's unbiased mean (Case-I reports, uniform anchors) and its standard error."""
-    lo, hi = support_of(mech.variable)
-    a, b = nearest_double(mech.anchor.support()[0]), nearest_double(mech.anchor.support()[1])
+    a, b, lo, hi = _example2_setting(mech)
     try:
         mu, se, n = example2_mean(l, r, c, a, b, lo, hi)
     except ValueError:
-        raise DataError(Diagnostic("D108", "reports that are not Case-I reports (-inf, U] or (U, inf]",
-                                   hint="Example 2 needs one anchor per respondent")) from None
+        raise DataError(_NOT_CASE1) from None
     if kind == "conditional":
         se = example2_conditional_se(l, r, c, a, b, lo, hi)
     z = _z95()
     return Estimate(mu, se=se, se_kind=kind, target=_target(kind, 1), ci95=[mu - z * se, mu + z * se],
                     ci_method="estimate +- 1.96 se", method="unbiased (Example 2, eq. 3)", n=n,
                     anchors=[float(a), float(b)], **extra_null, inference=number_wald_inference(mu, se))
+
+
+def weighted_unbiased(q: Query, left: np.ndarray, right: np.ndarray, tally: Tally, design: SurveyDesign) -> Result:
+    """Example 2's mean with survey weights, strata and clusters: the Hajek mean of its
+    per-report terms ``D`` (:func:`example2_terms`, unbiased for each respondent's value),
+    its design-based standard error by linearization and design effect
+    (:func:`privspec.backends.data.survey.design_mean`); ``left, right`` per distinct tuple
+    of ``tally``."""
+    if q.method is not None and q.method.options.get("se", "population") != "population":
+        raise BackendError(Diagnostic("B041", "se = conditional with survey weights: the design-based standard "
+                                              "error answers the population question only",
+                                      hint="drop se = conditional, or run without --weights"))
+    if np.isnan(left).any():
+        raise BackendError(Diagnostic("B040", f"query '{q.name}': survey weights are not supported for null "
+                                              "reports (respondents who reported nothing)",
+                                      hint="run it without --weights, or without the null rows"))
+    a, b, lo, hi = _example2_setting(q.mechanism)
+    try:
+        u, delta = case1_anchor(left, right, lo, hi)
+    except ValueError:
+        raise DataError(_NOT_CASE1) from None
+    d = design_mean(example2_terms(u, delta, a, b), tally, design)
+    z = _z95()
+    return Estimate(d.mean, se=d.se, se_kind="design-based (Taylor linearization)", target=_target("population", 1),
+                    ci95=[d.mean - z * d.se, d.mean + z * d.se], ci_method="estimate +- 1.96 se (design-based)",
+                    method="unbiased (Example 2, eq. 3), weighted", n=d.n, anchors=[float(a), float(b)],
+                    deff=d.deff, design=design.describe(), weighted_n=d.weighted_n,
+                    inference=number_wald_inference(d.mean, d.se))
 
 
 def _mle(q: Query, l: np.ndarray, r: np.ndarray, c: np.ndarray, extra_null: dict) -> Result:

@@ -48,8 +48,7 @@ from privspec.backends.core.normal import Z95
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.core.populations import bind_parameters
 from privspec.backends.core.rowrandom import RowRandom, stream_of
-from privspec.backends.core.survey_design import weighted_mean
-from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells
+from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_mean
 from privspec.backends.interval.backend import raw_values
 from privspec.backends.interval.estimate import number_wald_inference
 from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
@@ -165,23 +164,16 @@ def mean_estimate(m: NumericLDP, reports: np.ndarray, counts: np.ndarray, lo: fl
 def weighted_mean_estimate(m: NumericLDP, engine: Any, column: str, design: SurveyDesign, lo: float,
                            hi: float) -> Estimate:
     """The Hajek mean of the reports' unbiased estimates with survey weights, strata and
-    clusters: its design-based standard error by linearization
-    (:func:`privspec.backends.core.survey_design.weighted_mean`) and design effect (over the
-    unweighted iid standard error of :func:`mean_estimate` at the same n)."""
+    clusters: its design-based standard error by linearization and design effect
+    (:func:`privspec.backends.data.survey.design_mean`)."""
     check_design_columns(design, engine.columns(), engine.source, [column])
     tally = engine.tally([column, *design.columns])
-    reports, counts = read_reports(m, tally, column)
-    cells = design_cells(tally, design, np.arange(len(counts)))
-    y = m.to_value(m.unbiased(reports), lo, hi)
-    mu, var = weighted_mean(y, cells)
-    n = float(counts.sum())
-    srs = float(np.dot(counts, (y - mu) ** 2) / max(n - 1, 1) / n)
-    se = math.sqrt(var)
-    return Estimate(mu, method=f"unbiased ({m.name}), weighted", n=int(n), se=se,
-                    se_kind="design-based (Taylor linearization)", ci95=[mu - Z95 * se, mu + Z95 * se],
-                    ci_method="estimate +- 1.96 se (design-based)", deff=var / srs if srs > 0 else float("nan"),
-                    design=design.describe(), weighted_n=cells.total_weight, protocol=m.name,
-                    inference=number_wald_inference(mu, se))
+    reports, _ = read_reports(m, tally, column)
+    d = design_mean(m.to_value(m.unbiased(reports), lo, hi), tally, design)
+    return Estimate(d.mean, method=f"unbiased ({m.name}), weighted", n=d.n, se=d.se,
+                    se_kind="design-based (Taylor linearization)", ci95=[d.mean - Z95 * d.se, d.mean + Z95 * d.se],
+                    ci_method="estimate +- 1.96 se (design-based)", deff=d.deff, design=design.describe(),
+                    weighted_n=d.weighted_n, protocol=m.name, inference=number_wald_inference(d.mean, d.se))
 
 
 def cdf_estimate(m: SquareWave, reports: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> Estimate:
