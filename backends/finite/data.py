@@ -76,10 +76,10 @@ def joined_labels(frame: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
     return values
 
 
-def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple[int | None, str]:
-    """Observation index of one distinct report, or (None, reason)."""
+def _parse_observation(text: str, ch: Channel, position: dict[str, int]) -> tuple[int | None, str]:
+    """Observation index of one distinct report, or (None, reason); ``position``: each
+    category's index."""
     parts = [t.strip() for t in str(text).split("|")]
-    position = {lab: j for j, lab in enumerate(labels)}
     unknown = [t for t in parts if t not in position]
     if unknown:
         return None, f"{show_value(unknown[0])} is not a category"
@@ -187,10 +187,10 @@ def factor_codes(ch: Channel | Any, tally: Tally, variable: Variable,
         ch = observed_subset_channel(ch, distinct)
         position = {m: i for i, m in enumerate(distinct)}
         return np.array([position[m] for m in masks], dtype=np.int64)[codes], ch
-    labels = ch.x_labels
+    position = {lab: j for j, lab in enumerate(ch.x_labels)}
     mapping = np.empty(len(uniques), dtype=np.int64)
     for k, u in enumerate(uniques):
-        idx, why = _parse_observation(u, ch, labels)
+        idx, why = _parse_observation(u, ch, position)
         if idx is None:
             reasons[k] = why
             mapping[k] = -1
