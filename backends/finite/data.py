@@ -21,6 +21,7 @@ was privatized whole or in pieces (``offset``).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -76,10 +77,10 @@ def joined_labels(frame: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
     return values
 
 
-def _parse_observation(text: str, ch: Channel, position: dict[str, int]) -> tuple[int | None, str]:
-    """Observation index of one distinct report, or (None, reason); ``position``: each
-    category's index."""
+def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple[int | None, str]:
+    """Observation index of one distinct report, or (None, reason)."""
     parts = [t.strip() for t in str(text).split("|")]
+    position = _positions(labels)
     unknown = [t for t in parts if t not in position]
     if unknown:
         return None, f"{show_value(unknown[0])} is not a category"
@@ -108,6 +109,13 @@ def _uniform_reason(text: str, labels: Sequence[str]) -> tuple[int | None, str]:
     if not 2 <= len(parts) <= len(labels) - 2:
         return None, "this subset has probability 0 under the uniform design (sizes 2..p-2 only)"
     return sum(1 << labels.index(t) for t in parts), ""
+
+
+@functools.lru_cache(maxsize=64)
+def _positions(labels: tuple[str, ...]) -> dict[str, int]:
+    """Each label's index, built once per tuple of labels (not once per distinct report:
+    256 reports of 256 categories built 65,536 entries a call).  Read only."""
+    return {lab: j for j, lab in enumerate(labels)}
 
 
 def _bad_reports(variable: Variable, cols: Sequence[str], codes: np.ndarray, uniques: Any,
@@ -187,10 +195,10 @@ def factor_codes(ch: Channel | Any, tally: Tally, variable: Variable,
         ch = observed_subset_channel(ch, distinct)
         position = {m: i for i, m in enumerate(distinct)}
         return np.array([position[m] for m in masks], dtype=np.int64)[codes], ch
-    position = {lab: j for j, lab in enumerate(ch.x_labels)}
+    labels = ch.x_labels
     mapping = np.empty(len(uniques), dtype=np.int64)
     for k, u in enumerate(uniques):
-        idx, why = _parse_observation(u, ch, position)
+        idx, why = _parse_observation(u, ch, labels)
         if idx is None:
             reasons[k] = why
             mapping[k] = -1
