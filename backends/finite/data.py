@@ -80,7 +80,7 @@ def joined_labels(frame: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
 def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple[int | None, str]:
     """Observation index of one distinct report, or (None, reason)."""
     parts = [t.strip() for t in str(text).split("|")]
-    position = _positions(labels)
+    position = _positions(tuple(labels))
     unknown = [t for t in parts if t not in position]
     if unknown:
         return None, f"{show_value(unknown[0])} is not a category"
