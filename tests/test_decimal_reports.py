@@ -75,6 +75,28 @@ def test_local_hashing_parse_equals_the_regular_expression(kind: str) -> None:
     assert [(int(s), int(v)) for s, v in zip(reports["seed"], reports["value"])] == good
 
 
+def test_parse_of_the_rows_bytes_equals_the_regular_expression_row_by_row() -> None:
+    """parse_decimal_pairs on buffers of valid and invalid texts mixed (empty rows, several
+    or no separators, leading zeros, bytes of multi-byte characters, a slice of the rows
+    that starts inside the buffer): each row as the regular expression reads it alone."""
+    pieces = ["0:3", "1207:10", "", ":", "1:", ":1", "01:1", "1:01", "00:0", "1:2:3", "1:1 ", " 1:1", "+1:1",
+              "-1:1", "é:1", "\uff11:1", "1::1", "1" * 18 + ":0", "1" * 19 + ":0", "1:" + "9" * 18,
+              "1:" + "9" * 19, "١:1", "1:1\n", "0", "12", "0:0", f"{S.LH_PRIME ** 3}:5"]
+    pattern = re.compile(r"(0|[1-9][0-9]{0,17}):(0|[1-9][0-9]{0,17})")
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        texts = list(rng.choice(pieces, size=int(rng.integers(1, 12))))
+        encoded = [t.encode() for t in texts]
+        skip = int(rng.integers(0, 3))                           # rows before the slice
+        data = np.frombuffer(b"9:9"[:skip] + b"".join(encoded), dtype=np.uint8)
+        offsets = skip + np.concatenate([[0], np.cumsum([len(e) for e in encoded])])
+        a, b, ok = S.parse_decimal_pairs(data, offsets)
+        want = [pattern.fullmatch(t) for t in texts]
+        assert ok.tolist() == [m is not None for m in want]
+        assert a.tolist() == [int(m[1]) if m else 0 for m in want]
+        assert b.tolist() == [int(m[2]) if m else 0 for m in want]
+
+
 @pytest.mark.parametrize("kind", [k for k in KINDS if k != "grr"])   # a spec's grr: finite randomized response
 def test_privatize_writes_the_texts_of_format_reports(kind: str) -> None:
     """The API's column (categorical, Arrow text from one buffer, or one string per row)

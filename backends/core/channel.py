@@ -33,7 +33,7 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import sympy
@@ -157,6 +157,29 @@ class Channel:
     def Tn(self) -> np.ndarray:
         return self._derived("Tn", lambda: _to_float(self.exact_T), np.kron, lambda f: f.Tn)
 
+    def _once(self, key: str, make: Callable[[], np.ndarray]) -> np.ndarray:
+        """A floating-point matrix of the channel alone, computed on first use: every
+        estimate on the channel reuses it (d = 256: milliseconds of d^3 work a call)."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    @property
+    def Qn(self) -> np.ndarray:
+        """``Q = T K`` in floating point (the method of moments' matrix, Eq. 5)."""
+        return self._once("Qn", lambda: self.Tn @ self.Kn)
+
+    @property
+    def Qn_inv(self) -> np.ndarray:
+        """``Q^-1`` in floating point (the MoM covariance's, Theorem 4)."""
+        return self._once("Qn_inv", lambda: np.linalg.inv(self.Qn))
+
+    @property
+    def mom_map(self) -> np.ndarray:
+        """``Q^-1 T`` in floating point: the MoM estimate is this matrix times the
+        observations' frequencies (without dummy categories)."""
+        return self._once("mom_map", lambda: np.linalg.solve(self.Qn, self.Tn))
+
     def index_of(self, key: Any) -> int | None:
         """The observation with this bitmask (set-valued channels) or label, or None."""
         if "index" not in self._cache:
@@ -257,7 +280,7 @@ class Channel:
         """``Q^-1 gamma`` in floating point (the method of moments, Eq. 5)."""
         if self.closed is not None:
             return self.closed.mom_solve(gamma)
-        return np.linalg.solve(self.Tn @ self.Kn, gamma)
+        return np.linalg.solve(self.Qn, gamma)
 
     def moments(self, w: Any) -> dict[str, Any]:
         """``lambda = K w``, ``Q = T K``, ``gamma = Q w``, ``H``, ``C = H - gamma gamma^T``."""
@@ -269,9 +292,11 @@ class Channel:
         lam = K @ w if A is Float else K * w
         if self.offset is not None:  # affine: lambda = K w + b, and Q (the part in w) stays T K
             lam = lam + (self.bn.reshape(-1, 1) if A is Float else self.offset)
-        Q = T @ K if A is Float else T * K
+        Q = self.Qn if A is Float else T * K
         gamma = T @ lam if A is Float else T * lam  # = Q w (+ T b)
-        H = (T @ A.diag(lam) @ T.T) if A is Float else T * A.diag(lam) * T.T
+        # T diag(lambda) T^T: the columns of T scaled (the same numbers as the product by the
+        # diagonal matrix, whose other terms are zeros, without its d^3 work)
+        H = ((T * lam.T) @ T.T) if A is Float else T * A.diag(lam) * T.T
         C = H - A.outer(gamma, gamma) if A is Float else H - gamma * gamma.T
         return {"lambda": lam, "Q": Q, "gamma": gamma, "H": H, "C": C}
 
@@ -281,7 +306,7 @@ class Channel:
             return self.closed.avar_mom(w)
         A = algebra(w)
         m = self.moments(w)
-        Qi = A.inv(m["Q"])
+        Qi = self.Qn_inv if A is Float else A.inv(m["Q"])
         return Qi @ m["C"] @ Qi.T if A is Float else A.simplify(Qi * m["C"] * Qi.T)
 
     def covariance_closed_form(self, w: Any) -> Any:

@@ -21,6 +21,7 @@ was privatized whole or in pieces (``offset``).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -83,7 +84,7 @@ def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple
         return (idx, "") if idx is not None else (None, f"{show_value(text)} is not a report of this mechanism "
                                                         f"({', '.join(ch.obs_labels)})")
     parts = [t.strip() for t in str(text).split("|")]
-    position = {lab: j for j, lab in enumerate(labels)}
+    position = _positions(tuple(labels))
     unknown = [t for t in parts if t not in position]
     if unknown:
         return None, f"{show_value(unknown[0])} is not a category"
@@ -112,6 +113,13 @@ def _uniform_reason(text: str, labels: Sequence[str]) -> tuple[int | None, str]:
     if not 2 <= len(parts) <= len(labels) - 2:
         return None, "this subset has probability 0 under the uniform design (sizes 2..p-2 only)"
     return sum(1 << labels.index(t) for t in parts), ""
+
+
+@functools.lru_cache(maxsize=64)
+def _positions(labels: tuple[str, ...]) -> dict[str, int]:
+    """Each label's index, built once per tuple of labels (not once per distinct report:
+    256 reports of 256 categories built 65,536 entries a call).  Read only."""
+    return {lab: j for j, lab in enumerate(labels)}
 
 
 def _bad_reports(variable: Variable, cols: Sequence[str], codes: np.ndarray, uniques: Any,

@@ -173,6 +173,8 @@ def mle_determined(K_obs: np.ndarray, w: np.ndarray, M: np.ndarray | None = None
 def _check_determined(K_obs: np.ndarray, fit: Fit, method: str, M: np.ndarray | None) -> None:
     """Refuse an estimate the data do not determine (see the module docstring); ``K_obs`` are
     the observed rows of the channel in w (for dummy categories, of the affine channel)."""
+    if method != "one_step" and method not in MLE_FAMILY:
+        return                          # the other estimators need no rank (an SVD: ms at d = 256)
     p = K_obs.shape[1]
     r = int(np.linalg.matrix_rank(K_obs)) if len(K_obs) else 0
     if method == "one_step":
@@ -405,8 +407,7 @@ def _other_intervals(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, w: np.
     if method == "mom" and M is None and not dummies and ch.closed is None:
         # MoM is linear, w_hat = A lambda_hat with A = Q^-1 T (A K = I): the score interval
         # evaluates its variance at each candidate value, as Wilson's does for a proportion
-        K, T = ch.Kn, ch.Tn
-        A = np.linalg.solve(T @ K, T)
+        K, A = ch.Kn, ch.mom_map
         lam = counts / counts.sum()
         lo, hi = score_interval(A @ lam, (A * A) @ lam, np.einsum("xy,yx->x", A * A, K),
                                 np.abs(A).max(axis=1) / (2 * fit.n), fit.n, kind, level)

@@ -412,7 +412,8 @@ def report_column(o: Oracle, reports: Any) -> Any:
             return _arrow_texts(chars.ravel(), np.arange(len(chars) + 1, dtype=np.int64) * chars.shape[1])
         if o.DECIMAL_TEXT:
             return _arrow_texts(*o.text_buffers(reports))
-        return o.format_reports(reports)
+        texts = o.arrow_texts(reports)
+        return o.format_reports(reports) if texts is None else pd.arrays.ArrowExtensionArray(texts)
     top = o.key_range
     if top <= _DENSE_KEYS:
         # a table over every possible key: the distinct ones in increasing order, no hashing

@@ -404,6 +404,11 @@ class Oracle(OneAttributeOracle):
     def format_reports(self, reports: Any) -> np.ndarray:
         return self.format(reports)
 
+    def arrow_texts(self, reports: Any) -> Any:
+        """The texts of :meth:`format` as an Arrow string column built without a Python
+        string per report, where the oracle writes them so; None otherwise."""
+        return None
+
     def parse_reports(self, texts: Sequence[Any]) -> tuple[Any, np.ndarray]:
         raw = pd.Series(list(texts) if not isinstance(texts, pd.Series) else texts.tolist(), dtype=object)
         is_str = np.ones(len(raw), dtype=bool) if all_text(raw.to_numpy(dtype=object)) else \

@@ -539,16 +539,14 @@ def decimal_pairs(a: np.ndarray, b: np.ndarray, rows: int = 1 << 16) -> tuple[np
     return np.concatenate(pieces), offsets
 
 
-#: a report's text of local hashing: two decimal fields without leading zeros, each below 2^63
-DECIMAL_PAIR = r"^(0|[1-9][0-9]{0,17}):(0|[1-9][0-9]{0,17})$"
-
-
 def parse_decimal_pairs(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`decimal_pairs`' inverse on the texts of rows ``offsets[i] .. offsets[i+1]`` of
     ``data`` (ASCII codes): ``(a, b, ok)``, ``a`` and ``b`` int64 (0 where not ``ok``),
     ``ok`` where the text is two decimal fields of 1 to 18 digits, no leading zero, joined
-    by one ``:`` (:data:`DECIMAL_PAIR`), nothing else.  Arrow's string kernels on the
-    buffers (a regular expression, a split and a cast, in C++): no Python string per row.
+    by one ``:`` (``^(0|[1-9][0-9]{0,17}):(0|[1-9][0-9]{0,17})$``), nothing else.  No
+    Python string per row: each row's one byte that is not an ASCII digit is found in
+    the buffer (a row with none or several is not a report), and the fields are cast to
+    integers by Arrow, in place, as a column of ``2 m`` texts.
 
     Examples
     --------
@@ -557,18 +555,39 @@ def parse_decimal_pairs(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarr
     >>> a.tolist(), b.tolist(), ok.tolist()
     ([0, 1207, 0, 0, 0, 0, 0], [3, 10, 0, 0, 0, 0, 0], [True, True, False, False, False, False, False])
     """
-    data = np.asarray(data, dtype=np.uint8)
     offsets = np.asarray(offsets, dtype=np.int64)
     m = max(len(offsets) - 1, 0)
     if m == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
-    texts = pa.LargeStringArray.from_buffers(m, pa.py_buffer(offsets - offsets[0]),
-                                             pa.py_buffer(data[offsets[0]:offsets[-1]].copy()))
-    valid = pc.match_substring_regex(texts, DECIMAL_PAIR)
-    parts = pc.split_pattern(pc.if_else(valid, texts, "0:0"), ":", max_splits=1)
-    a = pc.cast(pc.list_element(parts, 0), pa.int64()).to_numpy()
-    b = pc.cast(pc.list_element(parts, 1), pa.int64()).to_numpy()
-    return a, b, valid.to_numpy(zero_copy_only=False)
+    size = int(offsets[-1] - offsets[0])
+    # a copy (its colons become '0' below), with a NUL past the end that an empty last row reads
+    text = np.zeros(size + 1, dtype=np.uint8)
+    text[:size] = np.asarray(data, dtype=np.uint8)[offsets[0]:offsets[-1]]
+    start, end = offsets[:-1] - offsets[0], offsets[1:] - offsets[0]
+    # the bytes that are not digits (uint8 wraps below '0') and their rows: when the i-th
+    # lies in row i for every i (reports), each row has one, and no search is needed
+    other = np.flatnonzero(text[:size] - np.uint8(48) > 9)
+    if len(other) == m and np.all((other >= start) & (other < end)):
+        row = np.arange(m)
+    else:
+        row = np.searchsorted(end, other, side="right")
+    one = np.bincount(row, minlength=m) == 1
+    colon = start.copy()
+    alone = one[row]
+    colon[row[alone]] = other[alone]
+    wa, wb = colon - start, end - colon - 1
+    ok = one & (text[colon] == _COLON) & (wa >= 1) & (wa <= 18) & (wb >= 1) & (wb <= 18)
+    ok &= ((text[start] != 48) | (wa == 1)) & ((text[np.minimum(colon + 1, size)] != 48) | (wb == 1))
+    # the fields as texts: a row's first ends at its colon, its second is '0' (the colon's
+    # place) and the value; a row that is not a report gives two missing values
+    colon = np.where(ok, colon, start)
+    text[colon[ok]] = 48
+    bounds = np.empty(2 * m + 1, dtype=np.int64)
+    bounds[0:-1:2], bounds[1::2], bounds[-1] = start, colon, end[-1]
+    fields = pa.LargeStringArray.from_buffers(2 * m, pa.py_buffer(bounds), pa.py_buffer(text),
+                                              pa.py_buffer(np.packbits(np.repeat(ok, 2), bitorder="little")))
+    ab = pc.fill_null(pc.cast(fields, pa.int64()), 0).to_numpy()
+    return ab[0::2], ab[1::2], ok
 
 
 def uniform_index(u: np.ndarray, m: int) -> np.ndarray:
