@@ -9,7 +9,8 @@ import pytest
 import sympy
 from sympy.core.evalf import EvalfMixin
 
-from privspec.backends.core.channel import grr_channel, matrix_channel
+from privspec.backends.core.channel import matrix_channel
+from privspec.backends.core.grr_channel import grr_channel
 
 SHARES = sympy.Matrix([sympy.Rational(x) for x in ("0.009551", "0.031909", "0.095943", "0.008323", "0.854274")])
 

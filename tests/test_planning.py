@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privspec.backends.core.channel import grr_channel
+from privspec.backends.core.grr_channel import grr_channel
 from privspec.backends.finite.independence import independence_test
 from privspec.backends.design.planning import (
     n_for_ci_width, n_for_max_se, n_for_power, n_grid, power_curve, power_difference,

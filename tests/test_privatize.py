@@ -362,7 +362,7 @@ def test_grr_closed_form_sampler_is_the_channels_inverse_cdf() -> None:
     the channel's column gives (the fast path changes no report)."""
     import sympy
 
-    from privspec.backends.core.channel import grr_channel
+    from privspec.backends.core.grr_channel import grr_channel
     from privspec.backends.finite.data import _sample_from_columns, _sample_grr
 
     for d, eps in ((2, 1.0), (5, 1.0), (7, 0.1), (16, 4.0), (3, 30.0)):

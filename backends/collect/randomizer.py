@@ -49,7 +49,7 @@ from privspec.errors import BackendError, Diagnostic, did_you_mean
 from privspec.model.graph import (CensoredMechanism, IntervalMechanism, ProductMechanism, ProgressiveMechanism,
                                   RandomizedResponse, SelectiveMechanism, SubsetMechanism)
 from privspec.backends.core.algebra import Float
-from privspec.backends.core.channel import GRRChannel
+from privspec.backends.core.grr_channel import GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of
 from privspec.backends.interval.laws import law_distribution, nearest_double, support_of
 from privspec.backends.interval.reports import selective_population

@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -40,9 +39,7 @@ import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.limits import EXACT_CELL_LIMIT, SYMBOLIC_LIMIT
-from privspec.model import costs
 from privspec.backends.core.algebra import Exact, Float, algebra
-from privspec.backends.core.frequency import FloatRangeError, grr_gap, grr_probs, pure_covariance
 from privspec.backends.core.kron import kron_apply
 
 
@@ -311,7 +308,7 @@ class Channel:
 
     def covariance_closed_form(self, w: Any) -> Any:
         """The MoM covariance in the design's own closed form where it has one (GRR:
-        Warner's, see :class:`GRRChannel`), else :meth:`avar_mom`: the same matrix,
+        Warner's, see :class:`~privspec.backends.core.grr_channel.GRRChannel`), else :meth:`avar_mom`: the same matrix,
         written as the papers write it."""
         return self.avar_mom(w)
 
@@ -512,132 +509,6 @@ def subset_channel(labels: Sequence[str], mu: dict[frozenset, Any], note: str = 
     T = sympy.Matrix(p, len(subsets), lambda j, i: 1 if masks[i] >> j & 1 else 0)
     obs = tuple("|".join(labels[j] for j in range(p) if m >> j & 1) for m in masks)
     return Channel(tuple(labels), obs, K, T, masks, kind="subset", note=note)
-
-
-@dataclass(frozen=True, eq=False)
-class GRRChannel(Channel):
-    """Generalized randomized response (k-RR): ``P = (p - q) I + q J`` with
-    ``p = e^eps / (e^eps + d - 1)``, ``q = 1 / (e^eps + d - 1)``; its epsilon and its MoM
-    covariance have closed forms (the castell paper; Warner for d = 2).
-
-    Examples
-    --------
-    >>> ch = grr_channel(("a", "b"), sympy.log(3))
-    >>> ch.epsilon(), ch.K
-    (log(3), Matrix([
-    [3/4, 1/4],
-    [1/4, 3/4]]))
-    >>> ch.covariance_closed_form(sympy.Matrix([sympy.Rational(2, 5), sympy.Rational(3, 5)]))
-    Matrix([
-    [ 99/100, -99/100],
-    [-99/100,  99/100]])
-    """
-
-    keeps_truth = True
-
-    def _closed_form_float(self, eps: Any, w: Sequence[float]) -> np.ndarray:
-        """The closed form in floating point: a pure oracle's covariance with GRR's report law
-        (:func:`privspec.backends.core.frequency.pure_covariance`, ``p - q`` by ``expm1``: accurate
-        for small epsilon); B416 where the variance overflows (epsilon below about 1e-150)."""
-        x = float(eps)
-        shown = sympy.sstr(sympy.N(eps, 3))
-        try:
-            if x == 0:  # a positive epsilon below the smallest double
-                raise FloatRangeError(0.0, math.inf)
-            w = np.asarray(w, dtype=float)
-            p, q = grr_probs(Float, x, self.p)
-            return pure_covariance(p, q, 0.0, 0.0, w / w.sum(), 1.0, gap=grr_gap(x, self.p))
-        except FloatRangeError as e:
-            raise BackendError(Diagnostic("B416", e.describe(shown), hint=e.HINT)) from None
-
-    def covariance_closed_form(self, w: Any, simplified: bool = True) -> Any:
-        """``(diag(lambda) - lambda lambda^T) / (p - q)^2`` with ``lambda = (p - q) w + q``,
-        ``p - q = (e^eps - 1)/(e^eps + d - 1)``.
-
-        ``P = (p - q) I + q J`` and ``p + (d - 1) q = 1`` give ``P^-1 = (I - q J)/(p - q)``;
-        ``(I - q J)`` leaves ``diag(lambda) - lambda lambda^T`` unchanged (its rows and
-        columns sum to 0), hence the closed form of ``P^-T (diag(lambda) - lambda
-        lambda^T) P^-1``.
-
-        ``simplified=False`` leaves the exact entries as the formula writes them, for a
-        caller that only evaluates them (a comparison's criteria): simplifying is nearly all
-        of the cost (5 s for 5 categories at epsilon = 2) and a reader never sees them; at
-        a numeric epsilon and population they come evaluated (``evalf(17)``), once per
-        population (a comparison asks again for every planning query).
-        """
-        if algebra(w) is Float:
-            return self.avar_mom(w)
-        eps = sympy.sympify(dict(self.facts)["epsilon"])
-        numeric_w = all(getattr(x, "is_number", True) for x in w)
-        # exact only where it is cheap: e^eps rational (epsilon = log 3), or epsilon a plain
-        # rational with a small denominator on at most 8 categories (what dsl/model/costs.py prices)
-        cheap = not eps.is_number or sympy.exp(eps).is_rational or (
-            isinstance(eps, sympy.Rational) and eps.q <= 100 and self.p <= 8 and costs.exact_exp(eps))
-        floating_w = eps.is_number and any(isinstance(x, sympy.Float) for x in w)  # a population in floats
-        if isinstance(eps, sympy.Float) or (numeric_w and (not cheap or floating_w)):
-            # an epsilon in floating point (a numeric search over it), or exact algebra in e^eps
-            # over many categories (20: 21 s), with e^(1/10^6) as its unit (epsilon = 3.036123:
-            # sympy factors polynomials of degree 10^6) or a high power of e (epsilon = 700: a
-            # polynomial of degree 1400, over 120 s; limits.EXACT_EXP_POWER): floating point
-            return sympy.Matrix(self._closed_form_float(eps, [float(x) for x in w]))
-        if simplified:
-            return self._warner(w, lambda x: sympy.factor(sympy.simplify(x)))
-        if not (numeric_w and eps.is_number):
-            return self._warner(w, lambda x: x)
-        key = ("warner numbers", tuple(w))
-        if key not in self._cache:
-            self._cache[key] = self._warner(w, lambda x: x).evalf(17)
-        return self._cache[key].copy()
-
-    def _warner(self, w: Any, entry: Any) -> sympy.Matrix:
-        """The exact closed form, ``entry`` applied to each entry on and above the diagonal
-        once (the matrix is symmetric: ``lam_i lam_j`` is ``lam_j lam_i``)."""
-        d = self.p
-        e = sympy.exp(dict(self.facts)["epsilon"])
-        gap = (e - 1) / (e + d - 1)
-        q = 1 / (e + d - 1)
-        lam = [gap * x + q for x in w]
-        upper = {(i, j): entry(((lam[i] if i == j else 0) - lam[i] * lam[j]) / gap ** 2)
-                 for i in range(d) for j in range(i, d)}
-        return sympy.Matrix(d, d, lambda i, j: upper[min(i, j), max(i, j)])
-
-    def keep_probabilities(self) -> tuple[float, float] | None:
-        """``(p, q) = (e^eps, 1) / (e^eps + d - 1)`` in floating point (epsilon must have a value:
-        use :meth:`Channel.at`)."""
-        return grr_probs(Float, float(dict(self.facts)["epsilon"]), self.p)
-
-    def check_floating(self) -> None:
-        """B416 where ``p`` and ``q`` are equal in doubles: the matrix is singular in floating
-        point, and every estimator divides by ``p - q`` (a ZeroDivisionError, a LinAlgError
-        before).  A symbolic epsilon passes (its value is checked where it is put in)."""
-        eps = sympy.sympify(dict(self.facts)["epsilon"])
-        if not eps.is_number:
-            return
-        p, q = self.keep_probabilities()
-        if p > q:
-            return
-        raise BackendError(Diagnostic("B416", f"epsilon = {sympy.sstr(sympy.N(eps, 3))} is too small for floating "
-                                      "point: grr's keep probability exceeds the others by less than their "
-                                      "rounding, so its randomization matrix is singular in doubles",
-                                      hint="use an epsilon above about 1e-15 (the analytic queries, computed "
-                                           "exactly, answer at any epsilon); an epsilon this small makes the "
-                                           "reports independent of the answers"))
-
-    def epsilon_reason(self) -> str:
-        return ("GRR: Pr(Y = x | X = x) / Pr(Y = x | X = x') = p/q = e^eps with p = e^eps/(e^eps + d - 1), "
-                "q = 1/(e^eps + d - 1)")
-
-
-def grr_channel(labels: Sequence[str], epsilon: Any, note: str = "", P: Any = None) -> GRRChannel:
-    """The GRR channel on ``labels`` at ``epsilon`` (a number or a symbol); ``P`` the
-    randomization matrix when the caller has it (``P[u][v] = Pr(Y = v | X = u)``)."""
-    d = len(labels)
-    keep, other = grr_probs(Exact, sympy.sympify(epsilon), d)
-    P = sympy.Matrix(d, d, lambda i, j: keep if i == j else other) if P is None else sympy.Matrix(P)
-    # Pr(Y = x | x) / Pr(Y = x | x') = e^eps: epsilon is |eps| (a symbol's sign unknown)
-    return GRRChannel(tuple(labels), tuple(labels), P.T, sympy.eye(d), None, kind="rr",
-                      note=note or "grr randomized response",
-                      facts=(("epsilon", sympy.Abs(sympy.sympify(epsilon))),))
 
 
 def matrix_channel(labels: Sequence[str], P: Any, note: str = "", facts: tuple = ()) -> Channel:

@@ -13,8 +13,9 @@ import sympy
 from privspec.errors import BackendError, Diagnostic
 from privspec.limits import UNIFORM_ENUM_LIMIT
 from privspec.model.graph import ProductMechanism, RandomizedResponse, SubsetMechanism
-from privspec.backends.core.channel import (Channel, affine_channel, grr_channel, kuk_channel, matrix_channel,
-                                            product_channel, subset_channel)
+from privspec.backends.core.channel import (Channel, affine_channel, kuk_channel, matrix_channel, product_channel,
+                                            subset_channel)
+from privspec.backends.core.grr_channel import grr_channel
 from privspec.backends.core.uniform import UniformChannel, constants, uniform_facts
 
 #: labels of the two dummy categories of Appendix II (made unique against the variable's)

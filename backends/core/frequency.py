@@ -5,7 +5,7 @@ report has a support set of categories and two numbers ``p* > q*`` give the prob
 that the true value, and that another given category, is in it.  The covariance of the
 unbiased estimate ``(C/n - q*)/(p* - q*)`` needs only those numbers and the probabilities
 that two categories are both in a support (:func:`pure_covariance`): the frequency oracles
-(:mod:`privspec.backends.oracles`) and the GRR channel (:class:`privspec.backends.core.channel.GRRChannel`)
+(:mod:`privspec.backends.oracles`) and the GRR channel (:class:`privspec.backends.core.grr_channel.GRRChannel`)
 share it, and GRR's keep probabilities (:func:`grr_probs`), written once for exact and
 floating arithmetic (:mod:`privspec.backends.core.algebra`).
 """

@@ -30,7 +30,8 @@ import pandas as pd
 from privspec.errors import DataError, Diagnostic
 from privspec.model.graph import ProductMechanism, SubsetMechanism, Variable
 from privspec.progress import progress
-from privspec.backends.core.channel import Channel, GRRChannel
+from privspec.backends.core.channel import Channel
+from privspec.backends.core.grr_channel import GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of, large_uniform, observed_subset_channel
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.data.checks import MISSING, describe_values, require_columns, show_value

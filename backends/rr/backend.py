@@ -36,7 +36,7 @@ from privspec.results.kinds import Avar, Epsilon, Estimate
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
-from privspec.backends.core.channel import grr_channel
+from privspec.backends.core.grr_channel import grr_channel
 from privspec.backends.core.compile import channel_of
 from privspec.backends.finite.weighted import weighted_estimate, weighted_supports
 from privspec.backends.core.kron import kron_apply, kron_cov
