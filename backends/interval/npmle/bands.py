@@ -57,6 +57,9 @@ _FINITE_TAIL = 0.8
 #: a band's constrained fits run over rows merged by their runs over a set of candidates
 #: while the k x k table of runs is at most this many times the rows (as the solver's steps)
 _MERGE_PER_ROW = 4
+#: a fit over the candidates whose KKT measure within them is above this stopped short of
+#: their maximum (the solver found no rising step on the merged rows), not at round-off
+_STALLED = 1e-7
 
 
 def _critical(level: float, calibration: str, all_points: bool) -> float:
@@ -233,9 +236,9 @@ class _Space:
 
     def restrict(self, J: np.ndarray) -> None:
         """The rows merged by their runs over ``J`` (which meets every row); the whole
-        design where their table would be too large."""
+        design where ``J`` is every innermost interval or their table would be too large."""
         des, k = self.des, J.size
-        if k * k > _MERGE_PER_ROW * des.a.size:
+        if k == des.m or k * k > _MERGE_PER_ROW * des.a.size:
             self.J, self.sub = np.arange(des.m), des
             return
         before = np.zeros(des.m + 1, dtype=np.intp)
@@ -269,13 +272,19 @@ class _Space:
         grp = (des.inner_right > cut).astype(np.intp)
         groups = Groups(grp, sums)
         _, excess = groups.kkt(gradient(des, P, MP) / des.n, full)
-        # the KKT condition outside J (within J the fit is the solver's: as a fit over every
-        # innermost interval would be, round-off and all)
-        excess[self.J] = -np.inf
         with np.errstate(invalid="ignore"):       # (-inf * 0 in a group with sum 0)
-            if not np.any(excess * sums[grp] > tol):
-                return True
-        self.restrict(np.union1d(self.J, candidates(full, excess, groups)))
+            scaled = excess * sums[grp]
+        if not np.any(scaled > tol):
+            return True
+        within = float(scaled[self.J].max())
+        excess[self.J] = -np.inf
+        if np.any(excess * sums[grp] > tol):      # some innermost interval outside J raises it
+            self.restrict(np.union1d(self.J, candidates(full, excess, groups)))
+            return False
+        if within <= _STALLED:
+            return True     # the solver's "no step rises" at round-off, as over the whole design
+        # the solver stopped short over the merged rows: the whole design decides
+        self.restrict(np.arange(des.m))
         return False
 
 
@@ -354,27 +363,26 @@ class _Profile:
         return fit.loglik, des.n * float(fit.lam[0] - fit.lam[1])
 
     def exact_at(self, theta: float) -> bool:
-        """Whether the fit at theta over ``J`` is the one over every innermost interval
-        (``J`` grown where it is not)."""
+        """Whether the fit at theta over ``J`` is the one over every innermost interval;
+        where it is not, ``J`` grows (:meth:`_Space.verify`), or becomes every innermost
+        interval, the search then starting again from the maximum as over the whole design."""
         if not self.space.reduced:
             return True
-        J = self.space.J
         ll, _ = self.loglik(theta)
-        return math.isfinite(ll) and self.space.J is J and self.space.verify(
-            self.p, self.cut, np.array([theta, 1.0 - theta]), self.tol)
+        if not math.isfinite(ll):
+            # impossible over J alone may be possible over all: the whole design decides
+            self.space.restrict(np.arange(self.space.des.m))
+        elif self.space.verify(self.p, self.cut, np.array([theta, 1.0 - theta]), self.tol):
+            return True
+        if not self.space.reduced:
+            self.reset()
+        return False
 
     def exact_loglik(self, theta: float) -> tuple[float, float]:
-        """:meth:`loglik` over every innermost interval: ``J`` grown until the fit over it
-        is the maximum (:meth:`_Space.verify`)."""
-        while True:
-            ll, slope = self.loglik(theta)
-            if not math.isfinite(ll):
-                if not self.space.reduced:
-                    return ll, slope
-                # impossible over J alone may be possible over all: the whole design decides
-                self.space.restrict(np.arange(self.space.des.m))
-            elif self.space.verify(self.p, self.cut, np.array([theta, 1.0 - theta]), self.tol):
-                return ll, slope
+        """:meth:`loglik` over every innermost interval (:meth:`exact_at`)."""
+        while not self.exact_at(theta):
+            pass
+        return self.loglik(theta)
 
 
 def likelihood_ratio(result: NPMLEResult, left: Any, right: Any, counts: Any, x: Any, theta: Any, *,
