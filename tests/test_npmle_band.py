@@ -172,3 +172,27 @@ def test_the_start_from_another_fit_falls_back_to_the_solvers() -> None:
     assert p.sum() == pytest.approx(1.0) and np.count_nonzero(p) == np.count_nonzero(fit.mass)
     other = npmle(*case2(500, 4)[:2])
     np.testing.assert_array_equal(bands._start_from(des, other), bands.initial(des))
+
+
+def test_aggregate_is_the_distinct_pairs_with_their_counts() -> None:
+    """The reports' aggregation before the fit (a lexsort, no longer np.unique by rows): the
+    sorted distinct pairs and their counts, infinite ends and nulls as before."""
+    from privspec.backends.interval.fit import aggregate
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    left = np.round(rng.normal(size=n), 1)
+    right = left + np.round(rng.uniform(0, 1, n), 1)
+    left[rng.random(n) < 0.1], right[rng.random(n) < 0.1] = -INF, INF
+    left[rng.random(n) < 0.05] = np.nan
+    counts = rng.integers(1, 5, n).astype(float)
+    keep = ~np.isnan(left)
+    pairs, inverse = np.unique(np.column_stack([left[keep], right[keep]]), axis=0, return_inverse=True)
+    for c in (None, counts):
+        weights = None if c is None else c[keep]
+        want = np.bincount(inverse.ravel(), weights=weights, minlength=len(pairs)).astype(float)
+        got = aggregate(left, right, c)
+        np.testing.assert_array_equal(got[0], pairs[:, 0])
+        np.testing.assert_array_equal(got[1], pairs[:, 1])
+        np.testing.assert_array_equal(got[2], want)
+    assert [a.size for a in aggregate(np.array([np.nan]), np.array([np.nan]))] == [0, 0, 0]
