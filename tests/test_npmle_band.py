@@ -196,3 +196,7 @@ def test_aggregate_is_the_distinct_pairs_with_their_counts() -> None:
         np.testing.assert_array_equal(got[1], pairs[:, 1])
         np.testing.assert_array_equal(got[2], want)
     assert [a.size for a in aggregate(np.array([np.nan]), np.array([np.nan]))] == [0, 0, 0]
+    # pairs already distinct and in order (an engine's tally) come back as they are
+    got = aggregate(pairs[:, 0], pairs[:, 1], want)
+    assert all(np.array_equal(a, b) for a, b in zip(got, (pairs[:, 0], pairs[:, 1], want)))
+    assert aggregate(np.array([0.0, -0.0]), np.array([1.0, 1.0]))[2].tolist() == [2.0]

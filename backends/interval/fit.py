@@ -24,7 +24,7 @@ BAND_QUANTILES = (0.25, 0.5, 0.75)
 
 def aggregate(left: np.ndarray, right: np.ndarray, counts: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct collected reports with counts (nulls left out): one sort, no loop.
+    """Distinct collected reports with counts (nulls left out): one sort at most, no loop.
     ``counts``: how many rows each entry stands for (a tally's), 1 each by default.
 
     >>> aggregate(np.array([1.0, 0.0, 1.0, np.nan]), np.array([2.0, 1.0, 2.0, np.nan]))
@@ -33,8 +33,13 @@ def aggregate(left: np.ndarray, right: np.ndarray, counts: np.ndarray | None = N
     keep = ~np.isnan(left)
     l, r = left[keep], right[keep]
     w = np.ones(l.size) if counts is None else np.asarray(counts, dtype=float)[keep]
-    # a stable lexsort and the runs of equal pairs (np.unique(axis=0) sorts the rows as
-    # records: 1.8 s on 1e6 reports against 0.2 s); the counts summed in the rows' order
+    # pairs that increase strictly are the answer (an engine's tally, distinct and in
+    # order: one pass, where the sort costs 2.4 s at 1e7 reports); else a stable lexsort
+    # and the runs of equal pairs (np.unique(axis=0) sorts the rows as records: 1.8 s on
+    # 1e6 reports against 0.2 s), the counts summed in the rows' order
+    up = (l[1:] > l[:-1]) | ((l[1:] == l[:-1]) & (r[1:] > r[:-1]))
+    if up.all():
+        return l, r, w
     order = np.lexsort((r, l))
     l, r, w = l[order], r[order], w[order]
     new = np.ones(l.size, dtype=bool)

@@ -11,7 +11,10 @@ the bootstrap.
 The constrained maxima ``max{loglik : F(x) = theta}`` are found by the same solver
 (:func:`.solver.cnm` with the masses below and above ``x`` fixed), on innermost
 intervals refined at each ``x`` (a zero-weight range ending at ``x``), so that ``F(x)``
-is well defined in the constraint.
+is well defined in the constraint.  They run over a set of candidate innermost intervals
+kept for the whole band, the rows merged by their runs over it (:class:`_Space`), and the
+fit at each bound found is checked over every innermost interval (the set grown where it
+falls short): the same bounds, a small fraction of the passes over millions of rows.
 
 Examples
 --------
