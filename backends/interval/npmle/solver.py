@@ -49,7 +49,7 @@ from privspec.backends.interval.npmle.groups import Groups
 from privspec.backends.interval.npmle.qp import cross_gram, qp, run_gram
 from privspec.backends.data.tally import run_starts
 
-__all__ = ["Fit", "cnm", "initial"]
+__all__ = ["Fit", "candidates", "cnm", "initial"]
 
 #: Armijo constant of the backtracking line search (as npsurv)
 _ARMIJO = 1.0 / 3.0
@@ -451,7 +451,7 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
     return _cnm(des, p0, tol=tol, max_iter=max_iter, grp=grp, sums=sums)
 
 
-def _candidates(p: np.ndarray, excess: np.ndarray, groups: Groups) -> np.ndarray:
+def candidates(p: np.ndarray, excess: np.ndarray, groups: Groups) -> np.ndarray:
     """The support and, between each two support points (and beyond the ends), the
     innermost interval of largest positive excess; group boundaries also split the
     segments.  Only the innermost intervals with a positive excess can be one: the search
@@ -466,7 +466,7 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
     """:func:`cnm` by column generation, for designs of plain rows only.
 
     Each round computes the gradient on every innermost interval, takes the candidates
-    as a step would (:func:`_candidates`), merges the reports by their runs over them
+    as a step would (:func:`candidates`), merges the reports by their runs over them
     (:class:`_Step`'s merged runs: the rows of a smaller design whose innermost intervals
     are the candidates) and solves that design to its maximum (:func:`_cnm`).  The masses
     live on the candidates, so each merged row's probability is its reports'; a
@@ -499,7 +499,7 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
         del P
         if ll is not None:
             before = ll
-        J = _candidates(p, excess, groups)
+        J = candidates(p, excess, groups)
         step = _Step(des, J, p, none, n)
         if step.key is None or 4 * step.c.size > des.a.size:
             del step
@@ -546,7 +546,7 @@ def _cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp: np.ndar
             break
         if it >= max_iter:
             break
-        J = _candidates(p, excess, groups)
+        J = candidates(p, excess, groups)
         step = _Step(des, J, p, MP, n)
         h = 2.0 * d[J]
         gJ = grp[J]

@@ -1,0 +1,202 @@
+"""The profile likelihood band's constrained fits over a set of candidates (issue 38).
+
+The band's numbers are pinned to those of the implementation before it (every constrained
+fit over the whole design), computed on the same seeded data: the same within 1e-6 in F
+(they agree to 3e-9).  Its coverage is checked by tests/test_interval_ci_coverage.py and
+bench/interval_coverage.py, which run the same code.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privspec.backends.interval.npmle import bands
+from privspec.backends.interval.npmle.data import as_rows, design_from_rows, merge_rows
+from privspec.backends.interval.npmle.estimator import aggregate_intervals, cdf_confidence_band, likelihood_ratio, npmle
+from privspec.backends.interval.npmle.solver import cnm
+
+INF = np.inf
+
+
+def case1(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, None]:
+    rng = np.random.default_rng(seed)
+    y, u = rng.normal(size=n), rng.uniform(-9, 9, size=n)
+    return np.where(y <= u, -INF, u), np.where(y <= u, u, INF), None
+
+
+def case2(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, None]:
+    rng = np.random.default_rng(seed)
+    y = rng.normal(size=n)
+    u = np.sort(rng.uniform(-9, 9, size=(n, 2)), axis=1)
+    left = np.where(y <= u[:, 0], -INF, np.where(y <= u[:, 1], u[:, 0], u[:, 1]))
+    right = np.where(y <= u[:, 0], u[:, 0], np.where(y <= u[:, 1], u[:, 1], INF))
+    return left, right, None
+
+
+def case2_counts(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Anchors rounded to 0.1: distinct reports with counts."""
+    rng = np.random.default_rng(seed)
+    y = rng.normal(size=n)
+    a, b = np.sort(np.round(rng.uniform(-3, 3, size=(2, n)), 1), axis=0)
+    left = np.where(y <= a, -INF, np.where(y <= b, a, b))
+    right = np.where(y <= a, a, np.where(y <= b, b, INF))
+    return aggregate_intervals(left, right)
+
+
+def mixture(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, None]:
+    """Case II with a fifth of the values reported exactly."""
+    left, right, _ = case2(n, seed)
+    rng = np.random.default_rng(seed + 1)
+    exact = rng.random(n) < 0.2
+    y = np.round(rng.normal(size=n), 3)
+    return np.where(exact, y, left), np.where(exact, y, right), None
+
+
+QUARTILES = None
+# (data, x (None: the fit's quartiles), options, the band before: x, lower, upper)
+PINNED = {
+    "case1_400": (lambda: case1(400, 11), [-1.0, -0.3, 0.0, 0.6, 1.4], {},
+                  [-1.0, -0.3, 0.0, 0.6, 1.4],
+                  [0.0, 0.2836983594809868, 0.2836983594809868, 0.5288452106415182, 0.8144784845834845],
+                  [0.2441297008535031, 0.8602860484739989, 0.8602860484739989, 0.954922244303799, 0.9798031460710427]),
+    "case2_3000": (lambda: case2(3000, 12), QUARTILES, {},
+                   [-0.7294446247215802, 0.15168404286690773, 0.6547065074887684],
+                   [0.1379377840035926, 0.4022328413744037, 0.6389398227799978],
+                   [0.35572847618416953, 0.6353313026974882, 0.8293357875545974]),
+    "case2_3000_x": (lambda: case2(3000, 12), [-2.5, -0.7, 0.1, 0.1, 1.2, 30.0], {},
+                     [-2.5, -0.7, 0.1, 0.1, 1.2, 30.0],
+                     [0.0003738278495888765, 0.14841860193312098, 0.4012001416353513, 0.4012001416353513,
+                      0.7287349889490259, 0.999347884763951],
+                     [0.013630509170278091, 0.3560519239477087, 0.5707571974111234, 0.5707571974111234,
+                      0.9306994383247148, 1.0]),
+    "case2_counts": (lambda: case2_counts(5000, 13), [-1.05, 0.0, 0.35, 1.0], {},
+                     [-1.05, 0.0, 0.35, 1.0],
+                     [0.08829067322031597, 0.4719877313873912, 0.5764091496994644, 0.7767860753683286],
+                     [0.18865947574881115, 0.5559157966876292, 0.6403302362728149, 0.8502869876812064]),
+    "mixture_1500": (lambda: mixture(1500, 14), [-0.5, 0.25, 0.9], {"calibration": "chi2"},
+                     [-0.5, 0.25, 0.9],
+                     [0.30618237600048187, 0.6059020970067046, 0.8255761001324017],
+                     [0.3991578812396773, 0.6997642350473178, 0.8933541614786575]),
+    "case2_20000_l90": (lambda: case2(20000, 15), QUARTILES, {"level": 0.9},
+                        [-0.7266162104475118, 0.05880728956741876, 0.5723728730194217],
+                        [0.17747008287570606, 0.46069274942994526, 0.6720483587648713],
+                        [0.28525712049315627, 0.5652209411257857, 0.7829429872656833]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_band_is_the_one_of_constrained_fits_over_the_whole_design(name: str) -> None:
+    """Seeded Case I, Case II (quartiles, any points, counts, another level) and exact points
+    mixed in: the band as the whole design's constrained fits gave it, within 1e-6."""
+    data, x, options, x_before, lower_before, upper_before = PINNED[name]
+    left, right, counts = data()
+    fit = npmle(left, right, counts)
+    if x is None:
+        x = fit.quantile([0.25, 0.5, 0.75])
+        np.testing.assert_allclose(x, x_before, rtol=0, atol=1e-12)
+    lower, upper = cdf_confidence_band(fit, left, right, counts, x, **options)
+    np.testing.assert_allclose(lower, lower_before, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(upper, upper_before, rtol=0, atol=1e-6)
+
+
+def ring_data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(21)
+    a = np.round(rng.uniform(0, 10, 400), 1)
+    w = np.round(rng.uniform(0.5, 4, 400), 1)
+    return a, np.round(np.where(a + w > 10, a + w - 10, a + w), 1)      # a ring of circumference 10
+
+
+def test_ring_band_and_likelihood_ratio_are_as_before() -> None:
+    """Reports in two pieces (rings) keep the whole design; the statistic itself, pinned."""
+    left, right = ring_data()
+    fit = npmle(left, right, None, ring=True)
+    lower, upper = cdf_confidence_band(fit, left, right, None, [2.0, 5.0, 7.5], ring=True)
+    np.testing.assert_allclose(lower, [0.11547501997582027, 0.47255853272600334, 0.651261002093148], atol=1e-6)
+    np.testing.assert_allclose(upper, [0.22751527850528339, 0.5823353236822705, 0.7698023133742596], atol=1e-6)
+    l2 = np.concatenate([np.full(40, -INF), np.zeros(40), np.ones(30)])
+    r2 = np.concatenate([np.zeros(40), np.ones(40), np.full(30, INF)])
+    lr = likelihood_ratio(npmle(l2, r2), l2, r2, None, [0.0, 0.0, 0.5, 1.0], [0.3, 0.45, 0.6, 0.8])
+    np.testing.assert_allclose(lr, [2.0463262391910177, 3.3718055449021733, 0.26319628848244747, 3.3596669295383776],
+                               rtol=0, atol=1e-8)
+
+
+def _design(left, right, counts, cuts):
+    l, r, c = merge_rows(*as_rows(left, right, counts, ring=False))
+    return design_from_rows(l, r, c, cuts=np.asarray(cuts, dtype=float))
+
+
+def test_fits_over_the_candidates_grow_them_to_the_whole_designs_maximum() -> None:
+    """The space starts on the maximum's support (and the neighbours of the cut), over far
+    fewer rows than the design; a constrained fit there that some other innermost interval
+    would raise is found out by the check over the whole design, and the candidates grow
+    until the fit is the whole design's constrained maximum."""
+    left, right, counts = case2(3000, 12)
+    cut = 0.15
+    des = _design(left, right, counts, [cut])
+    full = cnm(des, bands.initial(des), tol=1e-10, max_iter=10_000)
+    space = bands._Space(des, full.p, np.array([cut]))
+    assert space.reduced and space.sub.a.size < des.a.size / 2 and space.J.size < des.m / 4
+    prof = bands._Profile(space, full.p, cut, 1e-10)
+    theta = prof.theta_hat - 0.08
+    sizes = [space.J.size]
+    ll, slope = prof.exact_loglik(theta)
+    sizes.append(space.J.size)
+    grp = (des.inner_right > cut).astype(np.intp)
+    sums = np.array([theta, 1.0 - theta])
+    p0 = full.p * np.where(grp == 0, theta / prof.theta_hat, (1 - theta) / (1 - prof.theta_hat))
+    whole = cnm(des, p0, tol=1e-10, max_iter=10_000, grp=grp, sums=sums)
+    assert sizes[1] > sizes[0]                           # it had to grow
+    assert ll == pytest.approx(whole.loglik, rel=0, abs=1e-7)
+    assert slope == pytest.approx(des.n * float(whole.lam[0] - whole.lam[1]), rel=1e-5)
+    assert space.verify(prof.p, cut, sums, 1e-10)
+
+
+def test_the_band_over_the_whole_design_is_the_same(monkeypatch) -> None:
+    """With no room to merge rows (the whole design, as before) the band is the same."""
+    left, right, counts = case2_counts(5000, 13)
+    fit = npmle(left, right, counts)
+    x = [-1.05, 0.0, 0.35, 1.0]
+    fast = cdf_confidence_band(fit, left, right, counts, x)
+    monkeypatch.setattr(bands, "_MERGE_PER_ROW", 0)
+    whole = cdf_confidence_band(fit, left, right, counts, x)
+    np.testing.assert_allclose(fast, whole, rtol=0, atol=1e-7)
+
+
+def test_the_start_from_another_fit_falls_back_to_the_solvers() -> None:
+    """The maximum's masses are the fit's, moved onto the design refined at the cuts; a fit
+    of other data (which leaves some report without mass) gives way to the usual start."""
+    left, right, counts = case2(500, 3)
+    des = _design(left, right, counts, [0.1, 0.5])
+    fit = npmle(left, right, counts)
+    p = bands._start_from(des, fit)
+    assert p.sum() == pytest.approx(1.0) and np.count_nonzero(p) == np.count_nonzero(fit.mass)
+    other = npmle(*case2(500, 4)[:2])
+    np.testing.assert_array_equal(bands._start_from(des, other), bands.initial(des))
+
+
+def test_aggregate_is_the_distinct_pairs_with_their_counts() -> None:
+    """The reports' aggregation before the fit (a lexsort, no longer np.unique by rows): the
+    sorted distinct pairs and their counts, infinite ends and nulls as before."""
+    from privspec.backends.interval.fit import aggregate
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    left = np.round(rng.normal(size=n), 1)
+    right = left + np.round(rng.uniform(0, 1, n), 1)
+    left[rng.random(n) < 0.1], right[rng.random(n) < 0.1] = -INF, INF
+    left[rng.random(n) < 0.05] = np.nan
+    counts = rng.integers(1, 5, n).astype(float)
+    keep = ~np.isnan(left)
+    pairs, inverse = np.unique(np.column_stack([left[keep], right[keep]]), axis=0, return_inverse=True)
+    for c in (None, counts):
+        weights = None if c is None else c[keep]
+        want = np.bincount(inverse.ravel(), weights=weights, minlength=len(pairs)).astype(float)
+        got = aggregate(left, right, c)
+        np.testing.assert_array_equal(got[0], pairs[:, 0])
+        np.testing.assert_array_equal(got[1], pairs[:, 1])
+        np.testing.assert_array_equal(got[2], want)
+    assert [a.size for a in aggregate(np.array([np.nan]), np.array([np.nan]))] == [0, 0, 0]
+    # pairs already distinct and in order (an engine's tally) come back as they are
+    got = aggregate(pairs[:, 0], pairs[:, 1], want)
+    assert all(np.array_equal(a, b) for a, b in zip(got, (pairs[:, 0], pairs[:, 1], want)))
+    assert aggregate(np.array([0.0, -0.0]), np.array([1.0, 1.0]))[2].tolist() == [2.0]
