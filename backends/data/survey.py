@@ -101,7 +101,8 @@ def _numbers(values: pd.Series, missing: np.ndarray) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
         return values.to_numpy(dtype=float)
     text = values.astype(object).where(~missing, None)
-    number = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
+    # a copy, written below (under pandas 3's copy-on-write, to_numpy gives a read-only view)
+    number = np.array(pd.to_numeric(text, errors="coerce"), dtype=float)
     ok = ~np.isnan(number)
     number[ok] = np.asarray(text[ok].astype(str).str.strip().to_numpy(), dtype=np.str_).astype(float)
     return number
