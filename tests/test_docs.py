@@ -195,6 +195,8 @@ def _planning(run: Run) -> None:
     assert round(res["pw"].value, 3) == 0.442 and round(inv.most_private.value, 3) == 3.036
     if "folder" in run.scope:                                                  # the report (matplotlib)
         assert "plan.md" in {p.name for p in run.scope["folder"].iterdir()}
+    plan = run.scope["plan"]                                                   # section 9, a regression
+    assert (round(float(plan["v_age"].value.data[0, 0]), 3), plan["n_age"].value) == (1.564, 1228)
 
 
 def _interval(run: Run) -> None:
