@@ -17,12 +17,12 @@ stratum with one PSU has no variance estimate: it is refused (D071, ``survey``'s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from privspec.errors import DataError, Diagnostic
+from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.backends.core.survey_design import DesignCells, weighted_mean
 from privspec.backends.data.checks import show_value
 from privspec.backends.data.tally import Tally, missing_mask
@@ -70,6 +70,23 @@ def check_design_columns(design: SurveyDesign, header: Sequence[str], source: st
             raise DataError(Diagnostic("D072", f"the column '{column}' ({option}) holds reports of the mechanism",
                                        columns=(column,), hint="a design column is the agency's own, beside the "
                                                                 "privatized reports: name another column"))
+
+
+def design_tally(engine: Any, design: SurveyDesign, reports: Sequence[str]) -> Tally:
+    """The counts of the distinct tuples of the ``reports`` columns and the design's columns
+    in the table ``engine`` counts, the design's columns checked first
+    (:func:`check_design_columns`)."""
+    check_design_columns(design, engine.columns(), engine.source, reports)
+    return engine.tally(list(dict.fromkeys([*reports, *design.columns])))
+
+
+def refuse_conditional_se(kind: str) -> None:
+    """B041 unless ``kind`` (an estimator's ``se``) is ``population``: with survey weights the
+    design-based standard error answers the population question only."""
+    if kind != "population":
+        raise BackendError(Diagnostic("B041", "se = conditional with survey weights: the design-based standard "
+                                              "error is the population one",
+                                      hint="drop the se option, or run without --weights"))
 
 
 def weights_of(tally: Tally, column: str) -> np.ndarray:

@@ -32,7 +32,7 @@ from privspec.backends.core.channel import B_matrix, Channel
 from privspec.backends.core.estimators import Fit, estimate
 from privspec.backends.core.projections import WALD_CI, wald_interval
 from privspec.backends.core.survey_design import DesignCells, linearized_covariance, mle_influence, mom_influence
-from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells
+from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells, refuse_conditional_se
 from privspec.backends.finite.data import observation_codes, report_columns, tally_of
 from privspec.backends.finite.estimates import (MLE_FAMILY, estimand_map, fit_channel, require_answer, se_kind_of,
                                                 wald_inference)
@@ -57,9 +57,7 @@ def weighted_supports(q: Query) -> str:
 def weighted_estimate(q: Query, engine: Any, design: SurveyDesign) -> Result:
     """The Hajek estimate of ``q`` from the table ``engine`` counts, with design-based
     standard errors, intervals and design effects (the module docstring)."""
-    if se_kind_of(q) != "population":
-        raise BackendError(Diagnostic("B041", "se = conditional with survey weights: the design-based standard "
-                                              "error is the population one", hint="drop the se option"))
+    refuse_conditional_se(se_kind_of(q))
     mech = q.mechanism
     header = engine.columns()
     check_design_columns(design, header, engine.source, report_columns(mech, header))

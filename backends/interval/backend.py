@@ -53,7 +53,7 @@ from privspec.backends import register
 from privspec.backends.core.rowrandom import RowRandom, stream_of
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.checks import check_no_missing, require_columns
-from privspec.backends.data.survey import check_design_columns
+from privspec.backends.data.survey import design_tally
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval.avar import avar
 from privspec.backends.interval.coverage import composition_bound, ensemble_coverage
@@ -352,9 +352,7 @@ class IntervalBackend:
         design = getattr(data, "design", None)
         if design is not None:   # the mean by unbiased (weighted says so before the query gets here)
             rm = report_model(mech)
-            engine = _engine(mech, q, data)
-            check_design_columns(design, engine.columns(), engine.source, rm.columns(column))
-            tally = engine.tally(list(dict.fromkeys([*rm.columns(column), *design.columns])))
+            tally = design_tally(_engine(mech, q, data), design, rm.columns(column))
             left, right = rm.read(tally, column)
             return weighted_unbiased(q, left, right, tally, design)
         left, right, counts = report_model(mech).read_counts(_engine(mech, q, data), column)

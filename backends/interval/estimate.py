@@ -20,7 +20,7 @@ from privspec.results.kinds import Estimate
 from privspec.results.result import Result
 from privspec.results.values import Inference, StepFunction
 from privspec.backends.core.normal import z_quantile
-from privspec.backends.data.survey import SurveyDesign, design_mean
+from privspec.backends.data.survey import SurveyDesign, design_mean, refuse_conditional_se
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval import resample
 from privspec.backends.interval.estimators import (case1_anchor, example2_conditional_se, example2_mean,
@@ -101,10 +101,7 @@ def weighted_unbiased(q: Query, left: np.ndarray, right: np.ndarray, tally: Tall
     its design-based standard error by linearization and design effect
     (:func:`privspec.backends.data.survey.design_mean`); ``left, right`` per distinct tuple
     of ``tally``."""
-    if q.method is not None and q.method.options.get("se", "population") != "population":
-        raise BackendError(Diagnostic("B041", "se = conditional with survey weights: the design-based standard "
-                                              "error answers the population question only",
-                                      hint="drop se = conditional, or run without --weights"))
+    refuse_conditional_se(se_kind(q))
     if np.isnan(left).any():
         raise BackendError(Diagnostic("B040", f"query '{q.name}': survey weights are not supported for null "
                                               "reports (respondents who reported nothing)",

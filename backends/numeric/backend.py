@@ -48,7 +48,7 @@ from privspec.backends.core.normal import Z95
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.core.populations import bind_parameters
 from privspec.backends.core.rowrandom import RowRandom, stream_of
-from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_mean
+from privspec.backends.data.survey import SurveyDesign, design_mean, design_tally
 from privspec.backends.interval.backend import raw_values
 from privspec.backends.interval.estimate import number_wald_inference
 from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
@@ -166,8 +166,7 @@ def weighted_mean_estimate(m: NumericLDP, engine: Any, column: str, design: Surv
     """The Hajek mean of the reports' unbiased estimates with survey weights, strata and
     clusters: its design-based standard error by linearization and design effect
     (:func:`privspec.backends.data.survey.design_mean`)."""
-    check_design_columns(design, engine.columns(), engine.source, [column])
-    tally = engine.tally([column, *design.columns])
+    tally = design_tally(engine, design, [column])
     reports, _ = read_reports(m, tally, column)
     d = design_mean(m.to_value(m.unbiased(reports), lo, hi), tally, design)
     return Estimate(d.mean, method=f"unbiased ({m.name}), weighted", n=d.n, se=d.se,
