@@ -336,3 +336,25 @@ def test_simulate_holds_a_conditional_interval_against_the_sample_mean(tmp_path)
     for name in ("np_c", "mu_p"):
         v = q[name]["value"]
         assert 0.8 <= v["ci95_coverage"] <= 1 and v["ci95_coverage_se"] < 0.1
+
+
+def test_a_regression_on_narrow_anchors_says_it_is_weakly_identified(tmp_path):
+    """Through the runner: the note and the scale's VIF, and no note for wide anchors."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=1500)
+    raw = tmp_path / "raw.csv"
+    pd.DataFrame({"y": 1 + 2 * x + rng.normal(size=1500), "x": x}).to_csv(raw, index=False)
+    got = {}
+    for name, anchor in (("narrow", "logistic(0, 1/50)"), ("wide", "logistic(0, 5)")):
+        spec = tmp_path / f"{name}.privspec"
+        spec.write_text('spec "regression"\nvariable y: continuous\nvariable x: continuous\n'
+                        f"mechanism m = interval(y, case1({anchor}))\n"
+                        "query reg = estimate regression(y ~ x) from m by iterative(linear)\n")
+        out = tmp_path / f"{name}.csv"
+        code, _, err = run("privatize", str(spec), "--mechanism", "m", "--input", str(raw), "--output", str(out),
+                           "--seed", "1", "--keep", "x")
+        assert code == 0, err
+        got[name] = as_json("run", str(spec), "--data", str(out))["reg"]
+    assert got["narrow"]["scale_vif"] > 10 and "weakly identified" in got["narrow"]["note"]
+    assert "coefficient / noise_scale" in got["narrow"]["note"]
+    assert got["wide"]["scale_vif"] < 2 and "note" not in got["wide"]

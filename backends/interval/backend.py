@@ -64,7 +64,7 @@ from privspec.backends.interval.fit import aggregate, count_nulls, fit_npmle
 from privspec.backends.interval.laws import law_distribution, population_law, support_of
 from privspec.backends.interval.mechanisms import format_ranges
 from privspec.backends.interval.ranges import range_coverage
-from privspec.backends.interval.regression import iterative_regression
+from privspec.backends.interval.regression import SCALE_VIF_LIMIT, iterative_regression
 from privspec.backends.interval.reports import is_interval_family, report_model, values_and_rows
 from privspec.backends.interval.simulate import simulate_query
 
@@ -182,6 +182,20 @@ def _numeric(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     cell is not a number."""
     return np.column_stack([parse_numbers(frame[col])[0] for col in columns]) if columns \
         else np.empty((len(frame), 0))
+
+
+def _identification(fit: Any, covariates: list[str]) -> dict:
+    """The scale's VIF and, when it is over the limit, a note saying what the reports do identify."""
+    if fit.scale_vif is None:
+        return {}
+    out = {"scale_vif": fit.scale_vif}
+    if fit.scale_vif > SCALE_VIF_LIMIT:
+        ratio = ", ".join(f"{name} {b / fit.scale:.4g}" for name, b in zip(("intercept", *covariates), fit.coefficients))
+        out["note"] = (f"weakly identified: the noise scale's variance inflation factor is {fit.scale_vif:.3g} "
+                       f"(over {SCALE_VIF_LIMIT:g}), so the reports fix the coefficients only relative to the noise "
+                       f"scale (coefficient / noise_scale: {ratio}), not each alone; anchors spread wider than the "
+                       "noise identify both")
+    return out
 
 
 # ---- the back end ---------------------------------------------------------------------------------
@@ -387,6 +401,7 @@ class IntervalBackend:
                   "last_change": fit.history[-1]["change"] if fit.history else None}
         if regressor == "linear":
             value = Vector(("intercept", *covariates), tuple(float(b) for b in fit.coefficients))
+            extras.update(_identification(fit, covariates))
         else:
             value = Vector(tuple(covariates), tuple(float(v) for v in fit.model.feature_importances_))
             extras["meaning"] = "feature importances of the fitted ensemble (its predictions: the Python API)"

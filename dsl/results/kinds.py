@@ -198,6 +198,8 @@ class Estimate(Typed, OracleFacts, NumericFacts):
     strata: Field[int] = Field("the strata of the survey design")
     psus: Field[int] = Field("the primary sampling units of the survey design (clusters, or rows)")
     pseudo_loglik: Field[float] = Field("the weighted pseudo-log-likelihood at the estimate")
+    scale_vif: Field[float] = Field("a regression's noise scale: its variance inflation factor against the "
+                                    "coefficients (over 10: the scale is weakly identified)")
     note: Field[str] = Field("what to know about the estimate")
 
     def to_frame(self) -> Any:
