@@ -136,3 +136,111 @@ def weighted_mean(values: np.ndarray, cells: DesignCells) -> tuple[float, float]
     mean = float(cells.weighted_counts(len(values)) @ values / total)
     psi = ((values - mean) / total)[None, :]
     return mean, float(linearized_covariance(psi, cells)[0, 0])
+
+
+# ---- replication: the stratified jackknife over PSUs ---------------------------------------------------
+@dataclass(frozen=True)
+class DesignJackknife:
+    """The replicates of the stratified delete-a-PSU jackknife (``survey``'s JKn) of a design.
+
+    Replicate ``r`` deletes one PSU (or one group of PSUs) of stratum ``h`` and scales the
+    rest of that stratum by ``n_h / (n_h - n_hr)`` (``n_hr`` the PSUs deleted); the
+    variance of an estimate ``theta`` is ``sum_r factor_r (theta_r - theta)^2``
+    (``mse = TRUE``: deviations from the full-sample estimate), ``factor_r = (g_h - 1) /
+    g_h`` for ``g_h`` replicates of the stratum.  It serves the estimators that have no
+    closed-form influence values (the NPMLE's functionals): each replicate is a refit.
+
+    Attributes
+    ----------
+    cells : DesignCells
+        The design's cells.
+    deleted : list of (ndarray, ndarray)
+        Per replicate, the PSUs it deletes rows of and the share of their rows deleted
+        (1, or a fraction for a cell that stands for several equal PSUs).
+    stratum : ndarray
+        The stratum of each replicate.
+    scale : ndarray
+        The factor on the kept PSUs of the replicate's stratum.
+    factors : ndarray
+        The variance factor of each replicate (a replicate standing for ``m`` equal
+        deletions counts ``m`` times).
+    method : str
+        How the replicates were made, in words.
+    """
+
+    cells: DesignCells
+    deleted: list
+    stratum: np.ndarray
+    scale: np.ndarray
+    factors: np.ndarray
+    method: str
+
+    @property
+    def replicates(self) -> int:
+        return len(self.factors)
+
+    def counts(self, r: int, n_obs: int) -> np.ndarray:
+        """The weighted counts per report of replicate ``r``."""
+        c = self.cells
+        psus, share = self.deleted[r]
+        gone = np.zeros(int(c.psu.max()) + 1)
+        gone[psus] = share
+        keep = (1.0 - gone[c.psu]) * np.where(c.stratum == self.stratum[r], self.scale[r], 1.0)
+        return np.bincount(c.report, weights=c.weight * c.repeats * keep, minlength=n_obs)
+
+    def variance(self, values: np.ndarray, center: np.ndarray) -> np.ndarray:
+        """``sum_r factor_r (theta_r - theta)(theta_r - theta)^T`` of the replicates' estimates
+        (``R x k``) about the full sample's ``center`` (``k``)."""
+        d = np.asarray(values, dtype=float).reshape(self.replicates, -1) - np.ravel(center)[None, :]
+        return (d * self.factors[:, None]).T @ d
+
+
+def design_jackknife(cells: DesignCells, groups: int, seed: int = 0) -> DesignJackknife:
+    """The stratified jackknife of ``cells``: one replicate per PSU while the PSUs (counting a
+    cell that stands for ``m`` equal PSUs once) are at most ``groups``, else the PSUs of
+    each stratum dealt at random (seeded) into ``g_h`` near-equal groups, ``g_h`` in
+    proportion to the stratum's PSUs and at least 2, one replicate per group (the
+    delete-a-group jackknife, Kott 2001).
+
+    Examples
+    --------
+    Two strata of two PSUs: four replicates, each with factor 1/2; deleting PSU 0 doubles
+    PSU 1, the other stratum untouched.
+
+    >>> cells = DesignCells(report=np.array([0, 1, 0, 1]), weight=np.ones(4), stratum=np.array([0, 0, 1, 1]),
+    ...                     psu=np.arange(4), repeats=np.ones(4, dtype=int))
+    >>> jk = design_jackknife(cells, groups=50)
+    >>> jk.replicates, jk.factors.tolist(), jk.counts(0, 2).tolist()
+    (4, [0.5, 0.5, 0.5, 0.5], [1.0, 3.0])
+    """
+    psus = int(cells.psu.max()) + 1
+    strata = np.zeros(psus, dtype=np.int64)
+    strata[cells.psu] = cells.stratum
+    m = np.ones(psus, dtype=np.int64)
+    m[cells.psu] = cells.repeats
+    n_h = np.bincount(strata, weights=m)
+    if psus <= groups:
+        # one replicate per PSU row; a row standing for m equal PSUs is m equal replicates
+        deleted = [(np.array([p]), np.array([1.0 / m[p]])) for p in range(psus)]
+        owner, dropped = strata, np.ones(psus)
+        factors = m * (n_h[strata] - 1) / n_h[strata]
+        method = f"stratified jackknife (JKn), one PSU deleted at a time: {psus} replicates"
+    else:
+        rng = np.random.default_rng(seed)
+        g = np.minimum(np.maximum(2, np.round(groups * n_h / n_h.sum())), n_h).astype(np.int64)
+        deleted, owner_list, dropped_list = [], [], []
+        for h in range(len(n_h)):
+            mine = np.flatnonzero(strata == h)
+            units = rng.permutation(np.repeat(mine, m[mine]))       # each PSU once per row it stands for
+            for k in range(g[h]):
+                gone = np.bincount(units[k::g[h]], minlength=psus)
+                hit = np.flatnonzero(gone)
+                deleted.append((hit, gone[hit] / m[hit]))
+                owner_list.append(h)
+                dropped_list.append(float(gone.sum()))
+        owner, dropped = np.array(owner_list), np.array(dropped_list)
+        factors = ((g - 1) / g)[owner]
+        method = (f"stratified delete-a-group jackknife: each stratum's PSUs dealt at random (seed {seed}) "
+                  f"into groups, {len(factors)} replicates")
+    scale = n_h[owner] / (n_h[owner] - dropped)
+    return DesignJackknife(cells, deleted, np.asarray(owner), scale, np.asarray(factors, dtype=float), method)

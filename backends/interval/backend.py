@@ -64,6 +64,7 @@ from privspec.backends.interval.fit import aggregate, count_nulls, fit_npmle
 from privspec.backends.interval.laws import law_distribution, population_law, support_of
 from privspec.backends.interval.mechanisms import format_ranges
 from privspec.backends.interval.ranges import range_coverage
+from privspec.backends.interval.weighted import METHODS as WEIGHTED_METHODS, weighted_fit
 from privspec.backends.interval.regression import SCALE_VIF_LIMIT, iterative_regression
 from privspec.backends.interval.reports import is_interval_family, report_model, values_and_rows
 from privspec.backends.interval.simulate import simulate_query
@@ -219,11 +220,14 @@ class IntervalBackend:
         """What of ``query`` has no version with survey weights ("" for Example 2's mean, a
         mean of per-report terms: :func:`.estimate.weighted_unbiased`)."""
         est = query.estimand
-        if query.kind == "estimate" and est is not None and est.kind == "mean" and (est.order or 1) == 1 \
-                and query.method is not None and query.method.name == "unbiased":
-            return ""
+        if query.kind == "estimate" and est is not None and query.method is not None:
+            if est.kind == "mean" and (est.order or 1) == 1 and query.method.name == "unbiased":
+                return ""
+            if est.kind in ("cdf", "mean", "moment") and query.method.name in WEIGHTED_METHODS:
+                return ""
         what = f"{query.kind} queries of a {est.kind}" if est is not None else f"{query.kind} queries"
-        return f"{what} from interval mechanisms (weighted: the mean by unbiased, Example 2)"
+        return (f"{what} from interval mechanisms (weighted: the mean by unbiased, Example 2; cdf, mean and "
+                "moment by npmle or mle)")
 
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if verb == "simulate":
@@ -368,7 +372,9 @@ class IntervalBackend:
             rm = report_model(mech)
             tally = design_tally(_engine(mech, q, data), design, rm.columns(column))
             left, right = rm.read(tally, column)
-            return weighted_unbiased(q, left, right, tally, design)
+            if q.method.name == "unbiased":
+                return weighted_unbiased(q, left, right, tally, design)
+            return weighted_fit(model, q, left, right, tally, design, seed)
         left, right, counts = report_model(mech).read_counts(_engine(mech, q, data), column)
         return estimate_from_reports(model, q, left, right, band=est.kind == "cdf", seed=seed, counts=counts)
 
