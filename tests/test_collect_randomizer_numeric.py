@@ -38,6 +38,7 @@ import privspec
 from privspec.errors import DataError
 from privspec.api import privatize
 from privspec.backends.collect.randomizer import client_module
+from privspec.backends.collect.store_checks import cells, check_reports, report_columns
 from privspec.backends.numeric.backend import ldp_of
 from privspec.backends.numeric.mechanisms import Duchi, Piecewise
 
@@ -283,3 +284,19 @@ console.log(JSON.stringify(xs.map((x) => [m.formatRepr(x), x.toPrecision(17)])))
 def test_reports_are_written_as_python_s_repr(spec, tmp_path: Path) -> None:
     for text, exact in _node(spec, tmp_path, ["duc"], REPRS):
         assert text == repr(float(exact)), (text, exact)
+
+
+@pytest.mark.parametrize("bad, code", [("9", "D106"), ("abc", "D105"), ("inf", "D105")])
+def test_a_submitted_report_is_checked_as_run_checks_a_file(bad: str, code: str, tmp_path: Path) -> None:
+    """What the survey's server stores is checked by run's reader: a report Duchi cannot
+    produce gets run's code and message (then the submission is refused, 422)."""
+    spec = privspec.load(SPEC + QUERIES)
+    mech = spec.model.mechanisms["duc"]
+    with pytest.raises(DataError) as e:
+        check_reports(spec.model, mech, pd.DataFrame([cells("duc", bad, report_columns(spec.model, mech))]))
+    path = tmp_path / "duc.csv"
+    pd.DataFrame({"salary": [bad]}).to_csv(path, index=False)
+    first = spec.run(data={"duc": str(path)}, queries=["mean_duc"]).failures["mean_duc"].diagnostics[0]
+    assert e.value.code == first.code == code
+    assert e.value.diagnostics[0].message == first.message
+    check_reports(spec.model, mech, pd.DataFrame([cells("duc", repr(Duchi(1.0).bound), ["salary"])]))
