@@ -149,6 +149,18 @@ def test_interval_mechanisms_ask_for_a_range_never_for_the_value() -> None:
     assert "you never type the value" in survey_page(model)
 
 
+def test_numeric_mechanisms_ask_for_the_number_in_the_declared_range() -> None:
+    """The numeric local-DP mechanisms take the number itself: one number input per
+    variable, bounded by its declared range (the browser refuses a value outside it)."""
+    model = load("numeric")
+    assert page_mechanisms(model) == ["lap", "duc", "pm", "hm", "sw"]
+    page = Page(survey_page(model))
+    assert page.text["legend"] == ["salary"]
+    (number,) = page.find("input", type="number")
+    assert (number["id"], number["min"], number["max"], number["step"]) == ("v-salary-value", "0", "150", "any")
+    assert "required" in number and "Your salary (between 0 and 150)" in page.text["label"]
+
+
 def test_labels_and_the_title_are_escaped_and_cannot_end_the_script() -> None:
     spec = ('spec "<b>Tricky</b>"\nvariable c: categorical {"</script><script>alert(1)</script>", "a&b", '
             '"<!--"}\nmechanism k = grr(c, epsilon = 1)')
@@ -379,6 +391,27 @@ def test_a_value_in_the_disclose_range_is_given_exactly(webdriver, site: Site) -
     webdriver.type("#m-open-value", "12.5")
     assert send(webdriver) == RECEIVED.format(1)
     assert site.body() == {"reports": {"open": "12.5"}}
+
+
+def test_a_numeric_survey_sends_the_reports_run_reads_and_never_the_number(webdriver, site: Site) -> None:
+    """The salary typed (37.25: a value no report of these mechanisms equals), privatized
+    by the five numeric mechanisms on the device: each report is a number ``run``'s reader
+    accepts; the number typed is not in the body.  A value outside the declared range is
+    refused by the browser's own check, and nothing is sent."""
+    model = load("numeric")
+    open_page(webdriver, site, model)
+    webdriver.type("#v-salary-value", "151")
+    webdriver.click("#send")
+    assert webdriver.script("return document.activeElement.id") == "v-salary-value" and site.posts == []
+    webdriver.script("document.getElementById('v-salary-value').value = ''")
+    webdriver.type("#v-salary-value", "37.25")
+    assert send(webdriver) == RECEIVED.format(1)
+    body = site.body()
+    assert list(body) == ["reports"] and list(body["reports"]) == ["lap", "duc", "pm", "hm", "sw"]
+    assert all(isinstance(r, str) and float(r) == float(r) for r in body["reports"].values())
+    assert_run_reads(model, body["reports"])
+    assert "37.25" not in site.posts[0]["body"].decode()
+    assert not [e for e in webdriver.console() if e["level"] == "SEVERE"]
 
 
 def test_the_server_s_error_is_shown_and_a_retry_sends_the_same_reports(webdriver, site: Site) -> None:

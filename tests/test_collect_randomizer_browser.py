@@ -6,7 +6,8 @@ inlined into a page as a ``<script type="module">`` as a survey page holds it, d
 from the browser's own ``crypto.getRandomValues`` (no seeded generator).  One page draws
 >= 1e5 reports per true value for one mechanism of each family -- a finite one (``grr``,
 and a subset design with dummy categories), a frequency oracle that hashes (``olh``), a
-multi-attribute one (``rsfd``), an interval one (Case I), a selective one -- and a
+multi-attribute one (``rsfd``), an interval one (Case I), a selective one, a numeric
+local-DP one (``hm``: Duchi's atoms and piecewise's density) -- and a
 longitudinal oracle's permanent response kept in the browser's ``localStorage``; it writes the counts into the DOM (``--dump-dom``), and each
 is compared (chi-square, p > 1e-4) with the exact law and with Python's privatize.  The
 hash: the browser's ``localHash`` of 2,000 drawn seeds, for every category, is
@@ -30,9 +31,12 @@ from privspec.backends.collect.randomizer import client_module
 from privspec.backends.core.algebra import Float
 from privspec.backends.core.compile import channel_of
 from privspec.backends.finite.data import privatize_frame
+from privspec.backends.numeric.backend import ldp_of
+from privspec.backends.numeric.mechanisms import Duchi, Piecewise
 from privspec.backends.oracles.backend import oracle_of
 from privspec.backends.oracles.multi_backend import multi_of
 from privspec.backends.oracles.protocols import hash_values
+from tests.test_collect_randomizer_numeric import _piecewise_cdf
 
 SPEC = """\
 variable c: categorical {a, b, c, d, e}
@@ -47,6 +51,7 @@ variable g: categorical {F, M}
 population y ~ uniform(0, 150)
 mechanism fake = rsfd(c, g, epsilon = 1)
 mechanism s1 = selective(c1, tau = 3/10, rho = 1/2)
+mechanism hmy = hm(y, epsilon = 1)
 """
 N = 100_000
 P_MIN = 1e-4
@@ -83,6 +88,12 @@ out.fixed = %(seeds)s.map((s) => Array.from({length: 5}, (_, u) => localHash(Big
     "s1": """out.cells = count(() => {
   const r = privatize({y: 60}).s1;
   return r === "null" ? "null" : r.startsWith("(-inf") ? "below" : "above";
+});""",
+    # hm at y = 10: Duchi's atoms, or piecewise's tenth of [-C, C]
+    "hmy": """const C = LAWS.hmy.factors[0].piecewise.bound, D = LAWS.hmy.factors[0].duchi.bound;
+out.cells = count(() => {
+  const x = Number(privatize({y: 10}).hmy);
+  return x === D ? "plus" : x === -D ? "minus" : `pm:${Math.min(Math.floor((x + C) / (2 * C) * 10), 9)}`;
 });""",
     # l_grr: no store passed, so localStorage keeps the permanent response, read back later
     "weekly": """localStorage.clear();
@@ -156,7 +167,8 @@ def _channel_law(spec, name: str, label: str) -> dict[str, float]:
 def _python(spec, name: str, column: str, value, seed: int = 36) -> pd.Series:
     frame = pd.DataFrame({column: [value] * N})
     mech = spec.model.mechanisms[name]
-    reports = privatize(spec, frame, name, seed=seed) if mech.family in ("oracle", "multi_oracle", "interval") \
+    reports = privatize(spec, frame, name, seed=seed) if mech.family in ("oracle", "multi_oracle", "interval",
+                                                                         "numeric") \
         else privatize_frame(spec.model, mech, frame, seed)
     return reports[column].astype(str)
 
@@ -238,3 +250,22 @@ def test_a_selective_mechanism_in_chromium_has_python_s_law(spec, drawn) -> None
     exact = {"above": 0.5 * 60 / 150, "below": 0.5 * (150 - 60) / 150}
     exact["null"] = 1 - sum(exact.values())
     _check(drawn["s1"]["cells"], py, exact, "s1")
+
+
+def test_a_numeric_mechanism_in_chromium_has_python_s_law(spec, drawn) -> None:
+    """hm at epsilon 1, y = 10 of [0, 150]: Duchi's atoms +-D with probability (1 - alpha)
+    (1/2 +- t/(2D)), else piecewise's report, counted in tenths of [-C, C] (its exact CDF)."""
+    m = ldp_of(spec.model, spec.model.mechanisms["hmy"])
+    pm, duchi = Piecewise(m.epsilon), Duchi(m.epsilon)
+    t = float(m.to_domain(10.0, 0.0, 150.0))
+
+    def cell(x: float) -> str:
+        if abs(x) == duchi.bound:
+            return "plus" if x > 0 else "minus"
+        return f"pm:{min(int((x + pm.bound) / (2 * pm.bound) * 10), 9)}"
+    py = _python(spec, "hmy", "y", 10.0).astype(float).map(cell).value_counts().to_dict()
+    plus = 0.5 + t / (2 * duchi.bound)
+    exact = {"plus": (1 - m.alpha) * plus, "minus": (1 - m.alpha) * (1 - plus)}
+    F = _piecewise_cdf(pm, t, np.linspace(-pm.bound, pm.bound, 11))
+    exact.update({f"pm:{i}": m.alpha * float(F[i + 1] - F[i]) for i in range(10)})
+    _check(drawn["hmy"]["cells"], py, exact, "hmy")

@@ -338,6 +338,8 @@ ROOT = Path(__file__).resolve().parent.parent
     ("randomized_response", "whole", "adult_rr_raw.csv"),     # RR-Joint on a combined variable
     ("interval_privacy", "sel", "interval_raw.csv"),           # null reports
     ("interval_privacy", "prog", "interval_raw.csv"),
+    ("numeric", "pm", "interval_raw.csv"),                     # numbers: the spec's own query m_pm
+    ("numeric", "sw", "interval_raw.csv"),                     # f_sw, square wave's EMS
 ])
 def test_every_family_round_trips_through_the_store(spec_file, mechanism, raw, tmp_path) -> None:
     """privatize's reports submitted one per row (an object where they fill several
@@ -345,7 +347,7 @@ def test_every_family_round_trips_through_the_store(spec_file, mechanism, raw, t
     estimand = "cdf(salary)" if spec_file == "interval_privacy" else "distribution(race)"
     method = "npmle" if spec_file == "interval_privacy" else "mom"
     extra = f"query round_trip = estimate {estimand} from {mechanism} by {method}\n" \
-        if spec_file != "randomized_response" else ""
+        if spec_file in ("oracles", "interval_privacy") else ""
     spec = privspec.load((ROOT / "specs" / f"{spec_file}.privspec").read_text() + "\n" + extra)
     frame = privatize(spec, pd.read_csv(ROOT / "specs" / "data" / raw, dtype=str).head(400), mechanism, seed=3)
     url = f"sqlite:///{tmp_path}/r.db"

@@ -5,7 +5,8 @@ the reports only.
 :func:`survey_page` asks one question per privatized variable: a fieldset whose legend is
 the variable's name, radio buttons labelled with its categories in the spec's order (a
 combined variable is asked as its parts, which the randomizer joins), a number input
-bounded by the declared support for a continuous variable a finite randomizer takes.  An
+bounded by the declared range for a continuous variable a numeric local-DP mechanism
+(``laplace``, ``duchi``, ``piecewise``, ``hm``, ``square_wave``) privatizes.  An
 interval mechanism never asks for the value: the page draws the anchors
 (``drawAnchors``) and asks which of the random ranges holds it, as the interval-privacy
 paper's survey interface does (Fig. 6(b): a value in the ``disclose`` range is given
@@ -66,8 +67,9 @@ def page_mechanisms(model: Any, mechanisms: Sequence[str] | None = None) -> list
     if not kept:
         why = "; ".join(refused) if refused else "the spec declares no mechanism whose reports a survey collects"
         raise BackendError(Diagnostic("B000", f"no mechanism of this spec can be fielded by the survey page: {why}",
-                                      hint="a survey fields finite mechanisms, the one-round frequency oracles, "
-                                           "interval(...) and progressive(...)"))
+                                      hint="a survey fields finite mechanisms, the frequency oracles, interval(...), "
+                                           "progressive(...), selective(...) and the numeric local-DP "
+                                           "mechanisms"))
     return kept
 
 

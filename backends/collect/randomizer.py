@@ -36,10 +36,19 @@ depends on the range, so a range the collector received and then dropped would a
 have left the respondent; the module holds the population law its coverage is computed
 under (:func:`selective_law`).  ``censored`` is refused (B000): censored data are not
 drawn by a respondent.
+
+The numeric local-DP mechanisms (``laplace``, ``duchi``, ``piecewise``, ``hm``,
+``square_wave``: :func:`numeric_law`) take the number itself, refuse one outside the
+declared range ``[a, b]`` (as ``privatize`` refuses it, D106), map it onto the mechanism's
+domain as :meth:`~privspec.backends.numeric.mechanisms.NumericLDP.to_domain` does and
+draw the report as its ``sample`` does, from the parameters :func:`numeric_law` writes
+(the doubles of the same objects); a report is written as ``privatize`` writes it
+(Python's ``repr`` of the double: ``formatRepr`` in the runtime).
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -53,6 +62,8 @@ from privspec.backends.core.grr_channel import GRRChannel
 from privspec.backends.core.compile import base_independent_design, channel_of
 from privspec.backends.interval.laws import law_distribution, nearest_double, support_of
 from privspec.backends.interval.reports import selective_population
+from privspec.backends.numeric.backend import ldp_of
+from privspec.backends.numeric.mechanisms import Duchi, Hybrid, Laplace, NumericLDP, Piecewise, SquareWave
 from privspec.backends.oracles.backend import oracle_of
 from privspec.backends.oracles.memoized import LongitudinalOracle
 from privspec.backends.oracles.multi_backend import multi_of
@@ -103,6 +114,8 @@ def mechanism_law(model: Any, mechanism: Any, name: str) -> dict[str, Any]:
         return {"product": False, "factors": [law]}
     if family == "multi_oracle":
         return {"product": False, "factors": [], "multi": multi_law(multi_of(model, mechanism), mechanism)}
+    if family == "numeric":
+        return {"product": False, "factors": [numeric_law(model, mechanism)]}
     if isinstance(mechanism, IntervalMechanism):
         return {"product": False, "factors": [interval_law(mechanism)]}
     if isinstance(mechanism, ProgressiveMechanism):
@@ -120,7 +133,7 @@ def mechanism_law(model: Any, mechanism: Any, name: str) -> dict[str, Any]:
             "B000", f"mechanism '{name}' ({mechanism.family}: {getattr(mechanism, 'kind', mechanism.family)}) cannot "
                     "be run by the JavaScript randomizer yet: finite mechanisms (subset designs, grr, rr "
                     "matrices, products, RR-Joint), the frequency oracles (one-round, longitudinal, "
-                    "multi-attribute), interval(...) and progressive(...) only",
+                    "multi-attribute), interval(...), progressive(...) and the numeric local-DP mechanisms only",
             hint="privspec client SPEC --mechanism NAME writes the randomizer of the named mechanisms only"))
     product = isinstance(mechanism, ProductMechanism)
     factors = list(mechanism.factors) if product else [mechanism]
@@ -238,6 +251,37 @@ def interval_law(mechanism: IntervalMechanism) -> dict[str, Any]:
             "anchor": _loc_scale(law_distribution(mechanism.anchor)), "disclose": disclose}
 
 
+def numeric_law(model: Any, mechanism: Any) -> dict[str, Any]:
+    """A numeric local-DP mechanism's law, from the sampler ``privatize`` draws with
+    (:func:`privspec.backends.numeric.backend.ldp_of`, its ``sample``): the declared range
+    ``support`` the value is checked in and mapped from, the mechanism's ``domain``, and
+    the doubles its sampler uses (:func:`numeric_parameters`)."""
+    m = ldp_of(model, mechanism)
+    return {"variable": mechanism.variable.name, "parts": [], "kind": "numeric",
+            "support": list(support_of(mechanism.variable)), "domain": list(m.domain), **numeric_parameters(m)}
+
+
+def numeric_parameters(m: NumericLDP) -> dict[str, Any]:
+    """``protocol`` and the parameters of ``m.sample`` (:mod:`privspec.backends.numeric.mechanisms`):
+    Laplace's ``scale``; Duchi's and piecewise's ``bound`` C (piecewise's ``keep``: the
+    probability of the piece around t, ``e^(eps/2)/(e^(eps/2) + 1)``); the hybrid's
+    ``alpha`` and its two parts; square wave's ``b`` and ``near`` (``2 b p``, the mass
+    within b of the value)."""
+    if isinstance(m, Laplace):
+        return {"protocol": m.name, "scale": m.scale}
+    if isinstance(m, Duchi):
+        return {"protocol": m.name, "bound": m.bound}
+    if isinstance(m, Piecewise):
+        half = math.exp(m.epsilon / 2)
+        return {"protocol": m.name, "bound": m.bound, "keep": half / (half + 1)}
+    if isinstance(m, Hybrid):
+        return {"protocol": m.name, "alpha": m.alpha, "piecewise": numeric_parameters(Piecewise(m.epsilon)),
+                "duchi": numeric_parameters(Duchi(m.epsilon))}
+    if isinstance(m, SquareWave):
+        return {"protocol": m.name, "b": m.b, "near": 2 * m.b * m.p}
+    raise TypeError(f"{type(m).__name__} has no JavaScript law")  # pragma: no cover - a new mechanism
+
+
 def selective_law(model: Any, mechanism: SelectiveMechanism, name: str) -> dict[str, Any]:
     """``selective(M, tau, rho)`` (Definition 5) as
     :func:`privspec.backends.interval.sampling.sample_selective` draws it: the base's report
@@ -285,4 +329,4 @@ def _column(probs: np.ndarray) -> list[list[Any]]:
 
 
 __all__ = ["client_module", "mechanism_law", "factor_law", "oracle_law", "longitudinal_law", "multi_law", "interval_law",
-           "selective_law", "progressive_law", "RUNTIME"]
+           "numeric_law", "numeric_parameters", "selective_law", "progressive_law", "RUNTIME"]

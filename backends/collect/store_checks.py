@@ -8,9 +8,9 @@ the mechanism's privatizer which columns it writes, so that the store, the file 
 ``run`` agree by construction.
 
 :func:`check_reports` reads reports with the reader ``run`` uses for the mechanism's
-family (the finite reader, the oracles', the interval report model): a report the
+family (the finite reader, the oracles', the interval report model, the numeric mechanisms'): a report the
 mechanism cannot produce gets the D-code and the message that ``run`` gives for it in a
-file (D010, D013, D101, D102, D004 ...).
+file (D010, D013, D101, D102, D004, D105, D106 ...).
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from privspec.backends.data.bindings import observed_columns
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import observations
 from privspec.backends.interval.reports import report_model
+from privspec.backends.numeric.backend import ldp_of, read_reports as read_numeric
 from privspec.backends.oracles.backend import oracle_of
 from privspec.backends.oracles.multi_backend import multi_of, read_attribute
 from privspec.backends.oracles.reports import read_reports
@@ -73,6 +74,9 @@ def check_reports(model: Any, mechanism: Any, frame: pd.DataFrame, source: str =
         mo = multi_of(model, mechanism)
         for j in range(len(mechanism.attributes)):
             read_attribute(mechanism, mo, j, engine)
+    elif family == "numeric":
+        column = mechanism.variable.name
+        read_numeric(ldp_of(model, mechanism), engine.tally([column]), column)
     elif family == "interval":
         reports = report_model(mechanism)
         column = mechanism.variable.name
