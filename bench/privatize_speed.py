@@ -10,9 +10,9 @@ epsilon (the grr oracle of :mod:`privspec.backends.oracles.pure`: codes in, esti
 out).  The first call of each (the channel built, its float matrix evaluated) is shown
 apart; then best of 5, alternating, in CPU seconds of this process, with the 1-minute
 load average, judged against the target (the API within 2x the core: PASS/FAIL), and the
-API's call itemised: ``spec.privatize``, then in ``spec.run`` the reports read (tally and
-parse of the distinct reports), the estimate (MoM, its d x d covariance, intervals) and
-the rest (dispatch, the BLAS thread limit, the result).  Before the float channel was
+API's call itemised: ``spec.privatize``, then in ``spec.run`` the reports read (a
+categorical column's codes counted, its categories checked once), the estimate (MoM, its
+d x d covariance, intervals) and the rest (dispatch, the BLAS thread limit, the result).  Before the float channel was
 built from its distinct entries, the API's first call took 6-8 s there.
 
 Run: python bench/privatize_speed.py [n] [--grr-only]
@@ -112,7 +112,7 @@ def grr_api_against_core(d: int = 256, n: int = 10 ** 5, eps: float = 2.0, targe
         covariance = cpu_best(lambda: ch.avar_mom(counts / counts.sum()), 5)
     parts = {"spec.privatize": cpu_best(lambda: spec.privatize(frame, "m", seed=1), 5),
              "spec.run": cpu_best(lambda: spec.run(reports, ["q"]), 5),
-             "reports read (tally, parse)": cpu_best(lambda: observations(mech, PandasEngine(reports, "reports")), 5),
+             "reports read": cpu_best(lambda: observations(mech, PandasEngine(reports, "reports")), 5),
              "estimate": estimate, "of which the MoM covariance": covariance}
     ratio = t_api / t_core
     print(f"grr d = {d}, n = {n:,}, epsilon = {eps:g}: spec.privatize + spec.run against the core, CPU seconds "
@@ -123,7 +123,7 @@ def grr_api_against_core(d: int = 256, n: int = 10 ** 5, eps: float = 2.0, targe
     print("  the API's call in parts (CPU ms, best of 5 each):")
     for name, t in parts.items():
         print(f"    {name:<30} {1000 * t:7.2f}")
-    rest = parts["spec.run"] - parts["reports read (tally, parse)"] - parts["estimate"]
+    rest = parts["spec.run"] - parts["reports read"] - parts["estimate"]
     print(f"    {'rest of spec.run':<30} {1000 * rest:7.2f}   (dispatch, the BLAS thread limit, the result)")
 
 

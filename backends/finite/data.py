@@ -105,6 +105,25 @@ def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple
     return idx, ""
 
 
+def _label_reports(uniques: Any, ch: Channel) -> np.ndarray:
+    """The observation index of each distinct report that is one category's label (its
+    spaces stripped) of positive probability, for a channel whose reports are its
+    categories (randomized response); -1 for the others, and for every report of any other
+    channel: :func:`_parse_observation` reads those one by one (and says why one is not a
+    report).  One dictionary look-up per distinct report and one check of the matrix' rows,
+    where the parse of each (d = 256: 256 parses) took milliseconds a call."""
+    mapping = np.full(len(uniques), -1, dtype=np.int64)
+    if ch.masks is not None or ch.obs_labels != ch.x_labels or not len(uniques):
+        return mapping
+    position = _positions(tuple(ch.obs_labels))
+    texts = [str(u).strip() for u in uniques]
+    mapping[:] = [-1 if "|" in t else position.get(t, -1) for t in texts]
+    found = mapping >= 0
+    possible = (ch.Kn[mapping[found]] > 0).any(axis=1)   # rows of probability 0: explained apart
+    mapping[np.flatnonzero(found)[~possible]] = -1
+    return mapping
+
+
 def _uniform_reason(text: str, labels: Sequence[str]) -> tuple[int | None, str]:
     """Bitmask of one distinct report of a uniform design on many categories, or (None, reason)."""
     parts = {t.strip() for t in str(text).split("|")}
@@ -202,12 +221,11 @@ def factor_codes(ch: Channel | Any, tally: Tally, variable: Variable,
         position = {m: i for i, m in enumerate(distinct)}
         return np.array([position[m] for m in masks], dtype=np.int64)[codes], ch
     labels = ch.x_labels
-    mapping = np.empty(len(uniques), dtype=np.int64)
-    for k, u in enumerate(uniques):
-        idx, why = _parse_observation(u, ch, labels)
+    mapping = _label_reports(uniques, ch)
+    for k in np.flatnonzero(mapping < 0).tolist():   # a subset, or a report to explain
+        idx, why = _parse_observation(uniques[k], ch, labels)
         if idx is None:
             reasons[k] = why
-            mapping[k] = -1
         else:
             mapping[k] = idx
     if reasons:
@@ -219,9 +237,36 @@ def observations(mechanism: Any, data: Any, path: Any = "data") -> tuple[Channel
     """The channel the reports are read against and the counts per observation (products:
     row-major joint).  ``data``: a tally, an engine or a DataFrame (:func:`tally_of`).
     For a uniform design on many categories the channel holds only the observed subsets."""
+    quick = _categorical_counts(mechanism, data)
+    if quick is not None:
+        return quick
     tally = tally_of(mechanism, data, path)
     ch, codes = observation_codes(mechanism, tally)
     return ch, np.bincount(codes, weights=tally.counts.astype(float), minlength=ch.n_obs)
+
+
+def _categorical_counts(mechanism: Any, data: Any) -> tuple[Channel, np.ndarray] | None:
+    """:func:`observations` of one mechanism whose reports are its categories (randomized
+    response), read from a categorical column in memory (what ``spec.privatize`` returns)
+    whose every category is a report and no value missing: the codes counted, the
+    categories checked once (:func:`_label_reports`), no tally of the rows.  None for
+    anything else (the tally then reads it, and says what is wrong with it)."""
+    frame = data.frame if isinstance(data, PandasEngine) else data if isinstance(data, pd.DataFrame) else None
+    if frame is None or large_uniform(mechanism) or len(factor_mechanisms(mechanism)) != 1:
+        return None
+    cols = columns_for(mechanism.variable, [str(c) for c in frame.columns])
+    if len(cols) != 1 or cols[0] not in frame.columns or list(frame.columns).count(cols[0]) != 1:
+        return None
+    column = frame[cols[0]]
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return None
+    ch = channel_of(mechanism)
+    mapping = _label_reports(column.cat.categories, ch)
+    codes = np.asarray(column.cat.codes)
+    if (mapping < 0).any() or (len(codes) and int(codes.min()) < 0):
+        return None
+    per_category = np.bincount(codes, minlength=len(mapping)) if len(codes) else np.zeros(len(mapping), np.int64)
+    return ch, np.bincount(mapping, weights=per_category.astype(float), minlength=ch.n_obs)
 
 
 def observation_codes(mechanism: Any, tally: Tally) -> tuple[Channel, np.ndarray]:
@@ -273,10 +318,27 @@ def raw_codes(raw: Any, var: Variable, dtype: Any = np.int64) -> tuple[np.ndarra
     frame = raw.frame
     cols = columns_for(var, list(frame.columns))
     require_columns(frame, cols, "the raw data", hint=_column_hint(var, frame, "raw values"))
+    own = _domain_codes(frame, cols, var)
+    if own is not None:
+        return own.astype(dtype, copy=False), cols
     tally, per_row = raw.tally_rows(cols)
     tally.check_no_missing(cols)
     index = _labels_to_index(joined_labels(tally.values, cols), var.labels, var.name, cols, tally)
     return per_row(index.astype(dtype, copy=False)), cols
+
+
+def _domain_codes(frame: pd.DataFrame, cols: Sequence[str], var: Variable) -> np.ndarray | None:
+    """The codes of a categorical column whose categories are ``var``'s labels in the domain's
+    order, when no value is missing: each row's category index already, checked on the
+    codes (one pass for their minimum), where the tally of the rows and the check of its
+    distinct values took milliseconds a call; None for any other column (read by the tally)."""
+    if len(cols) != 1 or list(frame.columns).count(cols[0]) != 1:
+        return None
+    column = frame[cols[0]]
+    if not isinstance(column.dtype, pd.CategoricalDtype) or list(column.cat.categories) != list(var.labels):
+        return None
+    codes = np.asarray(column.cat.codes)
+    return None if len(codes) and int(codes.min()) < 0 else codes
 
 
 def check_raw(mechanism: Any, engine: Any) -> int:

@@ -183,7 +183,7 @@ def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) 
         extras["se"] = as_vector(est.se, est.labels)
         extras["se_kind"] = est.se_kind
     if est.ci is not None:
-        extras["ci95"] = {lab: [float(a), float(b)] for lab, (a, b) in zip(est.labels, est.ci)}
+        extras["ci95"] = dict(zip(est.labels, np.asarray(est.ci, dtype=float).tolist()))  # [lo, hi] floats
         extras["ci_method"] = est.ci_method
     if not math.isnan(fit.loglik):
         extras["loglik"] = fit.loglik

@@ -117,6 +117,11 @@ class PackedReports(Oracle):
     def keyed_reports(self, keys: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(keys.astype(">u8")).view(np.uint8).reshape(-1, 8)[:, 8 - self.packed_width:]
 
+    def unhex(self, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The packed reports of the valid rows of hex text (ASCII codes, ``(m, 2 ceil(d/8))``)
+        and which rows are valid (:func:`~privspec.backends.oracles.sampling.unhex`)."""
+        return S.unhex(self.d, chars)
+
 
 # ---- generalized randomized response ---------------------------------------------------------------
 class GRR(CodeReports):
@@ -214,7 +219,7 @@ class UnaryEncoding(PackedReports):
         ok = is_str & s.str.fullmatch(f"[0-9a-f]{{{2 * nb}}}").fillna(False).to_numpy(dtype=bool)
         good = s[ok].to_numpy(dtype=object)
         chars = np.frombuffer("".join(good).encode("ascii"), dtype=np.uint8).reshape(len(good), 2 * nb)
-        packed, valid = S.unhex(self.d, chars)
+        packed, valid = self.unhex(chars)
         ok[np.flatnonzero(ok)[~valid]] = False
         return packed, np.flatnonzero(~ok)
 
@@ -533,10 +538,19 @@ class SS(PackedReports):
     """Subset selection (Ye & Barg): the report is a k-subset, holding the truth with
     probability ``pi = k e^eps/(k e^eps + d - k)``, the others drawn uniformly.  Reports:
     its bitmask, packed (fixed width whatever k, smaller than k int16 codes once ``k >
-    d/16``); text: the subset's codes in increasing order joined by ``|``."""
+    d/16``); text: the subset's codes in increasing order joined by ``|`` up to 64
+    categories, beyond them the bits in hex as unary encoding's (the codes' text is read at
+    every d)."""
 
     kind = "ss"
     PARAMS = ("k",)
+
+    @property
+    def HEX_TEXT(self) -> bool:  # type: ignore[override]
+        """Reports of more than 64 categories (nearly all distinct) are written as unary
+        encoding's hex and read from the rows' bytes: the codes joined by ``|`` (270 bytes at
+        d = 256) were written and tallied as distinct texts (9.5x the core at d = 256)."""
+        return self.packed_width > 8
 
     @classmethod
     def build(cls, d: int, epsilon: float, g: Any = None, k: Any = None) -> "SS":
@@ -548,7 +562,9 @@ class SS(PackedReports):
         return cls(d, epsilon, k=int(k))
 
     def form(self) -> str:
-        return f"{self.k} distinct category codes in increasing order joined by | (0|3|4)"
+        codes = f"{self.k} distinct category codes in increasing order joined by | (0|3|4)"
+        return f"the {self.d} bits as {2 * self.packed_width} hexadecimal digits (bit v of byte v // 8), " \
+               f"or {codes}" if self.HEX_TEXT else codes
 
     def probs(self, A: Any) -> tuple[Any, Any]:
         # p*: the true value is put in the subset; q*: v != x is in it either as one of
@@ -629,41 +645,33 @@ class SS(PackedReports):
         return out
 
     def format(self, reports: Any) -> np.ndarray:
+        if self.HEX_TEXT:
+            return S.hex_chars(np.asarray(reports, dtype=np.uint8)).view(f"S{2 * self.packed_width}").ravel().astype(str)
         return np.asarray(self.arrow_texts(reports).to_numpy(zero_copy_only=False), dtype=str)
 
     def arrow_texts(self, reports: Any) -> pa.Array:
-        """The codes in each report, increasing, joined by ``|``: cast and joined by Arrow
-        (joining numpy strings a column at a time copies each row's text k times: 40 s
-        for 1e5 reports at d = 256)."""
-        packed = np.asarray(reports, dtype=np.uint8)
-        m = len(packed)
-        bits = np.unpackbits(packed, axis=1, count=self.d, bitorder="little").astype(bool)
-        if m and not np.all(bits.sum(axis=1) == self.k):
-            raise ValueError(f"a subset-selection report has exactly k = {self.k} categories")
-        codes = pc.cast(pa.array(np.nonzero(bits)[1]), pa.large_string())
-        rows = pa.LargeListArray.from_arrays(pa.array(np.arange(m + 1, dtype=np.int64) * self.k), codes)
-        return pc.binary_join(rows, pa.scalar("|", pa.large_string()))
+        return S.subset_texts(reports, self.d, self.k)
+
+    def unhex(self, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Unary encoding's reader, and a report holds exactly k categories."""
+        packed, ok = S.unhex(self.d, chars)
+        sized = S.popcounts(packed) == self.k
+        ok[np.flatnonzero(ok)[~sized]] = False
+        return packed[sized], ok
 
     def parse(self, s: Any, is_str: np.ndarray) -> tuple[Any, np.ndarray]:
-        # exactly k decimal codes (DEC) separated by "|", strictly increasing, below d: split
-        # and cast by Arrow (a regular expression of k fields passes RE2's bound on repetitions
-        # at d = 256, and pandas' split into columns is row by row)
-        parts = pc.split_pattern(pa.array(s.array, type=pa.large_string()), "|")
-        fields = pc.list_flatten(parts)
-        size = pc.binary_length(fields).to_numpy()
-        # a field is DEC: 1 to 18 ASCII digits, no leading zero
-        good = pc.ascii_is_decimal(fields).to_numpy(zero_copy_only=False) & (size <= 18) & \
-            ((size == 1) | ~pc.starts_with(fields, "0").to_numpy(zero_copy_only=False))
-        owner = pc.list_parent_indices(parts).to_numpy()
-        ok = is_str & (pc.list_value_length(parts).to_numpy() == self.k) & \
-            (np.bincount(owner[~good], minlength=len(is_str)) == 0)
-        codes = pc.cast(pc.filter(fields, pa.array(ok[owner])), pa.int64()).to_numpy().reshape(-1, self.k)
-        valid = (codes[:, -1] < self.d) & np.all(np.diff(codes, axis=1) > 0, axis=1)
-        ok[np.flatnonzero(ok)[~valid]] = False
-        codes = codes[valid]
-        bits = np.zeros((len(codes), self.d), dtype=bool)
-        np.put_along_axis(bits, codes, True, axis=1)
-        return np.packbits(bits, axis=1, bitorder="little"), np.flatnonzero(~ok)
+        # the hex text (d > 64) and the codes joined by "|" (every d: what was written before,
+        # and the form for d <= 64), each row by its own form
+        hexed = is_str & s.str.fullmatch(f"[0-9a-f]{{{2 * self.packed_width}}}").fillna(False).to_numpy(dtype=bool) \
+            if self.HEX_TEXT else np.zeros(len(is_str), dtype=bool)
+        packed = np.zeros((len(is_str), self.packed_width), dtype=np.uint8)
+        ok = np.zeros(len(is_str), dtype=bool)
+        for rows, read in ((hexed, lambda t: self.unhex(S.ascii_rows(t, 2 * self.packed_width))),
+                           (~hexed, lambda t: S.subset_codes(t, is_str[~hexed], self.d, self.k))):
+            got, valid = read(s[rows])
+            ok[rows] = valid
+            packed[np.flatnonzero(rows)[valid]] = got
+        return packed[ok], np.flatnonzero(~ok)
 
 
 # ---- the adaptive choice ---------------------------------------------------------------------------

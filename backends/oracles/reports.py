@@ -87,7 +87,7 @@ def read_support_counts(column: str, protocol: str, o: OneAttributeOracle, engin
             C = np.zeros(one.d, dtype=np.int64)
             n = 0
             for chars in blocks:
-                packed, ok = sampling.unhex(one.d, chars)
+                packed, ok = one.unhex(chars)
                 if not ok.all():
                     break                   # not every row is a report: read them as reports
                 C += one.support_counts(packed)
