@@ -267,7 +267,8 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
         out.failures[q.name] = BackendError(Diagnostic(
             "B040", f"query '{q.name}': survey weights are not supported for {unweighted}",
             hint="run it without --weights (weights=); weighted: the distribution or joint by mom or mle of "
-                 "subset, grr and rr mechanisms, and the mean of a numeric or Case-I interval one by unbiased"))
+                 "subset, grr and rr mechanisms, a frequency oracle's by mom, and the mean of a numeric or Case-I "
+                 "interval one by unbiased"))
         return
     if backend is None:
         text = spec.source.snippet(q.span) if q.span else q.name
