@@ -267,7 +267,7 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
         out.failures[q.name] = BackendError(Diagnostic(
             "B040", f"query '{q.name}': survey weights are not supported for {unweighted}",
             hint="run it without --weights (weights=); weighted: the distribution or joint by mom or mle of "
-                 "subset, grr and rr mechanisms, a frequency oracle's by mom, and the mean of a numeric or Case-I "
+                 "subset, grr and rr mechanisms, a frequency oracle's by mom or mle, and the mean of a numeric or Case-I "
                  "interval one by unbiased"))
         return
     if backend is None:

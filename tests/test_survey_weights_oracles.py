@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.optimize
 
 import privspec
 from privspec.backends.core.projections import project
@@ -31,6 +32,7 @@ mechanism m_ss  = ss(x, epsilon = 1)
 mechanism m_lg  = l_oue(x, epsilon = 2, first = 1)
 mechanism m_smp = smp(oue(x), grr(y), epsilon = 2)
 mechanism m_rs  = rsfd(x, y, epsilon = 2, fake = oue_z)
+mechanism m_rsr = rsfd(x, y, epsilon = 2, fake = oue_r)
 query oue = estimate distribution(x) from m_oue by mom
 query sue = estimate distribution(x) from m_sue by mom(project = clip)
 query hr  = estimate distribution(x) from m_hr by mom
@@ -40,13 +42,16 @@ query lg  = estimate distribution(x) from m_lg by mom
 query smp = estimate distribution(y) from m_smp by mom
 query rs  = estimate distribution(x) from m_rs by mom
 query oue_mle = estimate distribution(x) from m_oue by mle
+query smp_mle = estimate distribution(x) from m_smp by mle
+query rsr = estimate distribution(x) from m_rsr by mom
+query rsr_mle = estimate distribution(x) from m_rsr by mle
 query oue_cond = estimate distribution(x) from m_oue by mom(se = conditional)
 """
 X = tuple("abcde")
 Y = ("u", "v", "w")
 #: query -> its mechanism
 MECH = {"oue": "m_oue", "sue": "m_sue", "hr": "m_hr", "olh": "m_olh", "ss": "m_ss", "lg": "m_lg", "smp": "m_smp",
-        "rs": "m_rs"}
+        "rs": "m_rs", "rsr": "m_rsr"}
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +92,7 @@ def indicators(query: str, df: pd.DataFrame) -> np.ndarray:
     the oracle's own membership of each row's report (their hash and packing are the
     oracle's definition)."""
     column = df["y"] if query == "smp" else df["x"]
-    if query in ("oue", "sue", "lg", "rs"):
+    if query in ("oue", "sue", "lg", "rs", "rsr"):
         return hex_bits(column, 5)
     if query == "smp":       # grr on y among the rows that sampled it: the report is the category
         return np.array([[float(t == str(v)) for v in range(3)] if t else [0.0] * 3 for t in column])
@@ -130,6 +135,40 @@ def survey_estimate(query: str, df: pd.DataFrame, p: float, q: float, strata: bo
     return (lam - q) / (p - q), svy_covariance(z, w, h, c)
 
 
+def survey_mle(df: pd.DataFrame, column: str, p: float, q: float, strata: bool, cluster: bool,
+               domain: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Unary encoding's weighted pseudo-MLE by a general optimizer: a report's likelihood is
+    ``p* (1 - q*)`` for a category in its support against ``(1 - p*) q*`` out (a factor common
+    to the categories aside); the linearized covariance from numerical derivatives of the
+    pseudo-log-likelihood (the score of each row over minus its Hessian)."""
+    d = 5
+    s = hex_bits(df[column].where(df[column] != "", "00"), d)
+    w = df["weight"].to_numpy(float)
+    mine = np.ones(len(df), dtype=bool) if domain is None else domain
+    wd = np.where(mine, w, 0.0)
+    L = np.where(s > 0, p * (1 - q), (1 - p) * q)
+    total = wd.sum()
+
+    def shares(theta: np.ndarray) -> np.ndarray:
+        return np.append(theta, 1 - theta.sum())
+
+    def loglik(theta: np.ndarray) -> float:
+        return float(wd @ np.log(L @ shares(theta))) / total
+
+    theta = scipy.optimize.minimize(lambda t: -loglik(t), np.full(d - 1, 1 / d), method="Nelder-Mead",
+                                    options={"xatol": 1e-12, "fatol": 1e-15, "maxiter": 40000}).x
+    step = 1e-5
+    eye = np.eye(d - 1) * step
+    score = np.array([(np.log(L @ shares(theta + e)) - np.log(L @ shares(theta - e))) / (2 * step) for e in eye])
+    hess = np.array([[(loglik(theta + a + b) - loglik(theta + a - b) - loglik(theta - a + b) + loglik(theta - a - b))
+                      / (4 * step ** 2) for b in eye] for a in eye])
+    z = np.where(mine[:, None], np.linalg.solve(-hess, score).T / total, 0.0)
+    h = df["region"].to_numpy() if strata else np.zeros(len(df))
+    c = df["school"].to_numpy() if cluster else np.arange(len(df))
+    B = np.vstack([np.eye(d - 1), -np.ones((1, d - 1))])
+    return shares(theta), B @ svy_covariance(z, w, h, c) @ B.T
+
+
 # ---- the checks -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("query", list(MECH))
 def test_every_oracle_matches_the_survey_formulas_under_strata_and_clusters(spec, query):
@@ -145,6 +184,18 @@ def test_every_oracle_matches_the_survey_formulas_under_strata_and_clusters(spec
     assert r.extras["design"] == "weights weight, strata region, clusters school (the PSUs)"
     assert r.extras["psus"] == 24 and r.extras["strata"] == 3
     assert r.extras["weighted_n"] == pytest.approx(df["weight"].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("query", ["oue_mle", "smp_mle"])
+def test_the_mle_is_the_weighted_pseudo_mle_with_its_linearized_covariance(spec, query):
+    mech = "m_oue" if query == "oue_mle" else "m_smp"
+    df = clustered_sample(spec, mech, seed=13)
+    r = spec.run(df, queries=[query], weights="weight", strata="region", cluster="school", engine="pandas")[query]
+    domain = (df["sampled"] == "0").to_numpy() if query == "smp_mle" else None
+    est, V = survey_mle(df, "x", r.extras["p_star"], r.extras["q_star"], True, True, domain)
+    assert np.allclose(vec(r.value), est, atol=2e-6)
+    assert np.allclose(vec(r.extras["se"]), np.sqrt(np.diag(V)), rtol=1e-3)
+    assert "pseudo-maximum-likelihood" in r.extras["note"] and "pseudo_loglik" in r.extras
 
 
 @pytest.mark.parametrize("strata,cluster", [(False, False), (True, False), (False, True)])
@@ -167,20 +218,25 @@ def test_equal_weights_give_the_unweighted_estimate_and_standard_errors(spec):
     rng = np.random.default_rng(2)
     n = 3000
     raw = pd.DataFrame({"x": rng.choice(X, n, p=[0.3, 0.25, 0.2, 0.15, 0.1]), "y": rng.choice(Y, n)})
-    for query in ("oue", "hr", "olh", "lg", "smp", "rs"):
-        df = spec.privatize(raw, MECH[query], seed=4).assign(weight=1.0)
+    for query in ("oue", "hr", "olh", "lg", "smp", "rs", "oue_mle", "smp_mle"):
+        df = spec.privatize(raw, MECH[query.removesuffix("_mle")], seed=4).assign(weight=1.0)
         plain = spec.run(df, queries=[query], engine="pandas")[query]
         weighted = spec.run(df, queries=[query], weights="weight", engine="pandas")[query]
         f = vec(plain.value)
         assert np.all(f > 0), query
         assert np.allclose(vec(weighted.value), f, rtol=1e-12), query
+        se = vec(weighted.extras["se"])
+        ratio = se / vec(plain.extras["se"])
+        if query.endswith("_mle"):
+            # at an MLE inside the simplex the observed information is the scores' mean
+            # square: the linearized (sandwich) variance is the inverse information
+            assert np.allclose(ratio ** 2, n / (n - 1), rtol=1e-6), query
+            continue
         p, q = weighted.extras["p_star"], weighted.extras["q_star"]
         m = weighted.extras.get("reports_of_attribute", n)
         lam = q + (p - q) * f
         # m reporting rows among n (smp: a domain), each its own PSU: the n - m others' totals are 0
-        se = vec(weighted.extras["se"])
         assert np.allclose(se ** 2, n / (n - 1) * lam * (1 - lam) / ((p - q) ** 2 * m), rtol=1e-9), query
-        ratio = se / vec(plain.extras["se"])
         assert np.all(np.abs(ratio - 1) < 0.03), (query, ratio)
         if abs(f.sum() - 1) < 1e-12:
             assert np.allclose(ratio ** 2, n / (n - 1), rtol=1e-9), query
@@ -238,10 +294,14 @@ def test_data_errors_name_rows_and_columns(spec):
     assert d.code == "D072"
 
 
-def test_what_has_no_weighted_version_says_so(spec):
+def test_conditional_standard_errors_and_rsfd_random_fakes_by_mle_are_refused(spec):
+    """Every frequency oracle's estimate weighs (no B040); se = conditional has no
+    design-based version (B041), and rsfd's random-value fakes have no IBU, weighted or not
+    (B415), while their mom weighs."""
     df = clustered_sample(spec, "m_oue", seed=3)
     res = spec.run(df, queries=["oue", "oue_mle", "oue_cond"], weights="weight", engine="pandas")
-    assert "oue" in res
-    d = res.failures["oue_mle"].diagnostics[0]
-    assert d.code == "B040" and "'mle'" in d.message
+    assert "oue" in res and "oue_mle" in res
     assert res.failures["oue_cond"].diagnostics[0].code == "B041"
+    df = clustered_sample(spec, "m_rsr", seed=3)
+    res = spec.run(df, queries=["rsr", "rsr_mle"], weights="weight", engine="pandas")
+    assert "rsr" in res and res.failures["rsr_mle"].diagnostics[0].code == "B415"

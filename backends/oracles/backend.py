@@ -10,6 +10,8 @@
 * ``estimate distribution(X) from M by mom(project = none | clip | euclidean)`` (the
   unbiased estimator) or ``by mle`` (the iterative Bayesian update), on data (``run``) and
   in seeded simulations (``simulate``), with standard errors and 95% intervals;
+* the same estimates with survey weights, strata and clusters (``run --weights``): the Hajek
+  versions with design-based standard errors (:mod:`privspec.backends.oracles.weighted`);
 * ``leakage(M)`` (``prediction``, ``individual``): the chance that an adversary who knows
   the protocol and the population guesses a respondent's category from one report
   (Bayes vulnerability, Def. 7 of the subset-privacy paper) and the largest posterior of
@@ -308,7 +310,7 @@ class FrequencyOracleBackend:
             return simulate(model, query, o, n=int(options["n"]), reps=int(options["reps"]), seed=options.get("seed"))
         engine = _engine(query, options)
         design = options["data"].design
-        if design is not None:       # an estimate by mom (weighted says so before the query gets here)
+        if design is not None:       # by mom or mle (weighted says so before the query gets here)
             weighted = oracle_design_fit(query, o, engine, design)
             return design_result(query, weighted, lambda w: _shaped(query, w, labels), labels, design, o.facts())
         if query.method.name == "mom":

@@ -22,7 +22,7 @@ from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Vector
 from privspec.backends.oracles.reports import avar_extras, check_reports, form_hint, mle_fit, number_of, tally_reports
 from privspec.backends.oracles import multi
-from privspec.backends.oracles.weighted import design_result, hajek_frequencies
+from privspec.backends.oracles.weighted import Law, design_result, hajek_frequencies
 from privspec.backends.data.survey import SurveyDesign, design_tally, refuse_conditional_se
 from privspec.backends.data.checks import require_columns
 from privspec.backends.data.engines import PandasEngine
@@ -229,8 +229,8 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
 
 
 def weighted_attribute(q: Query, mo: multi.MultiOracle, j: int, engine: Any, design: SurveyDesign) -> Result:
-    """Attribute ``j``'s weighted unbiased estimate (smp: over the rows that sampled it, a
-    domain), with design-based standard errors (:mod:`privspec.backends.oracles.weighted`)."""
+    """Attribute ``j``'s weighted estimate by mom or mle (smp: over the rows that sampled it,
+    a domain), with design-based standard errors (:mod:`privspec.backends.oracles.weighted`)."""
     refuse_conditional_se(str(q.method.options.get("se", "population")))
     mech = q.mechanism
     columns = attribute_columns(mech, mo, j)
@@ -239,10 +239,10 @@ def weighted_attribute(q: Query, mo: multi.MultiOracle, j: int, engine: Any, des
     reports, mine = attribute_reports(mech, mo, j, tally)
     o = mo.oracles[j]
     split = mo.KEEPS_SAMPLED
-    fit = hajek_frequencies(o.membership(reports), tally, design, mo.attribute_probs(j),
-                            lambda C, total: mo.attribute_estimate(j, o, C, total, "none"),
-                            lambda f, n, m: attribute_covariance(mo, j, f, False, n=n, split=m if split else None),
-                            domain=mine)
+    law = Law(o, mo.attribute_probs(j), lambda C, total: mo.attribute_estimate(j, o, C, total, "none"),
+              lambda f, n, m: attribute_covariance(mo, j, f, False, n=n, split=m if split else None),
+              lambda: mo.likelihood_pair(j))
+    fit = hajek_frequencies(q, law, reports, tally, design, domain=mine)
     labels = mech.attributes[j].labels
     more = {"reports_of_attribute": fit.reports} if split else {}
     return design_result(q, fit, lambda w: as_vector(w, labels), labels, design, mo.facts(j), **more)
