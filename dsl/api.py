@@ -202,7 +202,8 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
     weights, strata, cluster : str, optional
         For ``run``: the data's columns of survey weights, strata and clusters (the
         agency's, not privatized): Hajek estimates with design-based standard errors by
-        linearization and design effects (:mod:`privspec.backends.finite.weighted`);
+        linearization and design effects (:mod:`privspec.backends.finite.weighted`,
+        :mod:`privspec.backends.oracles.weighted`);
         ``strata`` and ``cluster`` need ``weights``.  A query without a weighted version
         fails with B040.
     progress : bool, stream or None

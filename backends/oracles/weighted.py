@@ -192,7 +192,8 @@ def design_result(q: Query, fit: DesignFit, shape: Callable[[np.ndarray], Any], 
         notes.append("the projection moved the estimate: its standard errors are the linear estimator's "
                      "(conservative near the boundary)")
     extras: dict = {
-        "method": q.method.name, "n": fit.n, **facts, "projection": project, **more,
+        "method": q.method.name, "n": fit.n, **facts, **({"projection": project} if fit.loglik is None else {}),
+        **more,
         "se": as_vector(se, labels), "se_kind": "design-based (Taylor linearization)",
         "ci95": {lab: [float(a), float(b)] for lab, (a, b) in zip(labels, wald_interval(w, se))},
         "ci_method": f"{WALD_CI} on the design-based standard error",
