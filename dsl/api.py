@@ -202,7 +202,8 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
     weights, strata, cluster : str, optional
         For ``run``: the data's columns of survey weights, strata and clusters (the
         agency's, not privatized): Hajek estimates with design-based standard errors by
-        linearization and design effects (:mod:`privspec.backends.finite.weighted`);
+        linearization and design effects (:mod:`privspec.backends.finite.weighted`,
+        :mod:`privspec.backends.oracles.weighted`);
         ``strata`` and ``cluster`` need ``weights``.  A query without a weighted version
         fails with B040.
     progress : bool, stream or None
@@ -267,7 +268,8 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
         out.failures[q.name] = BackendError(Diagnostic(
             "B040", f"query '{q.name}': survey weights are not supported for {unweighted}",
             hint="run it without --weights (weights=); weighted: the distribution or joint by mom or mle of "
-                 "subset, grr and rr mechanisms, and the mean of a numeric or Case-I interval one by unbiased"))
+                 "subset, grr and rr mechanisms, a frequency oracle's by mom or mle, and the mean of a numeric or Case-I "
+                 "interval one by unbiased"))
         return
     if backend is None:
         text = spec.source.snippet(q.span) if q.span else q.name

@@ -132,7 +132,8 @@ def design_cells(tally: Tally, design: SurveyDesign, reports: np.ndarray) -> Des
     cluster, D070 for a weight (:func:`weights_of`), D071 for a stratum with one PSU."""
     weight = weights_of(tally, design.weights)
     labels = [c for c in (design.strata, design.cluster) if c is not None]
-    tally.check_no_missing(labels)
+    if labels:                       # (an empty list would check every column: smp leaves cells empty)
+        tally.check_no_missing(labels)
     stratum, cluster = _codes(tally, design.strata), _codes(tally, design.cluster)
     # the cells in one order whatever the engine's order of the tuples (text weights of a
     # CSV sort otherwise than a DataFrame's numbers): the sums, to the last digit, too

@@ -10,6 +10,8 @@
 * ``estimate distribution(X) from M by mom(project = none | clip | euclidean)`` (the
   unbiased estimator) or ``by mle`` (the iterative Bayesian update), on data (``run``) and
   in seeded simulations (``simulate``), with standard errors and 95% intervals;
+* the same estimates with survey weights, strata and clusters (``run --weights``): the Hajek
+  versions with design-based standard errors (:mod:`privspec.backends.oracles.weighted`);
 * ``leakage(M)`` (``prediction``, ``individual``): the chance that an adversary who knows
   the protocol and the population guesses a respondent's category from one report
   (Bayes vulnerability, Def. 7 of the subset-privacy paper) and the largest posterior of
@@ -47,6 +49,7 @@ from privspec.backends.oracles.longitudinal import LONGITUDINAL, longitudinal
 from privspec.backends.oracles.protocol import OneAttributeOracle, Oracle
 from privspec.backends.oracles.pure import oracle
 from privspec.backends.oracles.reports import avar_extras, mle_fit, number_of, read_reports, read_support_counts
+from privspec.backends.oracles.weighted import design_result, oracle_design_fit, weighted_supports
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import raw_codes
 from privspec.backends.finite.estimates import conditional_covariance, wald_inference
@@ -306,6 +309,10 @@ class FrequencyOracleBackend:
         if verb == "simulate":
             return simulate(model, query, o, n=int(options["n"]), reps=int(options["reps"]), seed=options.get("seed"))
         engine = _engine(query, options)
+        design = options["data"].design
+        if design is not None:       # by mom or mle (weighted says so before the query gets here)
+            weighted = oracle_design_fit(query, o, engine, design)
+            return design_result(query, weighted, lambda w: _shaped(query, w, labels), labels, design, o.facts())
         if query.method.name == "mom":
             C, n = read_support_counts(mech.variable.name, mech.protocol, o, engine)
             return _result(query, labels, o, fit(query, o, None, np.array([n]), support=C))
@@ -325,9 +332,17 @@ class FrequencyOracleBackend:
         if verb == "simulate":
             return frequency_multi.simulate_attribute(model, query, mo, j, n=int(options["n"]),
                                                       reps=int(options["reps"]), seed=options.get("seed"))
+        design = options["data"].design
+        if design is not None:
+            return frequency_multi.weighted_attribute(query, mo, j, _engine(query, options), design)
         reports, counts, n = frequency_multi.read_attribute(mech, mo, j, _engine(query, options))
         return frequency_multi.estimate_result(query, mo, j,
                                                frequency_multi.estimate_attribute(query, mo, j, reports, counts, n))
+
+    def weighted(self, query: Query) -> str:
+        """What of ``query`` has no version with survey weights ("" for an estimate by mom:
+        :mod:`privspec.backends.oracles.weighted`)."""
+        return weighted_supports(query)
 
     def _epsilon(self, model: ModelGraph, mech: Any, o: OneAttributeOracle) -> Result:
         declared = bind_parameters(model, mech.epsilon)

@@ -20,8 +20,10 @@ from privspec.model.graph import ModelGraph, Query
 from privspec.results.kinds import Avar, Epsilon, Estimate, Leakage, Simulation
 from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Vector
-from privspec.backends.oracles.reports import avar_extras, check_reports, form_hint, mle_fit, number_of, read_reports
+from privspec.backends.oracles.reports import avar_extras, check_reports, form_hint, mle_fit, number_of, tally_reports
 from privspec.backends.oracles import multi
+from privspec.backends.oracles.weighted import Law, design_result, hajek_frequencies
+from privspec.backends.data.survey import SurveyDesign, design_tally, refuse_conditional_se
 from privspec.backends.data.checks import require_columns
 from privspec.backends.data.engines import PandasEngine
 from privspec.backends.finite.data import raw_codes
@@ -160,14 +162,28 @@ def cross_avar(model: ModelGraph, mo: multi.MultiOracle, j: int, l: int, var: An
 def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tuple[Any, np.ndarray, int]:
     """Attribute ``j``'s distinct reports (parsed) and their counts, and the number of
     respondents ``n`` (smp: all rows; the reports are those of the rows that sampled j)."""
+    columns = attribute_columns(mech, mo, j)
+    require_columns(pd.DataFrame(columns=engine.columns()), columns, getattr(engine, "source", "the data"))
+    tally = engine.tally(columns)
+    reports, mine = attribute_reports(mech, mo, j, tally)
+    counts = np.asarray(tally.counts, dtype=float)
+    return reports, counts[mine], int(counts.sum())
+
+
+def attribute_columns(mech: Any, mo: multi.MultiOracle, j: int) -> list[str]:
+    """The columns attribute ``j``'s reports are read from (smp: with ``sampled``)."""
+    name = mech.attributes[j].name
+    return [multi.SAMPLED, name] if mo.KEEPS_SAMPLED else [name]
+
+
+def attribute_reports(mech: Any, mo: multi.MultiOracle, j: int, tally: Any) -> tuple[Any, np.ndarray]:
+    """Attribute ``j``'s reports (parsed) in the distinct tuples of ``tally`` that report it,
+    and which tuples those are (bool; smp: those whose ``sampled`` is j, else all).  Other
+    columns may be counted beside them (a survey design's)."""
     var = mech.attributes[j]
     o = mo.oracles[j]
     if not mo.KEEPS_SAMPLED:
-        reports, counts = read_reports(var.name, mech.protocol, o, engine)
-        return reports, counts, int(counts.sum())
-    require_columns(pd.DataFrame(columns=engine.columns()), [var.name, multi.SAMPLED],
-                    getattr(engine, "source", "the data"))
-    tally = engine.tally([multi.SAMPLED, var.name])
+        return tally_reports(tally, var.name, mech.protocol, o), np.ones(len(tally.counts), dtype=bool)
     tally.check_no_missing([multi.SAMPLED])
     sampled = np.array([str(v).strip() for v in tally.column(multi.SAMPLED)], dtype=object)
     valid = np.isin(sampled, [str(i) for i in range(mo.A)])
@@ -182,8 +198,7 @@ def read_attribute(mech: Any, mo: multi.MultiOracle, j: int, engine: Any) -> tup
                   var.name if valid.all() else multi.SAMPLED, mech.protocol,
                   form_hint(o) + "; the column 'sampled' holds the index of the attribute reported "
                                  "(0 .. A-1, in the order of smp(...))")
-    counts = np.asarray(tally.counts, dtype=float)
-    return reports, counts[mine], int(counts.sum())
+    return reports, mine
 
 
 def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, counts: np.ndarray,
@@ -211,6 +226,26 @@ def estimate_attribute(q: Query, mo: multi.MultiOracle, j: int, reports: Any, co
     V = attribute_covariance(mo, j, project_onto(raw, "clip"), se_kind == "conditional", n=n, split=split)
     return {"w": project_onto(raw, project), "V": V, "n": n, "reports": int(round(m)), "projection": project,
             "se_kind": se_kind}
+
+
+def weighted_attribute(q: Query, mo: multi.MultiOracle, j: int, engine: Any, design: SurveyDesign) -> Result:
+    """Attribute ``j``'s weighted estimate by mom or mle (smp: over the rows that sampled it,
+    a domain), with design-based standard errors (:mod:`privspec.backends.oracles.weighted`)."""
+    refuse_conditional_se(str(q.method.options.get("se", "population")))
+    mech = q.mechanism
+    columns = attribute_columns(mech, mo, j)
+    require_columns(pd.DataFrame(columns=engine.columns()), columns, getattr(engine, "source", "the data"))
+    tally = design_tally(engine, design, columns)
+    reports, mine = attribute_reports(mech, mo, j, tally)
+    o = mo.oracles[j]
+    split = mo.KEEPS_SAMPLED
+    law = Law(o, mo.attribute_probs(j), lambda C, total: mo.attribute_estimate(j, o, C, total, "none"),
+              lambda f, n, m: attribute_covariance(mo, j, f, False, n=n, split=m if split else None),
+              lambda: mo.likelihood_pair(j))
+    fit = hajek_frequencies(q, law, reports, tally, design, domain=mine)
+    labels = mech.attributes[j].labels
+    more = {"reports_of_attribute": fit.reports} if split else {}
+    return design_result(q, fit, lambda w: as_vector(w, labels), labels, design, mo.facts(j), **more)
 
 
 def estimate_result(q: Query, mo: multi.MultiOracle, j: int, est: dict) -> Result:

@@ -14,7 +14,7 @@ from privspec.model.graph import ModelGraph
 from privspec.results.kinds import Avar
 from privspec.backends.core.populations import bind_parameters
 from privspec.backends.data.files import require_columns
-from privspec.backends.data.tally import all_text, strip_texts
+from privspec.backends.data.tally import Tally, all_text, strip_texts
 from privspec.backends.oracles import sampling
 from privspec.backends.oracles.protocol import OneAttributeOracle, Oracle
 from privspec.backends.oracles.pure import ibu
@@ -42,10 +42,16 @@ def number_of(model: ModelGraph, value: Any, what: str) -> float:
 
 # ---- reading reports ------------------------------------------------------------------------------
 def read_reports(column: str, protocol: str, o: OneAttributeOracle, engine: Any) -> tuple[Any, np.ndarray]:
-    """The distinct reports of ``column`` (parsed by ``o``'s reader) and their counts; D004 for
-    missing values and D013 naming every distinct value that is not a report of the oracle."""
-    _require(column, engine)
+    """The distinct reports of ``column`` and their counts (:func:`tally_reports`)."""
+    require_column(column, engine)
     tally = engine.tally([column])
+    return tally_reports(tally, column, protocol, o), np.asarray(tally.counts, dtype=float)
+
+
+def tally_reports(tally: Tally, column: str, protocol: str, o: OneAttributeOracle) -> Any:
+    """The reports of ``column`` in each distinct tuple of ``tally`` (parsed by ``o``'s
+    reader; other columns may be counted beside it: a survey design's); D004 for missing
+    values and D013 naming every distinct value that is not a report of the oracle."""
     tally.check_no_missing([column])
     values = np.asarray(tally.column(column), dtype=object)
     text = strip_texts(values) if all_text(values) else np.array([str(v).strip() for v in values], dtype=object)
@@ -53,10 +59,10 @@ def read_reports(column: str, protocol: str, o: OneAttributeOracle, engine: Any)
     mask = np.zeros(len(text), dtype=bool)
     mask[np.asarray(bad, dtype=np.int64)] = True
     check_reports(tally, mask, text, column, protocol, form_hint(o.report_oracle()))
-    return reports, np.asarray(tally.counts, dtype=float)
+    return reports
 
 
-def _require(column: str, engine: Any) -> None:
+def require_column(column: str, engine: Any) -> None:
     """D003 (as for every mechanism) when the engine's data have no such column."""
     require_columns(pd.DataFrame(columns=engine.columns()), [column], getattr(engine, "source", "the data"))
 
@@ -76,12 +82,12 @@ def read_support_counts(column: str, protocol: str, o: OneAttributeOracle, engin
     """
     one = o.report_oracle()
     if one.DECIMAL_TEXT and hasattr(engine, "text_buffers"):
-        _require(column, engine)
+        require_column(column, engine)
         counted = _decimal_support_counts(one, engine.text_buffers(column))
         if counted is not None:
             return counted
     if one.HEX_TEXT and hasattr(engine, "text_blocks"):
-        _require(column, engine)
+        require_column(column, engine)
         blocks = engine.text_blocks(column, 2 * one.packed_width)
         if blocks is not None:
             C = np.zeros(one.d, dtype=np.int64)
