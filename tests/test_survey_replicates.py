@@ -373,3 +373,23 @@ def test_a_linearized_path_refuses_replicates_rather_than_ignoring_them(spec):
     with pytest.raises(BackendError) as e:
         design_cells(tally, design, np.zeros(len(tally.counts), dtype=int))
     assert e.value.diagnostics[0].code == "B040"
+
+
+def test_a_tally_of_many_replicate_columns_is_the_groupby_of_the_rows():
+    """80 replicate columns of 400 distinct values each: more combinations than one integer
+    holds, so the codes are combined column by column (renumbered before they overflow):
+    the same distinct tuples and counts as pandas' own group-by."""
+    from privspec.backends.data.engines.pandas import PandasEngine
+
+    rng = np.random.default_rng(1)
+    n, psus = 20_000, 400
+    psu = rng.integers(0, psus, n)
+    frame = pd.DataFrame({"y": rng.choice(["a", "b", "c"], n), "w": np.round(rng.uniform(1, 9, psus), 2)[psu]})
+    factors = rng.multinomial(psus - 1, np.full(psus, 1 / psus), size=80).T
+    frame = pd.concat([frame, pd.DataFrame(frame["w"].to_numpy()[:, None] * factors[psu],
+                                           columns=[f"rw{r}" for r in range(80)])], axis=1)
+    tally = PandasEngine(frame).tally(list(frame.columns))
+    expected = frame.groupby(list(frame.columns)).size()
+    assert len(tally.counts) == len(expected) and tally.n == n
+    got = pd.Series(tally.counts, index=pd.MultiIndex.from_frame(tally.values.astype(frame.dtypes.to_dict())))
+    assert got.sort_index().equals(expected.sort_index().rename(None))
