@@ -8,6 +8,7 @@ weights.)"""
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 import numpy as np
@@ -393,3 +394,31 @@ def test_a_tally_of_many_replicate_columns_is_the_groupby_of_the_rows():
     assert len(tally.counts) == len(expected) and tally.n == n
     got = pd.Series(tally.counts, index=pd.MultiIndex.from_frame(tally.values.astype(frame.dtypes.to_dict())))
     assert got.sort_index().equals(expected.sort_index().rename(None))
+
+
+@pytest.mark.slow
+def test_replicate_ci_covers_under_a_cluster_sample_where_the_srs_ci_does_not(spec):
+    """Seeded: 200 unstratified samples of 40 clusters of 15 alike respondents (each
+    cluster's smokes share a Beta(1.2, 2.8) draw around 0.3), a weight per cluster; JK1
+    replicates of the clusters.  The truth: 0.3.  (Measured: 0.945, the linearized
+    interval 0.945 on the same samples, the one on the SRS standard error 0.88; 13 s CPU.)"""
+    truth, reps, clusters, size = 0.3, 200, 40, 15
+    hits = srs_hits = 0
+    start = time.process_time()
+    for r in range(reps):
+        rng = np.random.default_rng(3000 + r)
+        share = rng.beta(1.2, 2.8, clusters)
+        school = np.repeat(np.arange(clusters), size)
+        raw = pd.DataFrame({"smokes": np.where(rng.random(clusters * size) < share[school], "yes", "no")})
+        df = spec.privatize(raw, "smoke_q", seed=r).assign(weight=np.round(rng.uniform(10, 40, clusters), 2)[school])
+        for c in range(clusters):
+            df[f"jk{c:02d}"] = np.where(school == c, 0.0, df["weight"] * clusters / (clusters - 1))
+        got = spec.run(df, queries=["smokers"], weights="weight", replicate_weights="jk*", replicate_type="jk1",
+                       engine="pandas")["smokers"]
+        est, se, deff = vec(got.value)[1], vec(got.extras["se"])[1], vec(got.extras["deff"])[1]
+        hits += abs(est - truth) <= 1.959964 * se
+        srs_hits += abs(est - truth) <= 1.959964 * se / np.sqrt(deff)
+    print(f"coverage: jk1 {hits / reps:.3f}, srs {srs_hits / reps:.3f}; {time.process_time() - start:.1f} s CPU")
+    # binomial sd of a 95% coverage over 200 draws: 1.5 points
+    assert 0.91 <= hits / reps <= 0.99
+    assert srs_hits / reps <= 0.90
