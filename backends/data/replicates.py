@@ -46,6 +46,7 @@ _GLOB = set("*?[")
 
 
 def _refuse(message: str, hint: str) -> BackendError:
+    """B042: a replicate design that cannot be used."""
     return BackendError(Diagnostic("B042", message, hint=hint))
 
 
