@@ -31,6 +31,7 @@ import pandas as pd
 from privspec.backends import comparer_for, privatizer_for, route
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.bindings import DataBindings, data_role, observed_columns
+from privspec.backends.data.replicates import Replicates
 from privspec.backends.data.survey import SurveyDesign
 from privspec.backends.data.checks import check_columns, frame_nested, require_flat
 from privspec.backends.data.csv_cells import guard_cells
@@ -180,7 +181,9 @@ def select(model: Any, verb: str, queries: Sequence[str] | None = None) -> list:
 def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: Any = None,
            n: int | None = None, reps: int | None = None, seed: int | None = None,
            engine: str | None = None, progress: Any = None, weights: str | None = None,
-           strata: str | None = None, cluster: str | None = None) -> Results:
+           strata: str | None = None, cluster: str | None = None,
+           replicate_weights: str | Sequence[str] | None = None, replicate_type: str | None = None,
+           fay_rho: float | None = None, rscales: Sequence[float] | None = None) -> Results:
     """Answer a spec's queries for ``verb`` (``analyze``, ``run`` or ``simulate``).
 
     Parameters
@@ -206,6 +209,13 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         :mod:`privspec.backends.oracles.weighted`);
         ``strata`` and ``cluster`` need ``weights``.  A query without a weighted version
         fails with B040.
+    replicate_weights, replicate_type, fay_rho, rscales : optional
+        For ``run`` with ``weights``: the replicate weight columns (a comma list or a
+        sequence of names and glob patterns such as ``"rw*"``) and their type (``brr``,
+        ``fay`` with ``fay_rho``, ``jk1``, ``jkn`` with ``rscales`` one per column,
+        ``bootstrap``): standard errors from the replicates instead of linearization
+        (:mod:`privspec.backends.data.replicates`); not with ``strata`` or ``cluster``
+        (B042).
     progress : bool, stream or None
         Progress bars of the long loops (simulation replications, permutations, bootstrap
         refits): None shows them where someone watches (a notebook, an interactive
@@ -229,10 +239,9 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
                                                                                       *model.releases])
         if engine is not None:
             bindings.engine = engine
-        if weights is not None:
-            bindings.design = SurveyDesign(weights, strata, cluster)
-        elif strata is not None or cluster is not None:
-            raise ValueError("strata and cluster need weights (a column of survey weights; 1 for equal weights)")
+        design = _survey_design(weights, strata, cluster, replicate_weights, replicate_type, fay_rho, rscales)
+        if design is not None:
+            bindings.design = design
         from privspec.backends.collect.store import bind_stores  # start-up: the store's checks load pyarrow's pandas arrays, 50 ms
         bind_stores(bindings, model)
         try:
@@ -250,6 +259,24 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         for q in asked:
             _answer_one(spec, model, q, verb, options, out)
     return out
+
+
+def _survey_design(weights: str | None, strata: str | None, cluster: str | None,
+                   replicate_weights: str | Sequence[str] | None, replicate_type: str | None,
+                   fay_rho: float | None, rscales: Sequence[float] | None) -> SurveyDesign | None:
+    """The survey design of :func:`answer`'s keywords (None: unweighted); ValueError for a
+    keyword without the one it needs."""
+    if replicate_weights is None and (replicate_type, fay_rho, rscales) != (None, None, None):
+        raise ValueError("replicate_type, fay_rho and rscales need replicate_weights (the replicate columns)")
+    if weights is None:
+        if strata is not None or cluster is not None:
+            raise ValueError("strata and cluster need weights (a column of survey weights; 1 for equal weights)")
+        if replicate_weights is not None:
+            raise ValueError("replicate_weights need weights (the full-sample weights column)")
+        return None
+    replicates = None if replicate_weights is None else Replicates.of(replicate_weights, replicate_type, fay_rho,
+                                                                      rscales)
+    return SurveyDesign(weights, strata, cluster, replicates)
 
 
 def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Results) -> None:

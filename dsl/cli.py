@@ -53,6 +53,16 @@ def _natural(what: str):
     return parse
 
 
+def _numbers(what: str):
+    """An argparse type: a comma list of numbers."""
+    def parse(text: str) -> list[float]:
+        try:
+            return [float(x) for x in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a comma list of numbers, not {text!r}") from None
+    return parse
+
+
 class _EngineNames:
     """The ``--engine`` choices: the names in the engine registry
     (:data:`privspec.backends.data.engines.ENGINES`), read the first time argparse checks
@@ -109,15 +119,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="who counts the reports: duckdb (the default for files: out of core, all cores), "
                           "pandas (in memory), spark (a cluster: the spark extra); every engine gives the "
                           "same results (docs/scale.md)")
-    run.add_argument("--weights", metavar="W", default=None,
-                     help="the data's column of survey weights (the agency's, not privatized): Hajek estimates "
-                          "with design-based standard errors and design effects (docs/cli.md; default: none, "
-                          "unweighted)")
-    run.add_argument("--strata", metavar="S", default=None,
-                     help="the data's column of strata, with --weights (default: none, one stratum)")
-    run.add_argument("--cluster", metavar="C", default=None,
-                     help="the data's column of clusters, the primary sampling units within each stratum, with "
-                          "--weights (default: none, each row its own)")
+    _add_survey_design(run)
     _add_privatize(sub, common)
     export = sub.add_parser("export", parents=[common], help="write a survey store's reports to a data file")
     export.add_argument("--db", required=True, metavar="DB",
@@ -150,6 +152,32 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--force", action="store_true",
                       help="replace an existing report and its PNGs (default: refuse, and write nothing)")
     return p
+
+
+def _add_survey_design(run: argparse.ArgumentParser) -> None:
+    """``run``'s options of the data's survey design: weights, strata and clusters, or
+    replicate weights (docs/cli.md)."""
+    run.add_argument("--weights", metavar="W", default=None,
+                     help="the data's column of survey weights (the agency's, not privatized): Hajek estimates "
+                          "with design-based standard errors and design effects (docs/cli.md; default: none, "
+                          "unweighted)")
+    run.add_argument("--strata", metavar="S", default=None,
+                     help="the data's column of strata, with --weights (default: none, one stratum)")
+    run.add_argument("--cluster", metavar="C", default=None,
+                     help="the data's column of clusters, the primary sampling units within each stratum, with "
+                          "--weights (default: none, each row its own)")
+    run.add_argument("--replicate-weights", metavar="COLS", default=None,
+                     help="the data's replicate weight columns, with --weights instead of --strata/--cluster: a "
+                          "comma list of names and glob patterns (rw1,rw2 or 'rw*'); standard errors from the "
+                          "replicates (docs/cli.md; default: none, linearization)")
+    run.add_argument("--replicate-type", metavar="TYPE", default=None,
+                     help="how the replicate weights were made: brr, fay (with --fay-rho), jk1, jkn (with "
+                          "--rscales) or bootstrap, as R's survey::svrepdesign (required with --replicate-weights)")
+    run.add_argument("--fay-rho", type=float, metavar="RHO", default=None,
+                     help="Fay's rho of --replicate-type fay (required there)")
+    run.add_argument("--rscales", type=_numbers("--rscales"), metavar="LIST", default=None,
+                     help="--replicate-type jkn: one scale per replicate column, (n_h - 1) / n_h of its stratum, "
+                          "in the columns' order (required there)")
 
 
 def _add_privatize(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -329,22 +357,20 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     data = None
     if args.verb == "run":
         from privspec.backends.data.bindings import DataBindings  # start-up: as the API's
-        from privspec.backends.data.survey import SurveyDesign  # start-up: as the API's
 
         try:
             data = DataBindings.parse(args.data, [*model.mechanisms, *model.releases])
         except ValueError as e:
             raise _Usage(f"privspec run: {e}") from None
         data.engine = args.engine
-        if args.weights is not None:
-            data.design = SurveyDesign(args.weights, args.strata, args.cluster)
-        elif args.strata is not None or args.cluster is not None:
-            raise _Usage("privspec run: --strata and --cluster need --weights (a column of survey weights)")
+        _check_survey_design(args)
     if not select(model, args.verb, args.query):
         print(f"privspec {args.verb}: {args.spec} has no queries to answer", file=err)
         return EXIT_OK
+    design = {k: getattr(args, k, None) for k in ("weights", "strata", "cluster", "replicate_weights",
+                                                  "replicate_type", "fay_rho", "rscales")}
     res = answer(spec, args.verb, queries=args.query or None, data=data, seed=getattr(args, "seed", None),
-                 n=getattr(args, "n", None), reps=getattr(args, "reps", None))
+                 n=getattr(args, "n", None), reps=getattr(args, "reps", None), **design)
     shown: dict[str, str] = {}  # a rendered error -> the first query it stopped
     for q in res.queries:
         error = res.failures.get(q.name)
@@ -367,6 +393,17 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
         print(f"privspec {args.verb}: wrote {len(written)} picture{'s' if len(written) != 1 else ''} to "
               f"{args.plot}", file=err)
     return EXIT_INVALID if res.failures else EXIT_OK
+
+
+def _check_survey_design(args: argparse.Namespace) -> None:
+    """A usage error for a survey design option without the one it needs (the API builds
+    the design: :func:`privspec.api.answer`)."""
+    if args.weights is None and (args.strata is not None or args.cluster is not None):
+        raise _Usage("privspec run: --strata and --cluster need --weights (a column of survey weights)")
+    if args.weights is None and args.replicate_weights is not None:
+        raise _Usage("privspec run: --replicate-weights need --weights (the full-sample weights column)")
+    if args.replicate_weights is None and (args.replicate_type, args.fay_rho, args.rscales) != (None,) * 3:
+        raise _Usage("privspec run: --replicate-type, --fay-rho and --rscales need --replicate-weights")
 
 
 def _plots(res, folder: Path) -> list[Path]:

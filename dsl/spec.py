@@ -123,7 +123,9 @@ class Spec:
 
     def run(self, data: Any, queries: "Sequence[str] | None" = None, *, seed: int | None = 0,
             engine: str | None = None, progress: "bool | None" = None, weights: str | None = None,
-            strata: str | None = None, cluster: str | None = None) -> "Results":
+            strata: str | None = None, cluster: str | None = None,
+            replicate_weights: "str | Sequence[str] | None" = None, replicate_type: str | None = None,
+            fay_rho: float | None = None, rscales: "Sequence[float] | None" = None) -> "Results":
         """Answer the queries from data: ``data`` is a path, a :class:`pandas.DataFrame`, or a
         mapping mechanism -> path/DataFrame (key ``None`` for the default table).  ``engine``
         (``"pandas"``, ``"duckdb"``, ``"spark"``) counts the reports; by default pandas for
@@ -132,9 +134,12 @@ class Spec:
         someone watches -- a notebook, an interactive terminal, never a pipe or a file --,
         True always (on standard error), False never (:func:`privspec.progress.chosen`).
         ``weights``, ``strata``, ``cluster``: the data's survey design columns (Hajek
-        estimates, design-based standard errors and design effects: docs/cli.md)."""
+        estimates, design-based standard errors and design effects: docs/cli.md);
+        ``replicate_weights``, ``replicate_type``, ``fay_rho``, ``rscales``: the standard
+        errors from the agency's replicate weights instead (docs/cli.md)."""
         return _api().answer(self, "run", queries=queries, data=data, seed=seed, engine=engine, progress=progress,
-                             weights=weights, strata=strata, cluster=cluster)
+                             weights=weights, strata=strata, cluster=cluster, replicate_weights=replicate_weights,
+                             replicate_type=replicate_type, fay_rho=fay_rho, rscales=rscales)
 
     def simulate(self, n: int, reps: int, seed: int | None = 0, queries: "Sequence[str] | None" = None, *,
                  progress: "bool | None" = None) -> "Results":

@@ -13,6 +13,11 @@ primary sampling unit (PSU) within its stratum (the same cluster label in two st
 two PSUs); without clusters every row is its own PSU; without strata there is one.  A
 stratum with one PSU has no variance estimate: it is refused (D071, ``survey``'s default
 ``lonely.psu = "fail"``), and the hint says to merge it with a neighbouring stratum.
+
+A design may instead carry the agency's replicate weights
+(:mod:`privspec.backends.data.replicates`): they replace strata and clusters (B042 for
+both), and the sums of every weight column per distinct report are taken in the same
+way, from the one group-by (:func:`replicate_sums`).
 """
 from __future__ import annotations
 
@@ -25,12 +30,14 @@ import pandas as pd
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.backends.core.survey_design import DesignCells, weighted_mean
 from privspec.backends.data.checks import show_value
+from privspec.backends.data.replicates import Replicates
 from privspec.backends.data.tally import Tally, missing_mask
 
 
 @dataclass(frozen=True)
 class SurveyDesign:
-    """The columns of a table's survey design (None: not given).
+    """The columns of a table's survey design (None: not given), or its weights and
+    replicate weights (B042 with strata or clusters too).
 
     Examples
     --------
@@ -41,14 +48,31 @@ class SurveyDesign:
     weights: str
     strata: str | None = None
     cluster: str | None = None
+    replicates: Replicates | None = None
+
+    def __post_init__(self) -> None:
+        if self.replicates is not None and (self.strata is not None or self.cluster is not None):
+            raise BackendError(Diagnostic("B042", "replicate weights with strata or clusters: the replicates "
+                                                  "already carry the design",
+                                          hint="give either --replicate-weights or --strata/--cluster, not both"))
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """The design's columns: weights, strata, cluster (those given)."""
+        """The design's named columns: weights, strata, cluster (those given; replicate
+        columns are matched in a header: :meth:`Replicates.columns_in`)."""
         return tuple(c for c in (self.weights, self.strata, self.cluster) if c is not None)
+
+    @property
+    def se_kind(self) -> str:
+        """How the design's standard errors are computed, for a result's extras."""
+        if self.replicates is None:
+            return "design-based (Taylor linearization)"
+        return f"design-based (replicate weights, {self.replicates.type})"
 
     def describe(self) -> str:
         """The design in words, for a result's extras."""
+        if self.replicates is not None:
+            return f"weights {self.weights}, {self.replicates.describe()}"
         parts = [f"weights {self.weights}"]
         parts.append(f"strata {self.strata}" if self.strata else "one stratum")
         parts.append(f"clusters {self.cluster} (the PSUs)" if self.cluster else "each row its own PSU")
@@ -56,11 +80,13 @@ class SurveyDesign:
 
 
 def check_design_columns(design: SurveyDesign, header: Sequence[str], source: str,
-                         reports: Sequence[str]) -> None:
-    """D003 for a design column the table lacks (the columns found in the hint); D072 for
-    one that is also read as reports."""
+                         reports: Sequence[str]) -> tuple[str, ...]:
+    """The design's columns in a table with ``header``, replicate columns included: D003
+    for a design column the table lacks (the columns found in the hint); D072 for one
+    that is also read as reports."""
+    replicates = () if design.replicates is None else design.replicates.columns_in(header, design.weights, source)
     for option, column in (("--weights", design.weights), ("--strata", design.strata),
-                           ("--cluster", design.cluster)):
+                           ("--cluster", design.cluster), *(("--replicate-weights", c) for c in replicates)):
         if column is None:
             continue
         if column not in header:
@@ -70,14 +96,15 @@ def check_design_columns(design: SurveyDesign, header: Sequence[str], source: st
             raise DataError(Diagnostic("D072", f"the column '{column}' ({option}) holds reports of the mechanism",
                                        columns=(column,), hint="a design column is the agency's own, beside the "
                                                                 "privatized reports: name another column"))
+    return (*design.columns, *replicates)
 
 
 def design_tally(engine: Any, design: SurveyDesign, reports: Sequence[str]) -> Tally:
     """The counts of the distinct tuples of the ``reports`` columns and the design's columns
     in the table ``engine`` counts, the design's columns checked first
     (:func:`check_design_columns`)."""
-    check_design_columns(design, engine.columns(), engine.source, reports)
-    return engine.tally(list(dict.fromkeys([*reports, *design.columns])))
+    columns = check_design_columns(design, engine.columns(), engine.source, reports)
+    return engine.tally(list(dict.fromkeys([*reports, *columns])))
 
 
 def refuse_conditional_se(kind: str) -> None:
@@ -129,7 +156,12 @@ def design_cells(tally: Tally, design: SurveyDesign, reports: np.ndarray) -> Des
     """The tally (report columns and the design's) as cells per distinct (report, stratum,
     PSU), with their sums of weights (:class:`~privspec.backends.core.survey_design.DesignCells`).
     ``reports``: each distinct tuple's observation index.  D004 for a missing stratum or
-    cluster, D070 for a weight (:func:`weights_of`), D071 for a stratum with one PSU."""
+    cluster, D070 for a weight (:func:`weights_of`), D071 for a stratum with one PSU; B040
+    for a design of replicate weights (an estimate linearized over PSUs would ignore them)."""
+    if design.replicates is not None:
+        raise BackendError(Diagnostic("B040", "replicate weights are not supported for this estimate (its "
+                                              "standard error is linearized over strata and clusters)",
+                                      hint="run it with --strata/--cluster instead of --replicate-weights"))
     weight = weights_of(tally, design.weights)
     labels = [c for c in (design.strata, design.cluster) if c is not None]
     if labels:                       # (an empty list would check every column: smp leaves cells empty)
@@ -177,6 +209,23 @@ def _lonely_psu(tally: Tally, design: SurveyDesign, stratum: np.ndarray, lonely:
              "more than one cluster per stratum; privspec does not guess a 'certainty' PSU"))
 
 
+def replicate_sums(tally: Tally, design: SurveyDesign, reports: np.ndarray, n_obs: int) -> np.ndarray:
+    """The sums of the full-sample weights (column 0) and of each replicate's (columns 1..R,
+    in :meth:`Replicates.columns_in`'s order) per observation (``n_obs x (1 + R)``), from
+    the tally of the reports and the design's columns; ``reports``: each distinct tuple's
+    observation index.  D070 for a weight of any of them (:func:`weights_of`: the column
+    and rows named, a replicate whose weights are all 0 too)."""
+    assert design.replicates is not None
+    columns = (design.weights, *design.replicates.columns_in(tally.columns, design.weights, tally.source))
+    weights = np.column_stack([weights_of(tally, c) for c in columns])
+    # the sums in one order whatever the engine's order of the tuples (text weights of a
+    # CSV sort otherwise than a DataFrame's numbers): the same to the last digit
+    order = np.lexsort((*weights.T[::-1], reports))
+    sums = np.zeros((n_obs, len(columns)))
+    np.add.at(sums, reports[order], weights[order] * tally.counts[order, None])
+    return sums
+
+
 @dataclass(frozen=True)
 class DesignMean:
     """The Hajek mean of per-row values under a survey design (:func:`design_mean`)."""
@@ -191,7 +240,8 @@ class DesignMean:
 
 def design_mean(values: np.ndarray, tally: Tally, design: SurveyDesign) -> DesignMean:
     """The Hajek mean of ``values`` (one per distinct tuple of ``tally``, standing for its
-    rows), its design-based standard error by linearization and its design effect against
+    rows), its design-based standard error (by linearization, or from the replicate
+    weights' means) and its design effect against
     the unweighted mean's iid variance at the same n: the weighted version of every
     estimator that is a mean of per-row values (a numeric mechanism's unbiased reports,
     Example 2's terms of Case-I reports).
@@ -204,10 +254,16 @@ def design_mean(values: np.ndarray, tally: Tally, design: SurveyDesign) -> Desig
     >>> m.mean, m.n, m.weighted_n
     (0.75, 2, 4.0)
     """
-    cells = design_cells(tally, design, np.arange(len(tally.counts)))
-    mean, var = weighted_mean(values, cells)
+    if design.replicates is None:
+        cells = design_cells(tally, design, np.arange(len(tally.counts)))
+        mean, var = weighted_mean(values, cells)
+        total = cells.total_weight
+    else:   # each replicate's Hajek mean: one product of the values with every weight column
+        sums = replicate_sums(tally, design, np.arange(len(tally.counts)), len(tally.counts))
+        means = values @ sums / sums.sum(axis=0)
+        mean, total = float(means[0]), float(sums[:, 0].sum())
+        var = float(design.replicates.covariance(means[:1], means[1:, None])[0, 0])
     counts = tally.counts.astype(float)
     n = float(counts.sum())
     srs = float(np.dot(counts, (values - mean) ** 2) / max(n - 1, 1) / n)
-    return DesignMean(mean, float(np.sqrt(var)), var / srs if srs > 0 else float("nan"), int(n),
-                      cells.total_weight)
+    return DesignMean(mean, float(np.sqrt(var)), var / srs if srs > 0 else float("nan"), int(n), total)

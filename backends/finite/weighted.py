@@ -14,8 +14,12 @@ information) totalled per
 PSU, the stratified with-replacement variance.  The design effect is the design variance
 over the variance of the same estimator under simple random sampling of the same n rows
 (the estimator's asymptotic variance at the estimate, over n).  Intervals are Wald
-intervals on the design-based standard error, clipped to [0, 1]; replicate weights are
-not read.
+intervals on the design-based standard error, clipped to [0, 1].
+
+With replicate weights (:mod:`privspec.backends.data.replicates`) the covariance is
+instead the replicates' own: the same estimator re-fitted on each replicate's sums of
+weights per report (EM on all of them at once), their deviations from the full-sample
+estimate weighed by the replicate type's scale and rscales.
 """
 from __future__ import annotations
 
@@ -28,11 +32,13 @@ from privspec.model.graph import Query
 from privspec.results.kinds import Estimate
 from privspec.results.result import Result
 from privspec.results.values import Table
+from privspec.backends.core.batched import em_fits
 from privspec.backends.core.channel import B_matrix, Channel
 from privspec.backends.core.estimators import Fit, estimate
 from privspec.backends.core.projections import WALD_CI, wald_interval
-from privspec.backends.core.survey_design import DesignCells, linearized_covariance, mle_influence, mom_influence
-from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells, refuse_conditional_se
+from privspec.backends.core.survey_design import linearized_covariance, mle_influence, mom_influence
+from privspec.backends.data.survey import (SurveyDesign, check_design_columns, design_cells, refuse_conditional_se,
+                                           replicate_sums)
 from privspec.backends.finite.data import observation_codes, report_columns, tally_of
 from privspec.backends.finite.estimates import (MLE_FAMILY, estimand_map, fit_channel, require_answer, se_kind_of,
                                                 wald_inference)
@@ -60,36 +66,57 @@ def weighted_estimate(q: Query, engine: Any, design: SurveyDesign) -> Result:
     refuse_conditional_se(se_kind_of(q))
     mech = q.mechanism
     header = engine.columns()
-    check_design_columns(design, header, engine.source, report_columns(mech, header))
-    tally = tally_of(mech, engine, extra=design.columns)
+    columns = check_design_columns(design, header, engine.source, report_columns(mech, header))
+    tally = tally_of(mech, engine, extra=columns)
     ch, reports = observation_codes(mech, tally)
-    cells = design_cells(tally, design, reports)
     ch_w = fit_channel(q, ch)
     if ch_w.closed is not None:
         raise BackendError(Diagnostic("B040", "survey weights with a design too large for its matrices "
                                               "(a uniform subset design on many categories)",
                                       hint="run without --weights, or a design with fewer categories"))
+    if design.replicates is None:
+        cells = design_cells(tally, design, reports)
+        weighted, total = cells.weighted_counts(ch.n_obs), cells.total_weight
+        layout = {"strata": int(cells.stratum.max()) + 1,
+                  "psus": int(cells.repeats[np.unique(cells.psu, return_index=True)[1]].sum())}
+    else:
+        sums = replicate_sums(tally, design, reports, ch.n_obs)
+        weighted, total = sums[:, 0], float(sums[:, 0].sum())
+        layout = {"replicates": sums.shape[1] - 1}
     n = tally.n
-    total = cells.total_weight
-    weighted = cells.weighted_counts(ch.n_obs)
     method = q.method.name
     ch.check_floating()
     M, labels = estimand_map(tuple(ch_w.x_labels), mech, q)
     try:
         fit = estimate(ch_w, weighted / total * n, method)    # Hajek: the shares, at the rows' n
         require_answer(ch_w, weighted, fit, method, M)
-        psi = _influence(ch_w, fit, weighted / total, total, method)
+        if design.replicates is None:
+            V = linearized_covariance(_influence(ch_w, fit, weighted / total, total, method), cells)
+        else:
+            V = design.replicates.covariance(fit.w, _replicate_fits(ch_w, sums[:, 1:], n, method))
     except np.linalg.LinAlgError:
         raise DataError(Diagnostic("D020", "the weighted reports do not determine the estimate's covariance: "
                                            "the information at the estimate is singular",
                                    hint="more respondents, or by mom")) from None
-    V = linearized_covariance(psi, cells)
     srs = (ch_w.avar_mom(fit.w) if method == "mom" else ch_w.avar_mle(np.clip(fit.w, 1e-12, None))) / n
     if M is not None:
         V, srs = M @ V @ M.T, M @ srs @ M.T
     w = fit.w if M is None else M @ fit.w
     se = np.sqrt(np.maximum(np.diag(V), 0.0))
-    return _result(q, fit, w, V, se, np.diag(V) / np.diag(srs), labels, cells, total, design)
+    return _result(q, fit, w, V, se, np.diag(V) / np.diag(srs), labels, layout, total, design)
+
+
+def _replicate_fits(ch: Channel, sums: np.ndarray, n: int, method: str) -> np.ndarray:
+    """The estimate (``R x p``, the channel's categories) on each replicate's sums of
+    weights per report (``sums``: ``n_obs x R``), as the full sample's: the shares at the
+    rows' n; EM on every replicate at once.  B020 for a replicate whose fit did not converge."""
+    C = (sums / sums.sum(axis=0) * n).T
+    fits = em_fits(ch, C) if method in ("mle", "em") else [estimate(ch, c, method) for c in C]
+    for r, fit in enumerate(fits):
+        if isinstance(fit, Exception) or not fit.converged:
+            raise BackendError(Diagnostic("B020", f"the {method} fit on replicate {r + 1} did not reach the "
+                                                  "maximum of its pseudo-likelihood", hint="by mom"))
+    return np.array([fit.w for fit in fits])
 
 
 def _influence(ch: Channel, fit: Fit, shares: np.ndarray, total: float, method: str) -> np.ndarray:
@@ -101,21 +128,25 @@ def _influence(ch: Channel, fit: Fit, shares: np.ndarray, total: float, method: 
 
 
 def _result(q: Query, fit: Fit, w: np.ndarray, V: np.ndarray, se: np.ndarray, deff: np.ndarray,
-            labels: tuple[str, ...], cells: DesignCells, total: float, design: SurveyDesign) -> Result:
-    """The estimate with its design-based extras."""
+            labels: tuple[str, ...], layout: dict, total: float, design: SurveyDesign) -> Result:
+    """The estimate with its design-based extras (``layout``: the strata and PSUs, or the
+    replicates, counted)."""
     ci = wald_interval(w, se)
-    first = np.unique(cells.psu, return_index=True)[1]
+    variance = ("design-based standard errors by linearization, the stratified with-replacement variance over "
+                "PSUs" if design.replicates is None else
+                f"design-based standard errors from {layout['replicates']} {design.replicates.type} replicate "
+                "weights, the estimator re-fitted on each")
     extras: dict = {
         "method": q.method.name, "n": fit.n, "se": as_vector(se, labels),
-        "se_kind": "design-based (Taylor linearization)",
+        "se_kind": design.se_kind,
         "ci95": {lab: [float(a), float(b)] for lab, (a, b) in zip(labels, ci)},
         "ci_method": f"{WALD_CI} on the design-based standard error",
         "deff": as_vector(deff, labels),
         "design": design.describe(),
-        "weighted_n": total, "strata": int(cells.stratum.max()) + 1, "psus": int(cells.repeats[first].sum()),
+        "weighted_n": total, **layout,
         "note": "; ".join(x for x in (
-            "Hajek (weighted) estimate; design-based standard errors by linearization, the stratified "
-            "with-replacement variance over PSUs; deff: design variance over simple random sampling's at the same n",
+            f"Hajek (weighted) estimate; {variance}; deff: design variance over simple random sampling's at "
+            "the same n",
             fit.note, "the estimate has negative entries (MoM is unbiased but may leave the simplex)"
             if np.any(w < 0) else "") if x),
     }

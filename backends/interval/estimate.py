@@ -113,7 +113,7 @@ def weighted_unbiased(q: Query, left: np.ndarray, right: np.ndarray, tally: Tall
         raise DataError(_NOT_CASE1) from None
     d = design_mean(example2_terms(u, delta, a, b), tally, design)
     z = _z95()
-    return Estimate(d.mean, se=d.se, se_kind="design-based (Taylor linearization)", target=_target("population", 1),
+    return Estimate(d.mean, se=d.se, se_kind=design.se_kind, target=_target("population", 1),
                     ci95=[d.mean - z * d.se, d.mean + z * d.se], ci_method="estimate +- 1.96 se (design-based)",
                     method="unbiased (Example 2, eq. 3), weighted", n=d.n, anchors=[float(a), float(b)],
                     deff=d.deff, design=design.describe(), weighted_n=d.weighted_n,

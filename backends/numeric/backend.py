@@ -170,7 +170,7 @@ def weighted_mean_estimate(m: NumericLDP, engine: Any, column: str, design: Surv
     reports, _ = read_reports(m, tally, column)
     d = design_mean(m.to_value(m.unbiased(reports), lo, hi), tally, design)
     return Estimate(d.mean, method=f"unbiased ({m.name}), weighted", n=d.n, se=d.se,
-                    se_kind="design-based (Taylor linearization)", ci95=[d.mean - Z95 * d.se, d.mean + Z95 * d.se],
+                    se_kind=design.se_kind, ci95=[d.mean - Z95 * d.se, d.mean + Z95 * d.se],
                     ci_method="estimate +- 1.96 se (design-based)", deff=d.deff, design=design.describe(),
                     weighted_n=d.weighted_n, protocol=m.name, inference=number_wald_inference(d.mean, d.se))
 

@@ -197,6 +197,7 @@ class Estimate(Typed, OracleFacts, NumericFacts):
     weighted_n: Field[float] = Field("the sum of the survey weights")
     strata: Field[int] = Field("the strata of the survey design")
     psus: Field[int] = Field("the primary sampling units of the survey design (clusters, or rows)")
+    replicates: Field[int] = Field("the replicate weight columns of the survey design")
     pseudo_loglik: Field[float] = Field("the weighted pseudo-log-likelihood at the estimate")
     scale_vif: Field[float] = Field("a regression's noise scale: its variance inflation factor against the "
                                     "coefficients (over 10: the scale is weakly identified)")

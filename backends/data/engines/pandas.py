@@ -4,6 +4,7 @@ for one), or a file read whole by :func:`privspec.backends.data.files.read_table
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
@@ -180,11 +181,16 @@ def group_rows(series: Sequence[pd.Series]) -> tuple[np.ndarray, np.ndarray, pd.
         # (factorize codes are int64 already: no copy of each column, 0.8 GB apiece at 1e8)
         ids = np.ravel_multi_index(tuple(c.astype(np.int64, copy=False) for c in codes), tuple(sizes))
         total = int(np.prod(sizes))
-    else:  # too many combinations for one integer: unique rows of the code matrix
-        _, ids = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
-        ids = np.asarray(ids, dtype=np.int64).ravel()
-        total = int(ids.max()) + 1 if n else 0
-    combined = len(codes) > 1 and total != int(np.prod(sizes))
+    else:  # too many combinations for one integer (many columns: a design's replicate
+        # weights): combine column by column, numbering the tuples seen so far afresh (a
+        # hash, linear in the rows) before a product would overflow
+        ids, total = codes[0].astype(np.int64), sizes[0]
+        for c, size in zip(codes[1:], sizes[1:]):
+            if float(total) * size >= 2.0 ** 62:
+                ids, seen = pd.factorize(ids)
+                total = len(seen)
+            ids, total = ids * size + c, total * size
+    combined = len(codes) > 1 and total != math.prod(sizes)     # exact: no int64 overflow of many columns
     if total > max(4 * n, 1 << 20):       # sparse combinations: compress the ids first
         _, ids = np.unique(ids, return_inverse=True)
         ids = np.asarray(ids, dtype=np.int64).ravel()
