@@ -204,11 +204,10 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         Seed of the randomized parts (permutation tests, jackknife groups, simulation).
     weights, strata, cluster : str, optional
         For ``run``: the data's columns of survey weights, strata and clusters (the
-        agency's, not privatized): Hajek estimates with design-based standard errors by
-        linearization and design effects (:mod:`privspec.backends.finite.weighted`,
-        :mod:`privspec.backends.oracles.weighted`);
-        ``strata`` and ``cluster`` need ``weights``.  A query without a weighted version
-        fails with B040.
+        agency's, not privatized): Hajek estimates with design-based standard errors and
+        design effects (:mod:`privspec.backends.finite.weighted`, :mod:`privspec.backends.oracles.weighted`,
+        :mod:`privspec.backends.interval.weighted`); ``strata`` and ``cluster`` need
+        ``weights``.  A query without a weighted version fails with B040.
     replicate_weights, replicate_type, fay_rho, rscales : optional
         For ``run`` with ``weights``: the replicate weight columns (a comma list or a
         sequence of names and glob patterns such as ``"rw*"``) and their type (``brr``,

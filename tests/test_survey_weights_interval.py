@@ -173,3 +173,22 @@ def test_design_intervals_cover_under_a_cluster_sample(spec):
         plain.append(p.extras["ci95"][0] <= truth <= p.extras["ci95"][1])
     assert 0.90 <= np.mean(design) <= 0.99, np.mean(design)
     assert np.mean(plain) < np.mean(design) - 0.1, (np.mean(plain), np.mean(design))
+
+
+def test_jk1_replicate_weights_reproduce_the_design_jackknife(spec):
+    """JK1 replicate columns built here, one per deleted cluster (the others weighted C / (C - 1)),
+    give the same standard error as the stratified jackknife privspec makes from the clusters
+    themselves (one stratum): the same formula, two ways in."""
+    frame = cluster_sample(5, strata=1, clusters=12, spec=spec)
+    C = 12
+    for j in range(C):
+        frame[f"rw{j:02d}"] = np.where(frame["school"] == j, 0.0, frame["w"] * C / (C - 1))
+    from_clusters = spec.run(frame, ["mu", "pmu"], weights="w", cluster="school")
+    from_replicates = spec.run(frame, ["mu", "pmu"], weights="w", replicate_weights="rw*", replicate_type="jk1")
+    for q in ("mu", "pmu"):
+        a, b = from_clusters[q], from_replicates[q]
+        assert b.value == pytest.approx(a.value, abs=1e-12)
+        assert b.extras["se"] == pytest.approx(a.extras["se"], rel=1e-9), q
+        assert b.extras["se_kind"] == "design-based (replicate weights, jk1)"
+        assert "12 jk1 replicates" in b.extras["se_method"]
+

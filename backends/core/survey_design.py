@@ -189,10 +189,22 @@ class DesignJackknife:
         return np.bincount(c.report, weights=c.weight * c.repeats * keep, minlength=n_obs)
 
     def variance(self, values: np.ndarray, center: np.ndarray) -> np.ndarray:
-        """``sum_r factor_r (theta_r - theta)(theta_r - theta)^T`` of the replicates' estimates
-        (``R x k``) about the full sample's ``center`` (``k``)."""
-        d = np.asarray(values, dtype=float).reshape(self.replicates, -1) - np.ravel(center)[None, :]
-        return (d * self.factors[:, None]).T @ d
+        """The replicates' covariance (:func:`replicate_covariance`) of their estimates
+        ``values`` (``R x k``) about the full sample's ``center`` (``k``)."""
+        return replicate_covariance(center, values, self.factors)
+
+
+def replicate_covariance(theta: np.ndarray, thetas: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    """``sum_r factor_r (theta_r - theta)(theta_r - theta)^T``: the variance of every
+    replication method (``mse = TRUE``, deviations from the full sample's ``theta``, ``k``),
+    ``thetas`` the replicates' estimates (``R x k``) and ``factors`` each one's weight in
+    the sum (a jackknife's ``(g_h - 1) / g_h``; replicate weights' ``scale * rscale_r``).
+
+    >>> replicate_covariance(np.array([1.0]), np.array([[0.0], [3.0]]), np.array([0.5, 0.5])).tolist()
+    [[2.5]]
+    """
+    d = np.asarray(thetas, dtype=float).reshape(len(factors), -1) - np.ravel(theta)[None, :]
+    return (d * np.asarray(factors, dtype=float)[:, None]).T @ d
 
 
 def design_jackknife(cells: DesignCells, groups: int, seed: int = 0) -> DesignJackknife:

@@ -39,6 +39,7 @@ from typing import Sequence
 import numpy as np
 
 from privspec.errors import BackendError, DataError, Diagnostic
+from privspec.backends.core.survey_design import replicate_covariance
 
 #: the replicate types (``svrepdesign``'s ``type``, lower case)
 REPLICATE_TYPES = ("brr", "fay", "jk1", "jkn", "bootstrap")
@@ -156,5 +157,4 @@ class Replicates:
         """``scale * sum_r rscale_r (theta_r - theta)(theta_r - theta)^T``: ``theta`` the
         full-sample estimate (``k``), ``thetas`` the replicates' (``R x k``)."""
         scale, rscales = self.factors(len(thetas))
-        d = np.asarray(thetas, dtype=float) - np.asarray(theta, dtype=float)[None, :]
-        return scale * (d * rscales[:, None]).T @ d
+        return replicate_covariance(theta, thetas, scale * rscales)

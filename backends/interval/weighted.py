@@ -13,6 +13,10 @@ as the unweighted jackknife makes refits) and reweights the rest of its stratum;
 variance is ``sum_r (g_h - 1) / g_h (theta_r - theta)^2``.  The interval is
 ``estimate +- 1.96 se``, as for every design-based estimate of privspec.
 
+With replicate weights (:mod:`privspec.backends.data.replicates`) each replicate column
+is refitted instead and the variance is the replicates' own (the same
+:func:`~privspec.backends.core.survey_design.replicate_covariance`).
+
 A weighted NPMLE of F comes without its band: the profile-likelihood band calibrates a
 likelihood ratio of independent, equally weighted reports, which a weighted,
 clustered sample is not.  ``se = conditional`` is refused (B041), as everywhere with
@@ -30,7 +34,7 @@ from privspec.results.kinds import Estimate
 from privspec.results.result import Result
 from privspec.backends.core.normal import z_quantile
 from privspec.backends.core.survey_design import design_jackknife
-from privspec.backends.data.survey import SurveyDesign, design_cells, refuse_conditional_se
+from privspec.backends.data.survey import SurveyDesign, design_cells, refuse_conditional_se, replicate_sums
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval import resample
 from privspec.backends.interval.estimate import named_args, number_wald_inference, se_kind
@@ -74,11 +78,16 @@ def weighted_fit(model: ModelGraph, q: Query, left: np.ndarray, right: np.ndarra
     pairs, report = np.unique(np.column_stack([left, right]), axis=0, return_inverse=True)
     report = np.asarray(report).ravel()
     l, r = pairs[:, 0], pairs[:, 1]
-    cells = design_cells(tally, design, report)
     rows = float(tally.counts.sum())
-    counts = _scaled(cells.weighted_counts(len(l)), rows)
-    common = dict(se_kind="design-based (stratified jackknife)", ci_method="estimate +- 1.96 se (design-based)",
-                  design=design.describe(), weighted_n=cells.total_weight, n=int(rows))
+    if design.replicates is None:
+        cells = design_cells(tally, design, report)
+        weighted, total = cells.weighted_counts(len(l)), cells.total_weight
+    else:
+        sums = replicate_sums(tally, design, report, len(l))
+        weighted, total = sums[:, 0], float(sums[:, 0].sum())
+    counts = _scaled(weighted, rows)
+    common = dict(se_kind=_se_kind(design), ci_method="estimate +- 1.96 se (design-based)",
+                  design=design.describe(), weighted_n=total, n=int(rows))
     if q.method.name == "npmle" and q.estimand.kind == "cdf":   # the NPMLE of F: no design-based band
         fit = fit_npmle(q.mechanism, l, r, counts)
         extras = {**fit.extras(), **report_model(q.mechanism).extras(), **common,
@@ -89,18 +98,28 @@ def weighted_fit(model: ModelGraph, q: Query, left: np.ndarray, right: np.ndarra
                              "equally weighted reports")
     statistic, fitter, groups, value, extras = _estimator(q, l, r, counts)
     center = np.atleast_1d(statistic(fitter(counts)))
-    jk = design_jackknife(cells, groups, 0 if seed is None else seed)
-    reps = np.array([np.atleast_1d(statistic(fitter(_scaled(jk.counts(i, len(l)), rows))))
-                     for i in range(jk.replicates)])
-    se = np.sqrt(np.maximum(np.diag(jk.variance(reps, center)), 0.0))
+    if design.replicates is None:
+        jk = design_jackknife(cells, groups, 0 if seed is None else seed)
+        reps = [statistic(fitter(_scaled(jk.counts(i, len(l)), rows))) for i in range(jk.replicates)]
+        cov, how = jk.variance(np.array(reps), center), jk.method
+    else:
+        reps = [statistic(fitter(_scaled(sums[:, i], rows))) for i in range(1, sums.shape[1])]
+        cov, how = design.replicates.covariance(center, np.array(reps).reshape(len(reps), -1)), \
+            f"{len(reps)} {design.replicates.type} replicates, each refitted"
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     z = z_quantile(0.95)
-    common.update(extras, se_method=jk.method)
+    common.update(extras, se_method=how)
     if isinstance(value, dict):                      # mle's location and scale
         return Estimate(value, se=dict(zip(value, map(float, se))), **common,
                         ci95={k: [value[k] - z * s, value[k] + z * s] for k, s in zip(value, se)})
     s = float(se[0])
     return Estimate(value, se=s, ci95=[value - z * s, value + z * s], **common,
                     inference=number_wald_inference(value, s))
+
+
+def _se_kind(design: SurveyDesign) -> str:
+    """The standard errors' kind: the jackknife of the design's PSUs, or its replicate weights."""
+    return design.se_kind if design.replicates is not None else "design-based (stratified jackknife)"
 
 
 def _scaled(weighted: np.ndarray, rows: float) -> np.ndarray:

@@ -42,7 +42,8 @@ from privspec.backends.core.projections import WALD_CI, wald_interval
 from privspec.backends.core.projections import project as project_onto
 from privspec.backends.core.channel import B_matrix
 from privspec.backends.core.survey_design import DesignCells, linearized_covariance, mle_influence
-from privspec.backends.data.survey import SurveyDesign, design_cells, design_tally, refuse_conditional_se
+from privspec.backends.data.survey import (SurveyDesign, design_cells, design_tally, refuse_conditional_se,
+                                          replicate_sums)
 from privspec.backends.data.tally import Tally
 from privspec.backends.finite.estimates import wald_inference
 from privspec.backends.finite.truth import as_vector
@@ -87,18 +88,21 @@ class DesignFit:
     ``raw``: the estimate before any projection; ``V``: its design-based covariance;
     ``srs``: the unweighted estimator's covariance from the same rows (at ``raw``); ``n``:
     rows; ``reports``: rows that report the attribute (smp: those that sampled it);
-    ``total``: their sum of weights (``cells.total_weight``: every row's); ``loglik``: the
-    MLE's weighted pseudo-log-likelihood (None for mom).
+    ``total``: every row's sum of weights; ``loglik``: the MLE's weighted
+    pseudo-log-likelihood (None for mom); ``replicates``: with replicate weights, how many
+    (``V`` is then theirs and there are no ``cells``).
     """
 
     raw: np.ndarray
     V: np.ndarray
     srs: np.ndarray
-    cells: DesignCells
+    cells: DesignCells | None
     n: int
     reports: int
     total: float
     loglik: float | None = None
+    #: with replicate weights (then no ``cells``): how many
+    replicates: int | None = None
 
 
 def hajek_frequencies(q: Query, law: Law, reports: Any, tally: Tally, design: SurveyDesign,
@@ -106,9 +110,15 @@ def hajek_frequencies(q: Query, law: Law, reports: Any, tally: Tally, design: Su
     """The Hajek estimate of ``q`` (``mom`` or ``mle``) from the ``reports`` of the distinct
     tuples of ``tally`` in ``domain`` (bool over the tuples, default all; a report per tuple
     of the domain), with its design-based covariance (the module docstring)."""
-    cells = design_cells(tally, design, np.arange(len(tally.counts)))
+    tuples = np.arange(len(tally.counts))
+    if design.replicates is None:
+        cells, sums = design_cells(tally, design, tuples), None
+        weighted = cells.weighted_counts(len(tuples))                # the sum of weights of each tuple
+    else:
+        cells, sums = None, replicate_sums(tally, design, tuples, len(tuples))
+        weighted = sums[:, 0]
     mine = np.ones(len(tally.counts), dtype=bool) if domain is None else domain
-    weight = cells.weighted_counts(len(tally.counts))[mine]       # the sum of weights of each tuple
+    weight = weighted[mine]
     total = float(weight.sum())
     if not total > 0:
         raise DataError(Diagnostic("D103", "the reports weigh 0 in all: nothing to estimate from",
@@ -123,9 +133,15 @@ def hajek_frequencies(q: Query, law: Law, reports: Any, tally: Tally, design: Su
     else:
         raw, psi, srs, loglik = _mle(law, reports, members, weight, total)
         srs = srs / m
+    if sums is not None:
+        # each replicate re-runs the same estimator on its own sums of weights per tuple
+        again = (_mom(law, members, sums[mine, r], float(sums[mine, r].sum()))[0] if q.method.name == "mom"
+                 else mle_fit(law.reader, reports, sums[mine, r], law.pair())[0] for r in range(1, sums.shape[1]))
+        V = design.replicates.covariance(raw, np.array(list(again)))
+        return DesignFit(raw, V, srs, None, n, m, float(sums[:, 0].sum()), loglik, replicates=sums.shape[1] - 1)
     full = np.zeros((members.shape[1], len(tally.counts)))
     full[:, mine] = psi
-    return DesignFit(raw, linearized_covariance(full, cells), srs, cells, n, m, total, loglik)
+    return DesignFit(raw, linearized_covariance(full, cells), srs, cells, n, m, cells.total_weight, loglik)
 
 
 def _mom(law: Law, members: np.ndarray, weight: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray]:
@@ -182,28 +198,34 @@ def design_result(q: Query, fit: DesignFit, shape: Callable[[np.ndarray], Any], 
     se = np.sqrt(np.maximum(np.diag(fit.V), 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         deff = np.diag(fit.V) / np.diag(fit.srs)
-    cells = fit.cells
-    first = np.unique(cells.psu, return_index=True)[1]
     estimate = "unbiased estimate" if fit.loglik is None else "pseudo-maximum-likelihood estimate (the IBU)"
-    notes = [f"Hajek (weighted) {estimate}; design-based standard errors by linearization, the stratified "
-             "with-replacement variance over PSUs; deff: design variance over the unweighted estimator's at the "
-             "same n"]
+    how = ("by linearization, the stratified with-replacement variance over PSUs" if fit.replicates is None
+           else f"from {fit.replicates} replicate weights, the estimator re-run on each")
+    notes = [f"Hajek (weighted) {estimate}; design-based standard errors {how}; deff: design variance over the "
+             "unweighted estimator's at the same n"]
     if project != "none" and np.any(fit.raw < 0):
         notes.append("the projection moved the estimate: its standard errors are the linear estimator's "
                      "(conservative near the boundary)")
     extras: dict = {
         "method": q.method.name, "n": fit.n, **facts, **({"projection": project} if fit.loglik is None else {}),
         **more,
-        "se": as_vector(se, labels), "se_kind": "design-based (Taylor linearization)",
+        "se": as_vector(se, labels), "se_kind": design.se_kind,
         "ci95": {lab: [float(a), float(b)] for lab, (a, b) in zip(labels, wald_interval(w, se))},
         "ci_method": f"{WALD_CI} on the design-based standard error",
-        "deff": as_vector(deff, labels), "design": design.describe(), "weighted_n": cells.total_weight,
-        "strata": int(cells.stratum.max()) + 1, "psus": int(cells.repeats[first].sum()),
-        "note": "; ".join(notes),
+        "deff": as_vector(deff, labels), "design": design.describe(), "weighted_n": fit.total,
+        **_layout(fit), "note": "; ".join(notes),
     }
     if fit.loglik is not None:
         extras["pseudo_loglik"] = fit.loglik
     return Estimate(shape(w), **extras, inference=wald_inference(w, se, lambda: fit.V))
+
+
+def _layout(fit: DesignFit) -> dict:
+    """The design's size in the result: its strata and PSUs, or its replicates."""
+    if fit.cells is None:
+        return {"replicates": fit.replicates}
+    first = np.unique(fit.cells.psu, return_index=True)[1]
+    return {"strata": int(fit.cells.stratum.max()) + 1, "psus": int(fit.cells.repeats[first].sum())}
 
 
 __all__ = ["WEIGHTED_METHODS", "weighted_supports", "Law", "DesignFit", "hajek_frequencies",
