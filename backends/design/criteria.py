@@ -41,6 +41,7 @@ from privspec.backends.core.populations import population_vector, with_populatio
 from privspec.backends.design import planning
 from privspec.backends.finite.truth import Truth, report_table
 from privspec.backends.interval.laws import law_distribution, population_law
+from privspec.backends.rr.two_group_plans import truth as two_group_truth
 
 
 class NotApplicable(Exception):
@@ -123,6 +124,14 @@ def avar_of(model: ModelGraph, cand: Candidate) -> tuple[np.ndarray, tuple[str, 
 
 
 def population_of(model: ModelGraph, cand: Candidate) -> np.ndarray:
+    """The estimand's truth, cell by cell; a two-group design's ``(pi, 1 - pi)`` (for cdm the
+    honest carriers, below the trait's share by the cheaters)."""
+    if family_of(cand.mechanism) == "two_group":
+        try:
+            pi = float(two_group_truth(model, cand.mechanism)[1][0])
+        except PrivspecError as e:
+            raise not_applicable(e) from None
+        return np.array([pi, 1 - pi])
     w = population_vector(model, list(cand.estimand.variables))
     if w is None:
         raise NotApplicable("no population is declared for " + ", ".join(v.name for v in cand.estimand.variables))

@@ -512,7 +512,7 @@ POWER_TESTS = ("proportion", "difference", "independence", "coefficient")
 #: efficient one where there is one (MLE; GRR's moment estimator is its MLE inside the simplex)
 DEFAULT_ESTIMATORS: dict[str, dict[str, str]] = {
     "distribution": {"subset": "mle", "grr": "mom", "rr": "mle", "product": "mle", "rr_product": "mom",
-                     "oracle": "mom", "multi_oracle": "mom"},
+                     "oracle": "mom", "multi_oracle": "mom", "two_group": "mle"},
     "joint": {"subset": "mle", "grr": "joint", "rr": "joint", "product": "mle", "rr_product": "castell",
               "oracle": "mom"},
     "mean": {"interval": "npmle", "censored": "npmle", "numeric": "unbiased"},

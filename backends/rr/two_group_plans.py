@@ -1,0 +1,163 @@
+"""Planning RRreg's two-group designs (:mod:`privspec.backends.rr.two_groups`): the truth
+declared in the population section, the estimates' asymptotic covariance from the two
+groups' expected Fisher information, and seeded simulations of the estimates.
+
+The truth (docs/randomized-response.md):
+
+* the trait's share ``p``: the variable's population (its first category);
+* the groups' shares ``w_1, w_2``: the group variable's population (``population group ~
+  categorical(0.5, 0.5)``): ``n`` respondents are ``w_g n`` in group ``g``;
+* ``uqm``: the unrelated question's share ``pi_u``: its variable's population;
+* ``cdm``: the cheaters ``gamma`` (``categorical(0.3, 0.7, cheaters = 0.1)``, 0 unless
+  declared), a share of the respondents whatever their trait (RRreg's ``RRgen`` with equal
+  compliance of carriers and non-carriers): ``theta = (p (1 - gamma), (1 - p)(1 - gamma))``;
+  the design's ``pi`` (the honest carriers, what ``distribution(Y)`` estimates) is then
+  ``p (1 - gamma)``, a lower bound of the trait's share;
+* ``sld``: the carriers' honesty ``t`` (``honesty = 0.8``, 1 unless declared):
+  ``theta = (p, p t)``.
+
+The expected information of the yes counts, ``n_g ~ w_g n`` binomial in each group with
+rates ``lambda = a + A theta``, is ``n A^T diag(w_g / (lambda_g (1 - lambda_g))) A``, so
+``n Cov(theta_hat) -> A^-1 diag(lambda_g (1 - lambda_g) / w_g) A^-T``
+(:func:`~privspec.backends.rr.two_groups.covariance` at ``n = w``), and each parameter's
+by the delta method.
+
+Examples
+--------
+The cheating-detection model at 30% carriers, 10% cheaters, the groups half and half:
+
+>>> import privspec
+>>> spec = privspec.load('''variable y: categorical {yes, no}
+... variable g: categorical {first, second}
+... population y ~ categorical(0.3, 0.7, cheaters = 0.1)
+... population g ~ categorical(0.5, 0.5)
+... mechanism m = cdm(y, p1 = 0.3, p2 = 0.7, group = g)
+... query v = avar(distribution(y) from m by mle)''')
+>>> r = spec.analyze()["v"]
+>>> [(p["name"], round(p["truth"], 3), round(p["avar"], 4)) for p in r.parameters]
+[('pi', 0.27, 1.7521), ('beta', 0.63, 5.6725), ('gamma', 0.1, 1.5379)]
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from privspec.errors import BackendError, Diagnostic
+from privspec.model.graph import ModelGraph, Query, Variable
+from privspec.results.kinds import Avar, Simulation
+from privspec.results.result import Result
+from privspec.results.values import Matrix
+from privspec.backends.core.normal import z_quantile
+from privspec.backends.core.populations import population_vector
+from privspec.backends.rr.two_groups import Design, covariance, design_of, fit, parameter_table, probabilities
+
+
+def _share(model: ModelGraph, var: Variable, what: str) -> np.ndarray:
+    """The declared shares of a binary variable (B121 without a population)."""
+    w = population_vector(model, [var])
+    if w is None:
+        raise BackendError(Diagnostic("B121", f"no population for {var.name}: planning a two-group design needs "
+                                              f"{what}", hint=f"declare it: population {var.name} ~ "
+                                                              "categorical(0.5, 0.5)"))
+    try:
+        return np.array([float(x) for x in w], dtype=float)
+    except TypeError:
+        raise BackendError(Diagnostic("B001", f"the population of {var.name} is symbolic",
+                                      hint="give its parameters values")) from None
+
+
+def _latent(model: ModelGraph, var: Variable, name: str, default: float) -> float:
+    pop = model.population_of(var.name)
+    value = pop.latent_share(name) if pop is not None else None
+    return default if value is None else float(value)
+
+
+def truth(model: ModelGraph, mech: Any) -> tuple[Design, np.ndarray, np.ndarray]:
+    """The design at its probabilities, the true ``theta`` and the groups' shares ``w``."""
+    design = design_of(mech.kind, *probabilities(model, mech))
+    p = float(_share(model, mech.variable, "the trait's share")[0])
+    w = _share(model, mech.group, "the share of each group")
+    if np.any(w <= 0):
+        raise BackendError(Diagnostic("B121", f"a group of {mech.group.name} has no respondent in its population: "
+                                              f"{mech.kind}() needs both groups", hint="give each group a share > 0"))
+    if mech.kind == "uqm":
+        theta = np.array([p, float(_share(model, mech.unrelated, "the unrelated question's share")[0])])
+    elif mech.kind == "cdm":
+        gamma = _latent(model, mech.variable, "cheaters", 0.0)
+        theta = np.array([p * (1 - gamma), (1 - p) * (1 - gamma)])
+    else:
+        theta = np.array([p, p * _latent(model, mech.variable, "honesty", 1.0)])
+    return design, theta, w
+
+
+def parameter_avars(design: Design, theta: np.ndarray, w: np.ndarray) -> list[dict[str, Any]]:
+    """Each parameter's truth and ``n Var`` of its estimate in the limit."""
+    V = covariance(design, theta, w)
+    out = []
+    for name, meaning, f in design.parameters:
+        value, grad = f(theta)
+        var = float(grad @ V @ grad) if np.all(np.isfinite(grad)) else math.inf
+        out.append({"name": name, "meaning": meaning, "truth": value, "avar": var})
+    return out
+
+
+def avar_result(model: ModelGraph, q: Query) -> Result:
+    """``avar(distribution(Y) from M by mle)``: ``n Cov`` of the trait's shares ``(pi, 1 -
+    pi)``, the design's other parameters beside it (``parameters``)."""
+    mech = q.mechanism
+    design, theta, w = truth(model, mech)
+    params = parameter_avars(design, theta, w)
+    v = params[0]["avar"]
+    labels = mech.variable.labels
+    groups = ", ".join(f"{g} {x:g}" for g, x in zip(mech.group.labels, w))
+    return Avar(Matrix(labels, labels, [[v, -v], [-v, v]]), method="mle", se_kind="population",
+                evaluation="closed form at the declared truth",
+                formula="A^-1 diag(lambda_g (1 - lambda_g) / w_g) A^-T, lambda = a + A theta: the inverse of the "
+                        "two groups' expected Fisher information per respondent",
+                meaning=f"asymptotic covariance of sqrt(n) (pi_hat - pi), pi: {params[0]['meaning']}; the groups' "
+                        f"shares of n: {groups}",
+                trace=2 * v, max_variance=v, parameters=params)
+
+
+def _replicate(design: Design, theta: np.ndarray, w: np.ndarray, n: int, rng: np.random.Generator
+               ) -> dict[str, dict[str, Any]] | None:
+    """One survey of ``n`` respondents: its parameters' estimates and intervals (None when a
+    group drew nobody)."""
+    size = rng.multinomial(n, w).astype(float)
+    if np.any(size == 0):
+        return None
+    yes = rng.binomial(size.astype(np.int64), np.clip(design.rates(theta), 0.0, 1.0)).astype(float)
+    est, _ = fit(design, yes, size)
+    return parameter_table(design, est, covariance(design, est, size))
+
+
+def simulate_result(model: ModelGraph, q: Query, n: int, reps: int, seed: int | None) -> Result:
+    """``reps`` surveys of ``n`` respondents drawn from the declared truth (each group's size
+    multinomial by the group's population, its yes count binomial): per parameter the mean
+    of the estimates against the truth, ``n`` times their variance beside the analytic
+    avar, and the coverage of the 95% Wald intervals."""
+    design, theta, w = truth(model, q.mechanism)
+    params = parameter_avars(design, theta, w)
+    rng = np.random.default_rng(seed)
+    runs = [r for r in (_replicate(design, theta, w, n, rng) for _ in range(reps)) if r is not None]
+    value = {}
+    for p in params:
+        name, t = p["name"], p["truth"]
+        est = np.array([r[name]["estimate"] for r in runs], dtype=float)
+        ok = np.isfinite(est)
+        hits = np.array([r[name]["ci95"][0] <= t <= r[name]["ci95"][1] for r in runs], dtype=float)[ok]
+        cover = float(hits.mean()) if hits.size else math.nan
+        value[name] = {"truth": t, "mean": float(est[ok].mean()) if ok.any() else math.nan,
+                       "bias": float(est[ok].mean() - t) if ok.any() else math.nan,
+                       "n_var_empirical": float(n * est[ok].var(ddof=1)) if ok.sum() > 1 else math.nan,
+                       "analytic": p["avar"], "ci95_coverage": cover,
+                       "ci95_coverage_se": math.sqrt(cover * (1 - cover) / hits.size) if hits.size else math.nan}
+    return Simulation(value, n=n, reps=reps, seed=seed, method="mle", se_kind="population",
+                      skipped=reps - len(runs), ci_method="Wald: estimate +- z se, cut to [0, 1]",
+                      se_method="expected information at the estimate",
+                      ci95_target="each parameter's truth", evaluation="analytic: the avar at the declared truth",
+                      note=f"each survey: the groups' sizes multinomial by {q.mechanism.group.name}'s population "
+                           f"({', '.join(f'{x:g}' for x in w)}), each group's yes count binomial at its rate; "
+                           f"z = {z_quantile(0.95):.4f}")
