@@ -41,7 +41,7 @@ from privspec.backends.core.populations import population_vector, with_populatio
 from privspec.backends.design import planning
 from privspec.backends.finite.truth import Truth, report_table
 from privspec.backends.interval.laws import law_distribution, population_law
-from privspec.backends.rr.two_group_plans import truth as two_group_truth
+from privspec.backends.rr.two_group_plans import estimand_truth as two_group_truth
 
 
 class NotApplicable(Exception):
@@ -125,13 +125,12 @@ def avar_of(model: ModelGraph, cand: Candidate) -> tuple[np.ndarray, tuple[str, 
 
 def population_of(model: ModelGraph, cand: Candidate) -> np.ndarray:
     """The estimand's truth, cell by cell; a two-group design's ``(pi, 1 - pi)`` (for cdm the
-    honest carriers, below the trait's share by the cheaters)."""
+    honest carriers, below the trait's share by the cheaters), or its latent share."""
     if family_of(cand.mechanism) == "two_group":
         try:
-            pi = float(two_group_truth(model, cand.mechanism)[1][0])
+            return two_group_truth(model, cand.query("avar"))
         except PrivspecError as e:
             raise not_applicable(e) from None
-        return np.array([pi, 1 - pi])
     w = population_vector(model, list(cand.estimand.variables))
     if w is None:
         raise NotApplicable("no population is declared for " + ", ".join(v.name for v in cand.estimand.variables))
@@ -211,7 +210,7 @@ class Evaluation:
 
     def _truth(self) -> np.ndarray:
         est = self.cand.estimand
-        if est.kind in ("distribution", "joint"):
+        if est.kind in ("distribution", "joint", "cheaters", "honesty"):
             return population_of(self.model, self.cand)
         if est.kind == "mean":
             law = population_law(self.model, est.variables[0])

@@ -16,10 +16,12 @@ from privspec.backends import register
 from privspec.backends.rr.two_group_plans import avar_result, simulate_result
 from privspec.backends.rr.two_groups import epsilon_result, estimate, privatize
 
+#: the trait's share and the latent shares (cheaters: cdm's, honesty: sld's; the front end checks which)
+_ESTIMANDS = ("distribution", "cheaters", "honesty")
 _ANSWERS = (
     Answers(("epsilon",), TWO_GROUP),
-    Answers(("avar",), TWO_GROUP, estimands=("distribution",), methods=("mle",)),
-    Answers(("estimate",), TWO_GROUP, ("run", "simulate"), estimands=("distribution",), methods=("mle",)),
+    Answers(("avar",), TWO_GROUP, estimands=_ESTIMANDS, methods=("mle",)),
+    Answers(("estimate",), TWO_GROUP, ("run", "simulate"), estimands=_ESTIMANDS, methods=("mle",)),
 )
 
 

@@ -51,7 +51,8 @@ from privspec.results.result import Result
 from privspec.results.values import Matrix
 from privspec.backends.core.normal import z_quantile
 from privspec.backends.core.populations import population_vector
-from privspec.backends.rr.two_groups import Design, covariance, design_of, fit, parameter_table, probabilities
+from privspec.backends.rr.two_groups import (LATENT_PARAMETER, Design, covariance, design_of, fit, parameter_table,
+                                              probabilities)
 
 
 def _share(model: ModelGraph, var: Variable, what: str) -> np.ndarray:
@@ -103,22 +104,39 @@ def parameter_avars(design: Design, theta: np.ndarray, w: np.ndarray) -> list[di
     return out
 
 
+def estimand_truth(model: ModelGraph, q: Query) -> np.ndarray:
+    """The estimand's true value cell by cell, as :func:`avar_result` orders them: ``(pi, 1 -
+    pi)`` for ``distribution(Y)`` (for cdm the honest carriers), the share for
+    ``cheaters(Y)`` and ``honesty(Y)``."""
+    design, theta, _ = truth(model, q.mechanism)
+    name = LATENT_PARAMETER.get(q.estimand.kind, "pi")
+    value = next(f(theta)[0] for p, _, f in design.parameters if p == name)
+    return np.array([value, 1 - value]) if q.estimand.kind == "distribution" else np.array([value])
+
+
 def avar_result(model: ModelGraph, q: Query) -> Result:
     """``avar(distribution(Y) from M by mle)``: ``n Cov`` of the trait's shares ``(pi, 1 -
-    pi)``, the design's other parameters beside it (``parameters``)."""
-    mech = q.mechanism
+    pi)``; ``avar(cheaters(Y) ...)``, ``avar(honesty(Y) ...)``: ``n Var`` of that share; the
+    design's parameters beside it (``parameters``)."""
+    mech, kind = q.mechanism, q.estimand.kind
     design, theta, w = truth(model, mech)
     params = parameter_avars(design, theta, w)
-    v = params[0]["avar"]
-    labels = mech.variable.labels
+    this = next(p for p in params if p["name"] == LATENT_PARAMETER.get(kind, "pi"))
+    v = this["avar"]
+    if kind == "distribution":
+        labels = mech.variable.labels
+        matrix = Matrix(labels, labels, [[v, -v], [-v, v]])
+    else:
+        matrix = Matrix((kind,), (kind,), [[v]])
     groups = ", ".join(f"{g} {x:g}" for g, x in zip(mech.group.labels, w))
-    return Avar(Matrix(labels, labels, [[v, -v], [-v, v]]), method="mle", se_kind="population",
-                evaluation="closed form at the declared truth",
+    name = this["name"]
+    return Avar(matrix, method="mle", se_kind="population", evaluation="closed form at the declared truth",
                 formula="A^-1 diag(lambda_g (1 - lambda_g) / w_g) A^-T, lambda = a + A theta: the inverse of the "
-                        "two groups' expected Fisher information per respondent",
-                meaning=f"asymptotic covariance of sqrt(n) (pi_hat - pi), pi: {params[0]['meaning']}; the groups' "
-                        f"shares of n: {groups}",
-                trace=2 * v, max_variance=v, parameters=params)
+                        "two groups' expected Fisher information per respondent (the delta method for a function "
+                        "of theta)",
+                meaning=f"asymptotic covariance of sqrt(n) ({name}_hat - {name}), {name}: {this['meaning']}; the "
+                        f"groups' shares of n: {groups}",
+                trace=float(np.trace(matrix.data)), max_variance=v, parameters=params)
 
 
 def _replicate(design: Design, theta: np.ndarray, w: np.ndarray, n: int, rng: np.random.Generator

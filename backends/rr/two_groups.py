@@ -42,6 +42,9 @@ from privspec.backends.core.rowrandom import RowRandom, stream_of
 from privspec.backends.data.checks import show_value
 from privspec.backends.data.tally import Tally
 
+#: the design's parameter that each latent estimand is (``cheaters(Y)``: cdm's gamma)
+LATENT_PARAMETER = {"cheaters": "gamma", "honesty": "t"}
+
 #: an estimand of a design: its name, what it is, and its value and gradient at theta
 Parameter = tuple[str, str, Callable[[np.ndarray], tuple[float, np.ndarray]]]
 
@@ -197,18 +200,21 @@ def estimate(model: ModelGraph, q: Query, tally: Tally) -> Result:
     yes, n = counts_by_group(mech, tally)
     theta, boundary = fit(design, yes, n)
     params = parameter_table(design, theta, covariance(design, theta, n))
-    pi, se = params["pi"]["estimate"], params["pi"]["se"]
-    labels = mech.variable.labels
     notes = ["the closed form fell outside the parameter space: the maximum on its boundary, where the "
              "standard errors understate the uncertainty"] if boundary else []
-    extras = {"method": "mle", "n": int(n.sum()), "se": Vector(labels, (se, se)),
-              "ci95": dict(zip(labels, (wald(pi, se, z_quantile(0.95)), wald(1 - pi, se, z_quantile(0.95))))),
-              "ci_method": "Wald: estimate +- z se, cut to [0, 1]",
+    extras = {"method": "mle", "n": int(n.sum()), "ci_method": "Wald: estimate +- z se, cut to [0, 1]",
               "se_method": "expected information at the estimate (RRreg's two-group formulas)",
               "loglik": loglik(design, theta, yes, n), "parameters": params,
               "note": "; ".join([f"groups: {mech.group.labels[0]} (p1 = {p1:g}), {mech.group.labels[1]} "
                                  f"(p2 = {p2:g})", *notes])}
-    return Estimate(Vector(labels, (pi, 1 - pi)), **extras, inference=_inference(pi, se))
+    if q.estimand.kind in LATENT_PARAMETER:
+        share = params[LATENT_PARAMETER[q.estimand.kind]]
+        return Estimate(share["estimate"], se=share["se"], ci95=share["ci95"], **extras)
+    pi, se = params["pi"]["estimate"], params["pi"]["se"]
+    labels = mech.variable.labels
+    return Estimate(Vector(labels, (pi, 1 - pi)), se=Vector(labels, (se, se)),
+                    ci95=dict(zip(labels, (wald(pi, se, z_quantile(0.95)), wald(1 - pi, se, z_quantile(0.95))))),
+                    **extras, inference=_inference(pi, se))
 
 
 def parameter_table(design: Design, theta: np.ndarray, V: np.ndarray) -> dict[str, dict[str, Any]]:
