@@ -233,6 +233,15 @@ class _Resolver:
         labels = self._labels(vars_)
         found = [kw for kw in node.keywords
                  if isinstance(kw.key, ast.Ref) and kw.key.name in LATENT_SHARES and kw.key.name not in labels]
+        if node.positional:  # the shares in declared order: a keyword can only be a latent share
+            stray = [kw for kw in node.keywords if not any(kw is f for f in found)]
+            if stray:
+                shown = stray[0].key.name if isinstance(stray[0].key, ast.Ref) else describe(stray[0].key)
+                self.ctx.error("E205", f"categorical() with its shares in declared order takes no option '{shown}'",
+                               stray[0].key.span, did_you_mean(shown, tuple(LATENT_SHARES)) or
+                               f"the latent shares of a yes/no question: {', '.join(LATENT_SHARES)}; or give every "
+                               "share by label")
+                return None
         if not found:
             return node, ()
         if len(vars_) != 1 or len(labels) != 2:
@@ -249,7 +258,10 @@ class _Resolver:
             if any(name == kw.key.name for name, _ in latent):
                 self.ctx.error("E311", f"{kw.key.name} is given twice", kw.key.span)
                 return None
-            if not check_probability(self.ctx, v, kw.value.span, f"the share {kw.key.name}"):
+            lo, hi = compare(v, sympy.Integer(0)), compare(v, sympy.Integer(1))
+            if (lo is not None and lo < 0) or (hi is not None and hi > 0):
+                self.ctx.error("E301", f"the share {kw.key.name} = {fmt(v)} is outside [0, 1]", kw.value.span,
+                               f"{kw.key.name}: {LATENT_SHARES[kw.key.name]}, a share between 0 and 1")
                 return None
             latent.append((kw.key.name, v))
         rest = tuple(a for a in node.args if not any(a is kw for kw in found))
