@@ -106,12 +106,40 @@ def test_the_intervals_cover_in_a_seeded_simulation() -> None:
                 "query eu = estimate distribution(y) from q by mle\n").simulate(n=2000, reps=400, seed=11)
     tol = 3.5 * math.sqrt(0.95 * 0.05 / 400)
     for name in ("ec", "es", "eu"):
-        table = res[name].value
+        table = res[name].value["parameters"]
         assert res[name].skipped == 0
         for param, row in table.items():
             assert abs(row["ci95_coverage"] - 0.95) < tol, (name, param, row)
             assert abs(row["bias"]) < 3.5 * math.sqrt(row["n_var_empirical"] / 2000 / 400), (name, param, row)
             assert row["n_var_empirical"] == pytest.approx(row["analytic"], rel=0.25), (name, param, row)
+
+
+def test_the_simulation_reports_the_estimands_cells_as_a_finite_mechanisms_does() -> None:
+    """The cells of distribution(y) are (pi, 1 - pi), cdm's pi the honest carriers; those of
+    cheaters(y) the one share; the scaled loss n ||est - truth||^2 has the avar's trace as
+    its limit."""
+    res = _spec("query d = estimate distribution(y) from c by mle\nquery e = estimate cheaters(y) from c by mle\n"
+                ).simulate(n=1000, reps=200, seed=5)
+    d, e = res["d"].value, res["e"].value
+    assert d["truth"].values == pytest.approx((0.27, 0.73)) and e["truth"].values == pytest.approx((0.1,))
+    assert d["mean"].values[0] == pytest.approx(d["parameters"]["pi"]["mean"])
+    assert d["mean"].values[0] + d["mean"].values[1] == pytest.approx(1.0)
+    assert e["mean"].values[0] == pytest.approx(e["parameters"]["gamma"]["mean"])
+    assert d["scaled_loss_limit"] == pytest.approx(2 * d["parameters"]["pi"]["analytic"])
+    assert d["scaled_loss_mean"] == pytest.approx(d["scaled_loss_limit"], abs=4 * d["scaled_loss_se"])
+    assert np.asarray(d["n_cov_empirical"].data)[0, 1] == pytest.approx(-d["parameters"]["pi"]["n_var_empirical"])
+
+
+def test_compare_with_replications_simulates_the_two_group_designs() -> None:
+    spec = _spec("""compare sim for cheaters(y) at n = 1000 {
+    narrow = cdm(y, p1 = 0.3, p2 = 0.7, group = g)
+    wide   = cdm(y, p1 = 0.1, p2 = 0.9, group = g)
+} by avar_trace
+""")
+    rows = {c["name"]: c for c in spec.compare(reps=100, seed=2)["sim"].to_dict()["value"]["candidates"]}
+    for row in rows.values():
+        got = row["values"]["avar_trace"]
+        assert got["simulated"] == pytest.approx(got["value"], abs=4 * got["mc_error"])
 
 
 def test_the_simulation_is_seeded() -> None:

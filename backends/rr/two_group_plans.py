@@ -48,7 +48,7 @@ from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Variable
 from privspec.results.kinds import Avar, Simulation
 from privspec.results.result import Result
-from privspec.results.values import Matrix
+from privspec.results.values import Matrix, Vector
 from privspec.backends.core.normal import z_quantile
 from privspec.backends.core.populations import population_vector
 from privspec.backends.rr.two_groups import (LATENT_PARAMETER, Design, covariance, design_of, fit, parameter_table,
@@ -110,8 +110,7 @@ def estimand_truth(model: ModelGraph, q: Query) -> np.ndarray:
     ``cheaters(Y)`` and ``honesty(Y)``."""
     design, theta, _ = truth(model, q.mechanism)
     name = LATENT_PARAMETER.get(q.estimand.kind, "pi")
-    value = next(f(theta)[0] for p, _, f in design.parameters if p == name)
-    return np.array([value, 1 - value]) if q.estimand.kind == "distribution" else np.array([value])
+    return estimand_cells(q.estimand.kind, next(f(theta)[0] for p, _, f in design.parameters if p == name))
 
 
 def avar_result(model: ModelGraph, q: Query) -> Result:
@@ -151,31 +150,65 @@ def _replicate(design: Design, theta: np.ndarray, w: np.ndarray, n: int, rng: np
     return parameter_table(design, est, covariance(design, est, size))
 
 
-def simulate_result(model: ModelGraph, q: Query, n: int, reps: int, seed: int | None) -> Result:
-    """``reps`` surveys of ``n`` respondents drawn from the declared truth (each group's size
-    multinomial by the group's population, its yes count binomial): per parameter the mean
-    of the estimates against the truth, ``n`` times their variance beside the analytic
-    avar, and the coverage of the 95% Wald intervals."""
-    design, theta, w = truth(model, q.mechanism)
-    params = parameter_avars(design, theta, w)
-    rng = np.random.default_rng(seed)
-    runs = [r for r in (_replicate(design, theta, w, n, rng) for _ in range(reps)) if r is not None]
-    value = {}
+def _parameter_rows(params: list[dict[str, Any]], runs: list[dict[str, dict[str, Any]]], n: int
+                    ) -> dict[str, dict[str, float]]:
+    """Per parameter: the truth, the estimates' mean and bias, ``n`` times their variance
+    beside the avar, and the coverage of the 95% intervals (with its Monte Carlo error)."""
+    rows = {}
     for p in params:
         name, t = p["name"], p["truth"]
         est = np.array([r[name]["estimate"] for r in runs], dtype=float)
         ok = np.isfinite(est)
         hits = np.array([r[name]["ci95"][0] <= t <= r[name]["ci95"][1] for r in runs], dtype=float)[ok]
         cover = float(hits.mean()) if hits.size else math.nan
-        value[name] = {"truth": t, "mean": float(est[ok].mean()) if ok.any() else math.nan,
-                       "bias": float(est[ok].mean() - t) if ok.any() else math.nan,
-                       "n_var_empirical": float(n * est[ok].var(ddof=1)) if ok.sum() > 1 else math.nan,
-                       "analytic": p["avar"], "ci95_coverage": cover,
-                       "ci95_coverage_se": math.sqrt(cover * (1 - cover) / hits.size) if hits.size else math.nan}
-    return Simulation(value, n=n, reps=reps, seed=seed, method="mle", se_kind="population",
+        rows[name] = {"truth": t, "mean": float(est[ok].mean()) if ok.any() else math.nan,
+                      "bias": float(est[ok].mean() - t) if ok.any() else math.nan,
+                      "n_var_empirical": float(n * est[ok].var(ddof=1)) if ok.sum() > 1 else math.nan,
+                      "analytic": p["avar"], "ci95_coverage": cover,
+                      "ci95_coverage_se": math.sqrt(cover * (1 - cover) / hits.size) if hits.size else math.nan}
+    return rows
+
+
+def simulate_result(model: ModelGraph, q: Query, n: int, reps: int, seed: int | None) -> Result:
+    """``reps`` surveys of ``n`` respondents drawn from the declared truth (each group's size
+    multinomial by the group's population, its yes count binomial): for the estimand's
+    cells, as for a finite mechanism, the mean estimate, the truth, the bias, ``n`` times
+    the estimates' covariance beside the avar, the scaled loss ``n ||est - truth||^2`` and
+    the 95% intervals' coverage; under ``parameters`` the same for each of the design's
+    parameters."""
+    mech, kind = q.mechanism, q.estimand.kind
+    design, theta, w = truth(model, mech)
+    params = parameter_avars(design, theta, w)
+    rng = np.random.default_rng(seed)
+    runs = [r for r in (_replicate(design, theta, w, n, rng) for _ in range(reps)) if r is not None]
+    rows = _parameter_rows(params, runs, n)
+    name = LATENT_PARAMETER.get(kind, "pi")
+    labels = mech.variable.labels if kind == "distribution" else (kind,)
+    sign = np.array([1.0, -1.0]) if kind == "distribution" else np.array([1.0])
+    t = rows[name]["truth"]
+    cells = np.array([r[name]["estimate"] for r in runs], dtype=float)
+    loss = n * len(sign) * (cells - t) ** 2
+    value: dict[str, Any] = {
+        "mean": Vector(labels, tuple(sign * (rows[name]["mean"] - t) + estimand_cells(kind, t))),
+        "truth": Vector(labels, tuple(estimand_cells(kind, t))),
+        "bias": Vector(labels, tuple(sign * rows[name]["bias"])),
+        "n_cov_empirical": Matrix(labels, labels, np.outer(sign, sign) * rows[name]["n_var_empirical"]),
+        "n_cov_analytic": Matrix(labels, labels, np.outer(sign, sign) * rows[name]["analytic"]),
+        "scaled_loss_mean": float(loss.mean()) if loss.size else math.nan,
+        "scaled_loss_se": float(loss.std(ddof=1) / math.sqrt(loss.size)) if loss.size > 1 else math.nan,
+        "scaled_loss_limit": float(len(sign) * rows[name]["analytic"]),
+        "ci95_coverage": Vector(labels, (rows[name]["ci95_coverage"],) * len(sign)),
+        "parameters": rows,
+    }
+    return Simulation(value, n=n, reps=len(runs), seed=seed, method="mle", se_kind="population",
                       skipped=reps - len(runs), ci_method="Wald: estimate +- z se, cut to [0, 1]",
                       se_method="expected information at the estimate",
                       ci95_target="each parameter's truth", evaluation="analytic: the avar at the declared truth",
-                      note=f"each survey: the groups' sizes multinomial by {q.mechanism.group.name}'s population "
+                      note=f"each survey: the groups' sizes multinomial by {mech.group.name}'s population "
                            f"({', '.join(f'{x:g}' for x in w)}), each group's yes count binomial at its rate; "
                            f"z = {z_quantile(0.95):.4f}")
+
+
+def estimand_cells(kind: str, value: float) -> np.ndarray:
+    """The estimand's cells at a share: ``(pi, 1 - pi)`` for a distribution, else the share."""
+    return np.array([value, 1 - value]) if kind == "distribution" else np.array([value])
