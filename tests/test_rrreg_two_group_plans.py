@@ -253,3 +253,17 @@ query v = avar(distribution(y) from c by mle)
 """)
     failure = spec.analyze().failures["v"]
     assert failure.diagnostics[0].code == "B121" and "population g ~" in failure.diagnostics[0].hint
+
+
+def test_power_of_a_difference_puts_the_second_groups_honest_carriers_delta_higher() -> None:
+    """cdm at 10% cheaters: the second group's variance is at pi = 0.27 + 0.05, i.e. a trait
+    share of 0.32 / 0.9 (not of 0.35, which would put pi at 0.315)."""
+    spec = _spec("query p = power(distribution(y) from c, n = 3000, test = difference(yes, 0.05))\n")
+    second = _spec("query v = avar(distribution(y) from c by mle)\n",
+                   trait="categorical(32/90, 58/90, cheaters = 0.1)").analyze()["v"]
+    first = spec.analyze(["p"])
+    v1 = _spec("query v = avar(distribution(y) from c by mle)\n").analyze()["v"].value.data[0][0]
+    v2 = second.value.data[0][0]
+    s = math.sqrt(3000) * 0.05 / math.sqrt(v1 + v2)
+    z = norm.ppf(0.975)
+    assert first["p"].value == pytest.approx(norm.cdf(s - z) + norm.cdf(-s - z), rel=1e-6)

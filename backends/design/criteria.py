@@ -42,6 +42,7 @@ from privspec.backends.design import planning
 from privspec.backends.finite.truth import Truth, report_table
 from privspec.backends.interval.laws import law_distribution, population_law
 from privspec.backends.rr.two_group_plans import estimand_truth as two_group_truth
+from privspec.backends.rr.two_group_plans import trait_shares as two_group_trait
 
 
 class NotApplicable(Exception):
@@ -262,6 +263,8 @@ class Evaluation:
         # the second group differs by delta: its variance is at its own population
         delta = float(test.value)
         w2 = planning.shifted_shares(population_of(self.model, self.cand), k, delta)
+        if family_of(self.cand.mechanism) == "two_group":   # w2 is of the design's pi (cdm: the honest carriers)
+            w2 = two_group_trait(self.model, self.cand.mechanism, w2)
         names = [c for v in self.cand.estimand.variables for c in v.components()]
         second = with_population(self.model, names, Law("categorical", probs=tuple(sympy.Float(x, 17) for x in w2)))
         var2 = float(Evaluation(second, self.cand, self.plan).avar()[0][k, k])

@@ -93,6 +93,19 @@ def truth(model: ModelGraph, mech: Any) -> tuple[Design, np.ndarray, np.ndarray]
     return design, theta, w
 
 
+def trait_shares(model: ModelGraph, mech: Any, shares: np.ndarray) -> np.ndarray:
+    """The trait's population that puts the design's ``pi`` at ``shares[0]``: for cdm the
+    honest carriers are ``p (1 - gamma)``, so ``p = pi / (1 - gamma)``; for the others ``p =
+    pi`` (ValueError where no share does)."""
+    pi = float(shares[0])
+    if mech.kind == "cdm":
+        gamma = _latent(model, mech.variable, "cheaters", 0.0)
+        if gamma >= 1 or pi > 1 - gamma:
+            raise ValueError(f"honest carriers {pi:.4g} with cheaters {gamma:.4g}: no share of carriers gives them")
+        pi /= 1 - gamma
+    return np.array([pi, 1 - pi])
+
+
 def parameter_avars(design: Design, theta: np.ndarray, w: np.ndarray) -> list[dict[str, Any]]:
     """Each parameter's truth and ``n Var`` of its estimate in the limit."""
     V = covariance(design, theta, w)
