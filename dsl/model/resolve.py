@@ -234,7 +234,8 @@ class _Resolver:
         found = [kw for kw in node.keywords
                  if isinstance(kw.key, ast.Ref) and kw.key.name in LATENT_SHARES and kw.key.name not in labels]
         if node.positional:  # the shares in declared order: a keyword can only be a latent share
-            stray = [kw for kw in node.keywords if not any(kw is f for f in found)]
+            stray = [kw for kw in node.keywords if not any(kw is f for f in found)
+                     and not (isinstance(kw.key, ast.Ref) and kw.key.name in labels)]   # a label: E205 below
             if stray:
                 shown = stray[0].key.name if isinstance(stray[0].key, ast.Ref) else describe(stray[0].key)
                 self.ctx.error("E205", f"categorical() with its shares in declared order takes no option '{shown}'",
