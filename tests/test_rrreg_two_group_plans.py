@@ -267,3 +267,10 @@ def test_power_of_a_difference_puts_the_second_groups_honest_carriers_delta_high
     s = math.sqrt(3000) * 0.05 / math.sqrt(v1 + v2)
     z = norm.ppf(0.975)
     assert first["p"].value == pytest.approx(norm.cdf(s - z) + norm.cdf(-s - z), rel=1e-6)
+
+
+def test_a_truth_where_every_answer_is_alike_has_no_avar() -> None:
+    """Everyone cheats: both groups say no, the estimates sit on a vertex (B130)."""
+    failure = _spec("query v = avar(distribution(y) from c by mle)\n",
+                    trait="categorical(0.3, 0.7, cheaters = 1)").analyze().failures["v"]
+    assert failure.diagnostics[0].code == "B130" and "yes rate" in failure.diagnostics[0].message

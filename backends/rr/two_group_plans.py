@@ -107,7 +107,14 @@ def trait_shares(model: ModelGraph, mech: Any, shares: np.ndarray) -> np.ndarray
 
 
 def parameter_avars(design: Design, theta: np.ndarray, w: np.ndarray) -> list[dict[str, Any]]:
-    """Each parameter's truth and ``n Var`` of its estimate in the limit."""
+    """Each parameter's truth and ``n Var`` of its estimate in the limit (B130 where a
+    group's yes rate is 0 or 1: the truth is on the boundary, without a normal limit)."""
+    rates = design.rates(theta)
+    if np.any(rates <= 0) or np.any(rates >= 1):
+        raise BackendError(Diagnostic("B130", "at the declared truth a group's yes rate is "
+                                              f"{', '.join(f'{x:g}' for x in rates)}: every answer alike, the "
+                                              "estimates sit on the boundary with no normal limit",
+                                      hint="declare a truth inside the parameter space (e.g. cheaters below 1)"))
     V = covariance(design, theta, w)
     out = []
     for name, meaning, f in design.parameters:
