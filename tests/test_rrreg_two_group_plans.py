@@ -58,13 +58,15 @@ def _numerical_avar(mech: str) -> np.ndarray:
     """The inverse of minus the numerical Hessian (central differences) at the truth."""
     t0 = np.array(TRUTH[mech])
     h = 1e-4
+
+    def f(t: np.ndarray) -> float:
+        return _expected_loglik(mech, t, TRUTH[mech])
+
     H = np.empty((2, 2))
     for i in range(2):
         for j in range(2):
             ei, ej = np.eye(2)[i] * h, np.eye(2)[j] * h
-            H[i, j] = (_expected_loglik(mech, t0 + ei + ej, TRUTH[mech]) - _expected_loglik(mech, t0 + ei - ej, TRUTH[mech])
-                       - _expected_loglik(mech, t0 - ei + ej, TRUTH[mech])
-                       + _expected_loglik(mech, t0 - ei - ej, TRUTH[mech])) / (4 * h * h)
+            H[i, j] = (f(t0 + ei + ej) - f(t0 + ei - ej) - f(t0 - ei + ej) + f(t0 - ei - ej)) / (4 * h * h)
     return np.linalg.inv(-H)
 
 

@@ -19,7 +19,8 @@ from privspec.model import signatures
 from privspec.model.graph import (Estimand, FrequencyOracle, IntervalMechanism, Mechanism, Method, MultiAttributeOracle,
                                   ProductMechanism, RandomizedResponse, SubsetMechanism, Variable)
 from privspec.model.query_kinds import FAMILIES as FAMILY_WORDS
-from privspec.model.query_kinds import ESTIMANDS, INTERVAL, LATENT_ESTIMANDS, LAW_FUNCTIONALS, PRODUCT_JOINT, estimators_for, family_of
+from privspec.model.query_kinds import (ESTIMANDS, INTERVAL, LATENT_ESTIMANDS, LAW_FUNCTIONALS, PRODUCT_JOINT,
+                                       estimators_for, family_of)
 from privspec.model.scope import Context, compare, describe
 
 #: estimand kind -> estimators that can make it (from the estimand table, :mod:`.query_kinds`)

@@ -210,7 +210,8 @@ def _latent_test(ctx: Context, node: ast.Call, est: Estimand) -> PowerTest | Non
         ctx.error("E205", f"{est.kind}({est.variables[0].name}) is one share: test proportion({est.kind}, p0)",
                   node.args[0].span)
         return None
-    if not value.is_number or (compare(value, sympy.Integer(0)) or 0) < 0 or (compare(value, sympy.Integer(1)) or 0) > 0:
+    lo, hi = compare(value, sympy.Integer(0)), compare(value, sympy.Integer(1))
+    if not value.is_number or (lo or 0) < 0 or (hi or 0) > 0:
         ctx.error("E309", f"the null share must be a number in [0, 1], found {fmt(value)}", node.args[1].span)
         return None
     return PowerTest("proportion", label=label, value=value, variables=(est.variables[0].name,), span=node.span)

@@ -13,7 +13,8 @@ from privspec.model import costs
 from privspec.errors import Diagnostic, did_you_mean
 from privspec.model.arguments import check_float, check_positive, check_probability, sums_to_one
 from privspec.model.mechanisms import build_law, build_mechanism
-from privspec.model.graph import CONTINUOUS_FAMILIES, LATENT_SHARES, Law, ModelGraph, Parameter, Population, Release, Variable
+from privspec.model.graph import (CONTINUOUS_FAMILIES, LATENT_SHARES, Law, ModelGraph, Parameter, Population, Release,
+                                  Variable)
 from privspec.language.parser import DECLARATION_KEYWORDS
 from privspec.model.plans import build_compare
 from privspec.model.queries import build_query
