@@ -116,7 +116,7 @@ def with_population(model: ModelGraph, names: Sequence[str], law: Law) -> ModelG
     >>> population_vector(with_population(m, ["c"], Law("categorical", probs=(half, half))), [m.variables["c"]]).T
     Matrix([[1/2, 1/2]])
     """
-    kept = []
+    kept, latent = [], ()
     for pop in model.populations:
         covered = pop.components
         if not covered & set(names):
@@ -124,5 +124,7 @@ def with_population(model: ModelGraph, names: Sequence[str], law: Law) -> ModelG
         elif not covered <= set(names):
             raise ValueError(f"the population of {', '.join(sorted(covered & set(names)))} is declared jointly "
                              f"with {', '.join(sorted(covered - set(names)))}")
+        else:  # its latent shares (cheaters, honesty) stay: only the law is replaced
+            latent = pop.latent
     variables = tuple(model.variables[c] for c in names)
-    return dataclasses.replace(model, populations=tuple(kept) + (Population(variables, law),))
+    return dataclasses.replace(model, populations=tuple(kept) + (Population(variables, law, latent=latent),))

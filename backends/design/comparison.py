@@ -53,7 +53,7 @@ import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import Compare, Method, ModelGraph, Parameter, Plan, Query, Target
-from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, NUMERIC, ORACLE, Answers, family_of
+from privspec.model.query_kinds import CRITERIA, FINITE, INTERVAL, NUMERIC, ORACLE, TWO_GROUP, Answers, family_of
 from privspec.results.comparison import (CandidateRow, ComparisonDocument, CriterionValue, Frontier, InverseChoice,
                                          InverseDesign, Planning, PowerCurve, Recommendation, StandardErrors,
                                          TargetEntry)
@@ -547,7 +547,7 @@ class ComparisonBackend:
     """Compare blocks, and the planning queries ``sample_size`` and ``power``."""
 
     REGISTER_NAME = "comparison"
-    ANSWERS = (Answers(("sample_size", "power"), FINITE + INTERVAL + ORACLE + NUMERIC),)
+    ANSWERS = (Answers(("sample_size", "power"), FINITE + INTERVAL + ORACLE + NUMERIC + TWO_GROUP),)
 
     def supports(self, query: Query, verb: str) -> bool:
         return any(row.matches(query, verb) for row in self.ANSWERS)

@@ -41,6 +41,8 @@ from privspec.backends.core.populations import population_vector, with_populatio
 from privspec.backends.design import planning
 from privspec.backends.finite.truth import Truth, report_table
 from privspec.backends.interval.laws import law_distribution, population_law
+from privspec.backends.rr.two_group_plans import estimand_truth as two_group_truth
+from privspec.backends.rr.two_group_plans import trait_shares as two_group_trait
 
 
 class NotApplicable(Exception):
@@ -123,6 +125,13 @@ def avar_of(model: ModelGraph, cand: Candidate) -> tuple[np.ndarray, tuple[str, 
 
 
 def population_of(model: ModelGraph, cand: Candidate) -> np.ndarray:
+    """The estimand's truth, cell by cell; a two-group design's ``(pi, 1 - pi)`` (for cdm the
+    honest carriers, below the trait's share by the cheaters), or its latent share."""
+    if family_of(cand.mechanism) == "two_group":
+        try:
+            return two_group_truth(model, cand.query("avar"))
+        except PrivspecError as e:
+            raise not_applicable(e) from None
     w = population_vector(model, list(cand.estimand.variables))
     if w is None:
         raise NotApplicable("no population is declared for " + ", ".join(v.name for v in cand.estimand.variables))
@@ -202,7 +211,7 @@ class Evaluation:
 
     def _truth(self) -> np.ndarray:
         est = self.cand.estimand
-        if est.kind in ("distribution", "joint"):
+        if est.kind in ("distribution", "joint", "cheaters", "honesty"):
             return population_of(self.model, self.cand)
         if est.kind == "mean":
             law = population_law(self.model, est.variables[0])
@@ -254,6 +263,8 @@ class Evaluation:
         # the second group differs by delta: its variance is at its own population
         delta = float(test.value)
         w2 = planning.shifted_shares(population_of(self.model, self.cand), k, delta)
+        if family_of(self.cand.mechanism) == "two_group":   # w2 is of the design's pi (cdm: the honest carriers)
+            w2 = two_group_trait(self.model, self.cand.mechanism, w2)
         names = [c for v in self.cand.estimand.variables for c in v.components()]
         second = with_population(self.model, names, Law("categorical", probs=tuple(sympy.Float(x, 17) for x in w2)))
         var2 = float(Evaluation(second, self.cand, self.plan).avar()[0][k, k])

@@ -33,21 +33,17 @@ import sympy
 
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.model.query_kinds import TWO_GROUP, Answers
 from privspec.results.kinds import Epsilon, Estimate
 from privspec.results.result import Result
 from privspec.results.values import Inference, Vector
-from privspec.backends import register
 from privspec.backends.core.normal import z_quantile
 from privspec.backends.core.populations import bind_parameters
 from privspec.backends.core.rowrandom import RowRandom, stream_of
 from privspec.backends.data.checks import show_value
 from privspec.backends.data.tally import Tally
 
-_ANSWERS = (
-    Answers(("epsilon",), TWO_GROUP),
-    Answers(("estimate",), TWO_GROUP, ("run",), estimands=("distribution",), methods=("mle",)),
-)
+#: the design's parameter that each latent estimand is (``cheaters(Y)``: cdm's gamma)
+LATENT_PARAMETER = {"cheaters": "gamma", "honesty": "t"}
 
 #: an estimand of a design: its name, what it is, and its value and gradient at theta
 Parameter = tuple[str, str, Callable[[np.ndarray], tuple[float, np.ndarray]]]
@@ -187,7 +183,7 @@ def counts_by_group(mech: Any, tally: Tally) -> tuple[np.ndarray, np.ndarray]:
     return yes, n
 
 
-def _probabilities(model: ModelGraph, mech: Any) -> tuple[float, float]:
+def probabilities(model: ModelGraph, mech: Any) -> tuple[float, float]:
     p = [bind_parameters(model, v) for v in (mech.p1, mech.p2)]
     if any(getattr(v, "free_symbols", None) for v in p):
         raise BackendError(Diagnostic("B001", f"{mech.kind}() of {mech.name} has a symbolic probability",
@@ -199,39 +195,49 @@ def estimate(model: ModelGraph, q: Query, tally: Tally) -> Result:
     """``estimate distribution(Y) from M by mle``: the trait's share, with the design's
     other parameters (``parameters``: each with its se and 95% interval)."""
     mech = q.mechanism
-    p1, p2 = _probabilities(model, mech)
+    p1, p2 = probabilities(model, mech)
     design = design_of(mech.kind, p1, p2)
     yes, n = counts_by_group(mech, tally)
     theta, boundary = fit(design, yes, n)
-    V = covariance(design, theta, n)
-    params = {}
-    for name, meaning, f in design.parameters:
-        value, grad = f(theta)
-        se = float(math.sqrt(max(grad @ V @ grad, 0.0))) if np.all(np.isfinite(grad)) else math.nan
-        params[name] = {"estimate": value, "se": se, "ci95": _wald(value, se, z_quantile(0.95)),
-                        "meaning": meaning}
-    pi, se = params["pi"]["estimate"], params["pi"]["se"]
-    labels = mech.variable.labels
+    params = parameter_table(design, theta, covariance(design, theta, n))
     notes = ["the closed form fell outside the parameter space: the maximum on its boundary, where the "
              "standard errors understate the uncertainty"] if boundary else []
-    extras = {"method": "mle", "n": int(n.sum()), "se": Vector(labels, (se, se)),
-              "ci95": dict(zip(labels, (_wald(pi, se, z_quantile(0.95)), _wald(1 - pi, se, z_quantile(0.95))))),
-              "ci_method": "Wald: estimate +- z se, cut to [0, 1]",
+    extras = {"method": "mle", "n": int(n.sum()), "ci_method": "Wald: estimate +- z se, cut to [0, 1]",
               "se_method": "expected information at the estimate (RRreg's two-group formulas)",
               "loglik": loglik(design, theta, yes, n), "parameters": params,
               "note": "; ".join([f"groups: {mech.group.labels[0]} (p1 = {p1:g}), {mech.group.labels[1]} "
                                  f"(p2 = {p2:g})", *notes])}
-    return Estimate(Vector(labels, (pi, 1 - pi)), **extras, inference=_inference(pi, se))
+    if q.estimand.kind in LATENT_PARAMETER:
+        share = params[LATENT_PARAMETER[q.estimand.kind]]
+        return Estimate(share["estimate"], se=share["se"], ci95=share["ci95"], **extras)
+    pi, se = params["pi"]["estimate"], params["pi"]["se"]
+    labels = mech.variable.labels
+    return Estimate(Vector(labels, (pi, 1 - pi)), se=Vector(labels, (se, se)),
+                    ci95=dict(zip(labels, (wald(pi, se, z_quantile(0.95)), wald(1 - pi, se, z_quantile(0.95))))),
+                    **extras, inference=_inference(pi, se))
 
 
-def _wald(value: float, se: float, z: float) -> list[float]:
+def parameter_table(design: Design, theta: np.ndarray, V: np.ndarray) -> dict[str, dict[str, Any]]:
+    """Each parameter of the design at ``theta``: its value, its standard error by the delta
+    method from ``V`` (the covariance of theta), its 95% Wald interval, what it is."""
+    params = {}
+    for name, meaning, f in design.parameters:
+        value, grad = f(theta)
+        se = float(math.sqrt(max(grad @ V @ grad, 0.0))) if np.all(np.isfinite(grad)) else math.nan
+        params[name] = {"estimate": value, "se": se, "ci95": wald(value, se, z_quantile(0.95)),
+                        "meaning": meaning}
+    return params
+
+
+def wald(value: float, se: float, z: float) -> list[float]:
+    """``value +- z se`` cut to [0, 1]."""
     return [max(0.0, value - z * se), min(1.0, value + z * se)]
 
 
 def _inference(pi: float, se: float) -> Inference:
     def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
         z = z_quantile(level)
-        lo, hi = _wald(pi, se, z), _wald(1 - pi, se, z)
+        lo, hi = wald(pi, se, z), wald(1 - pi, se, z)
         return np.array([lo[0], hi[0]]), np.array([lo[1], hi[1]])
 
     return Inference("Wald: estimate +- z se, cut to [0, 1]", interval,
@@ -265,7 +271,7 @@ def privatize(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int | Non
     codes = {c: np.array([str(v).strip() for v in frame[c]], dtype=object) for c in need}
     truth = codes[y.name] == y.labels[0]
     group = codes[g.name] == g.labels[1]
-    p = np.where(group, *_probabilities(model, mech)[::-1])
+    p = np.where(group, *probabilities(model, mech)[::-1])
     u = RowRandom(seed, rows=range(offset, offset + len(frame)), stream=stream_of(mech)).random(len(frame))
     if mech.kind == "uqm":
         other = codes[mech.unrelated.name] == mech.unrelated.labels[0]
@@ -276,30 +282,3 @@ def privatize(model: ModelGraph, mech: Any, frame: pd.DataFrame, seed: int | Non
         yes = np.where(u < p, truth, True)
     return pd.DataFrame({y.name: np.where(yes, y.labels[0], y.labels[1]), g.name: codes[g.name]},
                         index=frame.index)
-
-
-@register
-class TwoGroupBackend:
-    """RRreg's two-group designs: epsilon, the MLE with its parameters, privatize."""
-
-    REGISTER_NAME = "two_group"
-    ANSWERS = _ANSWERS
-
-    def supports(self, query: Query, verb: str) -> bool:
-        return any(row.matches(query, verb) for row in self.ANSWERS)
-
-    def privatizes(self, mechanism: Any) -> bool:
-        return getattr(mechanism, "family", None) == "two_group"
-
-    def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
-        if query.kind == "epsilon":
-            return epsilon_result(query.mechanism)
-        data = options.get("data")
-        if data is None:
-            raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
-        mech = query.mechanism
-        return estimate(model, query, data.engine_for(mech.name or query.name).tally(list(mech.columns)))
-
-    def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
-                  offset: int = 0) -> pd.DataFrame:
-        return privatize(model, mechanism, frame, seed, offset)

@@ -19,7 +19,8 @@ from privspec.model import signatures
 from privspec.model.graph import (Estimand, FrequencyOracle, IntervalMechanism, Mechanism, Method, MultiAttributeOracle,
                                   ProductMechanism, RandomizedResponse, SubsetMechanism, Variable)
 from privspec.model.query_kinds import FAMILIES as FAMILY_WORDS
-from privspec.model.query_kinds import ESTIMANDS, INTERVAL, LAW_FUNCTIONALS, PRODUCT_JOINT, estimators_for, family_of
+from privspec.model.query_kinds import (ESTIMANDS, INTERVAL, LATENT_ESTIMANDS, LAW_FUNCTIONALS, PRODUCT_JOINT,
+                                       estimators_for, family_of)
 from privspec.model.scope import Context, compare, describe
 
 #: estimand kind -> estimators that can make it (from the estimand table, :mod:`.query_kinds`)
@@ -340,6 +341,12 @@ def check_fit(ctx: Context, est: Estimand, mech: Mechanism, method: Method, src:
     if observed and wrong_kind:
         ctx.error("E501", f"{est.kind}() is estimated from interval data; {src.name} is a "
                           f"{mech.family} mechanism", src.span)
+        return False
+    if observed and est.kind in LATENT_ESTIMANDS and getattr(mech, "kind", None) != LATENT_ESTIMANDS[est.kind]:
+        design = LATENT_ESTIMANDS[est.kind]
+        ctx.error("E501", f"{est.kind}() is a share that {design}() estimates; {src.name} is "
+                          f"{getattr(mech, 'kind', None) or family}()", src.span,
+                  f"collect with {design}(Y, p1 = a, p2 = b, group = G)")
         return False
     if est.kind == "joint" and not _joint_fits(ctx, est, mech, method, src):
         return False

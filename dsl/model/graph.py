@@ -117,6 +117,14 @@ class Law:
         return (lo, hi) if self.scale.is_nonnegative is not False else (hi, lo)
 
 
+#: the latent shares a binary variable's population may declare (``categorical(0.3, 0.7,
+#: cheaters = 0.1)``): the truth of RRreg's designs that no report shows directly
+LATENT_SHARES: dict[str, str] = {
+    "cheaters": "the share of respondents who say no whatever they draw (cdm's gamma), carriers or not",
+    "honesty": "the share of the carriers who admit the trait when asked (sld's t)",
+}
+
+
 @dataclass(frozen=True)
 class Population:
     """The plug-in truth for one variable or a joint one (``(gender, income)``)."""
@@ -124,6 +132,13 @@ class Population:
     variables: tuple[Variable, ...]
     law: Law
     span: Span | None = field(default=None, compare=False)
+    #: the latent shares of a binary variable's respondents that RRreg's designs estimate
+    #: beside its distribution (:data:`LATENT_SHARES`): ``(("cheaters", 0.1),)``
+    latent: tuple[tuple[str, sympy.Expr], ...] = field(default=(), metadata={"dump": "unless default"})
+
+    def latent_share(self, name: str) -> sympy.Expr | None:
+        """A declared latent share, or None."""
+        return dict(self.latent).get(name)
 
     @functools.cached_property
     def components(self) -> frozenset[str]:

@@ -23,8 +23,8 @@ from privspec.model.mechanisms import build_law, build_mechanism
 from privspec.model.graph import (Compare, Estimand, FrequencyOracle, Law, Mechanism, Method, MultiAttributeOracle,
                                   Parameter, PlausiblePopulations, Plan, PowerTest, ProductMechanism, Query,
                                   RandomizedResponse, Target, Variable)
-from privspec.model.query_kinds import (ALLOCATION_CRITERIA, CRITERIA, FAMILIES, LAW_FUNCTIONALS, POWER_TESTS,
-                                       default_estimator, family_of)
+from privspec.model.query_kinds import (ALLOCATION_CRITERIA, CRITERIA, FAMILIES, LATENT_ESTIMANDS, LAW_FUNCTIONALS,
+                                       POWER_TESTS, default_estimator, family_of)
 from privspec.model.scope import Context, compare, describe
 from privspec.errors import did_you_mean
 from privspec.language.source import Span
@@ -37,7 +37,7 @@ DEFAULT_PRIVACY = "prediction"
 #: targets a planning query takes as options (``sample_size(..., max_se = 0.01)``)
 PLANNING_TARGETS = ("max_se", "ci_width", "max_cv", "power")
 #: estimands whose sample size and power can be planned
-PLANNED_ESTIMANDS = ("distribution", "joint", "mean", "moment", "regression")
+PLANNED_ESTIMANDS = ("distribution", "joint", "mean", "moment", "regression", "cheaters", "honesty")
 
 
 def build_compare(ctx: Context, decl: ast.CompareDecl) -> Compare | None:
@@ -180,6 +180,8 @@ def power_test(ctx: Context, node: ast.Node, est: Estimand) -> PowerTest | None:
         return PowerTest("independence", variables=tuple(names), span=node.span)
     if node.name == "coefficient":
         return _coefficient_test(ctx, node, est)
+    if est.kind in LATENT_ESTIMANDS and node.name == "proportion":
+        return _latent_test(ctx, node, est)
     if est.kind != "distribution":
         ctx.error("E501", f"{node.name}() tests a category's proportion: it needs distribution(X), "
                           f"not {est.kind}()", node.span)
@@ -197,6 +199,22 @@ def power_test(ctx: Context, node: ast.Node, est: Estimand) -> PowerTest | None:
         ctx.error("E309", "a difference of 0 has no power to find: give the difference to detect", node.args[1].span)
         return None
     return PowerTest(node.name, label=label, value=value, variables=(est.variables[0].name,), span=node.span)
+
+
+def _latent_test(ctx: Context, node: ast.Call, est: Estimand) -> PowerTest | None:
+    """``proportion(cheaters, g0)`` (or ``honesty``): the Wald test of the latent share."""
+    label, value = ctx.label(node.args[0]), ctx.number(node.args[1], "the null share")
+    if label is None or value is None:
+        return None
+    if label != est.kind:
+        ctx.error("E205", f"{est.kind}({est.variables[0].name}) is one share: test proportion({est.kind}, p0)",
+                  node.args[0].span)
+        return None
+    lo, hi = compare(value, sympy.Integer(0)), compare(value, sympy.Integer(1))
+    if not value.is_number or (lo or 0) < 0 or (hi or 0) > 0:
+        ctx.error("E309", f"the null share must be a number in [0, 1], found {fmt(value)}", node.args[1].span)
+        return None
+    return PowerTest("proportion", label=label, value=value, variables=(est.variables[0].name,), span=node.span)
 
 
 def _coefficient_test(ctx: Context, node: ast.Call, est: Estimand) -> PowerTest | None:

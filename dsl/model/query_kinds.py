@@ -151,11 +151,19 @@ ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
                  "the regression of a response on covariates: interval-reported (Algorithm 1), "
                  "or categorical and privatized by a finite mechanism (logistic; its declared coefficients "
                  "plan it: avar, sample_size, power, compare)"),
+    # the latent shares of RRreg's designs (populations declare them: categorical(0.3, 0.7, cheaters = 0.1))
+    EstimandKind("cheaters", "cheaters(Y)", 1, True, "estimate", ("mle",), {"two_group": ("mle",)},
+                 "the cheaters' share of the respondents (cdm's gamma): they say no whatever they draw"),
+    EstimandKind("honesty", "honesty(Y)", 1, True, "estimate", ("mle",), {"two_group": ("mle",)},
+                 "the share of the carriers who admit the trait (sld's t)"),
     EstimandKind("independence", "independence(X, Y)", 2, True, "test", _TESTS,
                  {"product": _TESTS, "rr_product": _TESTS},
                  "whether two categorical variables are independent"),
 )}
 
+
+#: the latent shares a two-group design estimates beside the trait's (:data:`ESTIMANDS`): the design of each
+LATENT_ESTIMANDS = {"cheaters": "cdm", "honesty": "sld"}
 
 #: the estimands that are a functional of one continuous variable's law (mean, cdf, moment):
 #: ``mle`` fits a parametric law for them (``mle(normal)``)
@@ -199,13 +207,13 @@ class QueryKind:
 QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
     QueryKind("estimate", "estimate ESTIMAND from MECHANISM by ESTIMATOR", True, "estimate",
               MECHANISM_FAMILIES, "an estimate from privatized data, with its standard error",
-              ("distribution", "joint", "mean", "cdf", "moment", "regression"), verb=True),
+              ("distribution", "joint", "mean", "cdf", "moment", "regression", "cheaters", "honesty"), verb=True),
     QueryKind("test", "test independence(X, Y) from MECHANISM by TEST [calibrate CALIBRATION]", True, "test",
               ("product", "rr_product"), "a test of independence on privatized data",
               ("independence",), verb=True),
     QueryKind("avar", "avar(ESTIMAND from MECHANISM by ESTIMATOR)", False, "matrix", MECHANISM_FAMILIES,
               "the asymptotic covariance of an estimator",
-              ("distribution", "joint", "mean", "cdf", "moment", "regression")),
+              ("distribution", "joint", "mean", "cdf", "moment", "regression", "cheaters", "honesty")),
     QueryKind("moments", "moments(MECHANISM)", False, "moments", FINITE,
               "the moments Q, gamma, H, C of a finite mechanism"),
     QueryKind("fisher", "fisher(MECHANISM)", False, "matrix", FINITE, "the Fisher information per respondent"),
@@ -236,10 +244,10 @@ QUERY_KINDS: dict[str, QueryKind] = {k.name: k for k in (
     QueryKind("sample_size", "sample_size(ESTIMAND from MECHANISM [by ESTIMATOR], TARGET = VALUE[, test = TEST])",
               False, "number", MECHANISM_FAMILIES,
               "the fewest respondents meeting a target (max_se, ci_width, max_cv, or the power of a test)",
-              ("distribution", "joint", "mean", "moment", "regression")),
+              ("distribution", "joint", "mean", "moment", "regression", "cheaters", "honesty")),
     QueryKind("power", "power(ESTIMAND from MECHANISM [by ESTIMATOR], n = N, test = TEST)", False, "number",
               MECHANISM_FAMILIES, "the power of a test at n respondents, and its curve over n",
-              ("distribution", "joint", "mean", "moment", "regression")),
+              ("distribution", "joint", "mean", "moment", "regression", "cheaters", "honesty")),
     # a survey's questions are declared mechanisms named in the query: the query has no mechanism
     # of its own, so it is routed as the release queries are (family_of(None))
     QueryKind("allocate", "allocate([QUESTION, ...,] total = EPSILON[, n = N][, criterion = CRITERION]"
@@ -512,13 +520,14 @@ POWER_TESTS = ("proportion", "difference", "independence", "coefficient")
 #: efficient one where there is one (MLE; GRR's moment estimator is its MLE inside the simplex)
 DEFAULT_ESTIMATORS: dict[str, dict[str, str]] = {
     "distribution": {"subset": "mle", "grr": "mom", "rr": "mle", "product": "mle", "rr_product": "mom",
-                     "oracle": "mom", "multi_oracle": "mom"},
+                     "oracle": "mom", "multi_oracle": "mom", "two_group": "mle"},
     "joint": {"subset": "mle", "grr": "joint", "rr": "joint", "product": "mle", "rr_product": "castell",
               "oracle": "mom"},
     "mean": {"interval": "npmle", "censored": "npmle", "numeric": "unbiased"},
     "moment": {"interval": "npmle", "censored": "npmle"},
     "cdf": {"interval": "npmle", "censored": "npmle"},
     "regression": {"subset": "mle", "grr": "mle", "rr": "mle"},
+    "cheaters": {"two_group": "mle"}, "honesty": {"two_group": "mle"},
 }
 
 

@@ -13,7 +13,8 @@ from privspec.model import costs
 from privspec.errors import Diagnostic, did_you_mean
 from privspec.model.arguments import check_float, check_positive, check_probability, sums_to_one
 from privspec.model.mechanisms import build_law, build_mechanism
-from privspec.model.graph import CONTINUOUS_FAMILIES, Law, ModelGraph, Parameter, Population, Release, Variable
+from privspec.model.graph import (CONTINUOUS_FAMILIES, LATENT_SHARES, Law, ModelGraph, Parameter, Population, Release,
+                                  Variable)
 from privspec.language.parser import DECLARATION_KEYWORDS
 from privspec.model.plans import build_compare
 from privspec.model.queries import build_query
@@ -213,12 +214,60 @@ class _Resolver:
                                "declare one population per variable")
                 return
             vars_.append(v)
-        law = self._law(d.law, vars_)
+        split = self._latent(d.law, vars_)
+        if split is None:
+            return
+        node, latent = split
+        law = self._law(node, vars_)
         if law is None:
             return
         for ref in d.targets:
             self.populated[ref.name] = ref.span
-        self.populations.append(Population(tuple(vars_), law, d.span))
+        self.populations.append(Population(tuple(vars_), law, d.span, latent))
+
+    def _latent(self, node: ast.Node, vars_: list[Variable]) -> tuple[ast.Node, tuple] | None:
+        """``categorical(0.3, 0.7, cheaters = 0.1)``: the law without its latent shares
+        (:data:`LATENT_SHARES`, keywords that are not a category), and those shares, each in
+        [0, 1] (E301), of one binary variable (E401)."""
+        if not isinstance(node, ast.Call) or node.name != "categorical":
+            return node, ()
+        labels = self._labels(vars_)
+        found = [kw for kw in node.keywords
+                 if isinstance(kw.key, ast.Ref) and kw.key.name in LATENT_SHARES and kw.key.name not in labels]
+        if node.positional:  # the shares in declared order: a keyword can only be a latent share
+            stray = [kw for kw in node.keywords if not any(kw is f for f in found)
+                     and not (isinstance(kw.key, ast.Ref) and kw.key.name in labels)]   # a label: E205 below
+            if stray:
+                shown = stray[0].key.name if isinstance(stray[0].key, ast.Ref) else describe(stray[0].key)
+                self.ctx.error("E205", f"categorical() with its shares in declared order takes no option '{shown}'",
+                               stray[0].key.span, did_you_mean(shown, tuple(LATENT_SHARES)) or
+                               f"the latent shares of a yes/no question: {', '.join(LATENT_SHARES)}; or give every "
+                               "share by label")
+                return None
+        if not found:
+            return node, ()
+        if len(vars_) != 1 or len(labels) != 2:
+            self.ctx.error("E401", f"{found[0].key.name} is a latent share of a yes/no question: a binary variable's "
+                                   f"population declares it", found[0].span,
+                           f"{found[0].key.name} = ... beside the two shares, e.g. categorical(0.3, 0.7, "
+                           f"{found[0].key.name} = 0.1)")
+            return None
+        latent = []
+        for kw in found:
+            v = self.ctx.number(kw.value, f"the share {kw.key.name}")
+            if v is None:
+                return None
+            if any(name == kw.key.name for name, _ in latent):
+                self.ctx.error("E311", f"{kw.key.name} is given twice", kw.key.span)
+                return None
+            lo, hi = compare(v, sympy.Integer(0)), compare(v, sympy.Integer(1))
+            if (lo is not None and lo < 0) or (hi is not None and hi > 0):
+                self.ctx.error("E301", f"the share {kw.key.name} = {fmt(v)} is outside [0, 1]", kw.value.span,
+                               f"{kw.key.name}: {LATENT_SHARES[kw.key.name]}, a share between 0 and 1")
+                return None
+            latent.append((kw.key.name, v))
+        rest = tuple(a for a in node.args if not any(a is kw for kw in found))
+        return ast.Call(node.func, rest, node.span), tuple(latent)
 
     def _law(self, node: ast.Node, vars_: list[Variable]) -> Law | None:
         ctx = self.ctx
