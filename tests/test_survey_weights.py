@@ -248,11 +248,28 @@ def test_unknown_design_column_and_missing_cluster(spec):
         spec.run(df, strata="region")
 
 
-def test_a_query_without_a_weighted_version_says_so(spec):
+def test_a_query_without_a_weighted_version_says_so():
+    both = privspec.load(SPEC + "mechanism both = product(drinks_q, smoke_q)\n"
+                                "query ind = test independence(drinks, smokes) from both by pearson\n")
+    df = clustered_sample(both, seed=2)
+    res = both.run({"drinks_q": df, "smoke_q": df, "both": df}, queries=["ind", "smokers"], weights="weight",
+                   engine="pandas")
+    assert "smokers" in res and res.failures["ind"].diagnostics[0].code == "B040"
+    assert "test queries" in res.failures["ind"].diagnostics[0].message
+
+
+def test_the_one_step_estimator_is_weighted_as_the_mle_it_approximates(spec):
+    """One Newton step of the weighted pseudo-likelihood from the weighted MoM: the MLE's
+    influence values at its estimate (asymptotically the same estimator); equal weights give
+    the unweighted one-step estimate."""
     df = clustered_sample(spec, seed=2)
-    res = spec.run(df, queries=["step", "smokers"], weights="weight", engine="pandas")
-    assert "smokers" in res and res.failures["step"].diagnostics[0].code == "B040"
-    assert "one_step" in res.failures["step"].diagnostics[0].message
+    res = spec.run(df, queries=["step", "drinking"], weights="weight", strata="region", cluster="school")
+    step, mle = res["step"], res["drinking"]
+    assert np.allclose(vec(step.value), vec(mle.value), atol=0.5 * vec(mle.extras["se"]).max())
+    assert np.allclose(vec(step.extras["se"]), vec(mle.extras["se"]), rtol=0.15)
+    assert step.extras["se_kind"] == "design-based (Taylor linearization)"
+    equal = spec.run(df.assign(weight=1.0), queries=["step"], weights="weight")["step"]
+    assert np.allclose(vec(equal.value), vec(spec.run(df, queries=["step"])["step"].value), atol=1e-12)
 
 
 NUMERIC = """

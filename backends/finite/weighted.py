@@ -4,8 +4,10 @@ reports (a survey design bound with the data: :mod:`privspec.backends.data.surve
 The estimate is the Hajek (weighted) version of the query's estimator on the sums of
 weights per report: the method of moments puts the weighted report shares through the
 inverse channel, the MLE maximizes the weighted pseudo-likelihood ``sum_o W_o log
-lambda_o(w)``.  Both are the unweighted estimators applied to the weighted counts (they
-depend on the counts only through their shares), so the same fitting code runs.
+lambda_o(w)`` (``one_step``: one Newton step of it from the weighted MoM, linearized as
+the MLE it approximates to first order).  All are the unweighted estimators applied to the
+weighted counts (they depend on the counts only through their shares), so the same
+fitting code runs.
 
 Standard errors are design-based, by Taylor linearization
 (:mod:`privspec.backends.core.survey_design`): the influence values of the estimating
@@ -46,7 +48,7 @@ from privspec.backends.finite.truth import as_vector
 
 #: the estimators with a weighted version (the one-step estimator's Hessian is not a
 #: pseudo-likelihood's)
-WEIGHTED_METHODS = ("mom", *MLE_FAMILY)
+WEIGHTED_METHODS = ("mom", *MLE_FAMILY, "one_step")
 
 
 def weighted_supports(q: Query) -> str:
