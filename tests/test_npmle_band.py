@@ -213,9 +213,10 @@ def _fresh(code: str) -> str:
 
 
 def test_the_fits_factor_on_one_blas_thread_in_a_fresh_interpreter() -> None:
-    # scipy.linalg brings its own OpenBLAS when first used: loaded inside the limit, it
-    # ran every Cholesky factor of the first fit on all cores (9 s of 13 s CPU of
-    # `privspec run` at 1e6 Case-II reports, load 8-9)
+    # scipy.linalg brings its own OpenBLAS when first used: loaded inside the limit (in a
+    # process where scipy.stats had not loaded it), it ran every Cholesky factor of the
+    # first fit on all cores (9 s of 13 s CPU of `privspec run` at 1e6 Case-II reports,
+    # load 8-9)
     code = ("import numpy as np\n"
             "from threadpoolctl import threadpool_info\n"
             "from privspec.backends.interval.npmle import solver\n"

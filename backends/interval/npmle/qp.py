@@ -76,10 +76,10 @@ def cross_gram(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray, w
 def one_qp_thread() -> contextlib.AbstractContextManager:
     """:func:`~privspec.backends.core.blas.one_blas_thread` for the QP's Cholesky factors,
     with :mod:`scipy.linalg` loaded first: it brings its own OpenBLAS, which a limit set
-    before it loads does not reach.  A command whose first factorization came inside the
-    block ran every one on all cores (``privspec run`` of 1e6 Case-II reports with the
-    band, at load 8-9: 13.0 s CPU, 9 s of it in 406 Cholesky factors of ~375 x 375;
-    5.9 s with scipy.linalg loaded before)."""
+    before it loads does not reach.  Where nothing had loaded scipy.linalg before the
+    first fit (scipy.stats does), every factor of that fit ran on all cores (``privspec
+    run`` of 1e6 Case-II reports with the band, at load 8-9: 13.0 s CPU, 9 s of it in 406
+    Cholesky factors of ~375 x 375; 5.9 s with scipy.linalg loaded before)."""
     scipy.linalg.cho_factor     # (the attribute loads the submodule, once: about 0.2 s)
     return one_blas_thread()
 
