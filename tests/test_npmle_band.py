@@ -200,3 +200,53 @@ def test_aggregate_is_the_distinct_pairs_with_their_counts() -> None:
     got = aggregate(pairs[:, 0], pairs[:, 1], want)
     assert all(np.array_equal(a, b) for a, b in zip(got, (pairs[:, 0], pairs[:, 1], want)))
     assert aggregate(np.array([0.0, -0.0]), np.array([1.0, 1.0]))[2].tolist() == [2.0]
+
+
+def _fresh(code: str) -> str:
+    """The last line ``code`` prints, run in a fresh interpreter (nothing loaded before)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_the_fits_factor_on_one_blas_thread_in_a_fresh_interpreter() -> None:
+    # scipy.linalg brings its own OpenBLAS when first used: loaded inside the limit (in a
+    # process where scipy.stats had not loaded it), it ran every Cholesky factor of the
+    # first fit on all cores (9 s of 13 s CPU of `privspec run` at 1e6 Case-II reports,
+    # load 8-9)
+    code = ("import numpy as np\n"
+            "from threadpoolctl import threadpool_info\n"
+            "from privspec.backends.interval.npmle import solver\n"
+            "from privspec.backends.interval.npmle.estimator import npmle\n"
+            "seen, inner = set(), solver.qp\n"
+            "def spy(*args):\n"
+            "    out = inner(*args)\n"
+            "    seen.update(i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas')\n"
+            "    return out\n"
+            "solver.qp = spy\n"
+            "rng = np.random.default_rng(1)\n"
+            "y, u = rng.normal(size=300), np.sort(rng.uniform(-3, 3, size=(300, 2)), axis=1)\n"
+            "l = np.where(y <= u[:, 0], -np.inf, np.where(y <= u[:, 1], u[:, 0], u[:, 1]))\n"
+            "r = np.where(y <= u[:, 0], u[:, 0], np.where(y <= u[:, 1], u[:, 1], np.inf))\n"
+            "npmle(l, r)\n"
+            "print(sorted(seen))")
+    assert _fresh(code) == "[1]"
+
+
+def test_reading_case2_reports_loads_no_scipy_stats(tmp_path) -> None:
+    # the reports' check needs the anchor law's support only (laws.law_support), not a
+    # scipy.stats distribution (1 s of the command's CPU)
+    left, right, _ = case2(200, 5)
+    data = tmp_path / "reports.csv"
+    data.write_text("y\n" + "".join(f'"({float(a)!r}, {float(b)!r}]"\n' for a, b in zip(left, right)), encoding="utf-8")
+    spec = tmp_path / "case2.privspec"
+    spec.write_text("variable y: continuous\nmechanism M = interval(y, case2(uniform(-9, 9)))\n"
+                    "query F = estimate cdf(y) from M by npmle\n", encoding="utf-8")
+    code = ("import contextlib, io, sys\nfrom privspec.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['run', {str(spec)!r}, '--data', {str(data)!r}, '--quiet']) == 0\n"
+            "print('scipy.stats' in sys.modules)")
+    assert _fresh(code) == "False"

@@ -51,7 +51,7 @@ from privspec.backends.data.tally import ROWS, Rows, Tally
 from privspec.backends.interval.coverage import (Coverage, interval_mechanism_coverage, progressive_mechanism_coverage,
                                                  selective_coverage, symbolic_coverage)
 from privspec.backends.interval.estimators import case1_anchor
-from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
+from privspec.backends.interval.laws import law_distribution, law_support, nearest_double, population_law, support_of
 from privspec.backends.interval.mechanisms import (Censored, ends_form, parse_bounds, parse_censored, parse_ranges,
                                                    ranges_sql)
 from privspec.backends.interval.ranges import likelihood_pieces, range_coverage
@@ -150,8 +150,7 @@ class ReportModel:
         base = self.base
         if base is None:
             return support_of(self.variable)
-        lo, hi = law_distribution(base.anchor).support()
-        return float(lo), float(hi)
+        return law_support(base.anchor)
 
     # -- reading data ----------------------------------------------------------------------------------
     def columns(self, column: str) -> list[str]:

@@ -36,8 +36,8 @@ from privspec.progress import progress
 from privspec.backends.interval.npmle.data import (Design, as_rows, design_from_rows, gradient, merge_rows,
                                                    row_probs)
 from privspec.backends.interval.npmle.groups import Groups
+from privspec.backends.interval.npmle.qp import one_qp_thread
 from privspec.backends.interval.npmle.result import NPMLEResult, make_result
-from privspec.backends.core.blas import one_blas_thread
 from privspec.backends.interval.npmle.solver import candidates, cnm, initial
 
 __all__ = ["cdf_confidence_band", "likelihood_ratio"]
@@ -164,7 +164,7 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
     l, r, c = as_rows(left, right, counts, ring=ring)
     l, r, c = merge_rows(l, r, c)
     if method == "bootstrap":
-        with one_blas_thread():
+        with one_qp_thread():
             return _bootstrap_band(l, r, c, xs, level, reps, seed, ring, tol)
     if method != "profile":
         raise ValueError(f"method must be 'profile' or 'bootstrap', not {method!r}")
@@ -180,7 +180,7 @@ def _profile_band(result: NPMLEResult, l: np.ndarray, r: np.ndarray, c: np.ndarr
     des = design_from_rows(l, r, c, cuts=cuts)
     lower = np.empty(cuts.size)
     upper = np.empty(cuts.size)
-    with one_blas_thread():
+    with one_qp_thread():
         full = cnm(des, _start_from(des, result), tol=tol, max_iter=10_000)
         ll_max = max(full.loglik, result.loglik)
         space = _Space(des, full.p, cuts)
@@ -411,7 +411,7 @@ def likelihood_ratio(result: NPMLEResult, left: Any, right: Any, counts: Any, x:
     l, r, c = merge_rows(l, r, c)
     des = design_from_rows(l, r, c, cuts=np.unique(xs))
     out = np.empty(xs.size)
-    with one_blas_thread():
+    with one_qp_thread():
         full = cnm(des, _start_from(des, result), tol=tol, max_iter=10_000)
         ll_max = max(full.loglik, result.loglik)
         space = _Space(des, full.p, np.unique(xs))

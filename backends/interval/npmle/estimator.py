@@ -96,8 +96,8 @@ from typing import Any
 from privspec.backends.interval.npmle.bands import cdf_confidence_band, likelihood_ratio
 from privspec.backends.interval.npmle.data import (aggregate_intervals, as_pieces, as_rows, design_from_pieces,
                                                    design_from_rows, merge_rows)
+from privspec.backends.interval.npmle.qp import one_qp_thread
 from privspec.backends.interval.npmle.result import NPMLEResult, make_result
-from privspec.backends.core.blas import one_blas_thread
 from privspec.backends.interval.npmle.solver import cnm, initial
 
 __all__ = ["NPMLEResult", "aggregate_intervals", "npmle", "npmle_pieces", "cdf_confidence_band",
@@ -146,7 +146,7 @@ def npmle(left: Any, right: Any, counts: Any = None, *, tol: float = 1e-10,
     l, r, c = merge_rows(l, r, c)
     des = design_from_rows(l, r, c)
     del l, r, c         # (copies of millions of rows, at times: not kept through the fit)
-    with one_blas_thread():
+    with one_qp_thread():
         fit = cnm(des, initial(des), tol=tol, max_iter=max_iter)
     return make_result(des, fit)
 
@@ -187,6 +187,6 @@ def npmle_pieces(piece_left: Any, piece_right: Any, owner: Any, counts: Any = No
     """
     pl, pr, ow, c = as_pieces(piece_left, piece_right, owner, counts)
     des = design_from_pieces(pl, pr, ow, c)
-    with one_blas_thread():
+    with one_qp_thread():
         fit = cnm(des, initial(des), tol=tol, max_iter=max_iter)
     return make_result(des, fit)

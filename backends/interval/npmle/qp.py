@@ -9,7 +9,8 @@ from a rows-by-candidates matrix:
 * :func:`run_gram`: ``sum w e e'`` for single runs (a run's diagonal block);
 * :func:`cross_gram`: ``sum w (e_1 e_2' + e_2 e_1')`` for two disjoint runs of one report
   (the off-diagonal blocks of a report in several pieces);
-* :func:`qp`: the quadratic program, by a primal active-set method.
+* :func:`qp`: the quadratic program, by a primal active-set method;
+* :func:`one_qp_thread`: the context every fit runs its QPs in (one BLAS thread).
 
 Examples
 --------
@@ -26,10 +27,14 @@ array([0., 1.])
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
-__all__ = ["run_gram", "cross_gram", "qp"]
+from privspec.backends.core.blas import one_blas_thread
+
+__all__ = ["run_gram", "cross_gram", "qp", "one_qp_thread"]
 
 #: the QP adds a point while its multiplier exceeds this (units of the normalized gradient)
 QP_TOL = 1e-14
@@ -66,6 +71,17 @@ def cross_gram(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray, w
     np.cumsum(M, axis=1, out=M)
     M = M[:k, :k]
     return M + M.T
+
+
+def one_qp_thread() -> contextlib.AbstractContextManager:
+    """:func:`~privspec.backends.core.blas.one_blas_thread` for the QP's Cholesky factors,
+    with :mod:`scipy.linalg` loaded first: it brings its own OpenBLAS, which a limit set
+    before it loads does not reach.  Where nothing had loaded scipy.linalg before the
+    first fit (scipy.stats does), every factor of that fit ran on all cores (``privspec
+    run`` of 1e6 Case-II reports with the band, at load 8-9: 13.0 s CPU, 9 s of it in 406
+    Cholesky factors of ~375 x 375; 5.9 s with scipy.linalg loaded before)."""
+    scipy.linalg.cho_factor     # (the attribute loads the submodule, once: about 0.2 s)
+    return one_blas_thread()
 
 
 def _eq_solve(G: np.ndarray, h: np.ndarray, grp: np.ndarray, sums: np.ndarray, ngroups: int
