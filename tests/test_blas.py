@@ -3,6 +3,10 @@ answers every query inside the limit and lifts it after, so a user's own numpy c
 its threads.  bench/blas_threads.py measures what it buys on a busy machine."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import threadpoolctl
 
 import privspec
@@ -35,3 +39,18 @@ def test_the_finite_back_end_answers_on_one_blas_thread(monkeypatch) -> None:
         assert blas_threads() == outside                        # lifted after the answer
     assert seen == [{1}] and results["v"] is not None
     assert blas_threads() == before
+
+
+def test_the_limit_reaches_a_library_loaded_after_the_first_lookup() -> None:
+    """The libraries are looked up once and again only after an import: scipy.linalg's own
+    OpenBLAS, loaded after a first limit, is limited by the next (a fresh interpreter)."""
+    code = ("import numpy\n"
+            "from threadpoolctl import threadpool_info\n"
+            "from privspec.backends.core.blas import one_blas_thread\n"
+            "with one_blas_thread(): pass\n"
+            "import scipy.linalg\n"
+            "with one_blas_thread():\n"
+            "    print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "OPENBLAS_NUM_THREADS": "4"}).stdout
+    assert out.strip() == "[1]"
