@@ -24,6 +24,7 @@ from privspec.backends.finite.regression_planning import regression_avar
 from privspec.backends.finite.regression_predictor import item_is_covariate, predictor_on_data
 from privspec.backends.finite.simulate import simulate_query
 from privspec.backends.finite.weighted import weighted_estimate, weighted_supports
+from privspec.backends.finite.weighted_regression import weighted_regression
 from privspec.backends.finite.truth import (Truth, as_matrix, as_vector, avar_matrix, coverage_value,
                                             estimate_on_counts, independence_on_counts, leakage_value)
 from privspec.backends.core.populations import parameter_values
@@ -190,6 +191,8 @@ class FiniteBackend:
         mech_name = query.mechanism.name or query.name
         engine = data.engine_for(mech_name)
         if data.design is not None:
+            if query.estimand is not None and query.estimand.kind == "regression":
+                return weighted_regression(query, engine, data.design)
             return weighted_estimate(query, engine, data.design)
         if query.estimand is not None and query.estimand.kind == "regression":
             return (predictor_on_data if item_is_covariate(query) else regression_on_data)(query, engine)
@@ -202,6 +205,8 @@ class FiniteBackend:
     def weighted(self, query: Query) -> str:
         """What of ``query`` has no version with survey weights ("" when it has one:
         :mod:`privspec.backends.finite.weighted`)."""
+        if query.kind == "estimate" and query.estimand is not None and query.estimand.kind == "regression":
+            return "a regression with a randomized-response predictor" if item_is_covariate(query) else ""
         return weighted_supports(query)
 
     # -- privatize --------------------------------------------------------------------------------

@@ -71,9 +71,11 @@ def check_response(q: Query) -> None:
                                       hint=f"estimate regression({mech.variable.name} ~ ...) from {mech.name}"))
 
 
-def regression_reports(q: Query, engine: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+def regression_reports(q: Query, engine: Any, extra: Sequence[str] = ()
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...], Tally]:
     """The design per distinct tuple, the channel's row of each tuple's report, the counts,
-    and the terms' names."""
+    the terms' names and the tally (of the reports, covariates and the ``extra`` columns:
+    a survey design's)."""
     mech = q.mechanism
     covariates = list(q.estimand.variables[1:])
     check_response(q)
@@ -86,19 +88,19 @@ def regression_reports(q: Query, engine: Any) -> tuple[np.ndarray, np.ndarray, n
     require_columns(pd.DataFrame(columns=header), names, engine.source,
                     hint=f"a regression reads its covariates beside the reports of {mech.name}; found: {found}")
     # one count of the distinct (report, covariates) tuples: the only pass over the rows
-    tally = engine.tally(list(dict.fromkeys(report_columns(mech, header) + names)))
+    tally = engine.tally(list(dict.fromkeys(report_columns(mech, header) + names + list(extra))))
     codes, ch = factor_codes(mech if large_uniform(mech) else channel_of(mech), tally, mech.variable, mech.name)
     X, terms = design_matrix(tally, covariates)
-    return X, ch.Kn[codes], tally.counts.astype(float), terms
+    return X, ch.Kn[codes], tally.counts.astype(float), terms, tally
 
 
 def regression_on_data(q: Query, engine: Any) -> Estimate:
     """Fit the regression of the query on the mechanism's data and say what it found."""
-    X, K_rows, counts, terms = regression_reports(q, engine)
+    X, K_rows, counts, terms, _ = regression_reports(q, engine)
     fit = fit_logit(X, K_rows, counts)
-    _refuse_unfit(fit, X)
+    refuse_unfit(fit, X)
     labels = coefficient_labels(q.estimand.variables[0], terms)
-    return logit_estimate(fit, labels, _meaning(q.estimand.variables[0], fit), lr_test=lr_test(fit, X, K_rows, counts))
+    return logit_estimate(fit, labels, meaning(q.estimand.variables[0], fit), lr_test=lr_test(fit, X, K_rows, counts))
 
 
 def logit_estimate(fit: LogitFit, labels: Sequence[str], meaning: str, **more: Any) -> Estimate:
@@ -126,7 +128,7 @@ def logit_estimate(fit: LogitFit, labels: Sequence[str], meaning: str, **more: A
 AT_INFINITY = 1e-9
 
 
-def _refuse_unfit(fit: LogitFit, X: np.ndarray) -> None:
+def refuse_unfit(fit: LogitFit, X: np.ndarray) -> None:
     """B020 where Newton did not converge; D020 where the data do not determine the
     coefficients: the maximum lies at infinity (separation, or a category the reports never
     support, so some fitted probability goes to 0) or the information is singular."""
@@ -143,7 +145,7 @@ def _refuse_unfit(fit: LogitFit, X: np.ndarray) -> None:
                                            "is singular at the estimate", hint="more respondents, or fewer covariates"))
 
 
-def _meaning(response: Variable, fit: LogitFit) -> str:
+def meaning(response: Variable, fit: LogitFit) -> str:
     first, k = response.labels[0], len(response.labels)
     if k == 2:
         return f"logistic regression: log odds of {response.name} = {response.labels[1]} against {first}"

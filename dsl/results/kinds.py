@@ -188,6 +188,8 @@ class Estimate(Typed, OracleFacts, NumericFacts):
     margin: Field[float] = Field("the margin of hybrid's variance rule")
     wald: Field[dict] = Field("a regression's Wald test per coefficient: z = estimate / se and its p-value")
     lr_test: Field[dict] = Field("a regression's likelihood-ratio test of all slopes = 0")
+    wald_test: Field[dict] = Field("a regression's Wald test of all slopes = 0 (with survey weights: on the "
+                                   "design-based covariance)")
     item_model: Field[dict] = Field("a regression with a randomized-response predictor: the item's multinomial logit "
                                     "on the other covariates (coefficients and standard errors)")
     meaning: Field[str] = Field("what the estimate is, where its kind does not say")
