@@ -56,6 +56,14 @@ def parse_number(text: str, span: Span) -> sympy.Rational:
     return value
 
 
+#: the folds themselves, remembered: a spec repeats its constants (``1/10``, ``log(3)``
+#: in every block of a long one), and pricing and checking a fold costs more than the
+#: lookup (``log(3)``'s check evaluates it to 30 digits).  Refusals are not remembered:
+#: each raises again, where it is written.
+_BINARY = functools.lru_cache(maxsize=4096)(arith.binary)
+_CALL = functools.lru_cache(maxsize=4096)(arith.call)
+
+
 def _fold(fn, span: Span, *args) -> sympy.Expr:
     """Fold exact arithmetic (:mod:`privspec.language.arith` prices it first), refusals as E104."""
     try:
@@ -323,7 +331,7 @@ class ToAst(Transformer):
         args = tuple(self._inner(c[1:]))
         span = self._cover(c[0], c[-1])
         if func.name in arith.FUNCTIONS and len(args) == 1 and isinstance(args[0], ast.Num):
-            return ast.Num(_fold(arith.call, span, func.name, args[0].value), span)
+            return ast.Num(_fold(_CALL, span, func.name, args[0].value), span)
         return ast.Call(func, args, span)
 
     # -- arithmetic ----------------------------------------------------------------
@@ -341,7 +349,7 @@ class ToAst(Transformer):
         a, b = c
         span = self._cover(a, b)
         if isinstance(a, ast.Num) and isinstance(b, ast.Num):
-            return ast.Num(_fold(arith.binary, span, op, a.value, b.value), span)
+            return ast.Num(_fold(_BINARY, span, op, a.value, b.value), span)
         return self._deep(ast.BinOp(op, a, b, span), a, b)
 
     def _deep(self, node, *children):
