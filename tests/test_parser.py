@@ -314,3 +314,40 @@ def test_one_error_per_declaration_and_the_rest_still_parse() -> None:
 def test_title_with_escaped_quote() -> None:
     (decl,), codes = parse(r'spec "the \"urn\" example"')
     assert codes == [] and decl.title == 'the "urn" example'
+
+
+# ---- the builder's speed measures (issue 38) keep what it builds ---------------------------
+def test_ast_nodes_are_slotted_and_still_copy_and_pickle() -> None:
+    import copy
+    import pickle
+
+    (decl,), diags, _ = parse_declarations(Source("mechanism m = grr(c, epsilon = log(3) + x)"))
+    assert not diags
+    call = decl.value
+    assert not hasattr(call, "__dict__") and not hasattr(call.func, "__dict__")
+    assert copy.copy(call) == call and copy.deepcopy(call) == call and pickle.loads(pickle.dumps(decl)) == decl
+    with pytest.raises(AttributeError):
+        call.func.name = "rr"
+
+
+def test_a_remembered_fold_is_refused_again_where_each_is_written() -> None:
+    text = "parameter a = 1/0\nparameter b = 1/0\nparameter c = 1/10\nparameter d = 1/10\n"
+    spec = privspec.load(text)
+    refused = [d for d in spec.diagnostics if d.code == "E104"]
+    assert [d.message for d in refused] == ["division by zero"] * 2
+    assert [text[d.span.start:d.span.end] for d in refused] == ["1/0", "1/0"]
+    assert refused[0].span != refused[1].span
+
+
+def test_loading_a_spec_leaves_the_cycle_collector_as_it_found_it() -> None:
+    import gc
+
+    assert gc.isenabled()
+    privspec.load("variable x: continuous")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        privspec.load("variable x: continuous")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

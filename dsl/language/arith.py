@@ -105,13 +105,13 @@ def log2_magnitude(x: sympy.Expr) -> float:
     >>> round(log2_magnitude(sympy.Integer(10) ** 300), 1), log2_magnitude(sympy.Integer(0))
     (996.6, -inf)
     """
+    if isinstance(x, sympy.Rational):
+        # exact to within one bit, and never a float overflow
+        return _log2_int(abs(x.p)) - _log2_int(x.q) if x.p else -math.inf
     if x == 0:
         return -math.inf
     if infinite(x):
         return math.inf
-    if isinstance(x, sympy.Rational):
-        # exact to within one bit, and never a float overflow
-        return _log2_int(abs(x.p)) - _log2_int(x.q)
     v = _evaluate(x)
     re, im = v.as_real_imag()
     mag = abs(mpmath.mpc(_mpf(re), _mpf(im)))
@@ -163,14 +163,14 @@ def binary(op: str, x: sympy.Expr, y: sympy.Expr) -> sympy.Expr:
     privspec.language.arith.Refused: this power is too large to compute exactly
     """
     numbers = x.is_number and y.is_number
-    if op == "/" and y == 0:
+    if op == "/" and _is_zero(y):
         raise Refused("division by zero")
     if op == "^":
         _price_power(x, y, numbers)
     else:
         if size_bits(x) + size_bits(y) > MAX_BITS:  # sums too: their denominators multiply
             raise Refused("this number is too large to compute exactly", _LIMIT_HINT)
-        if numbers and op in "*/" and not (x == 0 or y == 0):
+        if numbers and op in "*/" and not (_is_zero(x) or _is_zero(y)):
             mx, my = log2_magnitude(x), log2_magnitude(y)
             mag = mx + my if op == "*" else mx - my
             if math.isfinite(mag) and abs(mag) > MAX_BITS:
@@ -191,6 +191,11 @@ def binary(op: str, x: sympy.Expr, y: sympy.Expr) -> sympy.Expr:
         raise Refused("this number cannot be computed exactly", f"simplify the arithmetic ({type(e).__name__})") \
             from None
     return checked(value) if numbers else _checked_symbolic(value)
+
+
+def _is_zero(x: sympy.Expr) -> bool:
+    # a rational's numerator read directly: sympy's == sympifies its other side first
+    return x.p == 0 if isinstance(x, sympy.Rational) else x == 0
 
 
 #: what sympy raises when it cannot compute a number (never a privspec bug to report)
@@ -347,11 +352,13 @@ def checked(value: sympy.Expr) -> sympy.Expr:
     ...
     privspec.language.arith.Refused: this is not a real number
     """
+    if isinstance(value, sympy.Rational):  # the usual result, never nan or zoo: no tree walk
+        return value
     if value is sympy.nan or value.has(sympy.nan):
         raise Refused("this arithmetic is undefined", "check for inf - inf, 0 * inf or 1^inf")
     if value is sympy.zoo or value.has(sympy.zoo):
         raise Refused("division by zero")
-    if isinstance(value, sympy.Rational) or value in (sympy.oo, -sympy.oo):
+    if value in (sympy.oo, -sympy.oo):
         return value
     if size_bits(value) > MAX_BITS:
         raise Refused("this number is too large to compute exactly", _LIMIT_HINT)

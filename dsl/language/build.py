@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import re
 from typing import Iterator
 
@@ -55,6 +56,14 @@ def parse_number(text: str, span: Span) -> sympy.Rational:
     return value
 
 
+#: the folds themselves, remembered: a spec repeats its constants (``1/10``, ``log(3)``
+#: in every block of a long one), and pricing and checking a fold costs more than the
+#: lookup (``log(3)``'s check evaluates it to 30 digits).  Refusals are not remembered:
+#: each raises again, where it is written.
+_BINARY = functools.lru_cache(maxsize=4096)(arith.binary)
+_CALL = functools.lru_cache(maxsize=4096)(arith.call)
+
+
 def _fold(fn, span: Span, *args) -> sympy.Expr:
     """Fold exact arithmetic (:mod:`privspec.language.arith` prices it first), refusals as E104."""
     try:
@@ -63,8 +72,17 @@ def _fold(fn, span: Span, *args) -> sympy.Expr:
         raise BuildError(Diagnostic("E104", e.message, span, e.hint)) from None
 
 
+#: a Span from a ``(start, end)`` pair without the named tuple's Python-level ``__new__``
+#: (the builder makes one per token and node: ~60,000 for a 5,000-line spec)
+_span = functools.partial(tuple.__new__, Span)
+
+
 def _tspan(tok: Token, offset: int) -> Span:
-    return Span(tok.start_pos + offset, tok.end_pos + offset)
+    return _span((tok.start_pos + offset, tok.end_pos + offset))
+
+
+#: the punctuation tokens that rules marked ``!`` keep for their spans, dropped from their values
+_PUNCTUATION = frozenset({"LPAR", "RPAR", "LSQB", "RSQB", "LBRACE", "RBRACE", "COMMA", "MINUS"})
 
 
 def _is_tok(x, *types: str) -> bool:
@@ -126,19 +144,23 @@ class ToAst(Transformer):
 
     # -- helpers (the hot ones read the state directly) -------------------------------
     def _ref(self, tok: Token) -> ast.Ref:
-        return ast.Ref(str(tok), _tspan(tok, _STATE.get().offset))
+        off = _STATE.get().offset
+        return ast.Ref(str(tok), _span((tok.start_pos + off, tok.end_pos + off)))
 
     def _sp(self, x) -> Span:
         return _tspan(x, _STATE.get().offset) if isinstance(x, Token) else x.span
 
     def _cover(self, first, last) -> Span:
-        return self._sp(first).join(self._sp(last))
+        """The span from ``first`` to ``last`` (tokens or nodes, in source order)."""
+        off = _STATE.get().offset
+        start = first.start_pos + off if isinstance(first, Token) else first.span.start
+        end = last.end_pos + off if isinstance(last, Token) else last.span.end
+        return _span((start, end))
 
     @staticmethod
     def _inner(c) -> list:
         """Children without the kept punctuation tokens."""
-        return [x for x in c if not _is_tok(x, "LPAR", "RPAR", "LSQB", "RSQB", "LBRACE", "RBRACE", "COMMA",
-                                            "MINUS")]
+        return [x for x in c if not (isinstance(x, Token) and x.type in _PUNCTUATION)]
 
     # -- declarations ----------------------------------------------------------
     def spec_decl(self, c):
@@ -309,7 +331,7 @@ class ToAst(Transformer):
         args = tuple(self._inner(c[1:]))
         span = self._cover(c[0], c[-1])
         if func.name in arith.FUNCTIONS and len(args) == 1 and isinstance(args[0], ast.Num):
-            return ast.Num(_fold(arith.call, span, func.name, args[0].value), span)
+            return ast.Num(_fold(_CALL, span, func.name, args[0].value), span)
         return ast.Call(func, args, span)
 
     # -- arithmetic ----------------------------------------------------------------
@@ -327,7 +349,7 @@ class ToAst(Transformer):
         a, b = c
         span = self._cover(a, b)
         if isinstance(a, ast.Num) and isinstance(b, ast.Num):
-            return ast.Num(_fold(arith.binary, span, op, a.value, b.value), span)
+            return ast.Num(_fold(_BINARY, span, op, a.value, b.value), span)
         return self._deep(ast.BinOp(op, a, b, span), a, b)
 
     def _deep(self, node, *children):

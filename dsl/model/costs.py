@@ -281,9 +281,9 @@ def population_class(mech, populations: Sequence[Population]) -> str | None:
     wanted = {c for v in mech.variables for c in v.components()}
     covered: set[str] = set()
     values: list = []
-    for pop in populations:
+    for pop in populations:  # every query scans them all: isdisjoint builds no set
         names = pop.components
-        if names & wanted:
+        if not names.isdisjoint(wanted):
             covered |= names
             values.extend(pop.law.probs)
     if not wanted <= covered:
