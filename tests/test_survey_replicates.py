@@ -339,10 +339,14 @@ def test_a_replicate_design_that_cannot_be_used_is_refused(spec):
 
 
 def test_queries_without_a_replicated_version_say_so(spec):
-    df, options, _, _ = with_replicates(paired_sample(spec, seed=2), "brr")
-    res = spec.run(df, queries=["step", "smokers"], weights="weight", replicate_weights="rw*", engine="pandas",
-                   **options)
-    assert "smokers" in res and res.failures["step"].diagnostics[0].code == "B040"
+    both = privspec.load(SPEC + "mechanism both = product(drinks_q, smoke_q)\n"
+                                "query ind = test independence(drinks, smokes) from both by pearson\n")
+    df, options, _, _ = with_replicates(paired_sample(both, seed=2), "brr")
+    res = both.run({"drinks_q": df, "smoke_q": df, "both": df}, queries=["ind", "smokers", "step"],
+                   weights="weight", replicate_weights="rw*", engine="pandas", **options)
+    assert "smokers" in res and res.failures["ind"].diagnostics[0].code == "B040"
+    # the one-step estimate has its replicate version: each replicate takes its own step
+    assert "step" in res and res["step"].extras["se_kind"] == "design-based (replicate weights, brr)"
 
 
 def test_cli_replicate_options_need_their_partners(tmp_path):
