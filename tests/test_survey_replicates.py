@@ -339,12 +339,13 @@ def test_a_replicate_design_that_cannot_be_used_is_refused(spec):
 
 
 def test_queries_without_a_replicated_version_say_so(spec):
-    both = privspec.load(SPEC + "mechanism both = product(drinks_q, smoke_q)\n"
-                                "query ind = test independence(drinks, smokes) from both by pearson\n")
+    both = privspec.load(SPEC + "variable z: categorical {a, b}\n"
+                                "query pred = estimate regression(z ~ drinks) from drinks_q by mle(logistic)\n")
     df, options, _, _ = with_replicates(paired_sample(both, seed=2), "brr")
-    res = both.run({"drinks_q": df, "smoke_q": df, "both": df}, queries=["ind", "smokers", "step"],
+    df["z"] = np.where(np.arange(len(df)) % 2 == 0, "a", "b")
+    res = both.run(df, queries=["pred", "smokers", "step"],
                    weights="weight", replicate_weights="rw*", engine="pandas", **options)
-    assert "smokers" in res and res.failures["ind"].diagnostics[0].code == "B040"
+    assert "smokers" in res and res.failures["pred"].diagnostics[0].code == "B040"
     # the one-step estimate has its replicate version: each replicate takes its own step
     assert "step" in res and res["step"].extras["se_kind"] == "design-based (replicate weights, brr)"
 

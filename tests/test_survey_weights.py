@@ -249,13 +249,13 @@ def test_unknown_design_column_and_missing_cluster(spec):
 
 
 def test_a_query_without_a_weighted_version_says_so():
-    both = privspec.load(SPEC + "mechanism both = product(drinks_q, smoke_q)\n"
-                                "query ind = test independence(drinks, smokes) from both by pearson\n")
+    both = privspec.load(SPEC + "variable z: categorical {a, b}\n"
+                                "query pred = estimate regression(z ~ drinks) from drinks_q by mle(logistic)\n")
     df = clustered_sample(both, seed=2)
-    res = both.run({"drinks_q": df, "smoke_q": df, "both": df}, queries=["ind", "smokers"], weights="weight",
-                   engine="pandas")
-    assert "smokers" in res and res.failures["ind"].diagnostics[0].code == "B040"
-    assert "test queries" in res.failures["ind"].diagnostics[0].message
+    df["z"] = np.where(np.arange(len(df)) % 2 == 0, "a", "b")
+    res = both.run(df, queries=["pred", "smokers"], weights="weight", engine="pandas")
+    assert "smokers" in res and res.failures["pred"].diagnostics[0].code == "B040"
+    assert "predictor" in res.failures["pred"].diagnostics[0].message
 
 
 def test_the_one_step_estimator_is_weighted_as_the_mle_it_approximates(spec):

@@ -25,6 +25,7 @@ estimate weighed by the replicate type's scale and rscales.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,34 @@ def weighted_estimate(q: Query, engine: Any, design: SurveyDesign) -> Result:
     """The Hajek estimate of ``q`` from the table ``engine`` counts, with design-based
     standard errors, intervals and design effects (the module docstring)."""
     refuse_conditional_se(se_kind_of(q))
+    d = design_estimate(q, engine, design, q.method.name)
+    fit, V, srs = d.fit, d.V, d.srs
+    M, labels = estimand_map(tuple(d.channel.x_labels), q.mechanism, q)
+    if M is not None:
+        V, srs = M @ V @ M.T, M @ srs @ M.T
+    w = fit.w if M is None else M @ fit.w
+    se = np.sqrt(np.maximum(np.diag(V), 0.0))
+    return _result(q, fit, w, V, se, np.diag(V) / np.diag(srs), labels, d.layout, d.total, design)
+
+
+@dataclass(frozen=True)
+class DesignEstimate:
+    """The Hajek fit of a finite mechanism's categories (``fit.w``, in the channel's
+    ``x_labels``), its design-based covariance ``V``, the unweighted estimator's covariance
+    ``srs`` from the same rows, the channel, the design's size (strata and PSUs, or the
+    replicates) and the sum of weights."""
+
+    fit: Fit
+    V: np.ndarray
+    srs: np.ndarray
+    channel: Channel
+    layout: dict
+    total: float
+
+
+def design_estimate(q: Query, engine: Any, design: SurveyDesign, method: str) -> DesignEstimate:
+    """The estimator ``method`` (``mom``, ``mle``, ...) of the categories of ``q``'s mechanism
+    on the table ``engine`` counts, weighted, with its design-based covariance."""
     mech = q.mechanism
     header = engine.columns()
     columns = check_design_columns(design, header, engine.source, report_columns(mech, header))
@@ -86,9 +115,8 @@ def weighted_estimate(q: Query, engine: Any, design: SurveyDesign) -> Result:
         weighted, total = sums[:, 0], float(sums[:, 0].sum())
         layout = {"replicates": sums.shape[1] - 1}
     n = tally.n
-    method = q.method.name
     ch.check_floating()
-    M, labels = estimand_map(tuple(ch_w.x_labels), mech, q)
+    M, _ = estimand_map(tuple(ch_w.x_labels), mech, q)
     try:
         fit = estimate(ch_w, weighted / total * n, method)    # Hajek: the shares, at the rows' n
         require_answer(ch_w, weighted, fit, method, M)
@@ -101,11 +129,7 @@ def weighted_estimate(q: Query, engine: Any, design: SurveyDesign) -> Result:
                                            "the information at the estimate is singular",
                                    hint="more respondents, or by mom")) from None
     srs = (ch_w.avar_mom(fit.w) if method == "mom" else ch_w.avar_mle(np.clip(fit.w, 1e-12, None))) / n
-    if M is not None:
-        V, srs = M @ V @ M.T, M @ srs @ M.T
-    w = fit.w if M is None else M @ fit.w
-    se = np.sqrt(np.maximum(np.diag(V), 0.0))
-    return _result(q, fit, w, V, se, np.diag(V) / np.diag(srs), labels, layout, total, design)
+    return DesignEstimate(fit, V, srs, ch_w, layout, total)
 
 
 def _replicate_fits(ch: Channel, sums: np.ndarray, n: int, method: str) -> np.ndarray:
