@@ -146,6 +146,21 @@ def test_reports_outside_the_range_are_refused():
     assert spec.run({"M": pd.DataFrame({"y": [C, -C, C]})})["m"].value == pytest.approx(20 + 65 * (1 + C / 3))
 
 
+def test_reports_a_mechanism_never_gives_are_refused():
+    """Duchi's reports are +-C exactly, and so are HM's at or below eps* (Duchi alone there):
+    a value strictly inside the range is no report of theirs (D106 naming its row); HM above
+    eps* mixes in piecewise, whose reports fill the range."""
+    spec = _spec("mechanism M = duchi(y, epsilon = 1)\nquery m = estimate mean(y) from M by unbiased\n")
+    C = (math.e + 1) / (math.e - 1)
+    d = spec.run({"M": pd.DataFrame({"y": [C, 0.5, -C]})}).failures["m"].diagnostics[0]
+    assert d.code == "D106" and d.rows == (2,) and "never gives" in d.message
+    low = _spec("mechanism H = hm(y, epsilon = 0.5)\nquery m = estimate mean(y) from H by unbiased\n")
+    C = 1 / math.tanh(0.25)
+    assert low.run({"H": pd.DataFrame({"y": [C, 0.5]})}).failures["m"].diagnostics[0].code == "D106"
+    high = _spec("mechanism H = hm(y, epsilon = 3)\nquery m = estimate mean(y) from H by unbiased\n")
+    assert "m" in high.run({"H": pd.DataFrame({"y": [0.5, -0.25, 1.0]})})
+
+
 def test_ems_on_data_recovers_the_shape():
     """Y ~ Beta(2, 5) scaled to [20, 150], 100,000 square-wave reports at epsilon = 3: the
     EMS histogram's distribution function within 0.05 of the truth at every bucket edge."""

@@ -207,6 +207,15 @@ def read_reports(m: NumericLDP, tally: Any, column: str) -> tuple[np.ndarray, np
         raise DataError(Diagnostic("D106", f"{len(rows)} report(s) of {column} outside the range of {m.name} "
                                            f"reports [{lo:.6g}, {hi:.6g}] at this epsilon",
                                    rows=rows, columns=(column,), hint="are these the reports of this mechanism?"))
+    atoms = m.atoms()
+    if atoms is not None:
+        off = np.min(np.abs(x[:, None] - np.asarray(atoms)[None, :]), axis=1) > tol
+        if off.any():
+            rows = tally.locate(off)
+            shown = " or ".join(f"{a:.6g}" for a in atoms)
+            raise DataError(Diagnostic("D106", f"{len(rows)} report(s) of {column} that {m.name} never gives at this "
+                                               f"epsilon (its reports are {shown})",
+                                       rows=rows, columns=(column,), hint="are these the reports of this mechanism?"))
     return x, np.asarray(tally.counts, dtype=float)
 
 

@@ -103,6 +103,10 @@ class NumericLDP:
         """The closed range every report lies in."""
         raise NotImplementedError
 
+    def atoms(self) -> tuple[float, ...] | None:
+        """The only values a report takes, where it takes finitely many (None: a range)."""
+        return None
+
     # -- variances --------------------------------------------------------------------------------
     @property
     def coefficients(self) -> tuple[float, float, float]:
@@ -190,6 +194,9 @@ class Duchi(NumericLDP):
     def report_range(self) -> tuple[float, float]:
         return (-self.bound, self.bound)
 
+    def atoms(self) -> tuple[float, ...]:
+        return (-self.bound, self.bound)
+
     @property
     def coefficients(self) -> tuple[float, float, float]:
         return (self.bound ** 2, 0.0, -1.0)
@@ -259,6 +266,10 @@ class Hybrid(NumericLDP):
     def report_range(self) -> tuple[float, float]:
         C = max(Piecewise(self.epsilon).bound, Duchi(self.epsilon).bound)
         return (-C, C)
+
+    def atoms(self) -> tuple[float, ...] | None:
+        """Duchi's two at or below eps* (where HM is Duchi's mechanism alone); else none."""
+        return Duchi(self.epsilon).atoms() if self.alpha == 0 else None
 
     @property
     def coefficients(self) -> tuple[float, float, float]:
