@@ -276,3 +276,20 @@ def test_a_truth_where_every_answer_is_alike_has_no_avar() -> None:
     failure = _spec("query v = avar(distribution(y) from c by mle)\n",
                     trait="categorical(0.3, 0.7, cheaters = 1)").analyze().failures["v"]
     assert failure.diagnostics[0].code == "B130" and "yes rate" in failure.diagnostics[0].message
+
+
+def test_a_latent_share_no_design_reads_is_a_warning():
+    """W102 where `cheaters` is declared but no cdm observes the variable (it would be ignored);
+    none where a cdm does, in a mechanism or a compare candidate."""
+    head = ('spec "x"\nvariable cheated: categorical {yes, no}\nvariable group: categorical {first, second}\n'
+            "population cheated ~ categorical(0.3, 0.7, cheaters = 0.1)\n")
+    alone = privspec.load(head + "mechanism k = kuk(cheated, p1 = 0.8, p2 = 0.2, k = 3)\n")
+    [d] = [d for d in alone.check() if d.code == "W102"]
+    assert d.severity == "warning" and "no cdm()" in d.message
+    assert head[d.span.start:d.span.end].startswith("population cheated")
+    read = privspec.load(head + "mechanism c = cdm(cheated, p1 = 0.3, p2 = 0.7, group = group)\n")
+    assert not [d for d in read.check() if d.code == "W102"]
+    in_compare = privspec.load(head + "compare c for distribution(cheated) at n = 1000 {\n"
+                                      "    a = cdm(cheated, p1 = 0.3, p2 = 0.7, group = group)\n"
+                                      "} by avar_trace\n")
+    assert not [d for d in in_compare.check() if d.code == "W102"]

@@ -17,6 +17,7 @@ from privspec.model.graph import (CONTINUOUS_FAMILIES, LATENT_SHARES, Law, Model
                                   Variable)
 from privspec.language.parser import DECLARATION_KEYWORDS
 from privspec.model.plans import build_compare
+from privspec.model.randomized_response import TwoGroupResponse
 from privspec.model.queries import build_query
 from privspec.model.scope import Context, compare, describe, factors, sign
 from privspec.language.source import Source, Span
@@ -49,6 +50,7 @@ def resolve(decls: list[ast.Declaration], source: Source,
     for d in decls:
         r.declaration(d)
     r.price_queries()
+    r.unread_latent_shares()
     graph = ModelGraph(r.title, r.variables, ctx.parameters, tuple(r.populations), r.mechanisms,
                        r.releases, r.queries, r.compares, source)
     return graph, ctx.diagnostics
@@ -69,6 +71,26 @@ class _Resolver:
 
     def declaration(self, d: ast.Declaration) -> None:
         getattr(self, "_" + type(d).__name__)(d)
+
+    #: which two-group design reads each latent share
+    LATENT_READERS = {"cheaters": "cdm", "honesty": "sld"}
+
+    def unread_latent_shares(self) -> None:
+        """W102 for a latent share declared where no design that reads it observes the
+        variable (a ``cheaters`` without a ``cdm``, an ``honesty`` without an ``sld``): the
+        share would be silently ignored."""
+        designs = {(m.variable.name, m.design) for m in self.mechanisms.values() if isinstance(m, TwoGroupResponse)}
+        designs |= {(m.variable.name, m.design) for c in self.compares.values() for _, m in c.candidates
+                    if isinstance(m, TwoGroupResponse)}
+        for pop in self.populations:
+            for share, _ in pop.latent:
+                reader = self.LATENT_READERS[share]
+                if not any((v.name, reader) in designs for v in pop.variables):
+                    name = pop.variables[0].name
+                    self.ctx.warn("W102", f"the latent share {share} of {name} is read by no design: no {reader}() "
+                                          f"observes {name}", pop.span,
+                                  f"{share} is the truth of a {reader}(...) design of {name}; drop it, or declare "
+                                  f"the {reader} mechanism that estimates it")
 
     def price_queries(self) -> None:
         """E702 for queries and comparisons that would cost more than :mod:`privspec.model.costs`
