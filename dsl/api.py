@@ -293,9 +293,10 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
     if unweighted:
         out.failures[q.name] = BackendError(Diagnostic(
             "B040", f"query '{q.name}': survey weights are not supported for {unweighted}",
-            hint="run it without --weights (weights=); weighted: the distribution or joint by mom or mle of "
-                 "subset, grr and rr mechanisms, a frequency oracle's by mom or mle, and the mean of a numeric or Case-I "
-                 "interval one by unbiased"))
+            hint="run it without --weights (weights=); weighted: the distribution or joint of subset, grr and "
+                 "rr mechanisms (mom, mle, one_step) and of frequency oracles (mom, mle), their independence "
+                 "tests and regressions, the mean of a numeric mechanism, and an interval mechanism's cdf, mean "
+                 "and moments (unbiased, npmle, mle)"))
         return
     if backend is None:
         text = spec.source.snippet(q.span) if q.span else q.name
