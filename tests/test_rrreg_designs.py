@@ -153,3 +153,17 @@ def test_planning_sizes_a_survey_from_the_channels_avar() -> None:
                                "query n = sample_size(distribution(drug) from kuk3, max_se = 0.01)\n").analyze()
     avar = res["v"].to_dict()["value"]["data"][0][0]
     assert res["n"].value == math.ceil(avar / 0.01 ** 2)
+
+
+def test_a_huge_card_count_is_refused_at_once():
+    """kuk(..., k = 1e308) in a compare block: the pricing counts Kuk's k + 1 reports without
+    listing them (the fuzz found a check that listed them for ever); E701 names the call."""
+    import time
+    spec_text = ('spec "k"\nvariable drug: categorical {yes, no}\npopulation drug ~ categorical(0.3, 0.7)\n'
+                 "compare c for distribution(drug) at n = 1000 {\n"
+                 "    huge = kuk(drug, p1 = 0.8, p2 = 0.2, k = 1e308)\n"
+                 "    one  = kuk(drug, p1 = 0.8, p2 = 0.2, k = 1)\n"
+                 "} by avar_trace\n")
+    start = time.process_time()
+    codes = [d.code for d in privspec.load(spec_text).check()]
+    assert "E701" in codes and time.process_time() - start < 2.0

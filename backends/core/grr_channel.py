@@ -44,13 +44,17 @@ class GRRChannel(Channel):
         ``Q = K = gap I + q J`` (``c = q / (gap + d q)``), read from ``Kn``'s entries: the
         numbers ``inv(Kn)`` stands for, with no d^3 inverse or product per call (d = 256:
         the MoM covariance took 2-3 ms a call as two 256 x 256 products); None for one
-        category (nothing to invert)."""
-        if self.p < 2:
-            return None
-        K = self.Kn
-        q = float(K[1, 0])
-        gap = float(K[0, 0]) - q
-        return gap, q / (gap + self.p * q)
+        category (nothing to invert) and for a channel still symbolic in a parameter (the
+        general path says what it needs).  Computed once per channel."""
+        if "inverse_form" not in self._cache:
+            form = None
+            if self.p >= 2 and not self.is_symbolic():
+                K = self.Kn
+                q = float(K[1, 0])
+                gap = float(K[0, 0]) - q
+                form = gap, q / (gap + self.p * q)
+            self._cache["inverse_form"] = form
+        return self._cache["inverse_form"]
 
     def mom_solve(self, gamma: np.ndarray) -> np.ndarray:
         """``Q^-1 gamma = (gamma - c sum(gamma)) / gap`` (see :meth:`_inverse_form`)."""

@@ -100,7 +100,8 @@ def reports(mech) -> int:
     if isinstance(mech, ProductMechanism):
         return math.prod(reports(f) for f in mech.factors)
     if isinstance(mech, RandomizedResponse):
-        return len(mech.reports)
+        # Kuk's reports are 0 .. k: counted, not listed (a fuzzed k = 1e308 listed them for ever)
+        return int(mech.k) + 1 if getattr(mech, "kind", None) == "kuk" else len(mech.reports)
     if isinstance(mech, SubsetMechanism):
         p = mech.variable.p
         kind = mech.design.kind
