@@ -47,8 +47,9 @@ class GRRChannel(Channel):
         category (nothing to invert) and for a channel still symbolic in a parameter (the
         general path says what it needs).  Computed once per channel."""
         if "inverse_form" not in self._cache:
-            form = None
-            if self.p >= 2 and not self.is_symbolic():
+            form, K = None, self.exact_K
+            # GRR's entries are two expressions, kept and flipped: two tell whether epsilon is a number
+            if self.p >= 2 and not (K is not None and any(getattr(K[i, 0], "free_symbols", None) for i in (0, 1))):
                 K = self.Kn
                 q = float(K[1, 0])
                 gap = float(K[0, 0]) - q
