@@ -53,6 +53,12 @@ class DesignCells:
         """``N_hat``: the sum of every row's weight."""
         return float(np.sum(self.weight * self.repeats))
 
+    def layout(self) -> dict[str, int]:
+        """The design's size for a result's extras: its strata and PSUs (a cell standing for
+        ``m`` equal PSUs counts ``m``)."""
+        first = np.unique(self.psu, return_index=True)[1]
+        return {"strata": int(self.stratum.max()) + 1, "psus": int(self.repeats[first].sum())}
+
     def weighted_counts(self, n_obs: int) -> np.ndarray:
         """The sum of weights per report (the Hajek estimators' sufficient statistic)."""
         return np.bincount(self.report, weights=self.weight * self.repeats, minlength=n_obs)

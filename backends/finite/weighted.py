@@ -108,8 +108,7 @@ def design_estimate(q: Query, engine: Any, design: SurveyDesign, method: str) ->
     if design.replicates is None:
         cells = design_cells(tally, design, reports)
         weighted, total = cells.weighted_counts(ch.n_obs), cells.total_weight
-        layout = {"strata": int(cells.stratum.max()) + 1,
-                  "psus": int(cells.repeats[np.unique(cells.psu, return_index=True)[1]].sum())}
+        layout = cells.layout()
     else:
         sums = replicate_sums(tally, design, reports, ch.n_obs)
         weighted, total = sums[:, 0], float(sums[:, 0].sum())

@@ -43,7 +43,7 @@ def weighted_regression(q: Query, engine: Any, design: SurveyDesign) -> Estimate
     n = float(counts.sum())
     if design.replicates is None:
         cells = design_cells(tally, design, tuples)
-        weighted, layout = cells.weighted_counts(len(tuples)), _layout(cells)
+        weighted, layout = cells.weighted_counts(len(tuples)), cells.layout()
     else:
         sums = replicate_sums(tally, design, tuples, len(tuples))
         weighted, layout = sums[:, 0], {"replicates": sums.shape[1] - 1}
@@ -68,11 +68,6 @@ def weighted_regression(q: Query, engine: Any, design: SurveyDesign) -> Estimate
                           note=f"Hajek (weighted) pseudo-maximum-likelihood coefficients; design-based standard "
                                f"errors {how}; Wald tests and intervals on them (no likelihood-ratio test under "
                                "a survey design)")
-
-
-def _layout(cells: Any) -> dict:
-    first = np.unique(cells.psu, return_index=True)[1]
-    return {"strata": int(cells.stratum.max()) + 1, "psus": int(cells.repeats[first].sum())}
 
 
 def _influence(X: np.ndarray, K_rows: np.ndarray, weighted: np.ndarray, coef: np.ndarray) -> np.ndarray:

@@ -102,10 +102,7 @@ def weighted_unbiased(q: Query, left: np.ndarray, right: np.ndarray, tally: Tall
     (:func:`privspec.backends.data.survey.design_mean`); ``left, right`` per distinct tuple
     of ``tally``."""
     refuse_conditional_se(se_kind(q))
-    if np.isnan(left).any():
-        raise BackendError(Diagnostic("B040", f"query '{q.name}': survey weights are not supported for null "
-                                              "reports (respondents who reported nothing)",
-                                      hint="run it without --weights, or without the null rows"))
+    refuse_null_reports(q, left)
     a, b, lo, hi = _example2_setting(q.mechanism)
     try:
         u, delta = case1_anchor(left, right, lo, hi)
@@ -118,6 +115,14 @@ def weighted_unbiased(q: Query, left: np.ndarray, right: np.ndarray, tally: Tall
                     method="unbiased (Example 2, eq. 3), weighted", n=d.n, anchors=[float(a), float(b)],
                     deff=d.deff, design=design.describe(), weighted_n=d.weighted_n,
                     inference=number_wald_inference(d.mean, d.se))
+
+
+def refuse_null_reports(q: Query, left: np.ndarray) -> None:
+    """B040 where a weighted estimate meets null reports (respondents who reported nothing)."""
+    if np.isnan(left).any():
+        raise BackendError(Diagnostic("B040", f"query '{q.name}': survey weights are not supported for null "
+                                              "reports (respondents who reported nothing)",
+                                      hint="run it without --weights, or without the null rows"))
 
 
 def _mle(q: Query, l: np.ndarray, r: np.ndarray, c: np.ndarray, extra_null: dict) -> Result:

@@ -37,7 +37,7 @@ from privspec.backends.core.survey_design import design_jackknife
 from privspec.backends.data.survey import SurveyDesign, design_cells, refuse_conditional_se, replicate_sums
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval import resample
-from privspec.backends.interval.estimate import named_args, number_wald_inference, se_kind
+from privspec.backends.interval.estimate import named_args, number_wald_inference, refuse_null_reports, se_kind
 from privspec.backends.interval.estimators import npmle_functional, parametric_mle
 from privspec.backends.interval.fit import fit_npmle
 from privspec.backends.interval.laws import support_of
@@ -71,10 +71,7 @@ def weighted_fit(model: ModelGraph, q: Query, left: np.ndarray, right: np.ndarra
     (True, True)
     """
     refuse_conditional_se(se_kind(q))
-    if np.isnan(left).any():
-        raise BackendError(Diagnostic("B040", f"query '{q.name}': survey weights are not supported for null "
-                                              "reports (respondents who reported nothing)",
-                                      hint="run it without --weights, or without the null rows"))
+    refuse_null_reports(q, left)
     pairs, report = np.unique(np.column_stack([left, right]), axis=0, return_inverse=True)
     report = np.asarray(report).ravel()
     l, r = pairs[:, 0], pairs[:, 1]

@@ -222,10 +222,7 @@ def design_result(q: Query, fit: DesignFit, shape: Callable[[np.ndarray], Any], 
 
 def _layout(fit: DesignFit) -> dict:
     """The design's size in the result: its strata and PSUs, or its replicates."""
-    if fit.cells is None:
-        return {"replicates": fit.replicates}
-    first = np.unique(fit.cells.psu, return_index=True)[1]
-    return {"strata": int(fit.cells.stratum.max()) + 1, "psus": int(fit.cells.repeats[first].sum())}
+    return {"replicates": fit.replicates} if fit.cells is None else fit.cells.layout()
 
 
 __all__ = ["WEIGHTED_METHODS", "weighted_supports", "Law", "DesignFit", "hajek_frequencies",
