@@ -428,4 +428,5 @@ def test_releases_refuse_weights_and_queries_without_data_still_answer():
     res = spec.run(ROOT / "specs" / "data" / "university_released.csv", weights="w")
     assert res.failures["released"].diagnostics[0].code == "B040"
     assert "table queries of releases" in res.failures["released"].diagnostics[0].message
+    assert "cells, not respondents" in res.failures["released"].diagnostics[0].message
     assert "budget" in res and "budget" not in res.failures

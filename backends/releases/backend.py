@@ -471,6 +471,16 @@ class ReleaseBackend:
         """Everything its ``ANSWERS`` cover: no finer condition."""
         return any(row.matches(query, verb) for row in self.ANSWERS)
 
+    def weighted(self, query: Query) -> str:
+        """Why a release's table has no weighted version: its file is the table as
+        published, one row per cell with its noisy count, so there is no respondent to
+        weigh.  Survey weights would enter where the table is made, as weighted totals,
+        and then a record could move a cell by its whole weight: the noise would have to
+        be calibrated to the largest weight, not to 1 as the paper's counts are."""
+        return (f"{query.kind} queries of releases (a released table is read back as published, one row "
+                "per cell: its rows are cells, not respondents, and its counts are unweighted, the noise "
+                "calibrated to one record)")
+
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if query.kind == "budget":
             return budget_result(model, query)
