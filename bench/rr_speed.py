@@ -14,6 +14,7 @@
    Target: estimation >= 100x the peers.
 
     python bench/rr_speed.py            # about two minutes on a 2-core machine
+    python bench/rr_speed.py --large 3^19   # item 2 alone at w = 19 (8.7 GiB table; 24 GB machine)
 """
 from __future__ import annotations
 
@@ -81,22 +82,31 @@ def joint_methods() -> None:
           "memory, castell 3^w)")
 
 
-def large_table() -> None:
-    cells, dims = 10 ** 8, (10,) * 8
-    if mem_available_gb() < 6:
+def large_table(shape: tuple[int, int] | None = None) -> None:
+    """Item 2; ``shape`` ``(d, w)`` for a table of d^w cells instead of 10^8 (``--large 3^19``:
+    the issue's w = 19, 8.7 GiB of float64, within 24 GB)."""
+    d_, w_ = shape or (10, 8)
+    cells, dims = d_ ** w_, (d_,) * w_
+    if shape is None and mem_available_gb() < 6:
         dims = (3,) * 16
         cells = 3 ** 16
         print(f"2. castell on 3^16 = {cells:,} cells (less than 6 GB available for 10^8)")
     else:
-        print(f"2. castell on 10^8 cells (10 categories, w = 8; {cells * 8 / 2 ** 30:.2f} GiB of float64)")
+        print(f"2. castell on {d_}^{w_} = {cells:,} cells ({d_} categories, w = {w_}; "
+              f"{cells * 8 / 2 ** 30:.2f} GiB of float64)")
     rng = np.random.default_rng(1)
-    table = rng.random(cells)
-    table /= table.sum()
+    counts = rng.random(cells)
+    # a table of report counts (castell's input, not counted), made in place: at 3^19 a
+    # second table would not fit beside the estimate in 24 GB
+    counts *= 1e9 / counts.sum()
+    np.round(counts, out=counts)
     mats = [grr(d, 1.0).T for d in dims]
-    counts = np.round(table * 1e9)   # a table of report counts (castell's input, not counted)
-    del table
     rows = [("estimate (variance=False)", lambda: castell(counts, mats, variance=False), 1.0, 1.5),
             ("estimate and per-cell variance", lambda: castell(counts, mats), 2.0, 2.5)]
+    if counts.nbytes / 2 ** 30 * 2.6 > mem_available_gb():   # the table is allocated already
+        print(f"   (the per-cell variance, two more tables of {counts.nbytes / 2 ** 30:.1f} GiB and more, would not "
+              "fit in the memory available: the estimate alone)")
+        rows = rows[:1]
     for name, fn, outputs, target in rows:
         tracemalloc.start()
         t0 = time.perf_counter()
@@ -180,6 +190,14 @@ def peers() -> None:
 
 
 if __name__ == "__main__":
-    joint_methods()
-    large_table()
-    peers()
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--large", metavar="D^W", help="only item 2, on a table of D^W cells (e.g. 3^19)")
+    args = ap.parse_args()
+    if args.large:
+        d, w = (int(x) for x in args.large.split("^"))
+        large_table((d, w))
+    else:
+        joint_methods()
+        large_table()
+        peers()
