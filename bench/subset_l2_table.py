@@ -56,15 +56,27 @@ def uniform_draw(size: int, rng: np.random.Generator) -> np.ndarray:
 
 def random_design(p: int, rng: np.random.Generator) -> Channel:
     """The channel of an independent design with nu uniform-drawn over the subsets of size
-    2..p-2: report A~ if it holds the answer, else its complement, so mu_a = nu_a + nu_(a^c)."""
+    2..p-2: report A~ if it holds the answer, else its complement, so mu_a = nu_a + nu_(a^c).
+
+    The channel is built from floating-point matrices: the design's draws are floats, and
+    the exact (sympy) constructor ``subset_channel`` would hold each as a sympy number
+    (6 s a channel at p = 12, 4,070 subsets, for the same float64 matrix)."""
     labels = tuple(f"x{i}" for i in range(p))
-    subsets = [frozenset(c) for k in range(2, p - 1) for c in itertools.combinations(labels, k)]
-    everything = frozenset(labels)
-    mu: dict[frozenset, float] = dict.fromkeys(subsets, 0.0)
-    for a, nu_a in zip(subsets, uniform_draw(len(subsets), rng)):
-        mu[a] += nu_a
-        mu[everything - a] += nu_a
-    return subset_channel(labels, mu)
+    subsets = [c for k in range(2, p - 1) for c in itertools.combinations(range(p), k)]
+    full = (1 << p) - 1
+    masks = np.array([sum(1 << i for i in c) for c in subsets])
+    nu = uniform_draw(len(subsets), rng)
+    mu = _complement_sum(masks, nu, full)
+    T = (masks[None, :] >> np.arange(p)[:, None]) & 1
+    K = (mu[:, None] * T.T).astype(float)
+    obs = tuple("|".join(labels[j] for j in range(p) if m >> j & 1) for m in masks)
+    return Channel(labels, obs, K, T.astype(float), tuple(int(m) for m in masks), kind="subset")
+
+
+def _complement_sum(masks: np.ndarray, nu: np.ndarray, full: int) -> np.ndarray:
+    """mu_a = nu_a + nu_(a^c): each subset's draw plus its complement's."""
+    where = {int(m): i for i, m in enumerate(masks)}
+    return nu + nu[[where[full ^ int(m)] for m in masks]]
 
 
 def limit_draw(V: np.ndarray, rng: np.random.Generator) -> float:
