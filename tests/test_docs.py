@@ -22,6 +22,8 @@ Markers, an HTML comment on the line before a block's fence (invisible on the pa
     the block runs only where each NAME is importable or a program on PATH (``pyspark
     java``: the spark extra's engine; ``matplotlib``: the report's pictures), as in .ci/run's
     venv with every extra; elsewhere it is skipped, saying which is missing.
+``<!-- test: needs NAME ...; ARGS -->``
+    both: run where each NAME is there, with ARGS appended.
 
 Lines that are not run, and why (:data:`NOT_RUN`): ``pip install ...`` (the venv running
 the tests is installed already) and ``pytest`` (the suite itself).  Python blocks not run
@@ -117,11 +119,15 @@ def missing(marker: str) -> list[str]:
     """What a ``needs`` marker names that is neither importable nor a program on PATH."""
     if not marker.startswith("needs "):
         return []
-    return [n for n in marker.split()[1:] if importlib.util.find_spec(n) is None and shutil.which(n) is None]
+    names = marker.split(";")[0].split()[1:]
+    return [n for n in names if importlib.util.find_spec(n) is None and shutil.which(n) is None]
 
 
 def extra_args(marker: str) -> list[str]:
-    return [] if not marker or marker.startswith("needs ") else shlex.split(marker)
+    """The arguments a marker appends: all of it, or what follows ``;`` in a ``needs`` marker."""
+    if marker.startswith("needs "):
+        return shlex.split(marker.split(";", 1)[1]) if ";" in marker else []
+    return shlex.split(marker) if marker else []
 
 
 @dataclass
