@@ -38,7 +38,7 @@ from privspec.results.values import Inference, Matrix, Table, Vector
 from privspec.backends import register
 from privspec.backends.core.grr_channel import grr_channel
 from privspec.backends.core.compile import channel_of
-from privspec.backends.finite.weighted import weighted_estimate, weighted_supports
+from privspec.backends.finite.weighted import weighted_estimate
 from privspec.backends.core.kron import kron_apply, kron_cov
 from privspec.backends.core.projections import WALD_CI, wald_interval
 from privspec.backends.core.populations import parameter_values, population_vector, symbolic_vector
@@ -46,6 +46,7 @@ from privspec.backends.rr.bounds import bounds_result, thresholds_result
 from privspec.backends.rr.problem import JointProblem
 from privspec.backends.rr.simulate import simulate_joint
 from privspec.backends.rr.fit import JointFit
+from privspec.backends.rr.weighted import is_rr_weighted, rr_weighted_supports, weighted_joint
 
 #: exact (sympy) joint covariances up to this many cells; floating point beyond
 EXACT_CELLS = 64
@@ -97,13 +98,16 @@ class RRBackend:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech_name = query.mechanism.name or query.name
         if data.design is not None:
+            if is_rr_weighted(query):
+                return weighted_joint(model, query, data.engine_for(mech_name), data.design)
             return weighted_estimate(query, data.engine_for(mech_name), data.design)
         return estimate_result(model, query, data.engine_for(mech_name), data.path_for(mech_name))
 
     def weighted(self, query: Query) -> str:
         """What of ``query`` has no version with survey weights ("" for a joint or marginal
-        by mom or mle through the channel: :mod:`privspec.backends.finite.weighted`)."""
-        return weighted_supports(query)
+        by the back end's own estimators, :mod:`privspec.backends.rr.weighted`, or by mom
+        or mle through the channel, :mod:`privspec.backends.finite.weighted`)."""
+        return rr_weighted_supports(query)
 
 
 def joint_result(problem: JointProblem, fit: JointFit) -> Result:
