@@ -43,8 +43,12 @@ query marg = estimate distribution(a) from m by mom(project = clip)
 query rrj = estimate joint(a, b) from whole by joint
 query rrm = estimate distribution(a) from whole by mom(project = clip)
 query cond = estimate joint(a, b) from m by castell(se = conditional)
+query mle = estimate joint(a, b) from m by mle
+query mle_w = estimate joint(a, b) from whole by em
+query mle_all = estimate joint(a, b, c) from whole by mle
 """
 QUERIES = ["cas", "mom", "ind", "clu", "hyb", "hyb_cas", "tru", "proj", "marg", "rrj", "rrm"]
+MLE = ["mle", "mle_w", "mle_all"]
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +170,7 @@ DESIGNS = [(False, False), (True, False), (False, True), (True, True)]
 @pytest.mark.parametrize("strata,cluster", DESIGNS)
 def test_every_estimator_matches_the_survey_formulas_row_by_row(spec, strata, cluster):
     data = clustered_sample(spec, seed=28)      # a sample whose projections do not bind, with two clusters
-    res = spec.run(data, queries=QUERIES, weights="weight", strata="region" if strata else None,
+    res = spec.run(data, queries=QUERIES + MLE, weights="weight", strata="region" if strata else None,
                    cluster="school" if cluster else None, engine="pandas")
     assert res.ok, res.failures
     m, design = data["m"], design_of(data["m"], strata, cluster)
@@ -200,6 +204,16 @@ def test_every_estimator_matches_the_survey_formulas_row_by_row(spec, strata, cl
         assert arr(res[q].extras["se"]).tolist() == arr(res[chosen].extras["se"]).tolist()
     assert {res["hyb"].extras["chosen"], res["hyb_cas"].extras["chosen"]} == {"castell", "independent"}
     assert res["ind"].extras["se_target"] == "product of marginals"
+    # the pseudo-MLE of a square channel is the method of moments where that lies inside the
+    # simplex, and so is its linearized covariance (castell's, checked above)
+    assert np.allclose(arr(res["mle"].value), arr(res["cas"].value), rtol=1e-8)
+    assert np.allclose(np.asarray(res["mle"].cov_params(), float), np.asarray(res["cas"].cov_params(), float),
+                       rtol=1e-7, atol=1e-14)
+    # RR-Joint's MLE summed to (a, b): the sums of the full joint's cells and of its covariance
+    S = np.kron(np.eye(6), np.ones((1, 2)))
+    full = np.asarray(res["mle_all"].cov_params(), float)
+    assert np.allclose(arr(res["mle_w"].value), S @ arr(res["mle_all"].value), rtol=1e-12, atol=1e-15)
+    assert np.allclose(np.asarray(res["mle_w"].cov_params(), float), S @ full @ S.T, rtol=1e-9, atol=1e-15)
 
 
 def test_the_design_effect_is_the_design_variance_over_the_unweighted_estimators(spec):
@@ -277,7 +291,7 @@ def test_replicate_weights_rerun_each_estimator_row_by_row(spec):
     reps = np.column_stack([np.where(psu == c, 0.0, data["m"]["weight"] * n / (n - 1)) for c in range(n)])
     frames = {k: pd.concat([v, pd.DataFrame(reps, columns=[f"jk{c:02d}" for c in range(n)])], axis=1)
               for k, v in data.items()}
-    res = spec.run(frames, queries=QUERIES, weights="weight", replicate_weights="jk*", replicate_type="jk1",
+    res = spec.run(frames, queries=QUERIES + MLE, weights="weight", replicate_weights="jk*", replicate_type="jk1",
                    engine="pandas")
     assert res.ok, res.failures
     m = frames["m"]
@@ -290,9 +304,10 @@ def test_replicate_weights_rerun_each_estimator_row_by_row(spec):
         assert np.allclose(arr(res[q].value), theta, rtol=1e-10)
         assert np.allclose(np.asarray(res[q].cov_params(), float), V, rtol=1e-9, atol=1e-15), q
         assert res[q].extras["replicates"] == n and res[q].extras["se_kind"].startswith("design-based (replicate")
-    lin = spec.run(data, queries=QUERIES, weights="weight", cluster="school", engine="pandas")
-    for q in ("cas", "ind", "clu", "proj", "marg", "rrj", "rrm"):
-        assert np.allclose(arr(res[q].value), arr(lin[q].value), rtol=1e-12, atol=1e-15), q
+    lin = spec.run(data, queries=QUERIES + MLE, weights="weight", cluster="school", engine="pandas")
+    for q in ("cas", "ind", "clu", "proj", "marg", "rrj", "rrm", "mle"):
+        # (EM stops within its tolerance: sums of weights added in another order move it by 1e-11)
+        assert np.allclose(arr(res[q].value), arr(lin[q].value), rtol=1e-8 if q == "mle" else 1e-12, atol=1e-15), q
         # JK1 and linearization agree to O(1/clusters) for a smooth estimator
         assert np.allclose(arr(res[q].extras["se"]), arr(lin[q].extras["se"]), rtol=0.1), q
     assert "se" not in res["tru"].extras

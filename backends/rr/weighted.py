@@ -46,48 +46,47 @@ from privspec.model.graph import Query
 from privspec.results.result import Result
 from privspec.backends.core.kron import kron_inverses
 from privspec.backends.core.projections import WALD_CI
-from privspec.backends.core.survey_design import linearized_covariance
+from privspec.backends.core.channel import B_matrix, product_channel
+from privspec.backends.core.compile import channel_of
+from privspec.backends.core.estimators import em
+from privspec.backends.core.survey_design import linearized_covariance, mle_influence
 from privspec.backends.data.survey import (SurveyDesign, check_design_columns, design_cells, refuse_conditional_se,
                                            replicate_sums)
 from privspec.backends.finite.data import observation_codes, report_columns, tally_of
-from privspec.backends.finite.estimates import MLE_FAMILY
 from privspec.backends.finite.weighted import weighted_supports
 from privspec.backends.rr.fit import JointFit, kron_matrix, linear_covariance
 from privspec.backends.rr.independent import block_jacobian
-from privspec.backends.rr.problem import JointProblem, numeric_K, report_codes, _grr_keep
+from privspec.backends.rr.problem import JointProblem, _grr_keep, _numeric_channel, numeric_K, report_codes
 
-#: the back end's own estimators of a joint (or a marginal) with a weighted version here
-RR_WEIGHTED = ("castell", "mom", "independent", "clusters", "hybrid", "truncated", "joint")
+#: the back end's estimators of a joint (or a marginal) with a weighted version here: every
+#: one a joint takes
+RR_WEIGHTED = ("castell", "mom", "independent", "clusters", "hybrid", "truncated", "joint", "mle", "em")
 
 
 def is_rr_weighted(q: Query) -> bool:
     """Whether ``q``'s weighted version is this module's (else the channel core's,
-    :mod:`privspec.backends.finite.weighted`): the back end's own estimators, ``mom`` (the
-    castell inversion, of a joint or, projected, of a marginal: the back end answers no
-    other) among them."""
+    :mod:`privspec.backends.finite.weighted`): every estimator of a joint the back end
+    answers, and ``mom`` projected (the castell inversion of a marginal)."""
     return q.method is not None and q.method.name in RR_WEIGHTED
 
 
 def rr_weighted_supports(q: Query) -> str:
     """What of ``q`` has no weighted version in the randomized-response back end ("" when
-    it has one): its own estimators (this module), the channel core's ``mom``, ``mle``,
-    ``one_step`` (:func:`~privspec.backends.finite.weighted.weighted_supports`), and an
-    MLE with ``project`` (its estimate is a distribution already: the projection leaves it
-    as it is)."""
+    it has one): its estimators of a joint and projected marginals (this module; B040 only
+    where the covariance would be too large), else what the channel core says
+    (:func:`~privspec.backends.finite.weighted.weighted_supports`)."""
     if q.kind != "estimate" or q.estimand is None or q.estimand.kind not in ("distribution", "joint") \
             or q.method is None:
         return weighted_supports(q)
     name = q.method.name
     if is_rr_weighted(q):
-        if name == "truncated":
+        if name in ("truncated", "mle", "em"):       # no covariance; the MLE's own limit (B403)
             return ""
         cells = math.prod(len(v.labels) for v in q.estimand.variables)
         reports = cells if hasattr(q.mechanism, "factors") else int(q.mechanism.variable.p)
         if cells * reports > COV_CELL_LIMIT ** 2:
             return (f"a joint of {cells:,} cells from {reports:,} reports by {name} (its design-based covariance "
                     f"is formed up to {COV_CELL_LIMIT:,} cells)")
-        return ""
-    if name in MLE_FAMILY and q.method.options.get("project"):
         return ""
     return weighted_supports(q)
 
@@ -122,10 +121,12 @@ def weighted_joint(model: Any, q: Query, engine: Any, design: SurveyDesign) -> R
     if fit.var is None:                                         # truncated, or a projection that bound
         note = "; ".join(x for x in ("Hajek (weighted) estimate", fit.note) if x)
         return joint_result(problem, dataclasses.replace(fit, info={**fit.info, **info}, note=note))
-    U = _jacobian(problem, fit, shares)
-    srs = linear_covariance(U, shares, n, "population")
+    if fit.method == "mle":
+        psi, srs = _mle_influence(problem, shares, total, n)
+    else:
+        U = _jacobian(problem, fit, shares)
+        psi, srs = (U - (U @ shares)[:, None]) / total, linear_covariance(U, shares, n, "population")
     if design.replicates is None:
-        psi = (U - (U @ shares)[:, None]) / total
         V = linearized_covariance(psi, cells)
     else:
         thetas = np.array([problem.fit(_as_counts(problem, sums[:, r] / sums[:, r].sum() * n), projection="none")
@@ -186,6 +187,25 @@ def _jacobian(problem: JointProblem, fit: JointFit, shares: np.ndarray) -> np.nd
     if method in ("castell", "mom"):
         return kron_matrix(inv)
     raise BackendError(Diagnostic("B040", f"survey weights are not supported for the joint estimator {method!r}"))
+
+
+def _mle_influence(problem: JointProblem, shares: np.ndarray, total: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted pseudo-MLE's influence values per unit of weight (the estimand's cells x
+    reports: ``B J^-1 s(o) / N_hat``,
+    :func:`~privspec.backends.core.survey_design.mle_influence`) and the unweighted MLE's
+    covariance ``J^-1 / n`` from the same rows, on the estimand's factors' channel (a
+    product) or on the combined domain, summed to the estimand (``S``)."""
+    mech = problem.q.mechanism
+    factors = problem.factors if problem.product else [mech]
+    ch = product_channel([channel_of(f) for f in factors]) if len(factors) > 1 else channel_of(factors[0])
+    ch = _numeric_channel(problem.model, ch, factors)
+    w = np.clip(em(ch, shares * n).w, 1e-12, None)   # the fit's own EM (the combined fit keeps only its sums)
+    psi = mle_influence(ch.Kn, ch.probabilities(w), B_matrix(ch.p, exact=False), shares, total)
+    srs = ch.avar_mle(w) / n
+    if problem.product or (problem.parts == [0] and problem.cells == ch.p):
+        return psi, srs
+    S = problem.part_sum_matrix().astype(float)
+    return S @ psi, S @ srs @ S.T
 
 
 def _deff_value(problem: JointProblem, deff: np.ndarray) -> Any:
