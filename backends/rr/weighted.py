@@ -56,7 +56,8 @@ from privspec.backends.finite.data import observation_codes, report_columns, tal
 from privspec.backends.finite.weighted import weighted_supports
 from privspec.backends.rr.fit import JointFit, kron_matrix, linear_covariance
 from privspec.backends.rr.independent import block_jacobian
-from privspec.backends.rr.problem import JointProblem, _grr_keep, _numeric_channel, numeric_K, report_codes
+from privspec.backends.rr.joint_results import joint_result, value_of
+from privspec.backends.rr.problem import JointProblem, grr_keep, numeric_K, numeric_channel, report_codes
 
 #: the back end's estimators of a joint (or a marginal) with a weighted version here: every
 #: one a joint takes
@@ -95,8 +96,6 @@ def weighted_joint(model: Any, q: Query, engine: Any, design: SurveyDesign) -> R
     """The Hajek version of ``q``'s joint estimator on the table ``engine`` counts, with
     design-based standard errors, Wald intervals and design effects (the module
     docstring)."""
-    from privspec.backends.rr.backend import joint_result     # the back end imports this module
-
     refuse_conditional_se(str(q.method.options.get("se", "population")))
     problem = JointProblem(model, q)
     mech = q.mechanism
@@ -142,7 +141,7 @@ def weighted_joint(model: Any, q: Query, engine: Any, design: SurveyDesign) -> R
     designed = dataclasses.replace(
         fit, var=var.reshape(fit.table.shape), se_kind=design.se_kind, ci=None, intervals=None,
         ci_method=f"{WALD_CI} on the design-based standard error", cov=lambda: V, note=note,
-        info={**fit.info, **info, "deff": _deff_value(problem, deff)})
+        info={**fit.info, **info, "deff": value_of(problem, deff)})
     return joint_result(problem, designed)
 
 
@@ -168,7 +167,7 @@ def _jacobian(problem: JointProblem, fit: JointFit, shares: np.ndarray) -> np.nd
     (RR-Independent, RR-Clusters, hybrid's choice), RR-Joint's ``S K^-1``."""
     if not problem.product:
         mech = problem.q.mechanism
-        keep = _grr_keep(problem.model, mech)
+        keep = grr_keep(problem.model, mech)
         if keep is not None:
             p, q = keep
             inv = (np.eye(len(shares)) - q) / (p - q)          # K^-1 = (I - q J)/(p - q)
@@ -198,7 +197,7 @@ def _mle_influence(problem: JointProblem, shares: np.ndarray, total: float, n: i
     mech = problem.q.mechanism
     factors = problem.factors if problem.product else [mech]
     ch = product_channel([channel_of(f) for f in factors]) if len(factors) > 1 else channel_of(factors[0])
-    ch = _numeric_channel(problem.model, ch, factors)
+    ch = numeric_channel(problem.model, ch, factors)
     w = np.clip(em(ch, shares * n).w, 1e-12, None)   # the fit's own EM (the combined fit keeps only its sums)
     psi = mle_influence(ch.Kn, ch.probabilities(w), B_matrix(ch.p, exact=False), shares, total)
     srs = ch.avar_mle(w) / n
@@ -208,8 +207,3 @@ def _mle_influence(problem: JointProblem, shares: np.ndarray, total: float, n: i
     return S @ psi, S @ srs @ S.T
 
 
-def _deff_value(problem: JointProblem, deff: np.ndarray) -> Any:
-    """The design effects labelled like the estimate."""
-    from privspec.backends.rr.backend import _value
-
-    return _value(problem, deff)
