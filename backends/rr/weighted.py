@@ -1,6 +1,7 @@
-"""Survey weights for the randomized-response back end's own joint estimators: castell
+"""Survey weights for the randomized-response back end's joint estimators: castell
 (``mom`` on a product), RR-Independent, RR-Clusters, hybrid, truncated castell, RR-Joint
-on a combined domain, and projected estimates (``project = ...``).
+on a combined domain, the MLE (of any subset of a product's factors, or summed on a
+combined domain), and projected estimates (``project = ...``).
 
 Each estimator is a function of the report frequencies ``lambda_hat`` alone, so its
 weighted (Hajek) version is the same estimator on the weighted report shares
@@ -16,7 +17,9 @@ totalled per PSU and give the stratified with-replacement covariance.  ``U`` is
 ``(x)_k K_k^-1`` for castell, ``S K^-1`` for RR-Joint summed to the estimand (``S`` the
 0/1 sums), and for a product of blocks (RR-Independent's singletons, RR-Clusters' clusters)
 ``U[x, y] = sum_g c_g(x) A_g[x_g, y_g]``
-(:func:`~privspec.backends.rr.independent.block_jacobian`).  hybrid linearizes the
+(:func:`~privspec.backends.rr.independent.block_jacobian`); the MLE's influence is its
+score's, ``B J^-1 s(o) / N_hat``
+(:func:`~privspec.backends.core.survey_design.mle_influence`).  hybrid linearizes the
 estimator it chose (the choice taken as fixed, as its unweighted standard error does).
 The design effect is the design variance over the unweighted estimator's variance from
 the same n rows, ``U (diag(lambda) - lambda lambda^T) U^T / n`` at the weighted shares.
