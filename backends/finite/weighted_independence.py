@@ -6,7 +6,11 @@ The permutation and chi-square calibrations of :mod:`.independence` assume indep
 equally weighted respondents; under a cluster sample they reject too often.  Here the
 joint of the two variables is the Hajek method of moments on the product mechanism's
 weighted reports (:func:`.weighted.design_estimate`), with its design-based covariance
-``V`` (linearized, or from replicate weights).  Independence is ``d_ij = w_ij - r_i c_j
+``V`` (linearized, or from replicate weights), summed to the two variables' table
+(:func:`pair_map`: two factors' variables, or parts of one factor's combined variable
+such as ``grr(a * b)``, the other components summed out).  A product with dummy
+categories (``min_coverage``) is refused (B040): privatize makes none, and its dummy
+respondents would have no place in the survey design.  Independence is ``d_ij = w_ij - r_i c_j
 = 0`` for the first ``p - 1`` rows and ``q - 1`` columns (``r``, ``c`` the margins of the
 joint), and the Wald statistic ``W = d' (D V D')^-1 d``, ``D`` the contrasts' Jacobian
 (``dd_ij / dw_kl = [k = i][l = j] - [k = i] c_j - r_i [l = j]``), is chi-square with
@@ -40,21 +44,15 @@ METHOD = "design-based adjusted Wald test of independence (svychisq's statistic 
 def weighted_independence(q: Query, engine: Any, design: SurveyDesign) -> Result:
     """The design-based Wald test of ``q`` on the table ``engine`` counts (the module
     docstring)."""
-    factors = list(q.mechanism.factors)
-    where = []
-    for v in q.estimand.variables:
-        found = [i for i, f in enumerate(factors) if set(v.components()) == set(f.variable.components())]
-        if not found:
-            raise BackendError(Diagnostic("B040", f"query '{q.name}': survey weights are not supported for an "
-                                                  f"independence test of {v.name} within a factor of the product",
-                                          hint="a test of two factors' variables has a weighted version"))
-        where.append(found[0])
     d = design_estimate(q, engine, design, "mom")
     if d.channel.offset is not None:
         raise BackendError(Diagnostic("B040", f"query '{q.name}': survey weights are not supported for an "
-                                              "independence test with dummy categories",
-                                      hint="a design without dummy categories"))
-    L, shape = _pair_map(d.channel.p, [len(f.variable.labels) for f in factors], where)
+                                              "independence test with dummy categories (min_coverage) in the "
+                                              "product: its dummy respondents have no place in the design",
+                                      hint="a design without dummy categories (privatize makes none in a product)"))
+    x, y = q.estimand.variables
+    factors = getattr(q.mechanism, "factors", None) or (q.mechanism,)
+    L, shape = pair_map(tuple(d.channel.x_labels), [c for f in factors for c in f.variable.components()], x, y)
     W, V = (L @ d.fit.w).reshape(shape), L @ d.V @ L.T
     wald, k = wald_statistic(W, V)
     # the design's degrees of freedom: PSUs less strata (replicates less one)
@@ -65,9 +63,8 @@ def weighted_independence(q: Query, engine: Any, design: SurveyDesign) -> Result
                                       hint="more clusters (PSUs), or fewer categories"))
     stat = (design_df - k + 1) / (design_df * k) * wald
     p_value = float(scipy.stats.f.sf(stat, k, design_df - k + 1))
-    x, y = (v.name for v in q.estimand.variables)
     return HypothesisTest(TestResult(METHOD, stat, float(k), p_value), n=int(round(d.fit.n)),
-                          null=f"{x} and {y} are independent",
+                          null=f"{x.name} and {y.name} are independent",
                           calibration=f"F({k}, {design_df - k + 1}) (the adjusted Wald test; Wald statistic "
                                       f"{wald:.6g} on {design_df} design degrees of freedom)",
                           note=f"survey weights: {design.describe()}; {design.se_kind} covariance of the joint; "
@@ -75,15 +72,46 @@ def weighted_independence(q: Query, engine: Any, design: SurveyDesign) -> Result
                                "so the weighted version of every independence test is this one")
 
 
-def _pair_map(p: int, sizes: list[int], where: list[int]) -> tuple[np.ndarray, tuple[int, int]]:
-    """The linear map from the product's joint (``p`` categories, factor-major) to the
-    two tested factors' table (the other factors summed out, rows the first variable)."""
-    basis = np.eye(p).reshape(p, *sizes)
-    others = tuple(1 + i for i in range(len(sizes)) if i not in where)
-    table = basis.sum(axis=others) if others else basis
-    if where[0] > where[1]:
-        table = table.transpose(0, 2, 1)
-    return table.reshape(p, -1).T, (sizes[where[0]], sizes[where[1]])
+def pair_map(labels: tuple[str, ...], components: list[str], x: Any, y: Any) -> tuple[np.ndarray, tuple[int, int]]:
+    """The 0/1 map from the mechanism's joint (its categories ``labels``, each a '.'-joined
+    tuple over ``components``, the product's variables' components in order) to the table of
+    ``x`` by ``y`` (rows ``x``; the other components summed out), whether ``x`` and ``y``
+    are two factors' variables or parts of one factor's combined variable, and the table's
+    shape.  B040 where a category's label does not split into the components (a label
+    with a '.' of its own).
+
+    Examples
+    --------
+    A factor over ``a * b`` and one over ``c``: ``a`` by ``c`` sums ``b`` out.
+
+    >>> from types import SimpleNamespace as V
+    >>> a = V(name="a", labels=("0", "1"), components=lambda: ("a",))
+    >>> c = V(name="c", labels=("u", "v"), components=lambda: ("c",))
+    >>> labels = tuple(f"{i}.{j}.{k}" for i in "01" for j in "01" for k in "uv")
+    >>> L, shape = pair_map(labels, ["a", "b", "c"], a, c)
+    >>> shape, L[0].tolist()
+    ((2, 2), [1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    """
+    at = {c: i for i, c in enumerate(components)}
+    keys = []
+    for v in (x, y):
+        pos = [at[c] for c in v.components()]
+        index = {lab: i for i, lab in enumerate(v.labels)}
+        row = []
+        for lab in labels:
+            parts = lab.split(".")
+            key = ".".join(parts[i] for i in pos) if len(parts) == len(components) else None
+            if key not in index:
+                raise BackendError(Diagnostic("B040", f"survey weights are not supported for an independence test "
+                                                      f"of {x.name} and {y.name} here: the category '{lab}' does "
+                                                      "not split into the variables' labels",
+                                              hint="labels without '.'"))
+            row.append(index[key])
+        keys.append(np.array(row))
+    q = len(y.labels)
+    L = np.zeros((len(x.labels) * q, len(labels)))
+    L[keys[0] * q + keys[1], np.arange(len(labels))] = 1.0
+    return L, (len(x.labels), q)
 
 
 def wald_statistic(W: np.ndarray, V: np.ndarray) -> tuple[float, int]:

@@ -32,20 +32,20 @@ from privspec.model import costs
 from privspec.errors import BackendError, DataError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Variable
 from privspec.model.query_kinds import Answers
-from privspec.results.kinds import Avar, Epsilon, Estimate
+from privspec.results.kinds import Avar, Epsilon
 from privspec.results.result import Result
-from privspec.results.values import Inference, Matrix, Table, Vector
+from privspec.results.values import Matrix
 from privspec.backends import register
 from privspec.backends.core.grr_channel import grr_channel
 from privspec.backends.core.compile import channel_of
-from privspec.backends.finite.weighted import weighted_estimate, weighted_supports
+from privspec.backends.finite.weighted import weighted_estimate
 from privspec.backends.core.kron import kron_apply, kron_cov
-from privspec.backends.core.projections import WALD_CI, wald_interval
 from privspec.backends.core.populations import parameter_values, population_vector, symbolic_vector
 from privspec.backends.rr.bounds import bounds_result, thresholds_result
 from privspec.backends.rr.problem import JointProblem
 from privspec.backends.rr.simulate import simulate_joint
-from privspec.backends.rr.fit import JointFit
+from privspec.backends.rr.joint_results import joint_result
+from privspec.backends.rr.weighted import is_rr_weighted, rr_weighted_supports, weighted_joint
 
 #: exact (sympy) joint covariances up to this many cells; floating point beyond
 EXACT_CELLS = 64
@@ -97,64 +97,16 @@ class RRBackend:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech_name = query.mechanism.name or query.name
         if data.design is not None:
+            if is_rr_weighted(query):
+                return weighted_joint(model, query, data.engine_for(mech_name), data.design)
             return weighted_estimate(query, data.engine_for(mech_name), data.design)
         return estimate_result(model, query, data.engine_for(mech_name), data.path_for(mech_name))
 
     def weighted(self, query: Query) -> str:
         """What of ``query`` has no version with survey weights ("" for a joint or marginal
-        by mom or mle through the channel: :mod:`privspec.backends.finite.weighted`)."""
-        return weighted_supports(query)
-
-
-def joint_result(problem: JointProblem, fit: JointFit) -> Result:
-    """A joint estimate as the JSON contract has it: a table, ``se`` of the same shape,
-    ``method``, ``n``, and which projection was applied."""
-    single = len(problem.variables) == 1
-    extras: dict = {"method": problem.q.method.name, "n": fit.n}
-    inference = None
-    if fit.var is not None:
-        se = np.sqrt(np.maximum(fit.var, 0.0))
-        extras["se"] = _value(problem, se)
-        extras["se_kind"] = fit.se_kind or "population"
-        if fit.se_target and fit.se_target != "joint":
-            extras["se_target"] = fit.se_target
-        intervals = fit.intervals or functools.partial(_wald, fit.table, se)
-        lo, hi = fit.ci if fit.ci is not None else intervals(0.95)
-        if single:
-            extras["ci95"] = {lab: [float(a), float(b)] for lab, a, b in
-                              zip(problem.labels[0], lo.reshape(-1), hi.reshape(-1))}
-        else:
-            extras["ci95"] = {"lower": _value(problem, lo), "upper": _value(problem, hi)}
-        extras["ci_method"] = fit.ci_method or WALD_CI
-        inference = Inference(extras["ci_method"], lambda level: tuple(np.ravel(x) for x in intervals(level)),
-                              fit.cov, "" if fit.cov is not None else "no covariance of the cells for this estimator")
-    extras["projection"] = fit.projection
-    extras["negative_cells"] = fit.negative_cells
-    if fit.projection != "none" and fit.var is None and fit.negative_cells:
-        extras["se_note"] = "no se: the projection moved the estimate off the linear estimator"
-    elif fit.var is None and fit.method == "truncated":
-        extras["se_note"] = "no se: truncation (a minimum of estimates) is not smooth where it binds"
-    extras["sum"] = float(np.sum(fit.table))
-    for k, v in fit.info.items():
-        if k != "cluster_axes":          # the clusters by name are there already
-            extras[k] = v
-    if fit.note:
-        extras["note"] = fit.note
-    if inference is None:
-        inference = Inference(None, None, None, extras.get("se_note", "no standard errors for this estimator"))
-    return Estimate(_value(problem, fit.table), **extras, inference=inference)
-
-
-def _wald(table: np.ndarray, se: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~privspec.backends.core.projections.wald_interval` of every cell (a probability)."""
-    ci = wald_interval(np.ravel(table), np.ravel(se), level)
-    return ci[:, 0].reshape(np.shape(table)), ci[:, 1].reshape(np.shape(table))
-
-
-def _value(problem: JointProblem, data: np.ndarray):
-    if len(problem.variables) == 1 and problem.q.estimand.kind == "distribution":
-        return Vector(problem.labels[0], tuple(np.asarray(data).reshape(-1)))
-    return Table(problem.names, problem.labels, np.asarray(data).reshape(problem.shape))
+        by the back end's own estimators, :mod:`privspec.backends.rr.weighted`, or by mom
+        or mle through the channel, :mod:`privspec.backends.finite.weighted`)."""
+        return rr_weighted_supports(query)
 
 
 def estimate_result(model: ModelGraph, q: Query, data, path) -> Result:

@@ -73,20 +73,11 @@ def _block_covariance(lam: np.ndarray, inv: Sequence[np.ndarray], blocks: Sequen
     - S_g)`` (as the variances are): where the covariance is nearly singular the estimate
     may have slightly negative eigenvalues.
     """
-    shape, cells = lam.shape, lam.size
+    cells = lam.size
     check_cells(cells)
-    coords = np.indices(shape).reshape(lam.ndim, cells)
-    index, A, B = [], [], []
-    for g in (sorted(b) for b in blocks):
-        index.append(np.ravel_multi_index(tuple(coords[j] for j in g), tuple(shape[j] for j in g)))
-        A.append(kron_matrix([inv[j] for j in g]))
-        B.append(A[-1] @ tensor_margin(lam, g).reshape(-1))
     if se == "population":
-        U = np.zeros((cells, cells))
-        for k, (ix, Ag) in enumerate(zip(index, A)):
-            c = functools.reduce(np.multiply, [B[h][index[h]] for h in range(len(A)) if h != k], np.ones(cells))
-            U += c[:, None] * Ag[np.ix_(ix, ix)]
-        return linear_covariance(U, lam, n, "population")
+        return linear_covariance(block_jacobian(lam, inv, blocks), lam, n, "population")
+    index, A, B = _block_parts(lam, inv, blocks)
     upper, lower = np.ones((cells, cells)), np.ones((cells, cells))
     for g, ix, Ag, Bg in zip(blocks, index, A, B):
         lam_g = tensor_margin(lam, sorted(g)).reshape(-1)
@@ -95,6 +86,45 @@ def _block_covariance(lam: np.ndarray, inv: Sequence[np.ndarray], blocks: Sequen
         upper *= P[np.ix_(ix, ix)]
         lower *= (P - S)[np.ix_(ix, ix)]
     return upper - lower
+
+
+def _block_parts(lam: np.ndarray, inv: Sequence[np.ndarray], blocks: Sequence[Sequence[int]]
+                 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Per block (axes ascending): each cell's index in the block's margin, the block's
+    inverse ``(x)_{j in g} A_j`` formed, and its castell estimate ``B_g`` of the margin."""
+    shape, cells = lam.shape, lam.size
+    coords = np.indices(shape).reshape(lam.ndim, cells)
+    index, A, B = [], [], []
+    for g in (sorted(b) for b in blocks):
+        index.append(np.ravel_multi_index(tuple(coords[j] for j in g), tuple(shape[j] for j in g)))
+        A.append(kron_matrix([inv[j] for j in g]))
+        B.append(A[-1] @ tensor_margin(lam, g).reshape(-1))
+    return index, A, B
+
+
+def block_jacobian(lam: np.ndarray, inv: Sequence[np.ndarray], blocks: Sequence[Sequence[int]]) -> np.ndarray:
+    """The Jacobian ``U[x, y] = d Pi_hat(x) / d lambda(y) = sum_g c_g(x) A_g[x_g, y_g]`` (cells x
+    reports, C order) of the product of the blocks' castell estimates at ``lam`` (the
+    tensor of report frequencies), ``c_g`` the product of the other blocks' estimates:
+    the delta method's (:func:`_block_covariance`) and the survey linearization's
+    (:mod:`privspec.backends.rr.weighted`).
+
+    Examples
+    --------
+    One block of all the axes is castell itself, linear: the Jacobian is ``(x) A_k``.
+
+    >>> A = np.linalg.inv(np.array([[3, 1], [1, 3]]) / 4)
+    >>> lam = np.array([[0.3, 0.1], [0.3, 0.3]])
+    >>> bool(np.allclose(block_jacobian(lam, [A, A], [[0, 1]]), np.kron(A, A)))
+    True
+    """
+    cells = lam.size
+    index, A, B = _block_parts(lam, inv, blocks)
+    U = np.zeros((cells, cells))
+    for k, (ix, Ag) in enumerate(zip(index, A)):
+        c = functools.reduce(np.multiply, [B[h][index[h]] for h in range(len(A)) if h != k], np.ones(cells))
+        U += c[:, None] * Ag[np.ix_(ix, ix)]
+    return U
 
 
 def independent(counts: np.ndarray, K: Sequence[np.ndarray], *, variance: bool = True,

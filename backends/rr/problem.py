@@ -28,7 +28,7 @@ from privspec.backends.rr.joint import estimate_joint, with_projection
 MLE_CELL_LIMIT = 2048
 
 
-def _grr_keep(model: ModelGraph, mech: RandomizedResponse) -> tuple[float, float] | None:
+def grr_keep(model: ModelGraph, mech: RandomizedResponse) -> tuple[float, float] | None:
     """GRR's keep probabilities ``(p, q)`` at the parameters' values (None for another
     channel); a clear error while epsilon is still a symbol."""
     ch = channel_of(mech)
@@ -153,7 +153,7 @@ class JointProblem:
                                           hint="use castell (with project = euclidean for a distribution)"))
         ch = product_channel([channel_of(f) for f in self.factors]) if len(self.factors) > 1 \
             else channel_of(self.factors[0])
-        ch = _numeric_channel(self.model, ch, self.factors)
+        ch = numeric_channel(self.model, ch, self.factors)
         fit = em(ch, counts.reshape(-1))
         require_answer(ch, counts.reshape(-1), fit, "mle")
         var = cov = None
@@ -181,7 +181,7 @@ class JointProblem:
         mech = self.q.mechanism
         keep, K = None, None
         if method in ("mle", "em"):
-            ch = _numeric_channel(self.model, channel_of(mech), [mech])
+            ch = numeric_channel(self.model, channel_of(mech), [mech])
             f = em(ch, counts)
             require_answer(ch, counts, f, "mle")
             V = ch.avar_mle(np.clip(f.w, 1e-12, None))
@@ -191,7 +191,7 @@ class JointProblem:
                             info={"iterations": f.iterations, "kkt": f.kkt, "converged": bool(f.converged)})
             lam = None
         else:
-            keep = _grr_keep(self.model, mech)
+            keep = grr_keep(self.model, mech)
             if keep is not None:
                 full = rr_joint(counts, keep=keep, se=se)
             else:
@@ -260,7 +260,7 @@ def report_codes(factor: Any, tally) -> np.ndarray:
     return out[0] if isinstance(out, tuple) else out
 
 
-def _numeric_channel(model: ModelGraph, ch, factors) -> Any:
+def numeric_channel(model: ModelGraph, ch, factors) -> Any:
     """The channel with parameter values substituted (a float K for the estimators)."""
     subs = parameter_values(model)
     if not subs:
