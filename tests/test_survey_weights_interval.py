@@ -188,7 +188,9 @@ def test_jk1_replicate_weights_reproduce_the_design_jackknife(spec):
     for q in ("mu", "pmu"):
         a, b = from_clusters[q], from_replicates[q]
         assert b.value == pytest.approx(a.value, abs=1e-12)
-        assert b.extras["se"] == pytest.approx(a.extras["se"], rel=1e-9), q
+        # the replicates' refits stop at the fit's tolerance, not at the same point: 1e-7
+        # (mle's SE came out 2.7e-9 apart in one install, 0 in another)
+        assert b.extras["se"] == pytest.approx(a.extras["se"], rel=1e-7), q
         assert b.extras["se_kind"] == "design-based (replicate weights, jk1)"
         assert "12 jk1 replicates" in b.extras["se_method"]
 
