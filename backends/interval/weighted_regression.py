@@ -122,6 +122,9 @@ def weighted_interval_regression(q: Query, tally: Tally, left: np.ndarray, right
         for r in range(1, sums.shape[1]):
             wr = sums[seen, r]
             refit = fit_censored_linear(X1, pl, pr, owner, wr * (rows / wr.sum()))
+            if not refit.converged:
+                raise BackendError(Diagnostic("B020", f"the regression on replicate {r} did not converge",
+                                              hint="fewer covariates"))
             reps.append(refit.theta)
         V = design.replicates.covariance(fit.theta, np.array(reps))
         how = f"from {layout['replicates']} replicate weights, the regression refitted on each"
