@@ -101,13 +101,14 @@ def test_jk1_replicates_agree_with_linearization(spec):
     assert rep.extras["replicates"] == C
 
 
-def test_a_randomized_response_predictor_is_refused_with_weights():
+def test_a_randomized_response_predictor_has_its_weighted_version_too():
+    """(tests/test_survey_weights_predictor.py checks it.)"""
     both = privspec.load(SPEC + "variable z: categorical {a, b}\n"
                                 "query pred = estimate regression(z ~ y) from m by mle(logistic)\n")
     frame = cluster_sample(both, 4)
     frame["z"] = np.where(frame["age"] > 0, "a", "b")
-    res = both.run(frame, ["pred"], weights="w")
-    assert res.failures["pred"].diagnostics[0].code == "B040"
+    res = both.run(frame, ["pred"], weights="w", cluster="school")
+    assert "pred" in res and res["pred"].extras["se_kind"] == "design-based (Taylor linearization)"
 
 
 def marginal_slope(slope: float = 1.0, clusters: int = 16000, size: int = 25) -> float:

@@ -25,6 +25,7 @@ from privspec.backends.finite.regression_predictor import item_is_covariate, pre
 from privspec.backends.finite.simulate import simulate_query
 from privspec.backends.finite.weighted import weighted_estimate, weighted_supports
 from privspec.backends.finite.weighted_independence import weighted_independence
+from privspec.backends.finite.weighted_predictor import weighted_predictor
 from privspec.backends.finite.weighted_regression import weighted_regression
 from privspec.backends.finite.truth import (Truth, as_matrix, as_vector, avar_matrix, coverage_value,
                                             estimate_on_counts, independence_on_counts, leakage_value)
@@ -193,7 +194,8 @@ class FiniteBackend:
         engine = data.engine_for(mech_name)
         if data.design is not None:
             if query.estimand is not None and query.estimand.kind == "regression":
-                return weighted_regression(query, engine, data.design)
+                weighted = weighted_predictor if item_is_covariate(query) else weighted_regression
+                return weighted(query, engine, data.design)
             if kind == "test":
                 return weighted_independence(query, engine, data.design)
             return weighted_estimate(query, engine, data.design)
@@ -209,7 +211,7 @@ class FiniteBackend:
         """What of ``query`` has no version with survey weights ("" when it has one:
         :mod:`privspec.backends.finite.weighted`)."""
         if query.kind == "estimate" and query.estimand is not None and query.estimand.kind == "regression":
-            return "a regression with a randomized-response predictor" if item_is_covariate(query) else ""
+            return ""       # backends/finite/weighted_regression.py, weighted_predictor.py
         if query.kind == "test":
             return ""       # the design-based Wald test (backends/finite/weighted_independence.py)
         return weighted_supports(query)

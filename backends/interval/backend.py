@@ -65,6 +65,7 @@ from privspec.backends.interval.laws import law_distribution, population_law, su
 from privspec.backends.interval.mechanisms import format_ranges
 from privspec.backends.interval.ranges import range_coverage
 from privspec.backends.interval.weighted import METHODS as WEIGHTED_METHODS, weighted_fit
+from privspec.backends.interval.weighted_regression import weighted_interval_regression
 from privspec.backends.interval.regression import SCALE_VIF_LIMIT, iterative_regression
 from privspec.backends.interval.reports import is_interval_family, report_model, values_and_rows
 from privspec.backends.interval.simulate import simulate_query
@@ -225,9 +226,11 @@ class IntervalBackend:
                 return ""
             if est.kind in ("cdf", "mean", "moment") and query.method.name in WEIGHTED_METHODS:
                 return ""
+            if est.kind == "regression" and tuple(named_args(query)) in ((), ("linear",), ("linear", "normal")):
+                return ""       # :mod:`.weighted_regression`
         what = f"{query.kind} queries of a {est.kind}" if est is not None else f"{query.kind} queries"
         return (f"{what} from interval mechanisms (weighted: the mean by unbiased, Example 2; cdf, mean and "
-                "moment by npmle or mle)")
+                "moment by npmle or mle; a regression by iterative(linear) with normal noise)")
 
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if verb == "simulate":
@@ -381,7 +384,12 @@ class IntervalBackend:
     def _regression(self, model: ModelGraph, q: Query, data: Any, seed: int | None) -> Result:
         mech = q.mechanism
         response, covariates = q.estimand.variables[0].name, [v.name for v in q.estimand.variables[1:]]
-        tally, path = _load(mech, q, data, list(dict.fromkeys(report_model(mech).columns(response) + covariates)))
+        columns = list(dict.fromkeys(report_model(mech).columns(response) + covariates))
+        design = getattr(data, "design", None)
+        if design is not None:
+            tally = design_tally(_engine(mech, q, data), design, columns)
+        else:
+            tally = _load(mech, q, data, columns)[0]
         tally.check_no_missing(covariates)
         left, right = report_model(mech).read(tally, response)
         X = _numeric(tally.values, covariates)
@@ -391,12 +399,15 @@ class IntervalBackend:
             raise DataError(Diagnostic("D107", f"{len(rows)} covariate value(s) are not numbers",
                                        rows=rows, columns=tuple(sorted({covariates[c] for c in np.nonzero(bad)[1]})),
                                        hint="covariates are plain numeric columns"))
-        # the regressors fit rows: each distinct tuple repeated by its count (canonical order)
-        X, left, right = tally.expand(X), tally.expand(left), tally.expand(right)
-        keep = ~np.isnan(left)
         named = named_args(q)
         regressor = named[0] if named else "linear"
         noise = named[1] if len(named) > 1 else "normal"
+        if design is not None:   # iterative(linear), normal noise (weighted() says so before the query gets here)
+            return weighted_interval_regression(q, tally, left, right, X, covariates, design,
+                                                support_of(mech.variable), report_model(mech).disclose)
+        # the regressors fit rows: each distinct tuple repeated by its count (canonical order)
+        X, left, right = tally.expand(X), tally.expand(left), tally.expand(right)
+        keep = ~np.isnan(left)
         fit = iterative_regression(X[keep], left[keep], right[keep], regressor, noise=noise,
                                    support=support_of(mech.variable), disclose=report_model(mech).disclose,
                                    seed=seed or 0,

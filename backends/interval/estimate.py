@@ -100,9 +100,9 @@ def weighted_unbiased(q: Query, left: np.ndarray, right: np.ndarray, tally: Tall
     per-report terms ``D`` (:func:`example2_terms`, unbiased for each respondent's value),
     its design-based standard error by linearization and design effect
     (:func:`privspec.backends.data.survey.design_mean`); ``left, right`` per distinct tuple
-    of ``tally``."""
+    of ``tally``.  No null report reaches it: ``unbiased`` needs a Case-I mechanism (E501
+    for a selective one), whose file may not hold a null (D004 when it is read)."""
     refuse_conditional_se(se_kind(q))
-    refuse_null_reports(q, left)
     a, b, lo, hi = _example2_setting(q.mechanism)
     try:
         u, delta = case1_anchor(left, right, lo, hi)
@@ -117,12 +117,13 @@ def weighted_unbiased(q: Query, left: np.ndarray, right: np.ndarray, tally: Tall
                     inference=number_wald_inference(d.mean, d.se))
 
 
-def refuse_null_reports(q: Query, left: np.ndarray) -> None:
-    """B040 where a weighted estimate meets null reports (respondents who reported nothing)."""
-    if np.isnan(left).any():
-        raise BackendError(Diagnostic("B040", f"query '{q.name}': survey weights are not supported for null "
-                                              "reports (respondents who reported nothing)",
-                                      hint="run it without --weights, or without the null rows"))
+def null_extras(left: np.ndarray, counts: np.ndarray) -> dict:
+    """``n_null``, the rows with a null report (respondents who reported nothing), where
+    there are any.  A weighted fit leaves them out as the unweighted one does, as a domain
+    of the sample: the design's strata and PSUs are the whole table's and a null row's
+    weight counts nowhere (``survey``'s ``subset``; :mod:`.weighted`)."""
+    nulls = count_nulls(left, counts)
+    return {"n_null": nulls} if nulls else {}
 
 
 def _mle(q: Query, l: np.ndarray, r: np.ndarray, c: np.ndarray, extra_null: dict) -> Result:

@@ -170,15 +170,45 @@ def scale_vif(X: np.ndarray, piece_left: np.ndarray, piece_right: np.ndarray, ow
     (True, True)
     """
     X1 = np.column_stack([np.ones(len(X)), np.asarray(X, dtype=float)])
+    _, scores = report_scores(X1, piece_left, piece_right, owner, coefficients, scale, noise)
+    info = scores.T @ scores
+    try:
+        inverse = np.linalg.inv(info)
+    except np.linalg.LinAlgError:
+        return float("inf")
+    vif = float(info[-1, -1] * inverse[-1, -1])
+    return vif if np.isfinite(vif) and vif > 0 else float("inf")
+
+
+def report_scores(X1: np.ndarray, piece_left: np.ndarray, piece_right: np.ndarray, owner: np.ndarray,
+                  coefficients: np.ndarray, scale: float, noise: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each report's log likelihood in the interval-censored linear model (the one Algorithm 1
+    with a linear regressor fits: ``log sum_pieces F((r - x b) / s) - F((l - x b) / s)``, or
+    ``log p((y - x b) / s) / s`` for a disclosed value) and its score in ``(b, log s)``
+    (reports x (terms + 1)); ``X1`` with its intercept column.  A report whose probability
+    underflows has log likelihood ``log 1e-300`` and score 0.
+
+    Examples
+    --------
+    One Case-I report ``(-inf, 0]`` at ``b = 0``, ``s = 1``: ``log Phi(0)``, and the score in
+    the intercept ``-phi(0) / Phi(0)``.
+
+    >>> ll, sc = report_scores(np.ones((1, 1)), np.array([-np.inf]), np.array([0.0]), np.array([0]),
+    ...                        np.array([0.0]), 1.0, "normal")
+    >>> round(float(ll[0]), 6), round(float(sc[0, 0]), 6), float(sc[0, 1])
+    (-0.693147, -0.797885, 0.0)
+    """
     rows = len(X1)
     f = (X1 @ np.asarray(coefficients, dtype=float))[owner]
     za, zb = (np.asarray(piece_left) - f) / scale, (np.asarray(piece_right) - f) / scale
     if noise == "normal":
         cdf, pdf = scipy.special.ndtr, lambda z: np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
         slope = lambda z: -z                                   # d log pdf / dz
+        logpdf = lambda z: -z * z / 2 - 0.5 * np.log(2 * np.pi)
     else:
         cdf, pdf = scipy.special.expit, lambda z: scipy.special.expit(z) * scipy.special.expit(-z)
         slope = lambda z: -np.tanh(z / 2)
+        logpdf = lambda z: scipy.special.log_expit(z) + scipy.special.log_expit(-z)
     point = za == zb
     fa, fb = np.where(np.isfinite(za), za, 0.0), np.where(np.isfinite(zb), zb, 0.0)
     pa, pb = np.where(np.isfinite(za), pdf(fa), 0.0), np.where(np.isfinite(zb), pdf(fb), 0.0)
@@ -189,17 +219,12 @@ def scale_vif(X: np.ndarray, piece_left: np.ndarray, piece_right: np.ndarray, ow
     total = np.bincount(owner, prob, rows)
     g_f = np.bincount(owner, d_f, rows) / np.where(total > 0, total, 1.0)
     g_s = np.bincount(owner, d_s, rows) / np.where(total > 0, total, 1.0)
+    loglik = np.log(np.maximum(total, 1e-300))
     # a disclosed value: the density p(z) / s, its log's derivatives
     at = owner[point]
     g_f[at], g_s[at] = -slope(fa[point]) / scale, -1.0 - fa[point] * slope(fa[point])
-    scores = np.column_stack([X1 * g_f[:, None], g_s])
-    info = scores.T @ scores
-    try:
-        inverse = np.linalg.inv(info)
-    except np.linalg.LinAlgError:
-        return float("inf")
-    vif = float(info[-1, -1] * inverse[-1, -1])
-    return vif if np.isfinite(vif) and vif > 0 else float("inf")
+    loglik[at] = logpdf(fa[point]) - np.log(scale)
+    return loglik, np.column_stack([X1 * g_f[:, None], g_s])
 
 
 # ---- regressors ----------------------------------------------------------------------------------

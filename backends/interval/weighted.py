@@ -21,6 +21,11 @@ A weighted NPMLE of F comes without its band: the profile-likelihood band calibr
 likelihood ratio of independent, equally weighted reports, which a weighted,
 clustered sample is not.  ``se = conditional`` is refused (B041), as everywhere with
 weights.
+
+Null reports (respondents who reported nothing) are left out of the fit as without
+weights, as a domain of the sample (``survey``'s ``subset``): they stay in the design's
+cells as one more report that no fit reads, so every PSU, one of nulls alone included,
+is a jackknife replicate and counts in its stratum's ``n_h``.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ from privspec.backends.core.survey_design import design_jackknife
 from privspec.backends.data.survey import SurveyDesign, design_cells, refuse_conditional_se, replicate_sums
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval import resample
-from privspec.backends.interval.estimate import named_args, number_wald_inference, refuse_null_reports, se_kind
+from privspec.backends.interval.estimate import named_args, null_extras, number_wald_inference, se_kind
 from privspec.backends.interval.estimators import npmle_functional, parametric_mle
 from privspec.backends.interval.fit import fit_npmle
 from privspec.backends.interval.laws import support_of
@@ -71,20 +76,23 @@ def weighted_fit(model: ModelGraph, q: Query, left: np.ndarray, right: np.ndarra
     (True, True)
     """
     refuse_conditional_se(se_kind(q))
-    refuse_null_reports(q, left)
-    pairs, report = np.unique(np.column_stack([left, right]), axis=0, return_inverse=True)
-    report = np.asarray(report).ravel()
+    seen = ~np.isnan(left)
+    pairs, inverse = np.unique(np.column_stack([left[seen], right[seen]]), axis=0, return_inverse=True)
     l, r = pairs[:, 0], pairs[:, 1]
-    rows = float(tally.counts.sum())
+    # the null reports: one more report index, in the design's cells but never fitted
+    report = np.full(len(left), len(l), dtype=np.int64)
+    report[seen] = np.asarray(inverse).ravel()
+    rows = float(tally.counts[seen].sum())
     if design.replicates is None:
         cells = design_cells(tally, design, report)
-        weighted, total = cells.weighted_counts(len(l)), cells.total_weight
+        weighted = cells.weighted_counts(len(l) + 1)[:-1]
     else:
-        sums = replicate_sums(tally, design, report, len(l))
-        weighted, total = sums[:, 0], float(sums[:, 0].sum())
+        sums = replicate_sums(tally, design, report, len(l) + 1)[:-1]
+        weighted = sums[:, 0]
+    total = float(weighted.sum())
     counts = _scaled(weighted, rows)
     common = dict(se_kind=_se_kind(design), ci_method="estimate +- 1.96 se (design-based)",
-                  design=design.describe(), weighted_n=total, n=int(rows))
+                  design=design.describe(), weighted_n=total, n=int(rows), **null_extras(left, tally.counts))
     if q.method.name == "npmle" and q.estimand.kind == "cdf":   # the NPMLE of F: no design-based band
         fit = fit_npmle(q.mechanism, l, r, counts)
         extras = {**fit.extras(), **report_model(q.mechanism).extras(), **common,
@@ -97,7 +105,7 @@ def weighted_fit(model: ModelGraph, q: Query, left: np.ndarray, right: np.ndarra
     center = np.atleast_1d(statistic(fitter(counts)))
     if design.replicates is None:
         jk = design_jackknife(cells, groups, 0 if seed is None else seed)
-        reps = [statistic(fitter(_scaled(jk.counts(i, len(l)), rows))) for i in range(jk.replicates)]
+        reps = [statistic(fitter(_scaled(jk.counts(i, len(l) + 1)[:-1], rows))) for i in range(jk.replicates)]
         cov, how = jk.variance(np.array(reps), center), jk.method
     else:
         reps = [statistic(fitter(_scaled(sums[:, i], rows))) for i in range(1, sums.shape[1])]

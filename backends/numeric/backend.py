@@ -48,7 +48,7 @@ from privspec.backends.core.normal import Z95
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.core.populations import bind_parameters
 from privspec.backends.core.rowrandom import RowRandom, stream_of
-from privspec.backends.data.survey import SurveyDesign, design_mean, design_tally
+from privspec.backends.data.survey import SurveyDesign, design_cells, design_mean, design_tally, replicate_sums
 from privspec.backends.interval.backend import raw_values
 from privspec.backends.interval.estimate import number_wald_inference
 from privspec.backends.interval.laws import law_distribution, nearest_double, population_law, support_of
@@ -175,18 +175,45 @@ def weighted_mean_estimate(m: NumericLDP, engine: Any, column: str, design: Surv
                     weighted_n=d.weighted_n, protocol=m.name, inference=number_wald_inference(d.mean, d.se))
 
 
-def cdf_estimate(m: SquareWave, reports: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> Estimate:
+def cdf_estimate(m: SquareWave, reports: np.ndarray, counts: np.ndarray, lo: float, hi: float,
+                 **extras: Any) -> Estimate:
     """Square wave's EMS histogram on :data:`EMS_BUCKETS` buckets of ``[lo, hi]`` (the front
-    end lets ``ems`` reach square wave only)."""
+    end lets ``ems`` reach square wave only); ``extras`` added to the result's (a weighted
+    fit's design, and its ``n``, the rows, where ``counts`` are sums of weights)."""
     fit = ems(m, reports, counts=counts, buckets=EMS_BUCKETS)
     edges = lo + (hi - lo) * fit.edges
     labels = tuple(f"[{a:.6g}, {b:.6g}]" if i == EMS_BUCKETS - 1 else f"[{a:.6g}, {b:.6g})"
                    for i, (a, b) in enumerate(zip(edges[:-1], edges[1:])))
-    return Estimate(Vector(labels, tuple(float(x) for x in fit.probabilities)),
-                    method=f"ems ({EMS_BUCKETS} equal buckets; Li et al. 2020)", n=int(round(float(counts.sum()))),
+    fields = {"method": f"ems ({EMS_BUCKETS} equal buckets; Li et al. 2020)", "n": int(round(float(counts.sum()))),
+              **extras}
+    return Estimate(Vector(labels, tuple(float(x) for x in fit.probabilities)), **fields,
                     protocol=m.name, histogram_mean=lo + (hi - lo) * fit.mean, iterations=fit.iterations,
                     converged=fit.converged,
                     meaning="the probability of each bucket (the distribution function: their running sums)")
+
+
+def weighted_cdf_estimate(m: SquareWave, engine: Any, column: str, design: SurveyDesign, lo: float,
+                          hi: float) -> Estimate:
+    """Square wave's EMS histogram with survey weights: the same EM on the sums of weights
+    per distinct report, scaled to the rows (the EM's step and its stopping rule, a change
+    of the log likelihood per report, depend on the counts only through their shares, so
+    integer weights give the fit of the duplicated rows).  The unweighted EMS has no
+    standard error, and neither has this one (no deff): the design is checked (strata,
+    clusters, weights: the same refusals as every weighted estimate) and described."""
+    tally = design_tally(engine, design, [column])
+    reports, counts = read_reports(m, tally, column)
+    tuples = np.arange(len(counts))
+    if design.replicates is None:
+        cells = design_cells(tally, design, tuples)
+        weighted, layout = cells.weighted_counts(len(tuples)), cells.layout()
+    else:
+        weighted = replicate_sums(tally, design, tuples, len(tuples))[:, 0]
+        layout = {}
+    rows, total = float(counts.sum()), float(weighted.sum())
+    return cdf_estimate(m, reports, weighted * (rows / total), lo, hi, method=f"ems ({EMS_BUCKETS} equal buckets; "
+                        "Li et al. 2020), weighted", n=int(rows), design=design.describe(), weighted_n=total,
+                        **layout, note="the EMS on the sums of weights per report (Hajek), scaled to the rows; "
+                                       "no standard error, as without weights (the EMS has none)")
 
 
 def read_reports(m: NumericLDP, tally: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -291,10 +318,12 @@ class NumericBackend:
 
     def weighted(self, query: Query) -> str:
         """What of ``query`` has no version with survey weights ("" for the mean by
-        ``unbiased``, a mean of per-row values: :func:`weighted_mean_estimate`)."""
-        if query.kind == "estimate" and query.estimand.kind == "mean":
+        ``unbiased``, a mean of per-row values: :func:`weighted_mean_estimate`, and square
+        wave's distribution by ``ems``: :func:`weighted_cdf_estimate`)."""
+        if query.kind == "estimate" and query.estimand.kind in ("mean", "cdf"):
             return ""
-        return f"{query.kind} queries of a {query.estimand.kind} from numeric mechanisms (weighted: the mean)"
+        return (f"{query.kind} queries of a {query.estimand.kind} from numeric mechanisms (weighted: the mean, "
+                "and the distribution by ems)")
 
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if query.method is not None and query.method.options.get("se", "population") != "population":
@@ -323,7 +352,8 @@ class NumericBackend:
         engine = data.engine_for(mech.name or q.name)
         lo, hi = _bounds(mech)
         if data.design is not None:
-            return weighted_mean_estimate(m, engine, column, data.design, lo, hi)
+            weighted = weighted_cdf_estimate if q.estimand.kind == "cdf" else weighted_mean_estimate
+            return weighted(m, engine, column, data.design, lo, hi)
         reports, counts = read_reports(m, engine.tally([column]), column)
         if q.estimand.kind == "cdf":
             return cdf_estimate(m, reports, counts, lo, hi)
