@@ -338,12 +338,15 @@ def test_a_replicate_design_that_cannot_be_used_is_refused(spec):
         spec.run(df, weights="weight", replicate_type="jk1")
 
 
-def test_queries_without_a_replicated_version_say_so(spec):
+def test_projected_and_one_step_estimates_have_replicate_versions(spec):
     both = privspec.load(SPEC + "query proj = estimate distribution(smokes) from smoke_q by mom(project = clip)\n")
     df, options, _, _ = with_replicates(paired_sample(both, seed=2), "brr")
     res = both.run(df, queries=["proj", "smokers", "step"],
                    weights="weight", replicate_weights="rw*", engine="pandas", **options)
-    assert "smokers" in res and res.failures["proj"].diagnostics[0].code == "B040"
+    # a projected estimate has its replicate version (each replicate projects its own)
+    assert not res.failures and res["proj"].extras["se_kind"] == res["smokers"].extras["se_kind"]
+    np.testing.assert_allclose(np.asarray(res["proj"].extras["se"].values, float),
+                               np.asarray(res["smokers"].extras["se"].values, float), rtol=1e-9)
     # the one-step estimate has its replicate version: each replicate takes its own step
     assert "step" in res and res["step"].extras["se_kind"] == "design-based (replicate weights, brr)"
 
