@@ -1,6 +1,7 @@
 """The back end of RRreg's two-group designs (``uqm``, ``cdm``, ``sld``): epsilon, the
-MLE with its parameters on data (:mod:`privspec.backends.rr.two_groups`), its avar at the
-declared truth and seeded simulations (:mod:`privspec.backends.rr.two_group_plans`),
+MLE with its parameters on data (:mod:`privspec.backends.rr.two_groups`; with survey
+weights, :mod:`privspec.backends.rr.two_group_weighted`), its avar, the prediction risk at
+the declared truth and seeded simulations (:mod:`privspec.backends.rr.two_group_plans`),
 privatize."""
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import TWO_GROUP, Answers
 from privspec.results.result import Result
 from privspec.backends import register
-from privspec.backends.rr.two_group_plans import avar_result, simulate_result
+from privspec.backends.rr.two_group_plans import avar_result, leakage_result, simulate_result
+from privspec.backends.rr.two_group_weighted import weighted_estimate
 from privspec.backends.rr.two_groups import epsilon_result, estimate, privatize
 
 #: the trait's share and the latent shares (cheaters: cdm's, honesty: sld's; the front end checks which)
 _ESTIMANDS = ("distribution", "cheaters", "honesty")
 _ANSWERS = (
     Answers(("epsilon",), TWO_GROUP),
+    Answers(("leakage",), TWO_GROUP),
     Answers(("avar",), TWO_GROUP, estimands=_ESTIMANDS, methods=("mle",)),
     Answers(("estimate",), TWO_GROUP, ("run", "simulate"), estimands=_ESTIMANDS, methods=("mle",)),
 )
@@ -34,7 +37,15 @@ class TwoGroupBackend:
     ANSWERS = _ANSWERS
 
     def supports(self, query: Query, verb: str) -> bool:
+        """Its ``ANSWERS``; of the leakages, the prediction risk."""
+        if query.kind == "leakage" and not set(query.metrics or ("prediction",)) <= {"prediction"}:
+            return False
         return any(row.matches(query, verb) for row in self.ANSWERS)
+
+    def weighted(self, query: Query) -> str:
+        """What of ``query`` has no version with survey weights ("" for every estimate:
+        :mod:`privspec.backends.rr.two_group_weighted`)."""
+        return "" if query.kind == "estimate" else f"{query.kind} queries of two-group designs"
 
     def privatizes(self, mechanism: Any) -> bool:
         return getattr(mechanism, "family", None) == "two_group"
@@ -44,12 +55,16 @@ class TwoGroupBackend:
             return epsilon_result(query.mechanism)
         if query.kind == "avar":
             return avar_result(model, query)
+        if query.kind == "leakage":
+            return leakage_result(model, query)
         if verb == "simulate":
             return simulate_result(model, query, options["n"], options["reps"], options.get("seed"))
         data = options.get("data")
         if data is None:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech = query.mechanism
+        if data.design is not None:
+            return weighted_estimate(model, query, data.engine_for(mech.name or query.name), data.design)
         return estimate(model, query, data.engine_for(mech.name or query.name).tally(list(mech.columns)))
 
     def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,

@@ -46,7 +46,7 @@ import numpy as np
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query, Variable
-from privspec.results.kinds import Avar, Simulation
+from privspec.results.kinds import Avar, Leakage, Simulation
 from privspec.results.result import Result
 from privspec.results.values import Matrix, Vector
 from privspec.backends.core.normal import z_quantile
@@ -91,6 +91,69 @@ def truth(model: ModelGraph, mech: Any) -> tuple[Design, np.ndarray, np.ndarray]
     else:
         theta = np.array([p, p * _latent(model, mech.variable, "honesty", 1.0)])
     return design, theta, w
+
+
+def report_law(model: ModelGraph, mech: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One report's law at the declared truth: ``K[g, r, x] = Pr(report r | trait x, group
+    g)`` (``r``: yes, no; ``x``: carrier, non-carrier), the trait's shares ``(p, 1 - p)``
+    and the groups' shares.  The law is of every respondent, as the population has them
+    (the subset paper's Def. 7 takes the joint law of the trait and the report): cdm's
+    cheaters (a share ``gamma`` of carriers and non-carriers alike) say no whatever they
+    draw, so ``Pr(yes | carrier) = 1 - gamma`` and ``Pr(yes | non-carrier) = (1 - gamma) p_g``;
+    sld's carriers say yes with their honesty ``t``, its non-carriers with ``1 - p_g``; uqm's
+    yes is ``p_g x + (1 - p_g) pi_u`` (the unrelated question independent of the trait).
+
+    Examples
+    --------
+    >>> import privspec
+    >>> spec = privspec.load('''variable y: categorical {yes, no}
+    ... variable g: categorical {first, second}
+    ... population y ~ categorical(0.3, 0.7, cheaters = 0.1)
+    ... population g ~ categorical(0.5, 0.5)
+    ... mechanism m = cdm(y, p1 = 0.3, p2 = 0.7, group = g)''')
+    >>> K, prior, w = report_law(spec.model, spec.model.mechanisms["m"])
+    >>> K[0, 0].round(3).tolist(), prior.tolist(), w.tolist()   # the first group's yes: carrier, non-carrier
+    ([0.9, 0.27], [0.3, 0.7], [0.5, 0.5])
+    """
+    p1, p2 = probabilities(model, mech)
+    prior = _share(model, mech.variable, "the trait's share")
+    w = _share(model, mech.group, "the share of each group")
+    p = np.array([p1, p2])
+    if mech.kind == "uqm":
+        pi_u = float(_share(model, mech.unrelated, "the unrelated question's share")[0])
+        yes = np.column_stack([p + (1 - p) * pi_u, (1 - p) * pi_u])
+    elif mech.kind == "cdm":
+        honest = 1 - _latent(model, mech.variable, "cheaters", 0.0)
+        yes = np.column_stack([np.full(2, honest), honest * p])
+    else:
+        yes = np.column_stack([np.full(2, _latent(model, mech.variable, "honesty", 1.0)), 1 - p])
+    return np.stack([yes, 1 - yes], axis=1), prior, w
+
+
+def prediction_risk(K: np.ndarray, prior: np.ndarray, w: np.ndarray) -> float:
+    """``R = sum_g w_g sum_r max_x prior_x K[g, r, x]``: the chance that the best guess of the
+    trait from one report and its group is right (the group is part of what is observed).
+
+    >>> K = np.array([[[0.8, 0.2], [0.2, 0.8]]] * 2)     # Warner's p = 0.8 in both groups
+    >>> round(prediction_risk(K, np.array([0.5, 0.5]), np.array([0.5, 0.5])), 12)
+    0.8
+    """
+    return float(np.sum(w * np.max(K * prior[None, None, :], axis=2).sum(axis=1)))
+
+
+def leakage_result(model: ModelGraph, q: Query) -> Result:
+    """``leakage(M, prediction)`` of a two-group design at the declared truth
+    (:func:`report_law`, :func:`prediction_risk`)."""
+    mech = q.mechanism
+    K, prior, w = report_law(model, mech)
+    if abs(prior.sum() - 1) > 1e-9 or abs(w.sum() - 1) > 1e-9:
+        prior, w = prior / prior.sum(), w / w.sum()
+    latent = {"cdm": "cdm's cheaters saying no", "sld": "sld's dishonest carriers saying no",
+              "uqm": "the unrelated question answered at its declared share"}[mech.kind]
+    return Leakage({"prediction": prediction_risk(K, prior, w)}, evaluation="floating point at the declared truth",
+                   meaning="prediction: R = sum_g w_g sum_o max_x w_x Pr(o | x, g) (Def. 7): the chance that the "
+                           "best guess of the trait from one report and its group is right, w_g the groups' "
+                           f"shares; the report's law is of all respondents as declared ({latent})")
 
 
 def trait_shares(model: ModelGraph, mech: Any, shares: np.ndarray) -> np.ndarray:

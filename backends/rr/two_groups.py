@@ -156,7 +156,9 @@ def covariance(design: Design, theta: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 # ---- data ----------------------------------------------------------------------------------------------
-def _codes(tally: Tally, column: str, labels: tuple[str, ...], what: str) -> np.ndarray:
+def category_codes(tally: Tally, column: str, labels: tuple[str, ...], what: str) -> np.ndarray:
+    """Each distinct tuple's index of its value of ``column`` among ``labels`` (D010 naming
+    the rows of a value that is none of them; ``what``: the values, in words)."""
     values = [str(v).strip() for v in tally.column(column)]
     codes = np.array([labels.index(v) if v in labels else -1 for v in values])
     bad = codes < 0
@@ -168,19 +170,29 @@ def _codes(tally: Tally, column: str, labels: tuple[str, ...], what: str) -> np.
     return codes
 
 
-def counts_by_group(mech: Any, tally: Tally) -> tuple[np.ndarray, np.ndarray]:
-    """The yes reports (the first category) and the respondents of each group."""
+def observations(mech: Any, tally: Tally) -> np.ndarray:
+    """Each distinct tuple's observation ``2 g + r``: its group ``g`` (0, 1) and its report
+    ``r`` (0: yes, the first category; 1: no), so 0 and 1 are the first group's yes and no."""
     y, g = mech.variable, mech.group
     tally.check_no_missing([y.name, g.name])
-    report = _codes(tally, y.name, y.labels, "reports")
-    group = _codes(tally, g.name, g.labels, "groups")
-    n = np.bincount(group, weights=tally.counts, minlength=2)
-    yes = np.bincount(group, weights=tally.counts * (report == 0), minlength=2)
-    if (n == 0).any():
-        empty = g.labels[int(np.argmin(n))]
-        raise DataError(Diagnostic("D020", f"no respondent of group {empty} in {tally.source}: {mech.kind}() needs "
-                                           "both groups' answers", columns=(g.name,)))
+    return 2 * category_codes(tally, g.name, g.labels, "groups") + category_codes(tally, y.name, y.labels, "reports")
+
+
+def group_counts(mech: Any, counts: np.ndarray, source: str, what: str = "respondent") -> tuple[np.ndarray, np.ndarray]:
+    """The yes reports and the respondents (or sums of weights) of each group from the
+    counts of the four observations (:func:`observations`); D020 for a group without any."""
+    yes, n = counts[0::2], counts[0::2] + counts[1::2]
+    if (n <= 0).any():
+        empty = mech.group.labels[int(np.argmin(n))]
+        raise DataError(Diagnostic("D020", f"no {what} of group {empty} in {source}: {mech.kind}() needs "
+                                           "both groups' answers", columns=(mech.group.name,)))
     return yes, n
+
+
+def counts_by_group(mech: Any, tally: Tally) -> tuple[np.ndarray, np.ndarray]:
+    """The yes reports (the first category) and the respondents of each group."""
+    counts = np.bincount(observations(mech, tally), weights=tally.counts, minlength=4)
+    return group_counts(mech, counts, tally.source)
 
 
 def probabilities(model: ModelGraph, mech: Any) -> tuple[float, float]:
@@ -214,7 +226,7 @@ def estimate(model: ModelGraph, q: Query, tally: Tally) -> Result:
     labels = mech.variable.labels
     return Estimate(Vector(labels, (pi, 1 - pi)), se=Vector(labels, (se, se)),
                     ci95=dict(zip(labels, (wald(pi, se, z_quantile(0.95)), wald(1 - pi, se, z_quantile(0.95))))),
-                    **extras, inference=_inference(pi, se))
+                    **extras, inference=share_inference(pi, se))
 
 
 def parameter_table(design: Design, theta: np.ndarray, V: np.ndarray) -> dict[str, dict[str, Any]]:
@@ -234,7 +246,8 @@ def wald(value: float, se: float, z: float) -> list[float]:
     return [max(0.0, value - z * se), min(1.0, value + z * se)]
 
 
-def _inference(pi: float, se: float) -> Inference:
+def share_inference(pi: float, se: float) -> Inference:
+    """Wald intervals at any level and the covariance of the shares ``(pi, 1 - pi)``."""
     def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
         z = z_quantile(level)
         lo, hi = wald(pi, se, z), wald(1 - pi, se, z)

@@ -267,7 +267,7 @@ def _metrics(ctx: Context, kind: str, mech: Mechanism, metrics: list[str], call:
     if not metrics:
         metrics = ["size"] if kind == "coverage" else (
             list(METRICS) if mech.family in ("subset",) else ["mutual_information", "prediction"]
-            if mech.is_finite else ["size"])
+            if mech.is_finite else ["prediction"] if mech.family == "two_group" else ["size"])
     for mt in metrics:
         set_valued = mech.family in ("subset", "interval") or (
             isinstance(mech, ProductMechanism) and all(f.family == "subset" for f in mech.factors))
@@ -275,7 +275,8 @@ def _metrics(ctx: Context, kind: str, mech: Mechanism, metrics: list[str], call:
             ctx.error("E501", "size coverage needs set-valued reports (subset or interval mechanisms)",
                       call.span, "for randomized response use mutual_information or prediction")
             return None
-        if mt != "size" and not mech.is_finite and not (mt == "prediction" and mech.family == "oracle"):
+        # a frequency oracle's and a two-group design's prediction risk: their back ends compute it
+        if mt != "size" and not mech.is_finite and not (mt == "prediction" and mech.family in ("oracle", "two_group")):
             ctx.error("E501", f"{mt} is computed for finite mechanisms", call.span)
             return None
     return metrics
