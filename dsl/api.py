@@ -293,10 +293,13 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
     if unweighted:
         out.failures[q.name] = BackendError(Diagnostic(
             "B040", f"query '{q.name}': survey weights are not supported for {unweighted}",
-            hint="run it without --weights (weights=); weighted: the distribution or joint of subset, grr and "
-                 "rr mechanisms (mom, mle, one_step) and of frequency oracles (mom, mle), their independence "
-                 "tests and regressions, the mean of a numeric mechanism, and an interval mechanism's cdf, mean "
-                 "and moments (unbiased, npmle, mle)"))
+            hint="run it without --weights (weights=); weighted: every estimate of the distribution or joint of "
+                 "subset, grr and rr mechanisms and their products (mom, mle, em, newton, one_step, castell, "
+                 "independent, clusters, hybrid, truncated, joint, projected), of frequency oracles (mom, mle) "
+                 "and of the two-group designs (uqm, cdm, sld); independence tests; regressions on a randomized "
+                 "response or with a randomized-response predictor; a numeric mechanism's mean and square "
+                 "wave's ems distribution; an interval mechanism's cdf, mean and moments (unbiased, npmle, mle) "
+                 "and its regression by iterative(linear) with normal noise (docs/cli.md)"))
         return
     if backend is None:
         text = spec.source.snippet(q.span) if q.span else q.name
