@@ -115,8 +115,14 @@ def test_ring_band_and_likelihood_ratio_are_as_before() -> None:
     np.testing.assert_allclose(upper, [0.22751527850528339, 0.5823353236822705, 0.7698023133742596], atol=1e-6)
     l2 = np.concatenate([np.full(40, -INF), np.zeros(40), np.ones(30)])
     r2 = np.concatenate([np.zeros(40), np.ones(40), np.full(30, INF)])
-    lr = likelihood_ratio(npmle(l2, r2), l2, r2, None, [0.0, 0.0, 0.5, 1.0], [0.3, 0.45, 0.6, 0.8])
-    np.testing.assert_allclose(lr, [2.0463262391910177, 3.3718055449021733, 0.26319628848244747, 3.3596669295383776],
+    fit2 = npmle(l2, r2)
+    lr = likelihood_ratio(fit2, l2, r2, None, [0.0, 0.0, 0.5, 1.0], [0.3, 0.45, 0.6, 0.8])
+    # F(0.5) is not identified: the maximum's mass on (0, 1] may lie on either side of 0.5,
+    # so every theta in [4/11, 8/11] (fit.cdf_bounds) is a maximum and its statistic is 0
+    # (this entry was pinned at 0.263, which no version of the code gives on this machine)
+    lo, hi = fit2.cdf_bounds([0.5])
+    assert lo[0] < 0.6 < hi[0]
+    np.testing.assert_allclose(lr, [2.0463262391910177, 3.3718055449021733, 0.0, 3.3596669295383776],
                                rtol=0, atol=1e-8)
 
 
