@@ -188,7 +188,7 @@ def _profile_band(result: NPMLEResult, l: np.ndarray, r: np.ndarray, c: np.ndarr
         full = cnm(des, _start_from(des, result), tol=tol, max_iter=10_000)
         ll_max = max(full.loglik, result.loglik)
         space = _Space(des, full.p, cuts)
-        reach: list[float] = []
+        reach: list[tuple[float, float]] = []     # the bounds found so far (_profile_interval)
         for t, cut in enumerate(cuts):
             prof = _Profile(space, full.p, cut, tol)
             lower[t], upper[t] = _profile_interval(prof, ll_max, crit, reach)
@@ -524,7 +524,7 @@ def _bound(prof: _Profile, end: float, ll_max: float, crit: float, first: float 
         if not checked and abs(g) < _NEAR and prof.space.reduced:
             # near the root: the fit checked over every innermost interval now (its fit is
             # at hand), so that J grows before Newton's last steps, not after them (which
-            # then ran again from the bound found: 1e6 Case-II reports, 36 -> 30 fits).
+            # then ran again from the bound found: 1e6 Case-II reports, 36 -> 27 fits).
             # A larger J only lowers the statistic: what was inside stays inside
             checked = True
             if not prof.exact_at(theta):

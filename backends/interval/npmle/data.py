@@ -306,7 +306,8 @@ def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = Non
     if left.size and not np.any(left == right):
         if cuts is None or not np.size(cuts):
             return _innermost_ranges(left, right)
-        return _innermost_ranges_cut(left, right, np.unique(np.asarray(cuts, dtype=float)))
+        if np.all(np.isfinite(cuts)):          # (a cut at an infinity is no range of its own)
+            return _innermost_ranges_cut(left, right, np.unique(np.asarray(cuts, dtype=float)))
     return _innermost_keys(left, right, cuts)
 
 
