@@ -115,8 +115,14 @@ def test_ring_band_and_likelihood_ratio_are_as_before() -> None:
     np.testing.assert_allclose(upper, [0.22751527850528339, 0.5823353236822705, 0.7698023133742596], atol=1e-6)
     l2 = np.concatenate([np.full(40, -INF), np.zeros(40), np.ones(30)])
     r2 = np.concatenate([np.zeros(40), np.ones(40), np.full(30, INF)])
-    lr = likelihood_ratio(npmle(l2, r2), l2, r2, None, [0.0, 0.0, 0.5, 1.0], [0.3, 0.45, 0.6, 0.8])
-    np.testing.assert_allclose(lr, [2.0463262391910177, 3.3718055449021733, 0.26319628848244747, 3.3596669295383776],
+    fit2 = npmle(l2, r2)
+    lr = likelihood_ratio(fit2, l2, r2, None, [0.0, 0.0, 0.5, 1.0], [0.3, 0.45, 0.6, 0.8])
+    # F(0.5) is not identified: the maximum's mass on (0, 1] may lie on either side of 0.5,
+    # so every theta in [4/11, 8/11] (fit.cdf_bounds) is a maximum and its statistic is 0
+    # (this entry was pinned at 0.263, which no version of the code gives on this machine)
+    lo, hi = fit2.cdf_bounds([0.5])
+    assert lo[0] < 0.6 < hi[0]
+    np.testing.assert_allclose(lr, [2.0463262391910177, 3.3718055449021733, 0.0, 3.3596669295383776],
                                rtol=0, atol=1e-8)
 
 
@@ -250,3 +256,40 @@ def test_reading_case2_reports_loads_no_scipy_stats(tmp_path) -> None:
             f"    assert main(['run', {str(spec)!r}, '--data', {str(data)!r}, '--quiet']) == 0\n"
             "print('scipy.stats' in sys.modules)")
     assert _fresh(code) == "False"
+
+
+def test_each_bound_takes_a_few_constrained_fits(monkeypatch) -> None:
+    """Each bound's first try lies as far out as the last bound found (the first at the
+    cube-root rate) and the check of a bound reuses its fit: the three quartiles' six bounds
+    take at most 31 constrained fits besides the maximum (26 here; 38 when the first try lay
+    one binomial standard error out and each bound found was fitted again to be checked),
+    and the band is the pinned one."""
+    calls = []
+    real = bands.cnm
+    monkeypatch.setattr(bands, "cnm", lambda *a, **k: calls.append(1) or real(*a, **k))
+    left, right, _ = case2(20000, 15)
+    fit = npmle(left, right)
+    lower, upper = cdf_confidence_band(fit, left, right, None, fit.quantile([0.25, 0.5, 0.75]), level=0.9)
+    np.testing.assert_allclose(lower, PINNED["case2_20000_l90"][4], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(upper, PINNED["case2_20000_l90"][5], rtol=0, atol=1e-6)
+    assert len(calls) - 1 <= 31
+
+
+def test_checking_a_bound_just_found_does_not_fit_it_again(monkeypatch) -> None:
+    """:meth:`_Profile.exact_at` right after a fit at the same theta over the same J reuses
+    that fit (its masses and log-likelihood), and fits again once J has changed."""
+    left, right, counts = case2(3000, 12)
+    cut = 0.15
+    des = _design(left, right, counts, [cut])
+    full = cnm(des, bands.initial(des), tol=1e-10, max_iter=10_000)
+    space = bands._Space(des, full.p, np.array([cut]))
+    prof = bands._Profile(space, full.p, cut, 1e-10)
+    theta = prof.theta_hat - 0.01
+    first = prof.loglik(theta)
+    calls = []
+    real = bands.cnm
+    monkeypatch.setattr(bands, "cnm", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert prof.loglik(theta) == first and not calls
+    space.restrict(np.arange(des.m))           # a new J: the fit is made again
+    again = prof.loglik(theta)
+    assert len(calls) == 1 and again[0] >= first[0] - 1e-9
