@@ -167,6 +167,21 @@ def test_the_pipeline_gives_it_the_weighted_joint(spec, monkeypatch):
     assert "adjWald" in res["ind"].value.method
 
 
+def test_replicate_weights_reach_it(spec):
+    """JK1 replicate weights over the 40 schools: the design's degrees of freedom are the
+    replicates less one, and the design effects come from the replicates' covariance,
+    within 5% of the linearized one's."""
+    frame = cluster_sample(spec, 2)
+    for j in range(40):
+        frame[f"rw{j:02d}"] = np.where(frame["school"] == j, 0.0, frame["w"] * 40 / 39)
+    rep = spec.run(frame, ["ind"], weights="w", replicate_weights="rw*", replicate_type="jk1")["ind"]
+    lin = spec.run(frame, ["ind"], weights="w", cluster="school")["ind"]
+    a, b = rep.extras["rao_scott"], lin.extras["rao_scott"]
+    assert a["ddf"] == pytest.approx(39 * a["ndf"], rel=1e-12) and b["ddf"] == pytest.approx(39 * b["ndf"], rel=1e-12)
+    assert a["pearson"] == pytest.approx(b["pearson"], rel=1e-12)       # the same joint and S
+    assert a["mean_deff"] == pytest.approx(b["mean_deff"], rel=0.05)   # measured 1.003 and 0.991
+
+
 def test_design_effects_near_one_without_a_design(spec):
     """Equal weights and no clusters: the design-based covariance is the unweighted
     estimator's, privatization noise and all, so every generalized design effect is near 1
