@@ -199,7 +199,7 @@ def test_size_in_cluster_samples(spec):
     """400 seeded cluster samples (40 schools in 4 regions, alike respondents within a
     school, weights 1-3) under independence: the Rao-Scott test rejects at 5% within 3
     standard errors of 0.05 (measured 0.038; the adjusted Wald test 0.043 on the same
-    samples, and 0.060 and 0.083 on tests/test_survey_weights_independence.py's seeds
+    samples, and 0.060 and 0.0825 on tests/test_survey_weights_independence.py's seeds
     100-499).  A sample whose MoM estimate of a margin is not positive has no Pearson
     statistic and no Rao-Scott test (1 of the 400, seed 1146): such samples are left out,
     and they must stay rare."""
