@@ -21,7 +21,9 @@ tests/test_survey_weights_independence.py), so the test is the adjusted Wald tes
 ``F(k, f - k + 1)``, ``f`` the design's degrees of freedom (PSUs less strata; replicates
 less one).  The method of moments is linear
 in the weighted shares, so its covariance holds wherever the estimate lies (the MLE's
-would not on the boundary, where independence tests often sit).
+would not on the boundary, where independence tests often sit).  Beside it the result
+carries the Rao-Scott second-order corrected test (``svychisq``'s default;
+:mod:`.rao_scott`), on the same joint and design covariance.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from privspec.results.kinds import HypothesisTest
 from privspec.results.result import Result
 from privspec.results.values import TestResult
 from privspec.backends.data.survey import SurveyDesign
+from privspec.backends.finite.rao_scott import METHOD as RAO_SCOTT_METHOD, rao_scott_test
 from privspec.backends.finite.weighted import design_estimate
 
 METHOD = "design-based adjusted Wald test of independence (svychisq's statistic = 'adjWald'), on the weighted MoM joint"
@@ -53,7 +56,7 @@ def weighted_independence(q: Query, engine: Any, design: SurveyDesign) -> Result
     x, y = q.estimand.variables
     factors = getattr(q.mechanism, "factors", None) or (q.mechanism,)
     L, shape = pair_map(tuple(d.channel.x_labels), [c for f in factors for c in f.variable.components()], x, y)
-    W, V = (L @ d.fit.w).reshape(shape), L @ d.V @ L.T
+    W, V, S = (L @ d.fit.w).reshape(shape), L @ d.V @ L.T, L @ d.srs @ L.T
     wald, k = wald_statistic(W, V)
     # the design's degrees of freedom: PSUs less strata (replicates less one)
     design_df = d.layout["psus"] - d.layout["strata"] if "psus" in d.layout else d.layout["replicates"] - 1
@@ -63,13 +66,22 @@ def weighted_independence(q: Query, engine: Any, design: SurveyDesign) -> Result
                                       hint="more clusters (PSUs), or fewer categories"))
     stat = (design_df - k + 1) / (design_df * k) * wald
     p_value = float(scipy.stats.f.sf(stat, k, design_df - k + 1))
+    rao = rao_scott_test(W, V, S, design_df)
+    rao_note = (f"beside it, rao_scott: {RAO_SCOTT_METHOD}, F = {rao.statistic:.6g} on ({rao.ndf:.4g}, "
+                f"{rao.ddf:.4g}) degrees of freedom, p = {rao.p_value:.4g}, mean generalized design effect "
+                f"{rao.mean_deff:.4g} (over the unweighted estimator's covariance from the same reports, the "
+                "privatization's noise included)" if rao is not None else
+                "no Rao-Scott test beside it: an estimated margin is not positive, or the unweighted "
+                "estimator's covariance of the contrasts is singular")
+    extras = {"rao_scott": rao.as_dict()} if rao is not None else {}
     return HypothesisTest(TestResult(METHOD, stat, float(k), p_value), n=int(round(d.fit.n)),
                           null=f"{x.name} and {y.name} are independent",
                           calibration=f"F({k}, {design_df - k + 1}) (the adjusted Wald test; Wald statistic "
                                       f"{wald:.6g} on {design_df} design degrees of freedom)",
                           note=f"survey weights: {design.describe()}; {design.se_kind} covariance of the joint; "
                                f"the query's '{q.method.name}' and its calibration assume a simple random sample, "
-                               "so the weighted version of every independence test is this one")
+                               f"so the weighted version of every independence test is this one; {rao_note}",
+                          **extras)
 
 
 def pair_map(labels: tuple[str, ...], components: list[str], x: Any, y: Any) -> tuple[np.ndarray, tuple[int, int]]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, Union
 
 import sympy
 
@@ -276,17 +276,60 @@ def channel_class(mech) -> str:
     return number_class([w for _, w in mech.design.weights] + extra)
 
 
-def population_class(mech, populations: Sequence[Population]) -> str | None:
+class PopulationIndex:
+    """A spec's populations indexed by the plain variables they cover, so that pricing a
+    query looks up its mechanism's variables instead of scanning every population (the
+    resolver prices each query: a scan per query was quadratic in the spec's length).
+
+    Examples
+    --------
+    >>> from privspec.model.graph import Law
+    >>> x, y = (Variable(n, "categorical", ("a", "b")) for n in "xy")
+    >>> law = Law("categorical", probs=(sympy.Rational(1, 2), sympy.Rational(1, 2)))
+    >>> index = PopulationIndex([Population((x,), law), Population((y,), law)])
+    >>> [p.variables[0].name for p in index.covering({"y"})], index.naming("x").variables[0].name
+    (['y'], 'x')
+    """
+
+    def __init__(self, populations: Sequence[Population]):
+        self.populations = tuple(populations)
+        self._by_component: dict[str, list[int]] = {}
+        self._first_naming: dict[str, int] = {}
+        for i, pop in enumerate(self.populations):
+            for c in pop.components:
+                self._by_component.setdefault(c, []).append(i)
+            for v in pop.variables:
+                self._first_naming.setdefault(v.name, i)
+
+    @classmethod
+    def of(cls, populations: Populations) -> PopulationIndex:
+        """``populations`` indexed (an index is returned as it is)."""
+        return populations if isinstance(populations, cls) else cls(populations)
+
+    def covering(self, components: Iterable[str]) -> list[Population]:
+        """The populations over any of ``components``, in declaration order."""
+        found = {i for c in components for i in self._by_component.get(c, ())}
+        return [self.populations[i] for i in sorted(found)]
+
+    def naming(self, name: str) -> Population | None:
+        """The first population declared over a variable called ``name`` (None: none)."""
+        i = self._first_naming.get(name)
+        return None if i is None else self.populations[i]
+
+
+#: what the pricing functions accept: the populations, or an index of them built once
+Populations = Union[Sequence[Population], PopulationIndex]
+
+
+def population_class(mech, populations: Populations) -> str | None:
     """The kind of numbers in the population the mechanism's results are evaluated at;
     None when some observed variable has no population (results symbolic in w)."""
     wanted = {c for v in mech.variables for c in v.components()}
     covered: set[str] = set()
     values: list = []
-    for pop in populations:  # every query scans them all: isdisjoint builds no set
-        names = pop.components
-        if not names.isdisjoint(wanted):
-            covered |= names
-            values.extend(pop.law.probs)
+    for pop in PopulationIndex.of(populations).covering(wanted):
+        covered |= pop.components
+        values.extend(pop.law.probs)
     if not wanted <= covered:
         return None
     return number_class(values)
@@ -357,8 +400,9 @@ def _exact_kind(query: Query) -> str | None:
     return _ANALYTIC_FINITE.get(query.kind)
 
 
-def query_refusal(query: Query, populations: Sequence[Population]) -> Refusal | None:
-    """E702 when ``query`` would cost more than the limits allow (None when it fits)."""
+def query_refusal(query: Query, populations: Populations) -> Refusal | None:
+    """E702 when ``query`` would cost more than the limits allow (None when it fits);
+    ``populations`` indexed once (:class:`PopulationIndex`) when many queries are priced."""
     mech = query.mechanism
     est = query.estimand
     if est is not None and est.kind == "moment" and est.order is not None and est.order > MAX_MOMENT_ORDER:
@@ -431,7 +475,7 @@ def _product_refusal(query: Query, mech: ProductMechanism) -> Refusal | None:
     return None
 
 
-def _exact_refusal(query: Query, mech, kind: str, populations: Sequence[Population]) -> Refusal | None:
+def _exact_refusal(query: Query, mech, kind: str, populations: Populations) -> Refusal | None:
     """Exact (sympy) arithmetic: refused past :data:`EXACT_P_LIMITS` for the numbers involved."""
     if closed_form(mech):
         return None  # O(p^2) closed forms (backends/core/uniform.py)
@@ -473,7 +517,7 @@ def _exact_refusal(query: Query, mech, kind: str, populations: Sequence[Populati
                            f"{limit} categories here; this mechanism has {p:,}", hint)
 
 
-def _exact_hint(mech, numbers: str, symbolic_w: bool, kind: str, populations: Sequence[Population]) -> str:
+def _exact_hint(mech, numbers: str, symbolic_w: bool, kind: str, populations: Populations) -> str:
     tips = []
     if symbolic_w:
         tips.append("declare a population: results are then evaluated at it instead of kept symbolic in w")
@@ -505,14 +549,14 @@ def _test_table_cells(query: Query) -> int:
     return math.prod(sizes) if sizes else 1
 
 
-def _interval_query_refusal(query: Query, populations: Sequence[Population]) -> Refusal | None:
+def _interval_query_refusal(query: Query, populations: Populations) -> Refusal | None:
     """Exact coverage of uniform anchors around a uniform population: a polynomial of degree m."""
     if query.kind not in _COVERAGE_QUERIES:
         return None
     return exact_interval_refusal(query.mechanism, populations)
 
 
-def exact_interval_refusal(mech, populations: Sequence[Population]) -> Refusal | None:
+def exact_interval_refusal(mech, populations: Populations) -> Refusal | None:
     """E702 when the back end would integrate a polynomial of degree above
     :data:`EXACT_INTERVAL_LIMIT` exactly (uniform anchors, uniform population inside them)."""
     base = mech.base if isinstance(mech, SelectiveMechanism) else mech
@@ -521,7 +565,7 @@ def exact_interval_refusal(mech, populations: Sequence[Population]) -> Refusal |
     count = base.m if base.scheme == "ring" else base.m - 1
     if base.anchor.family != "uniform":
         return None
-    pop = next((p for p in populations if any(v.name == base.variable.name for v in p.variables)), None)
+    pop = PopulationIndex.of(populations).naming(base.variable.name)
     if pop is None or pop.law.family != "uniform":
         return None
     numbers = number_class([v for _, v in base.anchor.params + pop.law.params]
@@ -614,7 +658,7 @@ def simulation_refusal(query: Query, n: int, reps: int, release_cells: int = 0, 
                            f"limit is {SIMULATION_NUMBER_LIMIT:,} (0.8 GB of doubles)", hint)
 
 
-def compare_refusal(compare: Compare, populations: Sequence[Population]) -> tuple[str, Refusal] | None:
+def compare_refusal(compare: Compare, populations: Populations) -> tuple[str, Refusal] | None:
     """E702 for the first candidate of a comparison that its criteria could not afford.
 
     Every candidate's asymptotic covariance (by its estimator) and, for privacy criteria,

@@ -94,13 +94,16 @@ class _Resolver:
 
     def price_queries(self) -> None:
         """E702 for queries and comparisons that would cost more than :mod:`privspec.model.costs`
-        allows; priced once every population is known (it may be declared below its query)."""
+        allows; priced once every population is known (it may be declared below its query),
+        against an index of the populations by variable (a scan of them all per query was
+        quadratic in the spec's length)."""
+        populations = costs.PopulationIndex(self.populations)
         for query in self.queries.values():
-            refusal = costs.query_refusal(query, self.populations)
+            refusal = costs.query_refusal(query, populations)
             if refusal is not None:
                 self.ctx.error(refusal.code, f"query {query.name}: {refusal.message}", query.span, refusal.hint)
         for comp in self.compares.values():
-            found = costs.compare_refusal(comp, self.populations)
+            found = costs.compare_refusal(comp, populations)
             if found is not None:
                 name, refusal = found
                 self.ctx.error(refusal.code, f"candidate {name} of {comp.name}: {refusal.message}", comp.span,

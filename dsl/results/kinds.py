@@ -306,6 +306,8 @@ class HypothesisTest(Typed):
     seed: Field[int] = Field("their seed")
     p_value_mc_se: Field[float] = Field("the Monte Carlo standard error of the p-value")
     note: Field[str] = Field("what to know about the test")
+    rao_scott: Field[dict] = Field("beside a design-based test: the Rao-Scott second-order corrected test "
+                                   "(statistic, ndf, ddf, p_value, pearson, mean_deff, deffs)")
 
     @property
     def method(self) -> str | None:  # type: ignore[override]
