@@ -13,6 +13,7 @@ from privspec.model.graph import ModelGraph, Query
 from privspec.model.query_kinds import TWO_GROUP, Answers
 from privspec.results.result import Result
 from privspec.backends import register
+from privspec.backends.rr.two_group_regression import regression_result
 from privspec.backends.rr.two_group_plans import avar_result, simulate_result
 from privspec.backends.rr.two_groups import epsilon_result, estimate, privatize
 
@@ -22,6 +23,8 @@ _ANSWERS = (
     Answers(("epsilon",), TWO_GROUP),
     Answers(("avar",), TWO_GROUP, estimands=_ESTIMANDS, methods=("mle",)),
     Answers(("estimate",), TWO_GROUP, ("run", "simulate"), estimands=_ESTIMANDS, methods=("mle",)),
+    # RRreg's RRlog: the trait's log odds on raw covariates beside the reports (:mod:`.two_group_regression`)
+    Answers(("estimate",), TWO_GROUP, ("run",), estimands=("regression",), methods=("mle",)),
 )
 
 
@@ -50,6 +53,8 @@ class TwoGroupBackend:
         if data is None:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech = query.mechanism
+        if query.estimand.kind == "regression":
+            return regression_result(model, query, data.engine_for(mech.name or query.name))
         return estimate(model, query, data.engine_for(mech.name or query.name).tally(list(mech.columns)))
 
     def privatize(self, model: ModelGraph, mechanism: Any, frame: pd.DataFrame, seed: int | None = None,
