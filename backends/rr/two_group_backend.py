@@ -14,6 +14,7 @@ from privspec.model.query_kinds import TWO_GROUP, Answers
 from privspec.results.result import Result
 from privspec.backends import register
 from privspec.backends.rr.two_group_regression import regression_result
+from privspec.backends.rr.two_group_regression_planning import regression_avar
 from privspec.backends.rr.two_group_plans import avar_result, simulate_result
 from privspec.backends.rr.two_groups import epsilon_result, estimate, privatize
 
@@ -23,8 +24,10 @@ _ANSWERS = (
     Answers(("epsilon",), TWO_GROUP),
     Answers(("avar",), TWO_GROUP, estimands=_ESTIMANDS, methods=("mle",)),
     Answers(("estimate",), TWO_GROUP, ("run", "simulate"), estimands=_ESTIMANDS, methods=("mle",)),
-    # RRreg's RRlog: the trait's log odds on raw covariates beside the reports (:mod:`.two_group_regression`)
+    # RRreg's RRlog: the trait's log odds on raw covariates beside the reports (:mod:`.two_group_regression`),
+    # planned at its declared coefficients (:mod:`.two_group_regression_planning`)
     Answers(("estimate",), TWO_GROUP, ("run",), estimands=("regression",), methods=("mle",)),
+    Answers(("avar",), TWO_GROUP, estimands=("regression",), methods=("mle",)),
 )
 
 
@@ -46,6 +49,8 @@ class TwoGroupBackend:
         if query.kind == "epsilon":
             return epsilon_result(query.mechanism)
         if query.kind == "avar":
+            if query.estimand.kind == "regression":
+                return regression_avar(model, query)
             return avar_result(model, query)
         if verb == "simulate":
             return simulate_result(model, query, options["n"], options["reps"], options.get("seed"))
@@ -54,6 +59,10 @@ class TwoGroupBackend:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech = query.mechanism
         if query.estimand.kind == "regression":
+            if getattr(data, "design", None) is not None:
+                raise BackendError(Diagnostic("B040", f"query '{query.name}': survey weights are not supported for "
+                                                      f"a regression on {mech.kind}() reports",
+                                              hint="run it without --weights (weights=)"))
             return regression_result(model, query, data.engine_for(mech.name or query.name))
         return estimate(model, query, data.engine_for(mech.name or query.name).tally(list(mech.columns)))
 

@@ -528,7 +528,7 @@ DEFAULT_ESTIMATORS: dict[str, dict[str, str]] = {
     "mean": {"interval": "npmle", "censored": "npmle", "numeric": "unbiased"},
     "moment": {"interval": "npmle", "censored": "npmle"},
     "cdf": {"interval": "npmle", "censored": "npmle"},
-    "regression": {"subset": "mle", "grr": "mle", "rr": "mle"},
+    "regression": {"subset": "mle", "grr": "mle", "rr": "mle", "two_group": "mle"},
     "cheaters": {"two_group": "mle"}, "honesty": {"two_group": "mle"},
 }
 
