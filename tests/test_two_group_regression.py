@@ -254,3 +254,12 @@ def test_the_checker_refuses_what_does_not_fit(query: str, code: str, words: str
     diagnostics = privspec.load(HEAD + f"query r = {query}\n").diagnostics
     found = [d for d in diagnostics if d.code == code]
     assert found and words in found[0].message, diagnostics
+
+
+def test_survey_weights_are_refused_until_there_is_a_weighted_version() -> None:
+    """A weighted run must not print the unweighted fit as if it were weighted: B040."""
+    frame = _frame("sld", 200, 3, np.array([0.0, 0.5, 0.0]), 0.8)
+    frame["w"] = 1.0 + (frame["x"] > 0)
+    spec = privspec.load(HEAD + "query r = estimate regression(y ~ x) from d by mle(logistic)\n")
+    failure = spec.run(frame, weights="w").failures["r"]
+    assert failure.code == "B040" and "weights" in failure.diagnostics[0].message
