@@ -263,3 +263,12 @@ def test_survey_weights_are_refused_until_there_is_a_weighted_version() -> None:
     spec = privspec.load(HEAD + "query r = estimate regression(y ~ x) from d by mle(logistic)\n")
     failure = spec.run(frame, weights="w").failures["r"]
     assert failure.code == "B040" and "weights" in failure.diagnostics[0].message
+
+
+def test_collinear_covariates_are_b014() -> None:
+    frame = _frame("sld", 300, 2, np.array([0.0, 0.5, 0.0]), 0.8)
+    frame["z"] = 2 * frame["x"]
+    spec = privspec.load(HEAD + "variable z: continuous\n"
+                                "query r = estimate regression(y ~ x + z) from d by mle(logistic)\n")
+    failure = spec.run({"d": frame}).failures["r"]
+    assert failure.code == "B014" and "collinear" in failure.diagnostics[0].message
