@@ -27,9 +27,9 @@ gamma is not identified.)
 
 At fixed ``phi`` the model is the finite regression of
 :mod:`privspec.backends.finite.regression` with the channel's row of each tuple's
-report; the fit maximizes that profile likelihood over ``phi`` in [0, 1] (a grid, then
-Brent's method between the best point's neighbours), then Newton steps on the joint
-likelihood in ``(b, phi)`` polish it.  The joint score and Hessian add to the finite
+report; the fit climbs the joint likelihood in ``(b, phi)`` by Newton's method from the
+intercept-only fit's ``phi`` (that fit, and any where Newton stalls, maximizes the profile
+likelihood over ``phi`` on a grid, then by Brent's method).  The joint score and Hessian add to the finite
 regression's, with ``a = (K1 pi) / q`` per tuple (``q`` the report's probability),
 ``d l / d phi = sum c a``, ``d2 l / d phi2 = -sum c a^2`` and
 ``d2 l / d b d phi = sum c (pi_2 K1_2 / q - a post_2) x`` (``post_2 = pi_2 K_2 / q``, the
@@ -79,6 +79,9 @@ EXTRA = {"uqm": ("pi_unrelated", "the share of yes to the unrelated question"),
          "sld": ("t", "the carriers' honesty: the share of them who say yes")}
 #: the profile likelihood's grid over phi in [0, 1] (then Brent's method between neighbours)
 GRID = 21
+#: the intercept-only fit starts Newton only with the trait's share this far inside (0, 1):
+#: nearer, its maximum is at infinity and Newton could stall in the flat region there
+INTERIOR = 1e-4
 
 
 def channel_parts(kind: str, p: np.ndarray, report: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -166,8 +169,26 @@ def fit_two_group(X: np.ndarray, K0: np.ndarray, K1: np.ndarray, counts: np.ndar
                   max_iter: int = 50, tol: float = 1e-12) -> TwoGroupFit:
     """The maximum-likelihood fit of ``(b, phi)`` on grouped data (``X`` with the
     intercept's ones first; ``K0``, ``K1`` from :func:`channel_parts`; ``counts`` per
-    tuple)."""
-    X, K0, K1, counts = (np.asarray(a, dtype=float) for a in (X, K0, K1, counts))
+    tuple).
+
+    Newton's method on the joint likelihood climbs from the fit with the intercept alone
+    (its ``phi`` is consistent whatever the slopes: the groups' yes rates average the
+    trait over the covariates, and that fit has a handful of tuples, each group's yes and
+    no).  Where it stalls (the joint Hessian not negative definite on the way), and for the
+    intercept alone, the profile likelihood over ``phi`` (the finite regression's fit at
+    each ``phi``) on a grid, then Brent's method between the best point's neighbours, finds
+    the start."""
+    X, K0, K1, counts = _collapse(*(np.asarray(a, dtype=float) for a in (X, K0, K1, counts)))
+    if X.shape[1] > 1:
+        start = fit_two_group(X[:, :1], K0, K1, counts)
+        share = float(probabilities(X[:1, :1], start.coef)[0, 0])
+        # a start on the boundary (phi at 0 or 1, the trait's share at 0 or 1) may hold Newton
+        # in a flat region away from the maximum: the profile's grid then
+        if start.converged and not start.boundary and INTERIOR < share < 1 - INTERIOR:
+            phi = start.phi
+            fit = _newton(X, K0, K1, counts, fit_logit(X, K0 + phi * K1, counts).coef, phi, max_iter, tol)
+            if fit.converged:
+                return fit
     grid = np.linspace(0.0, 1.0, GRID)
     values = np.array([_profile(X, K0, K1, counts, u) for u in grid])
     if not np.isfinite(values).any():
@@ -179,11 +200,30 @@ def fit_two_group(X: np.ndarray, K0: np.ndarray, K1: np.ndarray, counts: np.ndar
     best = scipy.optimize.minimize_scalar(lambda u: -_profile(X, K0, K1, counts, u), bounds=(lo, hi),
                                           method="bounded", options={"xatol": 1e-10})
     phi = float(best.x) if -best.fun >= values[i] else float(grid[i])
-    coef = fit_logit(X, K0 + phi * K1, counts).coef
-    # Newton on the joint likelihood from the profile's maximum: phi kept in [0, 1]
+    return _newton(X, K0, K1, counts, fit_logit(X, K0 + phi * K1, counts).coef, phi, max_iter, tol)
+
+
+def _collapse(X: np.ndarray, K0: np.ndarray, K1: np.ndarray, counts: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Tuples with the same design row and channel rows merged, their counts added (the
+    intercept-only fit of the LR test has four: each group's yes and no)."""
+    rows, inverse = np.unique(np.column_stack([X, K0, K1]), axis=0, return_inverse=True)
+    if len(rows) == len(X):
+        return X, K0, K1, counts
+    d = X.shape[1]
+    merged = np.bincount(inverse.ravel(), weights=counts, minlength=len(rows))
+    return rows[:, :d], rows[:, d:d + 2], rows[:, d + 2:], merged
+
+
+def _newton(X: np.ndarray, K0: np.ndarray, K1: np.ndarray, counts: np.ndarray, coef: np.ndarray, phi: float,
+            max_iter: int, tol: float) -> TwoGroupFit:
+    """Newton's method on the joint likelihood from ``(coef, phi)``, with step halving and
+    ``phi`` kept in [0, 1]; converged when the Newton decrement is below ``tol``."""
     ll, grad, H = joint_derivatives(X, K0, K1, counts, coef, phi)
     converged, it = False, 0
     for it in range(1, max_iter + 1):
+        if not H.size:
+            break
         # phi moves unless it is at a bound that its score pushes against
         inward = 0 < phi < 1 or (phi <= 0 and grad[-1] > 0) or (phi >= 1 and grad[-1] < 0)
         free = list(range(len(grad) - 1 + inward))
@@ -222,7 +262,7 @@ def fit_two_group(X: np.ndarray, K0: np.ndarray, K1: np.ndarray, counts: np.ndar
     cov = np.full_like(info, np.nan)
     if info.size and np.all(np.isfinite(info)) and np.all(np.linalg.eigvalsh((info + info.T) / 2) > 0):
         cov = np.linalg.inv(info)
-    return TwoGroupFit(coef, phi, (cov + cov.T) / 2, ll, it, converged, boundary, int(counts.sum()))
+    return TwoGroupFit(coef, phi, (cov + cov.T) / 2, ll, it, converged, boundary, int(round(counts.sum())))
 
 
 def lr_slopes(fit: TwoGroupFit, X: np.ndarray, K0: np.ndarray, K1: np.ndarray, counts: np.ndarray
