@@ -15,6 +15,8 @@ from privspec.model.query_kinds import TWO_GROUP, Answers
 from privspec.results.result import Result
 from privspec.backends import register
 from privspec.backends.rr.two_group_plans import avar_result, leakage_result, simulate_result
+from privspec.backends.rr.two_group_regression import regression_result
+from privspec.backends.rr.two_group_regression_planning import regression_avar
 from privspec.backends.rr.two_group_weighted import weighted_estimate
 from privspec.backends.rr.two_groups import epsilon_result, estimate, privatize
 
@@ -25,6 +27,10 @@ _ANSWERS = (
     Answers(("leakage",), TWO_GROUP),
     Answers(("avar",), TWO_GROUP, estimands=_ESTIMANDS, methods=("mle",)),
     Answers(("estimate",), TWO_GROUP, ("run", "simulate"), estimands=_ESTIMANDS, methods=("mle",)),
+    # RRreg's RRlog: the trait's log odds on raw covariates beside the reports (:mod:`.two_group_regression`),
+    # planned at its declared coefficients (:mod:`.two_group_regression_planning`)
+    Answers(("estimate",), TWO_GROUP, ("run",), estimands=("regression",), methods=("mle",)),
+    Answers(("avar",), TWO_GROUP, estimands=("regression",), methods=("mle",)),
 )
 
 
@@ -43,9 +49,13 @@ class TwoGroupBackend:
         return any(row.matches(query, verb) for row in self.ANSWERS)
 
     def weighted(self, query: Query) -> str:
-        """What of ``query`` has no version with survey weights ("" for every estimate:
-        :mod:`privspec.backends.rr.two_group_weighted`)."""
-        return "" if query.kind == "estimate" else f"{query.kind} queries of two-group designs"
+        """What of ``query`` has no version with survey weights ("" for every estimate but a
+        regression: :mod:`privspec.backends.rr.two_group_weighted`)."""
+        if query.kind != "estimate":
+            return f"{query.kind} queries of two-group designs"
+        if query.estimand is not None and query.estimand.kind == "regression":
+            return f"a regression on {query.mechanism.kind}() reports"
+        return ""
 
     def privatizes(self, mechanism: Any) -> bool:
         return getattr(mechanism, "family", None) == "two_group"
@@ -54,6 +64,8 @@ class TwoGroupBackend:
         if query.kind == "epsilon":
             return epsilon_result(query.mechanism)
         if query.kind == "avar":
+            if query.estimand.kind == "regression":
+                return regression_avar(model, query)
             return avar_result(model, query)
         if query.kind == "leakage":
             return leakage_result(model, query)
@@ -63,6 +75,8 @@ class TwoGroupBackend:
         if data is None:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech = query.mechanism
+        if query.estimand.kind == "regression":      # unweighted: weighted() refuses a design (B040)
+            return regression_result(model, query, data.engine_for(mech.name or query.name))
         if data.design is not None:
             return weighted_estimate(model, query, data.engine_for(mech.name or query.name), data.design)
         return estimate(model, query, data.engine_for(mech.name or query.name).tally(list(mech.columns)))

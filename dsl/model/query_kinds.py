@@ -147,10 +147,12 @@ ESTIMANDS: dict[str, EstimandKind] = {e.name: e for e in (
                  False, "estimate", ("iterative", "mle"),
                  {"interval": ("iterative",), "censored": ("iterative",),
                   # a categorical response privatized by a finite mechanism: logistic / multinomial logit
-                  "subset": ("mle",), "grr": ("mle",), "rr": ("mle",)},
+                  "subset": ("mle",), "grr": ("mle",), "rr": ("mle",),
+                  # RRreg's RRlog: a yes/no response of a two-group design (uqm, cdm, sld)
+                  "two_group": ("mle",)},
                  "the regression of a response on covariates: interval-reported (Algorithm 1), "
-                 "or categorical and privatized by a finite mechanism (logistic; its declared coefficients "
-                 "plan it: avar, sample_size, power, compare)"),
+                 "or categorical and privatized by a finite mechanism or a two-group design (logistic; its "
+                 "declared coefficients plan it: avar, sample_size, power, compare)"),
     # the latent shares of RRreg's designs (populations declare them: categorical(0.3, 0.7, cheaters = 0.1))
     EstimandKind("cheaters", "cheaters(Y)", 1, True, "estimate", ("mle",), {"two_group": ("mle",)},
                  "the cheaters' share of the respondents (cdm's gamma): they say no whatever they draw"),
@@ -526,7 +528,7 @@ DEFAULT_ESTIMATORS: dict[str, dict[str, str]] = {
     "mean": {"interval": "npmle", "censored": "npmle", "numeric": "unbiased"},
     "moment": {"interval": "npmle", "censored": "npmle"},
     "cdf": {"interval": "npmle", "censored": "npmle"},
-    "regression": {"subset": "mle", "grr": "mle", "rr": "mle"},
+    "regression": {"subset": "mle", "grr": "mle", "rr": "mle", "two_group": "mle"},
     "cheaters": {"two_group": "mle"}, "honesty": {"two_group": "mle"},
 }
 
