@@ -9,6 +9,11 @@ what ``import privspec``, the command line's start and an analysis load.
   ``scipy.stats.x`` and they load when a computation first uses them.
 - Routing imports every back-end module but not the collection server (starlette, asyncio):
   the subpackages of ``NO_BACK_ENDS`` register no back end.
+- Routing imports only the back-end modules whose :data:`privspec.backends.HOMES` entry
+  reaches the query (its kind and family): ``privspec analyze`` of the urn (subset designs)
+  loads the finite back end and none of the others; every module that registers a back end
+  is in ``HOMES`` and every row of its ``ANSWERS`` inside its reach (else it would never be
+  routed to).
 - ``privspec analyze`` of the planning spec (sample sizes and power) loads no ``scipy.stats``:
   its normal quantiles and cdf are :mod:`scipy.special`'s (what ``scipy.stats.norm`` calls).
 """
@@ -78,3 +83,37 @@ def test_planning_loads_no_scipy_stats() -> None:
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    assert main(['analyze', 'specs/planning.privspec']) == 0")
     assert loaded_after(code, ("scipy.stats",)) == []
+
+
+#: the back-end modules a subset design's analysis has no use for (routing: HOMES)
+OTHER_BACK_ENDS = tuple(f"privspec.backends.{m}" for m in (
+    "rr.backend", "rr.two_group_backend", "interval.backend", "oracles.backend", "numeric.backend",
+    "releases.backend", "design.comparison", "design.allocation"))
+
+
+def test_every_module_that_registers_a_back_end_has_a_home() -> None:
+    from privspec.backends import HOMES, NO_BACK_ENDS
+    registering = {p.relative_to(ROOT / "backends").with_suffix("").as_posix().replace("/", ".")
+                   for p in (ROOT / "backends").rglob("*.py")
+                   if p.relative_to(ROOT / "backends").parts[0] not in NO_BACK_ENDS
+                   and re.search(r"^@register\b", p.read_text(encoding="utf-8"), re.MULTILINE)}
+    assert registering == set(HOMES)
+
+
+def test_every_declared_row_is_inside_its_modules_reach() -> None:
+    import privspec.backends as b
+    b.load_all()
+    for cls in b.REGISTRY.values():
+        reach = b.HOMES[cls.__module__.removeprefix("privspec.backends.")]
+        for row in cls.ANSWERS:
+            for kind in row.kinds:
+                for family in row.families:
+                    assert reach.covers(kind, family), (cls.REGISTER_NAME, kind, family)
+
+
+def test_analyzing_a_subset_design_loads_the_finite_back_end_only() -> None:
+    code = ("import contextlib, io\nfrom privspec.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['analyze', 'specs/urn.privspec']) == 0")
+    assert loaded_after(code, ("privspec.backends.finite.backend", *OTHER_BACK_ENDS)) == \
+        ["privspec.backends.finite.backend"]
