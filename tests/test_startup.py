@@ -14,6 +14,12 @@ what ``import privspec``, the command line's start and an analysis load.
   loads the finite back end and none of the others; every module that registers a back end
   is in ``HOMES`` and every row of its ``ANSWERS`` inside its reach (else it would never be
   routed to).
+- The program itself (``python -m privspec``, the console script) imports what a verb
+  stands on with the cycle collector paused and then freezes those objects (``gc.freeze``);
+  a caller of ``cli.main(argv)`` in its own process is never frozen.
+- ``privspec run`` of a subset design on a Parquet file loads no ``scipy`` submodule (its
+  95% intervals use the written-out normal quantile), no store (sqlite3, the submissions'
+  checks, which load every back end) and no back end but the finite one.
 - ``privspec analyze`` of the planning spec (sample sizes and power) loads no ``scipy.stats``:
   its normal quantiles and cdf are :mod:`scipy.special`'s (what ``scipy.stats.norm`` calls).
 """
@@ -117,3 +123,28 @@ def test_analyzing_a_subset_design_loads_the_finite_back_end_only() -> None:
             "    assert main(['analyze', 'specs/urn.privspec']) == 0")
     assert loaded_after(code, ("privspec.backends.finite.backend", *OTHER_BACK_ENDS)) == \
         ["privspec.backends.finite.backend"]
+
+
+def test_the_program_freezes_its_imports_and_a_caller_of_main_is_left_alone() -> None:
+    run_main = ("import contextlib, gc, io, sys\nfrom privspec.cli import main\n"
+                "with contextlib.redirect_stdout(io.StringIO()):\n"
+                "    assert main({argv}) == 0\n"
+                "print(gc.get_freeze_count() > 0, gc.isenabled())")
+    for argv, frozen in (("None", "True"), ("['analyze', 'specs/urn.privspec']", "False")):
+        code = "import sys\nsys.argv = ['privspec', 'analyze', 'specs/urn.privspec']\n" + run_main.format(argv=argv)
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+        assert out.stdout.split() == [frozen, "True"], argv
+
+
+def test_running_a_subset_design_on_parquet_loads_no_scipy_store_or_other_back_end(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    spec = tmp_path / "s.privspec"
+    spec.write_text("variable x: categorical {a, b, c, d}\nmechanism s = subset(x, uniform)\n"
+                    "query w = estimate distribution(x) from s by mom\n", encoding="utf-8")
+    data = tmp_path / "s.parquet"
+    pd.DataFrame({"x": ["a|b", "a|c", "b|d", "c|d", "a|d", "b|c", "a|b"] * 5}).to_parquet(data)
+    code = ("import contextlib, io\nfrom privspec.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['run', {str(spec)!r}, '--data', {str(data)!r}]) == 0")
+    unwanted = ("scipy.special", "scipy.stats", "sqlite3", "privspec.backends.collect.store", *OTHER_BACK_ENDS)
+    assert loaded_after(code, ("privspec.backends.finite.backend", *unwanted)) == ["privspec.backends.finite.backend"]
