@@ -294,7 +294,7 @@ def _start_up(verb: str) -> None:
     that live until the process ends and hold no garbage worth collecting; with the
     collector on, its passes during the imports and every full pass during the command
     traverse them all.  Paused and frozen (:func:`gc.freeze`), ``privspec analyze
-    specs/urn.privspec`` took 0.6 s of CPU instead of 1.0 s (bench/startup.py).  Frozen
+    specs/urn.privspec`` took 0.65-0.69 s of CPU instead of 1.0 s (bench/startup.py).  Frozen
     objects are never collected: the few hundred garbage objects the imports leave (739
     measured) stay, so only the program itself does this, never a caller of :func:`main`
     in its own process.
