@@ -148,3 +148,23 @@ def test_running_a_subset_design_on_parquet_loads_no_scipy_store_or_other_back_e
             f"    assert main(['run', {str(spec)!r}, '--data', {str(data)!r}]) == 0")
     unwanted = ("scipy.special", "scipy.stats", "sqlite3", "privspec.backends.collect.store", *OTHER_BACK_ENDS)
     assert loaded_after(code, ("privspec.backends.finite.backend", *unwanted)) == ["privspec.backends.finite.backend"]
+
+
+
+def test_every_spec_query_is_answered_by_a_back_end_whose_home_routing_imports_for_it() -> None:
+    """What a fresh process routes a query to is what routing with every back end loaded
+    picks: that back end's module is one routing imports for the query."""
+    import privspec
+    import privspec.backends as b
+    from privspec.model.query_kinds import family_of
+    b.load_all()
+    checked = 0
+    for path in sorted((ROOT / "specs").glob("*.privspec")):
+        for q in privspec.load(path).model.queries.values():
+            for verb in ("analyze", "run", "simulate"):
+                chosen = b.backend_for(q, verb)
+                if chosen is not None:
+                    home = type(chosen).__module__.removeprefix("privspec.backends.")
+                    assert b.HOMES[home].covers(q.kind, family_of(q.mechanism)), (path.stem, q.name, verb, home)
+                    checked += 1
+    assert checked > 100
