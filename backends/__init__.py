@@ -3,7 +3,11 @@
 A back end is a class with ``REGISTER_NAME`` that implements (part of) the
 :class:`Backend` protocol; decorating it with :func:`register` adds it to
 :data:`REGISTRY`.  Every module of this package and its subpackages but those of
-:data:`NO_BACK_ENDS` is imported on first use, so a new back end only has to exist.  A back end declares, as data, what it answers: ``ANSWERS``,
+:data:`NO_BACK_ENDS` is imported by :func:`load_all`, so a new back end only has to exist
+(and be named in :data:`HOMES`, which a test checks).  Routing a query imports only the
+back-end modules whose :data:`HOMES` entry reaches its kind and family (start-up: an
+analysis of a subset design never imports the interval, oracle or numeric back ends).
+A back end declares, as data, what it answers: ``ANSWERS``,
 rows of :class:`privspec.model.query_kinds.Answers` (query kinds x mechanism families x verbs,
 optionally narrowed to estimands, estimators and options).  The runner asks
 :func:`route` where a query goes for a verb (``analyze``, ``run``, ``simulate``): to the
@@ -22,7 +26,8 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from privspec.model.query_kinds import Answers, explain, family_of, needs_data
+from privspec.model.query_kinds import (FINITE, INTERVAL, NUMERIC, ORACLE, TWO_GROUP, Answers, explain,
+                                        family_of, needs_data)
 
 #: name -> back-end class
 REGISTRY: dict[str, type] = {}
@@ -30,6 +35,43 @@ _loaded = False
 #: subpackages that register no back end, which routing leaves unimported (start-up: the
 #: collection server imports starlette and asyncio; tests/test_startup.py checks none registers)
 NO_BACK_ENDS = ("collect",)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The query kinds and mechanism families a back-end module's ``ANSWERS`` may name
+    (None: any).  A superset of its rows, read before the module is imported: routing
+    imports the module only for a query inside it.
+
+    Examples
+    --------
+    >>> Reach(kinds=("power",)).covers("power", "subset"), Reach(families=("grr",)).covers("avar", "subset")
+    (True, False)
+    """
+
+    kinds: tuple[str, ...] | None = None
+    families: tuple[str, ...] | None = None
+
+    def covers(self, kind: str, family: str) -> bool:
+        """Whether a query of ``kind`` on a mechanism of ``family`` may be answered there."""
+        return (self.kinds is None or kind in self.kinds) and (self.families is None or family in self.families)
+
+
+#: module (under this package) that registers back ends -> what their ``ANSWERS`` may name.
+#: tests/test_startup.py checks every module that registers a back end is here and every row
+#: of every ``ANSWERS`` is inside its module's reach (a row outside would never be routed to).
+HOMES: dict[str, Reach] = {
+    "finite.backend": Reach(families=FINITE),
+    "rr.backend": Reach(families=("grr", "rr", "rr_product")),
+    "rr.two_group_backend": Reach(families=TWO_GROUP),
+    "interval.backend": Reach(families=INTERVAL),
+    "oracles.backend": Reach(families=ORACLE),
+    "numeric.backend": Reach(families=NUMERIC),
+    "releases.backend": Reach(families=("release",)),
+    "design.comparison": Reach(kinds=("sample_size", "power")),
+    "design.allocation": Reach(kinds=("allocate",), families=("release",)),
+}
+_homes_loaded: set[str] = set()
 
 
 @runtime_checkable
@@ -78,11 +120,25 @@ def load_all() -> None:
                 importlib.import_module(sub.name)
 
 
-def _instances():
-    """Registered back ends by name.  The order decides nothing for queries (the most
-    specific declaration does); for privatize and compare it is ``PRIORITY`` order,
-    highest first (default 0)."""
-    load_all()
+def load_for(query: Any) -> None:
+    """Import the back-end modules whose :data:`HOMES` reach covers ``query`` (once each):
+    every back end that could answer it is then in :data:`REGISTRY`."""
+    kind, family = query.kind, family_of(query.mechanism)
+    for module, reach in HOMES.items():
+        if module not in _homes_loaded and reach.covers(kind, family):
+            importlib.import_module(f"{__name__}.{module}")
+            _homes_loaded.add(module)
+
+
+def _instances(query: Any = None):
+    """Registered back ends by name: every one (:func:`load_all`), or for ``query`` those
+    loaded so far once its homes are (:func:`load_for`; the others cannot answer it).  The
+    order decides nothing for queries (the most specific declaration does); for privatize
+    and compare it is ``PRIORITY`` order, highest first (default 0)."""
+    if query is None:
+        load_all()
+    else:
+        load_for(query)
     order = sorted(REGISTRY.values(), key=lambda c: (-getattr(c, "PRIORITY", 0), c.REGISTER_NAME))
     return [cls() for cls in order]
 
@@ -98,7 +154,7 @@ def candidates(query: Any, verb: str) -> list[tuple[tuple[int, int], Backend]]:
     row that matched, most specific first.  A back end with no ``ANSWERS`` but a
     ``supports()`` (an older one) counts as the least specific."""
     out = []
-    for backend in _instances():
+    for backend in _instances(query):
         supports = getattr(backend, "supports", None)
         rows = getattr(backend, "ANSWERS", None)
         if rows is None:

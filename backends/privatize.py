@@ -44,7 +44,6 @@ from privspec.backends.data.engines import PandasEngine, engine_for
 from privspec.backends.data.files import count_rows
 from privspec.backends.data.writing import csv_quoting, write_table_atomic
 from privspec.backends.finite.data import check_raw, factor_mechanisms
-from privspec.backends.interval.backend import raw_values
 
 #: rows privatized at a time (the output does not depend on it)
 CHUNK_ROWS = 1_000_000
@@ -197,6 +196,8 @@ def _check(mechanism: Any, reader: Any) -> int | None:
         column = mechanism.variable.name
         require_columns(pd.DataFrame(columns=reader.columns()), [column], "the raw data")
         tally = reader.tally([column])
+        # start-up: the interval back end is the largest, and the API imports this module
+        from privspec.backends.interval.backend import raw_values
         raw_values(mechanism, tally)
         return tally.n
     return None

@@ -29,6 +29,7 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 
 from privspec.backends import comparer_for, privatizer_for, route
+from privspec.backends.collect.urls import reads_a_store
 from privspec.backends.core.numbers import parse_numbers
 from privspec.backends.data.bindings import DataBindings, data_role, observed_columns
 from privspec.backends.data.replicates import Replicates
@@ -178,6 +179,13 @@ def select(model: Any, verb: str, queries: Sequence[str] | None = None) -> list:
     return chosen
 
 
+def _bind_stores(bindings: DataBindings, model: Any) -> None:
+    """Bind the mechanisms whose data are a store to its reports (files need nothing)."""
+    if reads_a_store(bindings):
+        from privspec.backends.collect.store import bind_stores  # start-up: sqlite3 and every back end, 0.15 s
+        bind_stores(bindings, model)
+
+
 def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: Any = None,
            n: int | None = None, reps: int | None = None, seed: int | None = None,
            engine: str | None = None, progress: Any = None, weights: str | None = None,
@@ -241,8 +249,7 @@ def answer(spec: Any, verb: str, *, queries: Sequence[str] | None = None, data: 
         design = _survey_design(weights, strata, cluster, replicate_weights, replicate_type, fay_rho, rscales)
         if design is not None:
             bindings.design = design
-        from privspec.backends.collect.store import bind_stores  # start-up: the store's checks load pyarrow's pandas arrays, 50 ms
-        bind_stores(bindings, model)
+        _bind_stores(bindings, model)
         try:
             bindings.check(asked)
         except DataError as e:

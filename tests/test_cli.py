@@ -86,6 +86,7 @@ def no_back_ends(monkeypatch):
     import privspec.backends as backends
 
     monkeypatch.setattr(backends, "REGISTRY", {})
+    monkeypatch.setattr(backends, "HOMES", {})
     monkeypatch.setattr(backends, "_loaded", True)
 
 

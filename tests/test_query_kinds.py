@@ -195,6 +195,7 @@ def test_not_supported_yet_carries_the_explanation(tmp_path: Path) -> None:
 
 def test_no_back_end_at_all(monkeypatch) -> None:
     monkeypatch.setattr(backends, "REGISTRY", {})
+    monkeypatch.setattr(backends, "HOMES", {})
     monkeypatch.setattr(backends, "_loaded", True)
     assert query_kinds.explain("fisher", backends.declarations()) == \
         "no back end answers fisher queries in this version"

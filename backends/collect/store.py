@@ -34,9 +34,7 @@ import pandas as pd
 from privspec.errors import DataError, Diagnostic
 from privspec.model.serialize import model_to_dict
 from privspec.backends.collect.store_checks import cells, check_reports, fieldable, report_columns
-
-#: the URL schemes of a store (``privspec run SPEC --data URL``)
-SCHEMES = ("sqlite://", "postgresql://", "postgres://")
+from privspec.backends.collect.urls import is_store
 
 #: distinct valid reports remembered per store, so that a report seen before is not read again
 CHECKED = 1 << 16
@@ -46,11 +44,6 @@ class RejectedSubmission(DataError):
     """A submission the store refuses (a server answers 422): not a mapping mechanism ->
     report, an unknown or missing mechanism, a report of the wrong shape (D050), or a
     report the mechanism cannot produce (the D-code of ``run``)."""
-
-
-def is_store(text: Any) -> bool:
-    """Whether ``text`` is the URL of a store (``sqlite://``, ``postgresql://``)."""
-    return isinstance(text, str) and text.startswith(SCHEMES)
 
 
 def design_hash(model: Any) -> str:
