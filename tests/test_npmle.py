@@ -318,14 +318,14 @@ def test_innermost_of_ranges_by_counting_equals_the_ranking(pairs, in_order):
     """Ranges alone (no points, no cuts) take a path of their own (counting the innermost
     ends among the distinct ends, no ranking): the same intervals and runs as the general
     one, in or out of order, with ties, infinities and signed zeros."""
-    from privspec.backends.interval.npmle import data as npmle_data
+    from privspec.backends.interval.npmle import data as npmle_data, innermost as npmle_innermost
     rows = sorted({(min(a, b), max(a, b)) for a, b in pairs if min(a, b) < max(a, b)}) if in_order else \
         [(min(a, b), max(a, b)) for a, b in pairs if min(a, b) < max(a, b)]
     if not rows:
         return
     left, right = (np.array(v) for v in zip(*rows))
-    fast = npmle_data._innermost_ranges(left, right)
-    general = npmle_data._innermost_keys(left, right, None)
+    fast = npmle_innermost._innermost_ranges(left, right)
+    general = npmle_innermost._innermost_keys(left, right, None)
     for got, want in zip(fast, general):
         assert np.array_equal(got, want) and got.dtype == want.dtype
     assert npmle_data.innermost(left, right)[2].tolist() == general[2].tolist()
@@ -339,14 +339,14 @@ def test_innermost_of_ranges_by_counting_equals_the_ranking(pairs, in_order):
 def test_innermost_of_ranges_with_cuts_by_counting_equals_the_ranking(pairs, cuts, in_order):
     """Ranges with cuts (the band's design): each cut's zero-weight ranges taken as rows of
     the counting path give the same innermost intervals and runs as the general one."""
-    from privspec.backends.interval.npmle import data as npmle_data
+    from privspec.backends.interval.npmle import data as npmle_data, innermost as npmle_innermost
     rows = sorted({(min(a, b), max(a, b)) for a, b in pairs if min(a, b) < max(a, b)}) if in_order else \
         [(min(a, b), max(a, b)) for a, b in pairs if min(a, b) < max(a, b)]
     if not rows:
         return
     left, right = (np.array(v) for v in zip(*rows))
     got = npmle_data.innermost(left, right, np.array(cuts))
-    want = npmle_data._innermost_keys(left, right, np.array(cuts))
+    want = npmle_innermost._innermost_keys(left, right, np.array(cuts))
     for g, w in zip(got, want):
         assert np.array_equal(g, w) and g.dtype == w.dtype
 

@@ -32,7 +32,7 @@ from privspec.backends.finite.data import report_columns
 from privspec.backends.finite.regression_data import logit_estimate
 from privspec.backends.finite.regression_predictor import (PredictorData, fit_grouped, item_model, predictor_meaning,
                                                            predictor_reports, refuse_unfit_predictor)
-from privspec.backends.finite.weighted_regression import _slopes_test
+from privspec.backends.finite.weighted_regression import slopes_test
 
 
 def weighted_predictor(q: Query, engine: Any, design: SurveyDesign) -> Estimate:
@@ -68,7 +68,7 @@ def weighted_predictor(q: Query, engine: Any, design: SurveyDesign) -> Estimate:
                           item_model=item_model(dataclasses.replace(fit, item=item), reports.item_labels),
                           method="mle(logistic), weighted pseudo-likelihood", pseudo_loglik=fit.outcome.loglik,
                           se_kind=design.se_kind, deff=Vector(reports.labels, tuple(map(float, deff))),
-                          design=design.describe(), weighted_n=total, **layout, wald_test=_slopes_test(outcome),
+                          design=design.describe(), weighted_n=total, **layout, wald_test=slopes_test(outcome),
                           note=f"Hajek (weighted) pseudo-maximum-likelihood coefficients; design-based standard "
                                f"errors {how}; Wald tests and intervals on them (no likelihood-ratio test under "
                                "a survey design)")

@@ -64,7 +64,7 @@ def weighted_regression(q: Query, engine: Any, design: SurveyDesign) -> Estimate
                           method="mle(logistic), weighted pseudo-likelihood", pseudo_loglik=fit.loglik,
                           se_kind=design.se_kind, deff=Vector(tuple(labels), tuple(map(float, deff))),
                           design=design.describe(), weighted_n=total, **layout,
-                          wald_test=_slopes_test(designed),
+                          wald_test=slopes_test(designed),
                           note=f"Hajek (weighted) pseudo-maximum-likelihood coefficients; design-based standard "
                                f"errors {how}; Wald tests and intervals on them (no likelihood-ratio test under "
                                "a survey design)")
@@ -98,7 +98,7 @@ def _replicate_fits(X: np.ndarray, K_rows: np.ndarray, sums: np.ndarray, n: floa
     return np.array(out)
 
 
-def _slopes_test(fit: LogitFit) -> dict[str, float]:
+def slopes_test(fit: LogitFit) -> dict[str, float]:
     """The Wald test of every slope = 0 on the design-based covariance: ``b' V^-1 b`` against
     chi-square with the slopes' number of degrees of freedom."""
     terms, cats = fit.coef.shape

@@ -55,7 +55,7 @@ from privspec.backends.rr.two_groups import (LATENT_PARAMETER, Design, covarianc
                                               probabilities)
 
 
-def _share(model: ModelGraph, var: Variable, what: str) -> np.ndarray:
+def declared_share(model: ModelGraph, var: Variable, what: str) -> np.ndarray:
     """The declared shares of a binary variable (B121 without a population)."""
     w = population_vector(model, [var])
     if w is None:
@@ -69,7 +69,8 @@ def _share(model: ModelGraph, var: Variable, what: str) -> np.ndarray:
                                       hint="give its parameters values")) from None
 
 
-def _latent(model: ModelGraph, var: Variable, name: str, default: float) -> float:
+def declared_latent(model: ModelGraph, var: Variable, name: str, default: float) -> float:
+    """The latent share ``name`` (cheaters, honesty) declared in ``var``'s population, or ``default``."""
     pop = model.population_of(var.name)
     value = pop.latent_share(name) if pop is not None else None
     return default if value is None else float(value)
@@ -78,18 +79,18 @@ def _latent(model: ModelGraph, var: Variable, name: str, default: float) -> floa
 def truth(model: ModelGraph, mech: Any) -> tuple[Design, np.ndarray, np.ndarray]:
     """The design at its probabilities, the true ``theta`` and the groups' shares ``w``."""
     design = design_of(mech.kind, *probabilities(model, mech))
-    p = float(_share(model, mech.variable, "the trait's share")[0])
-    w = _share(model, mech.group, "the share of each group")
+    p = float(declared_share(model, mech.variable, "the trait's share")[0])
+    w = declared_share(model, mech.group, "the share of each group")
     if np.any(w <= 0):
         raise BackendError(Diagnostic("B121", f"a group of {mech.group.name} has no respondent in its population: "
                                               f"{mech.kind}() needs both groups", hint="give each group a share > 0"))
     if mech.kind == "uqm":
-        theta = np.array([p, float(_share(model, mech.unrelated, "the unrelated question's share")[0])])
+        theta = np.array([p, float(declared_share(model, mech.unrelated, "the unrelated question's share")[0])])
     elif mech.kind == "cdm":
-        gamma = _latent(model, mech.variable, "cheaters", 0.0)
+        gamma = declared_latent(model, mech.variable, "cheaters", 0.0)
         theta = np.array([p * (1 - gamma), (1 - p) * (1 - gamma)])
     else:
-        theta = np.array([p, p * _latent(model, mech.variable, "honesty", 1.0)])
+        theta = np.array([p, p * declared_latent(model, mech.variable, "honesty", 1.0)])
     return design, theta, w
 
 
@@ -116,17 +117,17 @@ def report_law(model: ModelGraph, mech: Any) -> tuple[np.ndarray, np.ndarray, np
     ([0.9, 0.27], [0.3, 0.7], [0.5, 0.5])
     """
     p1, p2 = probabilities(model, mech)
-    prior = _share(model, mech.variable, "the trait's share")
-    w = _share(model, mech.group, "the share of each group")
+    prior = declared_share(model, mech.variable, "the trait's share")
+    w = declared_share(model, mech.group, "the share of each group")
     p = np.array([p1, p2])
     if mech.kind == "uqm":
-        pi_u = float(_share(model, mech.unrelated, "the unrelated question's share")[0])
+        pi_u = float(declared_share(model, mech.unrelated, "the unrelated question's share")[0])
         yes = np.column_stack([p + (1 - p) * pi_u, (1 - p) * pi_u])
     elif mech.kind == "cdm":
-        honest = 1 - _latent(model, mech.variable, "cheaters", 0.0)
+        honest = 1 - declared_latent(model, mech.variable, "cheaters", 0.0)
         yes = np.column_stack([np.full(2, honest), honest * p])
     else:
-        yes = np.column_stack([np.full(2, _latent(model, mech.variable, "honesty", 1.0)), 1 - p])
+        yes = np.column_stack([np.full(2, declared_latent(model, mech.variable, "honesty", 1.0)), 1 - p])
     return np.stack([yes, 1 - yes], axis=1), prior, w
 
 
@@ -162,7 +163,7 @@ def trait_shares(model: ModelGraph, mech: Any, shares: np.ndarray) -> np.ndarray
     pi`` (ValueError where no share does)."""
     pi = float(shares[0])
     if mech.kind == "cdm":
-        gamma = _latent(model, mech.variable, "cheaters", 0.0)
+        gamma = declared_latent(model, mech.variable, "cheaters", 0.0)
         if gamma >= 1 or pi > 1 - gamma:
             raise ValueError(f"honest carriers {pi:.4g} with cheaters {gamma:.4g}: no share of carriers gives them")
         pi /= 1 - gamma

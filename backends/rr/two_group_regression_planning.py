@@ -50,7 +50,7 @@ from privspec.backends.finite.regression_data import check_response
 from privspec.backends.finite.regression_planning import SINGULAR, covariate_grid
 from privspec.backends.finite.regression_predictor import item_is_covariate
 from privspec.backends.finite.truth import as_matrix
-from privspec.backends.rr.two_group_plans import _latent, _share
+from privspec.backends.rr.two_group_plans import declared_latent, declared_share
 from privspec.backends.rr.two_group_regression import EXTRA, channel_parts
 from privspec.backends.rr.two_groups import probabilities as group_probabilities
 
@@ -59,10 +59,10 @@ def extra_truth(model: ModelGraph, mech) -> float:
     """The design's parameter at the declared truth (cdm: cheaters, 0 unless declared;
     sld: honesty, 1 unless declared; uqm: the unrelated question's first share)."""
     if mech.kind == "cdm":
-        return _latent(model, mech.variable, "cheaters", 0.0)
+        return declared_latent(model, mech.variable, "cheaters", 0.0)
     if mech.kind == "sld":
-        return _latent(model, mech.variable, "honesty", 1.0)
-    return float(_share(model, mech.unrelated, "the unrelated question's share")[0])
+        return declared_latent(model, mech.variable, "honesty", 1.0)
+    return float(declared_share(model, mech.unrelated, "the unrelated question's share")[0])
 
 
 def expected_information(kind: str, p: np.ndarray, w: np.ndarray, X: np.ndarray, weights: np.ndarray,
@@ -99,7 +99,7 @@ def regression_avar(model: ModelGraph, q: Query) -> Result:
     labels = tuple(lab for lab, _ in est.coefficients)
     coef = np.array([float(v) for _, v in est.coefficients]).reshape((-1, 1))
     phi = extra_truth(model, mech)
-    w = _share(model, mech.group, "the share of each group")
+    w = declared_share(model, mech.group, "the share of each group")
     p = np.array(group_probabilities(model, mech))
     X, weights, how = covariate_grid(model, covariates)
     info = expected_information(mech.kind, p, w, X, weights, coef, phi)

@@ -500,7 +500,7 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
                 ll = loglik(des, P, none)
             break
         # (each array of all rows let go once used: at 1e7 reports fresh memory costs
-        # more than the passes over it, see data._innermost_ranges)
+        # more than the passes over it, see innermost._innermost_ranges)
         del P
         if ll is not None:
             before = ll
