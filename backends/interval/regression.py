@@ -302,7 +302,8 @@ def iterative_regression(X: np.ndarray, left: np.ndarray, right: np.ndarray, reg
     ``weights`` (one per row, survey weights or counts of distinct rows) make every step
     weighted: the marginal start is the weighted fit, the regressor gets them as
     ``sample_weight``, and the scale update and the stopping rule's mean and spread are
-    weighted means.  Weights of 1 are the unweighted iteration.
+    weighted means.  Weights all 1 are the unweighted iteration, exactly: they are dropped
+    (scikit-learn's forest draws its bootstrap otherwise once it has a ``sample_weight``).
     """
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
@@ -313,6 +314,8 @@ def iterative_regression(X: np.ndarray, left: np.ndarray, right: np.ndarray, reg
     pl, pr, owner = likelihood_pieces(left, right, support, disclose)
     estimate_scale = scale is None
     w = None if weights is None else np.asarray(weights, dtype=float)
+    if w is not None and np.all(w == 1.0):
+        w = None
     average = np.mean if w is None else (lambda a: float(np.average(a, weights=w)))
     spread = np.std if w is None else (lambda a: float(np.sqrt(average((a - average(a)) ** 2))))
     fit_options = {} if w is None else {"sample_weight": w}
