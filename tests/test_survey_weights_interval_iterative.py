@@ -197,7 +197,7 @@ def test_logistic_design_intervals_cover_under_a_cluster_sample(spec):
     """150 seeded stratified cluster samples (40 clusters of 25 in 4 strata, logistic errors
     correlated within a cluster, rho 0.3 on the copula's scale): the jackknife's 95% intervals
     of the intercept and the slope cover (1, 2) within 3 binomial standard errors (0.0534)
-    of 0.95."""
+    of 0.95 (measured: 0.933 and 0.920)."""
     hits = []
     for seed in range(150):
         ci = spec.run(cluster_sample(spec, 100 + seed, clusters=40), ["logit"], weights="w", strata="region",
