@@ -135,6 +135,24 @@ def test_logistic_noise_is_the_weighted_iteration_row_by_row_with_the_psu_jackkn
     assert "not the EM" in got.extras["note"]
 
 
+def test_logistic_noise_with_jk1_replicate_weights_is_the_psu_jackknife(spec):
+    """JK1 replicate columns (a cluster deleted, the rest times C / (C - 1)) refit Algorithm 1
+    on each: the same SEs as the design jackknife over the clusters in one stratum, and as the
+    row-level refits."""
+    frame = cluster_sample(spec, 4, clusters=10, size=30)
+    C = 10
+    for j in range(C):
+        frame[f"rw{j:02d}"] = np.where(frame["school"] == j, 0.0, frame["w"] * C / (C - 1))
+    got = spec.run(frame, ["logit"], weights="w", replicate_weights="rw*", replicate_type="jk1")["logit"]
+    jk = spec.run(frame, ["logit"], weights="w", cluster="school")["logit"]
+    b = row_algorithm_1(frame, frame["w"].to_numpy(float))
+    reps = np.array([row_algorithm_1(frame, frame[f"rw{j:02d}"].to_numpy(float)) for j in range(C)])
+    se = np.sqrt((C - 1) / C * ((reps - b) ** 2).sum(axis=0))
+    assert np.asarray(got.extras["se"].values, float) == pytest.approx(se, rel=2e-3)
+    assert np.asarray(got.extras["se"].values, float) == pytest.approx(np.asarray(jk.extras["se"].values), rel=1e-9)
+    assert got.extras["se_method"].startswith("10 ")
+
+
 def test_logistic_noise_with_integer_weights_is_duplicated_rows_and_weights_of_1_are_unweighted(spec):
     frame = cluster_sample(spec, 2, clusters=12, size=30)
     weighted = spec.run(frame, ["logit"], weights="w")["logit"]
