@@ -66,6 +66,7 @@ from privspec.backends.interval.mechanisms import format_ranges
 from privspec.backends.interval.ranges import range_coverage
 from privspec.backends.interval.weighted import METHODS as WEIGHTED_METHODS, weighted_fit
 from privspec.backends.interval.weighted_regression import weighted_interval_regression
+from privspec.backends.interval.weighted_iterative import weighted_iterative
 from privspec.backends.interval.regression import SCALE_VIF_LIMIT, iterative_regression
 from privspec.backends.interval.reports import is_interval_family, report_model, values_and_rows
 from privspec.backends.interval.simulate import simulate_query
@@ -226,11 +227,11 @@ class IntervalBackend:
                 return ""
             if est.kind in ("cdf", "mean", "moment") and query.method.name in WEIGHTED_METHODS:
                 return ""
-            if est.kind == "regression" and tuple(named_args(query)) in ((), ("linear",), ("linear", "normal")):
-                return ""       # :mod:`.weighted_regression`
+            if est.kind == "regression":
+                return ""       # :mod:`.weighted_regression` (linear, normal), :mod:`.weighted_iterative`
         what = f"{query.kind} queries of a {est.kind}" if est is not None else f"{query.kind} queries"
         return (f"{what} from interval mechanisms (weighted: the mean by unbiased, Example 2; cdf, mean and "
-                "moment by npmle or mle; a regression by iterative(linear) with normal noise)")
+                "moment by npmle or mle; a regression by iterative)")
 
     def answer(self, model: ModelGraph, query: Query, verb: str, **options: Any) -> Result:
         if verb == "simulate":
@@ -402,9 +403,12 @@ class IntervalBackend:
         named = named_args(q)
         regressor = named[0] if named else "linear"
         noise = named[1] if len(named) > 1 else "normal"
-        if design is not None:   # iterative(linear), normal noise (weighted() says so before the query gets here)
+        if design is not None and (regressor, noise) == ("linear", "normal"):   # Algorithm 1 is an EM
             return weighted_interval_regression(q, tally, left, right, X, covariates, design,
                                                 support_of(mech.variable), report_model(mech).disclose)
+        if design is not None:
+            return weighted_iterative(q, tally, left, right, X, covariates, design, support_of(mech.variable),
+                                      report_model(mech).disclose, regressor, noise, seed)
         # the regressors fit rows: each distinct tuple repeated by its count (canonical order)
         X, left, right = tally.expand(X), tally.expand(left), tally.expand(right)
         keep = ~np.isnan(left)

@@ -231,8 +231,11 @@ def report_scores(X1: np.ndarray, piece_left: np.ndarray, piece_right: np.ndarra
 class _Linear:
     """Least squares with an intercept."""
 
-    def fit(self, X: np.ndarray, y: np.ndarray) -> "_Linear":
+    def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> "_Linear":
         A = np.column_stack([np.ones(len(X)), X])
+        if sample_weight is not None:       # weighted least squares: rows scaled by sqrt(w)
+            root = np.sqrt(np.asarray(sample_weight, dtype=float))
+            A, y = A * root[:, None], y * root
         self.coef_, *_ = np.linalg.lstsq(A, y, rcond=None)
         return self
 
@@ -285,7 +288,8 @@ def iterative_regression(X: np.ndarray, left: np.ndarray, right: np.ndarray, reg
                          *, noise: str = "normal", scale: float | None = None,
                          support: tuple[float, float] = (-np.inf, np.inf), disclose: tuple | None = None,
                          max_iter: int = 50, tol: float = 1e-3, init: str = "zero",
-                         seed: int | None = 0, track: np.ndarray | None = None) -> RegressionFit:
+                         seed: int | None = 0, track: np.ndarray | None = None,
+                         weights: np.ndarray | None = None) -> RegressionFit:
     """Algorithm 1 on reports ``(left, right)`` (the interval module's convention) and covariates X.
 
     ``init="zero"`` starts from f_0 = 0 as the paper does; ``"center"`` from the
@@ -294,6 +298,12 @@ def iterative_regression(X: np.ndarray, left: np.ndarray, right: np.ndarray, reg
     changes by less than ``tol`` times (1 + its spread), in root mean square, or after
     ``max_iter`` rounds; ``track`` (covariate rows) records the fit's predictions
     there at every round, in ``history``.
+
+    ``weights`` (one per row, survey weights or counts of distinct rows) make every step
+    weighted: the marginal start is the weighted fit, the regressor gets them as
+    ``sample_weight``, and the scale update and the stopping rule's mean and spread are
+    weighted means.  Weights all 1 are the unweighted iteration, exactly: they are dropped
+    (scikit-learn's forest draws its bootstrap otherwise once it has a ``sample_weight``).
     """
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
@@ -303,11 +313,17 @@ def iterative_regression(X: np.ndarray, left: np.ndarray, right: np.ndarray, reg
         raise BackendError(Diagnostic("B112", f"unknown noise law '{noise}'", hint="noise: normal | logistic"))
     pl, pr, owner = likelihood_pieces(left, right, support, disclose)
     estimate_scale = scale is None
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    if w is not None and np.all(w == 1.0):
+        w = None
+    average = np.mean if w is None else (lambda a: float(np.average(a, weights=w)))
+    spread = np.std if w is None else (lambda a: float(np.sqrt(average((a - average(a)) ** 2))))
+    fit_options = {} if w is None else {"sample_weight": w}
     f = np.zeros(n)
     if estimate_scale or init == "center":
         # the marginal law of Y fitted to the reports (maximum likelihood, no covariates):
         # its scale bounds the noise's from above, a safe start for the EM updates
-        marginal = parametric_mle(pl, pr, owner, np.ones(n), noise)
+        marginal = parametric_mle(pl, pr, owner, np.ones(n) if w is None else w, noise)
         s = marginal.scale if estimate_scale else float(scale)
         if init == "center":
             f[:] = marginal.location
@@ -321,22 +337,22 @@ def iterative_regression(X: np.ndarray, left: np.ndarray, right: np.ndarray, reg
         shift = f[owner]
         mean, second = conditional_moments(pl - shift, pr - shift, owner, n, noise, s)
         ytilde = f + mean                                     # eq. (13)
-        model = make_regressor(regressor, seed).fit(X, ytilde)  # eq. (11)
+        model = make_regressor(regressor, seed).fit(X, ytilde, **fit_options)  # eq. (11)
         f_new = np.asarray(model.predict(X), dtype=float)
-        change = float(np.sqrt(np.mean((f_new - f) ** 2)))
+        change = float(np.sqrt(average((f_new - f) ** 2)))
         if estimate_scale:
             # EM: E[(Y - f_k(x))^2 | report] with Y = f_(k-1)(x) + eps
             d = f - f_new
-            v = float(np.mean(second + 2 * mean * d + d ** 2))
+            v = float(average(second + 2 * mean * d + d ** 2))
             s = max(np.sqrt(v) if noise == "normal" else np.sqrt(3 * v) / np.pi, 1e-8)
         f = f_new
         history.append({"iteration": k, "change": change, "scale": s})
         if track is not None:
             history[-1]["prediction"] = np.asarray(model.predict(np.asarray(track, dtype=float)), dtype=float)
-        if change < tol * (1 + float(np.std(f))):
+        if change < tol * (1 + float(spread(f))):
             converged = True
             break
     fit = RegressionFit(regressor, noise, model, s, len(history), converged, history, ytilde)
-    if regressor == "linear" and estimate_scale:
+    if regressor == "linear" and estimate_scale and w is None:
         fit.scale_vif = scale_vif(X, pl, pr, owner, fit.coefficients, s, noise)
     return fit
