@@ -306,7 +306,8 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
                  "and of the two-group designs (uqm, cdm, sld); independence tests; regressions on a randomized "
                  "response or with a randomized-response predictor; a numeric mechanism's mean and square "
                  "wave's ems distribution; an interval mechanism's cdf, mean and moments (unbiased, npmle, mle) "
-                 "and its regression by iterative(linear) with normal noise (docs/cli.md)"))
+                 "and its regressions by iterative (linear, random_forest, gradient_boosting; normal or logistic "
+                 "noise) (docs/cli.md)"))
         return
     if backend is None:
         text = spec.source.snippet(q.span) if q.span else q.name
