@@ -104,6 +104,7 @@ def weighted_regression_result(model: ModelGraph, q: Query, engine: Any, design:
     d = fit.coef.shape[0]
     return logit_estimate(designed.logit(), labels, meaning(response, fit.logit()),
                           method="mle(logistic), weighted pseudo-likelihood", pseudo_loglik=fit.loglik,
+                          ci_method="Wald: estimate +- z se, se design-based",
                           se_kind=design.se_kind, deff=Vector(tuple(labels), tuple(map(float, deff[:d]))),
                           design=design.describe(), weighted_n=total, **layout,
                           wald_test=slopes_test(designed.logit()), parameters=params,
