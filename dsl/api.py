@@ -304,7 +304,7 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
                  "subset, grr and rr mechanisms and their products (mom, mle, em, newton, one_step, castell, "
                  "independent, clusters, hybrid, truncated, joint, projected), of frequency oracles (mom, mle) "
                  "and of the two-group designs (uqm, cdm, sld); independence tests; regressions on a randomized "
-                 "response or with a randomized-response predictor; a numeric mechanism's mean and square "
+                 "response (two-group designs too) or with a randomized-response predictor; a numeric mechanism's mean and square "
                  "wave's ems distribution; an interval mechanism's cdf, mean and moments (unbiased, npmle, mle) "
                  "and its regressions by iterative (linear, random_forest, gradient_boosting; normal or logistic "
                  "noise) (docs/cli.md)"))

@@ -256,13 +256,16 @@ def test_the_checker_refuses_what_does_not_fit(query: str, code: str, words: str
     assert found and words in found[0].message, diagnostics
 
 
-def test_survey_weights_are_refused_until_there_is_a_weighted_version() -> None:
-    """A weighted run must not print the unweighted fit as if it were weighted: B040."""
+def test_survey_weights_give_the_weighted_version() -> None:
+    """A weighted run is the pseudo-likelihood's fit with design-based standard errors
+    (tests/test_survey_weights_two_group_regression.py checks its numbers), never the
+    unweighted fit printed as if it were weighted."""
     frame = _frame("sld", 200, 3, np.array([0.0, 0.5, 0.0]), 0.8)
     frame["w"] = 1.0 + (frame["x"] > 0)
     spec = privspec.load(HEAD + "query r = estimate regression(y ~ x) from d by mle(logistic)\n")
-    failure = spec.run(frame, weights="w").failures["r"]
-    assert failure.code == "B040" and "weights" in failure.diagnostics[0].message
+    r = spec.run(frame, weights="w")["r"]
+    assert r.extras["se_kind"] == "design-based (Taylor linearization)" and "lr_test" not in r.extras
+    assert r.extras["weighted_n"] == pytest.approx(frame["w"].sum())
 
 
 def test_collinear_covariates_are_b014() -> None:

@@ -29,6 +29,8 @@ from privspec.backends.finite.regression import LogitFit, fit_logit, lr_test, pr
 
 #: how the intervals and tests are made
 CI_METHOD = "Wald: estimate +- z se, se from the observed information"
+#: the same intervals on a survey design's standard errors (the weighted regressions)
+DESIGN_CI_METHOD = "Wald: estimate +- z se, se design-based"
 
 
 def design_matrix(tally: Tally, covariates: Sequence[Variable]) -> tuple[np.ndarray, tuple[str, ...]]:

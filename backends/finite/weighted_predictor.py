@@ -29,7 +29,7 @@ from privspec.results.values import Vector
 from privspec.backends.core.survey_design import linearized_covariance
 from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells, replicate_sums
 from privspec.backends.finite.data import report_columns
-from privspec.backends.finite.regression_data import logit_estimate
+from privspec.backends.finite.regression_data import DESIGN_CI_METHOD, logit_estimate
 from privspec.backends.finite.regression_predictor import (PredictorData, fit_grouped, item_model, predictor_meaning,
                                                            predictor_reports, refuse_unfit_predictor)
 from privspec.backends.finite.weighted_regression import slopes_test
@@ -66,7 +66,8 @@ def weighted_predictor(q: Query, engine: Any, design: SurveyDesign) -> Estimate:
            else f"from {layout['replicates']} replicate weights, the regression refitted on each")
     return logit_estimate(outcome, reports.labels, predictor_meaning(q),
                           item_model=item_model(dataclasses.replace(fit, item=item), reports.item_labels),
-                          method="mle(logistic), weighted pseudo-likelihood", pseudo_loglik=fit.outcome.loglik,
+                          method="mle(logistic), weighted pseudo-likelihood", ci_method=DESIGN_CI_METHOD,
+                          pseudo_loglik=fit.outcome.loglik,
                           se_kind=design.se_kind, deff=Vector(reports.labels, tuple(map(float, deff))),
                           design=design.describe(), weighted_n=total, **layout, wald_test=slopes_test(outcome),
                           note=f"Hajek (weighted) pseudo-maximum-likelihood coefficients; design-based standard "

@@ -29,7 +29,7 @@ from privspec.backends.core.survey_design import linearized_covariance
 from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells, replicate_sums
 from privspec.backends.finite.data import report_columns
 from privspec.backends.finite.regression import LogitFit, fit_logit, loglik_derivatives, probabilities
-from privspec.backends.finite.regression_data import (coefficient_labels, logit_estimate, meaning,
+from privspec.backends.finite.regression_data import (DESIGN_CI_METHOD, coefficient_labels, logit_estimate, meaning,
                                                       refuse_unfit, regression_reports)
 
 
@@ -61,7 +61,8 @@ def weighted_regression(q: Query, engine: Any, design: SurveyDesign) -> Estimate
     how = ("by linearization, the stratified with-replacement variance over PSUs" if design.replicates is None
            else f"from {layout['replicates']} replicate weights, the regression refitted on each")
     return logit_estimate(designed, labels, meaning(q.estimand.variables[0], fit),
-                          method="mle(logistic), weighted pseudo-likelihood", pseudo_loglik=fit.loglik,
+                          method="mle(logistic), weighted pseudo-likelihood", ci_method=DESIGN_CI_METHOD,
+                          pseudo_loglik=fit.loglik,
                           se_kind=design.se_kind, deff=Vector(tuple(labels), tuple(map(float, deff))),
                           design=design.describe(), weighted_n=total, **layout,
                           wald_test=slopes_test(designed),

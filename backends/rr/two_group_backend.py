@@ -18,6 +18,7 @@ from privspec.backends.rr.two_group_plans import avar_result, leakage_result, si
 from privspec.backends.rr.two_group_regression import regression_result
 from privspec.backends.rr.two_group_regression_planning import regression_avar
 from privspec.backends.rr.two_group_weighted import weighted_estimate
+from privspec.backends.rr.two_group_weighted_regression import weighted_regression_result
 from privspec.backends.rr.two_groups import epsilon_result, estimate, privatize
 
 #: the trait's share and the latent shares (cheaters: cdm's, honesty: sld's; the front end checks which)
@@ -49,12 +50,11 @@ class TwoGroupBackend:
         return any(row.matches(query, verb) for row in self.ANSWERS)
 
     def weighted(self, query: Query) -> str:
-        """What of ``query`` has no version with survey weights ("" for every estimate but a
-        regression: :mod:`privspec.backends.rr.two_group_weighted`)."""
+        """What of ``query`` has no version with survey weights ("" for every estimate:
+        :mod:`privspec.backends.rr.two_group_weighted`, the regression's
+        :mod:`privspec.backends.rr.two_group_weighted_regression`)."""
         if query.kind != "estimate":
             return f"{query.kind} queries of two-group designs"
-        if query.estimand is not None and query.estimand.kind == "regression":
-            return f"a regression on {query.mechanism.kind}() reports"
         return ""
 
     def privatizes(self, mechanism: Any) -> bool:
@@ -75,8 +75,11 @@ class TwoGroupBackend:
         if data is None:
             raise BackendError(Diagnostic("B002", f"query '{query.name}' needs data"))
         mech = query.mechanism
-        if query.estimand.kind == "regression":      # unweighted: weighted() refuses a design (B040)
-            return regression_result(model, query, data.engine_for(mech.name or query.name))
+        if query.estimand.kind == "regression":
+            engine = data.engine_for(mech.name or query.name)
+            if data.design is not None:
+                return weighted_regression_result(model, query, engine, data.design)
+            return regression_result(model, query, engine)
         if data.design is not None:
             return weighted_estimate(model, query, data.engine_for(mech.name or query.name), data.design)
         return estimate(model, query, data.engine_for(mech.name or query.name).tally(list(mech.columns)))

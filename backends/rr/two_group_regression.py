@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -67,6 +67,7 @@ from privspec.model.graph import ModelGraph, Query
 from privspec.results.kinds import Estimate
 from privspec.backends.core.normal import z_quantile
 from privspec.backends.data.checks import require_columns
+from privspec.backends.data.tally import Tally
 from privspec.backends.finite.regression import LogitFit, fit_logit, loglik_derivatives, probabilities
 from privspec.backends.finite.regression_data import (AT_INFINITY, check_response, design_matrix, logit_estimate,
                                                      meaning)
@@ -278,10 +279,11 @@ def lr_slopes(fit: TwoGroupFit, X: np.ndarray, K0: np.ndarray, K1: np.ndarray, c
 
 
 # ---- data ----------------------------------------------------------------------------------------------
-def two_group_reports(model: ModelGraph, q: Query, engine: Any
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+def two_group_reports(model: ModelGraph, q: Query, engine: Any, extra: Sequence[str] = ()
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[str, ...], Tally]:
     """From one count of the distinct (report, group, covariates) tuples: the design, the
-    channel's parts (:func:`channel_parts`), the counts and the terms' names."""
+    channel's parts (:func:`channel_parts`), the counts, the terms' names and the tally (of
+    the reports, groups, covariates and the ``extra`` columns: a survey design's)."""
     mech = q.mechanism
     if item_is_covariate(q):
         raise BackendError(Diagnostic("B016", f"{mech.kind}() reports as a regression's predictor are not there "
@@ -297,14 +299,14 @@ def two_group_reports(model: ModelGraph, q: Query, engine: Any
     names = [v.name for v in covariates]
     require_columns(pd.DataFrame(columns=header), names, engine.source,
                     hint=f"a regression reads its covariates beside the reports of {mech.name}; found: {found}")
-    tally = engine.tally(list(dict.fromkeys([*mech.columns, *names])))
+    tally = engine.tally(list(dict.fromkeys([*mech.columns, *names, *extra])))
     counts_by_group(mech, tally)        # the reports' and groups' checks, and both groups answered
     report = category_codes(tally, mech.variable.name, mech.variable.labels, "reports")
     group = category_codes(tally, mech.group.name, mech.group.labels, "groups")
     X, terms = design_matrix(tally, covariates)
     p = np.array(group_probabilities(model, mech))[group]
     K0, K1 = channel_parts(mech.kind, p, report)
-    return X, K0, K1, tally.counts.astype(float), terms
+    return X, K0, K1, tally.counts.astype(float), terms, tally
 
 
 def refuse_unfit(fit: TwoGroupFit, X: np.ndarray) -> None:
@@ -331,7 +333,7 @@ def regression_result(model: ModelGraph, q: Query, engine: Any) -> Estimate:
     the coefficients with their standard errors, Wald intervals and tests, the LR test of
     all slopes, and the design's parameter (``parameters``) with its se and interval."""
     mech = q.mechanism
-    X, K0, K1, counts, terms = two_group_reports(model, q, engine)
+    X, K0, K1, counts, terms, _ = two_group_reports(model, q, engine)
     fit = fit_two_group(X, K0, K1, counts)
     refuse_unfit(fit, X)
     name, what = EXTRA[mech.kind]
