@@ -104,3 +104,21 @@ def test_reps_simulates_the_coefficients_too():
         # the slope's SE at n = 2000 within 10% and 3 Monte Carlo errors of sqrt(avar / n)
         # (distribution(cheated)'s SE, the wrong figure, is half of it)
         assert abs(v.simulated - v.value) < 0.10 * v.value + 3 * v.mc_error, (row.name, v.simulated, v.value)
+
+
+def test_a_regression_on_a_two_group_design_is_not_simulated_and_says_so():
+    # no simulation of a two-group design's regression exists: no figure, and why
+    doc = privspec.load("""
+variable y: categorical {yes, no}
+variable g: categorical {first, second}
+variable x: continuous
+population x ~ normal(0.5, 1)
+population y ~ categorical(0.3, 0.7, cheaters = 0.1, honesty = 0.8)
+population g ~ categorical(0.4, 0.6)
+compare k for regression(y ~ x, coefficients = {intercept: 0.5, x: -0.6}) at n = 2000 {
+  far = cdm(y, p1 = 0.1, p2 = 0.9, group = g)
+} by max_se
+""").compare(reps=20, seed=1)["k"].value
+    v = doc.candidates[0].values["max_se"]
+    assert v.value is not None and v.simulated is None
+    assert "no simulation of a regression" in v.simulated_na
