@@ -203,6 +203,9 @@ def _planning(run: Run) -> None:
         assert "plan.md" in {p.name for p in run.scope["folder"].iterdir()}
     plan = run.scope["plan"]                                                   # section 9, a regression
     assert (round(float(plan["v_age"].value.data[0, 0]), 3), plan["n_age"].value) == (1.564, 1228)
+    for row in run.scope["sim"].candidates:                                   # its simulation check (issue 37)
+        v = row.values["max_se"]
+        assert abs(v.simulated - v.value) < 2 * v.mc_error, row.name
 
 
 def _interval(run: Run) -> None:

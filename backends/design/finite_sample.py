@@ -42,6 +42,7 @@ from privspec.backends.core.channel import Channel
 from privspec.backends.core.estimators import ESTIMATORS, estimate
 from privspec.backends.design.criteria import (REGISTRY, Candidate, Evaluation, NotApplicable, Replications, answer,
                                                not_applicable)
+from privspec.backends.design.regression_sample import regression_estimates
 from privspec.backends.finite.estimates import estimand_map, se_kind_of
 from privspec.backends.finite.truth import Truth
 from privspec.backends.interval.estimate import estimate_from_reports, named_args
@@ -178,7 +179,10 @@ def quick_replications(model: ModelGraph, cand: Candidate, n: int, seed: int, al
     rng = np.random.default_rng(seed)
     fam = family_of(cand.mechanism)
     try:
-        if fam in FINITE and cand.method.name in ESTIMATORS:
+        if fam in FINITE and cand.estimand.kind == "regression":
+            # the coefficients' fits, never distribution(Y): the check is of the block's estimand
+            E, truth, why = regression_estimates(model, cand.query("estimate"), n, slow_reps, rng)
+        elif fam in FINITE and cand.method.name in ESTIMATORS:
             E, truth, why = finite_estimates(model, cand, n, QUICK_REPS, rng)
         elif fam in INTERVAL:
             if cand.estimand.kind not in ("mean", "moment"):
@@ -302,7 +306,16 @@ def _interval_point(model: ModelGraph, q: Query, order: int) -> Callable[[np.nda
 def simulated_replications(model: ModelGraph, cand: Candidate, n: int, reps: int, seed: int | None,
                            alpha: float, truth: np.ndarray | None = None) -> Replications:
     """What the simulated criteria read off ``reps`` replications of ``simulate`` of the
-    candidate's estimate (``truth``: the estimand's value per cell, where known)."""
+    candidate's estimate (``truth``: the estimand's value per cell, where known); for a
+    regression on a finite mechanism, its coefficients' fits on seeded simulated data."""
+    if cand.estimand.kind == "regression":
+        if family_of(cand.mechanism) not in FINITE:
+            # a back end's simulate may draw another estimand (a design's latent share):
+            # no figure rather than the wrong one
+            raise NotApplicable(f"no simulation of a regression on {family_of(cand.mechanism)} designs: "
+                                "its analytic values stand")
+        E, coef, _ = regression_estimates(model, cand.query("estimate"), n, reps, np.random.default_rng(seed))
+        return from_estimates(E, coef, n, alpha)
     r = answer(model, cand.query("estimate"), "simulate", n=n, reps=reps, seed=seed)
     S, full, R = empirical_covariance(r)
     return Replications(S, full, R, empirical_mse(r, n), float(scipy.stats.norm.ppf(1 - alpha / 2)), truth)
