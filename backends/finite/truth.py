@@ -19,6 +19,7 @@ from privspec.backends.core.channel import Channel
 from privspec.backends.core.compile import channel_in_w, channel_of, population_on_channel
 from privspec.backends.finite.estimates import FiniteEstimate, conditional_covariance, fit_estimate, marginal_map, se_kind_of
 from privspec.backends.finite.independence import independence_test
+from privspec.backends.finite.joint_independence import between_factors, joint_independence
 from privspec.backends.core.populations import parameter_values, population_vector, symbolic_vector
 
 # ---- the truth a result is evaluated at --------------------------------------------------------
@@ -241,8 +242,13 @@ def independence_on_counts(q: Query, counts: np.ndarray, seed: int | np.random.S
 
     Without a ``calibrate`` clause the p-value is the permutation one with
     :data:`~privspec.backends.finite.independence.DEFAULT_DRAWS` draws (exact in size); the
-    extras say which calibration was used, with how many draws and which seed.
+    extras say which calibration was used, with how many draws and which seed.  Two variables
+    that are not two whole factors of the product (one factor's parts) are tested on their
+    joint instead (:mod:`privspec.backends.finite.joint_independence`).
     """
+    if not between_factors(q):
+        # both variables in one factor, or a part of a combined variable: no report table to test
+        return joint_independence(q, counts)
     chA, chB, table = report_table(q, counts)
     cal = q.calibrate
     calibration = cal.name if cal is not None else "permutation"
