@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import BackendError, Diagnostic
