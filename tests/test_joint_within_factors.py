@@ -212,6 +212,7 @@ def test_size_under_independence(within, name, c_drives_b):
     reject = [independence_on_counts(q, _counts_by_hand(rng, _raw(rng, 2000, c_drives_b=c_drives_b), order))
               .value.p_value < 0.05 for _ in range(1000)]
     assert abs(np.mean(reject) - 0.05) <= 3 * np.sqrt(0.05 * 0.95 / 1000), np.mean(reject)
+    print(f"{name} c_drives_b={c_drives_b}: size {np.mean(reject):.4f}")
 
 
 @pytest.mark.slow
@@ -222,3 +223,66 @@ def test_power_against_dependence(within):
     reject = [independence_on_counts(q, _counts_by_hand(rng, _raw(rng, 2000, a_drives_c=0.25), order))
               .value.p_value < 0.05 for _ in range(50)]
     assert np.mean(reject) > 0.5, np.mean(reject)
+
+
+POWER = """
+spec "power within a factor"
+variable a: categorical {a0, a1, a2}
+variable b: categorical {b0, b1}
+variable c: categorical {c0, c1}
+population (a, b, c) ~ counts [[[30, 10], [5, 5]], [[10, 20], [5, 5]], [[15, 15], [5, 5]]]
+mechanism m = product(grr(a * b, epsilon = 2), grr(c, epsilon = 1))
+query pab = power(joint(a, b) from m by mom, n = 600, test = independence(a, b))
+query pac = power(joint(a, c) from m by mom, n = 600, test = independence(a, c))
+query nac = sample_size(joint(a, c) from m by mom, power = 0.8, test = independence(a, c))
+query ab = test independence(a, b) from m by pearson
+query ac = test independence(a, c) from m by pearson
+"""
+W_POP = np.array([[[30, 10], [5, 5]], [[10, 20], [5, 5]], [[15, 15], [5, 5]]], dtype=float).ravel() / 130
+
+
+def test_power_within_a_factor_is_the_wald_tests():
+    """The planned power is the noncentral chi-square of the Wald statistic's limit at the
+    population, computed here from the Kronecker channel (main: a raw ValueError)."""
+    res = privspec.load(POWER).analyze(["pab", "pac", "nac"])
+    Kinv = np.linalg.inv(np.kron(_grr(2.0, 6), _grr(1.0, 2)))
+    lam = np.linalg.inv(Kinv) @ W_POP
+    V = Kinv @ (np.diag(lam) - np.outer(lam, lam)) @ Kinv.T
+    for name, keep, shape in (("pab", (0, 1), (3, 2)), ("pac", (0, 2), (3, 2))):
+        T = np.zeros((6, 12))
+        for j, idx in enumerate(np.ndindex(3, 2, 2)):
+            T[np.ravel_multi_index((idx[keep[0]], idx[keep[1]]), shape), j] = 1
+        W = (T @ W_POP).reshape(shape)
+        d = np.array([W[i, k] - W[i].sum() * W[:, k].sum() for i in range(2) for k in range(1)])
+
+        def contrasts(v: np.ndarray) -> np.ndarray:
+            X = (T @ v).reshape(shape)
+            return np.array([X[i, 0] - X[i].sum() * X[:, 0].sum() for i in range(2)])
+
+        h = 1e-6
+        D = np.column_stack([(contrasts(W_POP + h * e) - contrasts(W_POP - h * e)) / (2 * h) for e in np.eye(12)])
+        effect = float(d @ np.linalg.solve(D @ V @ D.T, d))
+        crit = scipy.stats.chi2.ppf(0.95, 2)
+        assert res[name].value == pytest.approx(scipy.stats.ncx2.sf(crit, 2, 600 * effect), rel=1e-6)
+    assert (res["nac"].value > 600) == (res["pac"].value < 0.8)
+    assert res["nac"].extras["achieved"] >= 0.8 > res["nac"].extras["at_n_minus_1"]
+
+
+@pytest.mark.slow
+def test_planned_power_matches_simulated_rejections():
+    """400 seeded samples of n = 600 from the population: the rejection rate of a against c
+    within 3 standard errors of the planned power."""
+    spec = privspec.load(POWER)
+    planned = spec.analyze(["pac"])["pac"].value
+    q = spec.model.queries["ac"]
+    order = tuple(channel_of(q.mechanism).obs_labels)
+    rng = np.random.default_rng(600)
+    cells = [(a, b, c) for a in A for b in B for c in C]
+    reject = []
+    for _ in range(400):
+        x = rng.choice(12, 600, p=W_POP)
+        raw = pd.DataFrame({"a": [cells[i][0] for i in x], "b": [cells[i][1] for i in x],
+                            "c": [cells[i][2] for i in x]})
+        reject.append(independence_on_counts(q, _counts_by_hand(rng, raw, order)).value.p_value < 0.05)
+    assert abs(np.mean(reject) - planned) <= 3 * np.sqrt(planned * (1 - planned) / 400), (np.mean(reject), planned)
+    print(f"planned {planned:.4f}, simulated {np.mean(reject):.4f}")

@@ -82,6 +82,37 @@ def joint_moments(mech: Any, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return w, V, tuple(ch.x_labels)
 
 
+def wald_effect(mech: Any, w: np.ndarray, x: Any, y: Any, subs: dict | None = None) -> tuple[float, int]:
+    """The Wald test's noncentrality per respondent at the mechanism's categories' shares
+    ``w`` (:func:`joint_independence`'s statistic over n in the limit: ``d' (D V D')^-1 d``
+    with ``V`` the MoM's asymptotic covariance at ``w``) and its degrees of freedom, for
+    planning the power of a test of ``x`` against ``y`` sharing a factor; ``subs``: the
+    parameters' values, where the mechanism has parameters.
+
+    Examples
+    --------
+    >>> from privspec import load
+    >>> spec = load('spec "s"\\nvariable a: categorical {a0, a1}\\nvariable b: categorical {b0, b1}\\n'
+    ...             'mechanism m = grr(a * b, epsilon = 2)')
+    >>> m, (a, b) = spec.model.mechanisms["m"], (spec.model.variables[v] for v in "ab")
+    >>> effect, df = wald_effect(m, np.outer([0.4, 0.6], [0.5, 0.5]).ravel(), a, b)
+    >>> round(effect, 12), df                                 # independent: no effect
+    (0.0, 1)
+    >>> round(wald_effect(m, np.array([0.3, 0.1, 0.2, 0.4]), a, b)[0], 4) > 0
+    True
+    """
+    ch = channel_in_w(mech)
+    if ch.closed is not None:
+        raise BackendError(Diagnostic("B003", "an independence test within a factor needs the design's matrices, "
+                                              "too large here (a uniform subset design on many categories)",
+                                      hint="a design with fewer categories"))
+    ch = ch.at(subs) if subs else ch
+    w = np.asarray(w, dtype=float)
+    V = np.asarray(ch.avar_mom(w), dtype=float)
+    L, shape = pair_map(tuple(ch.x_labels), components_of(mech), x, y)
+    return wald_statistic((L @ w).reshape(shape), L @ V @ L.T)
+
+
 def joint_independence(q: Query, counts: np.ndarray) -> Result:
     """The Wald test of ``q`` (two variables sharing a factor) on counts per report of its
     mechanism (the module docstring)."""
