@@ -286,3 +286,15 @@ def test_planned_power_matches_simulated_rejections():
         reject.append(independence_on_counts(q, _counts_by_hand(rng, raw, order)).value.p_value < 0.05)
     assert abs(np.mean(reject) - planned) <= 3 * np.sqrt(planned * (1 - planned) / 400), (np.mean(reject), planned)
     print(f"planned {planned:.4f}, simulated {np.mean(reject):.4f}")
+
+
+def test_a_weighted_joint_of_some_variables_is_the_full_joint_summed(joint_spec, joint_frame):
+    """With survey weights too (the same map; main: the same reshape error)."""
+    frame = joint_frame.copy()
+    frame["w"] = np.random.default_rng(3).choice([1.0, 2.0, 4.0], len(frame))
+    frame["psu"] = np.arange(len(frame)) // 30
+    res = joint_spec.run({"M": frame}, ["full", "td"], weights="w", cluster="psu")
+    w, V = _summed(np.asarray(res["full"].value.data, dtype=float), np.asarray(res["full"].cov_params(), dtype=float),
+                   (2, 0))
+    np.testing.assert_allclose(np.asarray(res["td"].value.data, dtype=float).ravel(), w, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(res["td"].cov_params(), dtype=float), V, rtol=1e-12, atol=1e-18)
