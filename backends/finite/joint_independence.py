@@ -13,14 +13,17 @@ joint of the two variables: the method of moments on the mechanism's channel (li
 the report shares ``lambda_hat``, ``w_hat = A lambda_hat`` with ``A = Q^-1 T``, so its
 covariance ``A (diag(lambda_hat) - lambda_hat lambda_hat^T) A^T / n`` holds wherever the
 estimate lies, the boundary included, where independence tests often sit), summed to the
-two variables' table by the labels (:func:`pair_map`, the other
-components summed out), and the Wald test of the independence contrasts ``w_ij - r_i c_j``
-(:func:`wald_statistic`, the statistic of the weighted test of
-:mod:`.weighted_independence` without the design), chi-square with ``(p - 1)(q - 1)`` degrees of freedom in the limit.  The
+two variables' table by the labels (:func:`pair_map`, the other components summed out),
+and the Wald test of the independence contrasts ``w_ij - r_i c_j`` (:func:`wald_statistic`,
+the statistic of the weighted test of :mod:`.weighted_independence` without the design),
+chi-square with ``(p - 1)(q - 1)`` degrees of freedom in the limit.  The
 query's ``pearson``, ``lrt``, ``lrt_mom`` and ``bonferroni`` are statistics of a table of
 two factors' reports, which does not exist here; all are this test, and the result says so.
 An explicit ``calibrate permutation`` is refused (B018): no re-pairing of reports is
-exchangeable under this null.
+exchangeable under this null.  Its size at 5% in seeded simulations of n = 2000
+(tests/test_joint_within_factors.py, 1,000 samples each): 0.061 for ``a`` against ``b``
+inside ``grr(a * b)``, 0.056 for ``a`` against ``c``, 0.050 for ``a`` against ``c`` where
+``b`` depends on ``c`` (where main's test of the pair rejected 0.989).
 """
 from __future__ import annotations
 
@@ -144,7 +147,7 @@ def pair_map(labels: tuple[str, ...], components: list[str], x: Any, y: Any) -> 
     tuple over ``components``, the product's variables' components in order) to the table of
     ``x`` by ``y`` (rows ``x``; the other components summed out), whether ``x`` and ``y``
     are two factors' variables or parts of one factor's combined variable, and the table's
-    shape.  B040 where a category's label does not split into the components (a label
+    shape.  B017 where a category's label does not split into the components (a label
     with a '.' of its own).
 
     Examples
@@ -161,9 +164,9 @@ def pair_map(labels: tuple[str, ...], components: list[str], x: Any, y: Any) -> 
     """
     L = joint_map(labels, components, (x, y))
     if L is None:
-        raise BackendError(Diagnostic("B040", f"survey weights are not supported for an independence test "
-                                              f"of {x.name} and {y.name} here: a category does not split "
-                                              "into the variables' labels", hint="labels without '.'"))
+        raise BackendError(Diagnostic("B017", f"no independence test of {x.name} and {y.name} here: a category "
+                                              "of the mechanism does not split into the variables' labels",
+                                      hint="labels without '.'"))
     return L, (len(x.labels), len(y.labels))
 
 
@@ -196,5 +199,5 @@ def wald_statistic(W: np.ndarray, V: np.ndarray) -> tuple[float, int]:
         stat = float(d @ np.linalg.solve(S, d))
     except np.linalg.LinAlgError:
         raise BackendError(Diagnostic("B020", "the independence contrasts' covariance is singular",
-                                      hint="more clusters, or fewer categories")) from None
+                                      hint="more respondents (or clusters), or fewer categories")) from None
     return stat, len(rows)
