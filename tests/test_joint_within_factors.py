@@ -298,3 +298,21 @@ def test_a_weighted_joint_of_some_variables_is_the_full_joint_summed(joint_spec,
                    (2, 0))
     np.testing.assert_allclose(np.asarray(res["td"].value.data, dtype=float).ravel(), w, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(np.asarray(res["td"].cov_params(), dtype=float), V, rtol=1e-12, atol=1e-18)
+
+
+def test_a_joint_in_another_order_within_one_subset_factor():
+    """joint(b, a) from subset(a * b) is joint(a, b) transposed, its covariance permuted the
+    same way (main: the (a, b) numbers relabelled as (b, a), a wrong table)."""
+    spec = privspec.load('spec "s"\nvariable a: categorical {a0, a1, a2}\nvariable b: categorical {b0, b1}\n'
+                         "mechanism S = subset(a * b, sizes {2: 1})\n"
+                         "query ab = estimate joint(a, b) from S by mom\nquery ba = estimate joint(b, a) from S by mom\n")
+    rng = np.random.default_rng(4)
+    a = rng.choice(3, 4000, p=[0.6, 0.3, 0.1])
+    b = np.where(a == 0, 0, rng.choice(2, 4000))
+    raw = pd.DataFrame({"a": np.array(A)[a], "b": np.array(B)[b]})
+    res = spec.run({"S": spec.privatize(raw, "S", seed=5)}, ["ab", "ba"])
+    W = np.asarray(res["ab"].value.data, dtype=float)
+    np.testing.assert_allclose(np.asarray(res["ba"].value.data, dtype=float), W.T, rtol=1e-12)
+    perm = np.arange(6).reshape(3, 2).T.ravel()          # (b, a) cell k is (a, b) cell perm[k]
+    V = np.asarray(res["ab"].cov_params(), dtype=float)
+    np.testing.assert_allclose(np.asarray(res["ba"].cov_params(), dtype=float), V[np.ix_(perm, perm)], rtol=1e-12)
