@@ -39,6 +39,7 @@ from privspec.results.values import Matrix
 from privspec.backends import backend_for
 from privspec.backends.core.populations import population_vector, with_population
 from privspec.backends.design import planning
+from privspec.backends.finite.joint_independence import between_factors, wald_effect
 from privspec.backends.finite.truth import Truth, report_table
 from privspec.backends.interval.laws import law_distribution, population_law
 from privspec.backends.rr.two_group_plans import estimand_truth as two_group_truth
@@ -245,6 +246,10 @@ class Evaluation:
         if test is None:
             raise NotApplicable("no test to power: add test = ... to the settings")
         if test.kind == "independence":
+            within = self.within_factor_effect(test.variables)
+            if within is not None:      # the Wald test on the MoM joint (variables sharing a factor)
+                effect, df = within
+                return lambda n: np.asarray(planning.power_wald(n, effect, df, alpha), dtype=float)
             joint = self.report_joint(test.variables)
             return lambda n: np.asarray(planning.power_independence(n, joint, alpha), dtype=float)
         V, labels = self.avar()
@@ -269,6 +274,21 @@ class Evaluation:
         second = with_population(self.model, names, Law("categorical", probs=tuple(sympy.Float(x, 17) for x in w2)))
         var2 = float(Evaluation(second, self.cand, self.plan).avar()[0][k, k])
         return lambda n: np.asarray(planning.power_difference(n, delta, var, var2, alpha), dtype=float)
+
+    def within_factor_effect(self, variables: Sequence[str]) -> tuple[float, int] | None:
+        """The Wald test's noncentrality per respondent and degrees of freedom where the two
+        variables are not two whole factors of the product (they share one); None where they
+        are (the report-table test, :meth:`report_joint`)."""
+        mech = self.cand.mechanism
+        if family_of(mech) not in ("product", "rr_product"):
+            raise NotApplicable("independence is tested on the reports of a product mechanism")
+        vs = tuple(self.model.variables[v] for v in variables)
+        if between_factors(Query("power", "test", mechanism=mech, estimand=Estimand("independence", vs))):
+            return None
+        t = Truth(self.model, mech)
+        if t.w_full is not t.w:
+            raise NotApplicable("the power of a test within a factor with dummy categories (min_coverage)")
+        return wald_effect(mech, t.numeric_w(), *vs, subs=t.subs)
 
     def report_joint(self, variables: Sequence[str]) -> np.ndarray:
         """``P(A = a, B = b)``: the table of two factors' reports at the population."""

@@ -522,6 +522,29 @@ def power_independence(n: ArrayLike, joint: ArrayLike, alpha: float = 0.05) -> f
     return _as_result(np.where(lam > 0, sf, alpha))
 
 
+def power_wald(n: ArrayLike, effect: float, df: int, alpha: float = 0.05) -> float | np.ndarray:
+    """Asymptotic power of a Wald chi-square test with ``df`` degrees of freedom whose
+    noncentrality is ``n * effect`` (``effect``: the statistic over n in the limit; the
+    independence test of two variables sharing a factor,
+    :func:`privspec.backends.finite.joint_independence.wald_effect`).
+
+    Examples
+    --------
+    >>> round(power_wald(100, 0.04, 1), 4)        # the same noncentrality as Pearson's 2 x 2 above
+    0.516
+    >>> round(power_wald(100, 0.0, 2), 6)
+    0.05
+    """
+    alpha = _check_alpha(alpha)
+    n = _as_float_n(n)
+    if np.any(n <= 0):
+        raise ValueError("n must be > 0")
+    lam = n * effect if effect > 0 else np.zeros_like(n)
+    crit = scipy.stats.chi2.ppf(1 - alpha, df)
+    sf = scipy.stats.ncx2.sf(crit, df, np.clip(lam, 0.0, _NONCENTRALITY_ONE))
+    return _as_result(np.where(lam > 0, sf, alpha))
+
+
 # ---- searching n and plotting power -------------------------------------------------------------
 def smallest_n(predicate_or_power: Callable[[int], float | bool], target: float | None = None,
                n_max: int = 10 ** 9) -> int | None:

@@ -30,6 +30,7 @@ linear programs); a one-step estimate whose Hessian is singular (Assumption 2).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -130,13 +131,66 @@ def _refuse_unconverged(fit: Fit, method: str) -> None:
                                   hint="use by mle (EM), which always ascends, or by mom"))
 
 
+def components_of(mech: Any) -> list[str]:
+    """The plain variables of a mechanism's categories, in the order their labels join them."""
+    factors = mech.factors if isinstance(mech, ProductMechanism) else (mech,)
+    return [c for f in factors for c in f.variable.components()]
+
+
+def joint_map(labels: tuple[str, ...], components: list[str], variables: Any) -> np.ndarray | None:
+    """The 0/1 matrix from the channel's categories ``labels`` (each a '.'-joined tuple over
+    ``components``) to the joint of ``variables`` (rows in row-major order of their labels;
+    the other components summed out); None when a label does not split into the components
+    (a label with a '.' of its own).
+
+    Examples
+    --------
+    Categories over ``a, b, c`` (two labels each) to the joint of ``c`` and ``a``:
+
+    >>> from types import SimpleNamespace as V
+    >>> a = V(labels=("0", "1"), components=lambda: ("a",))
+    >>> c = V(labels=("u", "v"), components=lambda: ("c",))
+    >>> labels = tuple(f"{i}.{j}.{k}" for i in "01" for j in "01" for k in "uv")
+    >>> joint_map(labels, ["a", "b", "c"], [c, a])[1].tolist()      # the cell (c = u, a = 1)
+    [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    """
+    at = {c: i for i, c in enumerate(components)}
+    index = np.zeros(len(labels), dtype=np.int64)
+    for v in variables:
+        pos = [at[c] for c in v.components()]
+        row = {lab: i for i, lab in enumerate(v.labels)}
+        keys = []
+        for lab in labels:
+            parts = lab.split(".")
+            key = ".".join(parts[i] for i in pos) if len(parts) == len(components) else None
+            if key not in row:
+                return None
+            keys.append(row[key])
+        index = index * len(v.labels) + np.array(keys, dtype=np.int64)
+    M = np.zeros((int(np.prod([len(v.labels) for v in variables])), len(labels)))
+    M[index, np.arange(len(labels))] = 1.0
+    return M
+
+
 def estimand_map(labels: tuple[str, ...], mech: Any, q: Query) -> tuple[np.ndarray | None, tuple[str, ...]]:
-    """The 0/1 matrix summing the channel's categories into the estimand's (None: the same)."""
-    variable = q.estimand.variables[0] if q.estimand is not None and len(q.estimand.variables) == 1 else None
-    if variable is None:
+    """The 0/1 matrix summing the channel's categories into the estimand's (None: the same):
+    a marginal, or a joint of any of the mechanism's variables in any order (the full joint's
+    estimate and covariance are summed by this linear map)."""
+    variables = q.estimand.variables if q.estimand is not None else ()
+    if len(variables) == 1:
+        M = marginal_map(labels, mech, variables[0])
+        return (None, labels) if M is None else (M, variables[0].labels)
+    if q.estimand is None or q.estimand.kind != "joint" or not variables:
         return None, labels
-    M = marginal_map(labels, mech, variable)
-    return (None, labels) if M is None else (M, variable.labels)
+    M = joint_map(labels, components_of(mech), variables)
+    if M is None:
+        raise BackendError(Diagnostic("B017", f"the joint of {', '.join(v.name for v in variables)}: a category "
+                                              "of the mechanism does not split into the variables' labels",
+                                      hint="labels without '.'"))
+    if M.shape[0] == M.shape[1] and np.array_equal(M, np.eye(len(labels))):
+        return None, labels
+    cells = [".".join(c) for c in itertools.product(*(v.labels for v in variables))]
+    return M, tuple(cells)
 
 
 def mle_determined(K_obs: np.ndarray, w: np.ndarray, M: np.ndarray | None = None, seed: int = 0) -> bool:

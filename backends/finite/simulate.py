@@ -17,7 +17,7 @@ from privspec.results.values import Matrix, Vector
 from privspec.progress import progress
 from privspec.backends.finite.truth import Truth, real_labels, avar_matrix, independence_on_counts
 from privspec.backends.core.channel import Channel
-from privspec.backends.finite.estimates import FiniteEstimate, fit_estimates, marginal_map, se_kind_of
+from privspec.backends.finite.estimates import FiniteEstimate, fit_estimates, estimand_map, se_kind_of
 
 
 def draw_reports(rng: np.random.Generator, K: np.ndarray, w: np.ndarray, n: int, reps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -72,12 +72,9 @@ def simulate_query(model: ModelGraph, q: Query, *, n: int, reps: int, seed: int 
     # seconds on 4 categories at epsilon = 1, minutes at epsilon = 1e-300 (sympy's evalf)
     V_true, labels = avar_matrix(t, q, numeric=True)
     target = np.array([float(x) for x in t.w])
-    M = None
-    variable = q.estimand.variables[0] if len(q.estimand.variables) == 1 else None
-    if variable is not None:
-        M = marginal_map(real_labels(t.mech), q.mechanism, variable)
-        if M is not None:
-            target = M @ target
+    M, _ = estimand_map(real_labels(t.mech), q.mechanism, q)   # a marginal, or a joint of some variables
+    if M is not None:
+        target = M @ target
     estimates, targets, covered, widths, methods = [], [], [], [], set()
     skipped = 0
     p_real = len(t.w)

@@ -17,8 +17,9 @@ from privspec.results.result import Result
 from privspec.results.values import Inference, Matrix, Table, TestResult, Vector
 from privspec.backends.core.channel import Channel
 from privspec.backends.core.compile import channel_in_w, channel_of, population_on_channel
-from privspec.backends.finite.estimates import FiniteEstimate, conditional_covariance, fit_estimate, marginal_map, se_kind_of
+from privspec.backends.finite.estimates import FiniteEstimate, conditional_covariance, fit_estimate, estimand_map, se_kind_of
 from privspec.backends.finite.independence import independence_test
+from privspec.backends.finite.joint_independence import between_factors, joint_independence
 from privspec.backends.core.populations import parameter_values, population_vector, symbolic_vector
 
 # ---- the truth a result is evaluated at --------------------------------------------------------
@@ -132,18 +133,16 @@ def avar_matrix(t: Truth, q: Query, numeric: bool = False) -> tuple[Any, tuple[s
 
 
 def _to_estimand(V: Any, labels: tuple[str, ...], t: Truth, q: Query) -> tuple[Any, tuple[str, ...]]:
-    """Sums over combined categories taken (a marginal of a combined or product variable)."""
+    """Sums over combined categories taken (a marginal of a combined or product variable, or a
+    joint of some of its variables: :func:`~privspec.backends.finite.estimates.estimand_map`)."""
     mech = q.mechanism
     exact = not isinstance(V, np.ndarray)
     w = sympy.Matrix(list(t.w)) if exact else np.array([float(x) for x in t.w])
-    variable = q.estimand.variables[0] if q.estimand is not None and len(q.estimand.variables) == 1 else None
-    if variable is not None:
-        M = marginal_map(labels, mech, variable)
-        if M is not None:
-            Mx = sympy.Matrix(M.astype(int)) if exact else M
-            V = Mx * V * Mx.T if exact else M @ V @ M.T
-            w = Mx * w if exact else M @ w
-            labels = variable.labels
+    M, labels = estimand_map(labels, mech, q)
+    if M is not None:
+        Mx = sympy.Matrix(M.astype(int)) if exact else M
+        V = Mx * V * Mx.T if exact else M @ V @ M.T
+        w = Mx * w if exact else M @ w
     if se_kind_of(q) == "conditional":  # privacy noise only: less the multinomial covariance of X
         V = (V - (sympy.diag(*list(w)) - w * w.T)).applyfunc(sympy.simplify) if exact \
             else conditional_covariance(V, w)
@@ -241,8 +240,13 @@ def independence_on_counts(q: Query, counts: np.ndarray, seed: int | np.random.S
 
     Without a ``calibrate`` clause the p-value is the permutation one with
     :data:`~privspec.backends.finite.independence.DEFAULT_DRAWS` draws (exact in size); the
-    extras say which calibration was used, with how many draws and which seed.
+    extras say which calibration was used, with how many draws and which seed.  Two variables
+    that are not two whole factors of the product (one factor's parts) are tested on their
+    joint instead (:mod:`privspec.backends.finite.joint_independence`).
     """
+    if not between_factors(q):
+        # both variables in one factor, or a part of a combined variable: no report table to test
+        return joint_independence(q, counts)
     chA, chB, table = report_table(q, counts)
     cal = q.calibrate
     calibration = cal.name if cal is not None else "permutation"

@@ -7,7 +7,7 @@ equally weighted respondents; under a cluster sample they reject too often.  Her
 joint of the two variables is the Hajek method of moments on the product mechanism's
 weighted reports (:func:`.weighted.design_estimate`), with its design-based covariance
 ``V`` (linearized, or from replicate weights), summed to the two variables' table
-(:func:`pair_map`: two factors' variables, or parts of one factor's combined variable
+(:func:`.joint_independence.pair_map`: two factors' variables, or parts of one factor's combined variable
 such as ``grr(a * b)``, the other components summed out).  A product with dummy
 categories (``min_coverage``) is refused (B040): privatize makes none, and its dummy
 respondents would have no place in the survey design.  Independence is ``d_ij = w_ij - r_i c_j
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import BackendError, Diagnostic
@@ -38,6 +37,7 @@ from privspec.results.kinds import HypothesisTest
 from privspec.results.result import Result
 from privspec.results.values import TestResult
 from privspec.backends.data.survey import SurveyDesign
+from privspec.backends.finite.joint_independence import pair_map, wald_statistic
 from privspec.backends.finite.rao_scott import METHOD as RAO_SCOTT_METHOD, rao_scott_test
 from privspec.backends.finite.weighted import design_estimate
 
@@ -83,77 +83,3 @@ def weighted_independence(q: Query, engine: Any, design: SurveyDesign) -> Result
                                f"so the weighted version of every independence test is this one; {rao_note}",
                           **extras)
 
-
-def pair_map(labels: tuple[str, ...], components: list[str], x: Any, y: Any) -> tuple[np.ndarray, tuple[int, int]]:
-    """The 0/1 map from the mechanism's joint (its categories ``labels``, each a '.'-joined
-    tuple over ``components``, the product's variables' components in order) to the table of
-    ``x`` by ``y`` (rows ``x``; the other components summed out), whether ``x`` and ``y``
-    are two factors' variables or parts of one factor's combined variable, and the table's
-    shape.  B040 where a category's label does not split into the components (a label
-    with a '.' of its own).
-
-    Examples
-    --------
-    A factor over ``a * b`` and one over ``c``: ``a`` by ``c`` sums ``b`` out.
-
-    >>> from types import SimpleNamespace as V
-    >>> a = V(name="a", labels=("0", "1"), components=lambda: ("a",))
-    >>> c = V(name="c", labels=("u", "v"), components=lambda: ("c",))
-    >>> labels = tuple(f"{i}.{j}.{k}" for i in "01" for j in "01" for k in "uv")
-    >>> L, shape = pair_map(labels, ["a", "b", "c"], a, c)
-    >>> shape, L[0].tolist()
-    ((2, 2), [1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
-    """
-    at = {c: i for i, c in enumerate(components)}
-    keys = []
-    for v in (x, y):
-        pos = [at[c] for c in v.components()]
-        index = {lab: i for i, lab in enumerate(v.labels)}
-        row = []
-        for lab in labels:
-            parts = lab.split(".")
-            key = ".".join(parts[i] for i in pos) if len(parts) == len(components) else None
-            if key not in index:
-                raise BackendError(Diagnostic("B040", f"survey weights are not supported for an independence test "
-                                                      f"of {x.name} and {y.name} here: the category '{lab}' does "
-                                                      "not split into the variables' labels",
-                                              hint="labels without '.'"))
-            row.append(index[key])
-        keys.append(np.array(row))
-    q = len(y.labels)
-    L = np.zeros((len(x.labels) * q, len(labels)))
-    L[keys[0] * q + keys[1], np.arange(len(labels))] = 1.0
-    return L, (len(x.labels), q)
-
-
-def wald_statistic(W: np.ndarray, V: np.ndarray) -> tuple[float, int]:
-    """``d' (D V D')^-1 d`` of the independence contrasts of a ``p x q`` joint ``W`` with
-    covariance ``V`` (of ``W.ravel()``), and its degrees of freedom ``(p - 1)(q - 1)``.
-
-    Examples
-    --------
-    An independent joint has statistic 0:
-
-    >>> W = np.outer([0.4, 0.6], [0.3, 0.7])
-    >>> stat, df = wald_statistic(W, np.eye(4) * 1e-3)
-    >>> round(stat, 12), df
-    (0.0, 1)
-    """
-    p, q = W.shape
-    r, c = W.sum(axis=1), W.sum(axis=0)
-    rows = [(i, j) for i in range(p - 1) for j in range(q - 1)]
-    d = np.array([W[i, j] - r[i] * c[j] for i, j in rows])
-    D = np.zeros((len(rows), p * q))
-    for k, (i, j) in enumerate(rows):
-        grad = np.zeros((p, q))
-        grad[i, j] += 1.0
-        grad[i, :] -= c[j]
-        grad[:, j] -= r[i]
-        D[k] = grad.ravel()
-    S = D @ V @ D.T
-    try:
-        stat = float(d @ np.linalg.solve(S, d))
-    except np.linalg.LinAlgError:
-        raise BackendError(Diagnostic("B020", "the independence contrasts' design-based covariance is singular",
-                                      hint="more clusters, or fewer categories")) from None
-    return stat, len(rows)
