@@ -38,6 +38,7 @@ multinomial reports).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -57,14 +58,21 @@ from privspec.backends.data.survey import (SurveyDesign, check_design_columns, d
                                            replicate_sums)
 from privspec.backends.finite.data import observation_codes, report_columns, tally_of
 from privspec.backends.finite.weighted import weighted_supports
-from privspec.backends.rr.fit import JointFit, kron_matrix, linear_covariance
+from privspec.backends.rr.fit import JointFit, check_cells, kron_matrix, linear_covariance
 from privspec.backends.rr.independent import block_jacobian
 from privspec.backends.rr.joint_results import joint_result, value_of
 from privspec.backends.rr.problem import JointProblem, grr_keep, numeric_K, numeric_channel, report_codes
+from privspec.backends.rr import weighted_large
 
 #: the back end's estimators of a joint (or a marginal) with a weighted version here: every
 #: one a joint takes
 RR_WEIGHTED = ("castell", "mom", "independent", "clusters", "hybrid", "truncated", "joint", "mle", "em")
+#: a Jacobian (cells x reports) past this many entries is not formed: castell on a product
+#: then takes the per-cell path of :mod:`~privspec.backends.rr.weighted_large`, the others
+#: are refused (B040)
+JACOBIAN_LIMIT = COV_CELL_LIMIT ** 2
+#: the estimators of a product with that per-cell path
+LARGE_PATH = ("castell", "mom")
 
 
 def is_rr_weighted(q: Query) -> bool:
@@ -88,9 +96,10 @@ def rr_weighted_supports(q: Query) -> str:
             return ""
         cells = math.prod(len(v.labels) for v in q.estimand.variables)
         reports = cells if hasattr(q.mechanism, "factors") else int(q.mechanism.variable.p)
-        if cells * reports > COV_CELL_LIMIT ** 2:
+        if cells * reports > JACOBIAN_LIMIT and not (name in LARGE_PATH and hasattr(q.mechanism, "factors")):
             return (f"a joint of {cells:,} cells from {reports:,} reports by {name} (its design-based covariance "
-                    f"is formed up to {COV_CELL_LIMIT:,} cells)")
+                    f"is formed up to {COV_CELL_LIMIT:,} cells; past it only castell/mom on a product has "
+                    "per-cell design-based standard errors)")
         return ""
     return weighted_supports(q)
 
@@ -123,6 +132,9 @@ def weighted_joint(model: Any, q: Query, engine: Any, design: SurveyDesign) -> R
     if fit.var is None:                                         # truncated, or a projection that bound
         note = "; ".join(x for x in ("Hajek (weighted) estimate", fit.note) if x)
         return joint_result(problem, dataclasses.replace(fit, info={**fit.info, **info}, note=note))
+    if problem.product and fit.method in LARGE_PATH and fit.table.size * n_obs > JACOBIAN_LIMIT:
+        return _large_castell(problem, fit, design, cells if design.replicates is None else sums, shares, total, n,
+                              info, variance)
     if fit.method == "mle":
         psi, srs = _mle_influence(problem, shares, total, n)
     else:
@@ -145,6 +157,30 @@ def weighted_joint(model: Any, q: Query, engine: Any, design: SurveyDesign) -> R
         fit, var=var.reshape(fit.table.shape), se_kind=design.se_kind, ci=None, intervals=None,
         ci_method=f"{WALD_CI} on the design-based standard error", cov=lambda: V, note=note,
         info={**fit.info, **info, "deff": value_of(problem, deff)})
+    return joint_result(problem, designed)
+
+
+def _large_castell(problem: JointProblem, fit: JointFit, design: SurveyDesign, cells: Any, shares: np.ndarray,
+                   total: float, n: int, info: dict[str, Any], variance: str) -> Result:
+    """castell's weighted result past :data:`JACOBIAN_LIMIT`: per-cell design-based variances
+    with ``U`` never formed (:mod:`~privspec.backends.rr.weighted_large`), deff, Wald
+    intervals, and no covariance (as the unweighted castell's past the limit)."""
+    inv = kron_inverses(problem.K())
+    theta = fit.table.reshape(-1)
+    if design.replicates is None:
+        var = weighted_large.linearized_variance(inv, cells, shares, total)
+    else:
+        scale, rscales = design.replicates.factors(cells.shape[1] - 1)
+        var = weighted_large.replicate_variance(inv, theta, cells, scale * rscales)
+    base = weighted_large.srs_variance(inv, shares, n)
+    deff = np.divide(var, base, out=np.full(var.shape, np.nan), where=base > 0)
+    note = "; ".join(x for x in (
+        f"Hajek (weighted) estimate; {variance}; per-cell variances only, the Jacobian never formed; deff: design "
+        "variance over simple random sampling's at the same n", fit.note) if x)
+    designed = dataclasses.replace(
+        fit, var=var.reshape(fit.table.shape), se_kind=design.se_kind, ci=None, intervals=None,
+        ci_method=f"{WALD_CI} on the design-based standard error", cov=functools.partial(check_cells, theta.size),
+        note=note, info={**fit.info, **info, "deff": value_of(problem, deff)})
     return joint_result(problem, designed)
 
 
