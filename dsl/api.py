@@ -302,10 +302,12 @@ def _answer_one(spec: Any, model: Any, q: Any, verb: str, options: dict, out: Re
             "B040", f"query '{q.name}': survey weights are not supported for {unweighted}",
             hint="run it without --weights (weights=); weighted: every estimate of the distribution or joint of "
                  "subset, grr and rr mechanisms and their products (mom, mle, em, newton, one_step, castell, "
-                 "independent, clusters, hybrid, truncated, joint, projected), of frequency oracles (mom, mle) "
+                 "independent, clusters, hybrid, truncated, joint, projected; past 4,096 x 4,096 Jacobian entries "
+                 "castell/mom on a product, per-cell), of frequency oracles (mom, mle) "
                  "and of the two-group designs (uqm, cdm, sld); independence tests; regressions on a randomized "
-                 "response (two-group designs too) or with a randomized-response predictor; a numeric mechanism's mean and square "
-                 "wave's ems distribution; an interval mechanism's cdf, mean and moments (unbiased, npmle, mle) "
+                 "response (two-group designs too) or with a randomized-response predictor; a numeric "
+                 "mechanism's mean and square wave's ems distribution; an interval mechanism's cdf, mean and "
+                 "moments (unbiased, npmle, mle) "
                  "and its regressions by iterative (linear, random_forest, gradient_boosting; normal or logistic "
                  "noise) (docs/cli.md)"))
         return
@@ -346,8 +348,8 @@ def compare(spec: Any, names: Sequence[str] | None = None, *, reps: int | None =
 
     ``reps``: replications for the simulated value of each utility criterion beside the
     analytic one (with ``seed``); None: a quick seeded check of the analytic values, the
-    simulated one shown and used where they are more than 10% off; 0: no check. ``report``: a path ending in ``.html`` (one
-    self-contained page) or ``.md`` (Markdown with PNGs beside it); with several blocks,
+    simulated one shown and used where they are more than 10% off; 0: no check. ``report``: a path
+    ending in ``.html`` (one self-contained page) or ``.md`` (Markdown with PNGs beside it); with several blocks,
     each gets its own file, the block's name added to the path's stem.  An existing report
     (or PNG) is replaced only with ``force`` (:func:`write_reports`).  ``progress``: bars
     over the simulated replications, as :func:`answer` says.
