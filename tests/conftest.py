@@ -108,9 +108,12 @@ class Browser:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Browser:
-    """Headless Chromium (skips where Debian's chromium is not installed; .ci/run installs it)."""
+    """Headless Chromium (skips where Debian's chromium is not installed, unless
+    PRIVSPEC_REQUIRE_BROWSER is set: .ci/run installs it and sets it)."""
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
+        if os.environ.get("PRIVSPEC_REQUIRE_BROWSER"):
+            pytest.fail("PRIVSPEC_REQUIRE_BROWSER is set but chromium is not installed (apt-get install chromium)")
         pytest.skip("chromium is not installed (apt-get install chromium)")
     return Browser(exe, tmp_path)
 
@@ -272,11 +275,15 @@ class WebDriver:
 @pytest.fixture
 def webdriver(tmp_path: Path) -> Iterator[WebDriver]:
     """Headless Chromium under chromedriver (skips where Debian's chromium-driver is not
-    installed; .ci/run installs it)."""
+    installed, unless PRIVSPEC_REQUIRE_BROWSER is set: .ci/run installs both and sets it,
+    and then a missing one fails)."""
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     if exe is None or driver is None:
-        pytest.skip("chromium or chromedriver is not installed (apt-get install chromium chromium-driver)")
+        why = "chromium or chromedriver is not installed (apt-get install chromium chromium-driver)"
+        if os.environ.get("PRIVSPEC_REQUIRE_BROWSER"):
+            pytest.fail(f"PRIVSPEC_REQUIRE_BROWSER is set but {why}")
+        pytest.skip(why)
     session = WebDriver(driver, exe, tmp_path)
     try:
         yield session
