@@ -151,13 +151,11 @@ def expected_information(X: np.ndarray, weights: np.ndarray, K: np.ndarray, coef
     return block_sum(X, weights, B)
 
 
-def regression_avar(model: ModelGraph, q: Query) -> Result:
-    """The ``avar`` of a regression's coefficients at its declared coefficients."""
-    est, mech = q.estimand, q.mechanism
-    if item_is_covariate(q):
-        raise BackendError(Diagnostic("B016", "planning a regression with a randomized-response predictor is not "
-                                              "there yet: avar, sample_size and power are for a privatized response",
-                                      hint="plan the item's own distribution: avar(distribution(...) from ...)"))
+def declared_coefficients(q: Query) -> tuple[Any, list, tuple[str, ...], np.ndarray]:
+    """The planned regression's response, covariates, coefficient labels and declared
+    values (in the estimand's order), after :func:`check_response`; B134 where the
+    estimand declares no coefficients (planning needs them)."""
+    est = q.estimand
     check_response(q)
     response, covariates = est.variables[0], list(est.variables[1:])
     if not est.coefficients:
@@ -166,8 +164,19 @@ def regression_avar(model: ModelGraph, q: Query) -> Result:
                                               "estimand", hint=f"regression(... , coefficients = {{{labels[0]}: -1, "
                                                                f"{labels[-1]}: 0.5}}) (terms left out are 0)"))
     labels = tuple(lab for lab, _ in est.coefficients)
+    return response, covariates, labels, np.array([float(v) for _, v in est.coefficients])
+
+
+def regression_avar(model: ModelGraph, q: Query) -> Result:
+    """The ``avar`` of a regression's coefficients at its declared coefficients."""
+    est, mech = q.estimand, q.mechanism
+    if item_is_covariate(q):
+        raise BackendError(Diagnostic("B016", "planning a regression with a randomized-response predictor is not "
+                                              "there yet: avar, sample_size and power are for a privatized response",
+                                      hint="plan the item's own distribution: avar(distribution(...) from ...)"))
+    response, covariates, labels, values = declared_coefficients(q)
     m = len(response.labels) - 1
-    coef = np.array([float(v) for _, v in est.coefficients]).reshape((-1, m), order="F")
+    coef = values.reshape((-1, m), order="F")
     X, weights, how = covariate_grid(model, covariates)
     info = expected_information(X, weights, channel_matrix(model, mech), coef)
     # the scale: the information without privacy (K = I), which bounds it from above

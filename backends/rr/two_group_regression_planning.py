@@ -41,13 +41,11 @@ from __future__ import annotations
 import numpy as np
 
 from privspec.errors import BackendError, Diagnostic
-from privspec.model.estimands import coefficient_labels, regression_terms
 from privspec.model.graph import ModelGraph, Query
 from privspec.results.kinds import Avar
 from privspec.results.result import Result
 from privspec.backends.finite.regression import probabilities
-from privspec.backends.finite.regression_data import check_response
-from privspec.backends.finite.regression_planning import SINGULAR, covariate_grid
+from privspec.backends.finite.regression_planning import SINGULAR, covariate_grid, declared_coefficients
 from privspec.backends.finite.regression_predictor import item_is_covariate
 from privspec.backends.finite.truth import as_matrix
 from privspec.backends.rr.two_group_plans import declared_latent, declared_share
@@ -89,15 +87,8 @@ def regression_avar(model: ModelGraph, q: Query) -> Result:
     if item_is_covariate(q):
         raise BackendError(Diagnostic("B016", f"{mech.kind}() reports as a regression's predictor are not there yet",
                                       hint=f"plan regression({mech.variable.name} ~ ...) from {mech.name}"))
-    check_response(q)
-    response, covariates = est.variables[0], list(est.variables[1:])
-    if not est.coefficients:
-        labels = coefficient_labels(response, regression_terms(covariates))
-        raise BackendError(Diagnostic("B134", "planning a regression needs its coefficients: declare them in the "
-                                              "estimand", hint=f"regression(... , coefficients = {{{labels[0]}: -1, "
-                                                               f"{labels[-1]}: 0.5}}) (terms left out are 0)"))
-    labels = tuple(lab for lab, _ in est.coefficients)
-    coef = np.array([float(v) for _, v in est.coefficients]).reshape((-1, 1))
+    _, covariates, labels, values = declared_coefficients(q)
+    coef = values.reshape((-1, 1))
     phi = extra_truth(model, mech)
     w = declared_share(model, mech.group, "the share of each group")
     p = np.array(group_probabilities(model, mech))
