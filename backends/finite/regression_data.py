@@ -130,21 +130,25 @@ def logit_estimate(fit: LogitFit, labels: Sequence[str], meaning: str, **more: A
 AT_INFINITY = 1e-9
 
 
-def refuse_unfit(fit: LogitFit, X: np.ndarray) -> None:
+def refuse_unfit(fit: Any, X: np.ndarray, *,
+                 separation: str = "the covariates separate the reports, or a category is (almost) never "
+                                   "reported: fewer covariates, coarser categories or more respondents",
+                 singular: str = "", singular_hint: str = "more respondents, or fewer covariates") -> None:
     """B020 where Newton did not converge; D020 where the data do not determine the
     coefficients: the maximum lies at infinity (separation, or a category the reports never
-    support, so some fitted probability goes to 0) or the information is singular."""
+    support, so some fitted probability goes to 0) or the information is singular.  ``fit``
+    has ``converged``, ``iterations``, ``coef`` and ``cov`` (a :class:`LogitFit`, or the
+    two-group designs' fit, whose hints and ``singular`` reason say more)."""
     if not fit.converged:
         raise BackendError(Diagnostic("B020", f"the regression's Newton iterations did not converge "
                                               f"({fit.iterations} iterations)", hint="fewer covariates"))
     if probabilities(X, fit.coef).min() < AT_INFINITY:
         raise DataError(Diagnostic("D020", "the data do not determine the regression: the likelihood rises towards "
                                            "infinite coefficients (a fitted probability goes to 0 or 1)",
-                                   hint="the covariates separate the reports, or a category is (almost) never "
-                                        "reported: fewer covariates, coarser categories or more respondents"))
+                                   hint=separation))
     if np.isnan(fit.cov).any():
         raise DataError(Diagnostic("D020", "the data do not determine the regression: its observed information "
-                                           "is singular at the estimate", hint="more respondents, or fewer covariates"))
+                                           f"is singular at the estimate{singular}", hint=singular_hint))
 
 
 def meaning(response: Variable, fit: LogitFit) -> str:

@@ -69,8 +69,8 @@ from privspec.backends.core.normal import z_quantile
 from privspec.backends.data.checks import require_columns
 from privspec.backends.data.tally import Tally
 from privspec.backends.finite.regression import LogitFit, fit_logit, loglik_derivatives, probabilities
-from privspec.backends.finite.regression_data import (AT_INFINITY, check_response, design_matrix, logit_estimate,
-                                                     meaning)
+from privspec.backends.finite.regression_data import (check_response, design_matrix, logit_estimate, meaning,
+                                                     refuse_unfit as refuse_logit_unfit)
 from privspec.backends.finite.regression_predictor import item_is_covariate
 from privspec.backends.rr.two_groups import category_codes, counts_by_group, probabilities as group_probabilities, wald
 
@@ -310,22 +310,12 @@ def two_group_reports(model: ModelGraph, q: Query, engine: Any, extra: Sequence[
 
 
 def refuse_unfit(fit: TwoGroupFit, X: np.ndarray) -> None:
-    """B020 where Newton did not converge; D020 where the data do not determine the fit
-    (a fitted probability at 0 or 1, or a singular observed information)."""
-    if not fit.converged:
-        raise BackendError(Diagnostic("B020", f"the regression's Newton iterations did not converge "
-                                              f"({fit.iterations} iterations)", hint="fewer covariates"))
-    if probabilities(X, fit.coef).min() < AT_INFINITY:
-        raise DataError(Diagnostic("D020", "the data do not determine the regression: the likelihood rises towards "
-                                           "infinite coefficients (a fitted probability goes to 0 or 1)",
-                                   hint="the covariates separate the reports: fewer covariates or more "
-                                        "respondents"))
-    if np.isnan(fit.cov).any():
-        raise DataError(Diagnostic("D020", "the data do not determine the regression: its observed information "
-                                           "is singular at the estimate (the design's parameter and the "
-                                           "coefficients cannot be told apart)",
-                                   hint="more respondents, fewer covariates, or the groups' probabilities "
-                                        "farther apart"))
+    """The finite regression's refusals (:func:`~privspec.backends.finite.regression_data.refuse_unfit`)
+    with the two-group designs' reasons: a singular information may mean the design's
+    parameter and the coefficients cannot be told apart."""
+    refuse_logit_unfit(fit, X, separation="the covariates separate the reports: fewer covariates or more respondents",
+                       singular=" (the design's parameter and the coefficients cannot be told apart)",
+                       singular_hint="more respondents, fewer covariates, or the groups' probabilities farther apart")
 
 
 def regression_result(model: ModelGraph, q: Query, engine: Any) -> Estimate:
