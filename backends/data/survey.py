@@ -226,6 +226,20 @@ def replicate_sums(tally: Tally, design: SurveyDesign, reports: np.ndarray, n_ob
     return sums
 
 
+def design_sums(tally: Tally, design: SurveyDesign, reports: np.ndarray, n_obs: int
+                ) -> tuple[DesignCells | None, np.ndarray | None, np.ndarray, dict]:
+    """What every weighted estimator reads first: ``(cells, sums, weighted, layout)``.
+    Linearization: the :class:`DesignCells` (:func:`design_cells`), no replicate sums, the
+    sum of weights per observation and the design's strata and PSUs.  Replicate weights:
+    no cells, the sums per observation of the full-sample and each replicate's weights
+    (:func:`replicate_sums`), their column 0, and how many replicates."""
+    if design.replicates is None:
+        cells = design_cells(tally, design, reports)
+        return cells, None, cells.weighted_counts(n_obs), cells.layout()
+    sums = replicate_sums(tally, design, reports, n_obs)
+    return None, sums, sums[:, 0], {"replicates": sums.shape[1] - 1}
+
+
 @dataclass(frozen=True)
 class DesignMean:
     """The Hajek mean of per-row values under a survey design (:func:`design_mean`)."""

@@ -40,8 +40,7 @@ from privspec.backends.core.channel import B_matrix, Channel
 from privspec.backends.core.estimators import Fit, estimate
 from privspec.backends.core.projections import WALD_CI, wald_interval
 from privspec.backends.core.survey_design import linearized_covariance, mle_influence, mom_influence
-from privspec.backends.data.survey import (SurveyDesign, check_design_columns, design_cells, refuse_conditional_se,
-                                           replicate_sums)
+from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_sums, refuse_conditional_se
 from privspec.backends.finite.data import observation_codes, report_columns, tally_of
 from privspec.backends.finite.estimates import (MLE_FAMILY, estimand_map, fit_channel, require_answer, se_kind_of,
                                                 wald_inference)
@@ -105,14 +104,8 @@ def design_estimate(q: Query, engine: Any, design: SurveyDesign, method: str) ->
         raise BackendError(Diagnostic("B040", "survey weights with a design too large for its matrices "
                                               "(a uniform subset design on many categories)",
                                       hint="run without --weights, or a design with fewer categories"))
-    if design.replicates is None:
-        cells = design_cells(tally, design, reports)
-        weighted, total = cells.weighted_counts(ch.n_obs), cells.total_weight
-        layout = cells.layout()
-    else:
-        sums = replicate_sums(tally, design, reports, ch.n_obs)
-        weighted, total = sums[:, 0], float(sums[:, 0].sum())
-        layout = {"replicates": sums.shape[1] - 1}
+    cells, sums, weighted, layout = design_sums(tally, design, reports, ch.n_obs)
+    total = cells.total_weight if cells is not None else float(weighted.sum())
     n = tally.n
     ch.check_floating()
     M, _ = estimand_map(tuple(ch_w.x_labels), mech, q)

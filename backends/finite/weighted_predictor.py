@@ -27,7 +27,7 @@ from privspec.model.graph import Query
 from privspec.results.kinds import Estimate
 from privspec.results.values import Vector
 from privspec.backends.core.survey_design import linearized_covariance
-from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells, replicate_sums
+from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_sums
 from privspec.backends.finite.data import report_columns
 from privspec.backends.finite.regression_data import DESIGN_CI_METHOD, logit_estimate
 from privspec.backends.finite.regression_predictor import (PredictorData, fit_grouped, item_model, predictor_meaning,
@@ -44,12 +44,7 @@ def weighted_predictor(q: Query, engine: Any, design: SurveyDesign) -> Estimate:
     data, tally = reports.data, reports.tally
     tuples = np.arange(len(reports.counts))
     n = float(reports.counts.sum())
-    if design.replicates is None:
-        cells = design_cells(tally, design, tuples)
-        weighted, layout = cells.weighted_counts(len(tuples)), cells.layout()
-    else:
-        sums = replicate_sums(tally, design, tuples, len(tuples))
-        weighted, layout = sums[:, 0], {"replicates": sums.shape[1] - 1}
+    cells, sums, weighted, layout = design_sums(tally, design, tuples, len(tuples))
     total = float(weighted.sum())
     fit = fit_grouped(data, weighted * (n / total))
     refuse_unfit_predictor(fit)

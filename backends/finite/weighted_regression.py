@@ -26,7 +26,7 @@ from privspec.model.graph import Query
 from privspec.results.kinds import Estimate
 from privspec.results.values import Vector
 from privspec.backends.core.survey_design import linearized_covariance
-from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells, replicate_sums
+from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_sums
 from privspec.backends.finite.data import report_columns
 from privspec.backends.finite.regression import LogitFit, fit_logit, loglik_derivatives, probabilities
 from privspec.backends.finite.regression_data import (DESIGN_CI_METHOD, coefficient_labels, logit_estimate, meaning,
@@ -41,12 +41,7 @@ def weighted_regression(q: Query, engine: Any, design: SurveyDesign) -> Estimate
     X, K_rows, counts, terms, tally = regression_reports(q, engine, extra=columns)
     tuples = np.arange(len(counts))
     n = float(counts.sum())
-    if design.replicates is None:
-        cells = design_cells(tally, design, tuples)
-        weighted, layout = cells.weighted_counts(len(tuples)), cells.layout()
-    else:
-        sums = replicate_sums(tally, design, tuples, len(tuples))
-        weighted, layout = sums[:, 0], {"replicates": sums.shape[1] - 1}
+    cells, sums, weighted, layout = design_sums(tally, design, tuples, len(tuples))
     total = float(weighted.sum())
     fit = fit_logit(X, K_rows, weighted * n / total)
     refuse_unfit(fit, X)

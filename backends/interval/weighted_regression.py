@@ -34,7 +34,7 @@ from privspec.results.kinds import Estimate
 from privspec.results.values import Vector
 from privspec.backends.core.normal import z_quantile
 from privspec.backends.core.survey_design import linearized_covariance
-from privspec.backends.data.survey import SurveyDesign, design_cells, replicate_sums
+from privspec.backends.data.survey import SurveyDesign, design_sums
 from privspec.backends.data.tally import Tally
 from privspec.backends.interval.estimate import null_extras, number_wald_inference
 from privspec.backends.interval.estimators import parametric_mle
@@ -95,12 +95,7 @@ def weighted_interval_regression(q: Query, tally: Tally, left: np.ndarray, right
     in the tally too): the module docstring."""
     seen = ~np.isnan(left)
     tuples = np.arange(len(left))
-    if design.replicates is None:
-        cells = design_cells(tally, design, tuples)
-        weighted, layout = cells.weighted_counts(len(tuples)), cells.layout()
-    else:
-        sums = replicate_sums(tally, design, tuples, len(tuples))
-        weighted, layout = sums[:, 0], {"replicates": sums.shape[1] - 1}
+    cells, sums, weighted, layout = design_sums(tally, design, tuples, len(tuples))
     rows = float(tally.counts[seen].sum())
     X1 = np.column_stack([np.ones(int(seen.sum())), X[seen]])
     pl, pr, owner = likelihood_pieces(left[seen], right[seen], support, disclose)

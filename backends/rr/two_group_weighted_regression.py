@@ -46,7 +46,7 @@ from privspec.results.kinds import Estimate
 from privspec.results.values import Vector
 from privspec.backends.core.normal import z_quantile
 from privspec.backends.core.survey_design import linearized_covariance
-from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_cells, replicate_sums
+from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_sums
 from privspec.backends.finite.regression import probabilities
 from privspec.backends.finite.regression_data import DESIGN_CI_METHOD, logit_estimate, meaning
 from privspec.backends.finite.weighted_regression import slopes_test
@@ -62,12 +62,7 @@ def weighted_regression_result(model: ModelGraph, q: Query, engine: Any, design:
     columns = check_design_columns(design, engine.columns(), engine.source, list(mech.columns))
     X, K0, K1, _, terms, tally = two_group_reports(model, q, engine, extra=columns)
     tuples = np.arange(len(X))
-    if design.replicates is None:
-        cells = design_cells(tally, design, tuples)
-        weighted, layout = cells.weighted_counts(len(tuples)), cells.layout()
-    else:
-        sums = replicate_sums(tally, design, tuples, len(tuples))
-        weighted, layout = sums[:, 0], {"replicates": sums.shape[1] - 1}
+    cells, sums, weighted, layout = design_sums(tally, design, tuples, len(tuples))
     n, total = float(tally.counts.sum()), float(weighted.sum())
     fit = fit_two_group(X, K0, K1, weighted * n / total)
     refuse_unfit(fit, X)

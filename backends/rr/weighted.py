@@ -54,8 +54,7 @@ from privspec.backends.core.channel import B_matrix, product_channel
 from privspec.backends.core.compile import channel_of
 from privspec.backends.core.estimators import em
 from privspec.backends.core.survey_design import linearized_covariance, mle_influence
-from privspec.backends.data.survey import (SurveyDesign, check_design_columns, design_cells, refuse_conditional_se,
-                                           replicate_sums)
+from privspec.backends.data.survey import SurveyDesign, check_design_columns, design_sums, refuse_conditional_se
 from privspec.backends.finite.data import observation_codes, report_columns, tally_of
 from privspec.backends.finite.weighted import weighted_supports
 from privspec.backends.rr.fit import JointFit, check_cells, kron_matrix, linear_covariance
@@ -116,12 +115,8 @@ def weighted_joint(model: Any, q: Query, engine: Any, design: SurveyDesign) -> R
     tally = tally_of(mech, engine, extra=columns)
     reports, n_obs = _reports(problem, tally)
     n = tally.n
-    if design.replicates is None:
-        cells = design_cells(tally, design, reports)
-        weighted, total, layout = cells.weighted_counts(n_obs), cells.total_weight, cells.layout()
-    else:
-        sums = replicate_sums(tally, design, reports, n_obs)
-        weighted, total, layout = sums[:, 0], float(sums[:, 0].sum()), {"replicates": sums.shape[1] - 1}
+    cells, sums, weighted, layout = design_sums(tally, design, reports, n_obs)
+    total = cells.total_weight if cells is not None else float(weighted.sum())
     shares = weighted / total
     fit = problem.fit(_as_counts(problem, shares * n))        # Hajek: the shares, at the rows' n
     info = {"design": design.describe(), "weighted_n": total, **layout}
