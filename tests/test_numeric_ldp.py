@@ -15,6 +15,7 @@ Statistical tolerances (fixed seeds; each stated where it is used):
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -38,7 +39,9 @@ def _points(m):
 @pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])
 def test_unbiased_and_variance_by_simulation(name, eps):
     m = mechanism(name, eps)
-    rng = np.random.default_rng(hash((name, eps)) % 2 ** 32)
+    # a seed fixed across processes (hash() of a str is salted per process: this test drew
+    # new numbers at every run, and once failed CI at 4.02 standard errors)
+    rng = np.random.default_rng([zlib.crc32(name.encode()), int(eps * 100)])
     for t in _points(m):
         est = m.unbiased(m.sample(np.full(R, t), rng))
         var = float(m.variance(t))
