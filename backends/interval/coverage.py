@@ -58,28 +58,37 @@ class Coverage:
 
 
 # ---- Case I and Case II: the formulas of the proof of Theorem 1 -----------------------------------
+def _over_anchor(g: Callable[[float], float], anchor, weight: Callable[[float], float] | None = None) -> float:
+    """``E[g(U)]`` (times ``weight(F_U(U))`` when given) for the anchor law ``anchor``, by
+    quadrature in the anchor's quantile: ``int_0^1 g(F_U^-1(q)) dq``.  In the anchor's own
+    variable the integrand is ``g`` times the anchor's density, which quadrature never
+    sees when the anchor is narrow (an anchor of sd 1e-300 gave tau = 1 for a Case II whose
+    coverage is 1/2); in its quantile every anchor law is uniform on [0, 1]."""
+    w = weight or (lambda q: 1.0)
+    val, _ = scipy.integrate.quad(lambda q: g(anchor.ppf(q)) * w(q), 0.0, 1.0, epsabs=1e-13, epsrel=1e-12,
+                                  limit=200)
+    return float(val)
+
+
 def case1_coverage(cdf: Callable, anchor) -> float:
-    """tau = E[F(U)^2 + (1 - F(U))^2] (eq. 14), by quadrature over the anchor law.
+    """tau = E[F(U)^2 + (1 - F(U))^2] (eq. 14), by quadrature over the anchor law (in its
+    quantile: :func:`_over_anchor`).
 
     ``cdf`` is the population CDF F_Y, ``anchor`` a frozen scipy distribution of U.
     """
-    lo, hi = anchor.support()
-    val, _ = scipy.integrate.quad(lambda u: (cdf(u) ** 2 + (1 - cdf(u)) ** 2) * anchor.pdf(u), lo, hi,
-                            epsabs=1e-13, epsrel=1e-12, limit=200)
-    return float(val)
+    return _over_anchor(lambda u: cdf(u) ** 2 + (1 - cdf(u)) ** 2, anchor)
 
 
 def case2_coverage(cdf: Callable, anchor) -> float:
     """tau = E[F(U)^2 + (F(V) - F(U))^2 + (1 - F(V))^2], U <= V sorted iid anchors.
 
     Expanded into one-dimensional integrals: with m1 = E F(U1), m2 = E F(U1)^2 and
-    E F(V) = E max(F(U1), F(U2)), tau = 4 m2 - 2 m1^2 - 2 E F(V) + 1.
+    E F(V) = E max(F(U1), F(U2)) = int_0^1 F(F_U^-1(q)) 2q dq (V's quantile law has density
+    2q), tau = 4 m2 - 2 m1^2 - 2 E F(V) + 1.
     """
-    lo, hi = anchor.support()
-    opts = dict(epsabs=1e-13, epsrel=1e-12, limit=200)
-    m1 = scipy.integrate.quad(lambda u: cdf(u) * anchor.pdf(u), lo, hi, **opts)[0]
-    m2 = scipy.integrate.quad(lambda u: cdf(u) ** 2 * anchor.pdf(u), lo, hi, **opts)[0]
-    emax = scipy.integrate.quad(lambda v: cdf(v) * 2 * anchor.pdf(v) * anchor.cdf(v), lo, hi, **opts)[0]
+    m1 = _over_anchor(lambda u: cdf(u), anchor)
+    m2 = _over_anchor(lambda u: cdf(u) ** 2, anchor)
+    emax = _over_anchor(lambda v: cdf(v), anchor, weight=lambda q: 2 * q)
     return float(4 * m2 - 2 * m1 ** 2 - 2 * emax + 1)
 
 
