@@ -128,8 +128,7 @@ def weighted_joint(model: Any, q: Query, engine: Any, design: SurveyDesign) -> R
         note = "; ".join(x for x in ("Hajek (weighted) estimate", fit.note) if x)
         return joint_result(problem, dataclasses.replace(fit, info={**fit.info, **info}, note=note))
     if problem.product and fit.method in LARGE_PATH and fit.table.size * n_obs > JACOBIAN_LIMIT:
-        return _large_castell(problem, fit, design, cells if design.replicates is None else sums, shares, total, n,
-                              info, variance)
+        return _large_castell(problem, fit, design, cells, sums, shares, total, n, info, variance)
     if fit.method == "mle":
         psi, srs = _mle_influence(problem, shares, total, n)
     else:
@@ -155,18 +154,19 @@ def weighted_joint(model: Any, q: Query, engine: Any, design: SurveyDesign) -> R
     return joint_result(problem, designed)
 
 
-def _large_castell(problem: JointProblem, fit: JointFit, design: SurveyDesign, cells: Any, shares: np.ndarray,
-                   total: float, n: int, info: dict[str, Any], variance: str) -> Result:
+def _large_castell(problem: JointProblem, fit: JointFit, design: SurveyDesign, cells: Any, sums: np.ndarray | None,
+                   shares: np.ndarray, total: float, n: int, info: dict[str, Any], variance: str) -> Result:
     """castell's weighted result past :data:`JACOBIAN_LIMIT`: per-cell design-based variances
     with ``U`` never formed (:mod:`~privspec.backends.rr.weighted_large`), deff, Wald
-    intervals, and no covariance (as the unweighted castell's past the limit)."""
+    intervals, and no covariance (as the unweighted castell's past the limit).  ``cells``
+    and ``sums`` as :func:`~privspec.backends.data.survey.design_sums` gives them."""
     inv = kron_inverses(problem.K())
     theta = fit.table.reshape(-1)
     if design.replicates is None:
         var = weighted_large.linearized_variance(inv, cells, shares, total)
     else:
-        scale, rscales = design.replicates.factors(cells.shape[1] - 1)
-        var = weighted_large.replicate_variance(inv, theta, cells, scale * rscales)
+        scale, rscales = design.replicates.factors(sums.shape[1] - 1)
+        var = weighted_large.replicate_variance(inv, theta, sums, scale * rscales)
     base = weighted_large.srs_variance(inv, shares, n)
     deff = np.divide(var, base, out=np.full(var.shape, np.nan), where=base > 0)
     note = "; ".join(x for x in (
