@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import privspec
+from survey_reference import svy_covariance
 
 LABELS = {"a": ("a0", "a1", "a2"), "b": ("b0", "b1"), "c": ("c0", "c1")}
 EPS = {"a": 1.5, "b": 1.0, "c": 1.0}
@@ -86,19 +87,6 @@ def clustered_sample(spec: privspec.Spec, seed: int, strata: int = 2, clusters: 
 def grr_inverse(eps: float, k: int) -> np.ndarray:
     keep = np.exp(eps) / (np.exp(eps) + k - 1)
     return np.linalg.inv(np.where(np.eye(k, dtype=bool), keep, (1 - keep) / (k - 1)))
-
-
-def svy_covariance(z: np.ndarray, weight: np.ndarray, strata: np.ndarray, psu: np.ndarray) -> np.ndarray:
-    """``svyrecvar``: the PSU totals of the weighted influence values (PSUs nested in strata),
-    ``sum_h n_h / (n_h - 1) sum_c (z_hc - zbar_h)(z_hc - zbar_h)^T``."""
-    frame = pd.DataFrame(z * weight[:, None])
-    frame["h"], frame["c"] = strata, psu
-    totals = frame.groupby(["h", "c"]).sum()
-    V = np.zeros((z.shape[1], z.shape[1]))
-    for _, g in totals.groupby(level="h"):
-        d = g.to_numpy() - g.to_numpy().mean(axis=0)
-        V += len(g) / (len(g) - 1) * d.T @ d
-    return V
 
 
 def design_of(df: pd.DataFrame, strata: bool, cluster: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@ import pytest
 import scipy.optimize
 
 import privspec
+from survey_reference import svy_covariance
 from privspec.cli import main
 from privspec.errors import DataError
 
@@ -66,19 +67,6 @@ def clustered_sample(spec: privspec.Spec, seed: int, strata: int = 3, clusters: 
 
 
 # ---- the survey package's formulas, row by row ------------------------------------------------------
-def svy_covariance(z: np.ndarray, weight: np.ndarray, strata: np.ndarray, psu: np.ndarray) -> np.ndarray:
-    """``svyrecvar``: the PSU totals of the weighted influence values (PSUs nested in strata),
-    ``sum_h n_h / (n_h - 1) sum_c (z_hc - zbar_h)^2``."""
-    frame = pd.DataFrame(z * weight[:, None])
-    frame["h"], frame["c"] = strata, psu
-    totals = frame.groupby(["h", "c"]).sum()
-    V = np.zeros((z.shape[1], z.shape[1]))
-    for _, g in totals.groupby(level="h"):
-        d = g.to_numpy() - g.to_numpy().mean(axis=0)
-        V += len(g) / (len(g) - 1) * d.T @ d
-    return V
-
-
 def grr_matrix(eps: float, k: int) -> np.ndarray:
     keep = np.exp(eps) / (np.exp(eps) + k - 1)
     return np.where(np.eye(k, dtype=bool), keep, (1 - keep) / (k - 1))

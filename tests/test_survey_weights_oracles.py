@@ -14,6 +14,7 @@ import pytest
 import scipy.optimize
 
 import privspec
+from survey_reference import svy_covariance
 from privspec.backends.core.projections import project
 from privspec.backends.oracles.protocols import hash_values
 from privspec.backends.oracles.pure import oracle
@@ -115,19 +116,6 @@ def indicators(query: str, df: pd.DataFrame) -> np.ndarray:
     reports, bad = o.parse_reports(column.to_numpy(dtype=object))
     assert len(bad) == 0
     return o.membership(reports).astype(float)
-
-
-def svy_covariance(z: np.ndarray, weight: np.ndarray, strata: np.ndarray, psu: np.ndarray) -> np.ndarray:
-    """``svyrecvar``: PSU totals of the weighted influence values (PSUs nested in strata),
-    ``sum_h n_h / (n_h - 1) sum_c (z_hc - zbar_h)(z_hc - zbar_h)^T``."""
-    frame = pd.DataFrame(z * weight[:, None])
-    frame["h"], frame["c"] = strata, psu
-    totals = frame.groupby(["h", "c"]).sum()
-    V = np.zeros((z.shape[1], z.shape[1]))
-    for _, g in totals.groupby(level="h"):
-        dev = g.to_numpy() - g.to_numpy().mean(axis=0)
-        V += len(g) / (len(g) - 1) * dev.T @ dev
-    return V
 
 
 def survey_estimate(query: str, df: pd.DataFrame, p: float, q: float, strata: bool, cluster: bool

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import privspec
+from survey_reference import svy_covariance
 from privspec.cli import main
 
 P1, P2 = 0.3, 0.7
@@ -99,19 +100,6 @@ def parameters(kind: str, theta: np.ndarray) -> tuple[list[str], np.ndarray, np.
         return ["pi", "beta", "gamma"], np.array([*theta, 1 - theta.sum()]), np.array([[1, 0], [0, 1], [-1, -1.0]])
     pi, h = theta
     return ["pi", "t"], np.array([pi, h / pi]), np.array([[1, 0], [-h / pi ** 2, 1 / pi]])
-
-
-def svy_covariance(z: np.ndarray, weight: np.ndarray, strata: np.ndarray, psu: np.ndarray) -> np.ndarray:
-    """``svyrecvar``: PSU totals of the weighted influence values (PSUs nested in strata),
-    ``sum_h n_h / (n_h - 1) sum_c (z_hc - zbar_h)(z_hc - zbar_h)^T``."""
-    frame = pd.DataFrame(z * weight[:, None])
-    frame["h"], frame["c"] = strata, psu
-    totals = frame.groupby(["h", "c"]).sum()
-    V = np.zeros((z.shape[1], z.shape[1]))
-    for _, g in totals.groupby(level="h"):
-        dev = g.to_numpy() - g.to_numpy().mean(axis=0)
-        V += len(g) / (len(g) - 1) * dev.T @ dev
-    return V
 
 
 def hajek(kind: str, df: pd.DataFrame, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
