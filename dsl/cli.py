@@ -258,6 +258,14 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         if args.verb is None:
             _parser().print_usage(err)
             return EXIT_USAGE
+        if args.verb == "run":
+            # a spec run before: answered from its compiled plan, none of sympy, lark and
+            # pandas imported (privspec.run_plans); None: the usual way
+            from privspec.run_plans import planned_run
+
+            planned = planned_run(args, out)
+            if planned is not None:
+                return planned
         if argv is None:  # the program itself (the console script, python -m privspec)
             _start_up(args.verb)
         with enabled(wanted(err, getattr(args, "quiet", False)), stream=err):
@@ -418,11 +426,30 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
             print(f"privspec {args.verb}: query '{q.name}' ({q.kind}) was not answered:\n{text}", file=err)
     if res.results or args.format == "json":
         print(res.render(args.format, verbose=args.verbose), file=out)
+    if args.verb == "run" and not res.failures:
+        _remember_plan(args, spec)
     if getattr(args, "plot", None):
         written = _plots(res, Path(args.plot))
         print(f"privspec {args.verb}: wrote {len(written)} picture{'s' if len(written) != 1 else ''} to "
               f"{args.plot}", file=err)
     return EXIT_INVALID if res.failures else EXIT_OK
+
+
+def _remember_plan(args: argparse.Namespace, spec) -> None:
+    """Write the spec's run plan for the next run of it (:mod:`privspec.run_plans`), where
+    this run's options are ones a plan answers and none is written yet."""
+    from privspec.run_plans import PLAIN_RUN, load_plan, plan_of, save_plan
+
+    if args.engine not in (None, "duckdb") or any(getattr(args, k, None) != v for k, v in PLAIN_RUN.items()):
+        return
+    try:
+        source = Path(args.spec).read_bytes()
+    except OSError:
+        return
+    if load_plan(source) is None:
+        plan = plan_of(spec)
+        if plan is not None:
+            save_plan(source, plan)
 
 
 def _check_survey_design(args: argparse.Namespace) -> None:

@@ -194,3 +194,12 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str], force: bool = 
     """Bytes, written atomically (:func:`write_atomic`)."""
     write_atomic(path, lambda tmp: Path(tmp).write_bytes(data), force=force)
 
+
+
+def user_cache() -> Path:
+    """privspec's folder in the user's cache: ``$PRIVSPEC_CACHE_DIR/privspec``, else
+    ``$XDG_CACHE_HOME/privspec``, else ``~/.cache/privspec`` (the grammar's tables, run
+    plans).  Not made here: a cache that cannot be written is simply not used."""
+    base = os.environ.get("PRIVSPEC_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") \
+        or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "privspec"

@@ -32,6 +32,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The run plans privspec caches between runs (privspec.run_plans) go to a folder of
+    this test run, never the user's cache; the command lines the tests start inherit it."""
+    if "PRIVSPEC_CACHE_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["PRIVSPEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="privspec-test-cache-")
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop("PRIVSPEC_CACHE_DIR"), ignore_errors=True))
+
+
 #: pyproject.toml's default selection
 DEFAULT_MARKS = "not slow"
 #: the command that runs what the default run leaves out, and the one that runs everything

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from privspec.errors import DataError, Diagnostic
 from privspec.model.query_kinds import needs_data
+from privspec.backends.data.data_args import parse_data_args
 from privspec.backends.data.engines import engine_for
 from privspec.backends.data.survey import SurveyDesign
 
@@ -71,19 +71,7 @@ class DataBindings:
         ('reports.csv', {'c1': 'other.csv', 'c2': 'other.csv'})
         """
         b = cls()
-        for item in items:
-            name, sep, path = item.partition("=")
-            names = [x.strip() for x in name.split(",")]
-            if sep and all(x in mechanisms for x in names):
-                for x in names:
-                    b.per_mechanism[x] = path
-            elif sep and not Path(item).exists() and all(x.isidentifier() for x in names):
-                unknown = next(x for x in names if x not in mechanisms)
-                raise ValueError(f"--data {item}: no mechanism named '{unknown}'")
-            elif b.default is not None:
-                raise ValueError("--data: give one default file; bind others with --data MECHANISM=FILE")
-            else:
-                b.default = item
+        b.default, b.per_mechanism = parse_data_args(items, mechanisms)
         return b
 
     @classmethod

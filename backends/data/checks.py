@@ -15,27 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from privspec.errors import DataError, Diagnostic
-
-#: strings read as missing values
-MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
-
-#: characters of a value a message shows; a longer value is cut there, its length given
-SHOWN = 60
-
-
-def show_value(value: Any) -> str:
-    """A value as a message quotes it: its text in quotes, cut to :data:`SHOWN` characters
-    with its length after (a 40 MB cell is named, not printed).
-
-    Examples
-    --------
-    >>> show_value("red"), show_value("r" * 100)
-    ("'red'", "'rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr...' (100 characters)")
-    """
-    text = str(value)
-    if len(text) <= SHOWN:
-        return repr(text)
-    return f"{text[:SHOWN] + '...'!r} ({len(text):,} characters)"
+from privspec.backends.data.cell_text import MISSING, show_value  # noqa: F401 (re-exported)
 
 
 def _rows_text(rows: np.ndarray | Sequence[int], limit: int = 5) -> str:

@@ -21,7 +21,6 @@ was privatized whole or in pieces (``offset``).
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -37,6 +36,7 @@ from privspec.backends.data.engines import PandasEngine
 from privspec.backends.data.checks import MISSING, describe_values, require_columns, show_value
 from privspec.backends.core.rowrandom import BLOCK, RowRandom, row_key, stream_of
 from privspec.backends.data.tally import Tally, describe_distinct
+from privspec.backends.finite.report_index import label_reports, parse_reports
 
 CHUNK = 1_000_000  # rows privatized at a time (the output does not depend on it)
 
@@ -78,52 +78,6 @@ def joined_labels(frame: pd.DataFrame, cols: Sequence[str]) -> pd.Series:
     return values
 
 
-def _parse_observation(text: str, ch: Channel, labels: tuple[str, ...]) -> tuple[int | None, str]:
-    """Observation index of one distinct report, or (None, reason)."""
-    if ch.masks is None and ch.obs_labels != ch.x_labels:  # reports that are not categories (kuk: counts)
-        idx = ch.index_of(str(text).strip())
-        return (idx, "") if idx is not None else (None, f"{show_value(text)} is not a report of this mechanism "
-                                                        f"({', '.join(ch.obs_labels)})")
-    parts = [t.strip() for t in str(text).split("|")]
-    position = _positions(tuple(labels))
-    unknown = [t for t in parts if t not in position]
-    if unknown:
-        return None, f"{show_value(unknown[0])} is not a category"
-    if ch.masks is None:  # one label per report
-        if len(parts) != 1:
-            return None, "a randomized-response report is one label"
-        idx = ch.index_of(parts[0])
-        if idx is not None and not np.any(ch.Kn[idx] > 0):
-            return None, "this report has probability 0 under the mechanism's randomization matrix"
-        return idx, ""
-    mask = 0
-    for t in parts:
-        mask |= 1 << position[t]
-    idx = ch.index_of(mask)
-    if idx is None:
-        return None, "this subset has probability 0 under the declared design (mu_a = 0)"
-    return idx, ""
-
-
-def _label_reports(uniques: Any, ch: Channel) -> np.ndarray:
-    """The observation index of each distinct report that is one category's label (its
-    spaces stripped) of positive probability, for a channel whose reports are its
-    categories (randomized response); -1 for the others, and for every report of any other
-    channel: :func:`_parse_observation` reads those one by one (and says why one is not a
-    report).  One dictionary look-up per distinct report and one check of the matrix' rows,
-    where the parse of each (d = 256: 256 parses) took milliseconds a call."""
-    mapping = np.full(len(uniques), -1, dtype=np.int64)
-    if ch.masks is not None or ch.obs_labels != ch.x_labels or not len(uniques):
-        return mapping
-    position = _positions(tuple(ch.obs_labels))
-    texts = [str(u).strip() for u in uniques]
-    mapping[:] = [-1 if "|" in t else position.get(t, -1) for t in texts]
-    found = mapping >= 0
-    possible = (ch.Kn[mapping[found]] > 0).any(axis=1)   # rows of probability 0: explained apart
-    mapping[np.flatnonzero(found)[~possible]] = -1
-    return mapping
-
-
 def _uniform_reason(text: str, labels: Sequence[str]) -> tuple[int | None, str]:
     """Bitmask of one distinct report of a uniform design on many categories, or (None, reason)."""
     parts = {t.strip() for t in str(text).split("|")}
@@ -133,13 +87,6 @@ def _uniform_reason(text: str, labels: Sequence[str]) -> tuple[int | None, str]:
     if not 2 <= len(parts) <= len(labels) - 2:
         return None, "this subset has probability 0 under the uniform design (sizes 2..p-2 only)"
     return sum(1 << labels.index(t) for t in parts), ""
-
-
-@functools.lru_cache(maxsize=64)
-def _positions(labels: tuple[str, ...]) -> dict[str, int]:
-    """Each label's index, built once per tuple of labels (not once per distinct report:
-    256 reports of 256 categories built 65,536 entries a call).  Read only."""
-    return {lab: j for j, lab in enumerate(labels)}
 
 
 def _bad_reports(variable: Variable, cols: Sequence[str], codes: np.ndarray, uniques: Any,
@@ -220,14 +167,7 @@ def factor_codes(ch: Channel | Any, tally: Tally, variable: Variable,
         ch = observed_subset_channel(ch, distinct)
         position = {m: i for i, m in enumerate(distinct)}
         return np.array([position[m] for m in masks], dtype=np.int64)[codes], ch
-    labels = ch.x_labels
-    mapping = _label_reports(uniques, ch)
-    for k in np.flatnonzero(mapping < 0).tolist():   # a subset, or a report to explain
-        idx, why = _parse_observation(uniques[k], ch, labels)
-        if idx is None:
-            reasons[k] = why
-        else:
-            mapping[k] = idx
+    mapping, reasons = parse_reports(uniques, ch)
     if reasons:
         raise _bad_reports(variable, cols, codes, uniques, reasons, ch.masks is not None, mechanism, tally)
     return mapping[codes], ch
@@ -249,7 +189,7 @@ def _categorical_counts(mechanism: Any, data: Any) -> tuple[Channel, np.ndarray]
     """:func:`observations` of one mechanism whose reports are its categories (randomized
     response), read from a categorical column in memory (what ``spec.privatize`` returns)
     whose every category is a report and no value missing: the codes counted, the
-    categories checked once (:func:`_label_reports`), no tally of the rows.  None for
+    categories checked once (:func:`~privspec.backends.finite.report_index.label_reports`), no tally of the rows.  None for
     anything else (the tally then reads it, and says what is wrong with it)."""
     frame = data.frame if isinstance(data, PandasEngine) else data if isinstance(data, pd.DataFrame) else None
     if frame is None or large_uniform(mechanism) or len(factor_mechanisms(mechanism)) != 1:
@@ -261,7 +201,7 @@ def _categorical_counts(mechanism: Any, data: Any) -> tuple[Channel, np.ndarray]
     if not isinstance(column.dtype, pd.CategoricalDtype):
         return None
     ch = channel_of(mechanism)
-    mapping = _label_reports(column.cat.categories, ch)
+    mapping = label_reports(column.cat.categories, ch)
     codes = np.asarray(column.cat.codes)
     if (mapping < 0).any() or (len(codes) and int(codes.min()) < 0):
         return None

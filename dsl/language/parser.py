@@ -15,7 +15,6 @@ import os
 import re
 import sys
 from importlib.resources import files
-from pathlib import Path
 
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -25,6 +24,7 @@ from privspec.language import ast
 from privspec.language.build import MAX_DEPTH, BuildError, ToAst, parse_state, unescape
 from privspec.language.source import Source, Span
 from privspec.limits import MAX_CATEGORIES
+from privspec.outputs import user_cache
 
 def _grammar_declaration_keywords() -> tuple[str, ...]:
     """The words that start a declaration, read from the grammar: the first literal of
@@ -52,9 +52,7 @@ DECLARATION_KEYWORDS = _grammar_declaration_keywords()
 
 def _cache_path() -> str | bool:
     """Lark's grammar cache lives in the user's cache folder, never in the package."""
-    base = os.environ.get("PRIVSPEC_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") \
-        or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(base) / "privspec"
+    folder = user_cache()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:

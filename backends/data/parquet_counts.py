@@ -1,0 +1,58 @@
+"""The distinct values of one text column of a Parquet file and their counts, by DuckDB,
+without pandas: what a run from a compiled plan reads (:mod:`privspec.run_plans`).
+
+The count is the DuckDB engine's own (:class:`privspec.backends.data.engines.DuckDBEngine`:
+``SELECT col, count(*) ... GROUP BY ALL`` over the file, out of core, on all cores), for
+the one case that needs none of its care: a Parquet file whose column is plain text
+(``VARCHAR``).  Anything else (CSV, a column of numbers or of nested values, a missing or
+repeated column, a file DuckDB cannot read) gives None, and the engine reads it and says
+what is wrong, as it always does.
+
+Examples
+--------
+>>> import tempfile, os, duckdb
+>>> path = os.path.join(tempfile.mkdtemp(), "r.parquet")
+>>> duckdb.sql("SELECT * FROM (VALUES ('a|b'), ('b'), ('a|b')) t(s)").write_parquet(path)
+>>> values, counts = text_counts(path, "s")
+>>> sorted(zip(values, counts.tolist()))
+[('a|b', 2), ('b', 1)]
+>>> text_counts(path, "t") is None, text_counts(path + ".csv", "s") is None
+(True, True)
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from privspec.outputs import PARQUET
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def text_counts(path: str, column: str) -> tuple[list[Any], np.ndarray] | None:
+    """The distinct values of ``column`` (None for a missing value) and how many rows hold
+    each, or None where the DuckDB engine's reading is needed (see the module)."""
+    if os.path.splitext(path)[1].lower() not in PARQUET or not os.path.isfile(path):
+        return None
+    # start-up: duckdb costs 0.07 s of CPU, paid only by a run that counts
+    import duckdb
+
+    source = f"read_parquet({_literal(path)})"
+    try:
+        con = duckdb.connect(database=":memory:")
+        described = con.execute(f"SELECT * FROM {source} LIMIT 0").description
+        types = [str(d[1]).upper() for d in described if d[0] == column]
+        if types != ["VARCHAR"]:
+            return None
+        got = con.execute(f"SELECT {_quote(column)}, count(*)::BIGINT FROM {source} GROUP BY ALL").fetchall()
+    except duckdb.Error:
+        return None
+    return [v for v, _ in got], np.array([n for _, n in got], dtype=np.int64)
