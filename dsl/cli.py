@@ -261,7 +261,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         if args.verb == "run":
             # a spec run before: answered from its compiled plan, none of sympy, lark and
             # pandas imported (privspec.run_plans); None: the usual way
-            from privspec.run_plans import planned_run
+            from privspec.run_plans import planned_run  # start-up: hashlib, pickle; run only
 
             planned = planned_run(args, out)
             if planned is not None:
@@ -438,9 +438,10 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
 def _remember_plan(args: argparse.Namespace, spec) -> None:
     """Write the spec's run plan for the next run of it (:mod:`privspec.run_plans`), where
     this run's options are ones a plan answers and none is written yet."""
-    from privspec.run_plans import PLAIN_RUN, load_plan, plan_of, save_plan
+    from privspec.run_plans import PLAIN_RUN, cache_dir, load_plan, plan_of, save_plan  # start-up: run only
 
-    if args.engine not in (None, "duckdb") or any(getattr(args, k, None) != v for k, v in PLAIN_RUN.items()):
+    if cache_dir() is None or args.engine not in (None, "duckdb") \
+            or any(getattr(args, k, None) != v for k, v in PLAIN_RUN.items()):
         return
     try:
         source = Path(args.spec).read_bytes()
