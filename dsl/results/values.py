@@ -236,8 +236,17 @@ class Inference:
 
 
 def number(x: Any) -> Any:
-    """A JSON number for a scalar: ``"inf"``/``"-inf"`` for infinities, None when symbolic."""
-    if isinstance(x, bool):
+    """A JSON number for a scalar: ``"inf"``/``"-inf"`` for infinities, None when symbolic.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> number(0.5), number(float("-inf")), number(float("nan")), number(np.float64(2.0)), number(True)
+    (0.5, '-inf', None, 2.0, True)
+    """
+    if type(x) is float:  # the common case first, without the sympy check (a large table's cells)
+        return x if math.isfinite(x) else None if math.isnan(x) else "inf" if x > 0 else "-inf"
+    if isinstance(x, bool) or type(x) is int:
         return x
     if is_exact(x):
         sympy = loaded_sympy()
