@@ -32,14 +32,12 @@ import html
 import re
 from typing import Any, Mapping
 
-import sympy
-
 from privspec.model.query_kinds import describe, describe_compare
 from privspec.results.comparison_tables import blocks
 from privspec.results.layout import (MAX_LINE, WIDE, denoise, fold, grid, grid_like, inline, inline_or_block,
                                      interval, is_matrix, is_step, is_table, num)
 from privspec.results.render import md
-from privspec.results.values import Matrix, Vector, exact_text, sympy_form
+from privspec.results.values import Matrix, Vector, exact_text, is_exact, sympy_form
 
 #: exact forms longer than this are not repeated after the number in text (``(exactly ...)``)
 EXACT_INLINE = 60
@@ -68,9 +66,12 @@ def plain(expr: str) -> str:
 def from_plain(text: str) -> Any:
     """The sympy expression of a :func:`plain` form (for tests and tools).
 
+    >>> import sympy
     >>> from_plain("-e/(e + 4) + 1") == -sympy.E / (sympy.E + 4) + 1
     True
     """
+    import sympy  # start-up: only tests and tools read exact forms back
+
     s = re.sub(r"\binf\b", "oo", text.replace("^", "**"))
     return sympy.sympify(s, locals={"e": sympy.E})
 
@@ -88,7 +89,7 @@ def _symbolic_text(form: Any, expr: str, labels: tuple[list[str], list[str]] | N
     """A symbolic exact form in text: a grid of entries under their labels, the form, or a
     fold of it; a matrix whose entries are too long is summarised (its form is in the JSON
     and LaTeX output)."""
-    if isinstance(form, sympy.MatrixBase):
+    if is_exact(form, "MatrixBase"):
         entries = [[plain(str(form[i, j])) for j in range(form.cols)] for i in range(form.rows)]
         syms = ", ".join(sorted(str(s) for s in form.free_symbols))
         if max(len(x) for r in entries for x in r) > 24:
@@ -108,6 +109,10 @@ def _looks_exact(s: str) -> bool:
 
 
 def _sympify(s: str) -> Any:
+    # Markdown and LaTeX write an extra that reads as an exact form (a trace in eps) as math;
+    # start-up: sympy (about 0.2 s) only for such a string, not for a result's numbers
+    import sympy
+
     try:
         return sympy.sympify(s)
     except (sympy.SympifyError, SyntaxError, TypeError, ValueError):
@@ -171,7 +176,7 @@ def text_summary(result: Any, verbose: bool = True) -> str:
             continue
         raw = result.extras.get(k)
         if isinstance(v, str):
-            exact = isinstance(raw, sympy.Basic) and raw.free_symbols or _looks_exact(v)
+            exact = is_exact(raw) and raw.free_symbols or _looks_exact(v)
             shown = fold(f"    {k} = {plain(v) if exact else v}", MAX_LINE, " " * 8)[len(f"    {k} = "):]
         else:
             shown = inline_or_block(v, "      " if grid_like(v) else "    ")
@@ -186,9 +191,24 @@ def comparison_text(document: Any) -> str:
 
 def caption(model: Any, name: str) -> str | None:
     """What the query (or compare block) ``name`` of ``model`` answers, in one plain line
-    (:func:`privspec.model.query_kinds.describe`); None where the model does not declare it."""
+    (:func:`privspec.model.query_kinds.describe`); None where the model does not declare it.
+
+    ``model`` is the spec's model graph, or any object with a ``captions`` mapping (name
+    -> that line, as :func:`~privspec.model.query_kinds.describe` wrote it): a compiled
+    plan of the spec prints the same captions without the model graph.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> plan = SimpleNamespace(title="urn", captions={"w": "the distribution of color"})
+    >>> caption(plan, "w"), caption(plan, "v"), caption(None, "w")
+    ('the distribution of color', None, None)
+    """
     if model is None:
         return None
+    captions = getattr(model, "captions", None)
+    if captions is not None:
+        return captions.get(name)
     if name in getattr(model, "queries", {}):
         return describe(model.queries[name])
     if name in getattr(model, "compares", {}):
@@ -198,8 +218,8 @@ def caption(model: Any, name: str) -> str | None:
 
 def render_text(title: str | None, results: Mapping[str, Any], model: Any = None, verbose: bool = False) -> str:
     """The text report: the title, then per query a caption saying what it answers (when
-    ``model`` declares it), ``NAME (KIND): VALUE`` and its extras, a blank line between
-    queries.  Without ``verbose`` the extras in :data:`DETAILS` are left out."""
+    ``model`` declares it: :func:`caption`), ``NAME (KIND): VALUE`` and its extras, a blank
+    line between queries.  Without ``verbose`` the extras in :data:`DETAILS` are left out."""
     lines = [title] if title else []
     for name, r in results.items():
         text = caption(model, name)
@@ -281,9 +301,9 @@ def markdown_summary(result: Any) -> str:
     out: list[str] = []
     form = sympy_form(result.value) if value is None else None
     labels = _rows_cols(result)
-    if isinstance(form, sympy.MatrixBase) and labels and (form.rows, form.cols) == (len(labels[0]), len(labels[1])):
+    if is_exact(form, "MatrixBase") and labels and (form.rows, form.cols) == (len(labels[0]), len(labels[1])):
         out += md_table([" "] + [md(c) for c in labels[1]],
-                         [[f"**{md(r)}**"] + [_md_math(sympy.latex(form[i, j])) for j in range(form.cols)]
+                         [[f"**{md(r)}**"] + [_md_math(exact_latex(form[i, j])) for j in range(form.cols)]
                           for i, r in enumerate(labels[0])])
     elif value is None and expr is not None:
         out.append(f"$$\n{d['latex']}\n$$" if "latex" in d else f"`{expr}`")
@@ -302,10 +322,10 @@ def markdown_summary(result: Any) -> str:
         rows = []
         for k, v in simple:
             raw = result.extras.get(k)
-            if isinstance(raw, sympy.Basic) and raw.free_symbols:
-                cell = _md_math(sympy.latex(raw))
+            if is_exact(raw) and raw.free_symbols:
+                cell = _md_math(exact_latex(raw))
             elif isinstance(v, str) and _looks_exact(v) and _sympify(v) is not None:
-                cell = _md_math(sympy.latex(_sympify(v)))
+                cell = _md_math(exact_latex(_sympify(v)))
             else:
                 cell = md(inline(v))
             rows.append([md(k), cell])
@@ -403,10 +423,24 @@ def _tex_value(v: Any) -> str:
     return _tex_num(v)
 
 
+def exact_latex(form: Any, **options: Any) -> str:
+    """``sympy.latex(form, **options)`` of a sympy object (sympy is loaded where there is one).
+
+    Examples
+    --------
+    >>> import sympy
+    >>> print(exact_latex(sympy.Rational(1, 3)))
+    \\frac{1}{3}
+    """
+    import sympy  # start-up: loaded already, as the form is a sympy object
+
+    return sympy.latex(form, **options)
+
+
 def _exact_tex(form: Any) -> str:
-    if isinstance(form, sympy.MatrixBase):
-        return sympy.latex(form, mat_str="bmatrix", mat_delim="")
-    return sympy.latex(form)
+    if is_exact(form, "MatrixBase"):
+        return exact_latex(form, mat_str="bmatrix", mat_delim="")
+    return exact_latex(form)
 
 
 def latex_body(result: Any) -> str:
@@ -425,11 +459,11 @@ def latex_body(result: Any) -> str:
         else:
             out.append(shown)
     if form is not None and (value is None or isinstance(value, (dict, list))):
-        if isinstance(form, sympy.MatrixBase) and labels:
+        if is_exact(form, "MatrixBase") and labels:
             out.append("Exact form (rows: " + tex(", ".join(labels[0]) or "1") + "; columns: "
                        + tex(", ".join(labels[1])) + "):")
         latex = exact_text(form, _exact_tex)
-        if isinstance(form, sympy.MatrixBase) and len(latex) > 100 * form.cols:  # too wide for the page: scaled
+        if is_exact(form, "MatrixBase") and len(latex) > 100 * form.cols:  # too wide for the page: scaled
             out.append("\\noindent\\resizebox{\\linewidth}{!}{$\\displaystyle\n" + latex + "\n$}")
         else:
             out.append("\\[\n" + latex + "\n\\]")
@@ -440,10 +474,10 @@ def latex_body(result: Any) -> str:
         items = []
         for k, v in extras:
             raw = result.extras.get(k)
-            if isinstance(raw, sympy.Basic) and raw.free_symbols:
-                body = f"${sympy.latex(raw)}$"
+            if is_exact(raw) and raw.free_symbols:
+                body = f"${exact_latex(raw)}$"
             elif isinstance(v, str) and _looks_exact(v) and _sympify(v) is not None:
-                body = f"${sympy.latex(_sympify(v))}$"
+                body = f"${exact_latex(_sympify(v))}$"
             else:
                 body = _tex_value(v) if not isinstance(v, str) else tex(v)
             items.append(f"\\item[{tex(k)}] {body}")
@@ -544,7 +578,8 @@ class Summary(str):
 
 def render(fmt: str, title: str | None, results: Mapping[str, Any], model: Any = None, verbose: bool = False) -> str:
     """A report of ``results`` in ``text``, ``markdown`` or ``latex`` (``model``: the spec's
-    model graph, for the text's captions; ``verbose``: every extra in the text)."""
+    model graph or an object with ``captions``, for the text's captions (:func:`caption`);
+    ``verbose``: every extra in the text)."""
     if fmt == "markdown":
         return render_markdown(title, results)
     if fmt == "latex":

@@ -15,10 +15,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import sympy
-
 from privspec.results.report import Summary, latex_body, markdown_summary, render, text_summary
-from privspec.results.values import Inference, exact_text, has_symbols, sympy_form, to_json
+from privspec.results.values import Inference, exact_text, has_symbols, is_exact, sympy_form, to_json
 from privspec.results.views import ResultViews
 
 
@@ -28,6 +26,7 @@ class Result(ResultViews):
 
     Examples
     --------
+    >>> import sympy
     >>> r = Result("coverage", sympy.Rational(5131, 7500), {"note": "exact"})
     >>> r.to_dict()["value"], r.to_dict()["expr"]
     (0.6841333333333334, '5131/7500')
@@ -52,11 +51,14 @@ class Result(ResultViews):
         symbolic = has_symbols(self.value)
         out: dict[str, Any] = {"kind": self.kind, "value": None if symbolic else to_json(self.value)}
         form = sympy_form(self.value)
-        if form is not None and not (isinstance(form, sympy.Basic) and form.is_Float):
+        if form is not None and not (is_exact(form) and form.is_Float):
+            # start-up: sympy is loaded already where a value has an exact form (values.is_exact)
+            import sympy
+
             out["expr"] = exact_text(form)
             out["latex"] = exact_text(form, sympy.latex)
         for k, v in self.extras.items():
-            if isinstance(v, sympy.Basic) and v.free_symbols:
+            if is_exact(v) and v.free_symbols:
                 out[k] = exact_text(v)  # a symbolic extra (a trace in eps, ...) is more use as an expression
             else:
                 out[k] = to_json(v) if not isinstance(v, str) else v
@@ -70,6 +72,7 @@ class Result(ResultViews):
 
         Examples
         --------
+        >>> import sympy
         >>> s = Result("coverage", sympy.Rational(5131, 7500), {"metric": "size"}).summary()
         >>> print(s)
         0.684133 (exactly 5131/7500)
@@ -109,7 +112,42 @@ class Result(ResultViews):
 
 def render_results(fmt: str, model: Any, results: Mapping[str, Result], verbose: bool = False) -> str:
     """``{"spec": TITLE, "queries": {NAME: RESULT}}`` as JSON, or a readable report (text:
-    each query under a caption saying what it answers; ``verbose``: with every extra)."""
+    each query under a caption saying what it answers; ``verbose``: with every extra).
+
+    Parameters
+    ----------
+    fmt : str
+        ``text``, ``json``, ``markdown`` or ``latex``.
+    model : object
+        The spec's model graph (its ``title``; each query's caption is
+        ``describe(model.queries[name])``), or any object with a ``title`` and a
+        ``captions`` mapping (query or compare name -> caption, as
+        :func:`privspec.model.query_kinds.describe` writes it): a compiled plan of the spec
+        prints the same report without the model graph (:func:`privspec.results.report.caption`).
+    results : mapping
+        Query name -> :class:`Result`, in the order printed.
+    verbose : bool
+        Text: every extra, also those in :data:`privspec.results.report.DETAILS`.
+
+    Returns
+    -------
+    str
+        The report.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from privspec.results.kinds import Estimate
+    >>> from privspec.results.values import Vector
+    >>> plan = SimpleNamespace(title="urn", captions={"w": "how common each color is: its distribution"})
+    >>> print(render_results("text", plan, {"w": Estimate(Vector(("a", "b"), (0.25, 0.75)), method="mom", n=400)}))
+    urn
+    <BLANKLINE>
+    How common each color is: its distribution
+    w (estimate): {a: 0.25, b: 0.75}
+        method = mom
+        n = 400
+    """
     if fmt == "json":
         return json.dumps({"spec": model.title, "queries": {k: r.to_dict() for k, r in results.items()}},
                           indent=2, default=str)

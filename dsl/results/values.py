@@ -15,15 +15,20 @@ test's fields or an NPMLE's ``loglik``/``iterations``/``kkt``.  Values are one o
 
 Exact sympy values stay exact until rendered; ``Result.to_dict`` adds ``"expr"`` and
 ``"latex"`` for them, and sets ``"value"`` to null when they are symbolic.
+
+The module does not import sympy (about 0.2 s): a result of plain numbers is built,
+serialized and printed without it (a compiled run prints its results so).  Where sympy
+is not loaded, no value can be a sympy object, so the checks for exact forms ask
+:func:`is_exact` (and :func:`loaded_sympy`), never ``isinstance(x, sympy.Basic)``.
 """
 from __future__ import annotations
 
 import keyword
 import math
+import sys
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
-
-import sympy
 
 from privspec.results.comparison import ComparisonDocument
 from privspec.results.layout import inline_or_block, interval
@@ -33,11 +38,39 @@ from privspec.results.layout import inline_or_block, interval
 REPR_ITEMS = 12
 
 
+def loaded_sympy() -> ModuleType | None:
+    """The sympy module if it has been imported, else None.
+
+    Before sympy is imported no object can be a sympy one, so a value's exact form is
+    looked for only when this is not None: printing a result of plain numbers never
+    imports sympy.
+    """
+    return sys.modules.get("sympy")
+
+
+def is_exact(x: Any, kind: str = "Basic") -> bool:
+    """Whether ``x`` is a sympy object (``kind``: the sympy class, ``"Basic"`` or
+    ``"MatrixBase"``), without importing sympy.
+
+    Examples
+    --------
+    >>> is_exact(0.25)
+    False
+    >>> import sympy
+    >>> is_exact(sympy.Rational(1, 4)), is_exact(sympy.Matrix([1]), "MatrixBase")
+    (True, True)
+    """
+    sympy = loaded_sympy()
+    cls = getattr(sympy, kind, None) if sympy is not None else None
+    return cls is not None and isinstance(x, cls)
+
+
 def _short(x: Any) -> str:
     """A number as a repr shows it: six significant digits, exact forms as written."""
     if isinstance(x, bool) or x is None:
         return str(x)
-    if isinstance(x, sympy.Basic):
+    if is_exact(x):
+        sympy = loaded_sympy()
         return exact_text(x) if len(exact_text(x)) <= 40 else f"{float(sympy.N(x)):.6g}" if x.is_number else "..."
     if hasattr(x, "item"):  # numpy scalar
         x = x.item()
@@ -68,6 +101,7 @@ class Vector:
 
     Examples
     --------
+    >>> import sympy
     >>> Vector(("black", "red"), (0.0102, sympy.Rational(1, 3)))
     Vector(black=0.0102, red=1/3)
     """
@@ -202,10 +236,20 @@ class Inference:
 
 
 def number(x: Any) -> Any:
-    """A JSON number for a scalar: ``"inf"``/``"-inf"`` for infinities, None when symbolic."""
-    if isinstance(x, bool):
+    """A JSON number for a scalar: ``"inf"``/``"-inf"`` for infinities, None when symbolic.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> number(0.5), number(float("-inf")), number(float("nan")), number(np.float64(2.0)), number(True)
+    (0.5, '-inf', None, 2.0, True)
+    """
+    if type(x) is float:  # the common case first, without the sympy check (a large table's cells)
+        return x if math.isfinite(x) else None if math.isnan(x) else "inf" if x > 0 else "-inf"
+    if isinstance(x, bool) or type(x) is int:
         return x
-    if isinstance(x, sympy.Basic):
+    if is_exact(x):
+        sympy = loaded_sympy()
         if x is sympy.oo:
             return "inf"
         if x is -sympy.oo:
@@ -242,6 +286,7 @@ def exact_text(form: Any, printer: Any = str) -> str:
 
     Examples
     --------
+    >>> import sympy
     >>> exact_text(sympy.Rational(1, 3))
     '1/3'
     >>> exact_text(sympy.Integer(10) ** 5000)
@@ -252,6 +297,8 @@ def exact_text(form: Any, printer: Any = str) -> str:
     except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
         digits = max((abs(int(a)).bit_length() for a in _integers(form)), default=0) * 30103 // 100000 + 1
         try:
+            import sympy  # start-up: loaded already (a form too long to print is a sympy one)
+
             approx = str(sympy.N(form, 30))
         except (TypeError, ValueError, OverflowError):
             approx = "a number"
@@ -259,17 +306,17 @@ def exact_text(form: Any, printer: Any = str) -> str:
 
 
 def _integers(form: Any) -> list:
-    if isinstance(form, sympy.MatrixBase):
+    if is_exact(form, "MatrixBase"):
         return [a for x in form for a in _integers(x)]
-    if isinstance(form, sympy.Rational):
+    if is_exact(form, "Rational"):
         return [form.p, form.q]
-    if isinstance(form, sympy.Basic):
+    if is_exact(form):
         return [a for arg in form.args for a in _integers(arg)]
     return []
 
 
 def _rows(data: Any) -> list[list[Any]]:
-    if isinstance(data, sympy.MatrixBase):
+    if is_exact(data, "MatrixBase"):
         return [[data[i, j] for j in range(data.cols)] for i in range(data.rows)]
     return [list(r) for r in data]
 
@@ -311,11 +358,15 @@ def to_json(value: Any) -> Any:
 
 def sympy_form(value: Any) -> Any:
     """The exact sympy object behind a value, or None when it is not exact."""
-    if isinstance(value, sympy.Basic):
+    if is_exact(value):
         return value
-    if isinstance(value, Vector) and all(isinstance(v, sympy.Basic) for v in value.values):
+    if isinstance(value, Vector) and all(is_exact(v) for v in value.values):
+        # an empty vector has an exact form too (the empty matrix), as it always had;
+        # start-up: only it imports sympy here, a vector of sympy values finds it loaded
+        import sympy
+
         return sympy.Matrix(value.values).T
-    if isinstance(value, Matrix) and isinstance(value.data, sympy.MatrixBase):
+    if isinstance(value, Matrix) and is_exact(value.data, "MatrixBase"):
         return value.data
     return None
 
