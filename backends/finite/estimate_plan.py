@@ -108,6 +108,16 @@ def estimate_result(plan: EstimatePlan, counts: np.ndarray) -> Estimate:
 
     Raises what refuses the fit (B020 unconverged, D020 undetermined, ValueError for counts
     that do not fit the channel or sum to 0).
+
+    Examples
+    --------
+    >>> import privspec
+    >>> from privspec.backends.core.compile import channel_of
+    >>> m = privspec.load("variable c: categorical {a, b}\\nmechanism g = grr(c, epsilon = log(3))\\n"
+    ...                   "query w = estimate distribution(c) from g by mom").model
+    >>> r = estimate_result(estimate_plan(m.queries["w"], channel_of(m.mechanisms["g"])), np.array([70.0, 30.0]))
+    >>> [round(float(x), 3) for x in r.value.values], r.extras["n"]
+    ([0.9, 0.1], 100)
     """
     got = fit_planned(plan, np.asarray(counts, dtype=float)[None, :])[0]
     if isinstance(got, Exception):

@@ -3,7 +3,9 @@
 One path for ``run`` and ``simulate``: :func:`fit_estimates` fits the query's estimator on
 counts per observation of many replications at once (``run`` has one, :func:`fit_estimate`;
 the EM fits and profile intervals are batched across them), refuses a fit that is not an
-answer, and attaches
+answer, and attaches what follows.  It fits through the query's plan (:class:`EstimatePlan`,
+made once with the model by :func:`estimate_plan`; numbers only, so a later process fits it
+by :func:`fit_planned` without the model or sympy: :mod:`privspec.backends.finite.estimate_plan`):
 
 * the covariance of the kind asked (the ``se`` option of the estimator):
   ``population`` (the default) is sampling plus privacy noise, ``avar / n``;
@@ -398,7 +400,19 @@ def fit_planned(plan: EstimatePlan, C: np.ndarray) -> list[FiniteEstimate | Exce
     """The plan's estimate on each row of counts ``C``, or the error that refused it: the
     EM fits of all rows at once, and their profile likelihood intervals
     (:func:`privspec.backends.finite.profile.profile_intervals`).  Numbers only: nothing
-    here needs the model or sympy."""
+    here needs the model or sympy.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> from privspec.backends.core.compile import channel_of
+    >>> m = privspec.load("variable c: categorical {a, b}\\nmechanism g = grr(c, epsilon = log(3))\\n"
+    ...                   "query w = estimate distribution(c) from g by mle").model
+    >>> plan = estimate_plan(m.queries["w"], channel_of(m.mechanisms["g"]))
+    >>> fits = fit_planned(plan, np.array([[70.0, 30.0], [40.0, 60.0]]))   # two samples' report counts
+    >>> [f.w.round(3).tolist() for f in fits], fits[0].ci_method
+    ([[0.9, 0.1], [0.3, 0.7]], 'profile likelihood')
+    """
     C = np.asarray(C, dtype=float)
     out: list[FiniteEstimate | Exception] = []
     plans: list[tuple[int, _Profile]] = []

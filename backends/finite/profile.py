@@ -126,8 +126,9 @@ def profile_intervals(K: np.ndarray, C: np.ndarray, W_hat: np.ndarray, ll_hat: n
     categories summed into each estimand cell; ``scale`` and ``se`` (R x k, default 1 and 0)
     the deviance's scale (< 1 narrows the interval by a ratio of two variances while keeping
     its shape at the boundary: the conditional interval) and the unit of the distance to the
-    boundary; ``critical`` the :func:`critical_table` at ``level`` where the caller has it. Returns the intervals (R x k x 2) and which replications failed (Brent's
-    bracket lost its sign change: the fit refuses them).
+    boundary; ``critical`` the :func:`critical_table` at ``level`` where the caller has it
+    (a compiled plan: then no scipy submodule is needed). Returns the intervals (R x k x 2)
+    and which replications failed (Brent's bracket lost its sign change: the fit refuses them).
 
     Examples
     --------
