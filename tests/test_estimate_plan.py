@@ -138,6 +138,10 @@ query ok = estimate distribution(g) from rrj by em
     from privspec.backends.core.compile import observed_subset_channel
     partial = observed_subset_channel(more.mechanisms["big"], [0b0011, 0b0110])
     assert not plannable(model.queries["uni_mom"], partial)
+    # without a channel: the mechanism's, unless it is the uniform design on too many categories to enumerate
+    large = privspec.load("variable v: categorical {" + ", ".join(f"k{i}" for i in range(30)) + "}\n"
+                          "mechanism u = subset(v, uniform)\nquery w = estimate distribution(v) from u by mom\n")
+    assert plannable(model.queries["uni_mle"]) and not plannable(large.model.queries["w"])
 
 
 def test_the_plan_holds_no_sympy_object(model) -> None:

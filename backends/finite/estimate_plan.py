@@ -47,6 +47,7 @@ import numpy as np
 from privspec.model.query_kinds import FINITE, family_of
 from privspec.results.kinds import Estimate
 from privspec.results.values import Inference, Table, Vector
+from privspec.backends.core.blas import on_one_blas_thread
 from privspec.backends.core.channel import Channel
 from privspec.backends.core.estimators import ESTIMATORS
 from privspec.backends.finite.estimates import EstimatePlan, FiniteEstimate, estimate_plan, fit_planned
@@ -63,11 +64,13 @@ PLANNED_ESTIMANDS = ("distribution", "joint")
 RR_FAMILIES = ("grr", "rr", "rr_product")
 
 
-def plannable(q: Query, ch: Channel) -> bool:
+def plannable(q: Query, ch: Channel | None = None) -> bool:
     """Whether ``q``'s answer on counts per observation of ``ch`` is computed from a plan: an
     ``estimate`` of a distribution (or of a joint of a subset design or a product) of a finite
     mechanism by any estimator of :func:`~privspec.backends.finite.truth.estimate_on_counts`
-    (mom, mle, em, newton, one_step) with no option but ``se``, on a full channel.
+    (mom, mle, em, newton, one_step) with no option but ``se``, on a full channel (``ch``
+    None: the mechanism's, :func:`~privspec.backends.core.compile.channel_of`, whenever it
+    can be enumerated).
 
     Not plannable: a partial channel (the uniform design on many categories, whose channel
     is the subsets its data hold), the estimates other back ends make (randomized
@@ -96,10 +99,17 @@ def plannable(q: Query, ch: Channel) -> bool:
     if q.kind != "estimate" or method is None or estimand is None or estimand.kind not in PLANNED_ESTIMANDS:
         return False
     family = family_of(q.mechanism)
-    return (family in FINITE and method.name in ESTIMATORS and set(method.options) <= {"se"}
-            and ch.closed is None and not (estimand.kind == "joint" and family in RR_FAMILIES))
+    if not (family in FINITE and method.name in ESTIMATORS and set(method.options) <= {"se"}
+            and not (estimand.kind == "joint" and family in RR_FAMILIES)):
+        return False
+    if ch is None:
+        # start-up: the channels' compiler needs sympy and the model graph (a plan is made with both)
+        from privspec.backends.core.compile import large_uniform
+        return not any(large_uniform(f) for f in getattr(q.mechanism, "factors", None) or (q.mechanism,))
+    return ch.closed is None
 
 
+@on_one_blas_thread   # as the finite back end computes (its matrices are small): the same bits on any machine
 def estimate_result(plan: EstimatePlan, counts: np.ndarray) -> Estimate:
     """The estimate on ``counts`` (per observation of ``plan.channel``) with its standard
     errors of the kind asked and its intervals: the result
