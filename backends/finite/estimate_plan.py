@@ -17,6 +17,9 @@ Only these load a scipy submodule, on first use: intervals at another level
 (``conf_int(level)``: scipy.special, and scipy.stats for a profile interval), and the MLE's
 check that data of rank below p still determine it (two linear programs: scipy.optimize).
 
+A plan pickles its classes by reference (the channel, the plan): keep it for the code that
+made it, with the spec's text (a cache keyed on both), and make it again after either changes.
+
 Examples
 --------
 >>> import pickle, privspec
