@@ -7,6 +7,7 @@ picks the one that matches a value.
 
 Examples
 --------
+>>> import math, sympy
 >>> def keep(A, eps, d):
 ...     e = A.exp(eps)
 ...     return e / (e + d - 1)
@@ -16,23 +17,29 @@ Examples
 from __future__ import annotations
 
 import math
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
+
+if TYPE_CHECKING:  # start-up: sympy (0.2-0.3 s) loads only where an exact value is computed
+    import sympy
 
 __all__ = ["Exact", "Float", "algebra"]
 
 
 class Exact:
-    """sympy matrices and expressions: exact and symbolic."""
+    """sympy matrices and expressions: exact and symbolic (sympy is imported on first use:
+    a floating-point computation never needs it)."""
 
     @staticmethod
     def asmatrix(x: Any) -> sympy.Matrix:
+        import sympy  # start-up: only exact values need it (a floating-point run never loads it)
         return x if isinstance(x, sympy.MatrixBase) else sympy.Matrix(x)
 
     @staticmethod
     def diag(v: Any) -> sympy.Matrix:
+        import sympy  # start-up: only exact values need it (a floating-point run never loads it)
         return sympy.diag(*list(v))
 
     @staticmethod
@@ -49,19 +56,23 @@ class Exact:
 
     @staticmethod
     def log2(x: Any) -> Any:
+        import sympy  # start-up: only exact values need it (a floating-point run never loads it)
         return sympy.log(x, 2)
 
     @staticmethod
     def simplify(x: Any) -> Any:
+        import sympy  # start-up: only exact values need it (a floating-point run never loads it)
         return x.applyfunc(sympy.cancel) if isinstance(x, sympy.MatrixBase) else sympy.cancel(x)
 
     @staticmethod
     def exp(x: Any) -> Any:
+        import sympy  # start-up: only exact values need it (a floating-point run never loads it)
         return sympy.exp(x)
 
     @staticmethod
     def ratio(a: int, b: int) -> Any:
         """The number ``a / b``: a sympy Rational."""
+        import sympy  # start-up: only exact values need it (a floating-point run never loads it)
         return sympy.Rational(a, b)
 
 
@@ -109,6 +120,9 @@ class Float:
 
 def algebra(w: Any) -> type[Exact] | type[Float]:
     """The algebra matching ``w``: exact for sympy objects, floating otherwise."""
+    sympy = sys.modules.get("sympy")
+    if sympy is None:  # sympy never loaded: w cannot be a sympy object (and a float run stays light)
+        return Float
     if isinstance(w, sympy.MatrixBase) or (isinstance(w, (list, tuple)) and w and isinstance(w[0], sympy.Basic)):
         return Exact
     return Float

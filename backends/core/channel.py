@@ -32,20 +32,23 @@ import dataclasses
 import functools
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
-import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.limits import EXACT_CELL_LIMIT, SYMBOLIC_LIMIT
 from privspec.backends.core.algebra import Exact, Float, algebra
 from privspec.backends.core.kron import kron_apply
 
+if TYPE_CHECKING:  # start-up: sympy (0.2-0.3 s) is imported where an exact value is computed
+    import sympy
+
 
 def B_matrix(p: int, exact: bool = True):
     """B = (I_{p-1}, -1)^T of ``w = alpha + B theta`` (subset privacy, section III-A)."""
     if exact:
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         return sympy.Matrix.vstack(sympy.eye(p - 1), -sympy.ones(1, p - 1))
     return np.vstack([np.eye(p - 1), -np.ones((1, p - 1))])
 
@@ -80,6 +83,7 @@ class Channel:
 
     Examples
     --------
+    >>> import sympy
     >>> ch = Channel(("a", "b"), ("a", "b"), sympy.Matrix([[3, 1], [1, 3]]) / 4, sympy.eye(2), kind="rr")
     >>> ch.moments(sympy.Matrix([sympy.Rational(1, 2)] * 2))["Q"]
     Matrix([
@@ -105,6 +109,8 @@ class Channel:
     #: enumerate): the closed-form channel it is cut from, which gives the moments and the
     #: MoM covariance (a partial K cannot), while K gives the likelihood of what was seen
     closed: Any = None
+    #: a numeric snapshot (:meth:`numeric`): the floating-point matrices only, no sympy value
+    snapshot: bool = False
     _cache: dict = field(default_factory=dict, repr=False)
 
     #: results symbolic in w (no population) are refused beyond this many categories
@@ -139,10 +145,12 @@ class Channel:
     @property
     def K(self) -> sympy.Matrix:
         """The exact matrix (a Kronecker product for products, built on demand)."""
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         return self._derived("K", lambda: self.exact_K, sympy.kronecker_product, lambda f: f.K)
 
     @property
     def T(self) -> sympy.Matrix:
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         return self._derived("T", lambda: self.exact_T, sympy.kronecker_product, lambda f: f.T)
 
     @property
@@ -220,6 +228,7 @@ class Channel:
 
         Examples
         --------
+        >>> import sympy
         >>> f = matrix_channel(("a", "b"), [[sympy.Rational(3, 4), sympy.Rational(1, 4)],
         ...                                 [sympy.Rational(1, 4), sympy.Rational(3, 4)]])
         >>> product_channel([f, f]).matvec([0.4, 0.0, 0.2, 0.4]).round(4).tolist()
@@ -238,9 +247,45 @@ class Channel:
     def check_floating(self) -> None:
         """Raise B416 where the channel's floating-point matrix has lost what the exact one
         holds (grr at an epsilon below about 1e-16: every report equally likely in
-        doubles); the float paths (estimates, simulation) call it first."""
+        doubles); the float paths (estimates, simulation) call it first.  A snapshot
+        (:meth:`numeric`) was checked when it was made."""
         for f in self.factors:
             f.check_floating()
+
+    def numeric(self) -> "Channel":
+        """A numeric snapshot: this channel (of the same class) with its exact values dropped
+        and its floating-point matrices kept, built once.
+
+        The estimators, covariances and intervals run on it unchanged and to the same bits
+        (it holds the very arrays ``Kn``, ``Tn``, ``bn`` of this channel, and those already
+        computed from them, such as ``Qn`` and ``mom_map``); the offset of dummy categories
+        is ``bn``; the factors of a product are snapshots.  It holds no sympy object, so it
+        pickles and loads without sympy (a compiled plan:
+        :mod:`privspec.backends.finite.estimate_plan`).  Raises what :attr:`Kn` and
+        :meth:`check_floating` raise (B009 for a parameter without a value, B416), and
+        ValueError for a partial channel (:attr:`closed`), which its data define.
+
+        Examples
+        --------
+        >>> import pickle, sympy
+        >>> ch = matrix_channel(("a", "b"), [[sympy.Rational(3, 4), sympy.Rational(1, 4)],
+        ...                                  [sympy.Rational(1, 4), sympy.Rational(3, 4)]])
+        >>> snap = pickle.loads(pickle.dumps(ch.numeric()))
+        >>> snap.exact_K is None, bool((snap.avar_mom([0.3, 0.7]) == ch.avar_mom([0.3, 0.7])).all())
+        (True, True)
+        """
+        if self.snapshot:
+            return self
+        if "numeric" not in self._cache:
+            if self.closed is not None:
+                raise ValueError("a partial channel (the observed reports only) has no snapshot: its data define it")
+            self.check_floating()
+            _ = self.Kn, self.Tn, self.bn  # computed once, here, and shared with the snapshot
+            kept = {k: v for k, v in self._cache.items() if isinstance(k, str) and k in SNAPSHOT_KEYS}
+            self._cache["numeric"] = dataclasses.replace(
+                self, exact_K=None, exact_T=None, offset=self.bn, facts=(), snapshot=True, _cache=kept,
+                factors=tuple(f.numeric() for f in self.factors))
+        return self._cache["numeric"]
 
     def at(self, values: dict) -> "Channel":
         """This channel with the parameters in ``values`` replaced by their values (built
@@ -248,6 +293,7 @@ class Channel:
 
         Examples
         --------
+        >>> import sympy
         >>> e = sympy.Symbol("e", positive=True)
         >>> ch = matrix_channel(("a", "b"), [[e / (e + 1), 1 / (e + 1)], [1 / (e + 1), e / (e + 1)]])
         >>> ch.at({e: 3}).K
@@ -257,6 +303,7 @@ class Channel:
         """
         if not values:
             return self
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         key = ("at", frozenset(values.items()))
         if key not in self._cache:
             if self.factors:
@@ -371,6 +418,7 @@ class Channel:
         size = (T.T @ A.asmatrix(w)) if A is Float else T.T * A.asmatrix(w)
         if A is Float:
             return float(lam.ravel() @ size.ravel())
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         return sympy.expand(sum(lam[i] * size[i] for i in range(self.n_obs)))
 
     def joint(self, w: Any) -> Any:
@@ -416,11 +464,13 @@ class Channel:
         J = self.joint(w)
         if A is Float:
             return float(J.max(axis=1).sum())
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         return sum(sympy.Max(*[J[i, j] for j in range(J.cols)]) for i in range(J.rows))
 
     def epsilon(self) -> Any:
         """Local-DP epsilon: ``max_o log( max_x K[o, x] / min_x K[o, x] )``; ``oo`` when some
         observation is impossible for one value and possible for another."""
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         if self.factors:  # sequential composition: epsilons add up
             return sympy.Add(*[f.epsilon() for f in self.factors])
         closed = dict(self.facts).get("epsilon")
@@ -457,6 +507,10 @@ class Channel:
                        "determine w (Assumption 1 fails)")
 
 
+#: what a snapshot keeps of a channel's cache (:meth:`Channel.numeric`): floating-point values only
+SNAPSHOT_KEYS = ("Kn", "Tn", "bn", "Qn", "Qn_inv", "mom_map", "index", "inverse_form")
+
+
 def _to_float(m: Any) -> np.ndarray:
     """The exact matrix ``m`` in float64, each distinct entry evaluated once (a GRR matrix
     has two: entry by entry, d = 256 took 8 s), to the same double as ``m.evalf(17)``."""
@@ -490,6 +544,7 @@ def subset_channel(labels: Sequence[str], mu: dict[frozenset, Any], note: str = 
 
     Examples
     --------
+    >>> import sympy
     >>> ch = subset_channel(("a", "b", "c"), {frozenset("ab"): sympy.Rational(1, 2),
     ...     frozenset("bc"): sympy.Rational(1, 2), frozenset("ac"): sympy.Rational(1, 2)})
     >>> ch.obs_labels
@@ -500,6 +555,7 @@ def subset_channel(labels: Sequence[str], mu: dict[frozenset, Any], note: str = 
     [1/2,   0, 1/2],
     [  0, 1/2, 1/2]])
     """
+    import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
     index = {lab: i for i, lab in enumerate(labels)}
     subsets = sorted((a for a, m in mu.items() if m != 0),
                      key=lambda a: (len(a), sorted(index[x] for x in a)))
@@ -513,6 +569,7 @@ def subset_channel(labels: Sequence[str], mu: dict[frozenset, Any], note: str = 
 
 def matrix_channel(labels: Sequence[str], P: Any, note: str = "", facts: tuple = ()) -> Channel:
     """Randomized response with ``P[u][v] = Pr(Y = v | X = u)``: ``K = P^T``, ``T = I``."""
+    import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
     P = sympy.Matrix(P)
     return Channel(tuple(labels), tuple(labels), P.T, sympy.eye(len(labels)), None, kind="rr", note=note,
                    facts=facts)
@@ -527,6 +584,7 @@ def kuk_channel(labels: Sequence[str], P: Any, reports: Sequence[str], note: str
 
     Examples
     --------
+    >>> import sympy
     >>> ch = kuk_channel(("y", "n"), [[sympy.Rational(9, 16), sympy.Rational(3, 8), sympy.Rational(1, 16)],
     ...                               [sympy.Rational(1, 16), sympy.Rational(3, 8), sympy.Rational(9, 16)]],
     ...                  ("0", "1", "2"))
@@ -535,6 +593,7 @@ def kuk_channel(labels: Sequence[str], P: Any, reports: Sequence[str], note: str
     [1/4, 3/4],
     [3/4, 1/4]])
     """
+    import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
     k = len(reports) - 1
     T = sympy.Matrix(2, k + 1, lambda u, j: sympy.Rational(j, k) if u == 0 else 1 - sympy.Rational(j, k))
     return Channel(tuple(labels), tuple(reports), sympy.Matrix(P).T, T, None, kind="rr",
@@ -556,6 +615,7 @@ def affine_channel(ch: Channel, p: int, alpha: Any, note: str = "") -> Channel:
 
     Examples
     --------
+    >>> import sympy
     >>> big = subset_channel(("a", "b", "d1", "d2"), {frozenset("ab"): sympy.Rational(1, 2),
     ...     frozenset({"a", "d1"}): sympy.Rational(1, 2), frozenset({"b", "d2"}): sympy.Rational(1, 2),
     ...     frozenset({"d1", "d2"}): sympy.Rational(1, 2)})

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import sympy
 
 from privspec.errors import BackendError, Diagnostic
-from privspec.model import costs
 from privspec.backends.core.algebra import Exact, Float, algebra
 from privspec.backends.core.channel import Channel
 from privspec.backends.core.frequency import FloatRangeError, grr_gap, grr_probs, pure_covariance
+
+if TYPE_CHECKING:  # start-up: sympy (0.2-0.3 s) is imported where an exact value is computed
+    import sympy
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,6 +27,7 @@ class GRRChannel(Channel):
 
     Examples
     --------
+    >>> import sympy
     >>> ch = grr_channel(("a", "b"), sympy.log(3))
     >>> ch.epsilon(), ch.K
     (log(3), Matrix([
@@ -88,6 +90,7 @@ class GRRChannel(Channel):
         """The closed form in floating point: a pure oracle's covariance with GRR's report law
         (:func:`privspec.backends.core.frequency.pure_covariance`, ``p - q`` by ``expm1``: accurate
         for small epsilon); B416 where the variance overflows (epsilon below about 1e-150)."""
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         x = float(eps)
         shown = sympy.sstr(sympy.N(eps, 3))
         try:
@@ -116,6 +119,8 @@ class GRRChannel(Channel):
         """
         if algebra(w) is Float:
             return self.avar_mom(w)
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
+        from privspec.model import costs  # start-up: the model's cost rules import sympy and the model graph
         eps = sympy.sympify(dict(self.facts)["epsilon"])
         numeric_w = all(getattr(x, "is_number", True) for x in w)
         # exact only where it is cheap: e^eps rational (epsilon = log 3), or epsilon a plain
@@ -141,6 +146,7 @@ class GRRChannel(Channel):
     def _warner(self, w: Any, entry: Any) -> sympy.Matrix:
         """The exact closed form, ``entry`` applied to each entry on and above the diagonal
         once (the matrix is symmetric: ``lam_i lam_j`` is ``lam_j lam_i``)."""
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         d = self.p
         e = sympy.exp(dict(self.facts)["epsilon"])
         gap = (e - 1) / (e + d - 1)
@@ -158,7 +164,11 @@ class GRRChannel(Channel):
     def check_floating(self) -> None:
         """B416 where ``p`` and ``q`` are equal in doubles: the matrix is singular in floating
         point, and every estimator divides by ``p - q`` (a ZeroDivisionError, a LinAlgError
-        before).  A symbolic epsilon passes (its value is checked where it is put in)."""
+        before).  A symbolic epsilon passes (its value is checked where it is put in); a
+        snapshot (:meth:`Channel.numeric`) was checked when it was made."""
+        if self.snapshot:
+            return
+        import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
         eps = sympy.sympify(dict(self.facts)["epsilon"])
         if not eps.is_number:
             return
@@ -180,6 +190,7 @@ class GRRChannel(Channel):
 def grr_channel(labels: Sequence[str], epsilon: Any, note: str = "", P: Any = None) -> GRRChannel:
     """The GRR channel on ``labels`` at ``epsilon`` (a number or a symbol); ``P`` the
     randomization matrix when the caller has it (``P[u][v] = Pr(Y = v | X = u)``)."""
+    import sympy  # start-up: only exact values need it (a floating-point estimate never loads it)
     d = len(labels)
     keep, other = grr_probs(Exact, sympy.sympify(epsilon), d)
     P = sympy.Matrix(d, d, lambda i, j: keep if i == j else other) if P is None else sympy.Matrix(P)

@@ -3,7 +3,9 @@
 One path for ``run`` and ``simulate``: :func:`fit_estimates` fits the query's estimator on
 counts per observation of many replications at once (``run`` has one, :func:`fit_estimate`;
 the EM fits and profile intervals are batched across them), refuses a fit that is not an
-answer, and attaches
+answer, and attaches what follows.  It fits through the query's plan (:class:`EstimatePlan`,
+made once with the model by :func:`estimate_plan`; numbers only, so a later process fits it
+by :func:`fit_planned` without the model or sympy: :mod:`privspec.backends.finite.estimate_plan`):
 
 * the covariance of the kind asked (the ``se`` option of the estimator):
   ``population`` (the default) is sampling plus privacy noise, ``avar / n``;
@@ -33,20 +35,21 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.errors import BackendError, DataError, Diagnostic, PrivspecError
-from privspec.model.graph import ProductMechanism, Query, Variable
 from privspec.results.values import Inference
 from privspec.backends.core.channel import B_matrix, Channel
-from privspec.backends.core.compile import channel_in_w, channel_of
 from privspec.backends.core.batched import em_fits
 from privspec.backends.core.estimators import AFFINE_METHODS, Fit, em, estimate
 from privspec.backends.core.projections import SCORE_CI, WALD_CI, score_interval, wald_interval
-from privspec.backends.finite.profile import profile_intervals
+from privspec.backends.finite.profile import critical_table, profile_intervals
+
+if TYPE_CHECKING:  # start-up: the model graph imports sympy; a planned fit needs neither
+    from privspec.model.graph import Query, Variable
 
 #: estimators whose intervals come from the profile likelihood
 MLE_FAMILY = ("mle", "em", "newton")
@@ -107,8 +110,7 @@ def marginal_map(ch_labels: tuple[str, ...], mech: Any, variable: Variable) -> n
     """The 0/1 matrix summing the channel's categories into ``variable``'s (None: identity)."""
     if len(ch_labels) == variable.p and tuple(ch_labels) == variable.labels:
         return None
-    factors = mech.factors if isinstance(mech, ProductMechanism) else (mech,)
-    comps = [c for f in factors for c in f.variable.components()]
+    comps = components_of(mech)
     wanted = list(variable.components())
     # each channel category is a '.'-joined tuple over comps
     M = np.zeros((variable.p, len(ch_labels)))
@@ -133,6 +135,7 @@ def _refuse_unconverged(fit: Fit, method: str) -> None:
 
 def components_of(mech: Any) -> list[str]:
     """The plain variables of a mechanism's categories, in the order their labels join them."""
+    from privspec.model.graph import ProductMechanism  # start-up: the model graph imports sympy (a plan needs neither)
     factors = mech.factors if isinstance(mech, ProductMechanism) else (mech,)
     return [c for f in factors for c in f.variable.components()]
 
@@ -255,6 +258,8 @@ def require_answer(ch: Channel, counts: np.ndarray, fit: Fit, method: str, M: np
 def fit_channel(q: Query, ch: Channel) -> Channel:
     """The channel ``q``'s estimator fits on: the mechanism's channel in w (affine for dummy
     categories), or ``ch`` itself."""
+    # start-up: building channels needs sympy and the model graph; a planned fit needs neither
+    from privspec.backends.core.compile import channel_in_w, channel_of
     method = q.method.name
     if ch.closed is None and ch is channel_of(q.mechanism):
         ch = channel_in_w(q.mechanism)
@@ -278,10 +283,10 @@ def _fits(ch: Channel, C: np.ndarray, method: str) -> list[Fit | Exception]:
     return out
 
 
-def _covariance(q: Query, ch: Channel, counts: np.ndarray, fit: Fit) -> tuple[Fit, Any]:
+def _covariance(method: str, ch: Channel, counts: np.ndarray, fit: Fit) -> tuple[Fit, Any]:
     """The fit (its note completed) and a function giving the population ``n Cov`` at a
     point; ``ch`` the channel of the fit (:func:`fit_channel`)."""
-    if q.method.name == "mom":
+    if method == "mom":
         return fit, ch.avar_mom
     if ch.closed is not None:
         # a partial channel (the observed reports only) has no expected information: the
@@ -322,44 +327,120 @@ def fit_estimate(q: Query, ch: Channel, counts: np.ndarray, *, level: float = 0.
 
 def fit_estimates(q: Query, ch: Channel, C: np.ndarray, *, level: float = 0.95) -> list[FiniteEstimate | Exception]:
     """:func:`fit_estimate` on each row of counts ``C`` (replications on one channel): each
-    row's estimate, or the error that refused it.  The EM fits of all rows are made at once,
-    and so are their profile likelihood intervals (:func:`privspec.backends.finite.profile.profile_intervals`)."""
+    row's estimate, or the error that refused it.  The query's :func:`estimate_plan` fitted
+    by :func:`fit_planned` (what refuses the plan refuses every row)."""
     ch.check_floating()
-    C = np.asarray(C, dtype=float)
     try:
-        ch_w = fit_channel(q, ch)
+        plan = estimate_plan(q, ch, level=level)
     except REFUSALS as e:
         return [e] * len(C)
+    return fit_planned(plan, C)
+
+
+# ---- the plan: what a fit needs of the query and its channels, in numbers --------------------------
+@dataclass(frozen=True)
+class EstimatePlan:
+    """What fitting ``q``'s estimate on counts needs, made once with the model
+    (:func:`estimate_plan`) and numeric: no sympy object and no model object, so that it
+    pickles and a later process fits with it (:func:`fit_planned`) without either.
+
+    ``channel`` is the channel counted on and ``fit_on`` the one the estimator fits on
+    (:func:`fit_channel`: in w, affine for dummy categories; often the same object), both
+    numeric snapshots (:meth:`~privspec.backends.core.channel.Channel.numeric`) except a
+    partial channel, which its data define; ``M`` (None: the identity) and ``labels`` map the
+    categories of ``fit_on`` to the estimand's (:func:`estimand_map`); ``joint`` names the
+    variables of a joint estimand and their labels (None for a distribution); ``critical``
+    is :func:`~privspec.backends.finite.profile.critical_table` at ``level`` where profile
+    likelihood intervals may be asked for (their one use of :mod:`scipy.stats`), else None.
+    """
+
+    method: str
+    se_kind: str
+    level: float
+    channel: Channel
+    fit_on: Channel
+    M: np.ndarray | None
+    labels: tuple[str, ...]
+    joint: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    critical: tuple[np.ndarray, np.ndarray, float] | None = field(default=None, repr=False)
+
+
+def estimate_plan(q: Query, ch: Channel, *, level: float = 0.95) -> EstimatePlan:
+    """The plan of ``q``'s estimate on counts per observation of ``ch`` (it needs the model:
+    the refusals of :func:`fit_channel` and :func:`estimand_map` are raised here).
+
+    Examples
+    --------
+    >>> import pickle, privspec
+    >>> from privspec.backends.core.compile import channel_of
+    >>> m = privspec.load("variable c: categorical {a, b, c, d}\\nmechanism u = subset(c, uniform)\\n"
+    ...                   "query w = estimate distribution(c) from u by mom").model
+    >>> plan = pickle.loads(pickle.dumps(estimate_plan(m.queries["w"], channel_of(m.mechanisms["u"]))))
+    >>> plan.method, plan.labels, plan.channel.exact_K is None
+    ('mom', ('a', 'b', 'c', 'd'), True)
+    """
+    ch.check_floating()
+    ch_w = fit_channel(q, ch)
+    M, labels = estimand_map(tuple(ch_w.x_labels), q.mechanism, q)
+    estimand = q.estimand
+    joint = tuple((v.name, tuple(v.labels)) for v in estimand.variables) \
+        if estimand is not None and estimand.kind == "joint" else None
+    method = q.method.name
+    profiled = method in MLE_FAMILY + ("one_step",) and ch_w.offset is None and ch.closed is None
+    return EstimatePlan(method, se_kind_of(q), float(level), _snapshot(ch), _snapshot(ch_w), M, tuple(labels),
+                        joint, critical_table(float(level)) if profiled else None)
+
+
+def _snapshot(ch: Channel) -> Channel:
+    """The channel's numeric snapshot; a partial channel (made from its data) as it is."""
+    return ch if ch.closed is not None else ch.numeric()
+
+
+def fit_planned(plan: EstimatePlan, C: np.ndarray) -> list[FiniteEstimate | Exception]:
+    """The plan's estimate on each row of counts ``C``, or the error that refused it: the
+    EM fits of all rows at once, and their profile likelihood intervals
+    (:func:`privspec.backends.finite.profile.profile_intervals`).  Numbers only: nothing
+    here needs the model or sympy.
+
+    Examples
+    --------
+    >>> import privspec
+    >>> from privspec.backends.core.compile import channel_of
+    >>> m = privspec.load("variable c: categorical {a, b}\\nmechanism g = grr(c, epsilon = log(3))\\n"
+    ...                   "query w = estimate distribution(c) from g by mle").model
+    >>> plan = estimate_plan(m.queries["w"], channel_of(m.mechanisms["g"]))
+    >>> fits = fit_planned(plan, np.array([[70.0, 30.0], [40.0, 60.0]]))   # two samples' report counts
+    >>> [f.w.round(3).tolist() for f in fits], fits[0].ci_method
+    ([[0.9, 0.1], [0.3, 0.7]], 'profile likelihood')
+    """
+    C = np.asarray(C, dtype=float)
     out: list[FiniteEstimate | Exception] = []
     plans: list[tuple[int, _Profile]] = []
-    for counts, fit in zip(C, _fits(ch_w, C, q.method.name)):
+    for counts, fit in zip(C, _fits(plan.fit_on, C, plan.method)):
         try:
             if isinstance(fit, Exception):
                 raise fit
-            est, plan = _estimate(q, ch, ch_w, counts, fit, level)
+            est, profile = _estimate(plan, counts, fit)
         except REFUSALS as e:
             out.append(e)
             continue
-        if plan is not None:
-            plans.append((len(out), plan))
+        if profile is not None:
+            plans.append((len(out), profile))
         out.append(est)
     if plans:
-        ci, failed = _profile(ch, [plan for _, plan in plans], level)
-        for (i, plan), interval, bad in zip(plans, ci, failed):
+        ci, failed = _profile(plan, [profile for _, profile in plans], plan.level)
+        for (i, profile), interval, bad in zip(plans, ci, failed):
             out[i] = ValueError("the profile likelihood's bracket lost its sign change") if bad else \
-                replace(out[i], ci=interval, ci_method=plan.how)
+                replace(out[i], ci=interval, ci_method=profile.how)
     return out
 
 
-def _estimate(q: Query, ch: Channel, ch_w: Channel, counts: np.ndarray, fit: Fit, level: float
-              ) -> tuple[FiniteEstimate, "_Profile | None"]:
-    """One replication's estimate from its fit on ``ch_w`` (:func:`fit_channel`), with its
-    intervals unless they are profile likelihood intervals: then what they need."""
-    method = q.method.name
-    kind = se_kind_of(q)
-    fit, avar = _covariance(q, ch_w, counts, fit)
+def _estimate(plan: EstimatePlan, counts: np.ndarray, fit: Fit) -> tuple[FiniteEstimate, "_Profile | None"]:
+    """One replication's estimate from its fit on ``plan.fit_on``, with its intervals unless
+    they are profile likelihood intervals: then what they need."""
+    method, kind, level, ch, ch_w, M = plan.method, plan.se_kind, plan.level, plan.channel, plan.fit_on, plan.M
+    fit, avar = _covariance(method, ch_w, counts, fit)
     _refuse_unconverged(fit, method)
-    M, est_labels = estimand_map(tuple(ch_w.x_labels), q.mechanism, q)
     affine = ch_w.offset is not None
     K_w = ch_w.Kn if affine else ch.Kn   # the reports' probabilities in w (affine: K_eff w + b)
     _check_determined(K_w[counts > 0], fit, method, M)
@@ -375,21 +456,21 @@ def _estimate(q: Query, ch: Channel, ch_w: Channel, counts: np.ndarray, fit: Fit
     notes: list[str] = []
     if np.any(w < 0):
         notes.append("the estimate has negative entries (MoM is unbiased but may leave the simplex)")
-    plan = _profile_plan(q, ch, counts, fit, V, M, kind, V_pop, affine, level, notes)
-    ci, ci_method = (None, "") if plan is not None else _other_intervals(q, ch, counts, fit, w, V, M, kind, affine,
-                                                                          level)
+    profile = _profile_plan(method, ch, counts, fit, V, M, kind, V_pop, affine, level, notes)
+    ci, ci_method = (None, "") if profile is not None else _other_intervals(method, ch, counts, fit, w, V, M, kind,
+                                                                             affine, level)
 
     def intervals(at: float) -> np.ndarray | None:
         """The same method's intervals at another level (the notes were said at ``level``)."""
-        again = _profile_plan(q, ch, counts, fit, V, M, kind, V_pop, affine, at, [])
+        again = _profile_plan(method, ch, counts, fit, V, M, kind, V_pop, affine, at, [])
         if again is None:
-            return _other_intervals(q, ch, counts, fit, w, V, M, kind, affine, at)[0]
-        ci, failed = _profile(ch, [again], at)
+            return _other_intervals(method, ch, counts, fit, w, V, M, kind, affine, at)[0]
+        ci, failed = _profile(plan, [again], at)
         if failed[0]:
             raise ValueError("the profile likelihood's bracket lost its sign change")
         return ci[0]
 
-    return FiniteEstimate(w, V, tuple(est_labels), fit, kind, ci, ci_method, level, tuple(notes), intervals), plan
+    return FiniteEstimate(w, V, plan.labels, fit, kind, ci, ci_method, level, tuple(notes), intervals), profile
 
 
 # ---- intervals ---------------------------------------------------------------------------------------
@@ -417,19 +498,20 @@ class _Profile:
     how: str
 
 
-def _profile(ch: Channel, plans: list[_Profile], level: float) -> tuple[np.ndarray, np.ndarray]:
-    """The profile likelihood intervals of every plan at once, and which failed."""
-    return profile_intervals(ch.Kn, np.array([p.counts for p in plans]), np.array([p.w for p in plans]),
-                             np.array([p.loglik for p in plans]), plans[0].groups, level,
-                             scale=np.array([p.scale for p in plans]), se=np.array([p.se for p in plans]))
+def _profile(plan: EstimatePlan, profiles: list[_Profile], level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The profile likelihood intervals of every replication's ``profiles`` at once, and which
+    failed (the plan's critical values at its level; at another, computed)."""
+    return profile_intervals(plan.channel.Kn, np.array([p.counts for p in profiles]), np.array([p.w for p in profiles]),
+                             np.array([p.loglik for p in profiles]), profiles[0].groups, level,
+                             scale=np.array([p.scale for p in profiles]), se=np.array([p.se for p in profiles]),
+                             critical=plan.critical if level == plan.level else None)
 
 
-def _profile_plan(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, V: np.ndarray | None, M: np.ndarray | None,
+def _profile_plan(method: str, ch: Channel, counts: np.ndarray, fit: Fit, V: np.ndarray | None, M: np.ndarray | None,
                   kind: str, V_pop: np.ndarray | None, dummies: bool, level: float, notes: list[str]
                   ) -> _Profile | None:
     """What the profile likelihood intervals need, for the likelihood-based estimators where
     they are affordable; None for the others (a note says when it is for the work)."""
-    method = q.method.name
     if not (method in MLE_FAMILY + ("one_step",) and not dummies and V is not None and V_pop is not None):
         return None
     groups = np.eye(ch.p, dtype=bool) if M is None else M > 0
@@ -450,11 +532,10 @@ def _profile_plan(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, V: np.nda
     return _Profile(counts, full.w, full.loglik, groups, ratio, se, how)
 
 
-def _other_intervals(q: Query, ch: Channel, counts: np.ndarray, fit: Fit, w: np.ndarray, V: np.ndarray | None,
+def _other_intervals(method: str, ch: Channel, counts: np.ndarray, fit: Fit, w: np.ndarray, V: np.ndarray | None,
                      M: np.ndarray | None, kind: str, dummies: bool, level: float) -> tuple[np.ndarray | None, str]:
     """Intervals per estimand category where they are not the profile likelihood's: the score
     interval for MoM (unbiased and unconstrained), else the clipped Wald interval."""
-    method = q.method.name
     se = None if V is None else np.sqrt(np.maximum(np.diag(V), 0.0) / fit.n)
     if se is None:
         return None, "none (singular covariance)"

@@ -32,7 +32,19 @@ RTOL, MAX_ITER = 4 * np.finfo(float).eps, 100
 
 
 @functools.lru_cache(maxsize=8)
-def _critical_table(level: float) -> tuple[np.ndarray, np.ndarray, float]:
+def critical_table(level: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(distances, critical values, chi2_1(level))``: :func:`boundary_critical` on a grid of
+    distances from the boundary (0 to 4 standard errors), and its value beyond.  Made with
+    :mod:`scipy.stats` and :func:`scipy.optimize.brentq` (0.4-0.9 s to import at start-up);
+    numbers only, so a compiled plan keeps it and its intervals need neither
+    (:class:`~privspec.backends.finite.estimates.EstimatePlan`).
+
+    Examples
+    --------
+    >>> grid, crit, far = critical_table(0.95)
+    >>> len(grid), round(float(crit[0]), 3), round(far, 3)
+    (401, 2.706, 3.841)
+    """
     grid = np.linspace(0.0, 4.0, 401)
     lo, hi = float(scipy.stats.chi2.ppf(2 * level - 1, 1)), float(scipy.stats.chi2.ppf(level, 1))
 
@@ -45,7 +57,8 @@ def _critical_table(level: float) -> tuple[np.ndarray, np.ndarray, float]:
     return grid, np.array(crit), hi
 
 
-def boundary_critical(distance: np.ndarray | float, level: float = 0.95) -> np.ndarray | float:
+def boundary_critical(distance: np.ndarray | float, level: float = 0.95,
+                      table: tuple[np.ndarray, np.ndarray, float] | None = None) -> np.ndarray | float:
     """The critical value of the profile deviance for a parameter ``distance`` standard errors
     from a boundary (0 or 1 for a probability), so that the interval covers at ``level``.
 
@@ -56,14 +69,15 @@ def boundary_critical(distance: np.ndarray | float, level: float = 0.95) -> np.n
     (Feldman and Cousins 1998): exact coverage for every ``mu``.  ``c`` rises from
     ``chi2_1(2 level - 1)`` (2.71 at 95%: at the boundary half the estimates are at 0 and
     always covered) to ``chi2_1(level)`` (3.84) about 2 standard errors away; a fixed 3.84
-    covers 97.5% at the boundary.
+    covers 97.5% at the boundary.  ``table``: :func:`critical_table` at ``level``, where the
+    caller has it (a compiled plan), else it is made (and kept) here.
 
     Examples
     --------
     >>> [round(float(boundary_critical(d)), 3) for d in (0.0, 1.0, 3.0)]
     [2.706, 3.31, 3.841]
     """
-    grid, crit, far = _critical_table(float(level))
+    grid, crit, far = critical_table(float(level)) if table is None else table
     return np.interp(distance, grid, crit, right=far)
 
 
@@ -72,10 +86,11 @@ class _Ends:
     ``r(c)`` of each needs, and the warm start of its next constrained fit."""
 
     def __init__(self, K: np.ndarray, C: np.ndarray, W_hat: np.ndarray, ll_hat: np.ndarray, groups: np.ndarray,
-                 level: float, scale: np.ndarray, se: np.ndarray):
+                 level: float, scale: np.ndarray, se: np.ndarray,
+                 critical: tuple[np.ndarray, np.ndarray, float] | None = None):
         R, k = scale.shape
         rep, grp, end = (a.ravel() for a in np.meshgrid(np.arange(R), np.arange(k), np.arange(2), indexing="ij"))
-        self.K, self.C, self.level = K, C[rep], level
+        self.K, self.C, self.level, self.critical = K, C[rep], level, critical
         self.parts = np.where(groups[grp], 0, 1)
         self.sign = np.where(end == 0, -1.0, 1.0)
         self.edge = end.astype(float)
@@ -96,14 +111,14 @@ class _Ends:
         dev = 2.0 * (self.ll_hat[idx] - fit.loglik) / self.scale[idx]
         unit = self.unit[idx]
         crit = np.where(unit > 0, boundary_critical(np.minimum(c, 1.0 - c) / np.where(unit > 0, unit, 1.0),
-                                                     self.level), self.z * self.z)
+                                                     self.level, self.critical), self.z * self.z)
         r = np.sqrt(np.maximum(np.where(finite, dev, 0.0), 0.0) / crit)
         return np.copysign(np.where(finite, r, 1e6), c - self.c_hat[idx])
 
 
 def profile_intervals(K: np.ndarray, C: np.ndarray, W_hat: np.ndarray, ll_hat: np.ndarray, groups: np.ndarray,
-                      level: float = 0.95, *, scale: np.ndarray | None = None, se: np.ndarray | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      level: float = 0.95, *, scale: np.ndarray | None = None, se: np.ndarray | None = None,
+                      critical: tuple[np.ndarray, np.ndarray, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The profile likelihood intervals of every group's mass in every replication.
 
     ``C`` (R x observations) the counts of R replications on the channel ``K``, ``W_hat``
@@ -111,8 +126,9 @@ def profile_intervals(K: np.ndarray, C: np.ndarray, W_hat: np.ndarray, ll_hat: n
     categories summed into each estimand cell; ``scale`` and ``se`` (R x k, default 1 and 0)
     the deviance's scale (< 1 narrows the interval by a ratio of two variances while keeping
     its shape at the boundary: the conditional interval) and the unit of the distance to the
-    boundary. Returns the intervals (R x k x 2) and which replications failed (Brent's
-    bracket lost its sign change: the fit refuses them).
+    boundary; ``critical`` the :func:`critical_table` at ``level`` where the caller has it
+    (a compiled plan: then no scipy submodule is needed). Returns the intervals (R x k x 2)
+    and which replications failed (Brent's bracket lost its sign change: the fit refuses them).
 
     Examples
     --------
@@ -127,7 +143,7 @@ def profile_intervals(K: np.ndarray, C: np.ndarray, W_hat: np.ndarray, ll_hat: n
     R, k = len(C), len(groups)
     p = _Ends(K, np.asarray(C, dtype=float), np.asarray(W_hat, dtype=float), np.asarray(ll_hat, dtype=float),
               np.asarray(groups, dtype=bool), level, np.ones((R, k)) if scale is None else np.asarray(scale, float),
-              np.zeros((R, k)) if se is None else np.asarray(se, float))
+              np.zeros((R, k)) if se is None else np.asarray(se, float), critical)
     ends = np.where(np.abs(p.c_hat - p.edge) < 1e-12, p.edge, np.nan)
     inner, outer = p.c_hat.copy(), p.c_hat + p.sign * p.z * p.step
     searching = np.isnan(ends)

@@ -4,7 +4,6 @@ the mechanism's channel in w), the asymptotic covariance of an estimand's estima
 privacy measures, estimates and independence tests on counts per observation."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -12,12 +11,13 @@ import sympy
 
 from privspec.errors import BackendError, Diagnostic
 from privspec.model.graph import ModelGraph, Query
-from privspec.results.kinds import Estimate, HypothesisTest
+from privspec.results.kinds import HypothesisTest
 from privspec.results.result import Result
-from privspec.results.values import Inference, Matrix, Table, TestResult, Vector
+from privspec.results.values import Matrix, TestResult
 from privspec.backends.core.channel import Channel
 from privspec.backends.core.compile import channel_in_w, channel_of, population_on_channel
-from privspec.backends.finite.estimates import FiniteEstimate, conditional_covariance, fit_estimate, estimand_map, se_kind_of
+from privspec.backends.finite.estimates import conditional_covariance, estimand_map, se_kind_of
+from privspec.backends.finite.estimate_plan import as_vector, estimate_plan, estimate_result
 from privspec.backends.finite.independence import independence_test
 from privspec.backends.finite.joint_independence import between_factors, joint_independence
 from privspec.backends.core.populations import parameter_values, population_vector, symbolic_vector
@@ -109,12 +109,6 @@ def as_matrix(data: Any, rows, cols) -> Matrix:
     return Matrix(tuple(rows), tuple(cols), sympy.Matrix(data))
 
 
-def as_vector(data: Any, labels) -> Vector:
-    """A result vector with these labels, of sympy or numpy values."""
-    values = list(np.asarray(data).ravel()) if isinstance(data, np.ndarray) else list(data)
-    return Vector(tuple(labels), tuple(values))
-
-
 # ---- shared computations (analysis, run and simulate use the same ones) ---------------------------
 def avar_matrix(t: Truth, q: Query, numeric: bool = False) -> tuple[Any, tuple[str, ...]]:
     """The asymptotic covariance of the estimand's estimator at the truth, and its labels
@@ -172,50 +166,10 @@ def leakage_value(t: Truth, metric: str) -> Any:
 
 def estimate_on_counts(q: Query, counts: np.ndarray, ch: Channel | None = None) -> Result:
     """Fit the query's estimator on counts per observation of ``ch`` (default: the
-    mechanism's channel), with standard errors of the kind asked and intervals
-    (:func:`privspec.backends.finite.estimates.fit_estimate`)."""
-    ch = channel_of(q.mechanism) if ch is None else ch
-    est = fit_estimate(q, ch, counts)
-    fit = est.fit
-    extras: dict = {"method": q.method.name, "n": fit.n}
-    if est.V is not None:
-        extras["se"] = as_vector(est.se, est.labels)
-        extras["se_kind"] = est.se_kind
-    if est.ci is not None:
-        extras["ci95"] = dict(zip(est.labels, np.asarray(est.ci, dtype=float).tolist()))  # [lo, hi] floats
-        extras["ci_method"] = est.ci_method
-    if not math.isnan(fit.loglik):
-        extras["loglik"] = fit.loglik
-    if fit.iterations:
-        extras["iterations"] = fit.iterations
-    if not math.isnan(fit.kkt):
-        extras["kkt"] = fit.kkt
-        extras["converged"] = bool(fit.converged)
-    note = "; ".join(x for x in (fit.note, *est.notes) if x)
-    if note:
-        extras["note"] = note
-    inference = _inference(est)
-    if q.estimand.kind == "joint":
-        variables = q.estimand.variables
-        table = Table(tuple(v.name for v in variables), tuple(v.labels for v in variables),
-                      est.w.reshape(tuple(len(v.labels) for v in variables)))
-        return Estimate(table, **extras, inference=inference)
-    return Estimate(as_vector(est.w, est.labels), **extras, inference=inference)
-
-
-def _inference(est: FiniteEstimate) -> Inference:
-    """The estimate's covariance (``V / n``, of its ``se_kind``) and its intervals at any level
-    by the same method as ``ci95`` (the Python API's ``cov_params`` and ``conf_int``)."""
-    cov = est.cov
-
-    def interval(level: float) -> tuple[np.ndarray, np.ndarray]:
-        ci = est.intervals(level) if est.intervals is not None else None
-        if ci is None:
-            raise ValueError(f"no intervals: {est.ci_method}")
-        return ci[:, 0], ci[:, 1]
-
-    return Inference(est.ci_method, interval, None if cov is None else (lambda: cov),
-                     "" if cov is not None else "the estimator's covariance is singular at the estimate")
+    mechanism's channel), with standard errors of the kind asked and intervals: the plan of
+    the estimate computed on the counts (:mod:`privspec.backends.finite.estimate_plan`; a run
+    from a kept plan gives the same result)."""
+    return estimate_result(estimate_plan(q, channel_of(q.mechanism) if ch is None else ch), counts)
 
 
 def report_table(q: Query, counts: np.ndarray):
