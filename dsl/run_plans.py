@@ -41,8 +41,10 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
 from privspec import __version__
+from privspec.errors import PrivspecError
 from privspec.model.query_kinds import describe
 from privspec.outputs import user_cache
+from privspec.backends.core.blas import pin_one_thread
 from privspec.backends.data.cell_text import MISSING
 from privspec.backends.data.data_args import parse_data_args
 
@@ -114,18 +116,39 @@ def plan_path(source: bytes) -> Path | None:
     return folder / "plans" / f"{digest}.pickle"
 
 
-def load_plan(source: bytes) -> RunPlan | None:
-    """The plan of the spec whose text is ``source``, if one was written (None otherwise,
-    and for a file that is not a plan)."""
+@dataclass(frozen=True)
+class StoredPlan:
+    """A plan as the cache holds it: which queries it answers and in what order, read
+    without numpy, and the plan itself (:meth:`load`), unpickled only once a run knows it
+    can use it and has started numpy on one BLAS thread."""
+
+    order: tuple[str, ...]
+    planned: frozenset[str]
+    payload: bytes
+
+    def load(self) -> RunPlan | None:
+        """The plan (None for bytes that are not one: written by another numpy, say)."""
+        try:
+            plan = pickle.loads(self.payload)
+        except Exception:   # whatever it is, the usual path answers (and writes the plan anew)
+            return None
+        return plan if isinstance(plan, RunPlan) else None
+
+
+def load_plan(source: bytes) -> StoredPlan | None:
+    """The stored plan of the spec whose text is ``source``, if one was written (None
+    otherwise, and for a file that is not a plan)."""
     path = plan_path(source)
     if path is None or not path.is_file():
         return None
     try:
         with open(path, "rb") as f:
-            plan = pickle.load(f)
-    except Exception:   # a plan of another numpy, a truncated file: the usual path, which rewrites it
+            version, order, planned, payload = pickle.load(f)
+    except Exception:   # a truncated file, another layout: the usual path, which rewrites it
         return None
-    return plan if isinstance(plan, RunPlan) else None
+    if version != PLAN_FORMAT or not isinstance(payload, bytes):
+        return None
+    return StoredPlan(tuple(order), frozenset(planned), payload)
 
 
 def save_plan(source: bytes, plan: RunPlan) -> None:
@@ -134,12 +157,13 @@ def save_plan(source: bytes, plan: RunPlan) -> None:
     path = plan_path(source)
     if path is None:
         return
+    stored = (PLAN_FORMAT, plan.order, tuple(plan.queries), pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plan-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                pickle.dump(plan, f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(stored, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
@@ -176,7 +200,7 @@ def _query_plan(q: Any) -> QueryPlan | None:
     from privspec.backends import route  # start-up: as above
     from privspec.backends.core.compile import channel_of, large_uniform  # start-up: as above
     from privspec.backends.data.bindings import observed_columns  # start-up: as above (pandas)
-    from privspec.backends.finite.estimate_plan import estimate_plan  # start-up: as above
+    from privspec.backends.finite.estimate_plan import estimate_plan, plannable  # start-up: as above
     from privspec.model.graph import ProductMechanism  # start-up: as above (sympy)
 
     mech = getattr(q, "mechanism", None)
@@ -185,10 +209,11 @@ def _query_plan(q: Any) -> QueryPlan | None:
             or large_uniform(mech) or mech.variable.is_combined):
         return None
     backend = route(q, "run").backend
-    if getattr(backend, "REGISTER_NAME", None) != "finite":
+    if getattr(backend, "REGISTER_NAME", None) != "finite" or not plannable(q):
         return None
-    plan = estimate_plan(q, channel_of(mech))
-    if plan is None:
+    try:
+        plan = estimate_plan(q, channel_of(mech))
+    except PrivspecError:   # refused (B008...): the usual path says so at each run
         return None
     return QueryPlan(q.name, mech.name, mech.variable.name, tuple(sorted(observed_columns(mech))), plan)
 
@@ -206,15 +231,18 @@ def planned_run(args: Any, out: TextIO) -> int | None:
         source = Path(args.spec).read_bytes()
     except OSError:
         return None
-    plan = load_plan(source)
+    stored = load_plan(source)
+    if stored is None:
+        return None
+    asked = list(args.query) if args.query else list(stored.order)
+    if not asked or any(name not in stored.planned for name in asked):
+        return None
+    # a plan's algebra is a channel's (d x d): one BLAS thread, which also spares the 0.06 s
+    # of CPU that starting OpenBLAS's threads costs at import
+    pin_one_thread()
+    plan = stored.load()
     if plan is None:
         return None
-    asked = list(args.query) if args.query else list(plan.order)
-    if not asked or any(name not in plan.queries for name in asked):
-        return None
-    # start-up: a plan's algebra is a channel's (d x d): one BLAS thread, which also spares
-    # the 0.06 s of CPU that starting OpenBLAS's threads costs at import
-    _import_numpy_on_one_thread()
 
     try:
         default, per_mechanism = parse_data_args(args.data, plan.bindable)
@@ -237,16 +265,6 @@ def planned_run(args: Any, out: TextIO) -> int | None:
 
     print(render_results(args.format, plan, results, verbose=args.verbose), file=out)
     return 0
-
-
-def _import_numpy_on_one_thread() -> None:
-    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
-        import numpy  # noqa: F401  (start-up: here, so that its BLAS starts on one thread)
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]   # the setting is read once; children start as usual
 
 
 def _one_mechanism_per_column(wanted: Sequence[QueryPlan], default: str | None,

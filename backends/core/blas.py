@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
-from typing import Callable, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Callable, ParamSpec, TypeVar
 
-from threadpoolctl import ThreadpoolController
+if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -36,14 +38,42 @@ class _Libraries:
     scipy.linalg brings its own OpenBLAS when it is first used: its import grows
     ``sys.modules``, and the next limit reaches it."""
 
-    controller: ThreadpoolController | None = None
+    controller: "ThreadpoolController | None" = None
     modules = -1
+    #: every BLAS library of the process started on one thread (:func:`pin_one_thread`)
+    pinned = False
 
     @classmethod
     def limit(cls) -> contextlib.AbstractContextManager:
+        if cls.pinned:
+            return contextlib.nullcontext()
         if cls.controller is None or len(sys.modules) != cls.modules:
+            # start-up: threadpoolctl reads the process's libraries (0.03 s to import, more to look)
+            from threadpoolctl import ThreadpoolController
             cls.controller, cls.modules = ThreadpoolController(), len(sys.modules)
         return cls.controller.limit(limits=1, user_api="blas")
+
+
+#: the variables BLAS and OpenMP libraries read once, when they are loaded, for their threads
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+def pin_one_thread() -> bool:
+    """Start every BLAS library this process will load on one thread, before any is loaded
+    (the variables each reads at load, :data:`THREAD_VARIABLES`); True where that was still
+    possible (numpy not yet imported, no thread count set by the user), and then
+    :func:`one_blas_thread` has nothing left to do.
+
+    For a process whose algebra is all small (a run from a compiled plan,
+    :mod:`privspec.run_plans`): OpenBLAS also costs 0.06 s of CPU per library at load to
+    start its threads, which is then spared.  The variables stay set for the process (a
+    library loaded later reads them too) and are inherited by any child it starts."""
+    if "numpy" in sys.modules or any(v in os.environ for v in THREAD_VARIABLES):
+        return False
+    for v in THREAD_VARIABLES:
+        os.environ[v] = "1"
+    _Libraries.pinned = True
+    return True
 
 
 def one_blas_thread() -> contextlib.AbstractContextManager:
