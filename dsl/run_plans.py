@@ -50,6 +50,8 @@ from privspec.backends.data.data_args import parse_data_args
 
 #: bumped when a plan's layout changes: older plans are then other files, never read
 PLAN_FORMAT = 1
+#: plans kept in the cache, the most recently used (older ones are removed when one is written)
+PLANS_KEPT = 256
 #: the ``run`` options a plan answers with their defaults; any other value goes the usual way
 PLAIN_RUN = {"weights": None, "strata": None, "cluster": None, "replicate_weights": None,
              "replicate_type": None, "fay_rho": None, "rscales": None, "plot": None}
@@ -148,6 +150,10 @@ def load_plan(source: bytes) -> StoredPlan | None:
         return None
     if version != PLAN_FORMAT or not isinstance(payload, bytes):
         return None
+    try:
+        os.utime(path)      # used now: the last to be removed (:data:`PLANS_KEPT`)
+    except OSError:
+        pass
     return StoredPlan(tuple(order), frozenset(planned), payload)
 
 
@@ -168,8 +174,17 @@ def save_plan(source: bytes, plan: RunPlan) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
+        _prune(path.parent)
     except OSError:
         return
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the :data:`PLANS_KEPT` most recently used plans (a spec edited
+    week after week leaves one plan per version)."""
+    plans = sorted(folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns)
+    for old in plans[:-PLANS_KEPT]:
+        old.unlink(missing_ok=True)
 
 
 # ---- making a plan (with the model graph) -----------------------------------------------------------

@@ -205,3 +205,34 @@ def test_a_spec_with_warnings_has_no_plan(tmp_path: Path, cache: Path) -> None:
     assert first[0] == 0 and first[2]            # the warning, on stderr
     assert run_plans.planned_run(_args(argv), io.StringIO()) is None
     assert _run(argv) == first
+
+
+def test_the_cache_keeps_the_most_recently_used_plans(tmp_path: Path, cache: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_plans, "PLANS_KEPT", 2)
+    data = _case(tmp_path, "grr")[1]
+    paths = []
+    for eps in (1, 2, 3):
+        spec_path = tmp_path / f"grr{eps}.privspec"
+        spec_path.write_text(SPECS["grr"].replace("epsilon = 1", f"epsilon = {eps}"), encoding="utf-8")
+        paths.append(spec_path)
+        assert _run(["run", str(spec_path), "--data", str(data)])[0] == 0
+        if eps == 2:     # the first one used again: the second is then the oldest
+            assert run_plans.planned_run(_args(["run", str(paths[0]), "--data", str(data)]), io.StringIO()) == 0
+    assert len(list((cache / "privspec" / "plans").glob("*.pickle"))) == 2
+    kept = [run_plans.load_plan(p.read_bytes()) is not None for p in paths]
+    assert kept == [True, False, True]
+
+
+def test_a_name_twice_in_a_parquet_file_goes_the_usual_way(tmp_path: Path, cache: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    spec_path, data = _case(tmp_path, "grr")
+    argv = ["run", str(spec_path), "--data", str(data)]
+    assert _run(argv)[0] == 0 and run_plans.planned_run(_args(argv), io.StringIO()) == 0
+    column = pd.read_parquet(data)["c"].tolist()
+    pq.write_table(pa.Table.from_arrays([pa.array(column), pa.array(column)], names=["c", "c"]), data)
+    assert run_plans.planned_run(_args(argv), io.StringIO()) is None
+    rc, _, err = _run(argv)
+    assert rc == 1 and "D014" in err

@@ -4,8 +4,8 @@ without pandas: what a run from a compiled plan reads (:mod:`privspec.run_plans`
 The count is the DuckDB engine's own (:class:`privspec.backends.data.engines.DuckDBEngine`:
 ``SELECT col, count(*) ... GROUP BY ALL`` over the file, out of core, on all cores), for
 the one case that needs none of its care: a Parquet file whose column is plain text
-(``VARCHAR``).  Anything else (CSV, a column of numbers or of nested values, a missing or
-repeated column, a file DuckDB cannot read) gives None, and the engine reads it and says
+(``VARCHAR``), every name in the file once.  Anything else (CSV, a column of numbers or of
+nested values, a missing or repeated column, a file DuckDB cannot read) gives None, and the engine reads it and says
 what is wrong, as it always does.
 
 Examples
@@ -45,14 +45,17 @@ def text_counts(path: str, column: str) -> tuple[list[Any], np.ndarray] | None:
     # start-up: duckdb costs 0.07 s of CPU, paid only by a run that counts
     import duckdb
 
-    source = f"read_parquet({_literal(path)})"
     try:
         con = duckdb.connect(database=":memory:")
-        described = con.execute(f"SELECT * FROM {source} LIMIT 0").description
-        types = [str(d[1]).upper() for d in described if d[0] == column]
-        if types != ["VARCHAR"]:
+        # the names as the file holds them (read_parquet renames a repeated one, which the
+        # engines refuse, D014), each field's type, and whether it holds others
+        schema = con.execute("SELECT name, duckdb_type, num_children FROM parquet_schema(?)", [path]).fetchall()
+        # (SQL names ignore case: two names that differ in case alone are one name too)
+        names = [name.casefold() for name, _, _ in schema[1:]]   # the first is the schema's root
+        if len(set(names)) != len(names) or [(t, k) for n, t, k in schema[1:] if n == column] != [("VARCHAR", None)]:
             return None
-        got = con.execute(f"SELECT {_quote(column)}, count(*)::BIGINT FROM {source} GROUP BY ALL").fetchall()
+        got = con.execute(f"SELECT {_quote(column)}, count(*)::BIGINT FROM read_parquet({_literal(path)}) "
+                          "GROUP BY ALL").fetchall()
     except duckdb.Error:
         return None
     return [v for v, _ in got], np.array([n for _, n in got], dtype=np.int64)
