@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -216,8 +217,10 @@ def test_the_cache_keeps_the_most_recently_used_plans(tmp_path: Path, cache: Pat
         spec_path = tmp_path / f"grr{eps}.privspec"
         spec_path.write_text(SPECS["grr"].replace("epsilon = 1", f"epsilon = {eps}"), encoding="utf-8")
         paths.append(spec_path)
+        time.sleep(0.05)     # apart by more than the file system's clock tick (a few ms)
         assert _run(["run", str(spec_path), "--data", str(data)])[0] == 0
         if eps == 2:     # the first one used again: the second is then the oldest
+            time.sleep(0.05)
             assert run_plans.planned_run(_args(["run", str(paths[0]), "--data", str(data)]), io.StringIO()) == 0
     assert len(list((cache / "privspec" / "plans").glob("*.pickle"))) == 2
     kept = [run_plans.load_plan(p.read_bytes()) is not None for p in paths]
