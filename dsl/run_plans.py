@@ -24,9 +24,10 @@ not.
 
 Plans live in the user's cache (:func:`privspec.outputs.user_cache`), in ``plans/``, one
 file per spec text and privspec code (a changed spec, privspec upgraded or its code
-edited: another file).  They are pickles
-that only privspec writes there, as Python's own caches are.  ``PRIVSPEC_NO_PLANS=1``
-turns them off; a cache that cannot be written is left alone, silently.
+edited: another file).  They are pickles that only privspec writes there, as Python's own
+caches are; a plan is read only from a file of this user's that no one else may write.
+``PRIVSPEC_NO_PLANS=1`` turns them off; a cache that cannot be written is left alone,
+silently.
 """
 from __future__ import annotations
 
@@ -141,12 +142,15 @@ def load_plan(source: bytes) -> StoredPlan | None:
     """The stored plan of the spec whose text is ``source``, if one was written (None
     otherwise, and for a file that is not a plan)."""
     path = plan_path(source)
-    if path is None or not path.is_file():
+    if path is None:
         return None
     try:
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                return None     # a pickle is code: only one this user wrote, which no one else may change
             version, order, planned, payload = pickle.load(f)
-    except Exception:   # a truncated file, another layout: the usual path, which rewrites it
+    except Exception:   # none, a truncated file, another layout: the usual path, which (re)writes it
         return None
     if version != PLAN_FORMAT or not isinstance(payload, bytes):
         return None

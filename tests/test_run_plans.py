@@ -190,6 +190,10 @@ def test_plans_off_stale_or_broken(tmp_path: Path, cache: Path, monkeypatch: pyt
     plan.write_bytes(b"not a plan")                # a broken file: the usual path, which writes it anew
     assert run_plans.planned_run(_args(argv), io.StringIO()) is None
     assert _run(argv) == first and run_plans.planned_run(_args(argv), io.StringIO()) == 0
+    plan.chmod(0o666)                              # a plan others may write is never read
+    assert run_plans.planned_run(_args(argv), io.StringIO()) is None
+    plan.chmod(0o600)
+    assert run_plans.planned_run(_args(argv), io.StringIO()) == 0
     # another spec text is another plan
     spec_path.write_text(SPECS["grr"].replace("epsilon = 1", "epsilon = 2"), encoding="utf-8")
     assert run_plans.planned_run(_args(argv), io.StringIO()) is None
