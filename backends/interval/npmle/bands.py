@@ -34,7 +34,7 @@ import scipy  # its submodules load on first use (start-up: scipy.stats alone co
 
 from privspec.progress import progress
 from privspec.backends.interval.npmle.data import (Design, as_rows, design_from_rows, gradient, merge_rows,
-                                                   row_probs)
+                                                   prefix_sums, row_probs, run_mass)
 from privspec.backends.interval.npmle.groups import Groups
 from privspec.backends.interval.npmle.qp import one_qp_thread
 from privspec.backends.interval.npmle.result import NPMLEResult, make_result
@@ -232,6 +232,8 @@ class _Space:
         self.des = des
         self.J = np.arange(des.m)
         self.sub = des
+        #: each plain row's run over ``J`` (``ra * k + rb``) where the rows are merged
+        self.key: np.ndarray | None = None
         if not des.has_multi:
             s = np.searchsorted(des.inner_right, cuts, side="right")   # the first above each cut
             near = np.concatenate([s - 1, s])
@@ -254,12 +256,21 @@ class _Space:
         design where ``J`` is every innermost interval or their table would be too large."""
         des, k = self.des, J.size
         if k == des.m or k * k > _MERGE_PER_ROW * des.a.size:
-            self.J, self.sub = np.arange(des.m), des
+            self.J, self.sub, self.key = np.arange(des.m), des, None
             return
         before = np.zeros(des.m + 1, dtype=np.intp)
         before[J + 1] = 1
         np.cumsum(before, out=before)          # before[t] = #J below t
-        total = np.bincount(before[des.a] * k + (before[des.b1] - 1), des.c, minlength=k * k)
+        # each row's run over J as one number, kept: a check (:meth:`verify`) reads every
+        # row's probability from the merged rows' by it (one gather from a k x k table,
+        # where the prefix sums over every innermost interval take two)
+        key = before[des.a]
+        key *= k
+        key += before[des.b1]
+        key -= 1
+        self.key = key.astype(np.int32) if k * k < 2 ** 31 else key
+        del key
+        total = np.bincount(self.key, des.c, minlength=k * k)
         runs = np.flatnonzero(total)
         none = np.zeros(0, dtype=np.intp)
         self.J = J
@@ -280,17 +291,29 @@ class _Space:
         every innermost interval; if not, ``J`` grows (or becomes every one)."""
         if not self.reduced:
             return True
-        des = self.des
+        des, sub, k = self.des, self.sub, self.J.size
         full = np.zeros(des.m)
         full[self.J] = p
-        P, MP = row_probs(des, full)
+        # every row's probability is its merged row's (the masses are on J): one gather
+        table = np.zeros(k * k)
+        table[sub.a * k + sub.b] = run_mass(p, prefix_sums(p), sub.a, sub.b)
+        d = gradient(des, table[self.key], np.zeros(0))
+        d /= des.n
+        # the groups are the innermost intervals at or below the cut and those above it:
+        # two slices (no group index over every innermost interval)
+        split = int(np.searchsorted(des.inner_right, cut, side="right"))
+        ranges = ((0, split), (split, des.m))
+        lam = np.array([float(full[s:e] @ d[s:e]) for s, e in ranges]) / np.where(sums > 0, sums, 1.0)
+        # the largest excess over the group's level, scaled by its sum, in each group with
+        # mass to give (max (d - lam) s = (max d - lam) s: rounding keeps the order)
+        if not any(sums[g] > 0 and e > s and (float(d[s:e].max()) - lam[g]) * sums[g] > tol
+                   for g, (s, e) in enumerate(ranges)):
+            return True
         grp = (des.inner_right > cut).astype(np.intp)
         groups = Groups(grp, sums)
-        _, excess = groups.kkt(gradient(des, P, MP) / des.n, full)
+        _, excess = groups.kkt(d, full)
         with np.errstate(invalid="ignore"):       # (-inf * 0 in a group with sum 0)
             scaled = excess * sums[grp]
-        if not np.any(scaled > tol):
-            return True
         within = float(scaled[self.J].max())
         excess[self.J] = -np.inf
         if np.any(excess * sums[grp] > tol):      # some innermost interval outside J raises it

@@ -49,9 +49,14 @@ def run_gram(a: np.ndarray, b: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
     # (float even without runs: bincount of nothing counts in integers)
     H = np.bincount(a * k + b, weights=w, minlength=k * k).astype(float, copy=False).reshape(k, k)
     np.cumsum(H, axis=0, out=H)
-    C = np.cumsum(H[:, ::-1], axis=1)[:, ::-1]
-    upper = np.triu(C)
-    return upper + np.triu(C, 1).T
+    flipped = H[:, ::-1]
+    np.cumsum(flipped, axis=1, out=flipped)
+    # H[j, l] is now the sum over runs with a <= j and b >= l: G itself for j <= l; for
+    # j > l a sum over more runs (those with a <= j, not only a <= l), of weights >= 0, so
+    # never smaller, in floating point too (each partial sum adds a term >= 0 to sums that
+    # are never smaller).  The smaller of H and its transpose is G, bit for bit as the
+    # upper triangle mirrored (3x faster at k = 380: no triangle masks, no copies)
+    return np.minimum(H, H.T)
 
 
 def cross_gram(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray, w: np.ndarray,
