@@ -258,7 +258,9 @@ class _Space:
         if k == des.m or k * k > _MERGE_PER_ROW * des.a.size:
             self.J, self.sub, self.key = np.arange(des.m), des, None
             return
-        before = np.zeros(des.m + 1, dtype=np.intp)
+        # (in 32 bits where the k x k table allows: half the memory to write and read over
+        # millions of rows, which is what this costs)
+        before = np.zeros(des.m + 1, dtype=np.int32 if k * k < 2 ** 31 else np.intp)
         before[J + 1] = 1
         np.cumsum(before, out=before)          # before[t] = #J below t
         # each row's run over J as one number, kept: a check (:meth:`verify`) reads every
@@ -268,9 +270,8 @@ class _Space:
         key *= k
         key += before[des.b1]
         key -= 1
-        self.key = key.astype(np.int32) if k * k < 2 ** 31 else key
-        del key
-        total = np.bincount(self.key, des.c, minlength=k * k)
+        self.key = key
+        total = np.bincount(key, des.c, minlength=k * k)
         runs = np.flatnonzero(total)
         none = np.zeros(0, dtype=np.intp)
         self.J = J
