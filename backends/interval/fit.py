@@ -99,11 +99,19 @@ def fit_npmle(mech: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray
     if disclose is None:
         # the reports themselves: a ring range is one row of the engine (ring=True)
         ring = bool(np.any(left > right))
+        want = band is not False and band is not None
+        # where a band follows, the fit's design is kept for it (derived at the band's
+        # points, not built again); a list, so that the band lets it go once used
+        design: list | None = None
         with np.errstate(all="ignore"):
-            result = npmle_engine.npmle(left, right, counts, ring=ring)
+            if want and not ring:
+                result, des = npmle_engine.npmle_design(left, right, counts)
+                design = [des]
+                del des
+            else:
+                result = npmle_engine.npmle(left, right, counts, ring=ring)
         engine = "constrained Newton, cnm"
         fit = Fit(result, engine, n, support)
-        want = band is not False and band is not None
         if want and ring:
             fit.band = {"note": "no band for ring designs"}
         elif want:
@@ -112,7 +120,8 @@ def fit_npmle(mech: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray
             if len(x):
                 try:
                     with np.errstate(all="ignore"):
-                        lower, upper = npmle_engine.cdf_confidence_band(result, left, right, counts, x, ring=ring)
+                        lower, upper = npmle_engine.cdf_confidence_band(result, left, right, counts, x, ring=ring,
+                                                                        design=design)
                     fit.band = {"x": x.tolist(), "lower": np.asarray(lower).tolist(),
                                 "upper": np.asarray(upper).tolist(), "level": 0.95,
                                 "method": "profile likelihood ratio, critical value 2.486 (Banerjee-Wellner's "

@@ -34,7 +34,7 @@ import scipy  # its submodules load on first use (start-up: scipy.stats alone co
 
 from privspec.progress import progress
 from privspec.backends.interval.npmle.data import (Design, as_rows, design_from_rows, gradient, merge_rows,
-                                                   prefix_sums, row_probs, run_mass)
+                                                   prefix_sums, refine_design, row_probs, run_mass)
 from privspec.backends.interval.npmle.groups import Groups
 from privspec.backends.interval.npmle.qp import one_qp_thread
 from privspec.backends.interval.npmle.result import NPMLEResult, make_result
@@ -96,7 +96,7 @@ def _critical(level: float, calibration: str, all_points: bool) -> float:
 def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any, x: Any, *,
                         level: float = 0.95, method: str = "profile", reps: int = 200,
                         seed: int | None = None, calibration: str = "auto", ring: bool = False,
-                        tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+                        tol: float = 1e-10, design: list | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Pointwise confidence intervals for ``F(x)`` at each ``x``.
 
     Parameters
@@ -144,6 +144,11 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
         As for :func:`npmle`.
     tol : float
         KKT tolerance of every fit.
+    design : list, optional
+        A list holding the design ``result`` was fitted on (:func:`.estimator.npmle_design`),
+        from which the profile's design (refined at ``x``) is derived
+        (:func:`.data.refine_design`) rather than built again; the list is emptied, so that
+        the design is let go once used.
 
     Returns
     -------
@@ -165,6 +170,7 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
     xs = np.atleast_1d(np.asarray(x, dtype=float))
     if not np.all(np.isfinite(xs)):
         raise ValueError("confidence bounds need finite x")
+    base = design.pop() if design else None
     l, r, c = as_rows(left, right, counts, ring=ring)
     l, r, c = merge_rows(l, r, c)
     if method == "bootstrap":
@@ -172,16 +178,21 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
             return _bootstrap_band(l, r, c, xs, level, reps, seed, ring, tol)
     if method != "profile":
         raise ValueError(f"method must be 'profile' or 'bootstrap', not {method!r}")
-    return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol)
+    box = [base] if base is not None else None
+    del base
+    return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol, box)
 
 
 def _profile_band(result: NPMLEResult, l: np.ndarray, r: np.ndarray, c: np.ndarray, xs: np.ndarray, crit: float,
-                  tol: float) -> tuple[np.ndarray, np.ndarray]:
+                  tol: float, design: list | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The profile likelihood band at ``xs`` of the merged rows ``l, r, c``: at each
     distinct point the values of F(x) whose constrained maximum is within ``crit / 2`` of
-    the maximum log-likelihood."""
+    the maximum log-likelihood.  ``design``: a list holding their design without cuts
+    (emptied here), from which the design with them is derived."""
     cuts = np.unique(xs)
-    des = design_from_rows(l, r, c, cuts=cuts)
+    des = refine_design(design.pop(), l, r, c, cuts) if design else None
+    if des is None:
+        des = design_from_rows(l, r, c, cuts=cuts)
     lower = np.empty(cuts.size)
     upper = np.empty(cuts.size)
     with one_qp_thread():
