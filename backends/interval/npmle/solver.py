@@ -518,10 +518,7 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
         sub = Design(m=J.size, inner_left=des.inner_left[J], inner_right=des.inner_right[J],
                      a=step.ra, b=step.rb, c=step.c, pa=empty, pb=empty, powner=empty, pc=none,
                      pair_i=empty, pair_j=empty, n=n, all_points=False)
-        # (the dense step's budget counts the rows the merged ones stand for, as the band's
-        # constrained fits do: 1e7 Case-II reports, ~900 candidates over 2.5e5 merged rows,
-        # the fit 1.41 s instead of 1.72-1.85 s in hierarchical steps)
-        fit = _cnm(sub, p[J], tol=tol, max_iter=max_iter - its, grp=grp[J], sums=sums, dense_rows=des.a.size)
+        fit = _cnm(sub, p[J], tol=tol, max_iter=max_iter - its, grp=grp[J], sums=sums)
         its += fit.iterations
         p = np.zeros(m)
         p[J] = fit.p
