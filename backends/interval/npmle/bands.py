@@ -190,7 +190,7 @@ def _profile_band(result: NPMLEResult, l: np.ndarray, r: np.ndarray, c: np.ndarr
     the maximum log-likelihood.  ``design``: a list holding their design without cuts
     (emptied here), from which the design with them is derived."""
     cuts = np.unique(xs)
-    des = refine_design(design.pop(), l, r, c, cuts) if design else None
+    des = refine_design(design, l, r, c, cuts) if design else None
     if des is None:
         des = design_from_rows(l, r, c, cuts=cuts)
     lower = np.empty(cuts.size)
