@@ -381,8 +381,8 @@ def refine_design(des: Design | list, l: np.ndarray, r: np.ndarray, c: np.ndarra
     ``cuts``, from ``des``, their design without cuts: the same arrays, where the rows are
     plain ranges (no points, no rings) and the cuts finite; None otherwise.  ``des`` may
     be a list holding the design: it is emptied, and the design let go as soon as its
-    rows are mapped (at 1e7 reports the peak of a fit with its band 1.75 GB, 1.92 GB holding it
-    to the end; 1.77 GB before the design was derived).
+    rows are mapped (at 1e7 reports the peak of a fit with its band 1.75 GB, 1.92 GB
+    holding it to the end; 1.77 GB before the design was derived).
 
     A cut's ranges ``(-inf, x]`` and ``(x, inf)`` change the innermost intervals only next
     to ``x``: one that holds ``x`` inside is split in two, and a left end followed by ``x``
