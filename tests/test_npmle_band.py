@@ -293,3 +293,82 @@ def test_checking_a_bound_just_found_does_not_fit_it_again(monkeypatch) -> None:
     space.restrict(np.arange(des.m))           # a new J: the fit is made again
     again = prof.loglik(theta)
     assert len(calls) == 1 and again[0] >= first[0] - 1e-9
+
+
+def _same_design(a, b) -> bool:
+    fields = ("inner_left", "inner_right", "a", "b", "b1", "c", "pa", "pb", "powner", "pc")
+    return a.m == b.m and a.n == b.n and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in fields)
+
+
+def test_the_design_refined_at_cuts_is_the_one_built_with_them() -> None:
+    """refine_design (the fit's design refined at the band's points) is design_from_rows with
+    the cuts, array for array: seeded rows on a coarse grid (ties, infinite ends, counts),
+    cuts at ends, inside innermost intervals, in gaps, beyond the data, side by side."""
+    from privspec.backends.interval.npmle.data import refine_design
+
+    rng = np.random.default_rng(38)
+    points = np.concatenate([np.arange(-2, 14) / 2, np.arange(-2, 14) / 2 + 0.25])
+    for _ in range(1500):
+        n = int(rng.integers(1, 60))
+        ends = rng.integers(0, 12, size=(n, 2)).astype(float) / 2
+        left, right = ends.min(axis=1), ends.max(axis=1)
+        right[left == right] += 0.5
+        if rng.random() < 0.5:
+            left[rng.random(n) < 0.2] = -INF
+            right[rng.random(n) < 0.2] = INF
+        counts = rng.integers(1, 4, n).astype(float) if rng.random() < 0.5 else None
+        cuts = rng.choice(points, size=int(rng.integers(1, 5)))
+        l, r, c = merge_rows(*as_rows(left, right, counts))
+        got = refine_design(design_from_rows(l, r, c), l, r, c, cuts)
+        assert got is not None and _same_design(got, design_from_rows(l, r, c, cuts=cuts)), (left, right, cuts)
+    # the quartiles of a Case-II fit, and points anywhere
+    l, r, c = merge_rows(*as_rows(*case2(20000, 15)[:2]))
+    des = design_from_rows(l, r, c)
+    for cuts in (npmle(l, r, c).quantile([0.25, 0.5, 0.75]), np.array([-20.0, 0.1, 0.2, 30.0])):
+        assert _same_design(refine_design(des, l, r, c, cuts), design_from_rows(l, r, c, cuts=cuts))
+    # exact points, rings and infinite cuts: not derived (None: the band builds its own)
+    assert refine_design(design_from_rows(*merge_rows(*as_rows([0.0, 1.0], [1.0, 1.0]))),
+                         np.array([0.0, 1.0]), np.array([1.0, 1.0]), np.ones(2), np.array([0.5])) is None
+    assert refine_design(des, l, r, c, np.array([INF])) is None
+
+
+def test_the_band_from_the_fits_design_is_the_same() -> None:
+    """cdf_confidence_band with the fit's design (npmle_design, as fit_npmle passes it) gives
+    the band of the design built anew, to the bit; the list holding it is emptied."""
+    from privspec.backends.interval.npmle.estimator import npmle_design
+
+    left, right, _ = case2(20000, 15)
+    fit, des = npmle_design(left, right)
+    x = fit.quantile([0.25, 0.5, 0.75])
+    box = [des]
+    del des
+    got = cdf_confidence_band(fit, left, right, None, x, level=0.9, design=box)
+    assert box == []
+    want = cdf_confidence_band(fit, left, right, None, x, level=0.9)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got[0], PINNED["case2_20000_l90"][4], rtol=0, atol=1e-6)
+
+
+def test_the_qp_with_variables_dropped_reuses_the_factor() -> None:
+    """The active-set QP's solves after dropping variables (one factor, each drop an equality
+    constraint) reach the optimum that solving each passive set afresh reaches: seeded
+    problems whose warm start holds mass the optimum has not, checked against the KKT
+    conditions and a fresh solve on the optimum's support."""
+    from privspec.backends.interval.npmle import qp as qp_module
+
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        k = int(rng.integers(5, 60))
+        A = rng.random((3 * k, k)) < 0.3
+        G = A.T @ (A * rng.uniform(0.5, 2, 3 * k)[:, None]) + 1e-3 * np.eye(k)
+        h = rng.normal(size=k) * 3
+        grp = (np.arange(k) >= k // 2).astype(np.intp)
+        sums = np.array([0.4, 0.6])
+        x0 = np.where(grp == 0, 0.4, 0.6) / np.bincount(grp)[grp]
+        x = qp_module.qp(G, h, x0, grp, sums)
+        assert np.all(x >= 0) and np.allclose(np.bincount(grp, x), sums, atol=1e-12)
+        on = np.flatnonzero(x > 0)
+        z, mu, _ = qp_module._eq_solve(G[np.ix_(on, on)], h[on], grp[on], sums, 2)
+        np.testing.assert_allclose(x[on], z, rtol=1e-8, atol=1e-10)
+        w = h - G @ x - mu[grp]           # no variable at zero would raise the objective
+        assert np.all(w[x == 0] <= 1e-8 * max(1.0, np.abs(h).max()))

@@ -34,7 +34,7 @@ import scipy  # its submodules load on first use (start-up: scipy.stats alone co
 
 from privspec.progress import progress
 from privspec.backends.interval.npmle.data import (Design, as_rows, design_from_rows, gradient, merge_rows,
-                                                   row_probs)
+                                                   prefix_sums, refine_design, row_probs, run_mass)
 from privspec.backends.interval.npmle.groups import Groups
 from privspec.backends.interval.npmle.qp import one_qp_thread
 from privspec.backends.interval.npmle.result import NPMLEResult, make_result
@@ -96,7 +96,7 @@ def _critical(level: float, calibration: str, all_points: bool) -> float:
 def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any, x: Any, *,
                         level: float = 0.95, method: str = "profile", reps: int = 200,
                         seed: int | None = None, calibration: str = "auto", ring: bool = False,
-                        tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+                        tol: float = 1e-10, design: list | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Pointwise confidence intervals for ``F(x)`` at each ``x``.
 
     Parameters
@@ -144,6 +144,11 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
         As for :func:`npmle`.
     tol : float
         KKT tolerance of every fit.
+    design : list, optional
+        A list holding the design ``result`` was fitted on (:func:`.estimator.npmle_design`),
+        from which the profile's design (refined at ``x``) is derived
+        (:func:`.data.refine_design`) rather than built again; the list is emptied, so that
+        the design is let go once used.
 
     Returns
     -------
@@ -165,6 +170,7 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
     xs = np.atleast_1d(np.asarray(x, dtype=float))
     if not np.all(np.isfinite(xs)):
         raise ValueError("confidence bounds need finite x")
+    base = design.pop() if design else None
     l, r, c = as_rows(left, right, counts, ring=ring)
     l, r, c = merge_rows(l, r, c)
     if method == "bootstrap":
@@ -172,16 +178,21 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
             return _bootstrap_band(l, r, c, xs, level, reps, seed, ring, tol)
     if method != "profile":
         raise ValueError(f"method must be 'profile' or 'bootstrap', not {method!r}")
-    return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol)
+    box = [base] if base is not None else None
+    del base
+    return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol, box)
 
 
 def _profile_band(result: NPMLEResult, l: np.ndarray, r: np.ndarray, c: np.ndarray, xs: np.ndarray, crit: float,
-                  tol: float) -> tuple[np.ndarray, np.ndarray]:
+                  tol: float, design: list | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The profile likelihood band at ``xs`` of the merged rows ``l, r, c``: at each
     distinct point the values of F(x) whose constrained maximum is within ``crit / 2`` of
-    the maximum log-likelihood."""
+    the maximum log-likelihood.  ``design``: a list holding their design without cuts
+    (emptied here), from which the design with them is derived."""
     cuts = np.unique(xs)
-    des = design_from_rows(l, r, c, cuts=cuts)
+    des = refine_design(design, l, r, c, cuts) if design else None
+    if des is None:
+        des = design_from_rows(l, r, c, cuts=cuts)
     lower = np.empty(cuts.size)
     upper = np.empty(cuts.size)
     with one_qp_thread():
@@ -232,6 +243,8 @@ class _Space:
         self.des = des
         self.J = np.arange(des.m)
         self.sub = des
+        #: each plain row's run over ``J`` (``ra * k + rb``) where the rows are merged
+        self.key: np.ndarray | None = None
         if not des.has_multi:
             s = np.searchsorted(des.inner_right, cuts, side="right")   # the first above each cut
             near = np.concatenate([s - 1, s])
@@ -254,12 +267,22 @@ class _Space:
         design where ``J`` is every innermost interval or their table would be too large."""
         des, k = self.des, J.size
         if k == des.m or k * k > _MERGE_PER_ROW * des.a.size:
-            self.J, self.sub = np.arange(des.m), des
+            self.J, self.sub, self.key = np.arange(des.m), des, None
             return
-        before = np.zeros(des.m + 1, dtype=np.intp)
+        # (in 32 bits where the k x k table allows: half the memory to write and read over
+        # millions of rows, which is what this costs)
+        before = np.zeros(des.m + 1, dtype=np.int32 if k * k < 2 ** 31 else np.intp)
         before[J + 1] = 1
         np.cumsum(before, out=before)          # before[t] = #J below t
-        total = np.bincount(before[des.a] * k + (before[des.b1] - 1), des.c, minlength=k * k)
+        # each row's run over J as one number, kept: a check (:meth:`verify`) reads every
+        # row's probability from the merged rows' by it (one gather from a k x k table,
+        # where the prefix sums over every innermost interval take two)
+        key = before[des.a]
+        key *= k
+        key += before[des.b1]
+        key -= 1
+        self.key = key
+        total = np.bincount(key, des.c, minlength=k * k)
         runs = np.flatnonzero(total)
         none = np.zeros(0, dtype=np.intp)
         self.J = J
@@ -280,17 +303,29 @@ class _Space:
         every innermost interval; if not, ``J`` grows (or becomes every one)."""
         if not self.reduced:
             return True
-        des = self.des
+        des, sub, k = self.des, self.sub, self.J.size
         full = np.zeros(des.m)
         full[self.J] = p
-        P, MP = row_probs(des, full)
+        # every row's probability is its merged row's (the masses are on J): one gather
+        table = np.zeros(k * k)
+        table[sub.a * k + sub.b] = run_mass(p, prefix_sums(p), sub.a, sub.b)
+        d = gradient(des, table[self.key], np.zeros(0))
+        d /= des.n
+        # the groups are the innermost intervals at or below the cut and those above it:
+        # two slices (no group index over every innermost interval)
+        split = int(np.searchsorted(des.inner_right, cut, side="right"))
+        ranges = ((0, split), (split, des.m))
+        lam = np.array([float(full[s:e] @ d[s:e]) for s, e in ranges]) / np.where(sums > 0, sums, 1.0)
+        # the largest excess over the group's level, scaled by its sum, in each group with
+        # mass to give (max (d - lam) s = (max d - lam) s: rounding keeps the order)
+        if not any(sums[g] > 0 and e > s and (float(d[s:e].max()) - lam[g]) * sums[g] > tol
+                   for g, (s, e) in enumerate(ranges)):
+            return True
         grp = (des.inner_right > cut).astype(np.intp)
         groups = Groups(grp, sums)
-        _, excess = groups.kkt(gradient(des, P, MP) / des.n, full)
+        _, excess = groups.kkt(d, full)
         with np.errstate(invalid="ignore"):       # (-inf * 0 in a group with sum 0)
             scaled = excess * sums[grp]
-        if not np.any(scaled > tol):
-            return True
         within = float(scaled[self.J].max())
         excess[self.J] = -np.inf
         if np.any(excess * sums[grp] > tol):      # some innermost interval outside J raises it

@@ -94,13 +94,13 @@ from __future__ import annotations
 from typing import Any
 
 from privspec.backends.interval.npmle.bands import cdf_confidence_band, likelihood_ratio
-from privspec.backends.interval.npmle.data import (aggregate_intervals, as_pieces, as_rows, design_from_pieces,
-                                                   design_from_rows, merge_rows)
+from privspec.backends.interval.npmle.data import (Design, aggregate_intervals, as_pieces, as_rows,
+                                                   design_from_pieces, design_from_rows, merge_rows)
 from privspec.backends.interval.npmle.qp import one_qp_thread
 from privspec.backends.interval.npmle.result import NPMLEResult, make_result
 from privspec.backends.interval.npmle.solver import cnm, initial
 
-__all__ = ["NPMLEResult", "aggregate_intervals", "npmle", "npmle_pieces", "cdf_confidence_band",
+__all__ = ["NPMLEResult", "aggregate_intervals", "npmle", "npmle_design", "npmle_pieces", "cdf_confidence_band",
            "likelihood_ratio"]
 
 def npmle(left: Any, right: Any, counts: Any = None, *, tol: float = 1e-10,
@@ -142,13 +142,26 @@ def npmle(left: Any, right: Any, counts: Any = None, *, tol: float = 1e-10,
     >>> ring.intervals.tolist(), ring.mass.tolist()
     ([[-inf, 0.0], [0.0, 1.0], [5.0, inf]], [0.5, 0.5, 0.0])
     """
+    return npmle_design(left, right, counts, tol=tol, max_iter=max_iter, ring=ring)[0]
+
+
+def npmle_design(left: Any, right: Any, counts: Any = None, *, tol: float = 1e-10,
+                 max_iter: int = 10_000, ring: bool = False) -> tuple[NPMLEResult, Design]:
+    """:func:`npmle` and the design it was fitted on: a band of the same rows
+    (:func:`cdf_confidence_band` with ``design``) derives its own from it rather than
+    building one again.
+
+    >>> fit, des = npmle_design([0, 1, 2], [1, 2, 3])
+    >>> des.m, fit.mass.round(4).tolist()
+    (3, [0.3333, 0.3333, 0.3333])
+    """
     l, r, c = as_rows(left, right, counts, ring=ring)
     l, r, c = merge_rows(l, r, c)
     des = design_from_rows(l, r, c)
     del l, r, c         # (copies of millions of rows, at times: not kept through the fit)
     with one_qp_thread():
         fit = cnm(des, initial(des), tol=tol, max_iter=max_iter)
-    return make_result(des, fit)
+    return make_result(des, fit), des
 
 
 def npmle_pieces(piece_left: Any, piece_right: Any, owner: Any, counts: Any = None, *,

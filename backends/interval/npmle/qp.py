@@ -28,6 +28,7 @@ array([0., 1.])
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
@@ -38,6 +39,9 @@ __all__ = ["run_gram", "cross_gram", "qp", "one_qp_thread"]
 
 #: the QP adds a point while its multiplier exceeds this (units of the normalized gradient)
 QP_TOL = 1e-14
+#: variables dropped from a factored set (at least; or a quarter of the set) whose solves
+#: reuse its factor (:class:`_Factor`) before a new one is made
+_REUSE_DROPS = 8
 
 
 def run_gram(a: np.ndarray, b: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
@@ -49,9 +53,14 @@ def run_gram(a: np.ndarray, b: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
     # (float even without runs: bincount of nothing counts in integers)
     H = np.bincount(a * k + b, weights=w, minlength=k * k).astype(float, copy=False).reshape(k, k)
     np.cumsum(H, axis=0, out=H)
-    C = np.cumsum(H[:, ::-1], axis=1)[:, ::-1]
-    upper = np.triu(C)
-    return upper + np.triu(C, 1).T
+    flipped = H[:, ::-1]
+    np.cumsum(flipped, axis=1, out=flipped)
+    # H[j, l] is now the sum over runs with a <= j and b >= l: G itself for j <= l; for
+    # j > l a sum over more runs (those with a <= j, not only a <= l), of weights >= 0, so
+    # never smaller, in floating point too (each partial sum adds a term >= 0 to sums that
+    # are never smaller).  The smaller of H and its transpose is G, bit for bit as the
+    # upper triangle mirrored (3x faster at k = 380: no triangle masks, no copies)
+    return np.minimum(H, H.T)
 
 
 def cross_gram(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray, w: np.ndarray,
@@ -84,9 +93,50 @@ def one_qp_thread() -> contextlib.AbstractContextManager:
     return one_blas_thread()
 
 
+class _Factor:
+    """The Cholesky factor of ``G`` on a set of variables ``S`` and the solves made with it,
+    kept while the active-set method drops variables from ``S``: each drop pins one more
+    variable to zero, an extra equality constraint, so a solve on ``S`` less the dropped
+    ones costs one triangular solve per variable dropped (``O(k^2)``) where a new factor
+    costs ``O(k^3)`` (1e6 Case-II reports: the fit's QPs dropped ~30 variables one by one
+    from ~200, each drop a factor of its own)."""
+
+    def __init__(self, factor: Any, yh: np.ndarray, YE: np.ndarray, E: np.ndarray):
+        self.factor, self.yh, self.YE, self.E = factor, yh, YE, E
+        #: G^-1 e_d for each position d dropped so far
+        self.cols: dict[int, np.ndarray] = {}
+
+    def without(self, drop: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Minimize 1/2 z'Gz - h'z over ``S`` with the group sums and ``z[drop] = 0``: ``(z, mu)``
+        over ``S`` (the multipliers of the group sums), or None where the small system is
+        singular (a group left without variables) or the solve not finite."""
+        missing = [int(d) for d in drop if int(d) not in self.cols]
+        if missing:
+            unit = np.zeros((self.yh.size, len(missing)))
+            unit[missing, np.arange(len(missing))] = 1.0
+            Y = scipy.linalg.cho_solve(self.factor, unit, check_finite=False)
+            for j, d in enumerate(missing):
+                self.cols[d] = Y[:, j]
+        # the KKT conditions G z - h + E' mu + I_D' nu = 0, E z = sums, z_D = 0, with
+        # z = G^-1 (h - C' (mu, nu)) and C = (E; I_D): (C G^-1 C') (mu, nu) = C G^-1 h - (sums, 0)
+        YC = np.column_stack([self.YE] + [self.cols[int(d)] for d in drop])
+        CY = np.vstack([self.E @ YC, YC[drop]])
+        rhs = np.concatenate([self.E @ self.yh - sums, self.yh[drop]])
+        try:
+            mu = np.linalg.solve(CY, rhs)
+        except np.linalg.LinAlgError:
+            return None
+        z = self.yh - YC @ mu
+        z[drop] = 0.0
+        if not (np.all(np.isfinite(z)) and np.all(np.isfinite(mu))):
+            return None
+        return z, mu[:self.E.shape[0]]
+
+
 def _eq_solve(G: np.ndarray, h: np.ndarray, grp: np.ndarray, sums: np.ndarray, ngroups: int
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """Minimize 1/2 z'Gz - h'z subject to the group sums (no sign constraints).
+              ) -> tuple[np.ndarray, np.ndarray, _Factor | None]:
+    """Minimize 1/2 z'Gz - h'z subject to the group sums (no sign constraints): ``(z, mu,
+    factor)``, the factor kept for solves with variables dropped (None where there is none).
 
     ``G`` is positive definite but for collinear candidates: by its Cholesky factor, the
     multipliers from the small system ``E G^-1 E' mu = E G^-1 h - sums`` (half the work of
@@ -102,7 +152,7 @@ def _eq_solve(G: np.ndarray, h: np.ndarray, grp: np.ndarray, sums: np.ndarray, n
         mu = np.linalg.solve(E @ YE, E @ yh - sums)
         z = yh - YE @ mu
         if np.all(np.isfinite(z)) and np.all(np.isfinite(mu)):
-            return z, mu
+            return z, mu, _Factor(factor, yh, YE, E)
     except np.linalg.LinAlgError:
         pass
     K = np.zeros((k + ngroups, k + ngroups))
@@ -117,7 +167,7 @@ def _eq_solve(G: np.ndarray, h: np.ndarray, grp: np.ndarray, sums: np.ndarray, n
     except np.linalg.LinAlgError:
         # collinear candidate points: any solution of the singular system will do
         sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-    return sol[:k], sol[k:]
+    return sol[:k], sol[k:], None
 
 
 def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.ndarray) -> np.ndarray:
@@ -134,9 +184,26 @@ def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.n
     x = x0.copy()
     passive = x > 0
     last: np.ndarray | None = None
+    # the factor of the last solve and its variables: a solve with some of them dropped
+    # (and none added) reuses it (:class:`_Factor`)
+    factor: _Factor | None = None
+    base = np.zeros(0, dtype=np.intp)
     for _ in range(4 * k + 20):
         idx = np.flatnonzero(passive)
-        z, mu = _eq_solve(G[np.ix_(idx, idx)], h[idx], grp[idx], sums, ngroups)
+        solved = None
+        if factor is not None and 0 < base.size - idx.size <= max(_REUSE_DROPS, base.size // 4):
+            at = np.searchsorted(base, idx)
+            if np.all(at < base.size) and np.array_equal(base[np.minimum(at, base.size - 1)], idx):
+                dropped = np.ones(base.size, dtype=bool)
+                dropped[at] = False
+                solved = factor.without(np.flatnonzero(dropped), sums)
+                if solved is not None:
+                    solved = (solved[0][at], solved[1])
+        if solved is None:
+            z, mu, factor = _eq_solve(G[np.ix_(idx, idx)], h[idx], grp[idx], sums, ngroups)
+            base = idx
+        else:
+            z, mu = solved
         if not np.all(np.isfinite(z)):
             return x  # a degenerate system: keep the feasible point (the line search copes)
         if np.all(z > 0):

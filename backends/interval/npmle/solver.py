@@ -68,9 +68,11 @@ _K_BLOCK = 100
 _MERGE_PER_ROW = 4
 #: plain rows from which :func:`cnm` works over a working set of candidates (below, the
 #: extra Newton steps on the merged rows cost more than the full passes saved: 1e7
-#: Case-II reports, 7.5e6 rows, 5.4 s -> 3.6 s; 3.3e6 rows 1.9 s either way; 1e6
-#: reports, 7.5e5 rows, 0.48 s direct against 0.59 s)
-_WORKING_SET_ROWS = 4_000_000
+#: Case-II reports, 7.5e6 rows, 5.4 s -> 3.6 s).  Since the QP reuses its factor as it
+#: drops variables (:mod:`.qp`), those steps cost less: 1e6 Case-II reports, 7.5e5 rows,
+#: 0.15 s against 0.19-0.23 s direct; 4.5e5 rows 0.11 s against 0.13 s; 2.2e5 rows
+#: 0.060 s against 0.054 s
+_WORKING_SET_ROWS = 400_000
 
 
 @dataclass
