@@ -291,3 +291,20 @@ def test_every_randomized_response_estimator_has_its_covariance() -> None:
         if r.se_kind == "population" and name not in ("i", "cl"):   # RR-Independent's sums to 1 only in the limit
             assert C.sum(axis=1) == pytest.approx(0, abs=1e-12), name
         assert r.conf_int(0.2).attrs["method"] == r.ci_method, name
+
+
+@pytest.mark.parametrize("method", ["mom", "mle"])
+def test_a_finite_joint_tables_95_percent_intervals_are_its_ci95(method: str) -> None:
+    """conf_int(0.05) of a joint of subset designs is the printed ci95 (keyed "a.x", the
+    table's index (a, x)): it raised TypeError, finding no interval for a tuple key."""
+    spec = privspec.load("variable c: categorical {a, b, e, f}\nvariable d: categorical {x, y, z, w}\n"
+                         "mechanism both = product(subset(c, uniform), subset(d, uniform))\n"
+                         f"query j = estimate joint(c, d) from both by {method}\n")
+    rng = np.random.default_rng(0)
+    raw = pd.DataFrame({"c": rng.choice(list("abef"), 2000), "d": rng.choice(list("xyzw"), 2000)})
+    res = spec.run(spec.privatize(raw, "both", seed=1))["j"]
+    got = res.conf_int(0.05)
+    assert [list(got.loc[(c, d)]) for c, d in [("a", "x"), ("f", "w")]] == \
+        [res.extras["ci95"]["a.x"], res.extras["ci95"]["f.w"]]
+    # the same method at a level next to it: the same intervals to the solver's tolerance
+    assert np.allclose(got.to_numpy(), res.conf_int(0.05 + 1e-9).to_numpy(), atol=1e-6)

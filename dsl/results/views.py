@@ -140,8 +140,7 @@ class ResultViews:
             if isinstance(ci, dict) and set(ci) == {"lower", "upper"}:  # joint tables: a table each
                 lower, upper = self._series(ci["lower"], "lower"), self._series(ci["upper"], "upper")
             else:
-                rows = [ci[str(k)] if str(k) in ci else ci.get(k) for k in params.index] if isinstance(ci, dict) \
-                    else [ci]
+                rows = [_ci_row(ci, k) for k in params.index] if isinstance(ci, dict) else [ci]
                 lower, upper = [_float(a) for a, _ in rows], [_float(b) for _, b in rows]
         elif self.inference is not None and self.inference.interval is not None:
             lower, upper = self.inference.interval(level)
@@ -509,3 +508,14 @@ def _flatten_one(fields: dict) -> Any:
                 yield f"{k}.{kk}", vv
         else:
             yield k, v
+
+
+def _ci_row(ci: dict, key: Any) -> Any:
+    """The ``[lower, upper]`` of one estimate in a ``ci95`` mapping: by the key, its text,
+    or (a cell of a joint table, keyed by its categories) the categories joined by ``.``
+    as the estimate's labels join them."""
+    names = [str(key), key] + (([".".join(map(str, key))]) if isinstance(key, tuple) else [])
+    for name in names:
+        if name in ci:
+            return ci[name]
+    raise KeyError(f"no 95% interval for {key!r} in the result's ci95")

@@ -121,13 +121,7 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
         the limit for Case-I (current-status) data; for Case II and other interval data
         it serves as an approximation (the same simulation).  At points the data choose
         (the fit's quartiles, which ``privspec run`` prints) the band is conservative:
-        97-100% in the same simulation.  The innermost
-        intervals are refined at each ``x`` (a zero-weight range ending at ``x``), so
-        ``F(x)`` is well defined in the constraint; each bound costs four or five
-        constrained fits, warm-started, found by Newton's method on the signed root of
-        the likelihood-ratio statistic (the profile's slope is the difference of the
-        two groups' Lagrange multipliers) from a first try as far out as the bound
-        found before it (in units of ``sqrt(F (1 - F))``).
+        97-100% in the same simulation.  How each bound is found: :func:`_profile_interval`.
         ``"bootstrap"``: percentile intervals of ``F*(x)`` over ``reps`` refits on
         multinomial resamples of the observation counts.  For interval data this is
         only approximate (the NPMLE converges at the cube-root rate, where the plain
@@ -145,10 +139,8 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
     tol : float
         KKT tolerance of every fit.
     design : list, optional
-        A list holding the design ``result`` was fitted on (:func:`.estimator.npmle_design`),
-        from which the profile's design (refined at ``x``) is derived
-        (:func:`.data.refine_design`) rather than built again; the list is emptied, so that
-        the design is let go once used.
+        A list holding the design ``result`` was fitted on (:func:`.estimator.npmle_design`):
+        the profile's is derived from it (:func:`.data.refine_design`); the list is emptied.
 
     Returns
     -------
@@ -170,17 +162,17 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
     xs = np.atleast_1d(np.asarray(x, dtype=float))
     if not np.all(np.isfinite(xs)):
         raise ValueError("confidence bounds need finite x")
-    base = design.pop() if design else None
     l, r, c = as_rows(left, right, counts, ring=ring)
     l, r, c = merge_rows(l, r, c)
     if method == "bootstrap":
+        if design:
+            design.clear()
         with one_qp_thread():
             return _bootstrap_band(l, r, c, xs, level, reps, seed, ring, tol)
     if method != "profile":
         raise ValueError(f"method must be 'profile' or 'bootstrap', not {method!r}")
-    box = [base] if base is not None else None
-    del base
-    return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol, box)
+    return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol,
+                         design or None)
 
 
 def _profile_band(result: NPMLEResult, l: np.ndarray, r: np.ndarray, c: np.ndarray, xs: np.ndarray, crit: float,
@@ -487,6 +479,12 @@ def likelihood_ratio(result: NPMLEResult, left: Any, right: Any, counts: Any, x:
 def _profile_interval(prof: _Profile, ll_max: float, crit: float, reach: list[tuple[float, float]] | None = None
                       ) -> tuple[float, float]:
     """The interval of theta = F(cut) with 2 (ll_max - ll(theta)) <= crit.
+
+    The innermost intervals are refined at the cut (a zero-weight range ending there), so
+    that F(cut) is well defined in the constraint; each bound costs four or five
+    constrained fits, warm-started, found by Newton's method on the signed root of the
+    likelihood-ratio statistic (:func:`_bound`; the profile's slope is the difference of
+    the two groups' Lagrange multipliers).
 
     Each bound is searched over the space's ``J`` (:func:`_bound`), then its fit checked
     over every innermost interval; where ``J`` had to grow, searched again.  The search

@@ -410,22 +410,7 @@ def refine_design(des: Design | list, l: np.ndarray, r: np.ndarray, c: np.ndarra
             or des.m == 0 or bool(np.any(l == r))):
         return None
     L, R, m = des.inner_left, des.inner_right, des.m
-    # each cut's nearest ends: the rows are sorted by their left ends; the right ends are not
-    below = np.searchsorted(l, cuts, side="left") - 1
-    above = np.searchsorted(l, cuts, side="right")
-    add_l = [cuts, [-np.inf], l[below[below >= 0]], l[above[above < l.size]]]
-    add_r = [cuts, [np.inf]]
-    for x in cuts.tolist():
-        add_r.append([np.max(r, where=r < x, initial=-np.inf), np.min(r, where=r > x, initial=np.inf)])
-    # the innermost intervals of the skeleton, as _innermost_ranges finds them: a left end
-    # is one when the first right end beyond it comes before the next left end (the few
-    # ends added where the old ones are sorted: no sort of them all)
-    add_l, add_r = np.concatenate(add_l), np.concatenate(add_r)
-    ls, rs = _with(L, add_l), _with(R, add_r)
-    beyond = np.searchsorted(rs, ls, side="right")
-    inner = beyond < rs.size
-    inner[:-1] &= beyond[1:] > beyond[:-1]
-    L2, R2 = ls[inner], rs[beyond[inner]]
+    L2, R2, add_l, add_r = _skeleton(L, R, l, r, cuts)
     m2 = L2.size
     # every old innermost interval keeps its ends (a split one gives them to its halves), so
     # the new ends are the old ones and a few more: a row whose old run starts at a (its
@@ -447,8 +432,43 @@ def refine_design(des: Design | list, l: np.ndarray, r: np.ndarray, c: np.ndarra
     b = bmap[des.b[keep]]
     kc = des.c[keep]
     del des, keep           # (the old rows: the only reference where a list held them)
-    # the rows read from their ends: those with a special old run (the rows are sorted by
-    # their left ends, so each special start is a slice; the ends are one search)
+    rows = _rows_by_ends(l, r, L, R, special_a, special_b)
+    if rows.size:
+        a, b, kc = _merge_rows_by_ends(a, b, kc, rows, l, r, c, L2, R2)
+    none = np.zeros(0, dtype=np.intp)
+    return Design(m=m2, inner_left=L2, inner_right=R2, a=a.astype(np.intp, copy=False),
+                  b=b.astype(np.intp, copy=False), c=np.ascontiguousarray(kc, dtype=float), pa=none, pb=none,
+                  powner=none, pc=np.zeros(0), pair_i=none, pair_j=none, n=float(np.sum(kc)), all_points=False)
+
+
+def _skeleton(L: np.ndarray, R: np.ndarray, l: np.ndarray, r: np.ndarray, cuts: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`refine_design`'s innermost intervals (their left and right ends) and the ends
+    it added to the old ones: the cuts and each cut's nearest ends."""
+    # each cut's nearest ends: the rows are sorted by their left ends; the right ends are not
+    below = np.searchsorted(l, cuts, side="left") - 1
+    above = np.searchsorted(l, cuts, side="right")
+    add_l = [cuts, [-np.inf], l[below[below >= 0]], l[above[above < l.size]]]
+    add_r = [cuts, [np.inf]]
+    for x in cuts.tolist():
+        add_r.append([np.max(r, where=r < x, initial=-np.inf), np.min(r, where=r > x, initial=np.inf)])
+    # the innermost intervals of the skeleton, as _innermost_ranges finds them: a left end
+    # is one when the first right end beyond it comes before the next left end (the few
+    # ends added where the old ones are sorted: no sort of them all)
+    add_l, add_r = np.concatenate(add_l), np.concatenate(add_r)
+    ls, rs = _with(L, add_l), _with(R, add_r)
+    beyond = np.searchsorted(rs, ls, side="right")
+    inner = beyond < rs.size
+    inner[:-1] &= beyond[1:] > beyond[:-1]
+    return ls[inner], rs[beyond[inner]], add_l, add_r
+
+
+def _rows_by_ends(l: np.ndarray, r: np.ndarray, L: np.ndarray, R: np.ndarray, special_a: np.ndarray,
+                  special_b: np.ndarray) -> np.ndarray:
+    """The rows :func:`refine_design` reads from their ends: those with a special old run
+    (the rows are sorted by their left ends, so each special start is a slice; the ends
+    are one search)."""
+    m = L.size
     mine = np.zeros(l.size, dtype=bool)
     for t in np.flatnonzero(special_a).tolist():
         lo = 0 if t == 0 else np.searchsorted(l, L[t - 1], side="right")
@@ -462,34 +482,38 @@ def refine_design(des: Design | list, l: np.ndarray, r: np.ndarray, c: np.ndarra
             mine |= (np.searchsorted(edges, r, side="right") & 1).astype(bool)
         if last:
             mine |= r >= R[m - 1]
-    rows = np.flatnonzero(mine)
-    if rows.size:
-        counts = np.asarray(c, dtype=float)[rows]
-        sa = np.searchsorted(L2, l[rows], side="left")
-        sb = np.searchsorted(R2, r[rows], side="right") - 1
-        code = sa.astype(np.int64) * (m2 + 1) + sb
-        order = np.argsort(code, kind="stable")
-        code, counts = code[order], counts[order]
-        starts = np.flatnonzero(run_starts(code))
-        code, counts = code[starts], np.add.reduceat(counts, starts)
-        # merged into the kept rows, which stay in order of their runs (both maps increase):
-        # where each goes, by its start (a sorted) then its end among those with that start
-        sa, sb = code // (m2 + 1), code % (m2 + 1)
-        first, past = np.searchsorted(a, sa, side="left"), np.searchsorted(a, sa, side="right")
-        at = np.array([f + int(np.searchsorted(b[f:e], e2)) for f, e, e2 in
-                       zip(first.tolist(), past.tolist(), sb.tolist())], dtype=np.intp)
-        same = at < past
-        same[same] = b[at[same]] == sb[same]
-        kc = kc.copy()
-        np.add.at(kc, at[same], counts[same])
-        new = ~same
-        a = np.insert(a, at[new], sa[new])
-        b = np.insert(b, at[new], sb[new])
-        kc = np.insert(kc, at[new], counts[new])
-    none = np.zeros(0, dtype=np.intp)
-    return Design(m=m2, inner_left=L2, inner_right=R2, a=a.astype(np.intp, copy=False),
-                  b=b.astype(np.intp, copy=False), c=np.ascontiguousarray(kc, dtype=float), pa=none, pb=none,
-                  powner=none, pc=np.zeros(0), pair_i=none, pair_j=none, n=float(np.sum(kc)), all_points=False)
+    return np.flatnonzero(mine)
+
+
+def _merge_rows_by_ends(a: np.ndarray, b: np.ndarray, kc: np.ndarray, rows: np.ndarray, l: np.ndarray,
+                        r: np.ndarray, c: np.ndarray, L2: np.ndarray, R2: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kept rows' runs ``a, b`` and counts ``kc`` with ``rows`` (read from their ends on
+    the new innermost intervals ``L2, R2``) merged in, in order of their runs."""
+    m2 = L2.size
+    counts = np.asarray(c, dtype=float)[rows]
+    sa = np.searchsorted(L2, l[rows], side="left")
+    sb = np.searchsorted(R2, r[rows], side="right") - 1
+    code = sa.astype(np.int64) * (m2 + 1) + sb
+    order = np.argsort(code, kind="stable")
+    code, counts = code[order], counts[order]
+    starts = np.flatnonzero(run_starts(code))
+    code, counts = code[starts], np.add.reduceat(counts, starts)
+    # merged into the kept rows, which stay in order of their runs (both maps increase):
+    # where each goes, by its start (a sorted) then its end among those with that start
+    sa, sb = code // (m2 + 1), code % (m2 + 1)
+    first, past = np.searchsorted(a, sa, side="left"), np.searchsorted(a, sa, side="right")
+    at = np.array([f + int(np.searchsorted(b[f:e], e2)) for f, e, e2 in
+                   zip(first.tolist(), past.tolist(), sb.tolist())], dtype=np.intp)
+    same = at < past
+    same[same] = b[at[same]] == sb[same]
+    kc = kc.copy()
+    np.add.at(kc, at[same], counts[same])
+    new = ~same
+    a = np.insert(a, at[new], sa[new])
+    b = np.insert(b, at[new], sb[new])
+    kc = np.insert(kc, at[new], counts[new])
+    return a, b, kc
 
 
 def _increasing(a: np.ndarray, b: np.ndarray) -> bool:
