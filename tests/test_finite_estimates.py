@@ -83,6 +83,27 @@ def test_an_unconverged_fit_is_refused(monkeypatch) -> None:
     with pytest.raises(BackendError) as e:
         fit_estimate(model.queries["w"], ch, counts)
     assert e.value.code == "B020" and "KKT violation 0.0006" in str(e.value)
+    assert "by mle (EM)" in e.value.diagnostics[0].hint
+
+
+def test_an_em_that_stalls_is_not_sent_to_em_again(monkeypatch) -> None:
+    """B020 of EM itself (the likelihood flat in doubles): the hint names mom, not EM,
+    which is what stalled."""
+    from privspec.backends.finite import estimates as estimates_module
+
+    model = privspec.load("variable c: categorical {a, b, c, d}\nmechanism u = subset(c, uniform)\n"
+                          "query w = estimate distribution(c) from u by mle").model
+    ch = channel_of(model.mechanisms["u"])
+    counts = np.random.default_rng(1).multinomial(500, ch.Kn @ np.array([0.1, 0.2, 0.3, 0.4])).astype(float)
+
+    def stuck(ch, C, **_):
+        return [estimators.Fit(np.full(4, 0.25), "em", 500, -1.0, 9, 6e-9, False, "EM") for _ in C]
+
+    monkeypatch.setattr(estimates_module, "em_fits", stuck)
+    with pytest.raises(BackendError) as e:
+        fit_estimate(model.queries["w"], ch, counts)
+    assert e.value.code == "B020" and "by mom" in e.value.diagnostics[0].hint
+    assert "by mle" not in e.value.diagnostics[0].hint
 
 
 # ---- standard errors of two kinds ----------------------------------------------------------------------

@@ -128,9 +128,12 @@ def marginal_map(ch_labels: tuple[str, ...], mech: Any, variable: Variable) -> n
 def _refuse_unconverged(fit: Fit, method: str) -> None:
     if fit.converged or math.isnan(fit.kkt):
         return
+    # EM itself stalls only where the likelihood is flat in doubles: pointing to EM again
+    # (as for the Newton methods) would send the user round in a circle
+    hint = ("EM stopped where the likelihood no longer rises in double precision; by mom gives the "
+            "unbiased estimate" if method in ("mle", "em") else "use by mle (EM), which always ascends, or by mom")
     raise BackendError(Diagnostic("B020", f"the {method} fit did not reach the maximum of the likelihood "
-                                  f"(KKT violation {fit.kkt:.3g} after {fit.iterations} iterations)",
-                                  hint="use by mle (EM), which always ascends, or by mom"))
+                                  f"(KKT violation {fit.kkt:.3g} after {fit.iterations} iterations)", hint=hint))
 
 
 def components_of(mech: Any) -> list[str]:
