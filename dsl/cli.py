@@ -427,30 +427,13 @@ def _answer(args: argparse.Namespace, spec, out: TextIO, err: TextIO) -> int:
     if res.results or args.format == "json":
         print(res.render(args.format, verbose=args.verbose), file=out)
     if args.verb == "run" and not res.failures:
-        _remember_plan(args, spec)
+        from privspec.run_plans import remember_plan  # start-up: run only (the module is light)
+        remember_plan(args, spec)
     if getattr(args, "plot", None):
         written = _plots(res, Path(args.plot))
         print(f"privspec {args.verb}: wrote {len(written)} picture{'s' if len(written) != 1 else ''} to "
               f"{args.plot}", file=err)
     return EXIT_INVALID if res.failures else EXIT_OK
-
-
-def _remember_plan(args: argparse.Namespace, spec) -> None:
-    """Write the spec's run plan for the next run of it (:mod:`privspec.run_plans`), where
-    this run's options are ones a plan answers and none is written yet."""
-    from privspec.run_plans import PLAIN_RUN, cache_dir, load_plan, plan_of, save_plan  # start-up: run only
-
-    if cache_dir() is None or args.engine not in (None, "duckdb") \
-            or any(getattr(args, k, None) != v for k, v in PLAIN_RUN.items()):
-        return
-    try:
-        source = Path(args.spec).read_bytes()
-    except OSError:
-        return
-    if load_plan(source) is None:
-        plan = plan_of(spec)
-        if plan is not None:
-            save_plan(source, plan)
 
 
 def _check_survey_design(args: argparse.Namespace) -> None:

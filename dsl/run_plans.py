@@ -31,6 +31,7 @@ silently.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -39,7 +40,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TextIO
+from typing import Any, Mapping, TextIO
 
 from privspec import __version__
 from privspec.errors import PrivspecError
@@ -47,7 +48,7 @@ from privspec.model.query_kinds import describe
 from privspec.outputs import user_cache
 from privspec.backends.core.blas import pin_one_thread
 from privspec.backends.data.cell_text import MISSING
-from privspec.backends.data.data_args import parse_data_args
+from privspec.backends.data.data_args import columns_fed_twice, parse_data_args
 
 #: bumped when a plan's layout changes: older plans are then other files, never read
 PLAN_FORMAT = 1
@@ -95,9 +96,11 @@ def cache_dir() -> Path | None:
     return user_cache()
 
 
+@functools.lru_cache(maxsize=1)
 def _code_stamp() -> str:
     """privspec's version and the size and time of every module of its packages: a plan
-    made by other code is another file (an upgrade, or an edited checkout)."""
+    made by other code is another file (an upgrade, or an edited checkout).  Read once per
+    process: a run looks its plan up, and may then write it."""
     parts = [__version__, sys.version, str(PLAN_FORMAT)]
     for package in ("privspec", "privspec.backends", "privspec.grammar"):
         found = importlib.util.find_spec(package)
@@ -217,18 +220,18 @@ def _query_plan(q: Any) -> QueryPlan | None:
     finite back end answers, its reports in one column named after the variable."""
     # start-up: the usual path's modules (imported by then); a plan's run needs none of them
     from privspec.backends import route  # start-up: as above
-    from privspec.backends.core.compile import channel_of, large_uniform  # start-up: as above
+    from privspec.backends.core.compile import channel_of  # start-up: as above
     from privspec.backends.data.bindings import observed_columns  # start-up: as above (pandas)
     from privspec.backends.finite.estimate_plan import estimate_plan, plannable  # start-up: as above
     from privspec.model.graph import ProductMechanism  # start-up: as above (sympy)
 
-    mech = getattr(q, "mechanism", None)
-    if (q.kind != "estimate" or q.estimand is None or q.estimand.kind != "distribution" or mech is None
-            or not getattr(mech, "is_finite", False) or isinstance(mech, ProductMechanism) or not mech.name
-            or large_uniform(mech) or mech.variable.is_combined):
+    # plannable: an estimate of a finite mechanism with an enumerable channel; a plan's run
+    # reads one column, so a distribution of one named mechanism on a plain variable
+    if not plannable(q) or q.estimand.kind != "distribution":
         return None
-    backend = route(q, "run").backend
-    if getattr(backend, "REGISTER_NAME", None) != "finite" or not plannable(q):
+    mech = q.mechanism
+    if isinstance(mech, ProductMechanism) or not mech.name or mech.variable.is_combined \
+            or getattr(route(q, "run").backend, "REGISTER_NAME", None) != "finite":
         return None
     try:
         plan = estimate_plan(q, channel_of(mech))
@@ -238,13 +241,33 @@ def _query_plan(q: Any) -> QueryPlan | None:
 
 
 # ---- running one -------------------------------------------------------------------------------------
+def plain_run(args: Any) -> bool:
+    """Whether the command line's ``run`` options are ones a plan answers (DuckDB counts, no
+    survey design, no pictures)."""
+    return args.verb == "run" and args.engine in (None, "duckdb") and \
+        all(getattr(args, k, None) == v for k, v in PLAIN_RUN.items())
+
+
+def remember_plan(args: Any, spec: Any) -> None:
+    """After the usual path answered ``run`` without a failure: write the spec's plan for its
+    next run, where the options are ones a plan answers and none is written yet."""
+    if cache_dir() is None or not plain_run(args):
+        return
+    try:
+        source = Path(args.spec).read_bytes()
+    except OSError:
+        return
+    if load_plan(source) is None:
+        plan = plan_of(spec)
+        if plan is not None:
+            save_plan(source, plan)
+
+
 def planned_run(args: Any, out: TextIO) -> int | None:
     """Answer ``privspec run`` from the spec's plan and print the results; None (having
     printed nothing) where the usual path must answer: no plan, options a plan does not
     take, or data it does not read as the usual path would (which then says what is wrong)."""
-    if args.verb != "run" or args.engine not in (None, "duckdb"):
-        return None
-    if any(getattr(args, k, None) != v for k, v in PLAIN_RUN.items()):
+    if not plain_run(args):
         return None
     try:
         source = Path(args.spec).read_bytes()
@@ -268,8 +291,9 @@ def planned_run(args: Any, out: TextIO) -> int | None:
     except ValueError:
         return None
     wanted = [plan.queries[name] for name in asked]
-    if not _one_mechanism_per_column(wanted, default, per_mechanism):
-        return None
+    if default is not None and columns_fed_twice({q.mechanism: q.observed for q in wanted
+                                                  if q.mechanism not in per_mechanism}):
+        return None     # D006, which the usual path gives
     results = {}
     for q in wanted:
         path = per_mechanism.get(q.mechanism, default)
@@ -284,18 +308,6 @@ def planned_run(args: Any, out: TextIO) -> int | None:
 
     print(render_results(args.format, plan, results, verbose=args.verbose), file=out)
     return 0
-
-
-def _one_mechanism_per_column(wanted: Sequence[QueryPlan], default: str | None,
-                              per_mechanism: Mapping[str, str]) -> bool:
-    """Whether no column of the default file would feed two mechanisms (else D006, which
-    the usual path gives)."""
-    owners: dict[str, set[str]] = {}
-    for q in wanted:
-        if q.mechanism not in per_mechanism and default is not None:
-            for column in q.observed:
-                owners.setdefault(column, set()).add(q.mechanism)
-    return all(len(names) == 1 for names in owners.values())
 
 
 def _counts(path: str, q: QueryPlan) -> Any:

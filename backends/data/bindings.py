@@ -13,7 +13,7 @@ import pandas as pd
 
 from privspec.errors import DataError, Diagnostic
 from privspec.model.query_kinds import needs_data
-from privspec.backends.data.data_args import parse_data_args
+from privspec.backends.data.data_args import columns_fed_twice, parse_data_args
 from privspec.backends.data.engines import engine_for
 from privspec.backends.data.survey import SurveyDesign
 
@@ -142,20 +142,15 @@ class DataBindings:
             if role == "optional" and not observed_columns(mech) <= set(self.default_columns()):
                 continue
             readers.setdefault(mech.name, mech)
-        owners: dict[str, list[str]] = {}
-        for name, mech in readers.items():
-            for column in sorted(observed_columns(mech)):
-                owners.setdefault(column, []).append(name)
-        for column, names in owners.items():
-            if len(names) > 1:
-                shown = ", ".join(names[:-1]) + f" and {names[-1]}"
-                fix = " ".join(f"--data {m}=FILE" for m in names)
-                raise DataError(Diagnostic(
-                    "D006", f"{self.default}: the column '{column}' would feed {len(names)} mechanisms that observe "
-                            f"{column} ({shown}); a column holds the reports of one mechanism, and the binding "
-                            "does not say which", columns=(column,),
-                    hint=f"bind each mechanism to the file of its reports: {fix} (or answer fewer queries "
-                         "with --query)"))
+        for column, names in columns_fed_twice({name: observed_columns(m) for name, m in readers.items()}).items():
+            shown = ", ".join(names[:-1]) + f" and {names[-1]}"
+            fix = " ".join(f"--data {m}=FILE" for m in names)
+            raise DataError(Diagnostic(
+                "D006", f"{self.default}: the column '{column}' would feed {len(names)} mechanisms that observe "
+                        f"{column} ({shown}); a column holds the reports of one mechanism, and the binding "
+                        "does not say which", columns=(column,),
+                hint=f"bind each mechanism to the file of its reports: {fix} (or answer fewer queries "
+                     "with --query)"))
 
     def default_columns(self) -> list[str]:
         """The columns of the default table (a file's header only is read)."""

@@ -4,7 +4,7 @@ run from a compiled plan (:mod:`privspec.run_plans`), which imports no pandas.""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Mapping, Sequence
 
 
 def parse_data_args(items: Sequence[str], mechanisms: Sequence[str]) -> tuple[str | None, dict[str, str]]:
@@ -39,3 +39,20 @@ def parse_data_args(items: Sequence[str], mechanisms: Sequence[str]) -> tuple[st
         else:
             default = item
     return default, per_mechanism
+
+
+def columns_fed_twice(observed: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
+    """The columns of one file that several of the mechanisms reading it observe (D006: a
+    column holds one mechanism's reports), each with those mechanisms in order; from each
+    mechanism's observed columns (:func:`~privspec.backends.data.bindings.observed_columns`).
+
+    Examples
+    --------
+    >>> columns_fed_twice({"s": ["x"], "t": ["x", "y"], "u": ["z"]})
+    {'x': ['s', 't']}
+    """
+    owners: dict[str, list[str]] = {}
+    for name, columns in observed.items():
+        for column in sorted(columns):
+            owners.setdefault(column, []).append(name)
+    return {column: names for column, names in owners.items() if len(names) > 1}

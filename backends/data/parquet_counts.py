@@ -29,11 +29,13 @@ import numpy as np
 from privspec.outputs import PARQUET
 
 
-def _quote(name: str) -> str:
+def quote_name(name: str) -> str:
+    """A name (a column's) as DuckDB's SQL writes it, in double quotes (the DuckDB engine's too)."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def _literal(text: str) -> str:
+def quote_text(text: str) -> str:
+    """A text (a path) as a SQL string literal, in single quotes (the DuckDB engine's too)."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -54,7 +56,7 @@ def text_counts(path: str, column: str) -> tuple[list[Any], np.ndarray] | None:
         names = [name.casefold() for name, _, _ in schema[1:]]   # the first is the schema's root
         if len(set(names)) != len(names) or [(t, k) for n, t, k in schema[1:] if n == column] != [("VARCHAR", None)]:
             return None
-        got = con.execute(f"SELECT {_quote(column)}, count(*)::BIGINT FROM read_parquet({_literal(path)}) "
+        got = con.execute(f"SELECT {quote_name(column)}, count(*)::BIGINT FROM read_parquet({quote_text(path)}) "
                           "GROUP BY ALL").fetchall()
     except duckdb.Error:
         return None

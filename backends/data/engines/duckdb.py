@@ -20,6 +20,7 @@ from privspec.backends.data.csv_cells import UNGUARD_SQL, read_csv
 from privspec.backends.data.engines.fallback import PandasFallback
 from privspec.backends.data.engines.pandas import PandasEngine
 from privspec.backends.data.files import FILE
+from privspec.backends.data.parquet_counts import quote_name, quote_text
 from privspec.backends.data.tally import Tally, canonical, run_starts
 
 #: bytes of a CSV's last line beyond which DuckDB does not read the file: DuckDB drops a
@@ -101,14 +102,6 @@ def _layers(query: str, prepare: Sequence[tuple[str, str]]) -> str:
     return query
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 #: rows sampled, and the share of different cells, and of cells SQL parses, among them
 #: above which :meth:`DuckDBEngine.tally_parsed` parses every row instead of the distinct texts
 #: (16,384 rows tell the two apart as well as 65,536 did, in 10 ms of CPU where those took
@@ -166,18 +159,18 @@ class DuckDBEngine(PandasFallback):
                 return
             if self._csv:
                 self._header, skip = self._csv_header(path)
-                cols = ", ".join(f"{_literal(f'f{i}')}: 'VARCHAR'" for i in range(len(self._header)))
-                names = ", ".join(f"{_quote(f'f{i}')} AS {_quote(c)}" for i, c in enumerate(self._header))
-                self._from = (f"(SELECT {names} FROM read_csv({_literal(self._path)}, header = true, skip = {skip}, "
+                cols = ", ".join(f"{quote_text(f'f{i}')}: 'VARCHAR'" for i in range(len(self._header)))
+                names = ", ".join(f"{quote_name(f'f{i}')} AS {quote_name(c)}" for i, c in enumerate(self._header))
+                self._from = (f"(SELECT {names} FROM read_csv({quote_text(self._path)}, header = true, skip = {skip}, "
                               f"delim = ',', quote = '\"', escape = '\"', auto_detect = false, columns = {{{cols}}}, "
                               f"strict_mode = true, null_padding = false, allow_quoted_nulls = false, "
                               f"encoding = 'utf-8'))")
                 if len(self._header) == 1:
                     # a blank line is no row (as pandas reads it); DuckDB reads it as an empty
                     # field, which in a one-column file can only be unquoted: NULL, not ''
-                    self._from = f"(SELECT * FROM {self._from} WHERE {_quote(self._header[0])} IS NOT NULL)"
+                    self._from = f"(SELECT * FROM {self._from} WHERE {quote_name(self._header[0])} IS NOT NULL)"
             else:
-                self._from = f"read_parquet({_literal(self._path)})"
+                self._from = f"read_parquet({quote_text(self._path)})"
                 described = self.con.execute(f"SELECT * FROM {self._from} LIMIT 0").description
                 self._header = [d[0] for d in described]
                 self._floats = {d[0] for d in described if str(d[1]).upper() in ("DOUBLE", "FLOAT", "REAL")}
@@ -205,7 +198,7 @@ class DuckDBEngine(PandasFallback):
             return self._fallback.has_rows()
         where = ""
         if self._csv and len(self._header) == 1:
-            where = f" WHERE NOT regexp_full_match({_quote(self._header[0])}, '[ \t]*')"
+            where = f" WHERE NOT regexp_full_match({quote_name(self._header[0])}, '[ \t]*')"
         try:
             if self.con.execute(f"SELECT 1 FROM {self._from}{where} LIMIT 1").fetchone() is not None:
                 return True
@@ -222,15 +215,15 @@ class DuckDBEngine(PandasFallback):
         comma skipped and an empty cell '' (pandas' skipinitialspace, keep_default_na=False),
         a cell guarded for spreadsheets without its quote (:func:`.csv_cells.guard_cells`); a
         Parquet NaN missing, as pandas counts it."""
-        c = _quote(name or column)
+        c = quote_name(name or column)
         if self._csv:
             return UNGUARD_SQL.format(x=f"coalesce(ltrim({c}, ' '), '')")
         return f"nullif({c}, 'NaN'::DOUBLE)" if column in self._floats else c
 
     def _count(self, columns: list[str]) -> Tally:
-        raw = ", ".join(f"{_quote(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
-        cells = ", ".join(f"{self._cell(c, f'c{i}')} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
-        keys = ", ".join(_quote(f"c{i}") for i in range(len(columns)))
+        raw = ", ".join(f"{quote_name(c)} AS {quote_name(f'c{i}')}" for i, c in enumerate(columns))
+        cells = ", ".join(f"{self._cell(c, f'c{i}')} AS {quote_name(f'c{i}')}" for i, c in enumerate(columns))
+        keys = ", ".join(quote_name(f"c{i}") for i in range(len(columns)))
         # the rows are grouped as they are (the one pass over the data); the cells are
         # normalized on the distinct values, and equal ones merged; sorted in SQL (UTF-8
         # byte order is code-point order, NULLs last): the canonical order, which
@@ -270,7 +263,7 @@ class DuckDBEngine(PandasFallback):
         if self._fallback is not None:
             yield from self._fallback.chunks(rows)
             return
-        cells = ", ".join(f"{self._cell(c)} AS {_quote(c)}" for c in self._header)
+        cells = ", ".join(f"{self._cell(c)} AS {quote_name(c)}" for c in self._header)
         con = self._duckdb.connect(database=":memory:")
         con.execute("SET preserve_insertion_order = true")
         if self._frame_view is not None:
@@ -340,10 +333,10 @@ class DuckDBEngine(PandasFallback):
         if per_row:               # every row parsed: no grouping of texts that are all different
             # (and no count column: each row counts once, which numpy writes, not the sort)
             inner = f"SELECT {self._cell(column)} AS x FROM {self._from}"
-        elif cell == _quote("x"):   # the cells as they are: one GROUP BY
-            inner = f"SELECT {_quote(column)} AS x, count(*) AS n FROM {self._from} GROUP BY ALL"
+        elif cell == quote_name("x"):   # the cells as they are: one GROUP BY
+            inner = f"SELECT {quote_name(column)} AS x, count(*) AS n FROM {self._from} GROUP BY ALL"
         else:                     # normalized on the distinct values, equal ones merged
-            inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {_quote(column)} AS x, count(*) AS n "
+            inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {quote_name(column)} AS x, count(*) AS n "
                      f"FROM {self._from} GROUP BY ALL) GROUP BY ALL")
         # one query: the reports (distinct texts, or every row) with their ends where they
         # parse, sorted by the ends (in parallel, 3x faster than a lexsort in numpy: an
@@ -418,7 +411,7 @@ class DuckDBEngine(PandasFallback):
         by its type)."""
         if self._csv:
             return True
-        described = self.con.execute(f"SELECT {_quote(column)} FROM {self._from} LIMIT 0").description
+        described = self.con.execute(f"SELECT {quote_name(column)} FROM {self._from} LIMIT 0").description
         return str(described[0][1]).upper() == "VARCHAR"
 
     def _parse_every_row(self, column: str, prepare: Sequence[tuple[str, str]], ok: str) -> bool:
@@ -446,18 +439,20 @@ class DuckDBEngine(PandasFallback):
         want = wanted.copy()
         want.columns = [f"w{i}" for i in range(want.shape[1])]
         con.register("privspec_wanted", want)
-        cells = ", ".join(f"{self._cell(c)} AS {_quote(f'c{i}')}" for i, c in enumerate(columns))
-        on = " AND ".join(f"t.{_quote(f'c{i}')} IS NOT DISTINCT FROM w.{_quote(f'w{i}')}" for i in range(len(columns)))
+        cells = ", ".join(f"{self._cell(c)} AS {quote_name(f'c{i}')}" for i, c in enumerate(columns))
+        on = " AND ".join(f"t.{quote_name(f'c{i}')} IS NOT DISTINCT FROM w.{quote_name(f'w{i}')}"
+                          for i in range(len(columns)))
         if exprs is not None:  # the cell as x, then the parsed values computed from it
             cells = f"{self._cell(columns[0])} AS x"
-            on = " AND ".join(f"t.{_quote(f'c{i}')} = w.{_quote(f'w{i}')}" for i in range(len(exprs))) + " AND t.ok"
+            on = " AND ".join(f"t.{quote_name(f'c{i}')} = w.{quote_name(f'w{i}')}"
+                              for i in range(len(exprs))) + " AND t.ok"
         if self._csv or self._frame_view is not None:
             numbered = f"SELECT row_number() OVER () AS privspec_row, {cells} FROM {self._from}"
         else:
             numbered = (f"SELECT file_row_number + 1 AS privspec_row, {cells} "
-                        f"FROM read_parquet({_literal(self._path)}, file_row_number = true)")
+                        f"FROM read_parquet({quote_text(self._path)}, file_row_number = true)")
         if exprs is not None:
-            parsed = ", ".join(f"({e}) AS {_quote(f'c{i}')}" for i, e in enumerate(exprs))
+            parsed = ", ".join(f"({e}) AS {quote_name(f'c{i}')}" for i, e in enumerate(exprs))
             numbered = (f"SELECT privspec_row, {parsed}, coalesce(({ok}), false) AS ok "
                         f"FROM ({_layers(numbered, prepare)})")
         # (the row number's name is one no expression of ``prepare`` takes)
