@@ -320,8 +320,12 @@ class _Space:
             scaled = excess * sums[grp]
         within = float(scaled[self.J].max())
         excess[self.J] = -np.inf
-        if np.any(excess * sums[grp] > tol):      # some innermost interval outside J raises it
-            self.restrict(np.union1d(self.J, candidates(full, excess, groups)))
+        rising = np.flatnonzero(excess * sums[grp] > tol)
+        if rising.size:      # some innermost interval outside J raises it
+            # J grows by a step's candidates and by every interval that would raise the fit
+            # (a few dozen): the next bounds tend to want them too (1e6 and 1e7 Case-II
+            # reports: 14 checks over every row -> 12, the bounds the same)
+            self.restrict(np.union1d(np.union1d(self.J, candidates(full, excess, groups)), rising))
             return False
         if within <= _STALLED:
             return True     # the solver's "no step rises" at round-off, as over the whole design
