@@ -272,6 +272,25 @@ def test_small_blocks_agree_with_one_dense_step(monkeypatch):
     assert blocked.converged and blocked.loglik == pytest.approx(dense.loglik, abs=1e-8)
 
 
+@pytest.mark.parametrize("k", [1, 2, 7, 40])
+def test_run_gram_row_by_row_is_the_cumsum_bit_for_bit(k, monkeypatch):
+    # the Newton matrix of runs: both ways of cumulating its table add the same numbers in
+    # the same order, so the matrices are equal to the bit, and equal to the definition
+    from privspec.backends.interval.npmle import qp
+
+    rng = np.random.default_rng(k)
+    a = rng.integers(0, k, 500)
+    b = np.minimum(a + rng.integers(0, k, 500), k - 1)
+    w = rng.random(500)
+    monkeypatch.setattr(qp, "_ROW_BY_ROW", 10 ** 9)
+    by_cumsum = qp.run_gram(a, b, w, k)
+    monkeypatch.setattr(qp, "_ROW_BY_ROW", 0)
+    by_rows = qp.run_gram(a, b, w, k)
+    assert np.array_equal(by_rows, by_cumsum)
+    e = (np.arange(k) >= a[:, None]) & (np.arange(k) <= b[:, None])
+    np.testing.assert_allclose(by_rows, (e * w[:, None]).T @ e, rtol=1e-12)
+
+
 def test_ring_ranges_against_brute_force():
     # the ring design of Example 3: (-inf, T1] U (T3, inf), (T1, T2], (T2, T3]
     rng = np.random.default_rng(5)
