@@ -463,6 +463,10 @@ def _skeleton(L: np.ndarray, R: np.ndarray, l: np.ndarray, r: np.ndarray, cuts: 
     return ls[inner], rs[beyond[inner]], add_l, add_r
 
 
+#: :func:`_rows_by_ends` finds the right ends in up to this many ranges by comparisons
+_FEW_RANGES = 8
+
+
 def _rows_by_ends(l: np.ndarray, r: np.ndarray, L: np.ndarray, R: np.ndarray, special_a: np.ndarray,
                   special_b: np.ndarray) -> np.ndarray:
     """The rows :func:`refine_design` reads from their ends: those with a special old run
@@ -515,34 +519,10 @@ def _merge_rows_by_ends(a: np.ndarray, b: np.ndarray, kc: np.ndarray, rows: np.n
     kc = kc.copy()
     np.add.at(kc, at[same], counts[same])
     new = ~same
-    return _insert(a, at[new], sa[new]), _insert(b, at[new], sb[new]), _insert(kc, at[new], counts[new])
-
-
-#: :func:`_rows_by_ends` finds the right ends in up to this many ranges by comparisons
-_FEW_RANGES = 8
-#: at most this many values are inserted slice by slice (:func:`_insert`)
-_FEW_INSERTS = 4096
-
-
-def _insert(x: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``np.insert(x, at, values)`` for positions ``at`` in increasing order: a few values
-    into millions of rows by copying the slices between them (np.insert places the old
-    values through a boolean mask of the new array: at 1e7 Case-II reports, three
-    inserts took 0.36 s of the band's 1.0 s design; by slices 0.05 s).
-
-    >>> _insert(np.array([1, 2, 4]), np.array([2, 3, 3]), np.array([3, 5, 6])).tolist()
-    [1, 2, 3, 4, 5, 6]
-    """
-    if at.size > _FEW_INSERTS:
-        return np.insert(x, at, values)
-    out = np.empty(x.size + at.size, dtype=x.dtype)
-    done = 0
-    for i, pos in enumerate(at.tolist()):
-        out[done + i:pos + i] = x[done:pos]
-        out[pos + i] = values[i]
-        done = pos
-    out[done + at.size:] = x[done:]
-    return out
+    a = np.insert(a, at[new], sa[new])
+    b = np.insert(b, at[new], sb[new])
+    kc = np.insert(kc, at[new], counts[new])
+    return a, b, kc
 
 
 def _increasing(a: np.ndarray, b: np.ndarray) -> bool:
