@@ -228,8 +228,8 @@ def test_the_fits_factor_on_one_blas_thread_in_a_fresh_interpreter() -> None:
             "from privspec.backends.interval.npmle import solver\n"
             "from privspec.backends.interval.npmle.estimator import npmle\n"
             "seen, inner = set(), solver.qp\n"
-            "def spy(*args):\n"
-            "    out = inner(*args)\n"
+            "def spy(*args, **kwargs):\n"
+            "    out = inner(*args, **kwargs)\n"
             "    seen.update(i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas')\n"
             "    return out\n"
             "solver.qp = spy\n"
@@ -372,3 +372,61 @@ def test_the_qp_with_variables_dropped_reuses_the_factor() -> None:
         np.testing.assert_allclose(x[on], z, rtol=1e-8, atol=1e-10)
         w = h - G @ x - mu[grp]           # no variable at zero would raise the objective
         assert np.all(w[x == 0] <= 1e-8 * max(1.0, np.abs(h).max()))
+
+
+def test_the_qps_direction_is_the_derivative_of_its_minimum() -> None:
+    """The tangent the QP reports (its minimum's change per unit of mass moved from the
+    second group to the first) is the finite difference of the minima at sums 1e-7 apart,
+    on seeded problems whose optimum drops variables of the warm start."""
+    from privspec.backends.interval.npmle import qp as qp_module
+
+    rng = np.random.default_rng(11)
+    checked = 0
+    for _ in range(20):
+        k = int(rng.integers(6, 40))
+        A = rng.random((3 * k, k)) < 0.3
+        G = A.T @ (A * rng.uniform(0.5, 2, 3 * k)[:, None]) + 1e-3 * np.eye(k)
+        h = rng.normal(size=k) * 3 + 5
+        grp = (np.arange(k) >= k // 2).astype(np.intp)
+        x0 = np.where(grp == 0, 0.4, 0.6) / np.bincount(grp)[grp]
+        out: list = []
+        x = qp_module.qp(G, h, x0, grp, np.array([0.4, 0.6]), direction=(np.array([1.0, -1.0]), out))
+        eps = 1e-7
+        moved = qp_module.qp(G, h, x, grp, np.array([0.4 + eps, 0.6 - eps]))
+        if not np.array_equal(moved > 0, x > 0):
+            continue                      # the support changes within eps: no derivative there
+        assert out and out[0] is not None
+        np.testing.assert_allclose(out[0], (moved - x) / eps, rtol=0, atol=1e-5 * max(1.0, np.abs(out[0]).max()))
+        assert np.all(out[0][x == 0] == 0.0) and abs(out[0][grp == 0].sum() - 1.0) < 1e-9
+        checked += 1
+    assert checked >= 15
+
+
+def test_the_profiles_fits_start_along_the_last_ones_tangent() -> None:
+    """A constrained fit reports its masses' tangent in theta (the derivative of the
+    constrained maximum: the finite difference of two fits 1e-6 apart), and the next fit
+    of the profile starts along it: a step of 1e-4 in theta then takes at most one Newton
+    step, with the maximum the same as from the groups' rescaling alone."""
+    left, right, counts = case2(3000, 12)
+    cut = 0.15
+    des = _design(left, right, counts, [cut])
+    full = cnm(des, bands.initial(des), tol=1e-10, max_iter=10_000)
+    grp = (des.inner_right > cut).astype(np.intp)
+    theta = float(full.p[grp == 0].sum()) - 0.02
+
+    def fit(t: float, p0: np.ndarray):
+        return cnm(des, p0, tol=1e-10, max_iter=10_000, grp=grp, sums=np.array([t, 1.0 - t]), tangent=True)
+
+    def rescaled(p: np.ndarray, t: float) -> np.ndarray:
+        return p * np.where(grp == 0, t / p[grp == 0].sum(), (1 - t) / p[grp == 1].sum())
+
+    at = fit(theta, rescaled(full.p, theta))
+    assert at.tangent is not None and abs(at.tangent[grp == 0].sum() - 1.0) < 1e-9
+    near = fit(theta + 1e-6, rescaled(at.p, theta + 1e-6))
+    np.testing.assert_allclose(at.tangent, (near.p - at.p) / 1e-6, rtol=0, atol=1e-3)
+    start = at.p + 1e-4 * at.tangent
+    start[start < 0] = 0.0
+    along = fit(theta + 1e-4, rescaled(start, theta + 1e-4))
+    plain = fit(theta + 1e-4, rescaled(at.p, theta + 1e-4))
+    assert along.iterations <= 1 < plain.iterations or along.iterations < plain.iterations
+    assert along.loglik == pytest.approx(plain.loglik, rel=0, abs=1e-8)

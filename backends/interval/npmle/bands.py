@@ -343,14 +343,16 @@ class _Profile:
         self.space, self.cut, self.tol = space, cut, tol
         self.p_hat = p_hat                      # on every innermost interval
         self.theta_hat = float(p_hat[space.des.inner_right <= cut].sum())
-        #: the last fit: (theta, J, loglik, slope, masses), so that checking a bound just
-        #: found over ``J`` (:meth:`exact_at`) does not fit it again
-        self._last: tuple[float, np.ndarray, float, float, np.ndarray] | None = None
+        #: the last fit: (theta, J, loglik, slope, masses, tangent), so that checking a bound
+        #: just found over ``J`` (:meth:`exact_at`) does not fit it again
+        self._last: tuple[float, np.ndarray, float, float, np.ndarray, Any] | None = None
         self.reset()
 
     def reset(self) -> None:
         """Start the next search from the maximum."""
         self.p, self.pJ = self.p_hat[self.space.J], self.space.J
+        #: the last fit's tangent (:attr:`.solver.Fit.tangent`) and its theta
+        self.along: tuple[float, np.ndarray] | None = None
 
     @property
     def spread(self) -> float:
@@ -364,6 +366,12 @@ class _Profile:
         grp = (des.inner_right > self.cut).astype(np.intp)
         sums = np.array([theta, 1.0 - theta])
         p = self.space.lift(self.p, self.pJ).copy()
+        if self.along is not None and self.pJ is self.space.J:
+            # along the last fit's tangent: first order in the change of theta, where the
+            # groups' rescaling below is zeroth (1e6 Case-II reports: 56 Newton steps in the
+            # band's fits -> 42)
+            p += (theta - self.along[0]) * self.along[1]
+            p[p < 0] = 0.0
         tot = np.bincount(grp, weights=p, minlength=2)
         p *= np.where(tot > 0, sums / np.where(tot > 0, tot, 1.0), 0.0)[grp]
         allowed = sums[grp] > 0
@@ -406,7 +414,7 @@ class _Profile:
         last = self._last
         if last is not None and last[0] == theta and last[1] is self.space.J:
             # the fit just made at theta over the same J (the check of a bound just found)
-            self.p, self.pJ = last[4], last[1]
+            self.p, self.pJ, self.along = last[4], last[1], last[5]
             return last[2], last[3]
         des = self.space.sub
         sums = np.array([theta, 1.0 - theta])
@@ -417,11 +425,12 @@ class _Profile:
         if np.any(P <= 0) or np.any(MP <= 0):  # pragma: no cover - start() covers them
             return -math.inf, math.inf if theta < self.theta_hat else -math.inf
         fit = cnm(des, p0, tol=self.tol, max_iter=10_000, grp=(des.inner_right > self.cut).astype(np.intp),
-                  sums=sums, dense_rows=self.space.rows)
+                  sums=sums, dense_rows=self.space.rows, tangent=True)
         self.p, self.pJ = fit.p, self.space.J
+        self.along = None if fit.tangent is None else (theta, fit.tangent)
         # d ll / d theta = n (lam_0 - lam_1) at the constrained maximum (envelope theorem)
         ll, slope = fit.loglik, des.n * float(fit.lam[0] - fit.lam[1])
-        self._last = (theta, self.space.J, ll, slope, fit.p)
+        self._last = (theta, self.space.J, ll, slope, fit.p, self.along)
         return ll, slope
 
     def exact_at(self, theta: float) -> bool:

@@ -147,6 +147,22 @@ class _Factor:
             return None
         return z, mu[:self.E.shape[0]]
 
+    def direction(self, drop: np.ndarray, ds: np.ndarray) -> np.ndarray | None:
+        """How the minimum over ``S`` less ``drop`` moves per unit change of the group sums
+        along ``ds``: ``dz = Y_C (C Y_C)^-1 (ds, 0)`` from the same conditions as
+        :meth:`without` (``C = (E; I_D)``, ``Y_C = G^-1 C'``); None where not finite."""
+        if drop.size:
+            self.without(drop, np.zeros(self.E.shape[0]))      # (the columns of the drops)
+        YC = np.column_stack([self.YE] + [self.cols[int(d)] for d in drop])
+        CY = np.vstack([self.E @ YC, YC[drop]])
+        try:
+            nu = np.linalg.solve(CY, np.concatenate([ds, np.zeros(drop.size)]))
+        except np.linalg.LinAlgError:
+            return None
+        v = YC @ nu
+        v[drop] = 0.0
+        return v if np.all(np.isfinite(v)) else None
+
 
 def _eq_solve(G: np.ndarray, h: np.ndarray, grp: np.ndarray, sums: np.ndarray, ngroups: int
               ) -> tuple[np.ndarray, np.ndarray, _Factor | None]:
@@ -185,7 +201,25 @@ def _eq_solve(G: np.ndarray, h: np.ndarray, grp: np.ndarray, sums: np.ndarray, n
     return sol[:k], sol[k:], None
 
 
-def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.ndarray) -> np.ndarray:
+def _direction(factor: _Factor | None, base: np.ndarray, idx: np.ndarray, k: int, ds: np.ndarray
+               ) -> np.ndarray | None:
+    """:meth:`_Factor.direction` over the variables ``idx`` (``base`` less some dropped), as a
+    vector over all ``k`` variables; None without a factor."""
+    if factor is None:
+        return None
+    at = np.searchsorted(base, idx)
+    dropped = np.ones(base.size, dtype=bool)
+    dropped[at] = False
+    v = factor.direction(np.flatnonzero(dropped), ds)
+    if v is None:
+        return None
+    out = np.zeros(k)
+    out[idx] = v[at]
+    return out
+
+
+def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.ndarray,
+       direction: tuple[np.ndarray, list] | None = None) -> np.ndarray:
     """Minimize ``1/2 x'Gx - h'x`` over ``x >= 0`` with ``sum_{grp == g} x = sums[g]``.
 
     A primal active-set method (Lawson and Hanson's NNLS, with the equality constraints
@@ -193,9 +227,10 @@ def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.n
     while their multiplier is positive; a step that would turn a mass negative stops
     at the boundary and drops it.  It returns a feasible point in every case (``x0``
     itself where the system is degenerate: the caller's line search then finds no rise).
+    ``direction=(ds, out)``: the minimum's change per unit change of the sums along ``ds``
+    (:func:`_direction`, from the factor at hand) is appended to the list ``out``.
     """
-    k = h.size
-    ngroups = sums.size
+    k, ngroups = h.size, sums.size
     x = x0.copy()
     passive = x > 0
     last: np.ndarray | None = None
@@ -231,6 +266,8 @@ def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.n
             # falls at each full solve, and there are far fewer solves than one at a time
             enter = np.flatnonzero(w > QP_TOL * max(1.0, float(np.abs(h).max())))
             if enter.size == 0:
+                if direction is not None:
+                    direction[1].append(_direction(factor, base, idx, k, direction[0]))
                 return x
             passive[enter] = True
             last = enter

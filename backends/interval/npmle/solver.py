@@ -94,6 +94,9 @@ class Fit:
     lam: np.ndarray = field(default_factory=lambda: np.ones(1))
     #: full passes that chose a working set (0: the direct method, one step per pass)
     rounds: int = 0
+    #: with two groups and ``tangent=True``: how the masses move per unit of mass moved from
+    #: the second group to the first (the profile's next fit starts along it), else None
+    tangent: np.ndarray | None = None
 
 
 def initial(des: Design) -> np.ndarray:
@@ -435,7 +438,7 @@ def _coarse_step(des: Design, p: np.ndarray, J: np.ndarray, starts: np.ndarray, 
 
 def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
         grp: np.ndarray | None = None, sums: np.ndarray | None = None,
-        working_set_rows: int | None = None, dense_rows: int | None = None) -> Fit:
+        working_set_rows: int | None = None, dense_rows: int | None = None, tangent: bool = False) -> Fit:
     """Maximize the log-likelihood over masses on the innermost intervals from ``p0``.
 
     With ``grp``/``sums`` the masses of each group of innermost intervals are fixed
@@ -450,7 +453,8 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
     for a design of merged rows that stands for more (the band's constrained fits: warm-
     started next to their maximum, they take 2-3 dense steps where the hierarchical method
     takes ~9; at 1e7 Case-II reports, ~900 candidates over 2.5e5 merged rows standing for
-    7.5e6, the band took 11.4 s CPU instead of 16.7).
+    7.5e6, the band took 11.4 s CPU instead of 16.7).  ``tangent``: with two groups, the
+    fit's :attr:`Fit.tangent` from its last dense Newton step (the direct method only).
     """
     if grp is None:
         grp = np.zeros(des.m, dtype=np.intp)
@@ -459,7 +463,7 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
     limit = _WORKING_SET_ROWS if working_set_rows is None else working_set_rows
     if not des.has_multi and des.a.size >= limit:
         return _working_set(des, p0, tol=tol, max_iter=max_iter, grp=grp, sums=sums)
-    return _cnm(des, p0, tol=tol, max_iter=max_iter, grp=grp, sums=sums, dense_rows=dense_rows)
+    return _cnm(des, p0, tol=tol, max_iter=max_iter, grp=grp, sums=sums, dense_rows=dense_rows, tangent=tangent)
 
 
 def candidates(p: np.ndarray, excess: np.ndarray, groups: Groups) -> np.ndarray:
@@ -536,7 +540,7 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
 
 
 def _cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp: np.ndarray, sums: np.ndarray,
-         dense_rows: int | None = None) -> Fit:
+         dense_rows: int | None = None, tangent: bool = False) -> Fit:
     """:func:`cnm` itself: a Newton step per pass over the rows."""
     m, n = des.m, des.n
     # a dense step up to _K_DENSE_MAX candidates while k^3 <= _DENSE_PER_ROW x rows
@@ -549,6 +553,7 @@ def _cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp: np.ndar
     it = 0
     converged = False
     kkt = math.inf
+    moves: tuple[np.ndarray, np.ndarray] | None = None      # the last dense step's (J, tangent)
     while True:
         d = u / n
         kkt, excess = groups.kkt(d, p)
@@ -564,10 +569,14 @@ def _cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp: np.ndar
         if step.k <= _K_FULL or (step.k <= _K_DENSE_MAX and float(step.k) ** 3 <= dense_budget):
             # only the groups with candidates take part (a group with sum 0 has none)
             live, gl = np.unique(gJ, return_inverse=True)
-            x = qp(step.gram(), h, p[J], gl.ravel().astype(np.intp), sums[live])
+            # (the tangent: mass moved from the second group to the first, both live)
+            ask = (np.array([1.0, -1.0]), []) if tangent and live.size == 2 and sums.size == 2 else None
+            x = qp(step.gram(), h, p[J], gl.ravel().astype(np.intp), sums[live], direction=ask)
+            moves = (J, ask[1][-1]) if ask and ask[1] and ask[1][-1] is not None else None
             blocks = None
         else:
             x, blocks = _block_step(step, J, p, d, gJ, it, tol)
+            moves = None
         delta = x - p[J]
         ratio, mratio, drift = step.ratios(x, delta)
         alpha = _line_search(step.c, des.pc, ratio, mratio, drift / float(p[J].sum()), n)
@@ -603,7 +612,11 @@ def _cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp: np.ndar
     if converged:
         p, u, kkt, ll = _drop_round_off(des, groups, grp, p, u, kkt, ll, tol)
     lam = groups.levels(u / n, p)
-    return Fit(p=p, loglik=ll, iterations=it, kkt=kkt, converged=converged, lam=lam)
+    along = None
+    if tangent and converged and moves is not None:
+        along = np.zeros(m)
+        along[moves[0]] = moves[1]
+    return Fit(p=p, loglik=ll, iterations=it, kkt=kkt, converged=converged, lam=lam, tangent=along)
 
 
 def _block_step(step: _Step, J: np.ndarray, p: np.ndarray, d: np.ndarray, gJ: np.ndarray, it: int,
