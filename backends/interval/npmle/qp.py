@@ -125,13 +125,7 @@ class _Factor:
         """Minimize 1/2 z'Gz - h'z over ``S`` with the group sums and ``z[drop] = 0``: ``(z, mu)``
         over ``S`` (the multipliers of the group sums), or None where the small system is
         singular (a group left without variables) or the solve not finite."""
-        missing = [int(d) for d in drop if int(d) not in self.cols]
-        if missing:
-            unit = np.zeros((self.yh.size, len(missing)))
-            unit[missing, np.arange(len(missing))] = 1.0
-            Y = scipy.linalg.cho_solve(self.factor, unit, check_finite=False)
-            for j, d in enumerate(missing):
-                self.cols[d] = Y[:, j]
+        self._columns(drop)
         # the KKT conditions G z - h + E' mu + I_D' nu = 0, E z = sums, z_D = 0, with
         # z = G^-1 (h - C' (mu, nu)) and C = (E; I_D): (C G^-1 C') (mu, nu) = C G^-1 h - (sums, 0)
         YC = np.column_stack([self.YE] + [self.cols[int(d)] for d in drop])
@@ -147,12 +141,21 @@ class _Factor:
             return None
         return z, mu[:self.E.shape[0]]
 
+    def _columns(self, drop: np.ndarray) -> None:
+        """``G^-1 e_d`` for each ``d`` in ``drop`` not solved yet (one solve for them all)."""
+        missing = [int(d) for d in drop if int(d) not in self.cols]
+        if missing:
+            unit = np.zeros((self.yh.size, len(missing)))
+            unit[missing, np.arange(len(missing))] = 1.0
+            Y = scipy.linalg.cho_solve(self.factor, unit, check_finite=False)
+            for j, d in enumerate(missing):
+                self.cols[d] = Y[:, j]
+
     def direction(self, drop: np.ndarray, ds: np.ndarray) -> np.ndarray | None:
         """How the minimum over ``S`` less ``drop`` moves per unit change of the group sums
         along ``ds``: ``dz = Y_C (C Y_C)^-1 (ds, 0)`` from the same conditions as
         :meth:`without` (``C = (E; I_D)``, ``Y_C = G^-1 C'``); None where not finite."""
-        if drop.size:
-            self.without(drop, np.zeros(self.E.shape[0]))      # (the columns of the drops)
+        self._columns(drop)
         YC = np.column_stack([self.YE] + [self.cols[int(d)] for d in drop])
         CY = np.vstack([self.E @ YC, YC[drop]])
         try:
