@@ -494,10 +494,11 @@ def _profile_interval(prof: _Profile, ll_max: float, crit: float, reach: list[tu
     """The interval of theta = F(cut) with 2 (ll_max - ll(theta)) <= crit.
 
     The innermost intervals are refined at the cut (a zero-weight range ending there), so
-    that F(cut) is well defined in the constraint; each bound costs four or five
-    constrained fits, warm-started, found by Newton's method on the signed root of the
-    likelihood-ratio statistic (:func:`_bound`; the profile's slope is the difference of
-    the two groups' Lagrange multipliers).
+    that F(cut) is well defined in the constraint; each bound costs about four
+    constrained fits, each warm-started along the last one's tangent, found by Newton's
+    method on the signed root of the likelihood-ratio statistic, or its quadratic model
+    once two tries give the slope's change (:func:`_bound`, :func:`_root_step`; the
+    profile's slope is the difference of the two groups' Lagrange multipliers).
 
     Each bound is searched over the space's ``J`` (:func:`_bound`), then its fit checked
     over every innermost interval; where ``J`` had to grow, searched again.  The search
