@@ -220,7 +220,7 @@ class DuckDBEngine(PandasFallback):
             # only a cell that starts with a space or a quote is rewritten (ltrim writes a new
             # string per cell: 8% of the parse of 1e6 Case-II reports); the rest, most cells,
             # are themselves, and a NULL is ''
-            slow = UNGUARD_SQL.format(x=f"coalesce(ltrim({c}, ' '), '')")
+            slow = UNGUARD_SQL.format(x=f"ltrim({c}, ' ')")
             return (f"CASE WHEN {c} IS NULL THEN '' WHEN starts_with({c}, ' ') OR starts_with({c}, '''') "
                     f"THEN {slow} ELSE {c} END")
         return f"nullif({c}, 'NaN'::DOUBLE)" if column in self._floats else c

@@ -565,8 +565,8 @@ def _bound(prof: _Profile, end: float, ll_max: float, crit: float, first: float 
     theta = theta_hat + side * min(step, 0.5 * abs(end - theta_hat)) if first is None else first
     found, best = theta_hat, math.inf
     checked = False
-    # the last try's theta, signed root, its slope and the J it was fitted over
-    last: tuple[float, float, float, np.ndarray] | None = None
+    # the last try's theta, the slope of the signed root there and the J it was fitted over
+    last: tuple[float, float, np.ndarray] | None = None
     for _ in range(100):
         ll, slope = prof.loglik(theta)
         g, slope = 2.0 * (ll_max - ll) - crit, -2.0 * slope
@@ -599,9 +599,9 @@ def _bound(prof: _Profile, end: float, ll_max: float, crit: float, first: float 
         if math.isfinite(lr) and lr > 0 and math.isfinite(slope) and slope * side > 0:
             r = math.sqrt(lr)
             rp = slope / (2.0 * r)
-            nxt = theta + _root_step(root - r, rp, last if last is not None and last[3] is prof.space.J else None,
+            nxt = theta + _root_step(root - r, rp, last if last is not None and last[2] is prof.space.J else None,
                                      theta)
-            last = (theta, r, rp, prof.space.J)
+            last = (theta, rp, prof.space.J)
         if not (min(inside, outside) < nxt < max(inside, outside)):
             if outside_seen:
                 nxt = 0.5 * (inside + outside)
@@ -615,7 +615,7 @@ def _bound(prof: _Profile, end: float, ll_max: float, crit: float, first: float 
     return float(found), False
 
 
-def _root_step(gap: float, rp: float, last: tuple[float, float, float, np.ndarray] | None, theta: float) -> float:
+def _root_step(gap: float, rp: float, last: tuple[float, float, np.ndarray] | None, theta: float) -> float:
     """The step in theta that takes the signed root ``r`` of the statistic up by ``gap`` (to
     the square root of the critical value), ``rp`` its slope here: Newton's, or where the
     last try over the same J gives the slope's change (``last``), the root of the quadratic
@@ -625,7 +625,7 @@ def _root_step(gap: float, rp: float, last: tuple[float, float, float, np.ndarra
     newton = gap / rp
     if last is None or last[0] == theta:
         return newton
-    r2 = (rp - last[2]) / (theta - last[0])
+    r2 = (rp - last[1]) / (theta - last[0])
     disc = rp * rp + 2.0 * r2 * gap
     if not (math.isfinite(r2) and disc > 0):
         return newton

@@ -125,24 +125,22 @@ class _Factor:
         """Minimize 1/2 z'Gz - h'z over ``S`` with the group sums and ``z[drop] = 0``: ``(z, mu)``
         over ``S`` (the multipliers of the group sums), or None where the small system is
         singular (a group left without variables) or the solve not finite."""
-        self._columns(drop)
         # the KKT conditions G z - h + E' mu + I_D' nu = 0, E z = sums, z_D = 0, with
         # z = G^-1 (h - C' (mu, nu)) and C = (E; I_D): (C G^-1 C') (mu, nu) = C G^-1 h - (sums, 0)
-        YC = np.column_stack([self.YE] + [self.cols[int(d)] for d in drop])
-        CY = np.vstack([self.E @ YC, YC[drop]])
-        rhs = np.concatenate([self.E @ self.yh - sums, self.yh[drop]])
-        try:
-            mu = np.linalg.solve(CY, rhs)
-        except np.linalg.LinAlgError:
+        solved = self._solve(drop, np.concatenate([self.E @ self.yh - sums, self.yh[drop]]))
+        if solved is None:
             return None
+        YC, mu = solved
         z = self.yh - YC @ mu
         z[drop] = 0.0
         if not (np.all(np.isfinite(z)) and np.all(np.isfinite(mu))):
             return None
         return z, mu[:self.E.shape[0]]
 
-    def _columns(self, drop: np.ndarray) -> None:
-        """``G^-1 e_d`` for each ``d`` in ``drop`` not solved yet (one solve for them all)."""
+    def _solve(self, drop: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(Y_C, nu)`` with ``(C Y_C) nu = rhs``, ``C = (E; I_D)`` for ``D = drop`` and
+        ``Y_C = G^-1 C'`` (the columns ``G^-1 e_d`` solved once per ``d``, all missing ones in
+        one solve); None where ``C Y_C`` is singular (a group left without variables)."""
         missing = [int(d) for d in drop if int(d) not in self.cols]
         if missing:
             unit = np.zeros((self.yh.size, len(missing)))
@@ -150,19 +148,20 @@ class _Factor:
             Y = scipy.linalg.cho_solve(self.factor, unit, check_finite=False)
             for j, d in enumerate(missing):
                 self.cols[d] = Y[:, j]
+        YC = np.column_stack([self.YE] + [self.cols[int(d)] for d in drop])
+        try:
+            return YC, np.linalg.solve(np.vstack([self.E @ YC, YC[drop]]), rhs)
+        except np.linalg.LinAlgError:
+            return None
 
     def direction(self, drop: np.ndarray, ds: np.ndarray) -> np.ndarray | None:
         """How the minimum over ``S`` less ``drop`` moves per unit change of the group sums
         along ``ds``: ``dz = Y_C (C Y_C)^-1 (ds, 0)`` from the same conditions as
         :meth:`without` (``C = (E; I_D)``, ``Y_C = G^-1 C'``); None where not finite."""
-        self._columns(drop)
-        YC = np.column_stack([self.YE] + [self.cols[int(d)] for d in drop])
-        CY = np.vstack([self.E @ YC, YC[drop]])
-        try:
-            nu = np.linalg.solve(CY, np.concatenate([ds, np.zeros(drop.size)]))
-        except np.linalg.LinAlgError:
+        solved = self._solve(drop, np.concatenate([ds, np.zeros(drop.size)]))
+        if solved is None:
             return None
-        v = YC @ nu
+        v = solved[0] @ solved[1]
         v[drop] = 0.0
         return v if np.all(np.isfinite(v)) else None
 
@@ -204,16 +203,23 @@ def _eq_solve(G: np.ndarray, h: np.ndarray, grp: np.ndarray, sums: np.ndarray, n
     return sol[:k], sol[k:], None
 
 
+def _dropped(base: np.ndarray, idx: np.ndarray, at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``idx`` (a subset of ``base``, both sorted) lies in ``base``, and the
+    positions of ``base`` it leaves out."""
+    at = np.searchsorted(base, idx) if at is None else at
+    kept = np.zeros(base.size, dtype=bool)
+    kept[at] = True
+    return at, np.flatnonzero(~kept)
+
+
 def _direction(factor: _Factor | None, base: np.ndarray, idx: np.ndarray, k: int, ds: np.ndarray
                ) -> np.ndarray | None:
     """:meth:`_Factor.direction` over the variables ``idx`` (``base`` less some dropped), as a
     vector over all ``k`` variables; None without a factor."""
     if factor is None:
         return None
-    at = np.searchsorted(base, idx)
-    dropped = np.ones(base.size, dtype=bool)
-    dropped[at] = False
-    v = factor.direction(np.flatnonzero(dropped), ds)
+    at, drop = _dropped(base, idx)
+    v = factor.direction(drop, ds)
     if v is None:
         return None
     out = np.zeros(k)
@@ -247,9 +253,7 @@ def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.n
         if factor is not None and 0 < base.size - idx.size <= max(_REUSE_DROPS, base.size // 4):
             at = np.searchsorted(base, idx)
             if np.all(at < base.size) and np.array_equal(base[np.minimum(at, base.size - 1)], idx):
-                dropped = np.ones(base.size, dtype=bool)
-                dropped[at] = False
-                solved = factor.without(np.flatnonzero(dropped), sums)
+                solved = factor.without(_dropped(base, idx, at)[1], sums)
                 if solved is not None:
                     solved = (solved[0][at], solved[1])
         if solved is None:
