@@ -349,6 +349,49 @@ def test_the_band_from_the_fits_design_is_the_same() -> None:
     np.testing.assert_allclose(got[0], PINNED["case2_20000_l90"][4], rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("data, adds", [(lambda: case2(20000, 15)[:2], True), (lambda: case2_counts(20000, 4), False),
+                                        (lambda: case1(5000, 3)[:2], True)])
+def test_the_fits_masses_are_the_maximum_refined_at_its_right_ends(data, adds: bool) -> None:
+    """Cuts at right ends of the fit's innermost intervals (its quartiles) add at most one
+    innermost interval each, held only by reports that hold the one ending at the cut: the
+    fit's masses meet the refined design's KKT conditions as they are, with the fit's
+    log-likelihood (bands._maximum takes them without a pass over the rows), and the band
+    from them is the band from the solver's maximum."""
+    from privspec.backends.interval.npmle.data import gradient, loglik, row_probs
+
+    l, r, c = merge_rows(*as_rows(*data()))
+    fit = npmle(l, r, c)
+    cum = np.cumsum(fit.mass)
+    cuts = np.unique(fit.intervals[np.searchsorted(cum, [0.1, 0.25, 0.5, 0.75, 0.9]), 1])
+    des = design_from_rows(l, r, c, cuts=cuts)
+    # (continuous ends: the cuts made new innermost intervals; on a grid every end is a left end too)
+    assert des.m > fit.intervals.shape[0] if adds else des.m == fit.intervals.shape[0]
+    p, ll = bands._maximum(des, fit, cuts, 1e-10, True)
+    np.testing.assert_array_equal(p, bands._mapped(des, fit))
+    assert ll == fit.loglik
+    P, MP = row_probs(des, p)
+    assert float((gradient(des, P, MP) / des.n).max()) - 1.0 <= 1e-10      # the KKT conditions
+    assert loglik(des, P, MP) == pytest.approx(fit.loglik, rel=1e-13, abs=0)
+    solved, ll_solved = bands._maximum(des, fit, cuts, 1e-10, False)           # the solver's maximum
+    assert ll_solved == pytest.approx(ll, rel=0, abs=1e-8)
+    # and the band: the same as from the solver's maximum (the shortcut switched off)
+    got = cdf_confidence_band(fit, l, r, c, cuts)
+    real = bands._maximum
+    try:
+        bands._maximum = lambda des, result, cuts, tol, plain: real(des, result, cuts, tol, False)
+        want = cdf_confidence_band(fit, l, r, c, cuts)
+    finally:
+        bands._maximum = real
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+    # a cut inside an innermost interval is no right end: the solver decides
+    inside = np.array([0.5 * (fit.intervals[1, 0] + fit.intervals[1, 1])]) if np.isfinite(fit.intervals[1]).all() \
+        else None
+    if inside is not None and fit.intervals[1, 0] < inside[0] < fit.intervals[1, 1]:
+        split = design_from_rows(l, r, c, cuts=inside)
+        q, ll_inside = bands._maximum(split, fit, inside, 1e-10, True)
+        assert ll_inside >= fit.loglik - 1e-8
+
+
 def test_the_qp_with_variables_dropped_reuses_the_factor() -> None:
     """The active-set QP's solves after dropping variables (one factor, each drop an equality
     constraint) reach the optimum that solving each passive set afresh reaches: seeded

