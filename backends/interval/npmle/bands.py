@@ -33,6 +33,7 @@ import numpy as np
 import scipy  # its submodules load on first use (start-up: scipy.stats alone costs 0.4-0.9 s)
 
 from privspec.progress import progress
+from privspec.backends.core.memory import reuse_freed_memory
 from privspec.backends.interval.npmle.data import (Design, as_rows, design_from_rows, gradient, merge_rows,
                                                    prefix_sums, refine_design, row_probs, run_mass)
 from privspec.backends.interval.npmle.groups import Groups
@@ -171,8 +172,9 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
             return _bootstrap_band(l, r, c, xs, level, reps, seed, ring, tol)
     if method != "profile":
         raise ValueError(f"method must be 'profile' or 'bootstrap', not {method!r}")
-    return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol,
-                         design or None)
+    with reuse_freed_memory():      # (the fits' arrays reuse the memory of those freed before them)
+        return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol,
+                             design or None)
 
 
 def _profile_band(result: NPMLEResult, l: np.ndarray, r: np.ndarray, c: np.ndarray, xs: np.ndarray, crit: float,
@@ -272,8 +274,8 @@ class _Space:
         self.des = des
         self.J = np.arange(des.m)
         self.sub = des
-        #: each plain row's run over ``J`` (``ra * k + rb``) where the rows are merged
-        self.key: np.ndarray | None = None
+        #: each plain row's merged row (an index into :attr:`sub`'s rows) where they are merged
+        self.row: np.ndarray | None = None
         if not des.has_multi:
             s = np.searchsorted(des.inner_right, cuts, side="right")   # the first above each cut
             near = np.concatenate([s - 1, s])
@@ -296,23 +298,28 @@ class _Space:
         design where ``J`` is every innermost interval or their table would be too large."""
         des, k = self.des, J.size
         if k == des.m or k * k > _MERGE_PER_ROW * des.a.size:
-            self.J, self.sub, self.key = np.arange(des.m), des, None
+            self.J, self.sub, self.row = np.arange(des.m), des, None
             return
         # (in 32 bits where the k x k table allows: half the memory to write and read over
         # millions of rows, which is what this costs)
         before = np.zeros(des.m + 1, dtype=np.int32 if k * k < 2 ** 31 else np.intp)
         before[J + 1] = 1
         np.cumsum(before, out=before)          # before[t] = #J below t
-        # each row's run over J as one number, kept: a check (:meth:`verify`) reads every
-        # row's probability from the merged rows' by it (one gather from a k x k table,
-        # where the prefix sums over every innermost interval take two)
+        # each row's run over J as one number
         key = before[des.a]
         key *= k
         key += before[des.b1]
         key -= 1
-        self.key = key
         total = np.bincount(key, des.c, minlength=k * k)
         runs = np.flatnonzero(total)
+        # each row's merged row, kept: a check (:meth:`verify`) reads every row's probability
+        # from the merged rows' by it, one gather from those (where the prefix sums over every
+        # innermost interval take two; and from a k x k table, 32 MB at k = 2000, the gather
+        # of 7.5e6 rows took 62 ms instead of 16, besides zeroing the table each time)
+        slot = np.cumsum(total > 0, dtype=key.dtype)
+        slot -= 1
+        self.row = slot[key]
+        del key, slot
         none = np.zeros(0, dtype=np.intp)
         self.J = J
         self.sub = Design(m=k, inner_left=des.inner_left[J], inner_right=des.inner_right[J],
@@ -332,13 +339,11 @@ class _Space:
         every innermost interval; if not, ``J`` grows (or becomes every one)."""
         if not self.reduced:
             return True
-        des, sub, k = self.des, self.sub, self.J.size
+        des, sub = self.des, self.sub
         full = np.zeros(des.m)
         full[self.J] = p
         # every row's probability is its merged row's (the masses are on J): one gather
-        table = np.zeros(k * k)
-        table[sub.a * k + sub.b] = run_mass(p, prefix_sums(p), sub.a, sub.b)
-        d = gradient(des, table[self.key], np.zeros(0))
+        d = gradient(des, run_mass(p, prefix_sums(p), sub.a, sub.b)[self.row], np.zeros(0))
         d /= des.n
         # the groups are the innermost intervals at or below the cut and those above it:
         # two slices (no group index over every innermost interval)

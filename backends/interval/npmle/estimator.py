@@ -93,6 +93,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from privspec.backends.core.memory import reuse_freed_memory
 from privspec.backends.interval.npmle.bands import cdf_confidence_band, likelihood_ratio
 from privspec.backends.interval.npmle.data import (Design, aggregate_intervals, as_pieces, as_rows,
                                                    design_from_pieces, design_from_rows, merge_rows)
@@ -155,13 +156,15 @@ def npmle_design(left: Any, right: Any, counts: Any = None, *, tol: float = 1e-1
     >>> des.m, fit.mass.round(4).tolist()
     (3, [0.3333, 0.3333, 0.3333])
     """
-    l, r, c = as_rows(left, right, counts, ring=ring)
-    l, r, c = merge_rows(l, r, c)
-    des = design_from_rows(l, r, c)
-    del l, r, c         # (copies of millions of rows, at times: not kept through the fit)
-    with one_qp_thread():
-        fit = cnm(des, initial(des), tol=tol, max_iter=max_iter)
-    return make_result(des, fit), des
+    # (the fit's arrays reuse the memory of those freed before them: core.memory)
+    with reuse_freed_memory():
+        l, r, c = as_rows(left, right, counts, ring=ring)
+        l, r, c = merge_rows(l, r, c)
+        des = design_from_rows(l, r, c)
+        del l, r, c         # (copies of millions of rows, at times: not kept through the fit)
+        with one_qp_thread():
+            fit = cnm(des, initial(des), tol=tol, max_iter=max_iter)
+        return make_result(des, fit), des
 
 
 def npmle_pieces(piece_left: Any, piece_right: Any, owner: Any, counts: Any = None, *,
@@ -198,8 +201,9 @@ def npmle_pieces(piece_left: Any, piece_right: Any, owner: Any, counts: Any = No
     >>> fit.converged, fit.intervals.tolist(), fit.mass.round(4).tolist()
     (True, [[-inf, 0.0], [0.0, 1.0], [3.0, inf]], [0.6667, 0.3333, 0.0])
     """
-    pl, pr, ow, c = as_pieces(piece_left, piece_right, owner, counts)
-    des = design_from_pieces(pl, pr, ow, c)
-    with one_qp_thread():
-        fit = cnm(des, initial(des), tol=tol, max_iter=max_iter)
-    return make_result(des, fit)
+    with reuse_freed_memory():
+        pl, pr, ow, c = as_pieces(piece_left, piece_right, owner, counts)
+        des = design_from_pieces(pl, pr, ow, c)
+        with one_qp_thread():
+            fit = cnm(des, initial(des), tol=tol, max_iter=max_iter)
+        return make_result(des, fit)
