@@ -172,11 +172,11 @@ def cdf_confidence_band(result: NPMLEResult, left: Any, right: Any, counts: Any,
             return _bootstrap_band(l, r, c, xs, level, reps, seed, ring, tol)
     if method != "profile":
         raise ValueError(f"method must be 'profile' or 'bootstrap', not {method!r}")
-    with reuse_freed_memory():      # (the fits' arrays reuse the memory of those freed before them)
-        return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol,
-                             design or None)
+    return _profile_band(result, l, r, c, xs, _critical(level, calibration, bool(np.all(l == r))), tol,
+                         design or None)
 
 
+@reuse_freed_memory()       # (the fits' arrays reuse the memory of those freed before them)
 def _profile_band(result: NPMLEResult, l: np.ndarray, r: np.ndarray, c: np.ndarray, xs: np.ndarray, crit: float,
                   tol: float, design: list | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The profile likelihood band at ``xs`` of the merged rows ``l, r, c``: at each
