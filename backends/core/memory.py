@@ -10,9 +10,11 @@ arrays of 60-80 MB hundreds of times (the NPMLE of 1e7 Case-II reports in a fres
 
 Inside :func:`reuse_freed_memory` every block comes from ``malloc``'s heap
 (``M_MMAP_MAX = 0``) and freed blocks stay there (``M_TRIM_THRESHOLD`` as large as it
-goes), so the next array reuses pages already touched.  On leaving, the defaults are set
-again and ``malloc_trim(0)`` gives the heap's free pages back to the kernel: the process
-holds no more memory afterwards than before.  Elsewhere (another C library, or none
+goes), so the next array reuses pages already touched.  On leaving, glibc's usual limits
+are set again (the thresholds its own adjustment reaches once large arrays were freed) and
+``malloc_trim(0)`` gives the heap's free pages back to the kernel: the process holds no
+more memory afterwards than before.  The setting is the process's: while one thread is
+inside a block, the others' large arrays come from the heap too.  Elsewhere (another C library, or none
 found) it does nothing: the results are the same either way, only the time differs.
 
 Examples
