@@ -14,8 +14,9 @@ goes), so the next array reuses pages already touched.  On leaving, glibc's usua
 are set again (the thresholds its own adjustment reaches once large arrays were freed) and
 ``malloc_trim(0)`` gives the heap's free pages back to the kernel: the process holds no
 more memory afterwards than before.  The setting is the process's: while one thread is
-inside a block, the others' large arrays come from the heap too.  Elsewhere (another C library, or none
-found) it does nothing: the results are the same either way, only the time differs.
+inside a block, the others' large arrays come from the heap too.  Elsewhere (another C
+library, or none found) it does nothing: the results are the same either way, only the
+time differs.
 
 Examples
 --------
