@@ -6,11 +6,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from privspec.backends.data.float_sort import float_order
 from privspec.backends.data.tally import run_starts
 
 def _sort_order(x: np.ndarray) -> np.ndarray | None:
     """The order that sorts ``x``, or None when it is sorted already (one pass, no sort)."""
-    return None if x.size < 2 or bool(np.all(x[1:] >= x[:-1])) else np.argsort(x)
+    return _sorted(x)[0]
+
+
+def _sorted(x: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """:func:`_sort_order` and ``x`` in that order (``x`` itself where sorted already).
+    Floats by :func:`.float_sort.float_order` (1e7 right ends of Case-II reports: 0.18 s
+    where ``np.argsort`` and the gather took 0.26 s, 0.63 s for values in no order)."""
+    if x.size < 2 or bool(np.all(x[1:] >= x[:-1])):
+        return None, x
+    if x.dtype == np.float64:       # (no NaN: data.as_rows refuses NaN ends, D030)
+        return float_order(x)
+    order = np.argsort(x)
+    return order, x[order]
 
 
 def _unsort(x: np.ndarray, order: np.ndarray | None) -> np.ndarray:
@@ -30,15 +43,14 @@ def _ranks(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.n
     sorted on its own (one already sorted, such as the left ends of rows in order, is not
     sorted again), the sorted values merged, and the ranks found by binary search of
     sorted keys (cache-friendly; unsorted keys would miss the cache at every step)."""
-    orders = [_sort_order(x) for x in arrays]
-    sorted_parts = [x if order is None else x[order] for x, order in zip(arrays, orders)]
+    orders, sorted_parts = zip(*(_sorted(x) for x in arrays))
     # a stable sort (timsort) merges the sorted runs in linear time: 5x faster than
     # quicksort on 2e7 ends in two runs
     merged = np.sort(np.concatenate(sorted_parts), kind="stable")
     values = merged[run_starts(merged)]
     ranks = [_unsort(np.searchsorted(values, xs).astype(np.intp, copy=False), order)
              for xs, order in zip(sorted_parts, orders)]
-    return values, ranks, orders
+    return values, ranks, list(orders)
 
 
 def _running_count(mask: np.ndarray) -> np.ndarray:
@@ -180,9 +192,7 @@ def _innermost_ranges(left: np.ndarray, right: np.ndarray
     # over the ranges (no index arrays), and each array is let go as soon as it is used:
     # at 1e7 Case-II reports the peak is 364 MiB over the ends, where it was 415 MiB
     # (and the design's 411, where it was 564).
-    lorder, rorder = _sort_order(left), _sort_order(right)
-    ls = left if lorder is None else left[lorder]
-    rs = right if rorder is None else right[rorder]
+    (lorder, ls), (rorder, rs) = _sorted(left), _sorted(right)
     lnew, rnew = run_starts(ls), run_starts(rs)
     lall, rall = bool(lnew.all()), bool(rnew.all())
     lefts = ls if lall else ls[lnew]
