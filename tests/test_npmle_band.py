@@ -319,7 +319,12 @@ def test_the_design_refined_at_cuts_is_the_one_built_with_them() -> None:
         counts = rng.integers(1, 4, n).astype(float) if rng.random() < 0.5 else None
         cuts = rng.choice(points, size=int(rng.integers(1, 5)))
         l, r, c = merge_rows(*as_rows(left, right, counts))
-        got = refine_design(design_from_rows(l, r, c), l, r, c, cuts)
+        des = design_from_rows(l, r, c)
+        if rng.random() < 0.3:      # innermost intervals' right ends (the band's quartiles are)
+            ends = des.inner_right[np.isfinite(des.inner_right)]
+            if ends.size:
+                cuts = np.concatenate([rng.choice(ends, size=int(rng.integers(1, 4))), cuts[:1]])
+        got = refine_design(des, l, r, c, cuts)
         assert got is not None and _same_design(got, design_from_rows(l, r, c, cuts=cuts)), (left, right, cuts)
     # the quartiles of a Case-II fit, and points anywhere
     l, r, c = merge_rows(*as_rows(*case2(20000, 15)[:2]))
