@@ -585,6 +585,46 @@ def test_duckdb_parses_every_row_only_where_the_texts_are_different_and_parse(tm
     assert got == {"distinct": True, "repeated": False, "rings": False}
 
 
+def test_duckdb_quick_parse_of_rows_one_by_one_is_the_whole_parse(tmp_path: Path) -> None:
+    """Rows parsed one by one go through the quick parse (the texts privspec writes) and
+    only the others through the whole one: the same parsed values, counts, rows and
+    unparsed texts as the whole parse alone, and the same reports as pandas reads."""
+    import privspec
+    from privspec.backends.interval.mechanisms import ranges_sql, ranges_sql_quick
+    from privspec.backends.interval.npmle.data import merge_rows
+    from privspec.backends.interval.reports import report_model
+
+    rng = np.random.default_rng(38)
+    a = np.sort(rng.uniform(0, 150, size=(20_000, 2)), axis=1)
+    texts = [f"({x!r}, {y!r}]" for x, y in a.tolist()]
+    # spellings only the whole parse reads, and texts neither reads, here and there
+    odd = [" (1.5, 2.5] ", "(3.25, inf)", "(-INF, 4.5]", "( 7 , 8 ]", "(10, 20]", "(1; 2]", "x", "(1; 2]"]
+    for k, text in zip(rng.choice(len(texts), size=len(odd), replace=False).tolist(), odd):
+        texts[k] = text
+    f = tmp_path / "r.csv"
+    pd.DataFrame({"salary": texts}).to_csv(f, index=False)
+    prepare, ok, exprs = ranges_sql()
+    assert DuckDBEngine(str(f))._parse_every_row("salary", prepare, ok)
+    whole = DuckDBEngine(str(f)).tally_parsed("salary", prepare, ok, exprs)
+    quick = DuckDBEngine(str(f)).tally_parsed("salary", prepare, ok, exprs, ranges_sql_quick())
+    for got, want in ((quick[0].values, whole[0].values), (quick[2].values, whole[2].values)):
+        pd.testing.assert_frame_equal(got, want)
+    assert quick[1].tolist() == whole[1].tolist() and quick[2].counts.tolist() == whole[2].counts.tolist()
+    assert quick[2].values["salary"].tolist() == ["(1; 2]", "x"]
+    mask = np.zeros(len(quick[1]), dtype=bool)
+    mask[[0, 7, -1]] = True
+    assert quick[0].locate(mask) == whole[0].locate(mask)
+    # without the texts neither reads: the reports as pandas reads them
+    texts = [t for t in texts if t not in ("(1; 2]", "x")]
+    pd.DataFrame({"salary": texts}).to_csv(f, index=False)
+    spec = tmp_path / "s.privspec"
+    spec.write_text(INTERVAL)
+    mech = privspec.load(spec).model.mechanisms["c2"]
+    got = [merge_rows(*(np.asarray(x, dtype=float) for x in report_model(mech).read_counts(engine, "salary")))
+           for engine in (DuckDBEngine(str(f)), PandasEngine(pd.DataFrame({"salary": texts})))]
+    assert all(np.array_equal(x, y) for x, y in zip(*got)) and got[0][2].sum() == len(texts)
+
+
 _REPORT_BITS = st.sampled_from(["(", ")", "]", "[", ",", ", ", " ", "-", "+", "inf", "INF", "Infinity", "1", "2.5",
                                 "1e3", "1E-2", ".5", "7.", "|", "null", "nan", "\u00a0", "\t", "\x0b", "\x0c", "\n", "0x1",
                                 "1_0", "e", "nan(1)", "_", "+-", "１"])

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from privspec.errors import DataError
 from privspec.backends.data.csv_cells import UNGUARD_SQL, read_csv
@@ -323,14 +324,17 @@ class DuckDBEngine(PandasFallback):
             frame = self._use_pandas().frame
             yield from PandasEngine(frame.iloc[done:].reset_index(drop=True), self.source).chunks(rows)
 
-    def tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str]
+    def tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str],
+                     quick: tuple[Sequence[tuple[str, str]], str, Sequence[str]] | None = None
                      ) -> tuple[Tally, np.ndarray, Tally]:
         """Counts of one column with part of the parsing done in SQL: where ``ok`` (SQL over
         the cell, ``x``) holds, the rows are grouped by the values of ``exprs`` (SQL over
         ``x``, numbers: the parse of the values every parser reads alike); elsewhere by the
         cell's text, for the caller's parser.  Returns the parsed groups (a tally of the
         ``exprs`` values, named ``e0, e1, ...``; its rows located by recomputing them), and
-        the tally of the rest."""
+        the tally of the rest.  ``quick``: ``(prepare, ok, exprs)`` of a cheaper parse that
+        reads most texts (with the same values where its ``ok`` holds), tried first on rows
+        parsed one by one; the texts it leaves go through the whole parse."""
         if self._fallback is not None:
             raise NotImplementedError("a file DuckDB cannot read: no SQL parse")
         self._require([column])
@@ -339,7 +343,7 @@ class DuckDBEngine(PandasFallback):
             # go to privspec's parser as every engine hands them over
             return self._unparsed(column, len(exprs))
         try:
-            return self._tally_parsed(column, prepare, ok, exprs)
+            return self._tally_parsed(column, prepare, ok, exprs, quick)
         except (self._duckdb.Error, _PandasReads):
             # DuckDB stopped on the file (a row it refuses further down), or read what only
             # pandas reads right: pandas reads it, or says why it cannot, and every report
@@ -354,10 +358,10 @@ class DuckDBEngine(PandasFallback):
                      self.source, lambda mask: np.empty(0, dtype=np.int64))
         return none, none.counts, self.tally([column])
 
-    def _tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str]
+    def _tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str],
+                      quick: tuple[Sequence[tuple[str, str]], str, Sequence[str]] | None
                       ) -> tuple[Tally, np.ndarray, Tally]:
         cell = self._cell(column, "x")
-        named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
         per_row = self._parse_every_row(column, prepare, ok)
         if per_row:               # every row parsed: no grouping of texts that are all different
             # (and no count column: each row counts once, which numpy writes, not the sort)
@@ -375,7 +379,6 @@ class DuckDBEngine(PandasFallback):
         # to each other and merged here, which costs one pass where a second GROUP BY over
         # millions of distinct ends took 1.6 s at 1e7 (the rest, not parsed, come last,
         # in no order: canonical sorts them)
-        picked = ", ".join(f"CASE WHEN ok THEN e{i} END AS e{i}" for i in range(len(exprs)))
         names = [f"e{i}" for i in range(len(exprs))]
         n = "" if per_row else ", n"
         # rows parsed one by one (every count 1) and two values: not sorted in SQL but by
@@ -383,15 +386,23 @@ class DuckDBEngine(PandasFallback):
         # of equal firsts (1e7 Case-II reports: the query 3.44 s CPU with ORDER BY, 2.53 s
         # without, the sort 0.18 s; 1e6: 0.33 s, 0.26 s and 0.01 s)
         by_first = per_row and len(names) == 2
-        sql = (f"SELECT CASE WHEN ok THEN NULL ELSE x END AS x, {picked}{n} FROM "
-               f"(SELECT x{n}, coalesce(({ok}), false) AS ok, {named} FROM ({_layers(inner, prepare)}))")
-        if not by_first:
-            sql += f" ORDER BY {', '.join(f'{e} NULLS LAST' for e in names)}"
-        # fetched as Arrow: the text column is null on the parsed rows (most of them), which
-        # Arrow holds as a bitmap and numpy would hold as millions of None objects
-        rel = self.con.sql(sql)
-        got = rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()   # duckdb 2 / 1
-        kept, rest_of = _parsed_first(got, sorted_in_sql=not by_first)
+        if by_first and quick is not None:
+            # the texts as privspec writes them by the quick parse alone, the others (most
+            # files: none) by the whole one: its columns for the rare spellings cost every
+            # row (1e7 Case-II reports: 2.31 s CPU where the one query took 2.51 s)
+            kept, rest_of = _parsed_first(self._parse_rows(inner, *quick, n, in_order=False), sorted_in_sql=False)
+            if rest_of.num_rows:
+                view = f"privspec_rest_{next(_IDS)}"
+                self.con.register(view, rest_of.select(["x"]))
+                try:
+                    more = self._parse_rows(f"SELECT x FROM {view}", prepare, ok, exprs, n, in_order=False)
+                finally:
+                    _unregister(self.con, view)
+                more, rest_of = _parsed_first(more, sorted_in_sql=False)
+                kept = pa.concat_tables([kept, more])
+        else:
+            kept, rest_of = _parsed_first(self._parse_rows(inner, prepare, ok, exprs, n, in_order=not by_first),
+                                          sorted_in_sql=not by_first)
         k = kept.num_rows
 
         def counts_of(part: Any) -> np.ndarray:
@@ -441,6 +452,23 @@ class DuckDBEngine(PandasFallback):
             return self._rows([column], values[mask])
 
         return parsed, parsed_counts, Tally((column,), values, counts, self.source, rest_rows)
+
+    def _parse_rows(self, inner: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str], n: str, *,
+                    in_order: bool) -> Any:
+        """The Arrow table of the reports of ``inner`` (a query of texts ``x``, with their
+        counts ``n`` where ``n`` names them): ``x`` null where ``ok`` holds, the values of
+        ``exprs`` (``e0, e1, ...``) null where it does not; ``in_order``: sorted by those,
+        the texts last."""
+        named = ", ".join(f"({e}) AS e{i}" for i, e in enumerate(exprs))
+        picked = ", ".join(f"CASE WHEN ok THEN e{i} END AS e{i}" for i in range(len(exprs)))
+        sql = (f"SELECT CASE WHEN ok THEN NULL ELSE x END AS x, {picked}{n} FROM "
+               f"(SELECT x{n}, coalesce(({ok}), false) AS ok, {named} FROM ({_layers(inner, prepare)}))")
+        if in_order:
+            sql += f" ORDER BY {', '.join(f'e{i} NULLS LAST' for i in range(len(exprs)))}"
+        # fetched as Arrow: the text column is null on the parsed rows (most of them), which
+        # Arrow holds as a bitmap and numpy would hold as millions of None objects
+        rel = self.con.sql(sql)
+        return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()   # duckdb 2 / 1
 
     def _is_text(self, column: str) -> bool:
         """Whether the column holds text (every CSV cell does; a Parquet or DataFrame column
