@@ -98,13 +98,19 @@ def guard_cells(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: frames of at most this many rows are unguarded without a look for a quote in the file
+_FEW_ROWS = 64
+
+
 def _unguard_cells(frame: pd.DataFrame, source: Any) -> pd.DataFrame:
     """The cells and column names of a CSV read as text, a guarded cell's quote dropped
     (:func:`unguard_text`).  A file without a single quote (one ``memchr`` pass) is
-    returned as it is; else each text column that has a guarded cell is fixed, by Arrow."""
+    returned as it is; else each text column that has a guarded cell is fixed, by Arrow.
+    A few rows (a header read as data) are looked at themselves: no pass over the file
+    (1e7 Case-II reports: 48 ms)."""
     if any(isinstance(c, str) and c.startswith("'") for c in frame.columns):
         frame.columns = [unguard_text(c) for c in frame.columns]
-    if not len(frame) or not _may_hold_quote(source):
+    if not len(frame) or (len(frame) > _FEW_ROWS and not _may_hold_quote(source)):
         return frame
     for i in range(frame.shape[1]):
         col = frame.iloc[:, i]
