@@ -263,9 +263,14 @@ class Design:
     all_points: bool
     #: ``b + 1``: where each plain run ends (exclusive), kept for the solver's many passes
     b1: np.ndarray = field(init=False, repr=False)
+    #: how many plain rows at the start run from the first innermost interval (``a == 0``:
+    #: reports ``(-inf, r]``, first when the rows are in order): their starts need no count
+    lead: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "b1", self.b + 1)
+        later = self.a != 0
+        object.__setattr__(self, "lead", int(later.argmax()) if later.any() else int(self.a.size))
 
     @property
     def has_multi(self) -> bool:
@@ -304,13 +309,17 @@ def _build(pl: np.ndarray, pr: np.ndarray, owner: np.ndarray | None, c: np.ndarr
            cuts: np.ndarray | None, *, all_points: bool) -> Design:
     """Innermost intervals, then each report's runs: merged where they touch (a report
     whose runs join up is a plain row), plain rows with the same run merged."""
-    inner_left, inner_right, a, b = innermost(pl, pr, cuts)
+    # (one piece per report: the rows may come back in another order, c then with them)
+    order: list = [] if owner is None else None
+    inner_left, inner_right, a, b = innermost(pl, pr, cuts, order)
     m = inner_left.size
     empty_i = np.zeros(0, dtype=np.intp)
     if owner is None:
         # one piece per report: all plain rows (the common case: no grouping at all)
         pa = pb = po = pair_i = pair_j = empty_i
         pc = np.zeros(0)
+        if order and not (c.size and c[0] == c.min() == c.max()):
+            c = np.asarray(c)[order[0]]
     else:
         a, b, c, pa, pb, po, pc = _split(a, b, owner, c, m)
         pair_i, pair_j = _pairs(po)
@@ -706,14 +715,18 @@ def gradient(des: Design, P: np.ndarray, MP: np.ndarray) -> np.ndarray:
     """
     m = des.m
     w = des.c / P
-    # (float even without plain rows: bincount of nothing counts in integers)
-    diff = np.bincount(des.a, w, minlength=m + 1).astype(float, copy=False)
+    # (float even without plain rows: bincount of nothing counts in integers; the rows that
+    # start at the first interval, a quarter of Case-II reports, add their sum there)
+    lead = des.lead
+    diff = np.bincount(des.a[lead:], w[lead:], minlength=m + 1).astype(float, copy=False)
+    diff[0] += float(w[:lead].sum())
     diff -= np.bincount(des.b1, w, minlength=m + 1)
     if des.pc.size:
         ww = (des.pc / MP)[des.powner]
         diff += np.bincount(des.pa, ww, minlength=m + 1)
         diff -= np.bincount(des.pb + 1, ww, minlength=m + 1)
-    return np.cumsum(diff[:m])
+    out = diff[:m]
+    return np.cumsum(out, out=out)
 
 
 def loglik(des: Design, P: np.ndarray, MP: np.ndarray) -> float:

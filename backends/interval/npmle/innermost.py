@@ -69,7 +69,7 @@ def _search(hay: np.ndarray, keys: np.ndarray, order: np.ndarray | None, side: s
     return _unsort(np.searchsorted(hay, keys[order], side=side), order)
 
 
-def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = None
+def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = None, rows_out: list | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Turnbull's innermost intervals of a set of pieces, and each piece's run over them.
 
@@ -96,6 +96,8 @@ def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = Non
         The innermost intervals ``(l, r]`` in increasing order, a point as ``[x, x]``.
     a, b : ndarray of intp
         Piece ``k`` holds exactly the innermost intervals ``a[k]..b[k]`` (never empty).
+        With ``rows_out`` (a list), the pieces may come in another order: then that order
+        is appended to it (entry ``k`` is piece ``order[k]``).
 
     Examples
     --------
@@ -105,7 +107,7 @@ def innermost(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None = Non
     """
     if left.size and not np.any(left == right):
         if cuts is None or not np.size(cuts):
-            return _innermost_ranges(left, right)
+            return _innermost_ranges(left, right, rows_out)
         if np.all(np.isfinite(cuts)):          # (a cut at an infinity is no range of its own)
             return _innermost_ranges_cut(left, right, np.unique(np.asarray(cuts, dtype=float)))
     return _innermost_keys(left, right, cuts)
@@ -173,7 +175,7 @@ def _innermost_keys(left: np.ndarray, right: np.ndarray, cuts: np.ndarray | None
     return inner_left, inner_right, a, b
 
 
-def _innermost_ranges(left: np.ndarray, right: np.ndarray
+def _innermost_ranges(left: np.ndarray, right: np.ndarray, rows_out: list | None = None
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`innermost` of ranges ``(l, r]`` alone (no points, no cuts), from the ends'
     values without ranking them (2.5x faster on 1e7 Case-II reports).
@@ -184,6 +186,9 @@ def _innermost_ranges(left: np.ndarray, right: np.ndarray
     left's key, ``R <= L_{i+1}``: then ``(L_i, R]`` is an innermost interval.  A range holds
     the innermost intervals whose left is at or after its own and whose right is at or
     before its own.
+
+    ``rows_out``: a list, where the runs may come in another order of the rows: the order
+    they come in is appended to it (the rows ``order[k]``), unless it is theirs.
     """
     # Memory is what this costs at 1e7 reports: every fresh array of millions is
     # first-touched memory (about 3 s/GB on the 2-core VM of bench/engines.py, more than
@@ -229,7 +234,13 @@ def _innermost_ranges(left: np.ndarray, right: np.ndarray
     del innermost_right_rank
     np.cumsum(b, out=b)
     b -= 1
-    b = _unsort(b, rorder)
+    if rows_out is not None and rorder is not None:
+        # the rows in the order of their right ends: a gathered into it, where putting b
+        # back in place scatters (1e7 Case-II reports: 0.14 s -> 0.04)
+        rows_out.append(rorder)
+        a = a[rorder]
+    else:
+        b = _unsort(b, rorder)
     return inner_left, inner_right, a.astype(np.intp, copy=False), b.astype(np.intp, copy=False)
 
 
