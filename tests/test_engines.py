@@ -586,12 +586,14 @@ def test_duckdb_parses_every_row_only_where_the_texts_are_different_and_parse(tm
 
 
 def test_duckdb_quick_parse_of_rows_one_by_one_is_the_whole_parse(tmp_path: Path) -> None:
-    """Rows parsed one by one go through the quick parse (the texts privspec writes) and
-    only the others through the whole one: the same parsed values, counts, rows and
-    unparsed texts as the whole parse alone, and the same reports as pandas reads."""
+    """Rows parsed one by one go through the quick reading (range_text.plain_ranges: the
+    texts privspec writes, read by Arrow) and only the others through the SQL parse: the
+    same parsed values, counts, rows and unparsed texts as the SQL parse alone, and the
+    same reports as pandas reads."""
     import privspec
-    from privspec.backends.interval.mechanisms import ranges_sql, ranges_sql_quick
+    from privspec.backends.interval.mechanisms import ranges_sql
     from privspec.backends.interval.npmle.data import merge_rows
+    from privspec.backends.interval.range_text import plain_ranges
     from privspec.backends.interval.reports import report_model
 
     rng = np.random.default_rng(38)
@@ -606,7 +608,7 @@ def test_duckdb_quick_parse_of_rows_one_by_one_is_the_whole_parse(tmp_path: Path
     prepare, ok, exprs = ranges_sql()
     assert DuckDBEngine(str(f))._parse_every_row("salary", prepare, ok)
     whole = DuckDBEngine(str(f)).tally_parsed("salary", prepare, ok, exprs)
-    quick = DuckDBEngine(str(f)).tally_parsed("salary", prepare, ok, exprs, ranges_sql_quick())
+    quick = DuckDBEngine(str(f)).tally_parsed("salary", prepare, ok, exprs, plain_ranges)
     for got, want in ((quick[0].values, whole[0].values), (quick[2].values, whole[2].values)):
         pd.testing.assert_frame_equal(got, want)
     assert quick[1].tolist() == whole[1].tolist() and quick[2].counts.tolist() == whole[2].counts.tolist()
@@ -678,6 +680,57 @@ def test_sql_cuts_bracketed_reports_as_python_reads_them(texts) -> None:
     pattern (DuckDB's cast reads '+-1' and '1_' where Python does not, and NaN is its
     largest number): what that takes, parse_ranges reads to the same ends."""
     _sql_reads_as_python(texts)
+
+
+def _arrow_reads_as_python(texts: list[str]) -> list[bool]:
+    """Every text the quick reading takes (range_text.plain_ranges, each text alone) is a
+    report parse_ranges reads to the same ends, to the bit (signed zeros too); which
+    texts it took."""
+    import pyarrow as pa
+
+    from privspec.backends.interval.mechanisms import parse_ranges
+    from privspec.backends.interval.range_text import plain_ranges
+
+    took = []
+    for text in texts:
+        ok, left, right = plain_ranges(pa.array([text], type=pa.string()))
+        took.append(bool(ok[0]))
+        if ok[0]:
+            got = parse_ranges([text])
+            ends = (float(got[0][0]), float(got[1][0]))
+            assert ends == (left[0], right[0]), text
+            assert np.signbit(ends).tolist() == np.signbit([left[0], right[0]]).tolist(), text
+    return took
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@example(["(1, nan]", "(+-1, 2]", "(1_, 2]", "(1e1_0, 1e11]", "(1, nan(1)]", "(1, 2, 3]", "(1, 2]]", "(-0, 0]",
+          "(2.4703282292062327e-324, 1]", "(-1e400, 1e400]", "(+inf, inf]", "(１, 2]"]).via("the casts' traps")
+@given(st.lists(st.tuples(_PIECE, st.sampled_from([",", ", ", " ,"]), _PIECE).map(lambda t: f"({''.join(t)}]"),
+                min_size=1, max_size=40))
+def test_arrow_reads_bracketed_reports_as_python_reads_them(texts) -> None:
+    """The quick reading of DuckDB's texts (Arrow's cast at the byte positions of the
+    comma and brackets): what it takes, parse_ranges reads to the same ends."""
+    _arrow_reads_as_python(texts)
+
+
+def test_arrow_reads_reports_as_privspec_writes_them() -> None:
+    """The reports privatize writes take the quick reading, a chunk at a time: those with
+    another spelling, and a chunk where a cast fails, are left to the whole parse."""
+    import pyarrow as pa
+
+    from privspec.backends.interval.range_text import plain_ranges
+
+    texts = ["(-inf, 0.24105443532537427]", "(-0.46840686563598877, 1.6471971843588096]", "(3.5, inf]",
+             "(-0.0, 1.0]", "(1e-05, 2.5e-05]", "(1e+20, inf]", "(1.5, inf)", " (1, 2]"]
+    assert _arrow_reads_as_python(texts) == [True] * 6 + [False] * 2
+    good = ["(1.5, 2]", "(-inf, 0.25]", "(3, inf]"] * 10
+    odd = [" (1, 2]", "(2, 1]", None, "(1,2]", "(1, nan]", "", "(1, 2)"]
+    ok, left, right = plain_ranges(pa.chunked_array([pa.array(good + odd + good), pa.array(good + ["(a, b]"])]))
+    assert ok.tolist() == [True] * 30 + [False] * 7 + [True] * 30 + [False] * 31
+    assert left[:3].tolist() == [1.5, -np.inf, 3.0] and right[64:67].tolist() == [2.0, 0.25, np.inf]
+    assert np.isnan(left[~ok]).all() and np.isnan(right[~ok]).all()
 
 
 def test_reports_as_privspec_writes_them_take_the_quick_cut() -> None:

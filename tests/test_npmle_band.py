@@ -304,7 +304,7 @@ def test_the_design_refined_at_cuts_is_the_one_built_with_them() -> None:
     """refine_design (the fit's design refined at the band's points) is design_from_rows with
     the cuts, array for array: seeded rows on a coarse grid (ties, infinite ends, counts),
     cuts at ends, inside innermost intervals, in gaps, beyond the data, side by side."""
-    from privspec.backends.interval.npmle.data import refine_design
+    from privspec.backends.interval.npmle.refine import refine_design
 
     rng = np.random.default_rng(38)
     points = np.concatenate([np.arange(-2, 14) / 2, np.arange(-2, 14) / 2 + 0.25])

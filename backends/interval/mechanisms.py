@@ -125,15 +125,6 @@ def ranges_sql() -> tuple[tuple[tuple[str, str], ...], str, tuple[str, str]]:
     return prepare, "(iv OR isfinite(v))", ("CASE WHEN iv THEN ma ELSE v END", "CASE WHEN iv THEN mb ELSE v END")
 
 
-def ranges_sql_quick() -> tuple[tuple[tuple[str, str], ...], str, tuple[str, str]]:
-    """The part of :func:`ranges_sql` that reads the texts written as privspec writes them,
-    ``(a, b]`` (no pattern): ``(prepare, ok, (left, right))`` with the same ends as
-    :func:`ranges_sql` where its ``ok`` holds; the other texts need :func:`ranges_sql`."""
-    prepare, _, _ = ranges_sql()
-    names = [name for name, _ in prepare]
-    return prepare[:names.index("fast") + 1], "fast", ("qa", "qb")
-
-
 def _extract(text: pd.Series, rx: re.Pattern) -> pd.DataFrame:
     """``text.str.extract(rx)`` (its groups, NaN where no match), in one vectorized pass
     of Arrow's RE2 over the values; the values RE2 does not match (its \\s and \\d are

@@ -53,7 +53,8 @@ from privspec.backends.interval.coverage import (Coverage, interval_mechanism_co
 from privspec.backends.interval.estimators import case1_anchor
 from privspec.backends.interval.laws import law_distribution, law_support, nearest_double, population_law, support_of
 from privspec.backends.interval.mechanisms import (Censored, ends_form, parse_bounds, parse_censored, parse_ranges,
-                                                   ranges_sql, ranges_sql_quick)
+                                                   ranges_sql)
+from privspec.backends.interval.range_text import plain_ranges
 from privspec.backends.interval.ranges import likelihood_pieces, range_coverage
 from privspec.backends.interval.sampling import sample_interval, sample_progressive, sample_selective
 
@@ -181,7 +182,7 @@ class ReportModel:
             left, right = self.read(tally, column)
             return left, right, tally.counts
         prepare, ok, exprs = ranges_sql()
-        parsed, counts, rest = parsed_tally(column, prepare, ok, exprs, ranges_sql_quick())
+        parsed, counts, rest = parsed_tally(column, prepare, ok, exprs, plain_ranges)
         lt, rt = parse_ranges(rest.values[column], column, allow_null=self.allows_null, where=Rows(rest))
         k = len(counts)
         left, right = parsed.values["e0"].to_numpy(), parsed.values["e1"].to_numpy()

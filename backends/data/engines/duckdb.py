@@ -10,11 +10,12 @@ import itertools
 import os
 import weakref
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from privspec.errors import DataError
 from privspec.backends.data.csv_cells import UNGUARD_SQL, read_csv
@@ -24,6 +25,9 @@ from privspec.backends.data.files import FILE
 from privspec.backends.data.float_sort import float_order
 from privspec.backends.data.parquet_counts import quote_name, quote_text
 from privspec.backends.data.tally import Tally, canonical, run_starts
+
+#: a quick reading of two values from text cells (:meth:`DuckDBEngine.tally_parsed`)
+Quick = Callable[[Any], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 #: bytes of a CSV's last line beyond which DuckDB does not read the file: DuckDB drops a
 #: final row longer than its read buffer (16 x its 2 MB line limit) without a word
@@ -77,6 +81,11 @@ def _sort_runs(block: np.ndarray) -> None:
             second[s:e].sort()
 
 
+def _arrow(rel: Any) -> Any:
+    """A DuckDB relation's result as an Arrow table (DuckDB 2's name, and 1's)."""
+    return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()
+
+
 def _parsed_first(got: Any, *, sorted_in_sql: bool) -> tuple[Any, Any]:
     """The rows of an Arrow table whose first end parsed (``e0`` not null), and the rest.
     Sorted in SQL (``NULLS LAST``) they come first; else they are picked out, where
@@ -85,8 +94,6 @@ def _parsed_first(got: Any, *, sorted_in_sql: bool) -> tuple[Any, Any]:
     k = got.num_rows - nulls
     if sorted_in_sql or not nulls:
         return got.slice(0, k), got.slice(k)
-    import pyarrow.compute as pc
-
     valid = pc.is_valid(got.column("e0"))
     return got.filter(valid), got.filter(pc.invert(valid))
 
@@ -233,9 +240,10 @@ class DuckDBEngine(PandasFallback):
         if self._csv and len(self._header) == 1:
             where = f" WHERE NOT regexp_full_match({quote_name(self._header[0])}, '[ \t]*')"
         try:
-            if self.con.execute(f"SELECT 1 FROM {self._from}{where} LIMIT 1").fetchone() is not None:
+            # (fetchall: a result fetched to its end, which DuckDB 2 wants before the next query)
+            if self.con.execute(f"SELECT 1 FROM {self._from}{where} LIMIT 1").fetchall():
                 return True
-            if where and self.con.execute(f"SELECT 1 FROM {self._from} LIMIT 1").fetchone() is not None:
+            if where and self.con.execute(f"SELECT 1 FROM {self._from} LIMIT 1").fetchall():
                 return self._use_pandas().has_rows()
             return False
         except self._duckdb.Error:
@@ -339,16 +347,16 @@ class DuckDBEngine(PandasFallback):
             yield from PandasEngine(frame.iloc[done:].reset_index(drop=True), self.source).chunks(rows)
 
     def tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str],
-                     quick: tuple[Sequence[tuple[str, str]], str, Sequence[str]] | None = None
-                     ) -> tuple[Tally, np.ndarray, Tally]:
+                     quick: Quick | None = None) -> tuple[Tally, np.ndarray, Tally]:
         """Counts of one column with part of the parsing done in SQL: where ``ok`` (SQL over
         the cell, ``x``) holds, the rows are grouped by the values of ``exprs`` (SQL over
         ``x``, numbers: the parse of the values every parser reads alike); elsewhere by the
         cell's text, for the caller's parser.  Returns the parsed groups (a tally of the
         ``exprs`` values, named ``e0, e1, ...``; its rows located by recomputing them), and
-        the tally of the rest.  ``quick``: ``(prepare, ok, exprs)`` of a cheaper parse that
-        reads most texts (with the same values where its ``ok`` holds), tried first on rows
-        parsed one by one; the texts it leaves go through the whole parse."""
+        the tally of the rest.  ``quick``: a reading of two values from the cells as DuckDB
+        reads them (an Arrow text array: ``(ok, e0, e1)`` per cell, the same values where
+        ``ok`` holds), tried first on rows parsed one by one; the texts it leaves go
+        through the SQL parse."""
         if self._fallback is not None:
             raise NotImplementedError("a file DuckDB cannot read: no SQL parse")
         self._require([column])
@@ -373,78 +381,58 @@ class DuckDBEngine(PandasFallback):
         return none, none.counts, self.tally([column])
 
     def _tally_parsed(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str],
-                      quick: tuple[Sequence[tuple[str, str]], str, Sequence[str]] | None
-                      ) -> tuple[Tally, np.ndarray, Tally]:
+                      quick: Quick | None) -> tuple[Tally, np.ndarray, Tally]:
         cell = self._cell(column, "x")
-        per_row = self._parse_every_row(column, prepare, ok, quick)
-        if per_row:               # every row parsed: no grouping of texts that are all different
-            # (and no count column: each row counts once, which numpy writes, not the sort)
-            inner = f"SELECT {self._cell(column)} AS x FROM {self._from}"
-        elif cell == quote_name("x"):   # the cells as they are: one GROUP BY
-            inner = f"SELECT {quote_name(column)} AS x, count(*) AS n FROM {self._from} GROUP BY ALL"
-        else:                     # normalized on the distinct values, equal ones merged
-            inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {quote_name(column)} AS x, count(*) AS n "
-                     f"FROM {self._from} GROUP BY ALL) GROUP BY ALL")
-        # one query: the reports (distinct texts, or every row) with their ends where they
-        # parse, sorted by the ends (in SQL, in parallel, 3x faster than a lexsort in numpy;
-        # two ends of rows parsed one by one, by numpy below: an estimator that needs them
-        # sorted, the NPMLE's rows, finds them so); reports with
-        # equal ends (``(1, 2]`` and ``(1.0, 2]``, or one report on many rows) are then next
-        # to each other and merged here, which costs one pass where a second GROUP BY over
-        # millions of distinct ends took 1.6 s at 1e7 (the rest, not parsed, come last,
-        # in no order: canonical sorts them)
         names = [f"e{i}" for i in range(len(exprs))]
-        n = "" if per_row else ", n"
-        # rows parsed one by one (every count 1) and two values: not sorted in SQL but by
-        # numpy, by the first (:func:`.float_sort.float_order`), then the second within runs
-        # of equal firsts (1e7 Case-II reports: the query 3.44 s CPU with ORDER BY, 2.53 s
-        # without, the sort 0.18 s; 1e6: 0.33 s, 0.26 s and 0.01 s)
-        by_first = per_row and len(names) == 2
-        if by_first and quick is not None:
-            # the texts as privspec writes them by the quick parse alone, the others (most
-            # files: none) by the whole one: its columns for the rare spellings cost every
-            # row (1e7 Case-II reports: 2.31 s CPU where the one query took 2.51 s)
-            kept, rest_of = _parsed_first(self._parse_rows(inner, *quick, n, in_order=False), sorted_in_sql=False)
-            if rest_of.num_rows:
-                view = f"privspec_rest_{next(_IDS)}"
-                self.con.register(view, rest_of.select(["x"]))
-                try:
-                    more = self._parse_rows(f"SELECT x FROM {view}", prepare, ok, exprs, n, in_order=False)
-                finally:
-                    _unregister(self.con, view)
-                more, rest_of = _parsed_first(more, sorted_in_sql=False)
-                kept = pa.concat_tables([kept, more])
-        else:
-            kept, rest_of = _parsed_first(self._parse_rows(inner, prepare, ok, exprs, n, in_order=not by_first),
-                                          sorted_in_sql=not by_first)
-        k = kept.num_rows
-
-        def counts_of(part: Any) -> np.ndarray:
-            if per_row:   # each row once: a read-only broadcast of 1, no memory (76 MiB at 1e7)
-                return np.broadcast_to(np.int64(1), (part.num_rows,))
-            return part.column("n").to_numpy().astype(np.int64, copy=False)
-
-        rest = pd.DataFrame({"x": pd.Series(rest_of.column("x").to_numpy(zero_copy_only=False), dtype=object),
-                             "n": counts_of(rest_of)})
-        if per_row and len(rest):   # one row per report: equal texts counted together
-            rest = rest.groupby("x", dropna=False, sort=False, as_index=False)["n"].sum()
-            rest["x"] = rest["x"].astype(object).where(rest["x"].notna(), None)
-        # the ends straight into the rows of one array, the block of the frame below (a
-        # frame made from separate columns would copy them into one: 0.4 s at 1e7)
-        block = np.empty((len(names), k))
-        if by_first:
-            # in the file's order, then into the block in the order of the first ends
-            first, second = (_column(kept, name, np.empty(k)) for name in names)
+        per_row = self._parse_every_row(column, prepare, ok, quick)
+        if per_row and len(names) == 2:
+            # rows parsed one by one (every count 1) and two values: sorted by numpy, by the
+            # first (:func:`.float_sort.float_order`), then the second within runs of equal
+            # firsts (1e7 Case-II reports: the query 3.44 s CPU with ORDER BY, 2.53 s
+            # without, the sort 0.18 s; 1e6: 0.33 s, 0.26 s and 0.01 s)
+            (first, second), rest_of = self._ends_row_by_row(column, prepare, ok, exprs, quick)
+            k = first.size
+            block = np.empty((2, k))
             order, _ = float_order(first, out=block[0])
             del first
             np.take(second, order, out=block[1])
             del order, second
+            _sort_runs(block)
         else:
+            if per_row:           # every row parsed: no grouping of texts that are all different
+                inner = f"SELECT {self._cell(column)} AS x FROM {self._from}"
+            elif cell == quote_name("x"):   # the cells as they are: one GROUP BY
+                inner = f"SELECT {quote_name(column)} AS x, count(*) AS n FROM {self._from} GROUP BY ALL"
+            else:                 # normalized on the distinct values, equal ones merged
+                inner = (f"SELECT {cell} AS x, sum(n)::BIGINT AS n FROM (SELECT {quote_name(column)} AS x, "
+                         f"count(*) AS n FROM {self._from} GROUP BY ALL) GROUP BY ALL")
+            # one query: the reports (distinct texts, or every row) with their ends where they
+            # parse, sorted by the ends (in parallel, 3x faster than a lexsort in numpy: an
+            # estimator that needs them sorted, the NPMLE's rows, finds them so); reports with
+            # equal ends (``(1, 2]`` and ``(1.0, 2]``, or one report on many rows) are then
+            # next to each other and merged here, which costs one pass where a second GROUP
+            # BY over millions of distinct ends took 1.6 s at 1e7 (the rest, not parsed,
+            # come last, in no order: canonical sorts them)
+            kept, rest_of = _parsed_first(self._parse_rows(inner, prepare, ok, exprs, "" if per_row else ", n",
+                                                           in_order=True), sorted_in_sql=True)
+            k = kept.num_rows
+            # the ends straight into the rows of one array, the block of the frame below (a
+            # frame made from separate columns would copy them into one: 0.4 s at 1e7)
+            block = np.empty((len(names), k))
             for row, name in zip(block, names):
                 _column(kept, name, row)
-        parsed_counts = counts_of(kept)
-        if by_first:
-            _sort_runs(block)
+
+        def counts_of(part: Any, rows: int) -> np.ndarray:
+            if per_row:   # each row once: a read-only broadcast of 1, no memory (76 MiB at 1e7)
+                return np.broadcast_to(np.int64(1), (rows,))
+            return part.column("n").to_numpy().astype(np.int64, copy=False)
+
+        rest = pd.DataFrame({"x": pd.Series(rest_of.column("x").to_numpy(zero_copy_only=False), dtype=object),
+                             "n": counts_of(rest_of, rest_of.num_rows)})
+        if per_row and len(rest):   # one row per report: equal texts counted together
+            rest = rest.groupby("x", dropna=False, sort=False, as_index=False)["n"].sum()
+            rest["x"] = rest["x"].astype(object).where(rest["x"].notna(), None)
+        parsed_counts = counts_of(None if per_row else kept, k)
         if parsed_counts.size > 1:
             new = run_starts(*block)     # (ok leaves no NaN, which would never equal itself)
             if not new.all():
@@ -467,6 +455,34 @@ class DuckDBEngine(PandasFallback):
 
         return parsed, parsed_counts, Tally((column,), values, counts, self.source, rest_rows)
 
+    def _ends_row_by_row(self, column: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str],
+                         quick: Quick | None) -> tuple[tuple[np.ndarray, np.ndarray], Any]:
+        """The two ends of every row that parses (in the file's order) and the Arrow table of
+        the others (``x``: their texts).  With ``quick``, the cells as DuckDB reads them go
+        to it first (no SQL over them: 1e6 Case-II reports, the read 0.16 s CPU where
+        DuckDB's casts took 0.24), and only the texts it leaves through the SQL parse."""
+        if quick is None:
+            kept, rest_of = _parsed_first(self._parse_rows(f"SELECT {self._cell(column)} AS x FROM {self._from}",
+                                                           prepare, ok, exprs, "", in_order=False),
+                                          sorted_in_sql=False)
+            return (_column(kept, "e0", np.empty(kept.num_rows)), _column(kept, "e1", np.empty(kept.num_rows))), rest_of
+        cells = _arrow(self.con.sql(f"SELECT {quote_name(column)} AS x FROM {self._from}")).column("x")
+        took, first, second = quick(cells)
+        if took.all():
+            return (first, second), pa.table({"x": pa.array([], type=pa.string())})
+        first, second = first[took], second[took]
+        view = f"privspec_rest_{next(_IDS)}"
+        self.con.register(view, pa.table({"x": cells.filter(pa.array(~took))}))
+        try:
+            more = self._parse_rows(f"SELECT {self._cell(column, 'x')} AS x FROM {view}", prepare, ok, exprs, "",
+                                    in_order=False)
+        finally:
+            _unregister(self.con, view)
+        kept, rest_of = _parsed_first(more, sorted_in_sql=False)
+        k = kept.num_rows
+        return (np.concatenate([first, _column(kept, "e0", np.empty(k))]),
+                np.concatenate([second, _column(kept, "e1", np.empty(k))])), rest_of
+
     def _parse_rows(self, inner: str, prepare: Sequence[tuple[str, str]], ok: str, exprs: Sequence[str], n: str, *,
                     in_order: bool) -> Any:
         """The Arrow table of the reports of ``inner`` (a query of texts ``x``, with their
@@ -481,8 +497,7 @@ class DuckDBEngine(PandasFallback):
             sql += f" ORDER BY {', '.join(f'e{i} NULLS LAST' for i in range(len(exprs)))}"
         # fetched as Arrow: the text column is null on the parsed rows (most of them), which
         # Arrow holds as a bitmap and numpy would hold as millions of None objects
-        rel = self.con.sql(sql)
-        return rel.to_arrow_table() if hasattr(rel, "to_arrow_table") else rel.arrow()   # duckdb 2 / 1
+        return _arrow(self.con.sql(sql))
 
     def _is_text(self, column: str) -> bool:
         """Whether the column holds text (every CSV cell does; a Parquet or DataFrame column
@@ -493,24 +508,27 @@ class DuckDBEngine(PandasFallback):
         return str(described[0][1]).upper() == "VARCHAR"
 
     def _parse_every_row(self, column: str, prepare: Sequence[tuple[str, str]], ok: str,
-                         quick: tuple[Sequence[tuple[str, str]], str, Sequence[str]] | None = None) -> bool:
+                         quick: Quick | None = None) -> bool:
         """Whether most of the first rows' cells (:data:`_DISTINCT_SAMPLE`) are different and
-        parse in SQL: then parsing every row costs less than grouping the texts first and
-        parsing the groups (1e7 Case-II reports, all different: 3.6 s instead of 5.0 s);
-        texts SQL leaves to privspec's parser (rings, other spellings) are better grouped
-        by DuckDB.  A choice of speed only: both ways give the same counts.  The quick
-        parse (:meth:`tally_parsed`) is asked first, the whole one only where it falls
-        short (1e6 Case-II reports: 15 ms -> 5)."""
-        sample = f"SELECT {self._cell(column)} AS x FROM {self._head_from} LIMIT {_DISTINCT_SAMPLE}"
-        for prep, yes in ([(quick[0], quick[1])] if quick is not None else []) + [(prepare, ok)]:
-            (distinct, parsed, rows), = self.con.execute(
-                f"SELECT count(DISTINCT x), count(*) FILTER (WHERE coalesce(({yes}), false)), count(*) "
-                f"FROM ({_layers(sample, prep)})").fetchall()
-            if not rows or distinct < _DISTINCT_SHARE * rows:
+        parse: then parsing every row costs less than grouping the texts first and parsing
+        the groups (1e7 Case-II reports, all different: 3.6 s instead of 5.0 s); texts SQL
+        leaves to privspec's parser (rings, other spellings) are better grouped by DuckDB.
+        A choice of speed only: both ways give the same counts.  The quick parse
+        (:meth:`tally_parsed`) is asked first, SQL's only where it falls short."""
+        if quick is not None:
+            # (fetched to the end, as Python text: the next query needs the result done)
+            texts = [t for t, in self.con.execute(f"SELECT {quote_name(column)} AS x FROM {self._head_from} "
+                                                  f"LIMIT {_DISTINCT_SAMPLE}").fetchall()]
+            rows = len(texts)
+            if not rows or len(set(texts)) < _DISTINCT_SHARE * rows:
                 return False
-            if parsed >= _DISTINCT_SHARE * rows:
+            if int(quick(pa.array(texts, type=pa.string()))[0].sum()) >= _DISTINCT_SHARE * rows:
                 return True
-        return False
+        sample = f"SELECT {self._cell(column)} AS x FROM {self._head_from} LIMIT {_DISTINCT_SAMPLE}"
+        (distinct, parsed, rows), = self.con.execute(
+            f"SELECT count(DISTINCT x), count(*) FILTER (WHERE coalesce(({ok}), false)), count(*) "
+            f"FROM ({_layers(sample, prepare)})").fetchall()
+        return bool(rows) and min(distinct, parsed) >= _DISTINCT_SHARE * rows
 
     def _rows(self, columns: list[str], wanted: pd.DataFrame, exprs: Sequence[str] | None = None,
               ok: str | None = None, prepare: Sequence[tuple[str, str]] = ()) -> np.ndarray:
