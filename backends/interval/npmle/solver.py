@@ -165,7 +165,9 @@ class _Step:
     def __init__(self, des: Design, J: np.ndarray, p: np.ndarray, MP: np.ndarray, n: float):
         self.J = J
         self.k = k = J.size
-        before = np.zeros(des.m + 1, dtype=np.intp)
+        # (in 32 bits where the k x k table allows, as the band's merge: half the memory to
+        # write and read over millions of rows)
+        before = np.zeros(des.m + 1, dtype=np.int32 if k * k < 2 ** 31 and des.m < 2 ** 31 else np.intp)
         before[J + 1] = 1
         np.cumsum(before, out=before)          # before[t] = #J below t
         ra = before[des.a]
