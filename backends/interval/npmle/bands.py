@@ -342,7 +342,7 @@ class _Space:
         full = np.zeros(des.m)
         full[self.J] = p
         # every row's probability is its merged row's (the masses are on J): one gather
-        d = gradient(des, run_mass(p, prefix_sums(p), sub.a, sub.b)[self.row], np.zeros(0))
+        d = gradient(des, run_mass(p, prefix_sums(p), sub.a, sub.b)[self.row], np.zeros(0), spend=True)
         d /= des.n
         # the groups are the innermost intervals at or below the cut and those above it:
         # two slices (no group index over every innermost interval)

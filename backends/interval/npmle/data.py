@@ -481,8 +481,10 @@ def run_mass(p: np.ndarray, S: np.ndarray, a: np.ndarray, b: np.ndarray, b1: np.
     return P
 
 
-def gradient(des: Design, P: np.ndarray, MP: np.ndarray) -> np.ndarray:
+def gradient(des: Design, P: np.ndarray, MP: np.ndarray, *, spend: bool = False) -> np.ndarray:
     """``D_j = sum_i c_i [j in R_i] / P_i`` over all innermost intervals (a difference array).
+    ``spend``: ``P`` is the caller's to lose (the weights are written over it: one array of
+    every row less).
 
     Examples
     --------
@@ -491,7 +493,7 @@ def gradient(des: Design, P: np.ndarray, MP: np.ndarray) -> np.ndarray:
     [1.3333, 4.0, 1.3333]
     """
     m = des.m
-    w = des.c / P
+    w = np.divide(des.c, P, out=P) if spend and P.shape == des.c.shape else des.c / P
     # (float even without plain rows: bincount of nothing counts in integers.  The rows from
     # the first innermost interval could add their sum there without a count, 0.4 of 4 ms
     # at 1e6 Case-II reports, but a sum in another order moves the fit by round-off, and

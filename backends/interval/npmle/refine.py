@@ -10,12 +10,10 @@ from privspec.backends.interval.npmle.data import Design, design_from_rows  # no
 __all__ = ["refine_design"]
 
 
-def _with(sorted_values: np.ndarray, more: np.ndarray) -> np.ndarray:
-    """The sorted distinct ``sorted_values`` with the values of ``more`` added (sorted,
-    distinct), by insertion: no sort of them all."""
+def _new(sorted_values: np.ndarray, more: np.ndarray) -> np.ndarray:
+    """The distinct values of ``more`` not among the sorted ``sorted_values``, sorted."""
     more = np.unique(more)
-    more = more[~_holds(sorted_values, more)]
-    return np.insert(sorted_values, np.searchsorted(sorted_values, more), more)
+    return more[~_holds(sorted_values, more)]
 
 
 def _added(values: np.ndarray, old: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -119,8 +117,18 @@ def _skeleton(L: np.ndarray, R: np.ndarray, l: np.ndarray, r: np.ndarray, cuts: 
     # is one when the first right end beyond it comes before the next left end (the few
     # ends added where the old ones are sorted: no sort of them all)
     add_l, add_r = np.concatenate(add_l), np.concatenate(add_r)
-    ls, rs = _with(L, add_l), _with(R, add_r)
-    beyond = np.searchsorted(rs, ls, side="right")
+    new_l, new_r = _new(L, add_l), _new(R, add_r)
+    at_l = np.searchsorted(L, new_l)
+    ls = np.insert(L, at_l, new_l)
+    rs = np.insert(R, np.searchsorted(R, new_r), new_r)
+    # beyond[j] = the right ends at or below ls[j], counted, not searched: an old left L_i
+    # has i old rights at or below it (innermost intervals are disjoint and in order), a
+    # new left is searched; each new right counts from the first left at or above it
+    # (1e7 Case-II reports: 42 ms for a search of every left)
+    beyond = np.insert(np.arange(L.size), at_l, np.searchsorted(R, new_l, side="right"))
+    more = np.zeros(ls.size + 1, dtype=np.intp)
+    np.add.at(more, np.searchsorted(ls, new_r, side="left"), 1)
+    beyond += np.cumsum(more[:-1])
     inner = beyond < rs.size
     inner[:-1] &= beyond[1:] > beyond[:-1]
     return ls[inner], rs[beyond[inner]], add_l, add_r
