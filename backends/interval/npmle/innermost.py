@@ -53,6 +53,25 @@ def _ranks(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.n
     return values, ranks, list(orders)
 
 
+#: keys :func:`_sorted_search` searches at a time
+_SEARCH_BLOCK = 8192
+
+
+def _sorted_search(hay: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(hay, keys, side="right")`` of sorted keys, a block of keys at a
+    time over the part of ``hay`` between its first and last key's places: short searches
+    in a few pages of memory each, not over all of ``hay`` (1e7 Case-II reports: 6.7e6
+    lefts among as many rights, 0.15 s -> 0.11)."""
+    if keys.size <= _SEARCH_BLOCK:
+        return np.searchsorted(hay, keys, side="right")
+    out = np.empty(keys.size, dtype=np.intp)
+    for s in range(0, keys.size, _SEARCH_BLOCK):
+        block = keys[s:s + _SEARCH_BLOCK]
+        lo, hi = np.searchsorted(hay, block[[0, -1]], side="right").tolist()
+        np.add(np.searchsorted(hay[lo:hi], block, side="right"), lo, out=out[s:s + block.size])
+    return out
+
+
 def _running_count(mask: np.ndarray) -> np.ndarray:
     """``np.cumsum(mask)`` of a bool array in one int array (``np.cumsum`` would first
     cast the bools into a second one: at 1e7 entries, 76 MiB more at the peak)."""
@@ -206,7 +225,7 @@ def _innermost_ranges(left: np.ndarray, right: np.ndarray, rows_out: list | None
     # beyond[i] = the number of rights at or below L_i, so the first right beyond L_i is
     # rights[beyond[i]], and it is at or below L_{i+1} iff beyond[i + 1] > beyond[i]; the
     # last left is followed by a right whenever it has one beyond it
-    beyond = np.searchsorted(rights, lefts, side="right")
+    beyond = _sorted_search(rights, lefts)
     inner = beyond < rights.size
     inner[:-1] &= beyond[1:] > beyond[:-1]
     innermost_right_rank = beyond[inner]
