@@ -218,7 +218,7 @@ def _splice(x: np.ndarray, drop: np.ndarray, at: np.ndarray, values: np.ndarray,
         if table is None:
             out[dst:dst + end - src] = x[src:end]
         else:
-            np.take(table, x[src:end], out=out[dst:dst + end - src])
+            np.take(table, x[src:end], out=out[dst:dst + end - src], mode="clip")   # (clip: no buffer)
 
     # the places in order: an insertion before the entry it precedes (which may be dropped)
     places = sorted([(int(t), 0, k) for k, t in enumerate(at.tolist())] + [(int(t), 1, -1) for t in drop.tolist()])
