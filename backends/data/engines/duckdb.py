@@ -253,9 +253,11 @@ class DuckDBEngine(PandasFallback):
             where = f" WHERE NOT regexp_full_match({quote_name(self._header[0])}, '[ \t]*')"
         try:
             # (fetchall: a result fetched to its end, which DuckDB 2 wants before the next query)
-            if self.con.execute(f"SELECT 1 FROM {self._from}{where} LIMIT 1").fetchall():
+            # (the first rows' buffer: a row is found in its first 2 MB, or the file has a line
+            # longer than DuckDB reads and pandas reads it anyway; 1e6 reports: 7 ms -> 2)
+            if self.con.execute(f"SELECT 1 FROM {self._head_from}{where} LIMIT 1").fetchall():
                 return True
-            if where and self.con.execute(f"SELECT 1 FROM {self._from} LIMIT 1").fetchall():
+            if where and self.con.execute(f"SELECT 1 FROM {self._head_from} LIMIT 1").fetchall():
                 return self._use_pandas().has_rows()
             return False
         except self._duckdb.Error:
