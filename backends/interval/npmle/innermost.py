@@ -9,16 +9,17 @@ import numpy as np
 from privspec.backends.data.float_sort import float_order
 from privspec.backends.data.tally import run_starts
 
-def _sort_order(x: np.ndarray) -> np.ndarray | None:
-    """The order that sorts ``x``, or None when it is sorted already (one pass, no sort)."""
-    return _sorted(x)[0]
+def _in_order(x: np.ndarray) -> bool:
+    """Whether ``x`` is sorted already (one pass, no sort)."""
+    return x.size < 2 or bool(np.all(x[1:] >= x[:-1]))
 
 
 def _sorted(x: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
-    """:func:`_sort_order` and ``x`` in that order (``x`` itself where sorted already).
-    Floats by :func:`.float_sort.float_order` (1e7 right ends of Case-II reports: 0.18 s
-    where ``np.argsort`` and the gather took 0.26 s, 0.63 s for values in no order)."""
-    if x.size < 2 or bool(np.all(x[1:] >= x[:-1])):
+    """The order that sorts ``x`` (None where :func:`_in_order`) and ``x`` in that order
+    (``x`` itself where sorted already).  Floats by :func:`.float_sort.float_order` (1e7
+    right ends of Case-II reports: 0.18 s where ``np.argsort`` and the gather took 0.26 s,
+    0.63 s for values in no order)."""
+    if _in_order(x):
         return None, x
     if x.dtype == np.float64:       # (no NaN: data.as_rows refuses NaN ends, D030)
         return float_order(x)
@@ -145,7 +146,7 @@ def _innermost_ranges_cut(left: np.ndarray, right: np.ndarray, cuts: np.ndarray
     order = np.argsort(extra_l, kind="stable")
     extra_l, extra_r = extra_l[order], extra_r[order]
     # each extra row before the first row with a larger left end: rows in order stay so
-    at = np.searchsorted(left, extra_l, side="left") if _sort_order(left) is None else np.full(2 * k, left.size)
+    at = np.searchsorted(left, extra_l, side="left") if _in_order(left) else np.full(2 * k, left.size)
     inner_left, inner_right, a, b = _innermost_ranges(np.insert(left, at, extra_l), np.insert(right, at, extra_r))
     keep = np.ones(a.size, dtype=bool)
     keep[at + np.arange(2 * k)] = False     # where np.insert put them
