@@ -478,3 +478,36 @@ def test_the_profiles_fits_start_along_the_last_ones_tangent() -> None:
     plain = fit(theta + 1e-4, rescaled(at.p, theta + 1e-4))
     assert along.iterations <= 1 < plain.iterations or along.iterations < plain.iterations
     assert along.loglik == pytest.approx(plain.loglik, rel=0, abs=1e-8)
+
+
+def test_a_grown_merge_is_the_merge_from_scratch() -> None:
+    """grow_merge (the band's candidates grown a few at a time) gives the merged rows of
+    merge_over of the larger set, row for row and count for count, on seeded designs
+    (ties, counts, infinite ends), for sets grown at the edges, inside gaps, side by side,
+    and several times over (the sizes carried from one growth to the next)."""
+    from privspec.backends.interval.npmle.merged import grow_merge, merge_over
+
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        n = int(rng.integers(20, 400))
+        left, right, counts = case2_counts(n, trial) if trial % 2 else case2(n, trial)
+        des = _design(left, right, counts, [])
+        m = des.m
+        # a set meeting every row: the solver's start, then each row's own interval added
+        full = cnm(des, bands.initial(des), tol=1e-10, max_iter=10_000)
+        J = np.flatnonzero(full.p > 0)
+        sub, row = merge_over(des, J)
+        sizes = None
+        for _ in range(4):
+            extra = rng.choice(m, size=int(rng.integers(1, 6)))
+            if trial % 5 == 0:
+                extra = np.concatenate([extra, [0, m - 1]])      # at the edges too
+            grown = np.union1d(J, extra)
+            sub, row, sizes = grow_merge(des, J, sub, row, grown, sizes)
+            want, want_row = merge_over(des, grown)
+            for f in ("a", "b", "c"):
+                np.testing.assert_array_equal(getattr(sub, f), getattr(want, f))
+            np.testing.assert_array_equal(row, want_row)
+            np.testing.assert_array_equal(sizes, np.bincount(want_row, minlength=want.a.size))
+            assert sub.m == grown.size and np.array_equal(sub.inner_right, des.inner_right[grown])
+            J = grown

@@ -36,6 +36,7 @@ from privspec.progress import progress
 from privspec.backends.core.memory import reuse_freed_memory
 from privspec.backends.interval.npmle.data import (Design, as_rows, design_from_rows, gradient, merge_rows,
                                                    prefix_sums, row_probs, run_mass)
+from privspec.backends.interval.npmle.merged import grow_merge, merge_over
 from privspec.backends.interval.npmle.refine import refine_design
 from privspec.backends.interval.npmle.search import profile_interval
 from privspec.backends.interval.npmle.groups import Groups
@@ -275,6 +276,8 @@ class _Space:
         self.sub = des
         #: each plain row's merged row (an index into :attr:`sub`'s rows) where they are merged
         self.row: np.ndarray | None = None
+        #: the design's rows in each merged row, once a growth has counted them
+        self._sizes: np.ndarray | None = None
         if not des.has_multi:
             s = np.searchsorted(des.inner_right, cuts, side="right")   # the first above each cut
             near = np.concatenate([s - 1, s])
@@ -294,38 +297,19 @@ class _Space:
 
     def restrict(self, J: np.ndarray) -> None:
         """The rows merged by their runs over ``J`` (which meets every row); the whole
-        design where ``J`` is every innermost interval or their table would be too large."""
+        design where ``J`` is every innermost interval or their table would be too large.
+        A ``J`` that holds the last one grows the merge (:func:`.merged.grow_merge`: only the
+        rows next to the new intervals move)."""
         des, k = self.des, J.size
         if k == des.m or k * k > _MERGE_PER_ROW * des.a.size:
-            self.J, self.sub, self.row = np.arange(des.m), des, None
+            self.J, self.sub, self.row, self._sizes = np.arange(des.m), des, None, None
             return
-        # (in 32 bits where the k x k table allows: half the memory to write and read over
-        # millions of rows, which is what this costs)
-        before = np.zeros(des.m + 1, dtype=np.int32 if k * k < 2 ** 31 else np.intp)
-        before[J + 1] = 1
-        np.cumsum(before, out=before)          # before[t] = #J below t
-        # each row's run over J as one number
-        key = before[des.a]
-        key *= k
-        key += before[des.b1]
-        key -= 1
-        total = np.bincount(key, des.c, minlength=k * k)
-        runs = np.flatnonzero(total)
-        # each row's merged row, kept: a check (:meth:`verify`) reads every row's probability
-        # from the merged rows' by it, one gather from those (where the prefix sums over every
-        # innermost interval take two; and from a k x k table, 32 MB at k = 2000, the gather
-        # of 7.5e6 rows took 62 ms instead of 16, besides zeroing the table each time)
-        # (in the machine's width: each check's gather by it then needs no conversion of
-        # millions of indices, 5 ms a check at 1e7)
-        slot = np.cumsum(total > 0, dtype=np.intp)
-        slot -= 1
-        self.row = slot[key]
-        del key, slot
-        none = np.zeros(0, dtype=np.intp)
+        if self.reduced and self.row is not None and np.isin(self.J, J, assume_unique=True).all():
+            self.sub, self.row, self._sizes = grow_merge(des, self.J, self.sub, self.row, J, self._sizes)
+        else:
+            self.sub, self.row = merge_over(des, J)
+            self._sizes = None
         self.J = J
-        self.sub = Design(m=k, inner_left=des.inner_left[J], inner_right=des.inner_right[J],
-                          a=runs // k, b=runs % k, c=total[runs], pa=none, pb=none, powner=none,
-                          pc=np.zeros(0), pair_i=none, pair_j=none, n=des.n, all_points=des.all_points)
 
     def lift(self, p: np.ndarray, J_old: np.ndarray) -> np.ndarray:
         """Masses on ``J_old`` as masses on the current ``J`` (which holds it)."""

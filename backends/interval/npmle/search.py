@@ -121,13 +121,8 @@ def _bound(prof: Any, end: float, ll_max: float, crit: float, first: float | Non
     # in range, and bisection takes over where Newton would leave it
     inside, outside, outside_seen = theta_hat, end, False
     theta = theta_hat + side * min(step, 0.5 * abs(end - theta_hat)) if first is None else first
-    # from a first try (a guess of the bound's distance) that falls inside, at most twice as
-    # far at each try until one falls outside: near the maximum the statistic is small and
-    # its signed root's slope says little of how far the root is (1e7 Case-II reports: from
-    # 0.3% of theta out, the statistic 0.04, Newton's step went to 7.5 times as far, where
-    # the root lay at twice; the fit there took 8 Newton steps, and two more fits to come
-    # back: the band's fits 60 Newton steps -> 47).  Not where theta_hat is 0 or 1: there the
-    # guess is no measure of the distance (its spread is 0)
+    # from a first try inside, at most twice as far out at each try until one is outside
+    # (:func:`_doubling`)
     doubling = first is not None and theta_hat * (1.0 - theta_hat) > 1e-12
     found, best = theta_hat, math.inf
     checked = False
@@ -170,8 +165,8 @@ def _bound(prof: Any, end: float, ll_max: float, crit: float, first: float | Non
             nxt = theta + _root_step(root - r, rp, last if last is not None and last[2] is prof.space.J else None,
                                      theta)
             last = (theta, rp, prof.space.J)
-        if doubling and not outside_seen and abs(nxt - theta_hat) > 2.0 * abs(inside - theta_hat):
-            nxt = theta_hat + 2.0 * (inside - theta_hat)
+        if doubling and not outside_seen:
+            nxt = _doubling(nxt, inside, theta_hat)
         if not (min(inside, outside) < nxt < max(inside, outside)):
             if outside_seen:
                 nxt = 0.5 * (inside + outside)
@@ -183,6 +178,22 @@ def _bound(prof: Any, end: float, ll_max: float, crit: float, first: float | Non
             break
         theta = nxt
     return float(found), False, exact
+
+
+def _doubling(nxt: float, inside: float, theta_hat: float) -> float:
+    """The next try ``nxt``, at most twice as far from ``theta_hat`` as the last one inside.
+
+    From a first try (a guess of the bound's distance, :func:`_first_try`) that falls
+    inside: near the maximum the statistic is small and its signed root's slope says little
+    of how far the root is (1e7 Case-II reports: from 0.3% of theta out, the statistic 0.04,
+    Newton's step went to 7.5 times as far where the root lay at twice; the fit there took 8
+    Newton steps and two more fits to come back: the band's fits 60 Newton steps -> 47, the
+    bounds within 6e-12).  Not where theta_hat is 0 or 1 (:func:`_bound`): there the guess
+    is no measure of the distance (its spread is 0), and Newton's steps are what reach out.
+    """
+    if abs(nxt - theta_hat) > 2.0 * abs(inside - theta_hat):
+        return theta_hat + 2.0 * (inside - theta_hat)
+    return nxt
 
 
 def _root_step(gap: float, rp: float, last: tuple[float, float, np.ndarray] | None, theta: float) -> float:
