@@ -71,3 +71,20 @@ def test_inside_the_block_a_freed_array_is_reused_and_given_back_after() -> None
     # the same after blocks on four threads at once, each thread's result unchanged
     assert depth == 0 and after_threads <= before_threads + 50
     assert same == "True"
+
+
+@glibc
+def test_inside_the_block_numpy_asks_for_no_huge_pages_and_as_before_after() -> None:
+    """Huge pages advised by numpy are off inside (their first touch may compact memory in
+    the kernel then and there), nested blocks included, and as they were after."""
+    np = pytest.importorskip("numpy")
+    switch = getattr(np._core.multiarray, "_get_madvise_hugepage", None)
+    if switch is None:
+        pytest.skip("this numpy has no huge-page switch")
+    before = switch()
+    with memory.reuse_freed_memory():
+        assert switch() is False
+        with memory.reuse_freed_memory():
+            assert switch() is False
+        assert switch() is False
+    assert switch() is before

@@ -13,7 +13,15 @@ Inside :func:`reuse_freed_memory` every block comes from ``malloc``'s heap
 goes), so the next array reuses pages already touched.  On leaving, glibc's usual limits
 are set again (the thresholds its own adjustment reaches once large arrays were freed) and
 ``malloc_trim(0)`` gives the heap's free pages back to the kernel: the process holds no
-more memory afterwards than before.  The setting is the process's: while one thread is
+more memory afterwards than before.
+
+Inside, numpy also stops asking the kernel for huge pages for its arrays
+(``madvise(MADV_HUGEPAGE)``, numpy's default on Linux; ``NUMPY_MADVISE_HUGEPAGE=0`` is its
+switch, read at import).  Where the kernel's ``transparent_hugepage/defrag`` is
+``madvise`` (the usual default), a first touch of such memory that finds no free huge page
+compacts memory there and then, in the faulting thread: in the benches' VM that stalled
+the 1e7 Case-II run by 0.4-1.4 s of kernel time from one run to the next (0.5-0.6 s,
+steadily, without), and the heap's pages, once touched, are reused anyway.  The setting is the process's: while one thread is
 inside a block, the others' large arrays come from the heap too.  Elsewhere (another C
 library, or none found) it does nothing: the results are the same either way, only the
 time differs.
@@ -48,6 +56,8 @@ _KEEP = 2 ** 31 - 1
 
 _lock = threading.Lock()
 _depth = 0
+#: numpy's huge-page advice as it was on entering the outermost block
+_hugepages: bool | None = None
 
 
 def _libc() -> Any | None:
@@ -64,12 +74,21 @@ def _libc() -> Any | None:
 _LIBC = _libc()
 
 
+def _set_hugepages(on: bool) -> bool | None:
+    """Whether numpy advised huge pages for its arrays, after advising ``on`` from now on
+    (None where this numpy has no such switch: nothing changes)."""
+    import numpy as np
+
+    switch = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
+    return None if switch is None else bool(switch(on))
+
+
 @contextlib.contextmanager
 def reuse_freed_memory() -> Iterator[None]:
     """Large arrays freed inside the block are reused by the next ones instead of coming
     fresh from the kernel; the free memory goes back to the kernel on leaving (the
     outermost block, where blocks nest or threads overlap)."""
-    global _depth
+    global _depth, _hugepages
     if _LIBC is None:
         yield
         return
@@ -78,6 +97,7 @@ def reuse_freed_memory() -> Iterator[None]:
         if _depth == 1:
             _LIBC.mallopt(_M_MMAP_MAX, 0)
             _LIBC.mallopt(_M_TRIM_THRESHOLD, _KEEP)
+            _hugepages = _set_hugepages(False)
     try:
         yield
     finally:
@@ -88,3 +108,5 @@ def reuse_freed_memory() -> Iterator[None]:
                 _LIBC.mallopt(_M_MMAP_THRESHOLD, _AFTER_MMAP_THRESHOLD)
                 _LIBC.mallopt(_M_TRIM_THRESHOLD, _AFTER_TRIM_THRESHOLD)
                 _LIBC.malloc_trim(0)
+                if _hugepages is not None:
+                    _set_hugepages(_hugepages)
