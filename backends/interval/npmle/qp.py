@@ -40,8 +40,10 @@ __all__ = ["run_gram", "cross_gram", "qp", "one_qp_thread"]
 #: the QP adds a point while its multiplier exceeds this (units of the normalized gradient)
 QP_TOL = 1e-14
 #: from this many candidates :func:`run_gram` cumulates its table a row at a time (below,
-#: the Python loop costs more than it saves: 1.3 ms against 0.9 at k = 370)
-_ROW_BY_ROW = 600
+#: the Python loop costs more than it saves: at k = 100, 0.13 ms against 0.10; from k = 200
+#: on it saves: 0.59 ms against 0.92 at k = 370, 0.69 against 1.33 at k = 450, the same
+#: matrix bit for bit)
+_ROW_BY_ROW = 200
 #: variables dropped from a factored set (at least; or a quarter of the set) whose solves
 #: reuse its factor (:class:`_Factor`) before a new one is made
 _REUSE_DROPS = 8
