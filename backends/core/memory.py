@@ -77,7 +77,7 @@ _LIBC = _libc()
 def _set_hugepages(on: bool) -> bool | None:
     """Whether numpy advised huge pages for its arrays, after advising ``on`` from now on
     (None where this numpy has no such switch: nothing changes)."""
-    import numpy as np
+    import numpy as np      # (with the first block, not with this module: nothing more at start-up)
 
     switch = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
     return None if switch is None else bool(switch(on))

@@ -452,7 +452,7 @@ class _Profile:
         if np.any(P <= 0) or np.any(MP <= 0):  # pragma: no cover - start() covers them
             return -math.inf, math.inf if theta < self.theta_hat else -math.inf
         fit = cnm(des, p0, tol=self.tol, max_iter=10_000, grp=(des.inner_right > self.cut).astype(np.intp),
-                  sums=sums, dense_rows=self.space.rows, tangent=True)
+                  sums=sums, dense_rows=self.space.rows, tangent=True, enter=True)
         self.p, self.pJ = fit.p, self.space.J
         self.along = None if fit.tangent is None else (theta, fit.tangent)
         # d ll / d theta = n (lam_0 - lam_1) at the constrained maximum (envelope theorem)

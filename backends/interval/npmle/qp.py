@@ -229,45 +229,79 @@ def _direction(factor: _Factor | None, base: np.ndarray, idx: np.ndarray, k: int
     return out
 
 
+def _reused(factor: _Factor | None, base: np.ndarray, idx: np.ndarray, sums: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The solve on ``idx`` (``base`` less a few) by the factor of ``base``, ``(z, mu)``; None
+    where there is no such factor, too many were dropped, or its small system is singular."""
+    if factor is None or not 0 < base.size - idx.size <= max(_REUSE_DROPS, base.size // 4):
+        return None
+    at = np.searchsorted(base, idx)
+    if not (np.all(at < base.size) and np.array_equal(base[np.minimum(at, base.size - 1)], idx)):
+        return None
+    solved = factor.without(_dropped(base, idx, at)[1], sums)
+    return None if solved is None else (solved[0][at], solved[1])
+
+
+def _started(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.ndarray,
+             start: np.ndarray) -> tuple[np.ndarray, np.ndarray, _Factor | None] | None:
+    """The first solve of :func:`qp` with ``start`` free too, ``(z, mu, factor)``, where it is
+    the minimum over that face: finite, on the group sums, and no higher than ``x0`` (which
+    lies on the face).  None where it is not: candidates that no row tells apart make the
+    matrix singular, where its factor gives no minimum (the plain start never frees such
+    a variable: its multiplier is 0), and :func:`qp` starts as without ``start``."""
+    idx = np.flatnonzero((x0 > 0) | np.isin(np.arange(h.size), start))
+    z, mu, factor = _eq_solve(G[idx][:, idx], h[idx], grp[idx], sums, sums.size)
+    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(mu))):
+        return None
+    on = np.bincount(grp[idx], weights=z, minlength=sums.size)
+    if not np.allclose(on, sums, rtol=1e-9, atol=1e-12):
+        return None
+    x = np.zeros(h.size)
+    x[idx] = z
+    if 0.5 * x @ G @ x - h @ x > 0.5 * x0 @ G @ x0 - h @ x0 + 1e-12 * max(1.0, abs(float(h @ x0))):
+        return None
+    return z, mu, factor
+
+
 def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.ndarray,
-       direction: tuple[np.ndarray, list] | None = None) -> np.ndarray:
+       direction: tuple[np.ndarray, list] | None = None, start: np.ndarray | None = None) -> np.ndarray:
     """Minimize ``1/2 x'Gx - h'x`` over ``x >= 0`` with ``sum_{grp == g} x = sums[g]``.
 
-    A primal active-set method (Lawson and Hanson's NNLS, with the equality constraints
-    kept by Lagrange multipliers), warm-started at the feasible ``x0``: variables enter
-    while their multiplier is positive; a step that would turn a mass negative stops
-    at the boundary and drops it.  It returns a feasible point in every case (``x0``
-    itself where the system is degenerate: the caller's line search then finds no rise).
+    A primal active-set method (Lawson and Hanson's NNLS, the equality constraints kept by
+    Lagrange multipliers), warm-started at the feasible ``x0``: variables enter while their
+    multiplier is positive; a step that would turn a mass negative stops at the boundary
+    and drops it.  It returns a feasible point in every case (``x0`` itself where the
+    system is degenerate: the caller's line search then finds no rise).
     ``direction=(ds, out)``: the minimum's change per unit change of the sums along ``ds``
-    (:func:`_direction`, from the factor at hand) is appended to the list ``out``.
+    (:func:`_direction`) is appended to ``out``.  ``start``: variables at 0 in ``x0`` free
+    from the first solve (:func:`_started`): where most would enter, one factor, not two.
     """
     k, ngroups = h.size, sums.size
     x = x0.copy()
     passive = x > 0
     last: np.ndarray | None = None
-    # the factor of the last solve and its variables: a solve with some of them dropped
-    # (and none added) reuses it (:class:`_Factor`)
+    settled = True      # x minimizes over the free variables less ``last`` (not yet with ``start``)
+    # the last factor and its variables: a solve with some of them dropped reuses it (_Factor)
     factor: _Factor | None = None
     base = np.zeros(0, dtype=np.intp)
+    solved = _started(G, h, x0, grp, sums, start) if start is not None and start.size else None
+    if solved is not None:
+        passive[start] = True
+        last, settled, factor, base = start, False, solved[2], np.flatnonzero(passive)
     for _ in range(4 * k + 20):
         idx = np.flatnonzero(passive)
-        solved = None
-        if factor is not None and 0 < base.size - idx.size <= max(_REUSE_DROPS, base.size // 4):
-            at = np.searchsorted(base, idx)
-            if np.all(at < base.size) and np.array_equal(base[np.minimum(at, base.size - 1)], idx):
-                solved = factor.without(_dropped(base, idx, at)[1], sums)
-                if solved is not None:
-                    solved = (solved[0][at], solved[1])
+        solved = solved or _reused(factor, base, idx, sums)
         if solved is None:
             # (rows, then columns: 5x faster than np.ix_ at k = 370)
             z, mu, factor = _eq_solve(G[idx][:, idx], h[idx], grp[idx], sums, ngroups)
             base = idx
         else:
-            z, mu = solved
+            z, mu = solved[:2]
+            solved = None
         if not np.all(np.isfinite(z)):
             return x  # a degenerate system: keep the feasible point (the line search copes)
         if np.all(z > 0):
-            x = np.zeros(k)
+            x, settled = np.zeros(k), True
             x[idx] = z
             w = h - G @ x - mu[grp]
             w[passive] = -np.inf
@@ -297,7 +331,9 @@ def qp(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums: np.n
                 x[blocking] = 0.0
                 last = np.setdiff1d(last, blocking)
                 if last.size == 0:
-                    return x
+                    if settled:
+                        return x
+                    last = None
                 continue
         x[idx] = xi + alpha * (z - xi)
         drop = idx[neg][ratio <= alpha]
