@@ -20,9 +20,11 @@ Inside, numpy also stops asking the kernel for huge pages for its arrays
 switch, read at import).  Where the kernel's ``transparent_hugepage/defrag`` is
 ``madvise`` (the usual default), a first touch of such memory that finds no free huge page
 compacts memory there and then, in the faulting thread: in the benches' VM that stalled
-the 1e7 Case-II run by 0.4-1.4 s of kernel time from one run to the next (0.5-0.6 s,
-steadily, without), and the heap's pages, once touched, are reused anyway.  The setting is the process's: while one thread is
-inside a block, the others' large arrays come from the heap too.  Elsewhere (another C
+the 1e7 Case-II run by 0.4-1.4 s of kernel time from one run to the next (0.5-0.7 s,
+steadily, without), and the heap's pages, once touched, are reused anyway.
+
+The setting is the process's: while one thread is inside a block, the others' large
+arrays come from the heap too.  Elsewhere (another C
 library, or none found) it does nothing: the results are the same either way, only the
 time differs.
 

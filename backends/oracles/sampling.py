@@ -496,6 +496,8 @@ _COLON = 58
 _DIGITS4 = np.frombuffer("".join(f"{v:04d}" for v in range(10_000)).encode(), dtype=np.uint32)
 #: ":" and the digits of each number below 1,000 (then padding), as one uint32 each
 _COLONS = np.frombuffer(b"".join(f":{v}".encode().ljust(4, b" ") for v in range(1000)), dtype=np.uint32)
+#: ":000": the colon before a larger value's own groups of digits
+_COLON_PAD = np.frombuffer(b":000", dtype=np.uint32)[0]
 #: 10, 100, ..., 10^18: a number's digits are 1 + how many of these are at most it
 _POWERS10 = 10 ** np.arange(1, 19, dtype=np.int64)
 
@@ -548,7 +550,6 @@ def decimal_pairs(a: np.ndarray, b: np.ndarray, rows: int = 1 << 16) -> tuple[np
     offsets[0] = 0
     np.cumsum(masks.sum(axis=1)[lead], out=offsets[1:])
     out = np.empty(int(offsets[-1]), dtype=np.uint8)
-    colon = _COLONS[0] if small else np.frombuffer(b":000", dtype=np.uint32)[0]
     for lo in range(0, m, rows):
         k = min(rows, m - lo)
         groups = np.empty((k, ga + 1 + gb), dtype=np.uint32)
@@ -558,7 +559,7 @@ def decimal_pairs(a: np.ndarray, b: np.ndarray, rows: int = 1 << 16) -> tuple[np
                 q = rest // 10_000
                 groups[:, col] = _DIGITS4[rest - q * 10_000]
                 rest = q
-        groups[:, ga] = _COLONS[b[lo:lo + k]] if small else colon
+        groups[:, ga] = _COLONS[b[lo:lo + k]] if small else _COLON_PAD
         out[offsets[lo]:offsets[lo + k]] = groups.view(np.uint8).reshape(k, width)[masks[lead[lo:lo + k]]]
     return out, offsets
 

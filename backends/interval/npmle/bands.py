@@ -304,7 +304,7 @@ class _Space:
         if k == des.m or k * k > _MERGE_PER_ROW * des.a.size:
             self.J, self.sub, self.row, self._sizes = np.arange(des.m), des, None, None
             return
-        if self.reduced and self.row is not None and np.isin(self.J, J, assume_unique=True).all():
+        if self.row is not None and np.isin(self.J, J, assume_unique=True).all():     # (merged over J)
             self.sub, self.row, self._sizes = grow_merge(des, self.J, self.sub, self.row, J, self._sizes)
         else:
             self.sub, self.row = merge_over(des, J)

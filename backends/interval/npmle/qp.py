@@ -249,7 +249,9 @@ def _started(G: np.ndarray, h: np.ndarray, x0: np.ndarray, grp: np.ndarray, sums
     lies on the face).  None where it is not: candidates that no row tells apart make the
     matrix singular, where its factor gives no minimum (the plain start never frees such
     a variable: its multiplier is 0), and :func:`qp` starts as without ``start``."""
-    idx = np.flatnonzero((x0 > 0) | np.isin(np.arange(h.size), start))
+    free = x0 > 0
+    free[start] = True
+    idx = np.flatnonzero(free)
     z, mu, factor = _eq_solve(G[idx][:, idx], h[idx], grp[idx], sums, sums.size)
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(mu))):
         return None

@@ -461,7 +461,7 @@ def cnm(des: Design, p0: np.ndarray, *, tol: float, max_iter: int,
     ``enter``: each dense step's QP starts with the new candidates free (:func:`.qp.qp`'s
     ``start``): for fits warm-started next to their maximum, as the band's, most of them
     enter, and one Cholesky factor a step does where the QP made a second once they had
-    (1e7 Case-II reports: the band's 68 factors of ~880 x 880 -> 48, 0.11 s); the same
+    (1e7 Case-II reports: the band's 68 factors of ~880 x 880 -> 51, ~0.1 s); the same
     maximum, by another path, so not for the NPMLE itself, whose quantiles can sit on a
     tie to round-off (the fit at 1e7 then moved its 0.75 quantile to the neighbouring
     innermost interval).
